@@ -1,0 +1,1 @@
+//! The throughput-doctor command line (library part).

@@ -1,0 +1,1 @@
+//! diagnosis (work in progress)

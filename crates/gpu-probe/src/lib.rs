@@ -1,0 +1,1 @@
+//! gpu-probe (work in progress)

@@ -1,0 +1,1 @@
+//! kv-capacity (work in progress)

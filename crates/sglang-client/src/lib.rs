@@ -1,0 +1,1 @@
+//! sglang-client (work in progress)

@@ -1,0 +1,1 @@
+//! sglang-log (work in progress)

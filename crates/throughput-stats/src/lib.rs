@@ -1,0 +1,1 @@
+//! throughput-stats (work in progress)
