@@ -1,1 +1,165 @@
-//! sglang-log (work in progress)
+//! Zero-copy parser for SGLang server logs.
+//!
+//! Every line of a log becomes exactly one [`Record`]: a recognised [`Event`] (a `Decode batch` /
+//! `Prefill batch` line, a retraction, a startup capacity or memory line, `server_args`, a
+//! watchdog timeout, a KV transfer failure, the ready banner), [`Event::Other`] (uvicorn access
+//! logs, tracebacks, tqdm bars, foreign tools' output) or [`Event::Malformed`] with a reason.
+//! The formats and their version ranges are in `shared/spec/sglang-observables.md` §1, §2, §8.
+//!
+//! # Design decisions and their cost
+//!
+//! **Records borrow the input.** A [`Record`] holds `&str` slices of the line: field keys and
+//! values of a batch line are byte offsets into the message kept in a fixed inline array of
+//! [`MAX_FIELDS`] entries, so parsing a line allocates nothing and numbers are parsed from digit
+//! slices only when an accessor asks. The cost: a record cannot outlive the line buffer. The
+//! [`LogReader`] hands each record to a callback and reuses its buffer for the next line;
+//! callers copy out what they keep (typically a handful of numbers per line). A batch line is
+//! also a fairly large value (about 600 bytes), which is cheap to build on the stack but not
+//! meant to be stored by the million.
+//!
+//! **Lines first, then complete parsers.** The reader splits the input on `\n` with `memchr` and
+//! only then runs the (nom, `complete`) parsers on whole lines. No parser ever sees half a line,
+//! there is no streaming state machine, and one bad line cannot derail the next. The cost is one
+//! extra scan over the bytes, which `memchr` makes small next to parsing. In live mode
+//! ([`LogReader::live`]) a last line without its `\n` is held back and completed by the next
+//! read, so a log that is still being written is never mis-parsed; the cost is that the very
+//! last line of a live log is reported one read late.
+//!
+//! **Find the message head, then parse the envelope before it.** Real logs arrive wrapped:
+//! docker-compose `sglang-1  | `, Ray `(SGLangEngine pid=N) `, markdown `> `, ANSI colours,
+//! custom `logging` formats, pastes that lost the opening `[`. Known wrappers are stripped, the
+//! SGLang envelope `[TS TAGS]` is parsed when present, and the message head is recognised by
+//! its first byte. When that fails but the line still carries a batch marker (`Decode batch`,
+//! `Prefill batch`, `Prefil batch`, `new fill batch`), the batch is parsed from the marker and
+//! the timestamp and rank tags are recovered from the text before it. **Invariant:** a line
+//! with a batch marker is always [`Event::Batch`] or [`Event::Malformed`], never
+//! [`Event::Other`], so scheduler lines are never silently lost.
+//!
+//! **Lenient fields, counted damage.** A batch line whose fragments are partly not
+//! `key: value` (e.g. GitHub's mangling `#running-:, #: 484009, token usage: 0.95`) is still a
+//! batch event with the good fields; the bad fragments are counted in
+//! [`BatchLine::broken_fields`] and in [`ParseStats::partial_batch_lines`]. A batch marker with
+//! no usable head or no `key: value` field at all is [`Event::Malformed`]. Unknown keys are kept
+//! ([`BatchLine::unknown_fields`]); a batch line whose fields are all unknown (sglang-jax's
+//! `Prefill batch. #bid: 1, #cache_miss: 2`) is still a batch line.
+//!
+//! # Example
+//! ```
+//! use sglang_log::{parse_line, Event};
+//! let rec = parse_line(b"[2025-04-15 17:25:16 DP0 TP0] Decode batch. #running-req: 92, #token: 264288, token usage: 0.92, gen throughput (token/s): 324.86, #queue-req: 990, ", 1);
+//! let Event::Batch(b) = &rec.event else { panic!() };
+//! assert_eq!(b.running_req(), Some(92));
+//! assert_eq!(b.queue_req(), Some(990));
+//! assert_eq!(rec.ranks.to_string(), "DP0 TP0");
+//! ```
+#![deny(missing_docs)]
+
+mod batch;
+mod events;
+mod line;
+mod num;
+mod ranks;
+mod reader;
+mod timestamp;
+
+pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_FIELDS};
+pub use events::{
+    CapacityLine, KvCacheAllocated, MemoryLine, Retraction, RetractionWording, ServerArgs,
+};
+pub use line::{find_batch_marker, parse_line};
+pub use ranks::RankTags;
+pub use reader::{KEPT_LINES, LogReader, MalformedLine, ParseStats, ReadError};
+pub use timestamp::Timestamp;
+
+/// One parsed log line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record<'a> {
+    /// 1-based line number in the input.
+    pub line_no: u64,
+    /// The line's timestamp (SGLang envelope, else a container runtime's ISO prefix, else one
+    /// recovered from the text before a batch marker); `None` for ≤ v0.2.13 lines and
+    /// foreign output.
+    pub timestamp: Option<Timestamp>,
+    /// Rank tags of the envelope (or the in-message `[gpu=N]`); empty when absent.
+    pub ranks: RankTags,
+    /// The message after the envelope and wrappers (for batch lines: from the batch head on).
+    /// Useful to deduplicate lines every TP rank prints (spec §8.6).
+    pub message: &'a str,
+    /// What the line is.
+    pub event: Event<'a>,
+}
+
+/// What a line is. Exactly one per line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event<'a> {
+    /// A `Decode batch` / `Prefill batch` line (and the v0.1 forms).
+    Batch(BatchLine<'a>),
+    /// A retraction line (KV pool exhausted during decode), spec §2.3.
+    Retraction(Retraction<'a>),
+    /// `max_total_num_tokens=…, chunked_prefill_size=…, …` startup capacity line.
+    Capacity(CapacityLine),
+    /// `KV Cache is allocated. #tokens: N, K size: X GB, V size: Y GB`.
+    KvCacheAllocated(KvCacheAllocated),
+    /// `Load weight end. …, avail mem=X GB, mem usage=Y GB.`
+    LoadWeightEnd(MemoryLine),
+    /// `Memory pool end. avail mem=X GB`.
+    MemoryPoolEnd(MemoryLine),
+    /// `Capture [draft] [extend] cuda graph end. Time elapsed: … mem usage=X GB. avail mem=Y GB.`
+    /// (every `Capture … graph end` line, draft-model graphs included).
+    CudaGraphEnd(MemoryLine),
+    /// `server_args=ServerArgs(…)`.
+    ServerArgs(ServerArgs<'a>),
+    /// HiCache host pool allocation: `Allocating X GB host memory for hierarchical KV cache.`
+    /// or `Allocating kv hierarchical KV host pool: N tokens, X GB host memory.`
+    HiCacheAllocated {
+        /// Host memory for the hierarchical cache. Unit: GB as printed (GiB).
+        host_gb: Option<f64>,
+        /// Host pool size. Unit: tokens.
+        host_tokens: Option<u64>,
+    },
+    /// `The server is fired up and ready to roll!`
+    ServerReady,
+    /// A watchdog timeout (`Watchdog timeout (self.watchdog_timeout=300)` and later
+    /// `… watchdog timeout (…)` wordings); the message text.
+    WatchdogTimeout(&'a str),
+    /// A PD KV transfer failure (`… transfer failed …`, `KVTransferError`); the message text.
+    KvTransferFailed(&'a str),
+    /// Not a line this crate reads (uvicorn, tracebacks, tqdm, other tools).
+    Other,
+    /// A line that carries a batch marker but could not be read as a batch line, or invalid
+    /// UTF-8 in such a line.
+    Malformed {
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+impl Event<'_> {
+    /// Short name of the variant (`"batch"`, `"retraction"`, …), for reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Batch(_) => "batch",
+            Event::Retraction(_) => "retraction",
+            Event::Capacity(_) => "capacity",
+            Event::KvCacheAllocated(_) => "kv_cache_allocated",
+            Event::LoadWeightEnd(_) => "load_weight_end",
+            Event::MemoryPoolEnd(_) => "memory_pool_end",
+            Event::CudaGraphEnd(_) => "cuda_graph_end",
+            Event::ServerArgs(_) => "server_args",
+            Event::HiCacheAllocated { .. } => "hicache_allocated",
+            Event::ServerReady => "server_ready",
+            Event::WatchdogTimeout(_) => "watchdog_timeout",
+            Event::KvTransferFailed(_) => "kv_transfer_failed",
+            Event::Other => "other",
+            Event::Malformed { .. } => "malformed",
+        }
+    }
+
+    /// The batch line, if this is one.
+    pub fn as_batch(&self) -> Option<&BatchLine<'_>> {
+        match self {
+            Event::Batch(b) => Some(b),
+            _ => None,
+        }
+    }
+}

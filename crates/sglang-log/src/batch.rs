@@ -1,0 +1,651 @@
+//! The per-batch scheduler lines: `Decode batch`, `Prefill batch` (spec §2.1, §2.2) and their
+//! v0.1 forms.
+
+use crate::num::{parse_bool, parse_f64, parse_percent_fraction, parse_u64};
+use nom::Parser;
+use nom::branch::alt;
+use nom::bytes::complete::tag;
+use nom::character::complete::{char, digit1};
+use nom::combinator::{opt, value};
+use nom::sequence::{delimited, separated_pair};
+
+/// Most `key: value` fields kept per batch line; further ones are counted in
+/// [`BatchLine::overflow_fields`]. The longest SGLang line has about 30.
+pub const MAX_FIELDS: usize = 32;
+
+/// Which scheduler pass a batch line reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BatchKind {
+    /// A prefill (extend) batch: `Prefill batch`, `Prefil batch` (v0.1.17), `new fill batch` (≤ v0.1.16).
+    Prefill,
+    /// A decode batch: `Decode batch`, or the head-less v0.1 stats line `#running-req: …`.
+    Decode,
+}
+
+/// The textual form the batch line had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BatchForm {
+    /// `Decode batch. …`, `Decode batch, …`, `Decode batch [N], …` and the same for prefill.
+    Standard,
+    /// `Prefill batch(mixed #running-req: N). …` (v0.2.14 – v0.3.5 with `--enable-mixed-chunk`);
+    /// the head's running count is exposed as the field `#running-req`.
+    Mixed,
+    /// ≤ v0.1.16 `new fill batch. #seq: N. #cached_token: N. …` (fields separated by `. `).
+    LegacyFill,
+    /// ≤ v0.1.16 decode stats without a head: `#running-req: N, #token: N, …`.
+    LegacyStats,
+}
+
+/// Byte offsets of one `key: value` pair inside [`BatchLine::text`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    k0: u32,
+    k1: u32,
+    v0: u32,
+    v1: u32,
+}
+
+/// One `Decode batch` / `Prefill batch` line. Fields are kept as borrowed `key: value` slices of
+/// the input in an inline array (no allocation); typed accessors parse on demand and return
+/// `None` when the field is absent or its value does not parse.
+///
+/// Keys are the literal SGLang keys (spec §2.1.2 / §2.2.2), e.g. `#running-req`,
+/// `gen throughput (token/s)`. Values are trimmed; a trailing `", "` / `","` / `" "` is removed.
+/// The hybrid form `#token: full=N, swa=M` keeps `full=N, swa=M` as the value of `#token`.
+#[derive(Clone, PartialEq)]
+pub struct BatchLine<'a> {
+    /// Prefill or decode.
+    pub kind: BatchKind,
+    /// The forward-iteration counter of `Decode batch [N]` (v0.5.4, or `SGLANG_LOG_FORWARD_ITERS=1`).
+    pub iter: Option<u64>,
+    /// How the line was written.
+    pub form: BatchForm,
+    text: &'a str,
+    spans: [Span; MAX_FIELDS],
+    len: u8,
+    overflow: u16,
+    broken: u16,
+}
+
+impl std::fmt::Debug for BatchLine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchLine")
+            .field("kind", &self.kind)
+            .field("iter", &self.iter)
+            .field("form", &self.form)
+            .field("fields", &self.fields().collect::<Vec<_>>())
+            .field("broken", &self.broken)
+            .field("overflow", &self.overflow)
+            .finish()
+    }
+}
+
+/// Keys with a typed accessor or a documented meaning (spec §2.1.2, §2.2.2); everything else is
+/// returned by [`BatchLine::unknown_fields`].
+pub const KNOWN_KEYS: &[&str] = &[
+    "#running-req",
+    "#running_req",
+    "#queue-req",
+    "#remaining_req",
+    "#token",
+    "token usage",
+    "#full token",
+    "full token usage",
+    "#swa token",
+    "swa token usage",
+    "mamba num",
+    "mamba usage",
+    "#gpu token",
+    "gpu token usage",
+    "#cpu token",
+    "cpu token usage",
+    "gen throughput (token/s)",
+    "input throughput (token/s)",
+    "#new-seq",
+    "#seq",
+    "#new-token",
+    "#new_token",
+    "#cached-token",
+    "#cached_token",
+    "cache hit rate",
+    "tree_cache_hit_rate",
+    "#pending-token",
+    "accept len",
+    "accept rate",
+    "cap len",
+    "block accept len",
+    "cuda graph",
+    "cpu graph",
+    "npu graph",
+    "musa graph",
+    "pre-allocated usage",
+    "#prealloc-req",
+    "#transfer-req",
+    "#retracted-req",
+    "#inflight-req",
+    "#bootstrap-req",
+    "#unbootstrapped-req",
+    "#transferring-req",
+    "#optimistic-req",
+    "waiting-image-req",
+    "largest-len",
+    "timestamp",
+    "time",
+    "est. decode TFLOPS/s (per GPU)",
+    "est. prefill TFLOPS/s (per GPU)",
+    "est. read BW (GB/s per GPU)",
+    "est. write BW (GB/s per GPU)",
+    "fwd occupancy",
+];
+
+/// `full=N, swa=M` → the value after `name=` up to the next `,`.
+fn sub_value<'a>(v: &'a str, name: &str) -> Option<&'a str> {
+    let mut rest = v;
+    loop {
+        let i = rest.find(name)?;
+        let before_ok = i == 0 || matches!(rest.as_bytes()[i - 1], b' ' | b',');
+        let after = &rest[i + name.len()..];
+        if before_ok && let Some(a) = after.strip_prefix('=') {
+            let end = a.find(',').unwrap_or(a.len());
+            return Some(a[..end].trim());
+        }
+        rest = after;
+    }
+}
+
+impl<'a> BatchLine<'a> {
+    fn new(kind: BatchKind, form: BatchForm, text: &'a str) -> Self {
+        BatchLine {
+            kind,
+            iter: None,
+            form,
+            text,
+            spans: [Span::default(); MAX_FIELDS],
+            len: 0,
+            overflow: 0,
+            broken: 0,
+        }
+    }
+
+    fn push(&mut self, k0: usize, k1: usize, v0: usize, v1: usize) {
+        if usize::from(self.len) < MAX_FIELDS {
+            // ok: the caller rejects messages longer than u32::MAX bytes
+            self.spans[usize::from(self.len)] = Span {
+                k0: k0 as u32,
+                k1: k1 as u32,
+                v0: v0 as u32,
+                v1: v1 as u32,
+            };
+            self.len += 1;
+        } else {
+            self.overflow = self.overflow.saturating_add(1);
+        }
+    }
+
+    fn slice(&self, a: u32, b: u32) -> &'a str {
+        let t: &'a str = self.text;
+        t.get(a as usize..b as usize).unwrap_or("")
+    }
+
+    /// The message text of the line, from the batch head (or first field) to the end of line.
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// Raw value of the first field whose key equals `key` exactly, e.g. `get("#running-req")`.
+    pub fn get(&self, key: &str) -> Option<&'a str> {
+        self.spans[..usize::from(self.len)]
+            .iter()
+            .find(|s| self.slice(s.k0, s.k1) == key)
+            .map(|s| self.slice(s.v0, s.v1))
+    }
+
+    /// All `(key, value)` pairs in line order (at most [`MAX_FIELDS`]).
+    pub fn fields(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
+        self.spans[..usize::from(self.len)]
+            .iter()
+            .map(|s| (self.slice(s.k0, s.k1), self.slice(s.v0, s.v1)))
+    }
+
+    /// The `(key, value)` pairs whose key is not in [`KNOWN_KEYS`] (e.g. sglang-jax's
+    /// `#cache_miss`); new SGLang fields show up here.
+    pub fn unknown_fields(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
+        self.fields().filter(|(k, _)| !KNOWN_KEYS.contains(k))
+    }
+
+    /// Number of fields kept.
+    pub fn field_count(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// Fields dropped because the line had more than [`MAX_FIELDS`].
+    pub fn overflow_fields(&self) -> u16 {
+        self.overflow
+    }
+
+    /// Comma-separated fragments that were not `key: value` (e.g. `#running-:` in a line mangled
+    /// by a paste). A line with broken fragments still yields its good fields.
+    pub fn broken_fields(&self) -> u16 {
+        self.broken
+    }
+
+    fn u64_of(&self, keys: &[&str]) -> Option<u64> {
+        keys.iter().find_map(|k| self.get(k)).and_then(parse_u64)
+    }
+
+    fn f64_of(&self, keys: &[&str]) -> Option<f64> {
+        keys.iter().find_map(|k| self.get(k)).and_then(parse_f64)
+    }
+
+    /// `#running-req` (v0.1: `#running_req`; mixed prefill: the head's count): requests in the
+    /// running decode batch. Unit: requests.
+    pub fn running_req(&self) -> Option<u64> {
+        self.u64_of(&["#running-req", "#running_req"])
+    }
+
+    /// `#queue-req` (v0.1 prefill: `#remaining_req`): waiting-queue length. Unit: requests.
+    pub fn queue_req(&self) -> Option<u64> {
+        self.u64_of(&["#queue-req", "#remaining_req"])
+    }
+
+    /// KV slots in use: `#token`, or `#full token` (hybrid SWA/SSM), or the `full=` part of
+    /// v0.4.9's `#token: full=N, swa=M`. Unit: tokens.
+    pub fn num_token(&self) -> Option<u64> {
+        if let Some(v) = self.get("#token") {
+            return match sub_value(v, "full") {
+                Some(f) => parse_u64(f),
+                None => parse_u64(v),
+            };
+        }
+        self.u64_of(&["#full token"])
+    }
+
+    /// KV slots in use in the sliding-window pool: `#swa token` or the `swa=` part of
+    /// `#token: full=N, swa=M`. Unit: tokens.
+    pub fn num_swa_token(&self) -> Option<u64> {
+        if let Some(v) = self.get("#swa token") {
+            return parse_u64(v);
+        }
+        self.get("#token")
+            .and_then(|v| sub_value(v, "swa"))
+            .and_then(parse_u64)
+    }
+
+    /// KV pool usage `#token / max_total_num_tokens`: `token usage`, or `full token usage`
+    /// (hybrid), or the `full=` part of `token usage: full=X, swa=Y`. Unit: fraction 0–1.
+    pub fn token_usage(&self) -> Option<f64> {
+        if let Some(v) = self.get("token usage") {
+            return match sub_value(v, "full") {
+                Some(f) => parse_f64(f),
+                None => parse_f64(v),
+            };
+        }
+        self.f64_of(&["full token usage"])
+    }
+
+    /// Sliding-window pool usage: `swa token usage` or the `swa=` part of `token usage`.
+    /// Unit: fraction 0–1.
+    pub fn swa_token_usage(&self) -> Option<f64> {
+        if let Some(v) = self.get("swa token usage") {
+            return parse_f64(v);
+        }
+        self.get("token usage")
+            .and_then(|v| sub_value(v, "swa"))
+            .and_then(parse_f64)
+    }
+
+    /// `mamba num`: used mamba-state slots (hybrid SSM). Unit: slots (requests).
+    pub fn mamba_num(&self) -> Option<u64> {
+        self.u64_of(&["mamba num"])
+    }
+
+    /// `mamba usage`: fraction of the mamba-state pool in use. Unit: fraction 0–1.
+    pub fn mamba_usage(&self) -> Option<f64> {
+        self.f64_of(&["mamba usage"])
+    }
+
+    /// `gen throughput (token/s)`: tokens generated since the previous Decode line ÷ wall time
+    /// since it (includes prefill and idle time). Unit: tokens/s.
+    pub fn gen_throughput(&self) -> Option<f64> {
+        self.f64_of(&["gen throughput (token/s)"])
+    }
+
+    /// `input throughput (token/s)` (prefill lines, PD v0.4.7.post1+, all v0.5.9+). Unit: tokens/s.
+    pub fn input_throughput(&self) -> Option<f64> {
+        self.f64_of(&["input throughput (token/s)"])
+    }
+
+    /// `#new-seq` (v0.1: `#seq`): requests in this prefill batch. Unit: requests.
+    pub fn new_seq(&self) -> Option<u64> {
+        self.u64_of(&["#new-seq", "#seq"])
+    }
+
+    /// `#new-token` (v0.1: `#new_token`): tokens computed in this prefill batch. Unit: tokens.
+    pub fn new_token(&self) -> Option<u64> {
+        self.u64_of(&["#new-token", "#new_token"])
+    }
+
+    /// `#cached-token` (v0.1: `#cached_token`): prefix tokens reused from the radix cache.
+    /// Unit: tokens.
+    pub fn cached_token(&self) -> Option<u64> {
+        self.u64_of(&["#cached-token", "#cached_token"])
+    }
+
+    /// `cache hit rate: 12.34%` (≤ v0.4.3.post2, cumulative since start; v0.1:
+    /// `tree_cache_hit_rate`). Unit: fraction 0–1 (the printed percent / 100).
+    pub fn cache_hit_rate(&self) -> Option<f64> {
+        ["cache hit rate", "tree_cache_hit_rate"]
+            .iter()
+            .find_map(|k| self.get(k))
+            .and_then(parse_percent_fraction)
+    }
+
+    /// `#pending-token` (v0.5.11+): tokens of all waiting requests plus the rest of the
+    /// in-progress chunk. Unit: tokens.
+    pub fn pending_token(&self) -> Option<u64> {
+        self.u64_of(&["#pending-token"])
+    }
+
+    /// `accept len`: mean accepted tokens per request per verify step, bonus included
+    /// (speculative decoding). Unit: tokens/step.
+    pub fn accept_len(&self) -> Option<f64> {
+        self.f64_of(&["accept len"])
+    }
+
+    /// `accept rate` (v0.5.3.post2+; three definitions, spec §2.5). Unit: fraction 0–1.
+    pub fn accept_rate(&self) -> Option<f64> {
+        self.f64_of(&["accept rate"])
+    }
+
+    /// The graph flag `cuda graph` / `cpu graph` / `npu graph` / `musa graph` (any `<word> graph`):
+    /// whether the last batch ran as a captured graph.
+    pub fn graph(&self) -> Option<bool> {
+        self.graph_field().and_then(|(_, v)| parse_bool(v))
+    }
+
+    /// The device word of the graph flag (`cuda`, `cpu`, `npu`, `musa`).
+    pub fn graph_device(&self) -> Option<&'a str> {
+        self.graph_field()
+            .map(|(k, _)| &k[..k.len() - " graph".len()])
+    }
+
+    fn graph_field(&self) -> Option<(&'a str, &'a str)> {
+        self.fields().find(|(k, _)| {
+            k.len() > " graph".len()
+                && k.ends_with(" graph")
+                && k[..k.len() - " graph".len()]
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric())
+        })
+    }
+
+    /// `pre-allocated usage` (PD decode server): KV pre-allocated for incoming transfers ÷
+    /// `max_total_num_tokens`. Unit: fraction 0–1.
+    pub fn pre_allocated_usage(&self) -> Option<f64> {
+        self.f64_of(&["pre-allocated usage"])
+    }
+
+    /// The literal `#prealloc-req`. On a PD decode server: requests waiting for KV
+    /// pre-allocation; on a PD prefill server (v0.5.3 – v0.5.11): the bootstrap queue (see
+    /// [`BatchLine::bootstrap_req`]). Unit: requests.
+    pub fn prealloc_req(&self) -> Option<u64> {
+        self.u64_of(&["#prealloc-req"])
+    }
+
+    /// PD prefill bootstrap queue under any of its names: `#bootstrap-req` (v0.5.12+),
+    /// `#unbootstrapped-req` (v0.4.6 – v0.5.2), or `#prealloc-req` on a prefill line
+    /// (v0.5.3 – v0.5.11). Unit: requests.
+    pub fn bootstrap_req(&self) -> Option<u64> {
+        self.u64_of(&["#bootstrap-req", "#unbootstrapped-req"])
+            .or_else(|| {
+                if self.kind == BatchKind::Prefill {
+                    self.prealloc_req()
+                } else {
+                    None
+                }
+            })
+    }
+
+    /// `#transfer-req` (PD decode): requests receiving KV. Unit: requests.
+    pub fn transfer_req(&self) -> Option<u64> {
+        self.u64_of(&["#transfer-req"])
+    }
+
+    /// `#retracted-req` (PD decode): retracted requests waiting to resume. Unit: requests.
+    pub fn retracted_req(&self) -> Option<u64> {
+        self.u64_of(&["#retracted-req"])
+    }
+
+    /// `#inflight-req` (PD prefill, v0.5.3+; `#transferring-req` before): prefilled requests
+    /// whose KV is still being sent. Unit: requests.
+    pub fn inflight_req(&self) -> Option<u64> {
+        self.u64_of(&["#inflight-req", "#transferring-req"])
+    }
+
+    /// `#optimistic-req` (PD prefill, v0.5.16+). Unit: requests.
+    pub fn optimistic_req(&self) -> Option<u64> {
+        self.u64_of(&["#optimistic-req"])
+    }
+
+    /// `waiting-image-req` (EPD language-only servers). Unit: requests.
+    pub fn waiting_image_req(&self) -> Option<u64> {
+        self.u64_of(&["waiting-image-req"])
+    }
+
+    /// `cap len` (DSpark speculative decoding, v0.5.16+). Unit: tokens.
+    pub fn cap_len(&self) -> Option<f64> {
+        self.f64_of(&["cap len"])
+    }
+
+    /// `fwd occupancy: X%` (v0.5.11+, `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`): GPU-busy share of
+    /// forward passes. Unit: fraction 0–1 (the printed percent / 100).
+    pub fn fwd_occupancy(&self) -> Option<f64> {
+        self.get("fwd occupancy").and_then(parse_percent_fraction)
+    }
+
+    /// MFU suffix `est. decode TFLOPS/s (per GPU)` or `est. prefill TFLOPS/s (per GPU)`
+    /// (v0.5.10+, `--enable-mfu-metrics`). Unit: TFLOP/s per GPU.
+    pub fn est_tflops_per_gpu(&self) -> Option<f64> {
+        self.f64_of(&[
+            "est. decode TFLOPS/s (per GPU)",
+            "est. prefill TFLOPS/s (per GPU)",
+        ])
+    }
+
+    /// MFU suffix `est. read BW (GB/s per GPU)`. Unit: GB/s per GPU.
+    pub fn est_read_bw_gbps(&self) -> Option<f64> {
+        self.f64_of(&["est. read BW (GB/s per GPU)"])
+    }
+
+    /// MFU suffix `est. write BW (GB/s per GPU)`. Unit: GB/s per GPU.
+    pub fn est_write_bw_gbps(&self) -> Option<f64> {
+        self.f64_of(&["est. write BW (GB/s per GPU)"])
+    }
+
+    /// The in-message ISO stamp of v0.4.9.post1 – v0.4.9.post2 (`timestamp: 2025-07-10T08:01:02.123456`).
+    pub fn timestamp_field(&self) -> Option<crate::Timestamp> {
+        self.get("timestamp")
+            .and_then(crate::timestamp::parse_timestamp)
+            .map(|(t, _)| t)
+    }
+}
+
+/// Why a line that carries a batch marker is not a batch event.
+pub(crate) type BatchError = &'static str;
+
+type R<'a, T> = nom::IResult<&'a str, T, ()>;
+
+/// `Decode batch` / `Prefill batch` / `Prefil batch`, optional ` [N]`, optional
+/// `(mixed #running-req: N)`; returns the rest (starting at the separator).
+fn head(i: &str) -> R<'_, (BatchKind, Option<&str>, Option<(&str, &str)>)> {
+    let (i, kind) = alt((
+        value(BatchKind::Decode, tag("Decode batch")),
+        value(BatchKind::Prefill, tag("Prefill batch")),
+        value(BatchKind::Prefill, tag("Prefil batch")),
+    ))
+    .parse(i)?;
+    let (i, iter) = opt(delimited(tag(" ["), digit1, char(']'))).parse(i)?;
+    let (i, mixed) = opt(delimited(
+        tag("(mixed "),
+        separated_pair(tag("#running-req"), tag(": "), digit1),
+        char(')'),
+    ))
+    .parse(i)?;
+    Ok((i, (kind, iter, mixed)))
+}
+
+fn offset(outer: &str, inner: &str) -> usize {
+    (inner.as_ptr() as usize).wrapping_sub(outer.as_ptr() as usize)
+}
+
+/// Parses a message that starts with a batch head (`text` begins at `Decode`/`Prefill`/`Prefil`).
+pub(crate) fn parse_standard(text: &str) -> Result<BatchLine<'_>, BatchError> {
+    let Ok((rest, (kind, iter, mixed))) = head(text) else {
+        return Err("batch marker without a batch head");
+    };
+    let mut line = BatchLine::new(
+        kind,
+        if mixed.is_some() {
+            BatchForm::Mixed
+        } else {
+            BatchForm::Standard
+        },
+        text,
+    );
+    line.iter = iter.and_then(parse_u64);
+    if let Some((k, v)) = mixed {
+        let (k0, v0) = (offset(text, k), offset(text, v));
+        line.push(k0, k0 + k.len(), v0, v0 + v.len());
+    }
+    let b = rest.as_bytes();
+    let body = match b.first() {
+        None => return Err("batch head without fields"),
+        Some(b'.' | b',' | b':') => &rest[1..],
+        Some(b' ') if b.get(1) == Some(&b'#') => rest,
+        Some(_) => return Err("batch marker not followed by a separator"),
+    };
+    split_fields(&mut line, offset(text, body), b", ");
+    if line.len == 0 {
+        return Err("batch line without key: value fields");
+    }
+    Ok(line)
+}
+
+/// Parses `new fill batch. #seq: N. #cached_token: N. …` (≤ v0.1.16).
+pub(crate) fn parse_legacy_fill(text: &str) -> Result<BatchLine<'_>, BatchError> {
+    let Some(rest) = text.strip_prefix("new fill batch") else {
+        return Err("batch marker without a batch head");
+    };
+    let Some(body) = rest.strip_prefix('.') else {
+        return Err("batch marker not followed by a separator");
+    };
+    let mut line = BatchLine::new(BatchKind::Prefill, BatchForm::LegacyFill, text);
+    split_fields(&mut line, offset(text, body), b". ");
+    if line.len == 0 {
+        return Err("batch line without key: value fields");
+    }
+    Ok(line)
+}
+
+/// Parses the head-less v0.1 decode stats line `#running-req: N, #token: N, …`.
+pub(crate) fn parse_legacy_stats(text: &str) -> Option<BatchLine<'_>> {
+    let mut line = BatchLine::new(BatchKind::Decode, BatchForm::LegacyStats, text);
+    split_fields(&mut line, 0, b", ");
+    (line.len > 0 && line.running_req().is_some()).then_some(line)
+}
+
+/// Splits `line.text[start..]` into `key: value` fragments separated by `sep` (`", "` or
+/// `". "`), after trimming trailing whitespace and separator characters.
+fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: &[u8; 2]) {
+    let text = line.text;
+    let b = text.as_bytes();
+    let mut end = b.len();
+    loop {
+        while end > start && b[end - 1].is_ascii_whitespace() {
+            end -= 1;
+        }
+        if end > start && b[end - 1] == sep[0] {
+            end -= 1;
+            continue;
+        }
+        break;
+    }
+    let mut pos = start;
+    while pos < end {
+        let mut frag_end = end;
+        let mut next = end;
+        for i in memchr::memchr_iter(sep[0], &b[pos..end]) {
+            let at = pos + i;
+            if b.get(at + 1) == Some(&sep[1]) {
+                frag_end = at;
+                next = at + 2;
+                break;
+            }
+        }
+        fragment(line, pos, frag_end);
+        pos = next;
+    }
+}
+
+fn fragment(line: &mut BatchLine<'_>, mut a: usize, mut z: usize) {
+    let b = line.text.as_bytes();
+    while a < z && b[a] == b' ' {
+        a += 1;
+    }
+    while z > a && b[z - 1] == b' ' {
+        z -= 1;
+    }
+    if a == z {
+        return;
+    }
+    let frag = &b[a..z];
+    if let Some(i) = memchr::memmem::find(frag, b": ") {
+        let (mut k1, mut v0) = (a + i, a + i + 2);
+        while k1 > a && b[k1 - 1] == b' ' {
+            k1 -= 1;
+        }
+        while v0 < z && b[v0] == b' ' {
+            v0 += 1;
+        }
+        if k1 > a {
+            line.push(a, k1, v0, z);
+            return;
+        }
+    } else if memchr::memchr(b'=', frag).is_some()
+        && memchr::memchr(b':', frag).is_none()
+        && line.len > 0
+    {
+        // continuation of `#token: full=N, swa=M` / `token usage: full=X, swa=Y`
+        let last = &mut line.spans[usize::from(line.len) - 1];
+        let lv = &b[last.v0 as usize..last.v1 as usize];
+        if memchr::memchr(b'=', lv).is_some() && last.v1 as usize <= a {
+            last.v1 = z as u32;
+            return;
+        }
+    }
+    line.broken = line.broken.saturating_add(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hybrid_token_form() {
+        let l = parse_standard("Decode batch. #running-req: 17, #token: full=52010, swa=31020, token usage: full=0.43, swa=0.32, cuda graph: True, gen throughput (token/s): 1203.55, #queue-req: 0").unwrap();
+        assert_eq!(l.get("#token"), Some("full=52010, swa=31020"));
+        assert_eq!(l.num_token(), Some(52010));
+        assert_eq!(l.num_swa_token(), Some(31020));
+        assert_eq!(l.token_usage(), Some(0.43));
+        assert_eq!(l.swa_token_usage(), Some(0.32));
+        assert_eq!(l.broken_fields(), 0);
+        assert_eq!(l.graph_device(), Some("cuda"));
+    }
+
+    #[test]
+    fn errors() {
+        assert!(parse_standard("Decode batches are great").is_err());
+        assert!(parse_standard("Decode batch").is_err());
+        assert!(parse_standard("Decode batch. nothing here").is_err());
+    }
+}

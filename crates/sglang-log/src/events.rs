@@ -1,0 +1,348 @@
+//! Non-batch events: retraction lines (spec §2.3) and startup capacity lines (spec §2.9).
+
+use crate::num::{parse_f64, parse_i64, parse_u64, parse_with_unit};
+
+/// Which wording a retraction line used (spec §2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RetractionWording {
+    /// `decode out of memory happened, …` (v0.1.17 – v0.2.13) or
+    /// `Decode out of memory happened. …` (v0.2.14 – v0.4.6.post5).
+    DecodeOutOfMemory,
+    /// `KV cache pool is full. Retract requests. …` (v0.4.7+).
+    KvCachePoolFull,
+    /// `Testing retraction. …` (`SGLANG_TEST_RETRACT`, v0.5.7+): a test-mode retraction.
+    Testing,
+}
+
+/// A retraction line: the running decode batch ran out of KV slots and requests were evicted
+/// back to the waiting queue. Every TP rank prints it (deduplicate by timestamp + values).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Retraction<'a> {
+    /// Which wording the line used.
+    pub wording: RetractionWording,
+    /// `#retracted_reqs`: requests removed from the running batch. Unit: requests.
+    pub retracted_reqs: Option<u64>,
+    /// `#aborted_retracted_reqs` (v0.5.3 – v0.5.4.post1). Unit: requests.
+    pub aborted_retracted_reqs: Option<u64>,
+    /// `#new_tokens_gained` (v0.5.7+): free KV slots gained by the retraction. Unit: tokens.
+    pub new_tokens_gained: Option<u64>,
+    /// `#mamba_num_gained` (v0.5.11+, hybrid SSM). Unit: mamba slots.
+    pub mamba_num_gained: Option<u64>,
+    /// `#new_token_ratio: a -> b`, the `a` (admission reservation factor before). Unit: ratio.
+    pub new_token_ratio_before: Option<f64>,
+    /// `#new_token_ratio: a -> b`, the `b` (after; capped at 1.0). Unit: ratio.
+    pub new_token_ratio_after: Option<f64>,
+    /// The message text from the retraction head to the end of line.
+    pub text: &'a str,
+}
+
+/// Parses a retraction message (the message must start with one of the retraction heads).
+pub(crate) fn parse_retraction(msg: &str) -> Option<Retraction<'_>> {
+    let (wording, body) =
+        if let Some(b) = msg.strip_prefix("KV cache pool is full. Retract requests.") {
+            (RetractionWording::KvCachePoolFull, b)
+        } else if let Some(b) = msg.strip_prefix("Testing retraction.") {
+            (RetractionWording::Testing, b)
+        } else {
+            let b = msg
+                .strip_prefix("Decode out of memory happened")
+                .or_else(|| msg.strip_prefix("decode out of memory happened"))?;
+            let b = b.strip_prefix(['.', ',']).unwrap_or(b);
+            (RetractionWording::DecodeOutOfMemory, b)
+        };
+    let mut r = Retraction {
+        wording,
+        retracted_reqs: None,
+        aborted_retracted_reqs: None,
+        new_tokens_gained: None,
+        mamba_num_gained: None,
+        new_token_ratio_before: None,
+        new_token_ratio_after: None,
+        text: msg,
+    };
+    for frag in body.split(", ") {
+        let Some((k, v)) = frag.split_once(':') else {
+            continue;
+        };
+        let v = v.trim();
+        match k.trim() {
+            "#retracted_reqs" => r.retracted_reqs = parse_u64(v),
+            "#aborted_retracted_reqs" => r.aborted_retracted_reqs = parse_u64(v),
+            "#new_tokens_gained" => r.new_tokens_gained = parse_u64(v),
+            "#mamba_num_gained" => r.mamba_num_gained = parse_u64(v),
+            "#new_token_ratio" => {
+                if let Some((a, b)) = v.split_once("->") {
+                    r.new_token_ratio_before = parse_f64(a.trim());
+                    r.new_token_ratio_after = parse_f64(b.trim());
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(r)
+}
+
+/// The scheduler's capacity line (spec §2.9): `max_total_num_tokens=N, chunked_prefill_size=N,
+/// max_prefill_tokens=N, max_running_requests=N, context_len=N, available_gpu_mem=X GB`
+/// (fields vary by version; each is `None` when absent). Printed by TP0 of each DP group.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CapacityLine {
+    /// `max_total_num_tokens`: KV pool size of this rank. Unit: tokens.
+    pub max_total_num_tokens: Option<u64>,
+    /// `chunked_prefill_size` (v0.4.2+; `-1` = chunking disabled). Unit: tokens.
+    pub chunked_prefill_size: Option<i64>,
+    /// `max_prefill_tokens`. Unit: tokens.
+    pub max_prefill_tokens: Option<u64>,
+    /// `max_running_requests`. Unit: requests.
+    pub max_running_requests: Option<u64>,
+    /// `context_len`. Unit: tokens.
+    pub context_len: Option<u64>,
+    /// `available_gpu_mem` (v0.4.7+; `available_cpu_mem` on CPU). Unit: GB as SGLang prints it
+    /// (GiB: SGLang divides bytes by 1 << 30).
+    pub available_gpu_mem_gb: Option<f64>,
+}
+
+pub(crate) fn parse_capacity(msg: &str) -> CapacityLine {
+    let mut c = CapacityLine::default();
+    for frag in msg.trim_end().trim_end_matches(',').split(", ") {
+        let Some((k, v)) = frag.split_once('=') else {
+            continue;
+        };
+        let v = v.trim();
+        match k.trim() {
+            "max_total_num_tokens" => c.max_total_num_tokens = parse_u64(v),
+            "chunked_prefill_size" => c.chunked_prefill_size = parse_i64(v),
+            "max_prefill_tokens" => c.max_prefill_tokens = parse_u64(v),
+            "max_running_requests" => c.max_running_requests = parse_u64(v),
+            "context_len" => c.context_len = parse_u64(v),
+            "available_gpu_mem" | "available_cpu_mem" => {
+                c.available_gpu_mem_gb = parse_with_unit(v, "GB")
+            }
+            _ => {}
+        }
+    }
+    c
+}
+
+/// `KV Cache is allocated. [dtype: D, ]#tokens: N, K size: X GB, V size: Y GB` (MLA models:
+/// `KV size: X GB`). Printed once per rank. "GB" here means GiB.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KvCacheAllocated {
+    /// `#tokens`: KV pool size. Unit: tokens.
+    pub tokens: Option<u64>,
+    /// `K size`. Unit: GiB.
+    pub k_size_gb: Option<f64>,
+    /// `V size`. Unit: GiB.
+    pub v_size_gb: Option<f64>,
+    /// `KV size` (MLA). Unit: GiB.
+    pub kv_size_gb: Option<f64>,
+}
+
+impl KvCacheAllocated {
+    /// Total KV pool bytes in GiB: `KV size`, or `K size + V size`.
+    pub fn total_gb(&self) -> Option<f64> {
+        self.kv_size_gb.or(match (self.k_size_gb, self.v_size_gb) {
+            (Some(k), Some(v)) => Some(k + v),
+            _ => None,
+        })
+    }
+}
+
+pub(crate) fn parse_kv_allocated(body: &str) -> KvCacheAllocated {
+    let mut kv = KvCacheAllocated::default();
+    for frag in body.trim().trim_end_matches(['.', ',']).split(", ") {
+        let Some((k, v)) = frag.split_once(':') else {
+            continue;
+        };
+        match k.trim() {
+            "#tokens" => kv.tokens = parse_u64(v.trim()),
+            "K size" => kv.k_size_gb = parse_with_unit(v, "GB"),
+            "V size" => kv.v_size_gb = parse_with_unit(v, "GB"),
+            "KV size" => kv.kv_size_gb = parse_with_unit(v, "GB"),
+            _ => {}
+        }
+    }
+    kv
+}
+
+/// GPU memory reported by a startup line (`Load weight end.`, `Memory pool end.`,
+/// `Capture … graph end.`). "GB" in SGLang's lines means GiB.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MemoryLine {
+    /// `avail mem=X GB`: free device memory after the step. Unit: GiB.
+    pub avail_mem_gb: Option<f64>,
+    /// `mem usage=X GB`: memory the step took (weights for Load weight end). Unit: GiB.
+    pub mem_usage_gb: Option<f64>,
+    /// `elapsed=X s` (Load weight end, v0.5.9+) or `Time elapsed: X s` (graph capture). Unit: s.
+    pub elapsed_s: Option<f64>,
+}
+
+fn number_after(msg: &str, key: &str, unit: &str) -> Option<f64> {
+    let i = memchr::memmem::find(msg.as_bytes(), key.as_bytes())?;
+    let rest = &msg[i + key.len()..];
+    let end = rest.find(unit).unwrap_or(rest.len());
+    parse_f64(rest[..end].trim())
+}
+
+pub(crate) fn parse_memory(msg: &str) -> MemoryLine {
+    MemoryLine {
+        avail_mem_gb: number_after(msg, "avail mem=", "GB"),
+        mem_usage_gb: number_after(msg, "mem usage=", "GB"),
+        elapsed_s: number_after(msg, "elapsed=", "s")
+            .or_else(|| number_after(msg, "Time elapsed: ", "s")),
+    }
+}
+
+/// HiCache host pool: `Allocating {F2} GB host memory for hierarchical KV cache.` (v0.4.x) or
+/// `Allocating kv hierarchical KV host pool: {N} tokens, {F2} GB host memory.` (main).
+pub(crate) fn parse_hicache(msg: &str) -> Option<(Option<f64>, Option<u64>)> {
+    let rest = msg.strip_prefix("Allocating ")?;
+    if !rest.contains("host") {
+        return None;
+    }
+    let mut gb = None;
+    let mut tokens = None;
+    let words: Vec<&str> = rest
+        .split([' ', ',', ':'])
+        .filter(|w| !w.is_empty())
+        .collect();
+    for pair in words.windows(2) {
+        match pair[1] {
+            "GB" if gb.is_none() => gb = parse_f64(pair[0]),
+            "tokens" if tokens.is_none() => tokens = parse_u64(pair[0]),
+            _ => {}
+        }
+    }
+    Some((gb, tokens))
+}
+
+/// The `server_args=ServerArgs(…)` startup line: Python `repr` of every server argument.
+/// Keeps the raw argument text; [`ServerArgs::get`] looks one argument up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerArgs<'a> {
+    raw: &'a str,
+}
+
+impl<'a> ServerArgs<'a> {
+    pub(crate) fn new(raw: &'a str) -> Self {
+        ServerArgs { raw }
+    }
+
+    /// The text between `ServerArgs(` and the closing `)`.
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+
+    /// The value of argument `key` as written, with surrounding quotes removed, e.g.
+    /// `get("mem_fraction_static") == Some("0.88")`, `get("model_path") == Some("Qwen/Qwen3-4B")`,
+    /// `get("max_running_requests") == Some("None")`. Nested values (lists, dicts) are returned
+    /// whole. `None` when the key is absent.
+    pub fn get(&self, key: &str) -> Option<&'a str> {
+        self.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// All `(name, value)` pairs at the top level, in order (values unquoted as in [`ServerArgs::get`]).
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        ArgsIter { rest: self.raw }
+    }
+}
+
+struct ArgsIter<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for ArgsIter<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let s = self.rest.trim_start_matches([',', ' ']);
+            if s.is_empty() {
+                return None;
+            }
+            let eq = s.find('=')?;
+            let name = s[..eq].trim();
+            let vb = s[eq + 1..].as_bytes();
+            let mut depth = 0i32;
+            let mut quote: Option<u8> = None;
+            let mut i = 0;
+            while i < vb.len() {
+                let c = vb[i];
+                match quote {
+                    Some(q) => {
+                        if c == b'\\' {
+                            i += 1;
+                        } else if c == q {
+                            quote = None;
+                        }
+                    }
+                    None => match c {
+                        b'\'' | b'"' => quote = Some(c),
+                        b'(' | b'[' | b'{' => depth += 1,
+                        b')' | b']' | b'}' => depth -= 1,
+                        b',' if depth <= 0 => break,
+                        _ => {}
+                    },
+                }
+                i += 1;
+            }
+            let i = i.min(vb.len());
+            let value_all = &s[eq + 1..];
+            // ok: `i` stops at an ASCII ',' or at the end, both char boundaries
+            let raw_v = value_all.get(..i).unwrap_or(value_all).trim();
+            self.rest = value_all.get(i..).unwrap_or("");
+            if name.is_empty() || name.contains(' ') && !name.starts_with('\'') {
+                // not an argument (should not happen in a repr); skip the fragment
+                continue;
+            }
+            let v = strip_quotes(raw_v);
+            return Some((name, v));
+        }
+    }
+}
+
+fn strip_quotes(v: &str) -> &str {
+    let b = v.as_bytes();
+    if b.len() >= 2 && (b[0] == b'\'' || b[0] == b'"') && b[b.len() - 1] == b[0] {
+        &v[1..v.len() - 1]
+    } else {
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_args_lookup() {
+        let a = ServerArgs::new(
+            "model_path='Qwen/Qwen3-4B', tp_size=8, mem_fraction_static=0.85, json_model_override_args='{\"a\": 1, \"b\": 2}', cuda_graph_bs=[1, 2, 4], name=\"x, y\", lora_paths=None",
+        );
+        assert_eq!(a.get("model_path"), Some("Qwen/Qwen3-4B"));
+        assert_eq!(a.get("mem_fraction_static"), Some("0.85"));
+        assert_eq!(a.get("cuda_graph_bs"), Some("[1, 2, 4]"));
+        assert_eq!(a.get("name"), Some("x, y"));
+        assert_eq!(a.get("lora_paths"), Some("None"));
+        assert_eq!(
+            a.get("json_model_override_args"),
+            Some("{\"a\": 1, \"b\": 2}")
+        );
+        assert_eq!(a.get("missing"), None);
+        assert_eq!(a.iter().count(), 7);
+    }
+
+    #[test]
+    fn hicache() {
+        assert_eq!(
+            parse_hicache("Allocating 120.50 GB host memory for hierarchical KV cache."),
+            Some((Some(120.5), None))
+        );
+        assert_eq!(
+            parse_hicache(
+                "Allocating kv hierarchical KV host pool: 2000000 tokens, 75.25 GB host memory."
+            ),
+            Some((Some(75.25), Some(2_000_000)))
+        );
+    }
+}

@@ -1,0 +1,562 @@
+//! Line-level parsing: wrapper stripping, the envelope (timestamp + rank tags), and dispatch on
+//! the message head.
+
+use crate::batch::{self, BatchLine};
+use crate::events::{self, ServerArgs};
+use crate::ranks::RankTags;
+use crate::timestamp::{Timestamp, parse_timestamp, starts_with_iso_t};
+use crate::{Event, Record};
+use memchr::memmem;
+use std::sync::LazyLock;
+
+static BATCH: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"batch"));
+
+/// Where a batch marker (`Decode batch`, `Prefill batch`, `Prefil batch`, `new fill batch`)
+/// starts in `b`, if anywhere. Case-sensitive, like SGLang's output.
+pub fn find_batch_marker(b: &[u8]) -> Option<usize> {
+    for i in BATCH.find_iter(b) {
+        let before = &b[..i];
+        for head in [&b"Decode "[..], b"Prefill ", b"Prefil ", b"new fill "] {
+            if before.ends_with(head) {
+                return Some(i - head.len());
+            }
+        }
+    }
+    None
+}
+
+/// Parses one log line (without its line terminator; trailing `\r`/`\n` are tolerated) into
+/// exactly one [`Record`]. Never panics and never allocates.
+///
+/// Lines with invalid UTF-8 become [`Event::Malformed`] when they carry a batch marker, else
+/// [`Event::Other`]. A line holding `\r` (tqdm progress output) is reduced to the `\r`-separated
+/// segment that carries a batch marker, else to its last non-empty segment.
+pub fn parse_line(line: &[u8], line_no: u64) -> Record<'_> {
+    let mut rec = Record {
+        line_no,
+        timestamp: None,
+        ranks: RankTags::default(),
+        message: "",
+        event: Event::Other,
+    };
+    let mut end = line.len();
+    while end > 0 && matches!(line[end - 1], b'\n' | b'\r') {
+        end -= 1;
+    }
+    let mut bytes = &line[..end];
+    if memchr::memchr(b'\r', bytes).is_some() {
+        bytes = pick_cr_segment(bytes);
+    }
+    let s = match std::str::from_utf8(bytes) {
+        Ok(s) if s.len() <= u32::MAX as usize => s,
+        Ok(_) => {
+            if find_batch_marker(bytes).is_some() {
+                rec.event = Event::Malformed {
+                    reason: "batch line longer than 4 GiB",
+                };
+            }
+            return rec;
+        }
+        Err(_) => {
+            if find_batch_marker(bytes).is_some() {
+                rec.event = Event::Malformed {
+                    reason: "invalid UTF-8 in a batch line",
+                };
+            }
+            return rec;
+        }
+    };
+    parse_str(s, &mut rec);
+    rec
+}
+
+fn pick_cr_segment(b: &[u8]) -> &[u8] {
+    let mut last_nonempty: &[u8] = &[];
+    for seg in b.split(|&c| c == b'\r') {
+        if find_batch_marker(seg).is_some() {
+            return seg;
+        }
+        if seg.iter().any(|c| !c.is_ascii_whitespace()) {
+            last_nonempty = seg;
+        }
+    }
+    last_nonempty
+}
+
+fn parse_str<'a>(s: &'a str, rec: &mut Record<'a>) {
+    let (s, outer_ts) = strip_wrappers(s);
+    let (ts, ranks, mut msg, enveloped) = match envelope(s) {
+        Some((ts, ranks, msg)) => (ts, ranks, msg, true),
+        None => match outer_ts {
+            // `2025-10-20T03:02:22Z INFO 31223 [DP3 TP3 file.py:222] msg` style
+            Some(_) => {
+                let (ranks, msg) = after_timestamp(s).unwrap_or((RankTags::default(), s));
+                (None, ranks, msg, !ranks.is_empty())
+            }
+            None => (None, RankTags::default(), s, false),
+        },
+    };
+    rec.timestamp = ts.or(outer_ts);
+    rec.ranks = ranks;
+    msg = skip_level(skip_ansi(msg));
+    if msg.starts_with("[gpu")
+        && let Some((r, rest)) = bracket_ranks(msg)
+    {
+        rec.ranks.fill_from(&r);
+        msg = rest;
+    }
+    msg = trim_trailing_ansi(msg);
+    rec.message = msg;
+    rec.event = dispatch(msg);
+    if matches!(rec.event, Event::Other) && (enveloped || rec.timestamp.is_some()) {
+        rec.event = fallback_scan(msg);
+    }
+    if !matches!(rec.event, Event::Batch(_) | Event::Malformed { .. })
+        && let Some(p) = find_batch_marker(s.as_bytes())
+    {
+        // Robust path: the batch marker is somewhere in the line (unknown envelope, a lost `[`,
+        // a wrapper we do not know). Parse from the marker; recover stamp and ranks from the
+        // text before it.
+        let sub = trim_trailing_ansi(&s[p..]);
+        rec.event = match parse_batch_at(sub) {
+            Ok(b) => Event::Batch(b),
+            Err(reason) => Event::Malformed { reason },
+        };
+        rec.message = sub;
+        lenient_prefix(&s[..p], rec);
+    }
+}
+
+fn parse_batch_at(msg: &str) -> Result<BatchLine<'_>, &'static str> {
+    if msg.starts_with('n') {
+        batch::parse_legacy_fill(msg)
+    } else {
+        batch::parse_standard(msg)
+    }
+}
+
+fn dispatch(msg: &str) -> Event<'_> {
+    let Some(&first) = msg.as_bytes().first() else {
+        return Event::Other;
+    };
+    match first {
+        b'D' => {
+            if msg.starts_with("Decode batch") {
+                return batch_event(batch::parse_standard(msg));
+            }
+            if msg.starts_with("Decode out of memory happened")
+                && let Some(r) = events::parse_retraction(msg)
+            {
+                return Event::Retraction(r);
+            }
+        }
+        b'P' => {
+            if msg.starts_with("Prefill batch") || msg.starts_with("Prefil batch") {
+                return batch_event(batch::parse_standard(msg));
+            }
+        }
+        b'n' => {
+            if msg.starts_with("new fill batch") {
+                return batch_event(batch::parse_legacy_fill(msg));
+            }
+        }
+        b'#' => {
+            if msg.starts_with("#running-req:")
+                && let Some(b) = batch::parse_legacy_stats(msg)
+            {
+                return Event::Batch(b);
+            }
+        }
+        b'd' => {
+            if msg.starts_with("decode out of memory happened")
+                && let Some(r) = events::parse_retraction(msg)
+            {
+                return Event::Retraction(r);
+            }
+        }
+        b'K' => {
+            if msg.starts_with("KV cache pool is full")
+                && let Some(r) = events::parse_retraction(msg)
+            {
+                return Event::Retraction(r);
+            }
+            if let Some(body) = msg.strip_prefix("KV Cache is allocated.") {
+                return Event::KvCacheAllocated(events::parse_kv_allocated(body));
+            }
+            if msg.starts_with("KV transfer failed") || msg.starts_with("KVTransferError") {
+                return Event::KvTransferFailed(msg);
+            }
+        }
+        b'T' => {
+            if msg.starts_with("The server is fired up and ready to roll") {
+                return Event::ServerReady;
+            }
+            if msg.starts_with("Testing retraction.")
+                && let Some(r) = events::parse_retraction(msg)
+            {
+                return Event::Retraction(r);
+            }
+            if msg.starts_with("Transfer failed") {
+                return Event::KvTransferFailed(msg);
+            }
+        }
+        b'L' => {
+            if msg.starts_with("Load weight end") {
+                return Event::LoadWeightEnd(events::parse_memory(msg));
+            }
+        }
+        b'M' => {
+            if msg.starts_with("Memory pool end") {
+                return Event::MemoryPoolEnd(events::parse_memory(msg));
+            }
+        }
+        b'C' => {
+            if msg.starts_with("Capture ") && memmem::find(msg.as_bytes(), b"graph end").is_some() {
+                return Event::CudaGraphEnd(events::parse_memory(msg));
+            }
+        }
+        b'm' => {
+            if msg.starts_with("max_total_num_tokens=") {
+                return Event::Capacity(events::parse_capacity(msg));
+            }
+        }
+        b's' => {
+            if let Some(rest) = msg.strip_prefix("server_args=") {
+                let inner = rest.strip_prefix("ServerArgs(").unwrap_or(rest);
+                let inner = inner.trim_end();
+                let inner = inner.strip_suffix(')').unwrap_or(inner);
+                return Event::ServerArgs(ServerArgs::new(inner));
+            }
+        }
+        b'A' => {
+            if let Some((host_gb, host_tokens)) = events::parse_hicache(msg) {
+                return Event::HiCacheAllocated {
+                    host_gb,
+                    host_tokens,
+                };
+            }
+        }
+        b'W' => {
+            if msg.starts_with("Watchdog timeout") {
+                return Event::WatchdogTimeout(msg);
+            }
+        }
+        _ => {}
+    }
+    Event::Other
+}
+
+static WATCHDOG: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"atchdog timeout"));
+static TRANSFER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"ransfer failed"));
+
+/// Messages of SGLang-logged lines (with an envelope) whose keyword is not at the start, e.g.
+/// `Scheduler watchdog timeout (…)` or `Decode transfer failed for request rank=…`.
+fn fallback_scan(msg: &str) -> Event<'_> {
+    let b = msg.as_bytes();
+    if WATCHDOG.find(b).is_some() {
+        return Event::WatchdogTimeout(msg);
+    }
+    if TRANSFER.find(b).is_some() || memmem::find(b, b"KVTransferError").is_some() {
+        return Event::KvTransferFailed(msg);
+    }
+    Event::Other
+}
+
+fn batch_event<'a>(r: Result<BatchLine<'a>, &'static str>) -> Event<'a> {
+    match r {
+        Ok(b) => Event::Batch(b),
+        Err(reason) => Event::Malformed { reason },
+    }
+}
+
+/// Skips ANSI escape sequences (`ESC [ … final`) and spaces at the start.
+fn skip_ansi(mut s: &str) -> &str {
+    loop {
+        let b = s.as_bytes();
+        match b.first() {
+            Some(b' ' | b'\t') => s = &s[1..],
+            Some(0x1b) => {
+                if b.get(1) == Some(&b'[') {
+                    let end = b[2..]
+                        .iter()
+                        .position(|c| (0x40..=0x7e).contains(c))
+                        .map(|p| p + 3)
+                        .unwrap_or(b.len());
+                    s = &s[end..];
+                } else {
+                    s = &s[1..];
+                }
+            }
+            _ => return s,
+        }
+    }
+}
+
+/// Removes ANSI escape sequences at the end of the line (e.g. a colour reset `ESC[0m`).
+fn trim_trailing_ansi(s: &str) -> &str {
+    let mut s = s;
+    loop {
+        let b = s.as_bytes();
+        let tail_start = b.len().saturating_sub(16);
+        match memchr::memrchr(0x1b, &b[tail_start..]) {
+            Some(p) => {
+                let at = tail_start + p;
+                let tail = &b[at..];
+                let is_seq = tail.len() >= 3
+                    && tail[1] == b'['
+                    && tail[2..tail.len() - 1]
+                        .iter()
+                        .all(|c| (0x20..=0x3f).contains(c))
+                    && (0x40..=0x7e).contains(&tail[tail.len() - 1]);
+                if is_seq {
+                    s = &s[..at];
+                } else {
+                    return s;
+                }
+            }
+            None => return s,
+        }
+    }
+}
+
+/// Strips wrappers that other tools put in front of a log line: ANSI colours, markdown quotes
+/// `> `, Ray actor tags `(Name pid=N[, ip=…]) `, docker-compose `service-1  | `, and a
+/// container runtime's ISO stamp `2025-…T…Z ` (returned as the outer timestamp).
+fn strip_wrappers(mut s: &str) -> (&str, Option<Timestamp>) {
+    let mut outer = None;
+    for _ in 0..8 {
+        s = skip_ansi(s);
+        let b = s.as_bytes();
+        match b.first() {
+            Some(b'>') => {
+                s = &s[1..];
+                continue;
+            }
+            Some(b'(') => {
+                if let Some(r) = ray_tag(s) {
+                    s = r;
+                    continue;
+                }
+            }
+            Some(c) if c.is_ascii_digit() && starts_with_iso_t(s) => {
+                if let Some((t, rest)) = parse_timestamp(s)
+                    && rest.starts_with([' ', '\t'])
+                {
+                    outer = Some(t);
+                    s = rest;
+                    continue;
+                }
+            }
+            Some(c) if c.is_ascii_alphanumeric() => {
+                if let Some(r) = compose_prefix(s) {
+                    s = r;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        break;
+    }
+    (s, outer)
+}
+
+/// `(SchedulerActor pid=1234, ip=10.0.0.5) ` → the rest.
+fn ray_tag(s: &str) -> Option<&str> {
+    let head = &s.as_bytes()[..s.len().min(160)];
+    let close = memchr::memchr(b')', head)?;
+    let inner = &s[1..close];
+    let (name, tail) = inner.split_once(' ')?;
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b':')
+    {
+        return None;
+    }
+    if !tail.starts_with("pid=") {
+        return None;
+    }
+    Some(&s[close + 1..])
+}
+
+/// docker-compose `sglang-1  | ` / `sglang  | ` → the rest.
+fn compose_prefix(s: &str) -> Option<&str> {
+    let b = s.as_bytes();
+    let name_len = b
+        .iter()
+        .take(65)
+        .position(|c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')))?;
+    if name_len == 0 || name_len > 64 || b[name_len] != b' ' {
+        return None;
+    }
+    let mut i = name_len;
+    while i < b.len() && b[i] == b' ' {
+        i += 1;
+    }
+    if b.get(i) != Some(&b'|') {
+        return None;
+    }
+    i += 1;
+    if b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    Some(&s[i..])
+}
+
+/// The SGLang envelope at the start of `s`:
+/// - `[TS( TAG)*] msg` (also `[ DP15 TP15] msg`, `[TS]`, ms stamps, `[TS][file.py:N][INFO]: msg`),
+/// - `TS( TAG)*] msg` (a paste that lost the `[`),
+/// - `TS LEVEL PID [TAG… file.py:N] msg` (custom logging formats),
+/// - `TS msg`.
+///
+/// Returns `(timestamp, ranks, message)`; `None` when `s` has no recognisable envelope.
+fn envelope(s: &str) -> Option<(Option<Timestamp>, RankTags, &str)> {
+    match s.as_bytes().first()? {
+        b'[' => {
+            let (ts, ranks, rest) = bracket_envelope(s)?;
+            Some((ts, ranks, rest))
+        }
+        c if c.is_ascii_digit() => {
+            let (ts, rest) = parse_timestamp(s)?;
+            let (ranks, msg) = after_timestamp(rest)?;
+            Some((Some(ts), ranks, msg))
+        }
+        _ => None,
+    }
+}
+
+/// What follows a bare timestamp: `( TAG)*] msg`, `LEVEL [PID] [TAG… file:N] msg`, or ` msg`.
+fn after_timestamp(rest: &str) -> Option<(RankTags, &str)> {
+    let mut ranks = RankTags::default();
+    let b = rest.as_bytes();
+    // `( TAG)*] msg`: the bracket lost its opening `[`
+    if let Some(close) = memchr::memchr(b']', &b[..b.len().min(80)]) {
+        let inner = &rest[..close];
+        let mut all = true;
+        for tok in inner.split(' ').filter(|t| !t.is_empty()) {
+            all &= ranks.apply_token(tok);
+        }
+        if all && !inner.contains('[') {
+            return Some((ranks, skip_ansi(&rest[close + 1..])));
+        }
+        ranks = RankTags::default();
+    }
+    match b.first() {
+        Some(b' ' | b'\t') => {}
+        None => return Some((ranks, rest)),
+        _ => return None,
+    }
+    let mut w = rest.trim_start();
+    // LEVEL word, optional PID, optional `[tags file:N]`
+    for level in ["INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "WARN"] {
+        if let Some(r) = w.strip_prefix(level)
+            && r.starts_with([' ', ':'])
+        {
+            w = r.trim_start_matches(':').trim_start();
+            let digits = w.bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 && w[digits..].starts_with(' ') {
+                w = w[digits..].trim_start();
+            }
+            if w.starts_with('[')
+                && let Some(close) = memchr::memchr(b']', &w.as_bytes()[..w.len().min(160)])
+            {
+                for tok in w[1..close].split(' ').filter(|t| !t.is_empty()) {
+                    ranks.apply_token(tok);
+                }
+                w = w[close + 1..].trim_start_matches(':').trim_start();
+            }
+            break;
+        }
+    }
+    Some((ranks, w))
+}
+
+/// `[TS( TAG)*]` with optional attached `[…]` groups (`[file.py:424][INFO]:`).
+fn bracket_envelope(s: &str) -> Option<(Option<Timestamp>, RankTags, &str)> {
+    let b = s.as_bytes();
+    let close = memchr::memchr(b']', &b[..b.len().min(96)])?;
+    let inner = s[1..close].trim_start();
+    let (ts, tokens) = match parse_timestamp(inner) {
+        Some((t, rest)) => (Some(t), rest),
+        None => (None, inner),
+    };
+    let mut ranks = RankTags::default();
+    for tok in tokens.split(' ').filter(|t| !t.is_empty()) {
+        if !ranks.apply_token(tok) && ts.is_none() {
+            return None;
+        }
+    }
+    if ts.is_none() && ranks.is_empty() {
+        return None;
+    }
+    let mut rest = &s[close + 1..];
+    // attached groups such as `[scheduler_metrics_mixin.py:424][INFO]`
+    for _ in 0..4 {
+        let rb = rest.as_bytes();
+        if rb.first() != Some(&b'[') {
+            break;
+        }
+        let Some(c) = memchr::memchr(b']', &rb[..rb.len().min(128)]) else {
+            break;
+        };
+        for tok in rest[1..c].split(' ').filter(|t| !t.is_empty()) {
+            ranks.apply_token(tok);
+        }
+        rest = &rest[c + 1..];
+    }
+    let rest = rest.strip_prefix(':').unwrap_or(rest);
+    Some((ts, ranks, skip_ansi(rest)))
+}
+
+/// `[gpu=N] msg` / `[gpu_id=N] msg` → the rank and the rest.
+fn bracket_ranks(s: &str) -> Option<(RankTags, &str)> {
+    let close = memchr::memchr(b']', &s.as_bytes()[..s.len().min(32)])?;
+    let mut r = RankTags::default();
+    for tok in s[1..close].split(' ').filter(|t| !t.is_empty()) {
+        if !r.apply_token(tok) {
+            return None;
+        }
+    }
+    Some((r, s[close + 1..].trim_start()))
+}
+
+/// Uvicorn's / Python's level prefix (`INFO:     `, `WARNING:  `) in front of a message.
+fn skip_level(msg: &str) -> &str {
+    for level in ["INFO:", "WARNING:", "ERROR:", "DEBUG:", "CRITICAL:"] {
+        if let Some(r) = msg.strip_prefix(level) {
+            return r.trim_start();
+        }
+    }
+    msg
+}
+
+/// Recovers a timestamp and rank tags from free text before a batch marker, filling only
+/// what the envelope did not provide.
+fn lenient_prefix(prefix: &str, rec: &mut Record<'_>) {
+    let b = prefix.as_bytes();
+    if rec.timestamp.is_none() {
+        for i in 0..b.len() {
+            if !b[i].is_ascii_digit() {
+                continue;
+            }
+            let prev = if i == 0 { None } else { Some(b[i - 1]) };
+            if prev.is_some_and(|p| p.is_ascii_digit() || matches!(p, b'-' | b':' | b'.' | b',')) {
+                continue;
+            }
+            if let Some((t, _)) = parse_timestamp(&prefix[i..]) {
+                // a date-less time is only trusted at the start of a bracket or line
+                if t.has_date() || matches!(prev, None | Some(b'[')) {
+                    rec.timestamp = Some(t);
+                    break;
+                }
+            }
+        }
+    }
+    if rec.ranks.is_empty() {
+        for tok in prefix.split([' ', '[', ']', '(', ')', '|', ',']) {
+            rec.ranks.apply_token(tok);
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! Buffered line reader over plain files, gzip files and stdin, feeding [`parse_line`].
+
+use crate::{Event, Record, parse_line};
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use thiserror::Error;
+
+/// How many malformed / partial lines [`ParseStats`] keeps verbatim.
+pub const KEPT_LINES: usize = 100;
+
+const INITIAL_BUF: usize = 256 * 1024;
+
+/// Errors from opening or reading a log. Parsing itself never fails: bad lines are counted in
+/// [`ParseStats`].
+#[derive(Debug, Error)]
+pub enum ReadError {
+    /// The file could not be opened (missing, no permission, …).
+    #[error("cannot open {path}: {source}", path = path.display())]
+    Open {
+        /// The path given.
+        path: PathBuf,
+        /// The operating-system error.
+        source: io::Error,
+    },
+    /// Reading failed after `line_no` complete lines.
+    #[error("read error in {path} after line {line_no}: {source}", path = path.display())]
+    Read {
+        /// The path given (or the reader's name).
+        path: PathBuf,
+        /// Number of lines delivered before the error.
+        line_no: u64,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// Decompressing a gzip stream failed (corrupt or truncated file).
+    #[error("gzip error in {path} after line {line_no}, near compressed byte {compressed_offset}: {source}", path = path.display())]
+    Gzip {
+        /// The path given.
+        path: PathBuf,
+        /// Number of lines delivered before the error.
+        line_no: u64,
+        /// Compressed bytes consumed by the decoder when the error surfaced (bytes).
+        compressed_offset: u64,
+        /// The decoder's error.
+        source: io::Error,
+    },
+    /// The path is a directory.
+    #[error("{path} is a directory, not a log file", path = path.display())]
+    NotAFile {
+        /// The path given.
+        path: PathBuf,
+    },
+}
+
+/// One malformed (or partially parsed) line, kept for the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MalformedLine {
+    /// 1-based line number.
+    pub line_no: u64,
+    /// Why the line was rejected.
+    pub reason: &'static str,
+    /// The first 160 characters of the line (invalid UTF-8 replaced by U+FFFD).
+    pub excerpt: String,
+}
+
+/// Counts of what a read produced; reaches the report.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParseStats {
+    /// Lines read (each `\n`-terminated line, plus a final unterminated one unless held back).
+    pub lines: u64,
+    /// Bytes read (decompressed), line terminators included. Unit: bytes.
+    pub bytes: u64,
+    /// [`Event::Batch`] records.
+    pub batch_lines: u64,
+    /// Batch records of kind prefill.
+    pub prefill_lines: u64,
+    /// Batch records of kind decode.
+    pub decode_lines: u64,
+    /// [`Event::Retraction`] records (one per rank that printed it).
+    pub retraction_lines: u64,
+    /// [`Event::Other`] records (not scheduler output).
+    pub other_lines: u64,
+    /// [`Event::Malformed`] records.
+    pub malformed_lines: u64,
+    /// Records that are neither `Other` nor `Malformed`.
+    pub events: u64,
+    /// Batch records that had fragments which are not `key: value` (kept, with their good fields).
+    pub partial_batch_lines: u64,
+    /// Batch records with more than [`crate::MAX_FIELDS`] fields (extra fields dropped).
+    pub overflow_batch_lines: u64,
+    /// The first [`KEPT_LINES`] malformed lines.
+    pub malformed: Vec<MalformedLine>,
+    /// The first [`KEPT_LINES`] partial batch lines.
+    pub partial: Vec<MalformedLine>,
+    /// Bytes of an unterminated last line held back for a later call (live mode). Unit: bytes.
+    pub held_back_bytes: u64,
+}
+
+fn excerpt(raw: &[u8]) -> String {
+    let cut = &raw[..raw.len().min(640)];
+    String::from_utf8_lossy(cut).chars().take(160).collect()
+}
+
+impl ParseStats {
+    /// Adds one record (`raw` is the line it came from, used for excerpts). Use this when
+    /// calling [`parse_line`] directly.
+    pub fn observe(&mut self, rec: &Record<'_>, raw: &[u8]) {
+        self.lines += 1;
+        self.bytes += raw.len() as u64;
+        match &rec.event {
+            Event::Other => self.other_lines += 1,
+            Event::Malformed { reason } => {
+                self.malformed_lines += 1;
+                if self.malformed.len() < KEPT_LINES {
+                    self.malformed.push(MalformedLine {
+                        line_no: rec.line_no,
+                        reason,
+                        excerpt: excerpt(raw),
+                    });
+                }
+            }
+            ev => {
+                self.events += 1;
+                match ev {
+                    Event::Batch(b) => {
+                        self.batch_lines += 1;
+                        match b.kind {
+                            crate::BatchKind::Prefill => self.prefill_lines += 1,
+                            crate::BatchKind::Decode => self.decode_lines += 1,
+                        }
+                        if b.broken_fields() > 0 {
+                            self.partial_batch_lines += 1;
+                            if self.partial.len() < KEPT_LINES {
+                                self.partial.push(MalformedLine {
+                                    line_no: rec.line_no,
+                                    reason: "batch line with fragments that are not key: value",
+                                    excerpt: excerpt(raw),
+                                });
+                            }
+                        }
+                        if b.overflow_fields() > 0 {
+                            self.overflow_batch_lines += 1;
+                        }
+                    }
+                    Event::Retraction(_) => self.retraction_lines += 1,
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Adds the counts of `other` (e.g. from a later call in live mode).
+    pub fn merge(&mut self, other: &ParseStats) {
+        self.lines += other.lines;
+        self.bytes += other.bytes;
+        self.batch_lines += other.batch_lines;
+        self.prefill_lines += other.prefill_lines;
+        self.decode_lines += other.decode_lines;
+        self.retraction_lines += other.retraction_lines;
+        self.other_lines += other.other_lines;
+        self.malformed_lines += other.malformed_lines;
+        self.events += other.events;
+        self.partial_batch_lines += other.partial_batch_lines;
+        self.overflow_batch_lines += other.overflow_batch_lines;
+        for m in &other.malformed {
+            if self.malformed.len() < KEPT_LINES {
+                self.malformed.push(m.clone());
+            }
+        }
+        for m in &other.partial {
+            if self.partial.len() < KEPT_LINES {
+                self.partial.push(m.clone());
+            }
+        }
+        self.held_back_bytes = other.held_back_bytes;
+    }
+}
+
+/// A `BufRead` that counts the bytes its consumer (the gzip decoder) has used.
+struct CountingBufRead<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: BufRead> Read for CountingBufRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for CountingBufRead<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.count.fetch_add(amt as u64, Ordering::Relaxed);
+        self.inner.consume(amt);
+    }
+}
+
+/// Reads a log line by line and parses every line.
+///
+/// Lines are split with `memchr` in one reusable buffer that grows to fit the longest line (a
+/// 16 MB `server_args` or request dump works); records borrow from that buffer and live only for
+/// the callback. In live mode ([`LogReader::live`]) an unterminated last line is held back and
+/// completed by the next [`LogReader::for_each`] call, so a half-written line of a growing log is
+/// never parsed.
+pub struct LogReader<R> {
+    name: PathBuf,
+    inner: R,
+    buf: Vec<u8>,
+    /// Start of unconsumed data in `buf`.
+    start: usize,
+    /// End of valid data in `buf`.
+    end: usize,
+    line_no: u64,
+    live: bool,
+    gz_offset: Option<Arc<AtomicU64>>,
+}
+
+impl LogReader<Box<dyn Read>> {
+    /// Opens `path` (`-` means stdin). Gzip input is detected by its magic bytes `1f 8b` and
+    /// decoded with a multi-member decoder (concatenated `.gz` files work).
+    ///
+    /// Errors: [`ReadError::Open`] when the file cannot be opened or its first bytes cannot be
+    /// read, [`ReadError::NotAFile`] for a directory.
+    pub fn open(path: &Path) -> Result<LogReader<Box<dyn Read>>, ReadError> {
+        let open_err = |source| ReadError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let raw: Box<dyn Read> = if path.as_os_str() == "-" {
+            Box::new(io::stdin())
+        } else {
+            let meta = std::fs::metadata(path).map_err(open_err)?;
+            if meta.is_dir() {
+                return Err(ReadError::NotAFile {
+                    path: path.to_path_buf(),
+                });
+            }
+            Box::new(std::fs::File::open(path).map_err(open_err)?)
+        };
+        let mut br = BufReader::with_capacity(64 * 1024, raw);
+        let head = loop {
+            match br.fill_buf() {
+                Ok(h) => break h,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(open_err(e)),
+            }
+        };
+        let is_gz = head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
+        let mut reader = if is_gz {
+            let count = Arc::new(AtomicU64::new(0));
+            let counting = CountingBufRead {
+                inner: br,
+                count: Arc::clone(&count),
+            };
+            let dec: Box<dyn Read> = Box::new(flate2::bufread::MultiGzDecoder::new(counting));
+            let mut r = LogReader::from_reader(path.display().to_string(), dec);
+            r.gz_offset = Some(count);
+            r
+        } else {
+            LogReader::from_reader(path.display().to_string(), Box::new(br) as Box<dyn Read>)
+        };
+        reader.name = path.to_path_buf();
+        Ok(reader)
+    }
+}
+
+impl<R: Read> LogReader<R> {
+    /// Wraps any reader; `name` is used in errors. The input is taken as plain text (no gzip
+    /// detection; wrap it in a decoder yourself).
+    pub fn from_reader(name: impl Into<String>, r: R) -> Self {
+        LogReader {
+            name: PathBuf::from(name.into()),
+            inner: r,
+            buf: vec![0; INITIAL_BUF],
+            start: 0,
+            end: 0,
+            line_no: 0,
+            live: false,
+            gz_offset: None,
+        }
+    }
+
+    /// Live mode: at end of input, keep an unterminated last line back (a log being written)
+    /// instead of parsing it; the next [`LogReader::for_each`] call continues from it.
+    pub fn live(mut self, live: bool) -> Self {
+        self.live = live;
+        self
+    }
+
+    /// Number of lines delivered so far (across calls).
+    pub fn lines_read(&self) -> u64 {
+        self.line_no
+    }
+
+    /// Reads to the end of the input and calls `f` for every record, in order. Returns the
+    /// counts of this call.
+    ///
+    /// Errors: [`ReadError::Read`] or [`ReadError::Gzip`] when the input fails mid-way; the
+    /// records delivered before the error stay delivered.
+    pub fn for_each<F: FnMut(&Record<'_>)>(&mut self, mut f: F) -> Result<ParseStats, ReadError> {
+        let mut stats = ParseStats::default();
+        loop {
+            // deliver every complete line in buf[start..end]
+            let mut pos = self.start;
+            while let Some(i) = memchr::memchr(b'\n', &self.buf[pos..self.end]) {
+                let nl = pos + i;
+                self.line_no += 1;
+                let raw = &self.buf[pos..nl];
+                let rec = parse_line(raw, self.line_no);
+                f(&rec);
+                stats.observe(&rec, raw);
+                stats.bytes += 1; // the '\n'
+                pos = nl + 1;
+            }
+            self.start = pos;
+            // make room: move the partial line to the front, grow if it fills the buffer
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                let new_len = self.buf.len() * 2;
+                self.buf.resize(new_len, 0);
+            }
+            let n = loop {
+                match self.inner.read(&mut self.buf[self.end..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(source) => return Err(self.error(source)),
+                }
+            };
+            if n == 0 {
+                break;
+            }
+            self.end += n;
+        }
+        if self.end > self.start {
+            if self.live {
+                stats.held_back_bytes = (self.end - self.start) as u64;
+            } else {
+                self.line_no += 1;
+                let raw = &self.buf[self.start..self.end];
+                let rec = parse_line(raw, self.line_no);
+                f(&rec);
+                stats.observe(&rec, raw);
+                self.start = 0;
+                self.end = 0;
+            }
+        }
+        Ok(stats)
+    }
+
+    fn error(&self, source: io::Error) -> ReadError {
+        match &self.gz_offset {
+            Some(c) => ReadError::Gzip {
+                path: self.name.clone(),
+                line_no: self.line_no,
+                compressed_offset: c.load(Ordering::Relaxed),
+                source,
+            },
+            None => ReadError::Read {
+                path: self.name.clone(),
+                line_no: self.line_no,
+                source,
+            },
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Log timestamps: `YYYY-MM-DD HH:MM:SS[.mmm|,mmm]`, ISO `YYYY-MM-DDTHH:MM:SS[.ffffff][Z]`,
+//! and the date-less `HH:MM:SS` of SGLang v0.2.14 – v0.3.3.post1.
+
+/// A timestamp as written in the log: the server's local wall clock, no time zone (SGLang's
+/// `configure_logger` uses `datefmt="%Y-%m-%d %H:%M:%S"`, spec §1.1). Resolution is whatever the
+/// line carries: seconds by default, milliseconds with `SGLANG_LOG_MS=1`, microseconds in ISO
+/// stamps.
+///
+/// Ordering compares date first (date-less stamps sort before dated ones), then time of day.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Timestamp {
+    /// Days since 1970-01-01 (proleptic Gregorian), `None` for a time-only stamp.
+    days: Option<i32>,
+    /// Seconds since midnight, 0 ..= 86_399 (a leap second `:60` is kept as 86_400).
+    secs_of_day: u32,
+    /// Nanoseconds within the second.
+    nanos: u32,
+    /// The stamp ended in `Z` (UTC, e.g. `docker logs -t`), unlike SGLang's own local stamps.
+    utc: bool,
+}
+
+impl Timestamp {
+    /// Seconds since 1970-01-01 00:00:00 of the server's local clock (no time zone is applied)
+    /// when the line has a date; otherwise seconds since midnight. Unit: seconds, with the
+    /// fraction the line carries.
+    pub fn seconds(&self) -> f64 {
+        let day = f64::from(self.days.unwrap_or(0)) * 86_400.0;
+        day + f64::from(self.secs_of_day) + f64::from(self.nanos) * 1e-9
+    }
+
+    /// Whether the stamp had a date (`YYYY-MM-DD`); `false` for `[HH:MM:SS TP0]` lines.
+    pub fn has_date(&self) -> bool {
+        self.days.is_some()
+    }
+
+    /// Days since 1970-01-01, if the stamp had a date.
+    pub fn days_since_epoch(&self) -> Option<i32> {
+        self.days
+    }
+
+    /// The calendar date `(year, month 1-12, day 1-31)`, if the stamp had one.
+    pub fn date(&self) -> Option<(i32, u32, u32)> {
+        self.days.map(civil_from_days)
+    }
+
+    /// Time of day `(hour, minute, second)`.
+    pub fn time_of_day(&self) -> (u32, u32, u32) {
+        (
+            self.secs_of_day / 3600,
+            (self.secs_of_day / 60) % 60,
+            self.secs_of_day % 60,
+        )
+    }
+
+    /// Nanoseconds within the second (0 unless the line had a fraction).
+    pub fn subsec_nanos(&self) -> u32 {
+        self.nanos
+    }
+
+    /// Whether the stamp was marked UTC with a trailing `Z` (container runtimes' stamps); SGLang's
+    /// own stamps are local time and never carry it.
+    pub fn is_utc(&self) -> bool {
+        self.utc
+    }
+
+    /// Builds a timestamp from a calendar date and a time of day (local clock, no zone).
+    /// Returns `None` for an impossible date or time.
+    pub fn from_ymd_hms(
+        y: i32,
+        mo: u32,
+        d: u32,
+        h: u32,
+        mi: u32,
+        s: u32,
+        nanos: u32,
+    ) -> Option<Self> {
+        if !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y, mo) {
+            return None;
+        }
+        let mut t = Self::from_hms(h, mi, s, nanos)?;
+        t.days = Some(days_from_civil(y, mo, d));
+        Some(t)
+    }
+
+    /// Builds a date-less timestamp (seconds since midnight). `None` for an impossible time.
+    pub fn from_hms(h: u32, mi: u32, s: u32, nanos: u32) -> Option<Self> {
+        if h > 23 || mi > 59 || s > 60 || nanos >= 1_000_000_000 {
+            return None;
+        }
+        Some(Timestamp {
+            days: None,
+            secs_of_day: h * 3600 + mi * 60 + s,
+            nanos,
+            utc: false,
+        })
+    }
+}
+
+impl std::fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some((y, m, d)) = self.date() {
+            write!(f, "{y:04}-{m:02}-{d:02} ")?;
+        }
+        let (h, mi, s) = self.time_of_day();
+        write!(f, "{h:02}:{mi:02}:{s:02}")?;
+        if self.nanos != 0 {
+            write!(f, ".{:03}", self.nanos / 1_000_000)?;
+        }
+        if self.utc {
+            f.write_str("Z")?;
+        }
+        Ok(())
+    }
+}
+
+fn is_leap(y: i32) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i32, m: u32) -> u32 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if is_leap(y) => 29,
+        _ => 28,
+    }
+}
+
+/// Days since 1970-01-01 for a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
+fn days_from_civil(y: i32, m: u32, d: u32) -> i32 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let m = m as i32;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i32 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Inverse of [`days_from_civil`].
+fn civil_from_days(z: i32) -> (i32, u32, u32) {
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[inline]
+fn d2(b: &[u8], i: usize) -> Option<u32> {
+    let a = b.get(i)?.wrapping_sub(b'0');
+    let c = b.get(i + 1)?.wrapping_sub(b'0');
+    if a > 9 || c > 9 {
+        return None;
+    }
+    Some(u32::from(a) * 10 + u32::from(c))
+}
+
+/// Parses `HH:MM:SS` plus an optional `.f`/`,f` fraction (1–9 digits) and an optional `Z`.
+/// Returns the timestamp (date-less) and the number of bytes used.
+fn time_part(b: &[u8]) -> Option<(Timestamp, usize)> {
+    let h = d2(b, 0)?;
+    if b.get(2) != Some(&b':') {
+        return None;
+    }
+    let mi = d2(b, 3)?;
+    if b.get(5) != Some(&b':') {
+        return None;
+    }
+    let s = d2(b, 6)?;
+    let mut i = 8;
+    let mut nanos = 0u32;
+    if matches!(b.get(i), Some(b'.') | Some(b',')) && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+        let mut n = 0u32;
+        let mut k = 0u32;
+        while let Some(c) = b.get(i).filter(|c| c.is_ascii_digit()) {
+            if k < 9 {
+                n = n * 10 + u32::from(c - b'0');
+                k += 1;
+            }
+            i += 1;
+        }
+        nanos = n * 10u32.pow(9 - k);
+    }
+    let mut t = Timestamp::from_hms(h, mi, s, nanos)?;
+    if b.get(i) == Some(&b'Z') {
+        t.utc = true;
+        i += 1;
+    }
+    // a digit right after the stamp means this was not a stamp (e.g. `12:00:001`)
+    if b.get(i).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    Some((t, i))
+}
+
+/// Parses a timestamp at the start of `s`: `YYYY-MM-DD[ T]HH:MM:SS[.f|,f][Z]` or `HH:MM:SS[.f]`.
+/// Returns the timestamp and the rest of the input after it.
+pub(crate) fn parse_timestamp(s: &str) -> Option<(Timestamp, &str)> {
+    let b = s.as_bytes();
+    if b.len() >= 19 && b[4] == b'-' && b[7] == b'-' && (b[10] == b' ' || b[10] == b'T') {
+        let y = d2(b, 0)? * 100 + d2(b, 2)?;
+        let mo = d2(b, 5)?;
+        let d = d2(b, 8)?;
+        let (t, used) = time_part(&b[11..])?;
+        if !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y as i32, mo) {
+            return None;
+        }
+        let t = Timestamp {
+            days: Some(days_from_civil(y as i32, mo, d)),
+            ..t
+        };
+        // ok: 11 + used is within `s` and lands after an ASCII byte
+        return Some((t, &s[11 + used..]));
+    }
+    let (t, used) = time_part(b)?;
+    Some((t, &s[used..]))
+}
+
+/// Whether `s` starts with an ISO stamp using the `T` separator (a container runtime's prefix).
+pub(crate) fn starts_with_iso_t(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 19 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[0].is_ascii_digit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_math() {
+        let (t, rest) = parse_timestamp("2025-06-01 12:00:00 TP0").unwrap();
+        assert_eq!(rest, " TP0");
+        assert_eq!(t.seconds(), 1_748_779_200.0);
+        assert_eq!(t.date(), Some((2025, 6, 1)));
+        assert!(t.has_date());
+        let (t, _) = parse_timestamp("1970-01-01 00:00:01.5").unwrap();
+        assert_eq!(t.seconds(), 1.5);
+        let (t, _) = parse_timestamp("2024-12-10 09:13:58,650]").unwrap();
+        assert_eq!(t.subsec_nanos(), 650_000_000);
+        let (t, rest) = parse_timestamp("14:03:11 TP0]").unwrap();
+        assert!(!t.has_date());
+        assert_eq!(t.seconds(), 14.0 * 3600.0 + 3.0 * 60.0 + 11.0);
+        assert_eq!(rest, " TP0]");
+        let (t, rest) = parse_timestamp("2025-07-10T08:01:02.123456Z x").unwrap();
+        assert!(t.is_utc());
+        assert_eq!(t.subsec_nanos(), 123_456_000);
+        assert_eq!(rest, " x");
+        assert!(parse_timestamp("2025-02-30 10:00:00").is_none());
+        assert!(parse_timestamp("25:00:00").is_none());
+        assert!(parse_timestamp("025-06-23 18:55:20").is_none());
+        for days in [-1000, 0, 1, 19_000, 20_500, 60_000] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+        assert_eq!(t.to_string(), "2025-07-10 08:01:02.123Z");
+    }
+}
