@@ -8,6 +8,16 @@ pub const MSER_BATCH: usize = 5;
 /// Fewest batches for which MSER is attempted (20 samples); shorter series get the whole span.
 const MIN_BATCHES: usize = 4;
 
+/// Near-ties in the MSER statistic: on a steady stretch `Z(d)` drifts up by about `1/(k − d)`
+/// (relative) per batch cut, while noise moves it by the same order, so the raw minimum often lies
+/// a few batches past the true end of the transient (MSER's known over-truncation). The earliest
+/// cut whose statistic is within 3 batches' worth of drift of the minimum is taken instead.
+const TIE_BATCHES: f64 = 3.0;
+
+/// Extra allowance for near-ties, in standard deviations of the statistic's noise: removing `j`
+/// steady batches moves `(k − d)·ΔZ/Z` by about `√(2j)` (a χ²₁ term per batch).
+const TIE_SDS: f64 = 2.0;
+
 /// Fewest batches a drain must span to be reported.
 const MIN_DRAIN_BATCHES: usize = 2;
 
@@ -72,23 +82,36 @@ impl Welford {
 }
 
 /// Forward MSER over `b[lo..hi]`: the `d` in `0..=(hi−lo)/2` (keeping ≥ 2 batches) minimising
-/// `SSE(b[lo+d..hi]) / (hi−lo−d)²`. Returns `(d, at_limit)`.
+/// `Z(d) = SSE(b[lo+d..hi]) / (hi−lo−d)²`; then the earliest `d` whose `Z(d)` is within
+/// `TIE_BATCHES / (hi−lo−d*)` (relative) of that minimum. Returns `(d, at_limit)`.
 fn mser_forward(b: &[f64], lo: usize, hi: usize) -> (usize, bool) {
     let m = hi - lo;
     let limit = (m / 2).min(m.saturating_sub(2));
     let mut acc = Welford::default();
-    let mut best = (f64::INFINITY, 0usize);
+    let mut z = vec![f64::INFINITY; limit + 1];
     for d in (0..m).rev() {
         acc.push(b[lo + d]);
         if d <= limit {
             let kept = (m - d) as f64;
-            let stat = acc.m2 / (kept * kept);
-            if stat <= best.0 {
-                best = (stat, d);
-            }
+            z[d] = acc.m2 / (kept * kept);
         }
     }
-    (best.1, best.1 == limit && limit > 0)
+    let mut best = (f64::INFINITY, 0usize);
+    for (d, &zd) in z.iter().enumerate() {
+        if zd < best.0 {
+            best = (zd, d);
+        }
+    }
+    let scale = best.0 / (m - best.1) as f64;
+    let d = z
+        .iter()
+        .enumerate()
+        .position(|(d, &zd)| {
+            let j = best.1.saturating_sub(d) as f64;
+            zd <= best.0 + scale * (TIE_BATCHES + TIE_SDS * (2.0 * j).sqrt())
+        })
+        .unwrap_or(best.1);
+    (d, best.1 == limit && limit > 0)
 }
 
 /// Backward MSER over `b[lo..hi]`: the `e` in `0..=(hi−lo)/2` minimising `SSE(b[lo..hi−e])/(hi−lo−e)²`.
@@ -105,6 +128,29 @@ fn mser_backward(b: &[f64], lo: usize, hi: usize) -> usize {
             let stat = acc.m2 / (kept * kept) as f64;
             if stat < best.0 || (stat == best.0 && e < best.1) {
                 best = (stat, e);
+            }
+        }
+    }
+    best.1
+}
+
+/// MSER with batch size 1 over `series[..end]`, minimising `SSE(series[i..end]) / (end − i)²` for
+/// `i` within one batch of `cut`.
+fn refine(series: &[(f64, f64)], scale: f64, cut: usize, end: usize) -> usize {
+    let lo = cut.saturating_sub(MSER_BATCH);
+    let hi = (cut + MSER_BATCH).min(end.saturating_sub(2));
+    if hi <= lo {
+        return cut;
+    }
+    let mut acc = Welford::default();
+    let mut best = (f64::INFINITY, cut);
+    for i in (lo..end).rev() {
+        acc.push(series[i].1 / scale);
+        if i <= hi {
+            let kept = (end - i) as f64;
+            let stat = acc.m2 / (kept * kept);
+            if stat <= best.0 {
+                best = (stat, i);
             }
         }
     }
@@ -132,7 +178,10 @@ fn mean_sd(x: &[f64]) -> (f64, f64) {
 /// 2000, *Proc. Winter Simulation Conference*). Samples are averaged in consecutive batches of 5;
 /// the truncation point `d` minimises `SSE(batches d..k) / (k − d)²` — the squared standard error
 /// of the mean of what is kept — searched over the first half of the batches (beyond it MSER is
-/// known to chase noise; hitting that limit is reported as `at_search_limit`). MSER works on
+/// known to chase noise; hitting that limit is reported as `at_search_limit`). Among cuts whose
+/// statistic is within `3/(k − d*)` (relative) of the minimum — indistinguishable by less than three
+/// batches' worth of drift — the earliest is taken, and the cut is then refined to single samples by
+/// MSER on the raw observations within one batch either side. MSER works on
 /// observations, not time; SGLang logs decode lines every `decode_log_interval` steps, nearly
 /// evenly in time while busy.
 ///
@@ -198,7 +247,10 @@ pub fn detect_phases(series: &[(f64, f64)]) -> Result<Phases, StatsError> {
             at_limit = lim2;
         }
     }
-    let start_idx = d * MSER_BATCH;
+    // Refine the cut to single samples: MSER on raw observations (batch size 1, White 1997),
+    // searched only within one batch either side of the MSER-5 cut.
+    let end_for_refine = (k - drain) * MSER_BATCH;
+    let start_idx = refine(series, scale, d * MSER_BATCH, end_for_refine);
     let ramp_end_s = series[start_idx].0;
     let (drain_start_s, end_idx) = if drain > 0 {
         let i = (k - drain) * MSER_BATCH;
