@@ -1,0 +1,1050 @@
+//! Batch runner: a JSONL file of prompts in, a JSONL file of records out,
+//! bounded concurrency, retries, resume, progress, cancellation.
+//!
+//! Entry point: [`run_batch`]. The CLI (`throughput-doctor run-batch`) builds
+//! a [`BatchConfig`], passes a [`ProgressSink`] that draws a progress bar on
+//! stderr, a [`CancelToken`] that it cancels on Ctrl-C, and exits
+//! `0` when [`BatchSummary::failed`] is 0, `1` otherwise, `130` when
+//! [`BatchSummary::cancelled`].
+//!
+//! **Input**: one JSON object per line: `{"id": "...", "prompt": "..."}` or
+//! `{"id": "...", "messages": [...]}`; other fields are ignored. Lines that
+//! are not such objects, and repeated ids, are counted and listed in
+//! [`BatchSummary::input_problems`]; they are not sent.
+//!
+//! **Output**: one [`BatchRecord`] per line. Only one task (the writer)
+//! owns the file; each record is one `write` of a complete line. On start,
+//! an existing output file is read: ids found there are skipped (resume),
+//! and a torn last line (no trailing newline, left by a kill mid-write) is
+//! cut off with a warning. So killing the process at any instant and
+//! rerunning loses no written record and writes none twice.
+//!
+//! **Concurrency**: at most `concurrency` requests in flight, gated by a fair
+//! `tokio::sync::Semaphore`. By default a request is created only when a
+//! permit is free; with `burst` every request is created at t=0 and waits
+//! for its permit (what a hand-written `asyncio.gather` script does). The
+//! permit wait is recorded apart from the request latency.
+//!
+//! **Retries**: connect errors, transfer breaks, HTTP 429 and 5xx are
+//! retried up to `retry.max_attempts` attempts in all, with exponential
+//! backoff and full jitter (`delay = U(0, min(max_delay, base·2^(n−1)))`,
+//! and at least a 429's `Retry-After`). The permit is held during backoff so
+//! in-flight never exceeds `concurrency`. Other errors are recorded in the
+//! request's record and the run goes on.
+
+use std::collections::{HashSet, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_util::StreamExt;
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::api::Usage;
+use crate::client::{ClientConfig, SglangClient};
+use crate::error::ClientError;
+
+/// Which endpoint the prompts are sent to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchApi {
+    /// `/v1/chat/completions`; a `prompt` becomes one user message.
+    Chat,
+    /// `/v1/completions`; needs `prompt` (a `messages` line is an input problem).
+    Completions,
+    /// Native `/generate` (`text` + `sampling_params`); needs `prompt`.
+    Generate,
+}
+
+/// Retry policy for retryable errors (see the module docs).
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    /// Attempts in all, including the first (1 = no retry). Default 5.
+    pub max_attempts: u32,
+    /// Backoff base (default 0.5 s).
+    pub base_delay: Duration,
+    /// Backoff cap (default 30 s).
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Everything a batch run needs.
+#[derive(Debug, Clone)]
+pub struct BatchConfig {
+    /// Server and timeouts.
+    pub client: ClientConfig,
+    /// Input JSONL of prompts.
+    pub input: PathBuf,
+    /// Output JSONL of records (appended to; created when missing).
+    pub output: PathBuf,
+    /// Endpoint.
+    pub api: BatchApi,
+    /// `model` field sent with OpenAI requests (None: omitted; SGLang
+    /// serves its one model).
+    pub model: Option<String>,
+    /// Extra request fields merged into every body (e.g. `max_tokens`,
+    /// `temperature`; for [`BatchApi::Generate`] they go into
+    /// `sampling_params`).
+    pub params: Map<String, Value>,
+    /// Stream responses (SSE) and record TTFT.
+    pub stream: bool,
+    /// Most requests in flight at once (≥ 1).
+    pub concurrency: usize,
+    /// Create every request at t=0 (they then wait for permits).
+    pub burst: bool,
+    /// Retry policy.
+    pub retry: RetryPolicy,
+    /// How often [`ProgressSink::on_snapshot`] is called (default 500 ms).
+    pub progress_interval: Duration,
+    /// Window of the windowed rates in [`ProgressSnapshot`] (default 10 s).
+    pub rate_window: Duration,
+    /// After cancellation, how long in-flight requests may still finish
+    /// (default 30 s); the rest are dropped unwritten and rerun on resume.
+    pub grace: Duration,
+    /// On resume, send again the ids whose only record is a failure (a new
+    /// record is appended; readers take the last record of an id). Default
+    /// false: every id already in the output is skipped.
+    pub retry_failed_on_resume: bool,
+}
+
+impl BatchConfig {
+    /// Defaults: chat API, no streaming, concurrency 64, no burst.
+    pub fn new(
+        client: ClientConfig,
+        input: impl Into<PathBuf>,
+        output: impl Into<PathBuf>,
+    ) -> Self {
+        BatchConfig {
+            client,
+            input: input.into(),
+            output: output.into(),
+            api: BatchApi::Chat,
+            model: None,
+            params: Map::new(),
+            stream: false,
+            concurrency: 64,
+            burst: false,
+            retry: RetryPolicy::default(),
+            progress_interval: Duration::from_millis(500),
+            rate_window: Duration::from_secs(10),
+            grace: Duration::from_secs(30),
+            retry_failed_on_resume: false,
+        }
+    }
+}
+
+/// Token accounting of a record (from `usage` or native `meta_info`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordUsage {
+    /// Prompt tokens.
+    pub prompt_tokens: Option<u64>,
+    /// Generated tokens.
+    pub completion_tokens: Option<u64>,
+}
+
+/// One output line. Times are Unix seconds (`*_unix_s`) or durations in
+/// seconds (`*_s`). `null` means unknown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BatchRecord {
+    /// The prompt's id.
+    pub id: String,
+    /// True when the request succeeded.
+    pub ok: bool,
+    /// Answer text.
+    pub content: Option<String>,
+    /// Reasoning text, when the server returned it separately.
+    pub reasoning_content: Option<String>,
+    /// `stop`, `length`, `abort`, ...
+    pub finish_reason: Option<String>,
+    /// Token counts reported by the server.
+    pub usage: RecordUsage,
+    /// When the request was created (t=0 in burst mode; when its turn came
+    /// otherwise), Unix seconds.
+    pub submit_unix_s: f64,
+    /// Time spent waiting for a concurrency permit, seconds.
+    pub permit_wait_s: f64,
+    /// When the last attempt was sent, Unix seconds.
+    pub start_unix_s: Option<f64>,
+    /// Time from sending the last attempt to its first content or reasoning
+    /// token, seconds (streaming only).
+    pub ttft_s: Option<f64>,
+    /// When the last attempt finished, Unix seconds.
+    pub end_unix_s: f64,
+    /// `end − start` of the last attempt, seconds.
+    pub latency_s: Option<f64>,
+    /// Attempts made (1 = no retry).
+    pub attempts: u32,
+    /// Error of the last attempt (failed requests only), e.g.
+    /// `status: http://…/v1/chat/completions answered HTTP 500: …`.
+    pub error: Option<String>,
+    /// Error kind (`connect`, `timeout`, `status`, `decode`, `transport`).
+    pub error_kind: Option<String>,
+}
+
+/// A finished request as the progress sink sees it (raw data for the
+/// statistics crate).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletionEvent {
+    /// Seconds since the run started.
+    pub t_s: f64,
+    /// Unix seconds.
+    pub end_unix_s: f64,
+    /// Success?
+    pub ok: bool,
+    /// Generated tokens (None when unknown).
+    pub completion_tokens: Option<u64>,
+    /// Latency of the last attempt, seconds.
+    pub latency_s: Option<f64>,
+    /// TTFT, seconds (streaming only).
+    pub ttft_s: Option<f64>,
+    /// Attempts made.
+    pub attempts: u32,
+}
+
+/// Progress figures. Rates are per second of wall time; "windowed" ones
+/// count completions in the last `window_s` seconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProgressSnapshot {
+    /// Seconds since the run started.
+    pub elapsed_s: f64,
+    /// Requests this run will send (input minus resumed/invalid).
+    pub total: u64,
+    /// Ids skipped because the output already had them.
+    pub resumed: u64,
+    /// Succeeded so far.
+    pub completed: u64,
+    /// Failed so far (after retries).
+    pub failed: u64,
+    /// Holding a permit now (sending, streaming or backing off).
+    pub in_flight: u64,
+    /// Retries made so far.
+    pub retries: u64,
+    /// Generated tokens of the successful requests so far.
+    pub completion_tokens: u64,
+    /// Window length, seconds (shorter at the start of the run).
+    pub window_s: f64,
+    /// Finished requests per second over the window.
+    pub window_req_per_s: f64,
+    /// Generated tokens per second over the window (tok/s).
+    pub window_tok_per_s: f64,
+    /// Finished requests per second since the start.
+    pub lifetime_req_per_s: f64,
+    /// Generated tokens per second since the start (tok/s).
+    pub lifetime_tok_per_s: f64,
+    /// Seconds left at the windowed request rate (None while it is 0).
+    pub eta_s: Option<f64>,
+}
+
+/// Receives progress. Called from the writer task only, in order.
+pub trait ProgressSink: Send + 'static {
+    /// Before the first request: what will be sent and what was skipped.
+    fn on_start(&mut self, _total: u64, _resumed: u64) {}
+    /// After each record is written.
+    fn on_completion(&mut self, _event: &CompletionEvent) {}
+    /// Every `progress_interval`, and once at the end.
+    fn on_snapshot(&mut self, _snapshot: &ProgressSnapshot) {}
+    /// A warning (torn last line cut off, bad output lines, ...).
+    fn on_warning(&mut self, _message: &str) {}
+}
+
+/// A sink that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+impl ProgressSink for NoProgress {}
+
+/// Cancellation handle: clone it, give one to [`run_batch`], call
+/// [`CancelToken::cancel`] (e.g. on Ctrl-C). Dispatch stops at once; requests
+/// in flight get `grace` to finish.
+#[derive(Debug, Clone)]
+pub struct CancelToken {
+    tx: Arc<watch::Sender<bool>>,
+}
+
+impl Default for CancelToken {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CancelToken {
+    /// A token not cancelled yet.
+    pub fn new() -> Self {
+        CancelToken {
+            tx: Arc::new(watch::channel(false).0),
+        }
+    }
+    /// Requests cancellation (idempotent).
+    pub fn cancel(&self) {
+        self.tx.send_replace(true);
+    }
+    /// True once cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        *self.tx.borrow()
+    }
+    /// Resolves when cancelled.
+    pub async fn cancelled(&self) {
+        let mut rx = self.tx.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BatchSummary {
+    /// Valid prompts in the input.
+    pub input_prompts: u64,
+    /// Skipped because the output already had them.
+    pub resumed: u64,
+    /// Sent in this run.
+    pub attempted: u64,
+    /// Succeeded in this run.
+    pub ok: u64,
+    /// Failed in this run (recorded with their error).
+    pub failed: u64,
+    /// Retries made (attempts beyond the first).
+    pub retries: u64,
+    /// Not sent or not finished because of cancellation (rerun to finish).
+    pub not_finished: u64,
+    /// True when the run was cancelled.
+    pub cancelled: bool,
+    /// Generated tokens of the successful requests.
+    pub completion_tokens: u64,
+    /// Wall time of the run, seconds.
+    pub elapsed_s: f64,
+    /// Input lines not used: `(1-based line, reason)`.
+    pub input_problems: Vec<(u64, String)>,
+    /// Output lines that were not valid records (kept in the file, not
+    /// counted as done), plus a torn last line that was cut off.
+    pub output_problems: Vec<String>,
+}
+
+/// Errors that stop a run (per-request errors are records, not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    /// Reading the input or reading/writing the output failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// `concurrency` is 0.
+    #[error("concurrency must be at least 1")]
+    BadConcurrency,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BatchError + '_ {
+    move |source| BatchError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One prompt from the input.
+#[derive(Debug, Clone)]
+enum Payload {
+    Prompt(String),
+    Messages(Value),
+}
+
+#[derive(Debug)]
+struct Prompt {
+    id: String,
+    payload: Payload,
+}
+
+/// Reads the input JSONL. Returns prompts and problems.
+fn read_input(path: &Path, api: BatchApi) -> Result<(Vec<Prompt>, Vec<(u64, String)>), BatchError> {
+    let f = File::open(path).map_err(io_err(path))?;
+    let mut prompts = Vec::new();
+    let mut problems = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, line) in BufReader::new(f).lines().enumerate() {
+        let n = i as u64 + 1;
+        let line = line.map_err(io_err(path))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = match serde_json::from_str(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push((n, format!("not JSON: {e}")));
+                continue;
+            }
+        };
+        let id = match v.get("id") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(x)) => x.to_string(),
+            _ => {
+                problems.push((n, "no string or number `id`".into()));
+                continue;
+            }
+        };
+        let payload = if let Some(p) = v.get("prompt").and_then(Value::as_str) {
+            Payload::Prompt(p.to_string())
+        } else if let Some(m @ Value::Array(_)) = v.get("messages") {
+            if api != BatchApi::Chat {
+                problems.push((n, format!("id {id}: `messages` needs the chat API")));
+                continue;
+            }
+            Payload::Messages(m.clone())
+        } else {
+            problems.push((
+                n,
+                format!("id {id}: neither a string `prompt` nor a `messages` array"),
+            ));
+            continue;
+        };
+        if !seen.insert(id.clone()) {
+            problems.push((n, format!("duplicate id {id} (first occurrence kept)")));
+            continue;
+        }
+        prompts.push(Prompt { id, payload });
+    }
+    Ok((prompts, problems))
+}
+
+/// What an existing output file holds.
+#[derive(Debug, Default)]
+struct Existing {
+    ok_ids: HashSet<String>,
+    failed_ids: HashSet<String>,
+    problems: Vec<String>,
+}
+
+/// Reads an existing output file; cuts a torn last line off.
+fn scan_output(path: &Path) -> Result<Existing, BatchError> {
+    let mut ex = Existing::default();
+    let mut f = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ex),
+        Err(e) => return Err(io_err(path)(e)),
+    };
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).map_err(io_err(path))?;
+    let complete_len = match buf.iter().rposition(|&b| b == b'\n') {
+        Some(i) => i + 1,
+        None => 0,
+    };
+    if complete_len < buf.len() {
+        let torn = buf.len() - complete_len;
+        ex.problems.push(format!(
+            "{}: torn last line ({torn} bytes without a newline, left by an interrupted write) cut off",
+            path.display()
+        ));
+        f.set_len(complete_len as u64).map_err(io_err(path))?;
+        f.seek(SeekFrom::End(0)).map_err(io_err(path))?;
+        f.sync_all().map_err(io_err(path))?;
+    }
+    for (i, line) in buf[..complete_len].split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        #[derive(Deserialize)]
+        struct Head {
+            id: String,
+            ok: bool,
+        }
+        match serde_json::from_slice::<Head>(line) {
+            Ok(h) => {
+                if h.ok {
+                    ex.failed_ids.remove(&h.id);
+                    ex.ok_ids.insert(h.id);
+                } else if !ex.ok_ids.contains(&h.id) {
+                    ex.failed_ids.insert(h.id);
+                }
+            }
+            Err(e) => ex.problems.push(format!(
+                "{} line {}: not a record ({e}); ignored",
+                path.display(),
+                i + 1
+            )),
+        }
+    }
+    Ok(ex)
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Shared live counters.
+#[derive(Default)]
+struct Live {
+    in_flight: AtomicU64,
+    retries: AtomicU64,
+}
+
+/// Everything a request task needs, shared.
+struct Ctx {
+    client: SglangClient,
+    api: BatchApi,
+    model: Option<String>,
+    params: Map<String, Value>,
+    stream: bool,
+    retry: RetryPolicy,
+    live: Live,
+}
+
+impl Ctx {
+    fn body(&self, payload: &Payload) -> Value {
+        let mut m = Map::new();
+        match self.api {
+            BatchApi::Generate => {
+                if let Payload::Prompt(p) = payload {
+                    m.insert("text".into(), Value::String(p.clone()));
+                }
+                m.insert("sampling_params".into(), Value::Object(self.params.clone()));
+                m.insert("stream".into(), Value::Bool(self.stream));
+            }
+            BatchApi::Chat | BatchApi::Completions => {
+                for (k, v) in &self.params {
+                    m.insert(k.clone(), v.clone());
+                }
+                if let Some(model) = &self.model {
+                    m.insert("model".into(), Value::String(model.clone()));
+                }
+                match (self.api, payload) {
+                    (BatchApi::Chat, Payload::Prompt(p)) => {
+                        m.insert("messages".into(), json!([{"role": "user", "content": p}]));
+                    }
+                    (BatchApi::Chat, Payload::Messages(msgs)) => {
+                        m.insert("messages".into(), msgs.clone());
+                    }
+                    (_, Payload::Prompt(p)) => {
+                        m.insert("prompt".into(), Value::String(p.clone()));
+                    }
+                    (_, Payload::Messages(_)) => {} // rejected by read_input
+                }
+                m.insert("stream".into(), Value::Bool(self.stream));
+                if self.stream {
+                    m.insert("stream_options".into(), json!({"include_usage": true}));
+                }
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+/// The outcome of one attempt.
+#[derive(Default)]
+struct Answer {
+    content: Option<String>,
+    reasoning: Option<String>,
+    finish_reason: Option<String>,
+    usage: RecordUsage,
+    ttft_s: Option<f64>,
+}
+
+fn usage_of(u: Option<Usage>) -> RecordUsage {
+    u.map(|u| RecordUsage {
+        prompt_tokens: u.prompt_tokens,
+        completion_tokens: u.completion_tokens,
+    })
+    .unwrap_or_default()
+}
+
+fn push_opt(acc: &mut Option<String>, s: Option<&str>) {
+    if let Some(s) = s {
+        acc.get_or_insert_with(String::new).push_str(s);
+    }
+}
+
+async fn attempt(ctx: &Ctx, body: &Value, sent: Instant) -> Result<Answer, ClientError> {
+    let c = &ctx.client;
+    let mut a = Answer::default();
+    let mark = |a: &mut Answer, nonempty: bool| {
+        if nonempty && a.ttft_s.is_none() {
+            a.ttft_s = Some(sent.elapsed().as_secs_f64());
+        }
+    };
+    match (ctx.api, ctx.stream) {
+        (BatchApi::Chat, false) => {
+            let r = c.chat_completions(body).await?;
+            if let Some(ch) = r.choices.into_iter().next() {
+                if let Some(m) = ch.message {
+                    a.content = m.content;
+                    a.reasoning = m.reasoning_content;
+                }
+                a.finish_reason = ch.finish_reason;
+            }
+            a.usage = usage_of(r.usage);
+        }
+        (BatchApi::Chat, true) => {
+            let mut s = c.chat_completions_stream(body).await?;
+            while let Some(chunk) = s.next().await {
+                let chunk = chunk?;
+                if let Some(u) = chunk.usage {
+                    a.usage = usage_of(Some(u));
+                }
+                for ch in chunk.choices {
+                    if let Some(d) = ch.delta {
+                        let ne = d.content.as_deref().is_some_and(|t| !t.is_empty())
+                            || d.reasoning_content
+                                .as_deref()
+                                .is_some_and(|t| !t.is_empty());
+                        mark(&mut a, ne);
+                        push_opt(&mut a.content, d.content.as_deref());
+                        push_opt(&mut a.reasoning, d.reasoning_content.as_deref());
+                    }
+                    if ch.finish_reason.is_some() {
+                        a.finish_reason = ch.finish_reason;
+                    }
+                }
+            }
+        }
+        (BatchApi::Completions, false) => {
+            let r = c.completions(body).await?;
+            if let Some(ch) = r.choices.into_iter().next() {
+                a.content = Some(ch.text);
+                a.finish_reason = ch.finish_reason;
+            }
+            a.usage = usage_of(r.usage);
+        }
+        (BatchApi::Completions, true) => {
+            let mut s = c.completions_stream(body).await?;
+            while let Some(chunk) = s.next().await {
+                let chunk = chunk?;
+                if let Some(u) = chunk.usage {
+                    a.usage = usage_of(Some(u));
+                }
+                for ch in chunk.choices {
+                    mark(&mut a, !ch.text.is_empty());
+                    push_opt(&mut a.content, Some(&ch.text));
+                    if ch.finish_reason.is_some() {
+                        a.finish_reason = ch.finish_reason;
+                    }
+                }
+            }
+        }
+        (BatchApi::Generate, false) => {
+            let r = c.generate(body).await?;
+            a.finish_reason = r.meta_info.finish_type();
+            a.usage = RecordUsage {
+                prompt_tokens: r.meta_info.prompt_tokens,
+                completion_tokens: r.meta_info.completion_tokens,
+            };
+            a.content = Some(r.text);
+        }
+        (BatchApi::Generate, true) => {
+            let mut s = c.generate_stream(body).await?;
+            while let Some(chunk) = s.next().await {
+                let chunk = chunk?;
+                mark(&mut a, !chunk.text.is_empty());
+                if let Some(f) = chunk.meta_info.finish_type() {
+                    a.finish_reason = Some(f);
+                }
+                a.usage = RecordUsage {
+                    prompt_tokens: chunk.meta_info.prompt_tokens.or(a.usage.prompt_tokens),
+                    completion_tokens: chunk
+                        .meta_info
+                        .completion_tokens
+                        .or(a.usage.completion_tokens),
+                };
+                a.content = Some(chunk.text); // cumulative
+            }
+        }
+    }
+    Ok(a)
+}
+
+fn backoff(policy: &RetryPolicy, attempt: u32, retry_after_s: Option<f64>) -> Duration {
+    let exp = policy.base_delay.as_secs_f64() * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
+    let cap = exp.min(policy.max_delay.as_secs_f64());
+    let jittered = rand::rng().random::<f64>() * cap;
+    let floor = retry_after_s
+        .unwrap_or(0.0)
+        .min(policy.max_delay.as_secs_f64());
+    Duration::from_secs_f64(jittered.max(floor))
+}
+
+/// Runs one prompt to a record (holding its permit throughout).
+async fn run_one(ctx: &Ctx, p: Prompt, submit_unix_s: f64, permit_wait_s: f64) -> BatchRecord {
+    let body = ctx.body(&p.payload);
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let start_unix_s = unix_now();
+        let sent = Instant::now();
+        let res = attempt(ctx, &body, sent).await;
+        let latency_s = sent.elapsed().as_secs_f64();
+        let end_unix_s = start_unix_s + latency_s;
+        match res {
+            Ok(a) => {
+                return BatchRecord {
+                    id: p.id,
+                    ok: true,
+                    content: a.content,
+                    reasoning_content: a.reasoning,
+                    finish_reason: a.finish_reason,
+                    usage: a.usage,
+                    submit_unix_s,
+                    permit_wait_s,
+                    start_unix_s: Some(start_unix_s),
+                    ttft_s: a.ttft_s,
+                    end_unix_s,
+                    latency_s: Some(latency_s),
+                    attempts,
+                    error: None,
+                    error_kind: None,
+                };
+            }
+            Err(e) if e.is_retryable() && attempts < ctx.retry.max_attempts => {
+                ctx.live.retries.fetch_add(1, Ordering::Relaxed);
+                let ra = match &e {
+                    ClientError::Status { retry_after_s, .. } => *retry_after_s,
+                    _ => None,
+                };
+                tokio::time::sleep(backoff(&ctx.retry, attempts, ra)).await;
+            }
+            Err(e) => {
+                return BatchRecord {
+                    id: p.id,
+                    ok: false,
+                    submit_unix_s,
+                    permit_wait_s,
+                    start_unix_s: Some(start_unix_s),
+                    end_unix_s,
+                    latency_s: Some(latency_s),
+                    attempts,
+                    error: Some(e.to_string()),
+                    error_kind: Some(e.kind().to_string()),
+                    ..Default::default()
+                };
+            }
+        }
+    }
+}
+
+/// Writer-side tallies, returned when the writer ends.
+#[derive(Default)]
+struct Tally {
+    ok: u64,
+    failed: u64,
+    completion_tokens: u64,
+}
+
+struct Writer<P: ProgressSink> {
+    file: File,
+    path: PathBuf,
+    sink: P,
+    started: Instant,
+    total: u64,
+    resumed: u64,
+    window: Duration,
+    recent: VecDeque<(Instant, u64)>,
+    tally: Tally,
+}
+
+impl<P: ProgressSink> Writer<P> {
+    fn write_batch(
+        &mut self,
+        recs: &mut Vec<BatchRecord>,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), BatchError> {
+        buf.clear();
+        for r in recs.iter() {
+            // ok: serialising a struct of strings/numbers cannot fail; a NaN
+            // float is written as null by serde_json.
+            if serde_json::to_writer(&mut *buf, r).is_err() {
+                continue;
+            }
+            buf.push(b'\n');
+        }
+        // One write of whole lines; a kill can tear only the last line, which
+        // the next run cuts off.
+        self.file.write_all(buf).map_err(io_err(&self.path))?;
+        let now = Instant::now();
+        for r in recs.drain(..) {
+            let toks = if r.ok {
+                r.usage.completion_tokens.unwrap_or(0)
+            } else {
+                0
+            };
+            if r.ok {
+                self.tally.ok += 1;
+                self.tally.completion_tokens += toks;
+            } else {
+                self.tally.failed += 1;
+            }
+            self.recent.push_back((now, toks));
+            self.sink.on_completion(&CompletionEvent {
+                t_s: (now - self.started).as_secs_f64(),
+                end_unix_s: r.end_unix_s,
+                ok: r.ok,
+                completion_tokens: r.usage.completion_tokens,
+                latency_s: r.latency_s,
+                ttft_s: r.ttft_s,
+                attempts: r.attempts,
+            });
+        }
+        Ok(())
+    }
+
+    fn snapshot(&mut self, live: &Live) -> ProgressSnapshot {
+        let now = Instant::now();
+        while let Some(&(t, _)) = self.recent.front() {
+            if now - t > self.window {
+                self.recent.pop_front();
+            } else {
+                break;
+            }
+        }
+        let elapsed = (now - self.started).as_secs_f64();
+        let window_s = self.window.as_secs_f64().min(elapsed).max(1e-9);
+        let n = self.recent.len() as f64;
+        let toks: u64 = self.recent.iter().map(|x| x.1).sum();
+        let done = self.tally.ok + self.tally.failed;
+        let window_req_per_s = n / window_s;
+        let remaining = self.total.saturating_sub(done) as f64;
+        ProgressSnapshot {
+            elapsed_s: elapsed,
+            total: self.total,
+            resumed: self.resumed,
+            completed: self.tally.ok,
+            failed: self.tally.failed,
+            in_flight: live.in_flight.load(Ordering::Relaxed),
+            retries: live.retries.load(Ordering::Relaxed),
+            completion_tokens: self.tally.completion_tokens,
+            window_s,
+            window_req_per_s,
+            window_tok_per_s: toks as f64 / window_s,
+            lifetime_req_per_s: if elapsed > 0.0 {
+                done as f64 / elapsed
+            } else {
+                0.0
+            },
+            lifetime_tok_per_s: if elapsed > 0.0 {
+                self.tally.completion_tokens as f64 / elapsed
+            } else {
+                0.0
+            },
+            eta_s: (window_req_per_s > 0.0).then(|| remaining / window_req_per_s),
+        }
+    }
+}
+
+async fn writer_task<P: ProgressSink>(
+    mut w: Writer<P>,
+    mut rx: mpsc::Receiver<BatchRecord>,
+    ctx: Arc<Ctx>,
+    interval: Duration,
+) -> (Result<(), BatchError>, Writer<P>) {
+    let mut tick = tokio::time::interval(interval.max(Duration::from_millis(10)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut recs = Vec::with_capacity(256);
+    let mut buf = Vec::with_capacity(64 * 1024);
+    loop {
+        tokio::select! {
+            got = rx.recv_many(&mut recs, 256) => {
+                if got == 0 {
+                    break;
+                }
+                if let Err(e) = w.write_batch(&mut recs, &mut buf) {
+                    return (Err(e), w);
+                }
+            }
+            _ = tick.tick() => {
+                let s = w.snapshot(&ctx.live);
+                w.sink.on_snapshot(&s);
+            }
+        }
+    }
+    let s = w.snapshot(&ctx.live);
+    w.sink.on_snapshot(&s);
+    (Ok(()), w)
+}
+
+/// Runs a batch (see the module docs for the contract).
+///
+/// Returns the [`BatchSummary`]; per-request failures are in it and in the
+/// output file, not errors. Errors: [`BatchError::Io`] when the input cannot
+/// be read or the output cannot be read/written (the run stops; what was
+/// written stays valid), [`BatchError::Client`] when the HTTP client cannot
+/// be built, [`BatchError::BadConcurrency`] for `concurrency == 0`.
+pub async fn run_batch(
+    cfg: BatchConfig,
+    progress: impl ProgressSink,
+    cancel: CancelToken,
+) -> Result<BatchSummary, BatchError> {
+    if cfg.concurrency == 0 {
+        return Err(BatchError::BadConcurrency);
+    }
+    let started = Instant::now();
+    let mut progress = progress;
+    let (prompts, input_problems) = read_input(&cfg.input, cfg.api)?;
+    let existing = scan_output(&cfg.output)?;
+    for p in &existing.problems {
+        progress.on_warning(p);
+    }
+    let input_prompts = prompts.len() as u64;
+    let todo: Vec<Prompt> = prompts
+        .into_iter()
+        .filter(|p| {
+            !(existing.ok_ids.contains(&p.id)
+                || (!cfg.retry_failed_on_resume && existing.failed_ids.contains(&p.id)))
+        })
+        .collect();
+    let resumed = input_prompts - todo.len() as u64;
+    let total = todo.len() as u64;
+    progress.on_start(total, resumed);
+
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&cfg.output)
+        .map_err(io_err(&cfg.output))?;
+    let client = SglangClient::new(cfg.client.clone())?;
+    let ctx = Arc::new(Ctx {
+        client,
+        api: cfg.api,
+        model: cfg.model.clone(),
+        params: cfg.params.clone(),
+        stream: cfg.stream,
+        retry: cfg.retry.clone(),
+        live: Live::default(),
+    });
+    let (tx, rx) = mpsc::channel::<BatchRecord>(cfg.concurrency.clamp(64, 8192));
+    let writer = Writer {
+        file,
+        path: cfg.output.clone(),
+        sink: progress,
+        started,
+        total,
+        resumed,
+        window: cfg.rate_window,
+        recent: VecDeque::new(),
+        tally: Tally::default(),
+    };
+    let writer = tokio::spawn(writer_task(writer, rx, ctx.clone(), cfg.progress_interval));
+
+    let sem = Arc::new(Semaphore::new(cfg.concurrency));
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let t0_unix = unix_now();
+    let spawn_one = |tasks: &mut JoinSet<()>,
+                     p: Prompt,
+                     permit: Option<tokio::sync::OwnedSemaphorePermit>,
+                     submit_unix_s: f64,
+                     waited: f64| {
+        let ctx = ctx.clone();
+        let tx = tx.clone();
+        let sem = sem.clone();
+        let cancel = cancel.clone();
+        tasks.spawn(async move {
+            let (permit, wait) = match permit {
+                Some(p) => (p, waited),
+                None => {
+                    let w0 = Instant::now();
+                    let p = tokio::select! {
+                        p = sem.acquire_owned() => match p { Ok(p) => p, Err(_) => return },
+                        _ = cancel.cancelled() => return,
+                    };
+                    (p, w0.elapsed().as_secs_f64())
+                }
+            };
+            ctx.live.in_flight.fetch_add(1, Ordering::Relaxed);
+            let rec = run_one(&ctx, p, submit_unix_s, wait).await;
+            ctx.live.in_flight.fetch_sub(1, Ordering::Relaxed);
+            let _ = tx.send(rec).await;
+            drop(permit);
+        });
+    };
+
+    let mut dispatched = 0u64;
+    if cfg.burst {
+        for p in todo {
+            spawn_one(&mut tasks, p, None, t0_unix, 0.0);
+            dispatched += 1;
+        }
+    } else {
+        for p in todo {
+            let w0 = Instant::now();
+            let permit = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                p = sem.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+            };
+            let submit = unix_now();
+            spawn_one(
+                &mut tasks,
+                p,
+                Some(permit),
+                submit,
+                w0.elapsed().as_secs_f64(),
+            );
+            dispatched += 1;
+            // Reap finished tasks as we go so the set stays small.
+            while tasks.try_join_next().is_some() {}
+        }
+    }
+    drop(tx);
+
+    // Wait for the tasks; after a cancel, for at most `grace`.
+    loop {
+        tokio::select! {
+            biased;
+            r = tasks.join_next() => { if r.is_none() { break; } }
+            _ = cancel.cancelled() => {
+                let grace = tokio::time::sleep(cfg.grace);
+                tokio::pin!(grace);
+                loop {
+                    tokio::select! {
+                        r = tasks.join_next() => { if r.is_none() { break; } }
+                        _ = &mut grace => { tasks.abort_all(); while tasks.join_next().await.is_some() {} break; }
+                    }
+                }
+                break;
+            }
+        }
+    }
+    let retries = ctx.live.retries.load(Ordering::Relaxed);
+    drop(ctx);
+    let (res, w) = match writer.await {
+        Ok(x) => x,
+        Err(e) => {
+            return Err(BatchError::Io {
+                path: cfg.output.clone(),
+                source: std::io::Error::other(format!("writer task failed: {e}")),
+            });
+        }
+    };
+    res?;
+    let done = w.tally.ok + w.tally.failed;
+    Ok(BatchSummary {
+        input_prompts,
+        resumed,
+        attempted: dispatched,
+        ok: w.tally.ok,
+        failed: w.tally.failed,
+        retries,
+        not_finished: total - done,
+        cancelled: cancel.is_cancelled(),
+        completion_tokens: w.tally.completion_tokens,
+        elapsed_s: started.elapsed().as_secs_f64(),
+        input_problems,
+        output_problems: existing.problems,
+    })
+}

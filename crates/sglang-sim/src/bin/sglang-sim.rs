@@ -1,0 +1,91 @@
+//! Runs the simulated SGLang server standalone.
+//!
+//! `sglang-sim --port 30000 --log /tmp/sim.log` (scheduled mode), or
+//! `sglang-sim --near-zero --port 30001` for client benchmarks.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use sglang_sim::{FaultConfig, Mode, SimConfig};
+
+/// Simulated SGLang server (127.0.0.1 only).
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Port on 127.0.0.1 (0 = random; the bound address is printed).
+    #[arg(long, default_value_t = 30000)]
+    port: u16,
+    /// Append SGLang-format Prefill/Decode batch lines to this file.
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Answer at once with a fixed completion (load tests, benchmarks).
+    #[arg(long)]
+    near_zero: bool,
+    /// KV pool capacity, tokens.
+    #[arg(long, default_value_t = 116_171)]
+    kv_tokens: u64,
+    /// Multiplier on modelled durations (1.0 = the model's seconds).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// Mean completion length, tokens.
+    #[arg(long, default_value_t = 256)]
+    completion_mean: u32,
+    /// Probability of an injected HTTP 500.
+    #[arg(long, default_value_t = 0.0)]
+    p500: f64,
+    /// Probability of an injected HTTP 429.
+    #[arg(long, default_value_t = 0.0)]
+    p429: f64,
+    /// Probability of a connection reset mid-body.
+    #[arg(long, default_value_t = 0.0)]
+    preset: f64,
+    /// Probability of malformed JSON.
+    #[arg(long, default_value_t = 0.0)]
+    pmalformed: f64,
+    /// RNG seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[tokio::main]
+async fn main() {
+    let a = Args::parse();
+    let mut cfg = if a.near_zero {
+        SimConfig::near_zero()
+    } else {
+        SimConfig::default()
+    };
+    cfg.port = a.port;
+    cfg.log_path = a.log;
+    cfg.kv_tokens = a.kv_tokens;
+    cfg.time_scale = a.time_scale;
+    if !a.near_zero {
+        cfg.mode = Mode::Scheduled;
+        cfg.completion_tokens_mean = a.completion_mean;
+    }
+    cfg.seed = a.seed;
+    cfg.faults = FaultConfig {
+        p_500: a.p500,
+        p_429: a.p429,
+        p_reset_mid_stream: a.preset,
+        p_malformed_json: a.pmalformed,
+        seed: a.seed,
+        slow_first_byte: Duration::from_millis(200),
+        ..FaultConfig::default()
+    };
+    match sglang_sim::spawn(cfg).await {
+        Ok(h) => {
+            println!("sglang-sim listening on {}", h.base_url());
+            let stop = tokio::signal::ctrl_c();
+            tokio::select! {
+                _ = stop => {}
+            }
+            h.shutdown().await;
+        }
+        Err(e) => {
+            eprintln!("sglang-sim: {e}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! The continuous-batching model (after `tools/sim_sglang_scenario.py`).
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, mpsc};
+use tokio::time::Instant;
+
+use crate::metrics::Metrics;
+use crate::{SimConfig, SimStats, logfmt};
+
+/// Admission reservation factor bounds and decay per decode step
+/// (SGLang defaults: init 0.7, min 0.1–0.2, decay 0.001; the reference
+/// model uses 0.7 / 0.2 / 0.0005).
+const RATIO_INIT: f64 = 0.7;
+const RATIO_MIN: f64 = 0.2;
+const RATIO_DECAY: f64 = 0.0005;
+/// Prompt tokens admitted per prefill batch (chunked_prefill_size).
+const PREFILL_BUDGET: u64 = 8192;
+/// Remaining-token estimate cap used for the reservation.
+const CLIP_MAX_NEW: u64 = 4096;
+
+pub struct Job {
+    pub prompt: u64,
+    pub max_new: u64,
+    pub target: u64,
+    pub generated: u64,
+    pub tx: mpsc::UnboundedSender<()>,
+}
+
+struct State {
+    queue: VecDeque<Job>,
+    running: Vec<Job>,
+    ratio: f64,
+    step: u64,
+    gen_since_log: u64,
+    virtual_s: f64,
+    last_log_virtual_s: f64,
+    log: Option<File>,
+}
+
+pub struct Engine {
+    cfg: Arc<SimConfig>,
+    metrics: Arc<Metrics>,
+    stats: Arc<SimStats>,
+    state: Mutex<State>,
+    notify: Notify,
+}
+
+impl Engine {
+    pub fn new(
+        cfg: Arc<SimConfig>,
+        metrics: Arc<Metrics>,
+        stats: Arc<SimStats>,
+    ) -> std::io::Result<Self> {
+        let mut log = match &cfg.log_path {
+            Some(p) => Some(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)?,
+            ),
+            None => None,
+        };
+        if let Some(f) = log.as_mut() {
+            let ts = logfmt::now();
+            let cap = cfg.kv_tokens;
+            let text = format!(
+                "[{ts} TP0] KV Cache is allocated. #tokens: {cap}, KV size: {:.2} GB\n\
+                 [{ts} TP0] max_total_num_tokens={cap}, chunked_prefill_size=8192, max_prefill_tokens=16384, \
+                 max_running_requests={}, context_len=262144, available_gpu_mem=5.16 GB\n",
+                cap as f64 * 70272.0 / (1u64 << 30) as f64,
+                cfg.max_running_requests
+            );
+            f.write_all(text.as_bytes())?;
+        }
+        Ok(Engine {
+            cfg,
+            metrics,
+            stats,
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                running: Vec::new(),
+                ratio: RATIO_INIT,
+                step: 0,
+                gen_since_log: 0,
+                virtual_s: 0.0,
+                last_log_virtual_s: 0.0,
+                log,
+            }),
+            notify: Notify::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Queues a request; one `()` arrives per generated token, the channel
+    /// closes when the request finishes.
+    pub fn submit(&self, prompt: u64, max_new: u64, target: u64) -> mpsc::UnboundedReceiver<()> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        {
+            let mut st = self.lock();
+            st.queue.push_back(Job {
+                prompt,
+                max_new,
+                target,
+                generated: 0,
+                tx,
+            });
+            let q = st.queue.len() as u64;
+            self.stats.max_queue.fetch_max(q, Ordering::Relaxed);
+        }
+        self.notify.notify_one();
+        rx
+    }
+
+    pub async fn run(self: Arc<Self>) {
+        let mut deadline = Instant::now();
+        loop {
+            let idle = {
+                let st = self.lock();
+                st.queue.is_empty() && st.running.is_empty()
+            };
+            if idle {
+                self.notify.notified().await;
+                deadline = Instant::now();
+                continue;
+            }
+            let secs = {
+                let mut st = self.lock();
+                self.step(&mut st)
+            };
+            deadline += Duration::from_secs_f64(secs * self.cfg.time_scale);
+            let now = Instant::now();
+            if deadline > now {
+                tokio::time::sleep_until(deadline).await;
+            } else {
+                // Behind schedule: catch up, but let the handlers run.
+                if now - deadline > Duration::from_millis(50) {
+                    deadline = now;
+                }
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+
+    fn log_line(&self, st: &mut State, body: String) {
+        if let Some(f) = st.log.as_mut() {
+            let line = format!("[{} TP0] {body}\n", logfmt::now());
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+
+    /// One scheduling round: admission (prefill) then one decode pass.
+    /// Returns the modelled duration, seconds.
+    fn step(&self, st: &mut State) -> f64 {
+        let cap = self.cfg.kv_tokens;
+        let mut secs = 0.0;
+        // Waiting requests whose client went away are dropped (SGLang aborts them).
+        let before = st.queue.len();
+        st.queue.retain(|j| !j.tx.is_closed());
+        let gone = (before - st.queue.len()) as u64;
+        self.metrics
+            .num_aborted_requests_total
+            .fetch_add(gone, Ordering::Relaxed);
+
+        // Admission, SGLang-style reservation for running requests.
+        if !st.queue.is_empty() {
+            let used: u64 = st.running.iter().map(|r| r.prompt + r.generated).sum();
+            let reserve: f64 = st
+                .running
+                .iter()
+                .map(|r| {
+                    (r.max_new.saturating_sub(r.generated)).min(CLIP_MAX_NEW) as f64 * st.ratio
+                })
+                .sum();
+            let mut new_tokens = 0u64;
+            let mut admitted = 0u64;
+            while let Some(j) = st.queue.front() {
+                if st.running.len() >= self.cfg.max_running_requests || new_tokens >= PREFILL_BUDGET
+                {
+                    break;
+                }
+                let need =
+                    (j.prompt + j.generated) as f64 + j.max_new.min(CLIP_MAX_NEW) as f64 * st.ratio;
+                if used as f64 + reserve + new_tokens as f64 + need > cap as f64
+                    && !st.running.is_empty()
+                {
+                    break;
+                }
+                if (j.prompt + j.generated + 1) > cap {
+                    break; // cannot fit even alone; stays queued (never happens with sane configs)
+                }
+                // ok: front() was Some just above.
+                let Some(j) = st.queue.pop_front() else { break };
+                new_tokens += j.prompt + j.generated;
+                admitted += 1;
+                st.running.push(j);
+            }
+            if admitted > 0 {
+                let t = 0.015 + new_tokens as f64 * 2.5e-6;
+                secs += t;
+                self.metrics
+                    .prompt_tokens_total
+                    .fetch_add(new_tokens, Ordering::Relaxed);
+                let kv: u64 = st.running.iter().map(|r| r.prompt + r.generated).sum();
+                self.update_gauges(st, kv, None);
+                let body = format!(
+                    "Prefill batch, #new-seq: {admitted}, #new-token: {new_tokens}, #cached-token: 0, \
+                     token usage: {:.2}, #running-req: {}, #queue-req: {}, #pending-token: 0, \
+                     cuda graph: False, input throughput (token/s): {:.2}",
+                    kv as f64 / cap as f64,
+                    st.running.len(),
+                    st.queue.len(),
+                    new_tokens as f64 / t
+                );
+                self.log_line(st, body);
+            }
+        }
+        if st.running.is_empty() {
+            return secs.max(0.001);
+        }
+        // Retract when the next token does not fit.
+        let mut kv: u64 = st.running.iter().map(|r| r.prompt + r.generated).sum();
+        while kv + st.running.len() as u64 > cap && st.running.len() > 1 {
+            let Some(victim) = st.running.pop() else {
+                break;
+            };
+            kv -= victim.prompt + victim.generated;
+            let gained = victim.prompt + victim.generated;
+            st.queue.push_front(victim);
+            let old = st.ratio;
+            st.ratio = (st.ratio + 0.2).min(RATIO_INIT);
+            self.stats.retractions.fetch_add(1, Ordering::Relaxed);
+            let body = format!(
+                "KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: {gained}, \
+                 #new_token_ratio: {old:.4} -> {:.4}",
+                st.ratio
+            );
+            self.log_line(st, body);
+        }
+        let n = st.running.len();
+        let dt = 0.026 + 0.00052 * n as f64 + kv as f64 * 9e-8;
+        secs += dt;
+        st.virtual_s += secs;
+        st.ratio = (st.ratio - RATIO_DECAY).max(RATIO_MIN);
+        let mut produced = 0u64;
+        let mut aborted = 0u64;
+        st.running.retain_mut(|r| {
+            r.generated += 1;
+            if r.tx.send(()).is_err() {
+                aborted += 1;
+                return false;
+            }
+            produced += 1;
+            r.generated < r.target
+        });
+        self.metrics
+            .generation_tokens_total
+            .fetch_add(produced, Ordering::Relaxed);
+        self.metrics
+            .num_aborted_requests_total
+            .fetch_add(aborted, Ordering::Relaxed);
+        st.gen_since_log += produced;
+        st.step += 1;
+        if st.step % self.cfg.decode_log_interval.max(1) == 0 {
+            let kv: u64 = st.running.iter().map(|r| r.prompt + r.generated).sum();
+            let span = (st.virtual_s - st.last_log_virtual_s).max(1e-9);
+            let tput = st.gen_since_log as f64 / span;
+            st.gen_since_log = 0;
+            st.last_log_virtual_s = st.virtual_s;
+            self.update_gauges(st, kv, Some(tput));
+            let body = format!(
+                "Decode batch, #running-req: {}, #token: {kv}, token usage: {:.2}, cuda graph: True, \
+                 gen throughput (token/s): {tput:.2}, #queue-req: {}, ",
+                st.running.len(),
+                kv as f64 / cap as f64,
+                st.queue.len()
+            );
+            self.log_line(st, body);
+        }
+        secs
+    }
+
+    fn update_gauges(&self, st: &State, kv: u64, tput: Option<f64>) {
+        let m = &self.metrics;
+        m.num_running_reqs.set(st.running.len() as f64);
+        m.num_queue_reqs.set(st.queue.len() as f64);
+        m.num_used_tokens.set(kv as f64);
+        m.token_usage
+            .set(((kv as f64 / self.cfg.kv_tokens as f64) * 100.0).round() / 100.0);
+        if let Some(t) = tput {
+            m.gen_throughput.set(t);
+            m.last_gen_throughput.set(t);
+        }
+        m.cache_hit_rate.set(0.0);
+    }
+}

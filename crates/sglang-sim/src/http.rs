@@ -1,0 +1,663 @@
+//! HTTP endpoints and response shapes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::stream::{self, StreamExt};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde_json::{Value, json};
+
+use crate::engine::Engine;
+use crate::metrics::Metrics;
+use crate::{Mode, SimConfig, SimError, SimStats};
+
+const WORDS: &[&str] = &[
+    "the", "batch", "decode", "token", "cache", "prefill", "server", "queue", "rate", "pool",
+];
+
+pub struct AppState {
+    pub cfg: Arc<SimConfig>,
+    pub engine: Option<Arc<Engine>>,
+    metrics: Arc<Metrics>,
+    stats: Arc<SimStats>,
+    fault_rng: Mutex<StdRng>,
+    len_rng: Mutex<StdRng>,
+    next_id: AtomicU64,
+}
+
+impl AppState {
+    pub fn new(cfg: SimConfig, stats: Arc<SimStats>) -> Result<Arc<Self>, SimError> {
+        let cfg = Arc::new(cfg);
+        let metrics = Arc::new(Metrics::new());
+        let engine = match cfg.mode {
+            Mode::Scheduled => Some(Arc::new(Engine::new(
+                cfg.clone(),
+                metrics.clone(),
+                stats.clone(),
+            )?)),
+            Mode::NearZero => None,
+        };
+        Ok(Arc::new(AppState {
+            fault_rng: Mutex::new(StdRng::seed_from_u64(cfg.faults.seed)),
+            len_rng: Mutex::new(StdRng::seed_from_u64(cfg.seed)),
+            cfg,
+            engine,
+            metrics,
+            stats,
+            next_id: AtomicU64::new(0),
+        }))
+    }
+}
+
+type S = State<Arc<AppState>>;
+
+pub fn router(state: Arc<AppState>) -> Router {
+    let mut r = Router::new()
+        .route("/health", get(health))
+        .route("/health_generate", get(health_generate))
+        .route("/get_server_info", get(server_info))
+        .route("/get_model_info", get(model_info))
+        .route("/metrics", get(metrics))
+        .route("/generate", post(generate))
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions));
+    if !state.cfg.legacy_endpoints_only {
+        r = r
+            .route("/server_info", get(server_info))
+            .route("/model_info", get(model_info));
+    }
+    r.with_state(state)
+}
+
+fn error_json(status: StatusCode, msg: &str) -> Response {
+    let body = json!({"object": "error", "message": msg, "type": status.canonical_reason().unwrap_or("Error"), "param": null, "code": status.as_u16()});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn authorized(s: &AppState, headers: &HeaderMap) -> bool {
+    match &s.cfg.api_key {
+        None => true,
+        Some(k) => headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|v| v == k),
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+async fn health() -> Response {
+    (StatusCode::OK, "").into_response()
+}
+
+async fn health_generate(State(s): S, headers: HeaderMap) -> Response {
+    if !authorized(&s, &headers) {
+        return error_json(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    if let Some(e) = &s.engine {
+        let mut rx = e.submit(4, 1, 1);
+        while rx.recv().await.is_some() {}
+    }
+    (StatusCode::OK, "").into_response()
+}
+
+async fn server_info(State(s): S, headers: HeaderMap) -> Response {
+    if !authorized(&s, &headers) {
+        return error_json(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    let c = &s.cfg;
+    let kv_gb = c.kv_tokens as f64 * 70272.0 / (1u64 << 30) as f64;
+    let body = json!({
+        "model_path": c.model, "tokenizer_path": c.model, "served_model_name": c.model,
+        "tp_size": 8, "dp_size": 1, "pp_size": 1, "ep_size": 1, "enable_dp_attention": false,
+        "mem_fraction_static": 0.85, "max_total_tokens": null, "chunked_prefill_size": 8192,
+        "max_prefill_tokens": 16384, "max_running_requests": c.max_running_requests,
+        "max_queued_requests": null, "schedule_policy": "fcfs", "schedule_conservativeness": 1.0,
+        "num_continuous_decode_steps": 1, "kv_cache_dtype": "auto", "page_size": 1,
+        "context_length": null, "enable_hierarchical_cache": false, "hicache_ratio": 2.0,
+        "hicache_size": 0, "disaggregation_mode": "null", "decode_log_interval": c.decode_log_interval,
+        "enable_metrics": true, "stream_interval": 1,
+        "status": "ready", "max_total_num_tokens": c.kv_tokens, "max_req_input_len": 262138,
+        "internal_states": [{
+            "last_gen_throughput": s.metrics.last_gen_throughput.get(),
+            "memory_usage": {"weight": 71.2, "kvcache": (kv_gb * 1000.0).round() / 1000.0,
+                              "token_capacity": c.kv_tokens, "graph": 1.62},
+            "effective_max_running_requests_per_dp": c.max_running_requests,
+            "chunked_prefill_size": 8192
+        }],
+        "version": c.version,
+    });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn model_info(State(s): S, headers: HeaderMap) -> Response {
+    if !authorized(&s, &headers) {
+        return error_json(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    let body = json!({"model_path": s.cfg.model, "tokenizer_path": s.cfg.model, "is_generation": true,
+                      "preferred_sampling_params": null, "weight_version": "default"});
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn metrics(State(s): S) -> Response {
+    let text = s.metrics.render(&s.cfg.model, s.cfg.kv_tokens);
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Generate,
+    Chat,
+    Completions,
+}
+
+async fn generate(st: S, headers: HeaderMap, body: Bytes) -> Response {
+    handle(st, headers, body, Kind::Generate).await
+}
+async fn chat(st: S, headers: HeaderMap, body: Bytes) -> Response {
+    handle(st, headers, body, Kind::Chat).await
+}
+async fn completions(st: S, headers: HeaderMap, body: Bytes) -> Response {
+    handle(st, headers, body, Kind::Completions).await
+}
+
+fn text_len(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len(),
+        Value::Array(a) => a.iter().map(text_len).sum(),
+        Value::Object(m) => m
+            .get("content")
+            .or_else(|| m.get("text"))
+            .map(text_len)
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+enum Fault {
+    None,
+    E500,
+    E429,
+    Malformed,
+    Reset,
+}
+
+/// What one request needs to produce its answer.
+struct Plan {
+    kind: Kind,
+    id: String,
+    model: String,
+    prompt_tokens: u64,
+    max_new: u64,
+    target: u64,
+    reasoning_tokens: u64,
+    stream: bool,
+    include_usage: bool,
+}
+
+impl Plan {
+    fn word(i: u64) -> &'static str {
+        WORDS[(i % WORDS.len() as u64) as usize]
+    }
+
+    fn finish(&self, produced: u64) -> &'static str {
+        if produced < self.target {
+            "abort"
+        } else if self.target >= self.max_new {
+            "length"
+        } else {
+            "stop"
+        }
+    }
+
+    fn text(&self, from: u64, to: u64) -> String {
+        let mut s = String::with_capacity(((to - from) * 7) as usize);
+        for i in from..to {
+            s.push_str(Self::word(i));
+            s.push(' ');
+        }
+        s
+    }
+
+    fn usage(&self, produced: u64) -> Value {
+        json!({"prompt_tokens": self.prompt_tokens, "total_tokens": self.prompt_tokens + produced,
+               "completion_tokens": produced, "prompt_tokens_details": null})
+    }
+
+    fn full_body(&self, produced: u64, e2e: f64) -> String {
+        let created = unix_now() as u64;
+        let finish = self.finish(produced);
+        let r = self.reasoning_tokens.min(produced);
+        match self.kind {
+            Kind::Chat => json!({
+                "id": self.id, "object": "chat.completion", "created": created, "model": self.model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": self.text(r, produced),
+                    "reasoning_content": if r > 0 { Value::String(self.text(0, r)) } else { Value::Null },
+                    "tool_calls": null}, "logprobs": null, "finish_reason": finish, "matched_stop": null}],
+                "usage": self.usage(produced),
+            }),
+            Kind::Completions => json!({
+                "id": self.id, "object": "text_completion", "created": created, "model": self.model,
+                "choices": [{"index": 0, "text": self.text(0, produced), "logprobs": null,
+                    "finish_reason": finish, "matched_stop": null}],
+                "usage": self.usage(produced),
+            }),
+            Kind::Generate => json!({
+                "text": self.text(0, produced),
+                "meta_info": self.meta(produced, Some(finish), e2e),
+            }),
+        }
+        .to_string()
+    }
+
+    fn meta(&self, produced: u64, finish: Option<&str>, e2e: f64) -> Value {
+        let fr = match finish {
+            Some("length") => json!({"type": "length", "length": produced}),
+            Some(t) => json!({"type": t, "matched": null}),
+            None => Value::Null,
+        };
+        json!({"id": self.id, "finish_reason": fr, "prompt_tokens": self.prompt_tokens,
+               "completion_tokens": produced, "cached_tokens": 0, "e2e_latency": e2e})
+    }
+
+    /// SSE event for token index `i` (0-based).
+    fn token_event(&self, i: u64) -> String {
+        let created = unix_now() as u64;
+        let v = match self.kind {
+            Kind::Chat => {
+                let w = format!("{} ", Self::word(i));
+                let (content, reasoning) = if i < self.reasoning_tokens {
+                    (Value::Null, Value::String(w))
+                } else {
+                    (Value::String(w), Value::Null)
+                };
+                json!({"id": self.id, "object": "chat.completion.chunk", "created": created, "model": self.model,
+                       "choices": [{"index": 0, "delta": {"role": null, "content": content, "reasoning_content": reasoning,
+                       "tool_calls": null}, "logprobs": null, "finish_reason": null, "matched_stop": null}], "usage": null})
+            }
+            Kind::Completions => {
+                json!({"id": self.id, "object": "text_completion", "created": created, "model": self.model,
+                "choices": [{"index": 0, "text": format!("{} ", Self::word(i)), "logprobs": null, "finish_reason": null,
+                "matched_stop": null}], "usage": null})
+            }
+            Kind::Generate => {
+                json!({"text": self.text(0, i + 1), "meta_info": self.meta(i + 1, None, 0.0)})
+            }
+        };
+        format!("data: {v}\n\n")
+    }
+
+    /// Final SSE events (finish chunk, usage chunk, `[DONE]`).
+    fn tail_events(&self, produced: u64, e2e: f64) -> String {
+        let created = unix_now() as u64;
+        let finish = self.finish(produced);
+        let mut out = String::new();
+        match self.kind {
+            Kind::Chat => {
+                let v = json!({"id": self.id, "object": "chat.completion.chunk", "created": created, "model": self.model,
+                    "choices": [{"index": 0, "delta": {"role": null, "content": null, "reasoning_content": null, "tool_calls": null},
+                    "logprobs": null, "finish_reason": finish, "matched_stop": null}], "usage": null});
+                out.push_str(&format!("data: {v}\n\n"));
+            }
+            Kind::Completions => {
+                let v = json!({"id": self.id, "object": "text_completion", "created": created, "model": self.model,
+                    "choices": [{"index": 0, "text": "", "logprobs": null, "finish_reason": finish, "matched_stop": null}], "usage": null});
+                out.push_str(&format!("data: {v}\n\n"));
+            }
+            Kind::Generate => {
+                let v = json!({"text": self.text(0, produced), "meta_info": self.meta(produced, Some(finish), e2e)});
+                out.push_str(&format!("data: {v}\n\n"));
+            }
+        }
+        if self.include_usage && self.kind != Kind::Generate {
+            let v = json!({"id": self.id, "object": "chat.completion.chunk", "created": created, "model": self.model,
+                "choices": [], "usage": self.usage(produced)});
+            out.push_str(&format!("data: {v}\n\n"));
+        }
+        out.push_str("data: [DONE]\n\n");
+        out
+    }
+
+    fn head_event(&self) -> Option<String> {
+        (self.kind == Kind::Chat).then(|| {
+            let v = json!({"id": self.id, "object": "chat.completion.chunk", "created": unix_now() as u64, "model": self.model,
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": "", "reasoning_content": null, "tool_calls": null},
+                "logprobs": null, "finish_reason": null, "matched_stop": null}], "usage": null});
+            format!("data: {v}\n\n")
+        })
+    }
+}
+
+fn sse_response(body: Body) -> Response {
+    let mut r = Response::new(body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+fn json_response(body: String) -> Response {
+    let mut r = Response::new(Body::from(body));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Response {
+    if !authorized(&s, &headers) {
+        return error_json(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    let req: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return error_json(StatusCode::BAD_REQUEST, &format!("invalid JSON body: {e}")),
+    };
+    let cfg = &s.cfg;
+    let chars = match kind {
+        Kind::Chat => req.get("messages").map(text_len).unwrap_or(0),
+        Kind::Completions => req.get("prompt").map(text_len).unwrap_or(0),
+        Kind::Generate => req.get("text").map(text_len).unwrap_or(0),
+    };
+    let max_new = match kind {
+        Kind::Generate => req
+            .pointer("/sampling_params/max_new_tokens")
+            .and_then(Value::as_u64),
+        _ => req
+            .get("max_completion_tokens")
+            .and_then(Value::as_u64)
+            .or_else(|| req.get("max_tokens").and_then(Value::as_u64)),
+    }
+    .unwrap_or(cfg.default_max_tokens as u64)
+    .max(1);
+    let stream = req.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let include_usage = req
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    s.stats.requests.fetch_add(1, Ordering::Relaxed);
+
+    // Fault draw.
+    let (fault, slow) = {
+        let f = &cfg.faults;
+        let mut rng = match s.fault_rng.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let x: f64 = rng.random();
+        let mut acc = 0.0;
+        let mut pick = Fault::None;
+        for (p, fault) in [
+            (f.p_500, Fault::E500),
+            (f.p_429, Fault::E429),
+            (f.p_malformed_json, Fault::Malformed),
+            (f.p_reset_mid_stream, Fault::Reset),
+        ] {
+            acc += p;
+            if x < acc {
+                pick = fault;
+                break;
+            }
+        }
+        let slow = f.p_slow_first_byte > 0.0 && rng.random::<f64>() < f.p_slow_first_byte;
+        (pick, slow)
+    };
+    if slow {
+        s.stats.injected_slow.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(cfg.faults.slow_first_byte).await;
+    }
+    let n = s.next_id.fetch_add(1, Ordering::Relaxed);
+    let id = format!("sim-{n}");
+    match fault {
+        Fault::None => {}
+        Fault::E500 => {
+            s.stats.injected_500.fetch_add(1, Ordering::Relaxed);
+            return error_json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Internal server error (injected by sglang-sim)",
+            );
+        }
+        Fault::E429 => {
+            s.stats.injected_429.fetch_add(1, Ordering::Relaxed);
+            let mut r = error_json(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many requests (injected by sglang-sim)",
+            );
+            if let Some(ra) = cfg.faults.retry_after_s {
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(ra));
+            }
+            return r;
+        }
+        Fault::Malformed => {
+            s.stats.injected_malformed.fetch_add(1, Ordering::Relaxed);
+            let bad = format!(
+                "{{\"id\": \"{id}\", \"object\": \"chat.completion\", \"choices\": [{{\"index\": 0, \"message\": {{\"content\": \"trunc"
+            );
+            return if stream {
+                sse_response(Body::from(format!("data: {bad}\n\ndata: [DONE]\n\n")))
+            } else {
+                json_response(bad)
+            };
+        }
+        Fault::Reset => {
+            s.stats.injected_reset.fetch_add(1, Ordering::Relaxed);
+            let part = if stream {
+                format!(
+                    "data: {{\"id\": \"{id}\", \"choices\": []}}\n\ndata: {{\"id\": \"{id}\", \"cho"
+                )
+            } else {
+                format!("{{\"id\": \"{id}\", \"choices\": [{{\"index\": 0, \"mess")
+            };
+            let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+                Ok(Bytes::from(part)),
+                Err(std::io::Error::other(
+                    "connection reset (injected by sglang-sim)",
+                )),
+            ];
+            let body = Body::from_stream(stream::iter(chunks));
+            return if stream {
+                sse_response(body)
+            } else {
+                json_response_body(body)
+            };
+        }
+    }
+
+    let prompt_tokens = (chars as u64 / cfg.chars_per_token.max(1) as u64).max(1);
+    let target = match cfg.mode {
+        Mode::NearZero => (cfg.completion_tokens_mean as u64).min(max_new).max(1),
+        Mode::Scheduled => {
+            let mean = cfg.completion_tokens_mean.max(1) as f64;
+            let sigma = 0.3f64;
+            let mu = mean.ln() - sigma * sigma / 2.0;
+            let (u1, u2): (f64, f64) = {
+                let mut rng = match s.len_rng.lock() {
+                    Ok(g) => g,
+                    Err(p) => p.into_inner(),
+                };
+                (rng.random(), rng.random())
+            };
+            // Box–Muller normal draw.
+            let z = (-2.0 * (1.0 - u1).ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+            ((mu + sigma * z).exp().round() as u64).clamp(1, max_new)
+        }
+    };
+    let reasoning_tokens = if cfg.reasoning && kind == Kind::Chat {
+        target / 4
+    } else {
+        0
+    };
+    let plan = Plan {
+        kind,
+        id,
+        model: req
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(&cfg.model)
+            .to_string(),
+        prompt_tokens,
+        max_new,
+        target,
+        reasoning_tokens,
+        stream,
+        include_usage,
+    };
+    s.metrics.num_requests_total.fetch_add(1, Ordering::Relaxed);
+
+    match &s.engine {
+        None => {
+            // Near-zero latency: everything at once.
+            s.metrics
+                .prompt_tokens_total
+                .fetch_add(prompt_tokens, Ordering::Relaxed);
+            s.metrics
+                .generation_tokens_total
+                .fetch_add(target, Ordering::Relaxed);
+            s.metrics.ttft.observe(0.0);
+            s.metrics.e2e.observe(0.0);
+            s.stats.completed.fetch_add(1, Ordering::Relaxed);
+            if plan.stream {
+                let mut out = plan.head_event().unwrap_or_default();
+                for i in 0..target {
+                    out.push_str(&plan.token_event(i));
+                }
+                out.push_str(&plan.tail_events(target, 0.0));
+                sse_response(Body::from(out))
+            } else {
+                json_response(plan.full_body(target, 0.0))
+            }
+        }
+        Some(engine) => {
+            let start = Instant::now();
+            let rx = engine.submit(prompt_tokens, max_new, target);
+            let scale = cfg.time_scale.max(1e-9);
+            let state = s.clone();
+            if plan.stream {
+                let head = plan.head_event();
+                let plan = Arc::new(plan);
+                let st = StreamState {
+                    rx,
+                    produced: 0,
+                    last: start,
+                    done: false,
+                };
+                let tokens = stream::unfold(st, move |mut st| {
+                    let plan = plan.clone();
+                    let state = state.clone();
+                    async move {
+                        if st.done {
+                            return None;
+                        }
+                        match st.rx.recv().await {
+                            Some(()) => {
+                                let now = Instant::now();
+                                let gap = (now - st.last).as_secs_f64() / scale;
+                                if st.produced == 0 {
+                                    state.metrics.ttft.observe(gap);
+                                } else {
+                                    state.metrics.itl.observe(gap);
+                                }
+                                st.last = now;
+                                let ev = plan.token_event(st.produced);
+                                st.produced += 1;
+                                Some((Ok::<Bytes, std::io::Error>(Bytes::from(ev)), st))
+                            }
+                            None => {
+                                st.done = true;
+                                let e2e = (Instant::now() - start).as_secs_f64() / scale;
+                                state.metrics.e2e.observe(e2e);
+                                if st.produced >= plan.target {
+                                    state.stats.completed.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Some((Ok(Bytes::from(plan.tail_events(st.produced, e2e))), st))
+                            }
+                        }
+                    }
+                });
+                let head = stream::iter(head.map(|h| Ok(Bytes::from(h))));
+                sse_response(Body::from_stream(head.chain(tokens)))
+            } else {
+                let mut rx = rx;
+                let mut produced = 0u64;
+                let mut last = start;
+                while rx.recv().await.is_some() {
+                    let now = Instant::now();
+                    let gap = (now - last).as_secs_f64() / scale;
+                    if produced == 0 {
+                        s.metrics.ttft.observe(gap);
+                    } else {
+                        s.metrics.itl.observe(gap);
+                    }
+                    last = now;
+                    produced += 1;
+                }
+                let e2e = (Instant::now() - start).as_secs_f64() / scale;
+                s.metrics.e2e.observe(e2e);
+                if produced >= plan.target {
+                    s.stats.completed.fetch_add(1, Ordering::Relaxed);
+                }
+                json_response(plan.full_body(produced, e2e))
+            }
+        }
+    }
+}
+
+struct StreamState {
+    rx: tokio::sync::mpsc::UnboundedReceiver<()>,
+    produced: u64,
+    last: Instant,
+    done: bool,
+}
+
+fn json_response_body(body: Body) -> Response {
+    let mut r = Response::new(body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+#[allow(dead_code)]
+fn _assert_duration(_: Duration) {}

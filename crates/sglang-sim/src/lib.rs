@@ -1,0 +1,281 @@
+//! A simulated SGLang server for tests and benchmarks.
+//!
+//! It serves the endpoints `throughput-doctor` talks to (`/health`,
+//! `/health_generate`, `/server_info`, `/get_server_info`, `/model_info`,
+//! `/get_model_info`, `/metrics`, `/generate`, `/v1/chat/completions`,
+//! `/v1/completions`, streaming and not) with SGLang's response shapes
+//! (`sglang-observables.md` §3–§4 and a real `/metrics` dump).
+//!
+//! Two modes ([`Mode`]):
+//! * [`Mode::Scheduled`]: a continuous-batching model after
+//!   `tools/sim_sglang_scenario.py`: a KV token pool of `kv_tokens`,
+//!   admission that reserves `new_token_ratio` × the remaining
+//!   `max_new_tokens` for running requests, a queue when the pool is full,
+//!   retraction when it overflows, and a decode step time
+//!   `0.026 + 0.00052·running + 9e-8·kv_tokens` s (× `time_scale`), so the
+//!   per-request token rate falls as concurrency rises. Prefill costs
+//!   `0.015 + 2.5e-6·new_tokens` s. It can append SGLang-format
+//!   `Prefill batch` / `Decode batch` lines to a log file.
+//! * [`Mode::NearZero`]: no scheduler; every request is answered at once
+//!   with a fixed completion, for client load tests and benchmarks.
+//!
+//! Faults ([`FaultConfig`]) are drawn per generation request from a seeded
+//! RNG: HTTP 500, HTTP 429, a slow first byte, a connection reset in the
+//! middle of the body, malformed JSON.
+//!
+//! Numbers are a model, not a measurement.
+#![deny(missing_docs)]
+
+mod engine;
+mod http;
+mod logfmt;
+mod metrics;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// How requests are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Continuous batching over a KV pool (see the crate docs).
+    Scheduled,
+    /// Answer at once with `completion_tokens_mean` tokens.
+    NearZero,
+}
+
+/// Fault injection, per generation request. Probabilities are in [0, 1] and
+/// are tried in the order listed; at most one fault hits a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultConfig {
+    /// HTTP 500 with an SGLang-style error body.
+    pub p_500: f64,
+    /// HTTP 429 (with `Retry-After: retry_after_s` when set).
+    pub p_429: f64,
+    /// 200 with a body that is not valid JSON (truncated object; in streams
+    /// a truncated `data:` event).
+    pub p_malformed_json: f64,
+    /// 200, part of the body, then the connection is aborted.
+    pub p_reset_mid_stream: f64,
+    /// Wait `slow_first_byte` before answering.
+    pub p_slow_first_byte: f64,
+    /// Delay of a slow first byte (not scaled).
+    pub slow_first_byte: Duration,
+    /// `Retry-After` header value for 429s, seconds.
+    pub retry_after_s: Option<u32>,
+    /// RNG seed.
+    pub seed: u64,
+}
+
+impl Default for FaultConfig {
+    fn default() -> Self {
+        FaultConfig {
+            p_500: 0.0,
+            p_429: 0.0,
+            p_malformed_json: 0.0,
+            p_reset_mid_stream: 0.0,
+            p_slow_first_byte: 0.0,
+            slow_first_byte: Duration::from_millis(200),
+            retry_after_s: None,
+            seed: 7,
+        }
+    }
+}
+
+/// Simulator settings.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Port on 127.0.0.1 (0 = pick a free one).
+    pub port: u16,
+    /// Serving mode.
+    pub mode: Mode,
+    /// Reported `model_path` / `model_name` label.
+    pub model: String,
+    /// Reported SGLang `version`.
+    pub version: String,
+    /// KV pool capacity, tokens (`max_total_num_tokens`).
+    pub kv_tokens: u64,
+    /// Most requests decoding at once.
+    pub max_running_requests: usize,
+    /// Multiplier on every modelled duration (1.0 = the model's seconds;
+    /// 0.01 makes a 26 ms decode step take 0.26 ms).
+    pub time_scale: f64,
+    /// Mean completion length, tokens (lognormal, σ = 0.3; capped by the
+    /// request's `max_tokens`). In [`Mode::NearZero`] the exact length.
+    pub completion_tokens_mean: u32,
+    /// `max_tokens` when a request gives none.
+    pub default_max_tokens: u32,
+    /// Prompt characters per token (prompt tokens = chars / this, at least 1).
+    pub chars_per_token: u32,
+    /// Put the first quarter of each answer in `reasoning_content` (chat).
+    pub reasoning: bool,
+    /// Decode passes between `Decode batch` lines and gauge updates (SGLang's
+    /// `decode_log_interval`, default 40).
+    pub decode_log_interval: u64,
+    /// Append SGLang-format scheduler lines to this file.
+    pub log_path: Option<PathBuf>,
+    /// Require `Authorization: Bearer <key>` on every endpoint but `/health`.
+    pub api_key: Option<String>,
+    /// Serve only the pre-v0.5.6 names `/get_server_info` and
+    /// `/get_model_info` (the new ones answer 404).
+    pub legacy_endpoints_only: bool,
+    /// Fault injection.
+    pub faults: FaultConfig,
+    /// Seed of the completion-length RNG.
+    pub seed: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            port: 0,
+            mode: Mode::Scheduled,
+            model: "sim/Kimi-K2.5-sim".into(),
+            version: "0.5.8".into(),
+            kv_tokens: 116_171,
+            max_running_requests: 4096,
+            time_scale: 0.01,
+            completion_tokens_mean: 32,
+            default_max_tokens: 16384,
+            chars_per_token: 4,
+            reasoning: false,
+            decode_log_interval: 40,
+            log_path: None,
+            api_key: None,
+            legacy_endpoints_only: false,
+            faults: FaultConfig::default(),
+            seed: 1,
+        }
+    }
+}
+
+impl SimConfig {
+    /// Near-zero-latency settings for load tests and benchmarks: 8 tokens
+    /// per answer, no scheduler, no faults.
+    pub fn near_zero() -> Self {
+        SimConfig {
+            mode: Mode::NearZero,
+            completion_tokens_mean: 8,
+            ..Default::default()
+        }
+    }
+}
+
+/// Counters of what the simulator did (for test assertions).
+#[derive(Debug, Default)]
+pub struct SimStats {
+    /// Generation requests received (including faulted ones).
+    pub requests: AtomicU64,
+    /// Requests answered in full.
+    pub completed: AtomicU64,
+    /// Injected HTTP 500s.
+    pub injected_500: AtomicU64,
+    /// Injected HTTP 429s.
+    pub injected_429: AtomicU64,
+    /// Injected malformed JSON bodies.
+    pub injected_malformed: AtomicU64,
+    /// Injected connection resets.
+    pub injected_reset: AtomicU64,
+    /// Injected slow first bytes.
+    pub injected_slow: AtomicU64,
+    /// Retractions done by the scheduler.
+    pub retractions: AtomicU64,
+    /// Highest number of requests waiting in the queue at once.
+    pub max_queue: AtomicU64,
+}
+
+impl SimStats {
+    /// Reads one counter.
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+}
+
+/// Errors of [`spawn`].
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The listening socket could not be bound, or the log file opened.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A running simulator. Dropping it without [`SimHandle::shutdown`] leaves
+/// the server running until the runtime stops.
+#[derive(Debug)]
+pub struct SimHandle {
+    /// Bound address (127.0.0.1 and the port).
+    pub addr: SocketAddr,
+    /// What the simulator did so far.
+    pub stats: Arc<SimStats>,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<()>>,
+    engine: Option<JoinHandle<()>>,
+}
+
+impl SimHandle {
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting connections, waits for the server task, stops the
+    /// scheduler.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(s) = self.server.take() {
+            // In-flight streams are cut by aborting after a short wait.
+            if tokio::time::timeout(Duration::from_secs(2), s)
+                .await
+                .is_err()
+            {
+                // ok: the task is dropped with the runtime.
+            }
+        }
+        if let Some(e) = self.engine.take() {
+            e.abort();
+        }
+    }
+
+    /// Waits until the server stops (e.g. for the standalone binary).
+    pub async fn wait(mut self) {
+        if let Some(s) = self.server.take() {
+            let _ = s.await;
+        }
+    }
+}
+
+/// Starts the simulator on 127.0.0.1 (`cfg.port`, 0 = random) inside the
+/// current tokio runtime.
+///
+/// Errors: [`SimError::Io`] when the port cannot be bound or the log file
+/// cannot be opened for appending.
+pub async fn spawn(cfg: SimConfig) -> Result<SimHandle, SimError> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", cfg.port)).await?;
+    let addr = listener.local_addr()?;
+    let stats = Arc::new(SimStats::default());
+    let state = http::AppState::new(cfg, stats.clone())?;
+    let engine = state.engine.clone().map(|e| tokio::spawn(e.run()));
+    let app = http::router(state);
+    let (tx, rx) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await;
+    });
+    Ok(SimHandle {
+        addr,
+        stats,
+        shutdown: Some(tx),
+        server: Some(server),
+        engine,
+    })
+}
