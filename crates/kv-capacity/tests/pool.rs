@@ -1,0 +1,153 @@
+//! Pool model, feasibility, in-flight load and HiCache on constructed numbers.
+
+use kv_capacity::{
+    CapacityError, Feasibility, FeasibilityThresholds, GIB, HiCacheInput, HiCacheSizing,
+    InFlightLoad, LoadMethod, MemInfo, PoolModel, PreSource, PrefixReuse, check_feasibility,
+    hicache_verdict,
+};
+
+#[test]
+fn spec_worked_example_llama_3_8b_a100() {
+    // spec §5.1: pre 78.5 GiB, 0.88, ~15 GiB weights → rest 54.08 GiB → 54.08 × 8192 tokens
+    let pool = PoolModel::from_memory(78.5 * GIB, PreSource::Given, 63.5 * GIB, 131_072).unwrap();
+    assert_eq!(pool.tokens_at(0.88).unwrap(), 443_023); // floor(443,023.36)
+    // fp8 cell: same bytes, twice the tokens (floor(886,046.72))
+    assert_eq!(pool.tokens_with_cell(0.88, 65_536).unwrap(), 886_046);
+    // +0.01 adds 0.785 GiB = 6,430.72 tokens, not 1 % of the pool
+    assert!((pool.tokens_per_hundredth() - 6_430.72).abs() < 1e-6);
+    assert_eq!(pool.tokens_at(0.89).unwrap(), 449_454); // floor(443,023.36 + 6,430.72)
+    assert!((pool.used_since_pre_bytes() / GIB - 15.0).abs() < 1e-12);
+    // too small a fraction: SGLang would not start
+    assert_eq!(pool.tokens_at(0.15).unwrap(), 0);
+    assert!(matches!(
+        pool.tokens_at(1.2),
+        Err(CapacityError::Invalid(_))
+    ));
+    assert!(PoolModel::from_memory(10.0 * GIB, PreSource::Given, 11.0 * GIB, 1).is_err());
+}
+
+#[test]
+fn calibrated_pool_is_exact_at_the_observation() {
+    let pre = 80.0 * GIB;
+    let pool = PoolModel::calibrated(0.80, 100_000, pre, PreSource::Given, 131_072).unwrap();
+    assert_eq!(pool.tokens_at(0.80).unwrap(), 100_000);
+    // + 0.05 × 80 GiB = 4 GiB = 32,768 tokens of 128 KiB
+    assert_eq!(pool.tokens_at(0.85).unwrap(), 132_768);
+    assert_eq!(pool.tokens_at(0.75).unwrap(), 67_232);
+    assert!((pool.extra_bytes(0.80, 0.85) / GIB - 4.0).abs() < 1e-9);
+    // used since pre = 0.8 × 80 GiB − 100,000 × 128 KiB = 64 GiB − 12.207… GiB
+    assert!(
+        (pool.used_since_pre_bytes() / GIB - (64.0 - 100_000.0 * 131_072.0 / GIB)).abs() < 1e-9
+    );
+    assert!(PoolModel::calibrated(0.0, 1, pre, PreSource::Given, 1).is_err());
+    assert!(PoolModel::calibrated(0.8, 1, pre, PreSource::Given, 0).is_err());
+}
+
+#[test]
+fn feasibility_bands() {
+    let th = FeasibilityThresholds::default();
+    let c = check_feasibility(20.0 * GIB, 12.0 * GIB, &th);
+    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Fits, 8.0));
+    let c = check_feasibility(20.0 * GIB, 12.5 * GIB, &th);
+    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Tight, 7.5));
+    let c = check_feasibility(20.0 * GIB, 15.5 * GIB, &th);
+    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::OomLikely, 4.5));
+    let c = check_feasibility(3.0 * GIB, -6.0 * GIB, &th);
+    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Fits, 9.0));
+}
+
+#[test]
+fn in_flight_requests_are_length_biased() {
+    // two requests: (P=100, C=100) and (P=100, C=900)
+    // H = [100·(100+50) + 900·(100+450)] / 1000 = (15,000 + 495,000) / 1000 = 510
+    let l = InFlightLoad::from_samples(&[(100, 100), (100, 900)]).unwrap();
+    assert_eq!(l.method, LoadMethod::Samples);
+    assert_eq!(l.mean_held_tokens, 510.0);
+    assert_eq!(l.naive_held_tokens(), 350.0); // E[P] + E[C]/2 under-counts
+    assert_eq!(l.concurrency(51_000), 100.0);
+    // moments, independent: E[P]=100, E[C]=500, E[C²]=(100²+900²)/2=410,000 → 100 + 410 = 510
+    let m = InFlightLoad::from_moments(100.0, 500.0, 410_000.0).unwrap();
+    assert_eq!(m.mean_held_tokens, 510.0);
+    assert!(InFlightLoad::from_moments(100.0, 500.0, 1000.0).is_err()); // E[C²] < E[C]²
+    assert!(InFlightLoad::from_samples(&[]).is_err());
+    assert!(InFlightLoad::from_samples(&[(10, 0)]).is_err());
+    // zero-completion requests weigh nothing
+    let z = InFlightLoad::from_samples(&[(100, 100), (100, 900), (5000, 0)]).unwrap();
+    assert_eq!(z.mean_held_tokens, 510.0);
+}
+
+const MEMINFO: &str = "MemTotal:       1056467156 kB
+MemFree:        700000000 kB
+MemAvailable:   900000000 kB
+Buffers:          123456 kB
+HugePages_Total:       0
+";
+
+#[test]
+fn meminfo_parse() {
+    let m = MemInfo::parse(MEMINFO).unwrap();
+    assert_eq!(m.mem_total_bytes, 1_056_467_156 * 1024);
+    assert_eq!(m.mem_free_bytes, 700_000_000 * 1024);
+    assert_eq!(m.available_bytes(), 900_000_000 * 1024);
+    let e = MemInfo::parse("MemTotal: lots kB\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "/proc/meminfo line 1: MemTotal is not a number: \"lots kB\""
+    );
+    assert!(MemInfo::parse("MemTotal: 1 kB\n").is_err()); // MemFree missing
+}
+
+#[test]
+fn hicache_extends_prefix_cache_not_decode() {
+    // Kimi-K2.5-like: MLA cell 70,272 B per rank, device pool 116,171, TP8 on one host
+    let mem = MemInfo::parse(MEMINFO).unwrap();
+    let mut input = HiCacheInput {
+        sizing: HiCacheSizing::from_server_args(0.0, 2.0),
+        device_pool_tokens: 116_171,
+        host_bytes_per_token: 70_272,
+        ranks_on_host: 8,
+        page_size: 1,
+        cached_token_share: Some(0.024),
+        meminfo: Some(mem),
+    };
+    let v = hicache_verdict(&input).unwrap();
+    assert_eq!(v.host_tokens_per_rank, 232_342);
+    assert_eq!(v.host_bytes_per_rank, 232_342 * 70_272);
+    assert_eq!(v.host_bytes_all_ranks, 8 * 232_342 * 70_272); // 121.65 GiB
+    assert_eq!(
+        v.host_limit_bytes,
+        Some(900_000_000 * 1024 - 10 * (1 << 30))
+    );
+    assert_eq!(v.fits_host_ram, Some(true));
+    assert!(!v.raises_decode_concurrency);
+    assert_eq!(v.decode_pool_tokens, 116_171);
+    assert_eq!(v.prefix_reuse, PrefixReuse::Low);
+    assert!(!v.smaller_than_device_pool);
+
+    // hicache_size 100 GB per rank × 8 ranks = 800 GB > 858 GiB − 10 GiB? 800e9 B = 745 GiB: fits;
+    // 120 GB per rank = 894 GiB: does not
+    input.sizing = HiCacheSizing::from_server_args(120.0, 2.0);
+    input.cached_token_share = Some(0.6);
+    input.page_size = 64;
+    let v = hicache_verdict(&input).unwrap();
+    // floor(120e9 / 70,272) = 1,707,650 → rounded down to a multiple of 64 = 1,707,648
+    assert_eq!(v.host_tokens_per_rank, 1_707_648);
+    assert_eq!(v.fits_host_ram, Some(false));
+    assert_eq!(v.prefix_reuse, PrefixReuse::Useful);
+    assert!(!v.raises_decode_concurrency);
+    assert!(
+        v.summary
+            .iter()
+            .any(|s| s.starts_with("does NOT fit in host RAM"))
+    );
+
+    input.sizing = HiCacheSizing::Ratio(0.5);
+    input.meminfo = None;
+    input.cached_token_share = None;
+    let v = hicache_verdict(&input).unwrap();
+    assert!(v.smaller_than_device_pool);
+    assert_eq!(v.fits_host_ram, None);
+    assert_eq!(v.prefix_reuse, PrefixReuse::Unknown);
+    input.ranks_on_host = 0;
+    assert!(hicache_verdict(&input).is_err());
+}
