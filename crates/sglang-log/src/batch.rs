@@ -477,7 +477,10 @@ type R<'a, T> = nom::IResult<&'a str, T, ()>;
 
 /// `Decode batch` / `Prefill batch` / `Prefil batch`, optional ` [N]`, optional
 /// `(mixed #running-req: N)`; returns the rest (starting at the separator).
-fn head(i: &str) -> R<'_, (BatchKind, Option<&str>, Option<(&str, &str)>)> {
+/// `(kind, iteration digits, mixed-form (key, value))`.
+type Head<'a> = (BatchKind, Option<&'a str>, Option<(&'a str, &'a str)>);
+
+fn head(i: &str) -> R<'_, Head<'_>> {
     let (i, kind) = alt((
         value(BatchKind::Decode, tag("Decode batch")),
         value(BatchKind::Prefill, tag("Prefill batch")),
@@ -525,8 +528,30 @@ pub(crate) fn parse_standard(text: &str) -> Result<BatchLine<'_>, BatchError> {
         Some(_) => return Err("batch marker not followed by a separator"),
     };
     split_fields(&mut line, offset(text, body), b", ");
+    validate(line)
+}
+
+/// A batch line needs at least one `key: value` field and at least one value that looks like
+/// data (a number or a bool); this rejects e.g. a traceback's source line
+/// `logger.info(f"Decode batch. #running-req: {n}")`.
+fn validate(line: BatchLine<'_>) -> Result<BatchLine<'_>, BatchError> {
     if line.len == 0 {
         return Err("batch line without key: value fields");
+    }
+    let has_data = line.fields().any(|(_, v)| {
+        let b = v.as_bytes();
+        let first = if b.first() == Some(&b'-') {
+            b.get(1)
+        } else {
+            b.first()
+        };
+        first.is_some_and(u8::is_ascii_digit)
+            || v.starts_with("True")
+            || v.starts_with("False")
+            || v.starts_with("full=")
+    });
+    if !has_data {
+        return Err("batch line without any numeric value");
     }
     Ok(line)
 }
@@ -541,10 +566,7 @@ pub(crate) fn parse_legacy_fill(text: &str) -> Result<BatchLine<'_>, BatchError>
     };
     let mut line = BatchLine::new(BatchKind::Prefill, BatchForm::LegacyFill, text);
     split_fields(&mut line, offset(text, body), b". ");
-    if line.len == 0 {
-        return Err("batch line without key: value fields");
-    }
-    Ok(line)
+    validate(line)
 }
 
 /// Parses the head-less v0.1 decode stats line `#running-req: N, #token: N, …`.

@@ -262,7 +262,7 @@ impl<'a> Iterator for ArgsIter<'a> {
             }
             let eq = s.find('=')?;
             let name = s[..eq].trim();
-            let vb = s[eq + 1..].as_bytes();
+            let vb = &s.as_bytes()[eq + 1..];
             let mut depth = 0i32;
             let mut quote: Option<u8> = None;
             let mut i = 0;

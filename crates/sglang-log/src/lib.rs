@@ -90,6 +90,8 @@ pub struct Record<'a> {
 }
 
 /// What a line is. Exactly one per line.
+// The batch variant is large (its inline field array) on purpose: no allocation per line.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event<'a> {
     /// A `Decode batch` / `Prefill batch` line (and the v0.1 forms).

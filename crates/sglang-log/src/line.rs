@@ -139,111 +139,52 @@ fn dispatch(msg: &str) -> Event<'_> {
     let Some(&first) = msg.as_bytes().first() else {
         return Event::Other;
     };
+    let starts = |p: &str| msg.starts_with(p);
+    let retraction = || events::parse_retraction(msg).map_or(Event::Other, Event::Retraction);
     match first {
-        b'D' => {
-            if msg.starts_with("Decode batch") {
-                return batch_event(batch::parse_standard(msg));
-            }
-            if msg.starts_with("Decode out of memory happened")
-                && let Some(r) = events::parse_retraction(msg)
-            {
-                return Event::Retraction(r);
-            }
+        b'D' if starts("Decode batch") => batch_event(batch::parse_standard(msg)),
+        b'D' if starts("Decode out of memory happened") => retraction(),
+        b'P' if starts("Prefill batch") || starts("Prefil batch") => {
+            batch_event(batch::parse_standard(msg))
         }
-        b'P' => {
-            if msg.starts_with("Prefill batch") || msg.starts_with("Prefil batch") {
-                return batch_event(batch::parse_standard(msg));
-            }
+        b'n' if starts("new fill batch") => batch_event(batch::parse_legacy_fill(msg)),
+        b'#' if starts("#running-req:") => {
+            batch::parse_legacy_stats(msg).map_or(Event::Other, Event::Batch)
         }
-        b'n' => {
-            if msg.starts_with("new fill batch") {
-                return batch_event(batch::parse_legacy_fill(msg));
-            }
+        b'd' if starts("decode out of memory happened") => retraction(),
+        b'K' if starts("KV cache pool is full") => retraction(),
+        b'K' if starts("KV Cache is allocated.") => {
+            let body = &msg["KV Cache is allocated.".len()..];
+            Event::KvCacheAllocated(events::parse_kv_allocated(body))
         }
-        b'#' => {
-            if msg.starts_with("#running-req:")
-                && let Some(b) = batch::parse_legacy_stats(msg)
-            {
-                return Event::Batch(b);
-            }
+        b'K' if starts("KV transfer failed") || starts("KVTransferError") => {
+            Event::KvTransferFailed(msg)
         }
-        b'd' => {
-            if msg.starts_with("decode out of memory happened")
-                && let Some(r) = events::parse_retraction(msg)
-            {
-                return Event::Retraction(r);
-            }
+        b'T' if starts("The server is fired up and ready to roll") => Event::ServerReady,
+        b'T' if starts("Testing retraction.") => retraction(),
+        b'T' if starts("Transfer failed") => Event::KvTransferFailed(msg),
+        b'L' if starts("Load weight end") => Event::LoadWeightEnd(events::parse_memory(msg)),
+        b'M' if starts("Memory pool end") => Event::MemoryPoolEnd(events::parse_memory(msg)),
+        b'C' if starts("Capture ") && memmem::find(msg.as_bytes(), b"graph end").is_some() => {
+            Event::CudaGraphEnd(events::parse_memory(msg))
         }
-        b'K' => {
-            if msg.starts_with("KV cache pool is full")
-                && let Some(r) = events::parse_retraction(msg)
-            {
-                return Event::Retraction(r);
-            }
-            if let Some(body) = msg.strip_prefix("KV Cache is allocated.") {
-                return Event::KvCacheAllocated(events::parse_kv_allocated(body));
-            }
-            if msg.starts_with("KV transfer failed") || msg.starts_with("KVTransferError") {
-                return Event::KvTransferFailed(msg);
-            }
+        b'm' if starts("max_total_num_tokens=") => Event::Capacity(events::parse_capacity(msg)),
+        b's' if starts("server_args=") => {
+            let rest = &msg["server_args=".len()..];
+            let inner = rest.strip_prefix("ServerArgs(").unwrap_or(rest).trim_end();
+            let inner = inner.strip_suffix(')').unwrap_or(inner);
+            Event::ServerArgs(ServerArgs::new(inner))
         }
-        b'T' => {
-            if msg.starts_with("The server is fired up and ready to roll") {
-                return Event::ServerReady;
-            }
-            if msg.starts_with("Testing retraction.")
-                && let Some(r) = events::parse_retraction(msg)
-            {
-                return Event::Retraction(r);
-            }
-            if msg.starts_with("Transfer failed") {
-                return Event::KvTransferFailed(msg);
-            }
-        }
-        b'L' => {
-            if msg.starts_with("Load weight end") {
-                return Event::LoadWeightEnd(events::parse_memory(msg));
-            }
-        }
-        b'M' => {
-            if msg.starts_with("Memory pool end") {
-                return Event::MemoryPoolEnd(events::parse_memory(msg));
-            }
-        }
-        b'C' => {
-            if msg.starts_with("Capture ") && memmem::find(msg.as_bytes(), b"graph end").is_some() {
-                return Event::CudaGraphEnd(events::parse_memory(msg));
-            }
-        }
-        b'm' => {
-            if msg.starts_with("max_total_num_tokens=") {
-                return Event::Capacity(events::parse_capacity(msg));
-            }
-        }
-        b's' => {
-            if let Some(rest) = msg.strip_prefix("server_args=") {
-                let inner = rest.strip_prefix("ServerArgs(").unwrap_or(rest);
-                let inner = inner.trim_end();
-                let inner = inner.strip_suffix(')').unwrap_or(inner);
-                return Event::ServerArgs(ServerArgs::new(inner));
-            }
-        }
-        b'A' => {
-            if let Some((host_gb, host_tokens)) = events::parse_hicache(msg) {
-                return Event::HiCacheAllocated {
-                    host_gb,
-                    host_tokens,
-                };
-            }
-        }
-        b'W' => {
-            if msg.starts_with("Watchdog timeout") {
-                return Event::WatchdogTimeout(msg);
-            }
-        }
-        _ => {}
+        b'A' => match events::parse_hicache(msg) {
+            Some((host_gb, host_tokens)) => Event::HiCacheAllocated {
+                host_gb,
+                host_tokens,
+            },
+            None => Event::Other,
+        },
+        b'W' if starts("Watchdog timeout") => Event::WatchdogTimeout(msg),
+        _ => Event::Other,
     }
-    Event::Other
 }
 
 static WATCHDOG: LazyLock<memmem::Finder<'static>> =

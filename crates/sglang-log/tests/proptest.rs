@@ -1,0 +1,109 @@
+//! Property tests: arbitrary bytes never panic, every line yields exactly one record, and the
+//! batch-marker invariant holds on generated, mutated scheduler lines.
+
+use proptest::prelude::*;
+use sglang_log::{Event, LogReader, find_batch_marker, parse_line};
+
+fn fragments() -> impl Strategy<Value = String> {
+    let pieces = prop::sample::select(vec![
+        "[2025-06-01 12:00:00 TP0] ",
+        "[14:03:11 DP1 TP3] ",
+        "[ DP15 TP15] ",
+        "(SGLangEngine pid=7) ",
+        "sglang-1  | ",
+        "> ",
+        "\u{1b}[32m",
+        "\u{1b}[0m",
+        "2025-10-20 03:02:22 INFO 31 [DP3 TP3 f.py:2] ",
+        "Decode batch",
+        "Prefill batch",
+        "Prefil batch",
+        "new fill batch",
+        ". ",
+        ", ",
+        " [12], ",
+        "(mixed #running-req: 4)",
+        "#running-req: 5",
+        "#token: full=1, swa=2",
+        "token usage: 0.93",
+        "cache hit rate: 12.5%",
+        "cuda graph: True",
+        "gen throughput (token/s): 1.5",
+        ": ",
+        ":",
+        "=",
+        "KV cache pool is full. Retract requests. ",
+        "#new_token_ratio: 0.1 -> 0.2",
+        "#retracted_reqs: 3",
+        "max_total_num_tokens=5, ",
+        "server_args=ServerArgs(",
+        "'",
+        ")",
+        "[gpu=0] ",
+        "\r",
+        "\t",
+        " ",
+        "KV Cache is allocated. ",
+        "#tokens: 9",
+        "avail mem=3 GB",
+        "Watchdog timeout",
+        "é",
+        "\u{0}",
+    ]);
+    prop::collection::vec(pieces, 0..24).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        let rec = parse_line(&bytes, 1);
+        if find_batch_marker(&bytes).is_some() {
+            let ok = matches!(rec.event, Event::Batch(_) | Event::Malformed { .. });
+            prop_assert!(ok, "{:?}", rec.event);
+        }
+    }
+
+    #[test]
+    fn generated_lines_keep_the_marker_invariant(line in fragments()) {
+        let rec = parse_line(line.as_bytes(), 3);
+        prop_assert_eq!(rec.line_no, 3);
+        let marker = find_batch_marker(line.as_bytes()).is_some();
+        let batch_or_malformed = matches!(rec.event, Event::Batch(_) | Event::Malformed { .. });
+        if marker {
+            prop_assert!(batch_or_malformed, "{:?} -> {:?}", line, rec.event);
+        }
+        if let Event::Batch(b) = &rec.event {
+            // accessors never panic and fields are slices of the input
+            let _ = (b.running_req(), b.token_usage(), b.num_token(), b.graph(), b.cache_hit_rate());
+            for (k, v) in b.fields() {
+                prop_assert!(line.contains(k) && line.contains(v));
+            }
+        }
+    }
+
+    #[test]
+    fn every_line_yields_one_record(chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..80), 0..40)) {
+        let mut input = Vec::new();
+        for c in &chunks {
+            input.extend_from_slice(c);
+            input.push(b'\n');
+        }
+        input.pop(); // last line unterminated
+        // a line per `\n`, plus a non-empty unterminated tail
+        let tail = input.rsplit(|&c| c == b'\n').next().map_or(0, |t| u64::from(!t.is_empty()));
+        let expected = input.iter().filter(|&&c| c == b'\n').count() as u64 + tail;
+        let mut n = 0u64;
+        let mut last = 0u64;
+        let stats = LogReader::from_reader("p", &input[..]).for_each(|rec| {
+            n += 1;
+            assert_eq!(rec.line_no, last + 1);
+            last = rec.line_no;
+        }).unwrap();
+        prop_assert_eq!(n, expected);
+        prop_assert_eq!(stats.lines, expected);
+        prop_assert_eq!(stats.bytes, input.len() as u64);
+        prop_assert_eq!(stats.lines, stats.events + stats.other_lines + stats.malformed_lines);
+    }
+}

@@ -1,0 +1,261 @@
+//! `LogReader`: gzip (single and multi-member), CRLF, invalid UTF-8, a 16 MB line, live mode
+//! (held-back partial last line), and the typed I/O errors.
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use sglang_log::{Event, LogReader, ReadError, parse_line};
+use std::io::{Read, Write};
+
+const DECODE: &str = "[2025-06-01 12:00:00 TP0] Decode batch, #running-req: 7, #token: 700, token usage: 0.50, cuda graph: True, gen throughput (token/s): 99.50, #queue-req: 3";
+const PREFILL: &str = "[2025-06-01 12:00:01 TP0] Prefill batch, #new-seq: 1, #new-token: 64, #cached-token: 0, token usage: 0.50, #running-req: 7, #queue-req: 2, ";
+
+fn gz(data: &[u8]) -> Vec<u8> {
+    let mut e = GzEncoder::new(Vec::new(), Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn reads_gzip_including_multiple_members() {
+    let text = format!("{DECODE}\nuvicorn noise\n{PREFILL}\n");
+    let mut bytes = gz(text.as_bytes());
+    bytes.extend(gz(format!("{DECODE}\n").as_bytes())); // `cat a.gz b.gz`
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.log.gz");
+    std::fs::write(&path, &bytes).unwrap();
+    let mut running = Vec::new();
+    let stats = LogReader::open(&path)
+        .unwrap()
+        .for_each(|rec| {
+            if let Event::Batch(b) = &rec.event {
+                running.push((rec.line_no, b.running_req()));
+            }
+        })
+        .unwrap();
+    assert_eq!(running, [(1, Some(7)), (3, Some(7)), (4, Some(7))]);
+    assert_eq!(
+        (
+            stats.lines,
+            stats.decode_lines,
+            stats.prefill_lines,
+            stats.other_lines
+        ),
+        (4, 2, 1, 1)
+    );
+    assert_eq!(stats.bytes, (text.len() + DECODE.len() + 1) as u64);
+}
+
+#[test]
+fn corrupt_gzip_is_a_gzip_error_with_path() {
+    let mut bytes = gz(format!("{DECODE}\n").repeat(2000).as_bytes());
+    let n = bytes.len();
+    bytes.truncate(n / 2);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken.gz");
+    std::fs::write(&path, &bytes).unwrap();
+    let mut lines = 0;
+    let err = LogReader::open(&path)
+        .unwrap()
+        .for_each(|_| lines += 1)
+        .unwrap_err();
+    match &err {
+        ReadError::Gzip {
+            path: p,
+            compressed_offset,
+            ..
+        } => {
+            assert_eq!(p, &path);
+            assert!(*compressed_offset > 0);
+        }
+        other => panic!("expected a gzip error, got {other:?}"),
+    }
+    assert!(err.to_string().contains("broken.gz"));
+}
+
+#[test]
+fn crlf_lines_parse_like_lf_lines() {
+    let text = format!("{DECODE}\r\n{PREFILL}\r\n");
+    let mut kinds = Vec::new();
+    let stats = LogReader::from_reader("crlf", text.as_bytes())
+        .for_each(|rec| {
+            let b = rec.event.as_batch().unwrap();
+            kinds.push((b.kind, b.queue_req(), b.graph()));
+        })
+        .unwrap();
+    assert_eq!(stats.batch_lines, 2);
+    assert_eq!(kinds[0].1, Some(3));
+    assert_eq!(kinds[0].2, Some(true));
+    assert_eq!(kinds[1].1, Some(2));
+}
+
+#[test]
+fn invalid_utf8_is_malformed_only_with_a_batch_marker() {
+    let mut bad_batch = DECODE.as_bytes().to_vec();
+    bad_batch.extend_from_slice(b", weird: \xff\xfe");
+    let rec = parse_line(&bad_batch, 9);
+    assert_eq!(
+        rec.event,
+        Event::Malformed {
+            reason: "invalid UTF-8 in a batch line"
+        }
+    );
+    assert_eq!(rec.line_no, 9);
+    let rec = parse_line(b"binary \xff\xfe junk", 10);
+    assert_eq!(rec.event, Event::Other);
+
+    let mut input = bad_batch.clone();
+    input.push(b'\n');
+    input.extend_from_slice(DECODE.as_bytes());
+    let stats = LogReader::from_reader("mixed", &input[..])
+        .for_each(|_| {})
+        .unwrap();
+    assert_eq!((stats.malformed_lines, stats.batch_lines), (1, 1));
+    assert_eq!(stats.malformed[0].line_no, 1);
+    assert_eq!(stats.malformed[0].excerpt.chars().count(), 160);
+}
+
+#[test]
+fn a_16_mb_line_works() {
+    let big = format!(
+        "[2026-02-10 13:58:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.88, blob='{}')",
+        "x".repeat(16 << 20)
+    );
+    let input = format!("{DECODE}\n{big}\n{PREFILL}\n");
+    let mut seen = Vec::new();
+    let stats = LogReader::from_reader("big", input.as_bytes())
+        .for_each(|rec| {
+            seen.push(match &rec.event {
+                Event::ServerArgs(a) => {
+                    assert_eq!(a.get("mem_fraction_static"), Some("0.88"));
+                    assert_eq!(a.get("blob").map(str::len), Some(16 << 20));
+                    "args"
+                }
+                e => e.name(),
+            })
+        })
+        .unwrap();
+    assert_eq!(seen, ["batch", "args", "batch"]);
+    assert_eq!(stats.bytes, input.len() as u64);
+}
+
+/// A reader that hands out its data in the given chunks, like a log being appended to.
+struct Chunks(Vec<Vec<u8>>);
+impl Read for Chunks {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.0.is_empty() {
+            return Ok(0);
+        }
+        let c = &mut self.0[0];
+        let n = c.len().min(buf.len());
+        buf[..n].copy_from_slice(&c[..n]);
+        c.drain(..n);
+        if c.is_empty() {
+            self.0.remove(0);
+        }
+        Ok(n)
+    }
+}
+
+#[test]
+fn live_mode_holds_back_a_half_written_last_line() {
+    let half = &DECODE[..60];
+    // first read: one full line + half a line
+    let mut r = LogReader::from_reader(
+        "live",
+        Chunks(vec![format!("{PREFILL}\n{half}").into_bytes()]),
+    )
+    .live(true);
+    let mut got = Vec::new();
+    let s1 = r.for_each(|rec| got.push(rec.event.name())).unwrap();
+    assert_eq!(got, ["batch"]);
+    assert_eq!(s1.held_back_bytes, 60);
+    assert_eq!(s1.malformed_lines, 0);
+    assert_eq!(r.lines_read(), 1);
+
+    // without live mode the same half line is parsed at EOF (and is not a batch line: no marker yet)
+    let mut r2 = LogReader::from_reader(
+        "static",
+        Chunks(vec![format!("{PREFILL}\n{half}").into_bytes()]),
+    );
+    let s2 = r2.for_each(|_| {}).unwrap();
+    assert_eq!(s2.lines, 2);
+}
+
+#[test]
+fn live_mode_continues_the_held_back_line() {
+    // the source grows between calls: emulate with a shared buffer
+    use std::sync::{Arc, Mutex};
+    #[derive(Clone)]
+    struct Growing(Arc<Mutex<Vec<u8>>>, usize);
+    impl Read for Growing {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let d = self.0.lock().unwrap();
+            let n = (d.len() - self.1).min(buf.len());
+            buf[..n].copy_from_slice(&d[self.1..self.1 + n]);
+            self.1 += n;
+            Ok(n)
+        }
+    }
+    let shared = Arc::new(Mutex::new(
+        format!("{PREFILL}\n{}", &DECODE[..60]).into_bytes(),
+    ));
+    let mut r = LogReader::from_reader("live", Growing(Arc::clone(&shared), 0)).live(true);
+    assert_eq!(r.for_each(|_| {}).unwrap().lines, 1);
+    shared
+        .lock()
+        .unwrap()
+        .extend_from_slice(format!("{}\n", &DECODE[60..]).as_bytes());
+    let mut running = None;
+    let s = r
+        .for_each(|rec| {
+            assert_eq!(rec.line_no, 2);
+            running = rec.event.as_batch().and_then(|b| b.running_req());
+        })
+        .unwrap();
+    assert_eq!((s.lines, s.held_back_bytes, running), (1, 0, Some(7)));
+}
+
+#[test]
+fn open_errors_carry_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.log");
+    match LogReader::open(&missing) {
+        Err(ReadError::Open { path, .. }) => assert_eq!(path, missing),
+        Err(e) => panic!("unexpected {e}"),
+        Ok(_) => panic!("opened a missing file"),
+    }
+    match LogReader::open(dir.path()) {
+        Err(e @ ReadError::NotAFile { .. }) => assert!(e.to_string().contains("directory")),
+        Err(e) => panic!("unexpected {e}"),
+        Ok(_) => panic!("opened a directory"),
+    }
+}
+
+#[test]
+fn read_errors_carry_the_line_number() {
+    struct Fails(usize);
+    impl Read for Fails {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0 == 0 {
+                self.0 += 1;
+                let d = format!("{DECODE}\n{DECODE}\n");
+                buf[..d.len()].copy_from_slice(d.as_bytes());
+                Ok(d.len())
+            } else {
+                Err(std::io::Error::other("disk gone"))
+            }
+        }
+    }
+    let mut n = 0;
+    let err = LogReader::from_reader("flaky.log", Fails(0))
+        .for_each(|_| n += 1)
+        .unwrap_err();
+    assert_eq!(n, 2);
+    match err {
+        ReadError::Read { path, line_no, .. } => {
+            assert_eq!(path.to_string_lossy(), "flaky.log");
+            assert_eq!(line_no, 2);
+        }
+        e => panic!("unexpected {e}"),
+    }
+}
