@@ -192,12 +192,12 @@ pub fn hicache_verdict(input: &HiCacheInput) -> Result<HiCacheVerdict, CapacityE
             )));
         }
     };
-    if let Some(s) = input.cached_token_share {
-        if !(0.0..=1.0).contains(&s) {
-            return Err(CapacityError::Invalid(format!(
-                "cached token share must be in 0–1, got {s}"
-            )));
-        }
+    if let Some(s) = input.cached_token_share
+        && !(0.0..=1.0).contains(&s)
+    {
+        return Err(CapacityError::Invalid(format!(
+            "cached token share must be in 0–1, got {s}"
+        )));
     }
     let page = u64::from(input.page_size);
     let host_tokens_per_rank = (raw as u64) / page * page;

@@ -100,6 +100,15 @@ pub struct WhatIfTable {
 
 const SAME: f64 = 1e-9;
 
+/// `0.8` → `0.80`, `0.855` → `0.855`: two decimals, three when needed.
+fn fmt_fraction(f: f64) -> String {
+    let three = format!("{f:.3}");
+    match three.strip_suffix('0') {
+        Some(two) => two.to_string(),
+        None => three,
+    }
+}
+
 /// Build the what-if table (see [`WhatIfTable`] for the rows).
 ///
 /// Per row: fractions use [`PoolModel::tokens_at`] and take `(f − f_now) × pre` more memory;
@@ -214,10 +223,13 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
         match pool.tokens_at(f) {
             Ok(tokens) => {
                 let (label, change) = if is_now {
-                    (format!("now: mem_fraction_static {f}"), Change::Current)
+                    (
+                        format!("now: mem_fraction_static {}", fmt_fraction(f)),
+                        Change::Current,
+                    )
                 } else {
                     (
-                        format!("mem_fraction_static {f}"),
+                        format!("mem_fraction_static {}", fmt_fraction(f)),
                         Change::Fraction { to: f },
                     )
                 };
@@ -251,7 +263,7 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
         match cell_size_bytes(&input.model, &input.parallel, KvDtype::Fp8E4m3) {
             Ok(c8) => match pool.tokens_with_cell(f_now, c8.bytes) {
                 Ok(tokens) => rows.push(row(
-                    format!("kv_cache_dtype fp8_e4m3 at mem_fraction_static {f_now}"),
+                    format!("kv_cache_dtype fp8_e4m3 at mem_fraction_static {}", fmt_fraction(f_now)),
                     Change::KvDtype { to: KvDtype::Fp8E4m3 },
                     f_now,
                     c8.bytes,
@@ -267,7 +279,7 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
 
     // 3. twice the TP size
     let new_tp = input.parallel.tp_size.saturating_mul(2);
-    if input.model.num_attention_heads % new_tp != 0 {
+    if !input.model.num_attention_heads.is_multiple_of(new_tp) {
         skipped.push(format!(
             "tp_size {new_tp}: {} attention heads do not split evenly",
             input.model.num_attention_heads
@@ -293,10 +305,10 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
                     used / GIB,
                     used / 2.0 / GIB
                 );
-                if let Some(h) = input.gpus_on_host {
-                    if u64::from(h) < gpus {
-                        note.push_str(&format!("; the host has {h} GPUs, so this spans nodes"));
-                    }
+                if let Some(h) = input.gpus_on_host
+                    && u64::from(h) < gpus
+                {
+                    note.push_str(&format!("; the host has {h} GPUs, so this spans nodes"));
                 }
                 if input.model.attention_kind() == AttentionKind::Mla {
                     note.push_str("; MLA: the KV cell is not split by TP, the gain comes only from the freed weight memory");
@@ -304,7 +316,10 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
                     note.push_str("; fewer KV heads than ranks: heads are replicated, the cell does not shrink further");
                 }
                 rows.push(row(
-                    format!("tp_size {new_tp} at mem_fraction_static {f_now}"),
+                    format!(
+                        "tp_size {new_tp} at mem_fraction_static {}",
+                        fmt_fraction(f_now)
+                    ),
                     Change::TpSize { to: new_tp },
                     f_now,
                     c2.bytes,
