@@ -275,3 +275,20 @@ fn memory_figure_model_agrees_with_calibration() {
     // gap is pre: 95.00 GiB from the log against 95.59 GiB card total)
     assert_eq!(pool.tokens_at(0.88).unwrap(), 159_673);
 }
+
+#[test]
+fn table_serialises_for_json_reports() {
+    let t = what_if(&scenario().input);
+    let v = serde_json::to_value(&t).unwrap();
+    assert_eq!(v["current_tokens"], 116_171);
+    assert_eq!(v["cell"]["kind"], "Mla");
+    let r88 = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["label"] == "mem_fraction_static 0.88")
+        .unwrap();
+    assert_eq!(r88["pool_tokens"], 159_990);
+    assert_eq!(r88["change"]["kind"], "fraction");
+    assert_eq!(r88["feasibility"]["verdict"], "OomLikely");
+}
