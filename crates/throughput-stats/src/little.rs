@@ -22,11 +22,11 @@ pub struct LittleCheck {
 
 /// Checks Little's law `L = λW` over one steady window.
 ///
-/// Inputs: `mean_in_flight` = time-weighted mean of requests in the system (requests; e.g. running
-/// + queued from the server log, or the client's own count), `completion_rate` = completions in the
-/// same window ([`crate::window_rate`]), `mean_latency_s` = mean end-to-end latency of requests that
-/// completed in it (s), with its sample standard deviation `latency_sd_s` (s) over `n_latencies`
-/// requests.
+/// Inputs: `mean_in_flight` = time-weighted mean of requests in the system (requests; e.g. the
+/// sum of running and queued requests from the server log, or the client's own count);
+/// `completion_rate` = completions in the same window ([`crate::window_rate`]); `mean_latency_s` =
+/// mean end-to-end latency of requests that completed in it (s), with its sample standard
+/// deviation `latency_sd_s` (s) over `n_latencies` requests.
 ///
 /// Interval on `λW` by the delta method: `se² = (W·se_λ)² + (λ·se_W)²` with
 /// `se_λ = (ci_high − ci_low)/(2z)` from the rate's Garwood interval and `se_W = sd/√n`; bounds

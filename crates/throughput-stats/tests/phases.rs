@@ -21,10 +21,10 @@ fn ramp_plateau(seed: u64, ramp_s: f64, end_s: f64, drain_at: Option<f64>) -> Ve
         } else {
             150.0
         };
-        if let Some(d) = drain_at {
-            if t >= d {
-                level = 150.0 * (1.0 - (t - d) / (end_s - d));
-            }
+        if let Some(d) = drain_at
+            && t >= d
+        {
+            level = 150.0 * (1.0 - (t - d) / (end_s - d));
         }
         out.push((t, (level + 3.0 * noise(&mut rng)).max(0.0)));
         t += 2.0;
