@@ -272,3 +272,51 @@ pub fn detect_phases(series: &[(f64, f64)]) -> Result<Phases, StatsError> {
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mser_cuts_a_step() {
+        // Five batches at 0, then steady at 10 with alternating noise: cut exactly at the step.
+        let b: Vec<f64> = (0..40)
+            .map(|i| {
+                if i < 5 {
+                    0.0
+                } else if i % 2 == 0 {
+                    10.5
+                } else {
+                    9.5
+                }
+            })
+            .collect();
+        assert_eq!(mser_forward(&b, 0, 40), (5, false));
+        // Reversed: a falling tail of 6 batches is cut from the end.
+        let mut c: Vec<f64> = (0..40)
+            .map(|i| if i % 2 == 0 { 10.5 } else { 9.5 })
+            .collect();
+        c.extend([8.0, 6.0, 4.0, 2.0, 1.0, 0.0]);
+        assert_eq!(mser_backward(&c, 0, c.len()), 6);
+    }
+
+    #[test]
+    fn refine_moves_to_the_sample() {
+        // Samples 0..7 ramp, 7.. steady; the batch cut (5) is refined to 7.
+        let s: Vec<(f64, f64)> = (0..60)
+            .map(|i| {
+                (
+                    i as f64,
+                    if i < 7 {
+                        i as f64
+                    } else if i % 2 == 0 {
+                        100.5
+                    } else {
+                        99.5
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(refine(&s, 100.5, 5, 60), 7);
+    }
+}
