@@ -1,0 +1,112 @@
+//! `/metrics` parsing: the real PD dump from SGLang PR #7944 and a
+//! histogram with known quantiles.
+
+use sglang_client::MetricsSnapshot;
+
+#[test]
+fn real_pr7944_dump() {
+    let p = format!(
+        "{}/../../tests/data/real/040-pr7944-prometheus-metrics-pd.log",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(p).unwrap();
+    let m = MetricsSnapshot::parse(&text);
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+    // Tokenizer counters are labelled model_name only; scheduler gauges add engine_type.
+    assert_eq!(m.sets.len(), 2, "{:?}", m.sets);
+    let model = "/home/user/models/deepseek-ai__DeepSeek-R1";
+    let tok = m
+        .sets
+        .iter()
+        .find(|s| !s.labels.contains_key("engine_type"))
+        .unwrap();
+    assert_eq!(
+        tok.labels.get("model_name").map(String::as_str),
+        Some(model)
+    );
+    assert_eq!(tok.num_requests_total, Some(217.0));
+    assert_eq!(tok.cached_tokens_total, Some(2688.0));
+    assert_eq!(tok.num_aborted_requests_total, Some(157.0));
+    let sch = m
+        .sets
+        .iter()
+        .find(|s| s.labels.get("engine_type").map(String::as_str) == Some("unified"))
+        .unwrap();
+    assert_eq!(sch.num_running_reqs, Some(0.0));
+    assert_eq!(sch.num_used_tokens, Some(0.0));
+    assert_eq!(sch.token_usage, Some(0.0));
+    // The dump is cut after `# TYPE sglang:gen_throughput gauge`: no sample, so unknown.
+    assert_eq!(sch.gen_throughput, None);
+    assert_eq!(m.total(|s| s.num_requests_total), Some(217.0));
+    // abort ratio 157/217 = 72 %
+    let ratio = m.total(|s| s.num_aborted_requests_total).unwrap()
+        / m.total(|s| s.num_requests_total).unwrap();
+    assert!((ratio - 0.7235).abs() < 1e-3);
+}
+
+const HIST: &str = r#"# HELP sglang:time_to_first_token_seconds Histogram of time to first token in seconds.
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="m"} 10.0
+sglang:time_to_first_token_seconds_bucket{le="0.2",model_name="m"} 30.0
+sglang:time_to_first_token_seconds_bucket{le="0.4",model_name="m"} 90.0
+sglang:time_to_first_token_seconds_bucket{le="1.0",model_name="m"} 100.0
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} 100.0
+sglang:time_to_first_token_seconds_sum{model_name="m"} 25.5
+sglang:time_to_first_token_seconds_count{model_name="m"} 100.0
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{model_name="m"} 123456.0
+# TYPE sglang:realtime_tokens_total counter
+sglang:realtime_tokens_total{mode="decode",model_name="m"} 99.0
+# TYPE process_cpu_seconds_total counter
+process_cpu_seconds_total 12.5
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{model_name="m",engine_type="unified",dp_rank="0"} 3.0
+sglang:num_queue_reqs{model_name="m",engine_type="unified",dp_rank="1"} 5.0
+sglang:broken_line{model_name="m"} not-a-number
+sglang:weird{model_name="a,b"} 1.0
+"#;
+
+#[test]
+fn histogram_sum_count_and_quantiles() {
+    let m = MetricsSnapshot::parse(HIST);
+    let (_, h) = m.first(|s| s.time_to_first_token_seconds.clone()).unwrap();
+    assert_eq!(h.buckets.len(), 5);
+    assert_eq!(h.sum, Some(25.5));
+    assert_eq!(h.count, Some(100.0));
+    assert_eq!(h.mean(), Some(0.255));
+    // p50: rank 50 in (0.2, 0.4] holding 30..90 -> 0.2 + 0.2 * 20/60
+    assert!((h.quantile(0.5).unwrap() - (0.2 + 0.2 * 20.0 / 60.0)).abs() < 1e-12);
+    // p05: rank 5 in the first bucket (0, 0.1] -> 0.05
+    assert!((h.quantile(0.05).unwrap() - 0.05).abs() < 1e-12);
+    // p100 = upper bound of the last non-empty finite bucket
+    assert_eq!(h.quantile(1.0), Some(1.0));
+    assert_eq!(h.quantile(1.5), None);
+    // the _sum/_count companions are not reported as unknown samples
+    assert!(
+        m.unknown
+            .iter()
+            .all(|u| !u.name.ends_with("_sum") && !u.name.ends_with("_count"))
+    );
+}
+
+#[test]
+fn per_label_set_unknown_kept_bad_lines_reported() {
+    let m = MetricsSnapshot::parse(HIST);
+    assert_eq!(m.total(|s| s.num_queue_reqs), Some(8.0));
+    let per_rank: Vec<_> = m
+        .sets
+        .iter()
+        .filter_map(|s| Some((s.labels.get("dp_rank")?.clone(), s.num_queue_reqs?)))
+        .collect();
+    assert_eq!(
+        per_rank,
+        vec![("0".to_string(), 3.0), ("1".to_string(), 5.0)]
+    );
+    assert_eq!(m.total(|s| s.generation_tokens_total), Some(123_456.0));
+    let names: Vec<&str> = m.unknown.iter().map(|u| u.name.as_str()).collect();
+    assert!(names.contains(&"sglang:realtime_tokens_total"), "{names:?}");
+    assert!(names.contains(&"process_cpu_seconds_total"), "{names:?}");
+    assert_eq!(m.problems.len(), 2, "{:?}", m.problems);
+    assert!(m.problems[0].contains("line 19") && m.problems[0].contains("not a number"));
+    assert!(m.problems[1].contains("line 20"));
+}
