@@ -39,11 +39,14 @@ pub enum BatchForm {
 /// Byte offsets of one `key: value` pair inside [`BatchLine::text`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Span {
-    k0: u32,
-    k1: u32,
-    v0: u32,
-    v1: u32,
+    k0: u16,
+    k1: u16,
+    v0: u16,
+    v1: u16,
 }
+
+/// Longest batch message kept: spans are 16-bit offsets (a real batch line is under 1 KiB).
+pub const MAX_BATCH_LINE: usize = u16::MAX as usize;
 
 /// One `Decode batch` / `Prefill batch` line. Fields are kept as borrowed `key: value` slices of
 /// the input in an inline array (no allocation); typed accessors parse on demand and return
@@ -169,12 +172,12 @@ impl<'a> BatchLine<'a> {
 
     fn push(&mut self, k0: usize, k1: usize, v0: usize, v1: usize) {
         if usize::from(self.len) < MAX_FIELDS {
-            // ok: the caller rejects messages longer than u32::MAX bytes
+            // ok: the parsers reject messages longer than MAX_BATCH_LINE (u16::MAX) bytes
             self.spans[usize::from(self.len)] = Span {
-                k0: k0 as u32,
-                k1: k1 as u32,
-                v0: v0 as u32,
-                v1: v1 as u32,
+                k0: k0 as u16,
+                k1: k1 as u16,
+                v0: v0 as u16,
+                v1: v1 as u16,
             };
             self.len += 1;
         } else {
@@ -182,9 +185,10 @@ impl<'a> BatchLine<'a> {
         }
     }
 
-    fn slice(&self, a: u32, b: u32) -> &'a str {
+    #[inline]
+    fn slice(&self, a: u16, b: u16) -> &'a str {
         let t: &'a str = self.text;
-        t.get(a as usize..b as usize).unwrap_or("")
+        t.get(usize::from(a)..usize::from(b)).unwrap_or("")
     }
 
     /// The message text of the line, from the batch head (or first field) to the end of line.
@@ -252,9 +256,9 @@ impl<'a> BatchLine<'a> {
     /// v0.4.9's `#token: full=N, swa=M`. Unit: tokens.
     pub fn num_token(&self) -> Option<u64> {
         if let Some(v) = self.get("#token") {
-            return match sub_value(v, "full") {
-                Some(f) => parse_u64(f),
-                None => parse_u64(v),
+            return match parse_u64(v) {
+                Some(n) => Some(n),
+                None => sub_value(v, "full").and_then(parse_u64),
             };
         }
         self.u64_of(&["#full token"])
@@ -275,9 +279,9 @@ impl<'a> BatchLine<'a> {
     /// (hybrid), or the `full=` part of `token usage: full=X, swa=Y`. Unit: fraction 0–1.
     pub fn token_usage(&self) -> Option<f64> {
         if let Some(v) = self.get("token usage") {
-            return match sub_value(v, "full") {
-                Some(f) => parse_f64(f),
-                None => parse_f64(v),
+            return match parse_f64(v) {
+                Some(x) => Some(x),
+                None => sub_value(v, "full").and_then(parse_f64),
             };
         }
         self.f64_of(&["full token usage"])
@@ -503,6 +507,9 @@ fn offset(outer: &str, inner: &str) -> usize {
 
 /// Parses a message that starts with a batch head (`text` begins at `Decode`/`Prefill`/`Prefil`).
 pub(crate) fn parse_standard(text: &str) -> Result<BatchLine<'_>, BatchError> {
+    if text.len() > MAX_BATCH_LINE {
+        return Err("batch line longer than 64 KiB");
+    }
     let Ok((rest, (kind, iter, mixed))) = head(text) else {
         return Err("batch marker without a batch head");
     };
@@ -558,6 +565,9 @@ fn validate(line: BatchLine<'_>) -> Result<BatchLine<'_>, BatchError> {
 
 /// Parses `new fill batch. #seq: N. #cached_token: N. …` (≤ v0.1.16).
 pub(crate) fn parse_legacy_fill(text: &str) -> Result<BatchLine<'_>, BatchError> {
+    if text.len() > MAX_BATCH_LINE {
+        return Err("batch line longer than 64 KiB");
+    }
     let Some(rest) = text.strip_prefix("new fill batch") else {
         return Err("batch marker without a batch head");
     };
@@ -571,6 +581,9 @@ pub(crate) fn parse_legacy_fill(text: &str) -> Result<BatchLine<'_>, BatchError>
 
 /// Parses the head-less v0.1 decode stats line `#running-req: N, #token: N, …`.
 pub(crate) fn parse_legacy_stats(text: &str) -> Option<BatchLine<'_>> {
+    if text.len() > MAX_BATCH_LINE {
+        return None;
+    }
     let mut line = BatchLine::new(BatchKind::Decode, BatchForm::LegacyStats, text);
     split_fields(&mut line, 0, b", ");
     (line.len > 0 && line.running_req().is_some()).then_some(line)
@@ -592,21 +605,35 @@ fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: &[u8; 2]) {
         }
         break;
     }
-    let mut pos = start;
-    while pos < end {
-        let mut frag_end = end;
-        let mut next = end;
-        for i in memchr::memchr_iter(sep[0], &b[pos..end]) {
-            let at = pos + i;
-            if b.get(at + 1) == Some(&sep[1]) {
-                frag_end = at;
-                next = at + 2;
-                break;
-            }
+    // one scalar pass: fragments end at `sep`; short lines make this faster than memchr calls
+    let mut frag_start = start;
+    let mut i = start;
+    while i < end {
+        if b[i] == sep[0] && i + 1 < end && b[i + 1] == sep[1] {
+            fragment(line, frag_start, i);
+            i += 2;
+            frag_start = i;
+        } else {
+            i += 1;
         }
-        fragment(line, pos, frag_end);
-        pos = next;
     }
+    if frag_start < end {
+        fragment(line, frag_start, end);
+    }
+}
+
+/// Position of the first `": "` in `b`.
+#[inline]
+fn find_colon_space(b: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b':', &b[from..]) {
+        let at = from + i;
+        if b.get(at + 1) == Some(&b' ') {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 fn fragment(line: &mut BatchLine<'_>, mut a: usize, mut z: usize) {
@@ -621,7 +648,7 @@ fn fragment(line: &mut BatchLine<'_>, mut a: usize, mut z: usize) {
         return;
     }
     let frag = &b[a..z];
-    if let Some(i) = memchr::memmem::find(frag, b": ") {
+    if let Some(i) = find_colon_space(frag) {
         let (mut k1, mut v0) = (a + i, a + i + 2);
         while k1 > a && b[k1 - 1] == b' ' {
             k1 -= 1;
@@ -639,9 +666,9 @@ fn fragment(line: &mut BatchLine<'_>, mut a: usize, mut z: usize) {
     {
         // continuation of `#token: full=N, swa=M` / `token usage: full=X, swa=Y`
         let last = &mut line.spans[usize::from(line.len) - 1];
-        let lv = &b[last.v0 as usize..last.v1 as usize];
-        if memchr::memchr(b'=', lv).is_some() && last.v1 as usize <= a {
-            last.v1 = z as u32;
+        let lv = &b[usize::from(last.v0)..usize::from(last.v1)];
+        if memchr::memchr(b'=', lv).is_some() && usize::from(last.v1) <= a {
+            last.v1 = z as u16;
             return;
         }
     }

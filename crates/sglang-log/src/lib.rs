@@ -13,8 +13,8 @@
 //! [`MAX_FIELDS`] entries, so parsing a line allocates nothing and numbers are parsed from digit
 //! slices only when an accessor asks. The cost: a record cannot outlive the line buffer. The
 //! [`LogReader`] hands each record to a callback and reuses its buffer for the next line;
-//! callers copy out what they keep (typically a handful of numbers per line). A batch line is
-//! also a fairly large value (about 600 bytes), which is cheap to build on the stack but not
+//! callers copy out what they keep (typically a handful of numbers per line). A record is
+//! also a fairly large value (a few hundred bytes: 32 inline 16-bit spans), cheap to build on the stack but not
 //! meant to be stored by the million.
 //!
 //! **Lines first, then complete parsers.** The reader splits the input on `\n` with `memchr` and
@@ -62,7 +62,7 @@ mod ranks;
 mod reader;
 mod timestamp;
 
-pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_FIELDS};
+pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
 pub use events::{
     CapacityLine, KvCacheAllocated, MemoryLine, Retraction, RetractionWording, ServerArgs,
 };

@@ -259,3 +259,16 @@ fn read_errors_carry_the_line_number() {
         e => panic!("unexpected {e}"),
     }
 }
+
+#[test]
+fn an_oversized_batch_line_is_malformed_not_other() {
+    let line = format!("{DECODE}, junk: {}", "9".repeat(70_000));
+    let rec = parse_line(line.as_bytes(), 1);
+    assert_eq!(
+        rec.event,
+        Event::Malformed {
+            reason: "batch line longer than 64 KiB"
+        }
+    );
+    assert!(std::mem::size_of::<sglang_log::Record<'_>>() < 400);
+}
