@@ -1,1 +1,68 @@
-fn main() {}
+//! Developer shortcuts: `cargo xtask diagnose ARGS` runs `throughput-doctor diagnose ARGS`
+//! (building it first). The xtask finds the workspace root from `CARGO_MANIFEST_DIR`, so it
+//! works from any directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn run(mut c: Command) -> ExitCode {
+    match c.status() {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(s) => ExitCode::from(s.code().unwrap_or(1).clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("xtask: could not run {c:?}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `cargo run --release -p throughput-doctor-cli -- SUBCOMMAND ARGS`
+fn doctor(sub: &str, args: &[String]) -> ExitCode {
+    let mut c = cargo();
+    c.args([
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "throughput-doctor-cli",
+        "--bin",
+        "throughput-doctor",
+        "--",
+        sub,
+    ]);
+    c.args(args);
+    run(c)
+}
+
+fn usage() -> ExitCode {
+    eprintln!(
+        "usage: cargo xtask <task> [args]\n\n\
+         tasks:\n  \
+           diagnose [ARGS]   build and run `throughput-doctor diagnose ARGS` (no ARGS: the embedded sample)\n"
+    );
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((task, rest)) = args.split_first() else {
+        return usage();
+    };
+    match task.as_str() {
+        "diagnose" => doctor("diagnose", rest),
+        _ => usage(),
+    }
+}

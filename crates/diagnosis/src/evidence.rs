@@ -1,0 +1,623 @@
+//! Evidence: owned, bounded facts gathered from parsed log records.
+//!
+//! The builder takes [`sglang_log::Record`]s one at a time (the caller owns the reading), so this
+//! crate does no I/O. Everything kept is owned and bounded: per-rank [`Timeline`]s of samples plus
+//! exact running aggregates, deduplicated retractions, and the startup lines that describe capacity.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use sglang_log::{BatchKind, Event, ParseStats, RankTags, Record};
+
+use crate::timeline::Timeline;
+
+/// Index of an input source (a log file) in [`Evidence::sources`].
+pub type SourceId = usize;
+
+/// Where a fact came from: a source and a 1-based line number in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Loc {
+    /// Index into [`Evidence::sources`].
+    pub source: SourceId,
+    /// 1-based line number.
+    pub line: u64,
+}
+
+/// One input log and what its parse produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct SourceInfo {
+    /// The name given by the caller (a path, or `-` for stdin).
+    pub name: String,
+    /// Parse counts; `None` until [`EvidenceBuilder::finish_source`] is called.
+    pub stats: Option<SourceStats>,
+}
+
+/// The counts of one parse, owned (see [`sglang_log::ParseStats`]).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SourceStats {
+    /// Lines read.
+    pub lines: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Lines recognised as SGLang events (batch, retraction, startup, ...).
+    pub events: u64,
+    /// Prefill batch lines.
+    pub prefill_lines: u64,
+    /// Decode batch lines.
+    pub decode_lines: u64,
+    /// Lines that are not SGLang scheduler output (access logs, tracebacks, other programs).
+    pub other_lines: u64,
+    /// Lines that looked like SGLang output but could not be parsed.
+    pub malformed_lines: u64,
+    /// The first malformed lines: (line number, reason, excerpt).
+    pub malformed: Vec<(u64, String, String)>,
+}
+
+impl From<&ParseStats> for SourceStats {
+    fn from(s: &ParseStats) -> Self {
+        Self {
+            lines: s.lines,
+            bytes: s.bytes,
+            events: s.events,
+            prefill_lines: s.prefill_lines,
+            decode_lines: s.decode_lines,
+            other_lines: s.other_lines,
+            malformed_lines: s.malformed_lines,
+            malformed: s
+                .malformed
+                .iter()
+                .map(|m| (m.line_no, m.reason.to_string(), m.excerpt.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// Identity of one scheduler process that prints batch lines.
+///
+/// Under TP only attention-TP rank 0 prints (SGLang `scheduler_metrics_mixin.py`,
+/// spec §1.3), so a scheduler is identified by its DP rank and PP stage; TP ranks that
+/// print the same batch (`--enable-metrics-for-all-schedulers`) are duplicates of it and are
+/// not summed. Without a DP tag, schedulers in different files are different servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct SchedulerKey {
+    /// The source, when the line carries no DP rank (else `None`: DP ranks are global).
+    pub source: Option<SourceId>,
+    /// DP rank (`DPn` tag), if any.
+    pub dp: Option<u32>,
+    /// PP stage (`PPn` tag), if any.
+    pub pp: Option<u32>,
+}
+
+impl std::fmt::Display for SchedulerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(dp) = self.dp {
+            parts.push(format!("DP{dp}"));
+        }
+        if let Some(pp) = self.pp {
+            parts.push(format!("PP{pp}"));
+        }
+        if parts.is_empty() {
+            parts.push("rank 0".to_string());
+        }
+        write!(f, "{}", parts.join(" "))
+    }
+}
+
+/// One `Decode batch` line, owned. Times are seconds (see [`sglang_log::Timestamp::seconds`],
+/// unwrapped across midnight for date-less logs); `None` when the line has no timestamp.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct DecodeSample {
+    /// Seconds.
+    pub t: Option<f64>,
+    /// 1-based line number in its source.
+    pub line: u64,
+    /// `#running-req` (requests).
+    pub running: Option<u64>,
+    /// `#queue-req` (requests).
+    pub queue: Option<u64>,
+    /// `#token` (KV slots in use, tokens).
+    pub tokens: Option<u64>,
+    /// `token usage` (fraction 0-1); for hybrid models the full-attention pool.
+    pub usage: Option<f64>,
+    /// `gen throughput (token/s)`.
+    pub gen_tps: Option<f64>,
+    /// Whether the batch ran as a captured CUDA/NPU graph.
+    pub graph: Option<bool>,
+    /// `accept len` (tokens per verify step, speculative decoding).
+    pub accept_len: Option<f64>,
+    /// PD decode: `pre-allocated usage` (fraction 0-1).
+    pub pre_allocated_usage: Option<f64>,
+    /// PD decode: `#prealloc-req` (requests).
+    pub prealloc_req: Option<u64>,
+    /// PD decode: `#transfer-req` (requests).
+    pub transfer_req: Option<u64>,
+    /// `mamba usage` (fraction 0-1), hybrid SSM models.
+    pub mamba_usage: Option<f64>,
+}
+
+/// One `Prefill batch` line, owned.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct PrefillSample {
+    /// Seconds (see [`DecodeSample::t`]).
+    pub t: Option<f64>,
+    /// 1-based line number in its source.
+    pub line: u64,
+    /// `#new-seq` (requests).
+    pub new_seq: Option<u64>,
+    /// `#new-token` (tokens computed in this batch).
+    pub new_token: Option<u64>,
+    /// `#cached-token` (prefix tokens reused).
+    pub cached_token: Option<u64>,
+    /// `#running-req` (requests).
+    pub running: Option<u64>,
+    /// `#queue-req` (requests).
+    pub queue: Option<u64>,
+    /// `token usage` (fraction 0-1).
+    pub usage: Option<f64>,
+    /// PD prefill: `#prealloc-req` / `#bootstrap-req` (requests).
+    pub prealloc_req: Option<u64>,
+    /// PD prefill: `#inflight-req` (requests).
+    pub inflight_req: Option<u64>,
+}
+
+/// Exact maxima and sums over every line of one scheduler (never decimated).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Aggregates {
+    /// Highest `#running-req` on any batch line (requests).
+    pub max_running: Option<u64>,
+    /// Highest `#queue-req` on any batch line (requests).
+    pub max_queue: Option<u64>,
+    /// Highest `token usage` on any batch line (fraction 0-1).
+    pub max_usage: Option<f64>,
+    /// Highest `gen throughput` on a decode line (tok/s).
+    pub max_gen_tps: Option<f64>,
+    /// Highest `mamba usage` (fraction 0-1).
+    pub max_mamba_usage: Option<f64>,
+    /// Highest `#prealloc-req` (requests).
+    pub max_prealloc_req: Option<u64>,
+    /// Σ `#new-token` over prefill lines (tokens).
+    pub prefill_new_tokens: u64,
+    /// Σ `#cached-token` over prefill lines (tokens).
+    pub prefill_cached_tokens: u64,
+    /// Largest `#new-token` of one prefill line (tokens).
+    pub max_prefill_new_tokens: Option<u64>,
+    /// Decode lines whose batch did not run as a graph.
+    pub decode_without_graph: u64,
+}
+
+fn max_opt<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y > x { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// The batch lines of one scheduler, in log order.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SchedulerTimeline {
+    /// The TP rank whose lines were kept (the lowest seen); other TP ranks' duplicates are counted in `duplicate_lines`.
+    pub tp: Option<u32>,
+    /// Decode samples (bounded; see [`Timeline`]).
+    pub decode: Timeline<DecodeSample>,
+    /// Prefill samples (bounded).
+    pub prefill: Timeline<PrefillSample>,
+    /// Exact aggregates over every kept-rank line.
+    pub agg: Aggregates,
+    /// Lines from other TP ranks of the same scheduler, skipped as duplicates.
+    pub duplicate_lines: u64,
+    /// First and last line of this scheduler's batch lines.
+    pub first: Option<Loc>,
+    /// Last batch line.
+    pub last: Option<Loc>,
+}
+
+/// A retraction, deduplicated across TP ranks (every TP rank prints the same line; spec §1.3).
+#[derive(Clone, Debug, Serialize)]
+pub struct RetractionEvent {
+    /// Seconds, if the line had a timestamp.
+    pub t: Option<f64>,
+    /// Where it was first seen.
+    pub loc: Loc,
+    /// `#retracted_reqs` (requests).
+    pub retracted_reqs: Option<u64>,
+    /// `#new_tokens_gained` (KV slots freed, tokens), v0.5.7+.
+    pub new_tokens_gained: Option<u64>,
+    /// `#new_token_ratio` before the retraction.
+    pub ratio_before: Option<f64>,
+    /// `#new_token_ratio` after the retraction.
+    pub ratio_after: Option<f64>,
+    /// How many rank lines reported this same event.
+    pub ranks_reporting: u32,
+}
+
+/// Startup facts about capacity and memory (first seen per kind; values per GPU).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Startup {
+    /// `max_total_num_tokens` (KV pool size, tokens per DP rank) and where it was read.
+    pub max_total_num_tokens: Option<(u64, Loc)>,
+    /// `max_running_requests` from the capacity line (requests per DP rank).
+    pub max_running_requests: Option<u64>,
+    /// `chunked_prefill_size` (tokens).
+    pub chunked_prefill_size: Option<u64>,
+    /// `max_prefill_tokens` (tokens).
+    pub max_prefill_tokens: Option<u64>,
+    /// `context_len` (tokens).
+    pub context_len: Option<u64>,
+    /// `available_gpu_mem` after CUDA graph capture (GB as SGLang prints it, i.e. GiB).
+    pub available_gpu_mem_gb: Option<f64>,
+    /// `avail mem` after the weights loaded (GiB).
+    pub avail_mem_after_weights_gb: Option<f64>,
+    /// `mem usage` of the weights (GiB).
+    pub weights_gb: Option<f64>,
+    /// `avail mem` after the memory pool was allocated (GiB).
+    pub avail_mem_after_pool_gb: Option<f64>,
+    /// `avail mem` after CUDA graph capture (GiB).
+    pub avail_mem_after_graph_gb: Option<f64>,
+    /// `KV Cache is allocated. #tokens`.
+    pub kv_alloc_tokens: Option<u64>,
+    /// K + V (or KV for MLA) size (GiB).
+    pub kv_alloc_gb: Option<f64>,
+    /// Selected `server_args=ServerArgs(...)` values, raw (quotes stripped).
+    pub server_args: BTreeMap<String, String>,
+    /// HiCache host pool (GB), if the allocation line was seen.
+    pub hicache_host_gb: Option<f64>,
+    /// Whether `The server is fired up and ready to roll!` was seen.
+    pub server_ready: bool,
+}
+
+/// Keys copied out of the `server_args=ServerArgs(...)` line.
+const SERVER_ARG_KEYS: &[&str] = &[
+    "model_path",
+    "tp_size",
+    "dp_size",
+    "pp_size",
+    "ep_size",
+    "enable_dp_attention",
+    "mem_fraction_static",
+    "chunked_prefill_size",
+    "max_prefill_tokens",
+    "max_running_requests",
+    "max_total_tokens",
+    "schedule_policy",
+    "schedule_conservativeness",
+    "kv_cache_dtype",
+    "enable_hierarchical_cache",
+    "hicache_ratio",
+    "hicache_size",
+    "page_size",
+    "context_length",
+    "decode_log_interval",
+    "num_continuous_decode_steps",
+    "disaggregation_mode",
+    "speculative_algorithm",
+    "enable_mixed_chunk",
+    "disable_radix_cache",
+    "cuda_graph_max_bs",
+];
+
+/// A counted kind of failure line (watchdog timeout, KV transfer failure).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FailureLines {
+    /// How many lines (all ranks).
+    pub count: u64,
+    /// The first one.
+    pub first: Option<Loc>,
+    /// Its message, shortened to 200 characters.
+    pub first_text: Option<String>,
+}
+
+impl FailureLines {
+    fn note(&mut self, loc: Loc, text: &str) {
+        self.count += 1;
+        if self.first.is_none() {
+            self.first = Some(loc);
+            self.first_text = Some(text.chars().take(200).collect());
+        }
+    }
+}
+
+/// Everything the diagnosis knows from the logs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Evidence {
+    /// Input sources in the order they were added.
+    pub sources: Vec<SourceInfo>,
+    /// Batch-line timelines per scheduler.
+    pub schedulers: BTreeMap<SchedulerKey, SchedulerTimeline>,
+    /// Deduplicated retraction events, in log order.
+    pub retractions: Vec<RetractionEvent>,
+    /// Retraction lines before deduplication (all ranks).
+    pub retraction_lines: u64,
+    /// Startup capacity and memory facts.
+    pub startup: Startup,
+    /// Watchdog timeouts.
+    pub watchdog: FailureLines,
+    /// KV transfer failures (PD disaggregation).
+    pub kv_transfer_failures: FailureLines,
+    /// Whether any timestamp lacked a date (times are then seconds since midnight, unwrapped).
+    pub dateless_timestamps: bool,
+}
+
+impl Evidence {
+    /// Total SGLang events over all sources.
+    pub fn total_events(&self) -> u64 {
+        self.sources
+            .iter()
+            .filter_map(|s| s.stats.as_ref())
+            .map(|s| s.events)
+            .sum()
+    }
+
+    /// Total batch lines (prefill + decode) kept over all schedulers.
+    pub fn total_batch_lines(&self) -> u64 {
+        self.schedulers
+            .values()
+            .map(|s| s.decode.pushed() + s.prefill.pushed())
+            .sum()
+    }
+
+    /// Display name of a location: `file:line`.
+    pub fn loc_name(&self, loc: Loc) -> String {
+        let name = self
+            .sources
+            .get(loc.source)
+            .map(|s| s.name.as_str())
+            .unwrap_or("?");
+        format!("{name}:{}", loc.line)
+    }
+}
+
+/// Per-source state while reading.
+#[derive(Default)]
+struct SourceState {
+    day_offset: f64,
+    last_raw: Option<f64>,
+}
+
+/// Builds [`Evidence`] from records, one source at a time or interleaved.
+#[derive(Default)]
+pub struct EvidenceBuilder {
+    ev: Evidence,
+    states: Vec<SourceState>,
+    /// Last retraction key per source for deduplication: (time, text) -> index in `retractions`.
+    recent_retractions: Vec<(SourceId, Option<i64>, String, usize)>,
+}
+
+impl EvidenceBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register a source (a log file); returns its id for [`Self::push`].
+    pub fn add_source(&mut self, name: impl Into<String>) -> SourceId {
+        self.ev.sources.push(SourceInfo {
+            name: name.into(),
+            stats: None,
+        });
+        self.states.push(SourceState::default());
+        self.ev.sources.len() - 1
+    }
+
+    /// Record the parse counts of a finished source.
+    pub fn finish_source(&mut self, source: SourceId, stats: &ParseStats) {
+        if let Some(s) = self.ev.sources.get_mut(source) {
+            s.stats = Some(SourceStats::from(stats));
+        }
+    }
+
+    /// Seconds for a record, unwrapped across midnight when the log has no dates.
+    fn time_of(&mut self, source: SourceId, rec: &Record<'_>) -> Option<f64> {
+        let ts = rec.timestamp.as_ref()?;
+        let raw = ts.seconds();
+        if !raw.is_finite() {
+            return None;
+        }
+        let st = self.states.get_mut(source)?;
+        if !ts.has_date() {
+            self.ev.dateless_timestamps = true;
+            if let Some(last) = st.last_raw {
+                if raw + 43_200.0 < last {
+                    st.day_offset += 86_400.0;
+                }
+            }
+            st.last_raw = Some(raw);
+            return Some(raw + st.day_offset);
+        }
+        Some(raw)
+    }
+
+    fn key_for(source: SourceId, ranks: &RankTags) -> SchedulerKey {
+        SchedulerKey {
+            source: if ranks.dp.is_none() {
+                Some(source)
+            } else {
+                None
+            },
+            dp: ranks.dp,
+            pp: ranks.pp,
+        }
+    }
+
+    /// Take one parsed record from `source`.
+    pub fn push(&mut self, source: SourceId, rec: &Record<'_>) {
+        let loc = Loc {
+            source,
+            line: rec.line_no,
+        };
+        match &rec.event {
+            Event::Batch(b) => {
+                let t = self.time_of(source, rec);
+                let key = Self::key_for(source, &rec.ranks);
+                let sched = self.ev.schedulers.entry(key).or_default();
+                // Keep the lowest TP rank's lines; other TP ranks repeat the same batch.
+                let tp = rec.ranks.tp;
+                if sched.first.is_none() {
+                    sched.tp = tp;
+                } else if tp != sched.tp {
+                    match (tp, sched.tp) {
+                        (Some(new), Some(old)) if new < old => {
+                            // A lower rank appeared late: treat its lines as the kept ones from now on.
+                            sched.tp = Some(new);
+                        }
+                        _ => {
+                            sched.duplicate_lines += 1;
+                            return;
+                        }
+                    }
+                }
+                if sched.first.is_none() {
+                    sched.first = Some(loc);
+                }
+                sched.last = Some(loc);
+                let agg = &mut sched.agg;
+                agg.max_running = max_opt(agg.max_running, b.running_req());
+                agg.max_queue = max_opt(agg.max_queue, b.queue_req());
+                agg.max_usage = max_opt(agg.max_usage, b.token_usage());
+                match b.kind {
+                    BatchKind::Decode => {
+                        let s = DecodeSample {
+                            t,
+                            line: rec.line_no,
+                            running: b.running_req(),
+                            queue: b.queue_req(),
+                            tokens: b.num_token(),
+                            usage: b.token_usage(),
+                            gen_tps: b.gen_throughput(),
+                            graph: b.graph(),
+                            accept_len: b.accept_len(),
+                            pre_allocated_usage: b.pre_allocated_usage(),
+                            prealloc_req: b.prealloc_req(),
+                            transfer_req: b.transfer_req(),
+                            mamba_usage: b.mamba_usage(),
+                        };
+                        agg.max_gen_tps = max_opt(agg.max_gen_tps, s.gen_tps);
+                        agg.max_mamba_usage = max_opt(agg.max_mamba_usage, s.mamba_usage);
+                        agg.max_prealloc_req = max_opt(agg.max_prealloc_req, s.prealloc_req);
+                        if s.graph == Some(false) {
+                            agg.decode_without_graph += 1;
+                        }
+                        sched.decode.push(s);
+                    }
+                    BatchKind::Prefill => {
+                        let s = PrefillSample {
+                            t,
+                            line: rec.line_no,
+                            new_seq: b.new_seq(),
+                            new_token: b.new_token(),
+                            cached_token: b.cached_token(),
+                            running: b.running_req(),
+                            queue: b.queue_req(),
+                            usage: b.token_usage(),
+                            prealloc_req: b.prealloc_req(),
+                            inflight_req: b.inflight_req(),
+                        };
+                        agg.prefill_new_tokens += s.new_token.unwrap_or(0);
+                        agg.prefill_cached_tokens += s.cached_token.unwrap_or(0);
+                        agg.max_prefill_new_tokens =
+                            max_opt(agg.max_prefill_new_tokens, s.new_token);
+                        agg.max_prealloc_req = max_opt(agg.max_prealloc_req, s.prealloc_req);
+                        sched.prefill.push(s);
+                    }
+                }
+            }
+            Event::Retraction(r) => {
+                self.ev.retraction_lines += 1;
+                let t = self.time_of(source, rec);
+                let tkey = t.map(|x| x.round() as i64);
+                let text = r.text.to_string();
+                // Same second, same text, same source: another TP rank reporting the same event.
+                if let Some(entry) = self
+                    .recent_retractions
+                    .iter()
+                    .find(|(s, tt, txt, _)| *s == source && *tt == tkey && *txt == text)
+                {
+                    let idx = entry.3;
+                    if let Some(ev) = self.ev.retractions.get_mut(idx) {
+                        ev.ranks_reporting += 1;
+                    }
+                    return;
+                }
+                self.ev.retractions.push(RetractionEvent {
+                    t,
+                    loc,
+                    retracted_reqs: r.retracted_reqs,
+                    new_tokens_gained: r.new_tokens_gained,
+                    ratio_before: r.new_token_ratio_before,
+                    ratio_after: r.new_token_ratio_after,
+                    ranks_reporting: 1,
+                });
+                let idx = self.ev.retractions.len() - 1;
+                self.recent_retractions.push((source, tkey, text, idx));
+                if self.recent_retractions.len() > 64 {
+                    self.recent_retractions.remove(0);
+                }
+            }
+            Event::Capacity(c) => {
+                let st = &mut self.ev.startup;
+                if st.max_total_num_tokens.is_none() {
+                    if let Some(n) = c.max_total_num_tokens {
+                        st.max_total_num_tokens = Some((n, loc));
+                    }
+                    st.max_running_requests = st.max_running_requests.or(c.max_running_requests);
+                    st.chunked_prefill_size = st
+                        .chunked_prefill_size
+                        .or(c.chunked_prefill_size.and_then(|v| u64::try_from(v).ok()));
+                    st.max_prefill_tokens = st.max_prefill_tokens.or(c.max_prefill_tokens);
+                    st.context_len = st.context_len.or(c.context_len);
+                    st.available_gpu_mem_gb = st.available_gpu_mem_gb.or(c.available_gpu_mem_gb);
+                }
+            }
+            Event::KvCacheAllocated(k) => {
+                let st = &mut self.ev.startup;
+                if st.kv_alloc_tokens.is_none() {
+                    st.kv_alloc_tokens = k.tokens;
+                    st.kv_alloc_gb = match (k.kv_size_gb, k.k_size_gb, k.v_size_gb) {
+                        (Some(kv), _, _) => Some(kv),
+                        (None, Some(a), Some(b)) => Some(a + b),
+                        _ => None,
+                    };
+                }
+            }
+            Event::LoadWeightEnd(m) => {
+                let st = &mut self.ev.startup;
+                if st.avail_mem_after_weights_gb.is_none() {
+                    st.avail_mem_after_weights_gb = m.avail_mem_gb;
+                    st.weights_gb = m.mem_usage_gb;
+                }
+            }
+            Event::MemoryPoolEnd(m) => {
+                let st = &mut self.ev.startup;
+                st.avail_mem_after_pool_gb = st.avail_mem_after_pool_gb.or(m.avail_mem_gb);
+            }
+            Event::CudaGraphEnd(m) => {
+                let st = &mut self.ev.startup;
+                st.avail_mem_after_graph_gb = st.avail_mem_after_graph_gb.or(m.avail_mem_gb);
+            }
+            Event::ServerArgs(a) => {
+                let st = &mut self.ev.startup;
+                for key in SERVER_ARG_KEYS {
+                    if let Some(v) = a.get(key) {
+                        st.server_args
+                            .entry((*key).to_string())
+                            .or_insert_with(|| v.to_string());
+                    }
+                }
+            }
+            Event::HiCacheAllocated { host_gb, .. } => {
+                let st = &mut self.ev.startup;
+                st.hicache_host_gb = st.hicache_host_gb.or(*host_gb);
+            }
+            Event::ServerReady => self.ev.startup.server_ready = true,
+            Event::WatchdogTimeout(text) => self.ev.watchdog.note(loc, text),
+            Event::KvTransferFailed(text) => self.ev.kv_transfer_failures.note(loc, text),
+            Event::Other | Event::Malformed { .. } => {}
+        }
+    }
+
+    /// Finish and return the evidence.
+    pub fn build(self) -> Evidence {
+        self.ev
+    }
+}

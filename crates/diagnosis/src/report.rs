@@ -1,0 +1,334 @@
+//! The report: what `diagnose` found, as data. Rendering (text, Markdown, JSON) is the binary's job.
+//!
+//! The JSON form is this structure serialised with serde; its schema is versioned by
+//! [`SCHEMA_VERSION`] and documented in `docs/report-schema.md`. Unknown values are `null`, never 0.
+
+use serde::Serialize;
+
+/// Version of the JSON report schema. Bump on any breaking change of field names or meaning.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The main cause of lost throughput, as far as the evidence shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bottleneck {
+    /// The KV cache is (nearly) full while requests queue: only as many requests run as fit in the pool.
+    KvCacheBound,
+    /// The running batch is pinned at `max_running_requests` (or the mamba-state slots) while requests queue.
+    RunningCapBound,
+    /// Requests queue while prefill batches run at their size limit (`chunked_prefill_size` / `max_prefill_tokens`).
+    PrefillBound,
+    /// Requests queue although the KV cache is well below full: admission reserves too much.
+    SchedulerConservative,
+    /// PD disaggregation: requests pile up waiting for KV pre-allocation / bootstrap.
+    PdTransferBound,
+    /// Nearly nothing waits: the client sends too little load for the server.
+    ClientBound,
+    /// Requests run but tokens stop moving.
+    Stall,
+    /// Batch lines are present but the signals disagree or are too few.
+    Inconclusive,
+    /// No SGLang scheduler lines were found.
+    NoSchedulerLines,
+}
+
+impl Bottleneck {
+    /// A short human label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Bottleneck::KvCacheBound => "KV-cache bound",
+            Bottleneck::RunningCapBound => "running-request cap bound",
+            Bottleneck::PrefillBound => "prefill bound",
+            Bottleneck::SchedulerConservative => "scheduler too conservative",
+            Bottleneck::PdTransferBound => "PD transfer / pre-allocation bound",
+            Bottleneck::ClientBound => "client too slow / not enough load",
+            Bottleneck::Stall => "stall",
+            Bottleneck::Inconclusive => "inconclusive",
+            Bottleneck::NoSchedulerLines => "no SGLang scheduler lines",
+        }
+    }
+}
+
+/// How sure a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// Weak or indirect evidence.
+    Low,
+    /// Consistent evidence from one source.
+    Medium,
+    /// Strong, consistent evidence.
+    High,
+}
+
+/// One number supporting a finding.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Figure {
+    /// What it is, e.g. `median token usage`.
+    pub name: String,
+    /// The value (`null` in JSON when unknown).
+    pub value: Option<f64>,
+    /// Its unit, e.g. `tok/s`, `requests`, `fraction`, `s`.
+    pub unit: String,
+}
+
+impl Figure {
+    /// A figure with a known value.
+    pub fn new(name: impl Into<String>, value: f64, unit: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            value: Some(value),
+            unit: unit.into(),
+        }
+    }
+}
+
+/// A range of lines in one source that supports a finding.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SourceRange {
+    /// The source name (path).
+    pub source: String,
+    /// First line (1-based).
+    pub first_line: u64,
+    /// Last line (inclusive).
+    pub last_line: u64,
+}
+
+impl std::fmt::Display for SourceRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.first_line == self.last_line {
+            write!(f, "{}:{}", self.source, self.first_line)
+        } else {
+            write!(f, "{}:{}-{}", self.source, self.first_line, self.last_line)
+        }
+    }
+}
+
+/// Stable identifiers of finding kinds (the JSON `kind` field).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    /// See [`Bottleneck::KvCacheBound`].
+    KvCacheBound,
+    /// See [`Bottleneck::RunningCapBound`].
+    RunningCapBound,
+    /// See [`Bottleneck::PrefillBound`].
+    PrefillBound,
+    /// See [`Bottleneck::SchedulerConservative`].
+    SchedulerConservative,
+    /// See [`Bottleneck::PdTransferBound`].
+    PdTransferBound,
+    /// See [`Bottleneck::ClientBound`].
+    ClientBound,
+    /// Running requests but `#token` frozen or gen throughput near zero.
+    Stall,
+    /// KV cache pool exhausted during decode; requests retracted.
+    Retraction,
+    /// A watchdog timeout: the scheduler hung.
+    WatchdogTimeout,
+    /// KV transfers failed (PD disaggregation).
+    KvTransferFailure,
+    /// The first decode line after an idle gap reads low: SGLang's window includes the idle time.
+    IdleWindowArtifact,
+    /// Decode batches larger than the captured CUDA-graph batch size ran without graphs.
+    NoCudaGraph,
+    /// The log covers only the ramp-up; no steady state.
+    RampOnly,
+    /// Load is spread unevenly over DP ranks.
+    DpImbalance,
+    /// The KV pool is very small for the model/context, e.g. `--max-total-tokens` set.
+    TinyKvPool,
+}
+
+/// A conclusion with the numbers and lines that support it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    /// Stable kind.
+    pub kind: FindingKind,
+    /// One-line statement.
+    pub title: String,
+    /// Explanation, with what to change where that follows.
+    pub detail: String,
+    /// Supporting numbers.
+    pub figures: Vec<Figure>,
+    /// Supporting line ranges.
+    pub evidence: Vec<SourceRange>,
+    /// How sure.
+    pub confidence: Confidence,
+}
+
+/// Time-weighted summary of one gauge over a span (see `throughput_stats::time_weighted_summary`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct GaugeStats {
+    /// Samples used.
+    pub n: usize,
+    /// Minimum.
+    pub min: Option<f64>,
+    /// Time-weighted median.
+    pub median: Option<f64>,
+    /// Time-weighted 90th percentile.
+    pub p90: Option<f64>,
+    /// Maximum.
+    pub max: Option<f64>,
+    /// Time-weighted mean.
+    pub mean: Option<f64>,
+}
+
+/// The spans a scheduler's run divides into.
+#[derive(Clone, Debug, Serialize)]
+pub struct Span {
+    /// Start of the log's batch lines (seconds, log clock).
+    pub start_s: f64,
+    /// End of the log's batch lines (seconds).
+    pub end_s: f64,
+    /// Start of the steady span (seconds).
+    pub steady_start_s: f64,
+    /// End of the steady span (seconds).
+    pub steady_end_s: f64,
+    /// The method used to find it.
+    pub method: String,
+}
+
+/// A rate with its interval.
+#[derive(Clone, Debug, Serialize)]
+pub struct Rate {
+    /// The estimate.
+    pub value: f64,
+    /// Lower bound of the interval.
+    pub low: Option<f64>,
+    /// Upper bound of the interval.
+    pub high: Option<f64>,
+    /// Confidence level of the interval (e.g. 0.95).
+    pub confidence: f64,
+    /// Unit, e.g. `tok/s` or `req/s`.
+    pub unit: String,
+    /// Window it was measured over (seconds).
+    pub window_s: f64,
+    /// How it was computed.
+    pub method: String,
+}
+
+/// What one scheduler (DP rank / PP stage) did.
+#[derive(Clone, Debug, Serialize)]
+pub struct SchedulerSummary {
+    /// `DP1`, `PP0`, `rank 0`, ...
+    pub name: String,
+    /// The source whose lines were used, when the scheduler has no DP tag.
+    pub source: Option<String>,
+    /// The TP rank whose lines were kept.
+    pub tp: Option<u32>,
+    /// Decode lines.
+    pub decode_lines: u64,
+    /// Prefill lines.
+    pub prefill_lines: u64,
+    /// Lines from other TP ranks skipped as duplicates of this scheduler's.
+    pub duplicate_lines: u64,
+    /// Run spans, when lines carry timestamps.
+    pub span: Option<Span>,
+    /// `#running-req` over the steady span (requests).
+    pub running: GaugeStats,
+    /// `#queue-req` over the steady span (requests).
+    pub queued: GaugeStats,
+    /// `token usage` over the steady span (fraction 0-1).
+    pub token_usage: GaugeStats,
+    /// `gen throughput` over the steady span (tok/s).
+    pub gen_throughput: GaugeStats,
+    /// Peak `#running-req` over the whole log.
+    pub peak_running: Option<u64>,
+    /// Peak `#queue-req` over the whole log.
+    pub peak_queued: Option<u64>,
+    /// Peak `token usage` over the whole log.
+    pub peak_token_usage: Option<f64>,
+    /// Peak `gen throughput` over the whole log (tok/s).
+    pub peak_gen_throughput: Option<f64>,
+    /// Share of prompt tokens served from the prefix cache: Σcached / Σ(cached + new) (fraction).
+    pub prefix_cache_share: Option<f64>,
+    /// The verdict for this scheduler alone.
+    pub bottleneck: Bottleneck,
+}
+
+/// Counts of one input.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputSummary {
+    /// Path or `-`.
+    pub name: String,
+    /// Lines read.
+    pub lines: u64,
+    /// SGLang events recognised.
+    pub events: u64,
+    /// Prefill batch lines.
+    pub prefill_lines: u64,
+    /// Decode batch lines.
+    pub decode_lines: u64,
+    /// Lines not from SGLang's scheduler.
+    pub other_lines: u64,
+    /// Lines that could not be parsed.
+    pub malformed_lines: u64,
+    /// The first malformed lines: `file:line: reason: excerpt`.
+    pub malformed: Vec<String>,
+}
+
+/// KV pool facts read from the log's startup lines.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CapacitySummary {
+    /// `max_total_num_tokens` (tokens per DP rank).
+    pub max_total_num_tokens: Option<u64>,
+    /// `max_running_requests` (per DP rank).
+    pub max_running_requests: Option<u64>,
+    /// `chunked_prefill_size` (tokens).
+    pub chunked_prefill_size: Option<u64>,
+    /// `max_prefill_tokens` (tokens).
+    pub max_prefill_tokens: Option<u64>,
+    /// `context_len` (tokens).
+    pub context_len: Option<u64>,
+    /// `mem_fraction_static` from `server_args`.
+    pub mem_fraction_static: Option<f64>,
+    /// Free GPU memory after CUDA-graph capture (GiB per GPU).
+    pub available_gpu_mem_gb: Option<f64>,
+    /// KV cache size (GiB per GPU).
+    pub kv_cache_gb: Option<f64>,
+    /// Weights (GiB per GPU).
+    pub weights_gb: Option<f64>,
+}
+
+/// Retractions, deduplicated across TP ranks.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RetractionSummary {
+    /// Distinct retraction events.
+    pub events: u64,
+    /// Retraction lines before deduplication (every TP rank prints one).
+    pub lines: u64,
+    /// Σ `#retracted_reqs` (requests).
+    pub retracted_requests: u64,
+    /// Σ `#new_tokens_gained` (tokens), when the version prints it.
+    pub tokens_freed: Option<u64>,
+    /// Events per hour over the logged span.
+    pub per_hour: Option<f64>,
+    /// Highest `#new_token_ratio` after a retraction.
+    pub max_ratio_after: Option<f64>,
+}
+
+/// The whole diagnosis.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The inputs and their parse counts.
+    pub inputs: Vec<InputSummary>,
+    /// The main bottleneck.
+    pub bottleneck: Bottleneck,
+    /// One sentence: the answer.
+    pub headline: String,
+    /// Per scheduler.
+    pub schedulers: Vec<SchedulerSummary>,
+    /// Server generation throughput over the steady span, summed over DP ranks.
+    pub steady_gen_throughput: Option<Rate>,
+    /// Startup capacity facts.
+    pub capacity: CapacitySummary,
+    /// Retractions.
+    pub retractions: RetractionSummary,
+    /// Findings, most important first.
+    pub findings: Vec<Finding>,
+    /// What could not be concluded from this input, and why.
+    pub not_concluded: Vec<String>,
+}

@@ -1,0 +1,338 @@
+//! The diagnosis on real logs from public bug reports (`tests/data/real*/`, see `SOURCES.tsv`):
+//! the peaks and the verdict that a careful engineer reads from each file (the `expected` column).
+
+use std::path::{Path, PathBuf};
+
+use diagnosis::{Bottleneck, EvidenceBuilder, FindingKind, Report};
+use sglang_log::LogReader;
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(rel)
+}
+
+fn diagnose(rel: &str) -> Report {
+    let path = data(rel);
+    let mut b = EvidenceBuilder::new();
+    let id = b.add_source(rel);
+    let mut reader = LogReader::open(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let stats = reader
+        .for_each(|r| b.push(id, r))
+        .unwrap_or_else(|e| panic!("{rel}: {e}"));
+    b.finish_source(id, &stats);
+    diagnosis::diagnose(&b.build())
+}
+
+fn peak_running(r: &Report) -> Option<u64> {
+    r.schedulers.iter().filter_map(|s| s.peak_running).max()
+}
+fn peak_queued(r: &Report) -> Option<u64> {
+    r.schedulers.iter().filter_map(|s| s.peak_queued).max()
+}
+fn peak_usage(r: &Report) -> Option<f64> {
+    r.schedulers
+        .iter()
+        .filter_map(|s| s.peak_token_usage)
+        .reduce(f64::max)
+}
+
+/// (file, peak running, peak queued, peak token usage, verdict), from SOURCES.tsv's `expected`.
+const CASES: &[(&str, u64, u64, f64, Bottleneck)] = &[
+    (
+        "real/001-i938-a100-llama13b-queue12k.log",
+        1010,
+        12279,
+        0.93,
+        Bottleneck::KvCacheBound,
+    ),
+    (
+        "real/002-i3909-throughput-steadily-decreases.log",
+        8,
+        0,
+        0.13,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/005-pr22166-mixed-prefill-decode-uvicorn.log",
+        32,
+        0,
+        0.08,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/007-i10053-single-user-chat-prefix-cache.log",
+        1,
+        0,
+        0.00,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/008-i14972-overlap-retract-alloc-fail.log",
+        6,
+        5,
+        0.94,
+        Bottleneck::KvCacheBound,
+    ),
+    (
+        "real/010-pr34924-dflash-swa-accept-cap-len.log",
+        1,
+        0,
+        0.00,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/013-i26248-swa-retraction-collapse.log",
+        4,
+        3,
+        1.00,
+        Bottleneck::KvCacheBound,
+    ),
+    (
+        "real/016-pr30393-hicache-pd-decode-mtp-transfer.log",
+        3,
+        0,
+        0.54,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/017-i3243-amd-rx7900xtx-rocm.log",
+        1,
+        0,
+        0.00,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log",
+        92,
+        990,
+        0.92,
+        Bottleneck::KvCacheBound,
+    ),
+    (
+        "real/022-pr6081-mtp-dp-attention-8ranks.log",
+        8,
+        0,
+        0.13,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/023-pr17392-dp-ep-decode-prealloc-generate.log",
+        11,
+        0,
+        0.01,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/026-i6901-docker-compose-prefix-prefill.log",
+        10,
+        56,
+        0.09,
+        Bottleneck::PrefillBound,
+    ),
+    (
+        "real/034-i2255-cache-hit-rate-field-chunked-prefill.log",
+        75,
+        130,
+        0.12,
+        Bottleneck::PrefillBound,
+    ),
+    (
+        "real/038-i11948-eagle3-single-gpu-accept-len.log",
+        1,
+        0,
+        0.00,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/046-i2746-dsv3-usage100-tiny-batch-then-decode-oom.log",
+        2,
+        0,
+        1.00,
+        Bottleneck::KvCacheBound,
+    ),
+    (
+        "real/053-i3186-h200-llama8b-single-prefill-line-cache-hit.log",
+        28,
+        0,
+        0.02,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/056-openclaw-rl-i44-ray-sglangengine-prefix.log",
+        6,
+        0,
+        0.04,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real/061-pr7481-dsr1-fp4-tp8-b200-single-stream.log",
+        1,
+        0,
+        0.00,
+        Bottleneck::ClientBound,
+    ),
+    (
+        "real-long/rtx4090-qwen3-4b-kv-retraction.log",
+        68,
+        59,
+        1.00,
+        Bottleneck::KvCacheBound,
+    ),
+    (
+        "real-long/ascend-dsr1-pd-decode-maxrun2-queued.log",
+        2,
+        41,
+        0.87,
+        Bottleneck::RunningCapBound,
+    ),
+    (
+        "real-long/ascend-qwen3next-80b-hybrid-mamba.log",
+        80,
+        63,
+        0.89,
+        Bottleneck::RunningCapBound,
+    ),
+    // SOURCES gives 156 from Decode lines; Prefill lines reach 161 (running + new requests).
+    (
+        "real-long/ascend-qwen3-30b-tp2-eagle3-highload.log",
+        161,
+        134,
+        0.92,
+        Bottleneck::ClientBound,
+    ),
+];
+
+#[test]
+fn peaks_and_verdicts_match_the_expected_column() {
+    let mut failures = Vec::new();
+    for &(file, running, queued, usage, verdict) in CASES {
+        let r = diagnose(file);
+        let got = (
+            peak_running(&r),
+            peak_queued(&r),
+            peak_usage(&r),
+            r.bottleneck,
+        );
+        let ok = got.0 == Some(running)
+            && got.1 == Some(queued)
+            && got.2.map(|u| (u - usage).abs() < 1e-9).unwrap_or(false)
+            && got.3 == verdict;
+        if !ok {
+            failures.push(format!(
+                "{file}: expected ({running}, {queued}, {usage}, {verdict:?}), got {got:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn retraction_only_excerpt_is_kv_bound_with_ranks_deduplicated() {
+    // 043: every TP rank of the second node prints the same retraction line.
+    let r = diagnose("real/043-i4184-dsr1-2node-tp16-decode-oom-retract.log");
+    assert_eq!(r.retractions.lines, 11);
+    assert_eq!(r.retractions.events, 2);
+    assert_eq!(r.bottleneck, Bottleneck::KvCacheBound);
+    assert!(r.findings.iter().any(|f| f.kind == FindingKind::Retraction));
+}
+
+#[test]
+fn watchdog_timeout_is_a_stall() {
+    let r = diagnose("real/049-i3752-watchdog-timeout-tp8-with-top.log");
+    assert_eq!(r.bottleneck, Bottleneck::Stall);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::WatchdogTimeout)
+        .expect("watchdog finding");
+    assert!(f.figures[0].value.unwrap_or(0.0) >= 1.0);
+}
+
+#[test]
+fn pd_prefill_stuck_in_preallocation() {
+    let r = diagnose("real/031-i22877-pd-prefill-prealloc-rising-custom-fmt.log");
+    assert_eq!(r.bottleneck, Bottleneck::PdTransferBound);
+}
+
+#[test]
+fn prometheus_dump_has_no_scheduler_lines() {
+    let r = diagnose("real/040-pr7944-prometheus-metrics-pd.log");
+    assert_eq!(r.bottleneck, Bottleneck::NoSchedulerLines);
+    assert!(r.schedulers.is_empty());
+    assert!(
+        r.not_concluded
+            .iter()
+            .any(|n| n.contains("No SGLang scheduler lines"))
+    );
+}
+
+#[test]
+fn idle_window_artifact_is_named() {
+    // 017: the first gen throughput (3.50 tok/s) is a warm-up window, steady ~28 tok/s.
+    let r = diagnose("real/017-i3243-amd-rx7900xtx-rocm.log");
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.kind == FindingKind::IdleWindowArtifact)
+    );
+}
+
+#[test]
+fn batches_beyond_the_cuda_graph_size_are_flagged() {
+    // rtx4090: batches > 24 requests run with `cuda graph: False`.
+    let r = diagnose("real-long/rtx4090-qwen3-4b-kv-retraction.log");
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::NoCudaGraph)
+        .expect("no-graph finding");
+    let max_with_graph = f
+        .figures
+        .iter()
+        .find(|g| g.name.starts_with("largest batch"))
+        .and_then(|g| g.value);
+    assert_eq!(max_with_graph, Some(24.0));
+    assert_eq!(r.retractions.lines, 20);
+}
+
+#[test]
+fn every_real_log_yields_a_report() {
+    for dir in ["real", "real-long"] {
+        for entry in std::fs::read_dir(data(dir)).expect("data dir") {
+            let path = entry.expect("entry").path();
+            if path.extension().and_then(|e| e.to_str()) != Some("log") {
+                continue;
+            }
+            let rel = format!(
+                "{dir}/{}",
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+            );
+            let r = diagnose(&rel);
+            assert!(!r.headline.is_empty(), "{rel}");
+            assert_eq!(r.inputs.len(), 1);
+            assert!(r.inputs[0].lines > 0, "{rel}");
+        }
+    }
+}
+
+#[test]
+fn scenario_b2_is_kv_bound_with_steady_throughput() {
+    let r = diagnose("scenarios/kimi-k25-b2/server.log");
+    assert_eq!(r.bottleneck, Bottleneck::KvCacheBound);
+    assert_eq!(r.capacity.max_total_num_tokens, Some(116_171));
+    assert_eq!(r.capacity.mem_fraction_static, Some(0.85));
+    let t = r.steady_gen_throughput.as_ref().expect("steady throughput");
+    // ~727 tok/s over the steady span (throughput-stats measured 727.2 [707.3, 747.1] on the same lines).
+    assert!((t.value - 727.2).abs() < 5.0, "{}", t.value);
+    let s = &r.schedulers[0];
+    assert_eq!(s.peak_running, Some(68));
+    assert_eq!(s.peak_queued, Some(132));
+    assert_eq!(s.running.median, Some(41.0));
+    // ramp of ~2 minutes excluded
+    let span = s.span.as_ref().expect("span");
+    let ramp = span.steady_start_s - span.start_s;
+    assert!((60.0..=300.0).contains(&ramp), "ramp {ramp}");
+}
