@@ -12,16 +12,22 @@ use sglang_sim::SimConfig;
 async fn kill_minus_nine_and_rerun_loses_and_duplicates_nothing() {
     // ~30 tokens per request at ~1 ms per decode step: a run of 400 prompts
     // at concurrency 16 takes about a second, so kills land mid-run.
-    let sim = sglang_sim::spawn(SimConfig { time_scale: 0.03, completion_tokens_mean: 30, ..SimConfig::default() })
-        .await
-        .unwrap();
+    let sim = sglang_sim::spawn(SimConfig {
+        time_scale: 0.03,
+        completion_tokens_mean: 30,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.jsonl");
     let out = dir.path().join("out.jsonl");
     let n = 400;
     let mut s = String::new();
     for i in 0..n {
-        s.push_str(&format!("{{\"id\": \"k{i}\", \"prompt\": \"prompt {i}\"}}\n"));
+        s.push_str(&format!(
+            "{{\"id\": \"k{i}\", \"prompt\": \"prompt {i}\"}}\n"
+        ));
     }
     std::fs::write(&input, s).unwrap();
     let exe = env!("CARGO_BIN_EXE_sglang-batch");
@@ -37,7 +43,11 @@ async fn kill_minus_nine_and_rerun_loses_and_duplicates_nothing() {
             .spawn()
             .unwrap()
     };
-    let lines = || std::fs::read_to_string(&out).map(|t| t.lines().count()).unwrap_or(0);
+    let lines = || {
+        std::fs::read_to_string(&out)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
 
     let mut kills = 0;
     let mut partial_kills = 0;
@@ -58,8 +68,14 @@ async fn kill_minus_nine_and_rerun_loses_and_duplicates_nothing() {
             partial_kills += 1;
         }
     }
-    eprintln!("kills: {kills}, mid-run: {partial_kills}, finished early: {finished}, lines now: {}", lines());
-    assert!(kills >= 2, "the child finished before it could be killed twice");
+    eprintln!(
+        "kills: {kills}, mid-run: {partial_kills}, finished early: {finished}, lines now: {}",
+        lines()
+    );
+    assert!(
+        kills >= 2,
+        "the child finished before it could be killed twice"
+    );
     assert!(partial_kills >= 1, "at least one kill landed mid-run");
     if !finished {
         let child = run();
@@ -74,7 +90,9 @@ async fn kill_minus_nine_and_rerun_loses_and_duplicates_nothing() {
     for l in text.lines() {
         let v: serde_json::Value = serde_json::from_str(l).unwrap();
         assert_eq!(v["ok"], true, "{l}");
-        *seen.entry(v["id"].as_str().unwrap().to_string()).or_default() += 1;
+        *seen
+            .entry(v["id"].as_str().unwrap().to_string())
+            .or_default() += 1;
     }
     assert_eq!(seen.len(), n);
     for i in 0..n {
