@@ -1,13 +1,8 @@
 //! The per-batch scheduler lines: `Decode batch`, `Prefill batch` (spec §2.1, §2.2) and their
 //! v0.1 forms.
 
+use crate::Event;
 use crate::num::{parse_bool, parse_f64, parse_percent_fraction, parse_u64};
-use nom::Parser;
-use nom::branch::alt;
-use nom::bytes::complete::tag;
-use nom::character::complete::{char, digit1};
-use nom::combinator::{opt, value};
-use nom::sequence::{delimited, separated_pair};
 
 /// Most `key: value` fields kept per batch line; further ones are counted in
 /// [`BatchLine::overflow_fields`]. The longest SGLang line has about 30.
@@ -36,11 +31,13 @@ pub enum BatchForm {
     LegacyStats,
 }
 
-/// Byte offsets of one `key: value` pair inside [`BatchLine::text`].
+/// Byte offsets of one `key: value` pair inside [`BatchLine::text`]: key start, value start,
+/// value end. The key end is not stored: between it and the value there are only spaces, the
+/// `:` and spaces again, so [`BatchLine::key_end`] recovers it (6 bytes per field instead of 8
+/// keep the record under 400 bytes with the key slot table).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Span {
     k0: u16,
-    k1: u16,
     v0: u16,
     v1: u16,
 }
@@ -65,6 +62,9 @@ pub struct BatchLine<'a> {
     pub form: BatchForm,
     text: &'a str,
     spans: [Span; MAX_FIELDS],
+    /// For each key of [`KNOWN_KEYS`] (by index): 1 + the index of its first field in `spans`,
+    /// 0 when absent. Typed accessors are one table load instead of string compares.
+    slot: [u8; N_KNOWN],
     len: u8,
     overflow: u16,
     broken: u16,
@@ -141,6 +141,104 @@ pub const KNOWN_KEYS: &[&str] = &[
     "fwd occupancy",
 ];
 
+const N_KNOWN: usize = KNOWN_KEYS.len();
+
+/// Key fingerprint: length plus the first and last 8 bytes (little endian; keys shorter than 8
+/// bytes are zero-padded into the first word). Exact for keys up to 16 bytes.
+#[inline(always)]
+const fn fingerprint(k: &[u8]) -> (u64, u64) {
+    let n = k.len();
+    if n >= 8 {
+        let mut a = [0u8; 8];
+        let mut c = [0u8; 8];
+        let mut i = 0;
+        while i < 8 {
+            a[i] = k[i];
+            c[i] = k[n - 8 + i];
+            i += 1;
+        }
+        (u64::from_le_bytes(a), u64::from_le_bytes(c))
+    } else {
+        let mut a = [0u8; 8];
+        let mut i = 0;
+        while i < n {
+            a[i] = k[i];
+            i += 1;
+        }
+        (u64::from_le_bytes(a), 0)
+    }
+}
+
+const KEY_HASH_BITS: u32 = 7;
+/// Chosen so that the [`KNOWN_KEYS`] land in distinct buckets (checked at compile time).
+const KEY_HASH_MUL: u64 = 0x111b_7a83_3273_0531;
+
+#[inline(always)]
+const fn key_hash(n: usize, a: u64, c: u64) -> usize {
+    ((a ^ c.rotate_left(23) ^ n as u64).wrapping_mul(KEY_HASH_MUL) >> (64 - KEY_HASH_BITS)) as usize
+}
+
+const NO_KEY: u8 = u8::MAX;
+
+/// Bucket → index into [`KNOWN_KEYS`] (or [`NO_KEY`]); a collision stops the build.
+const KEY_TABLE: [u8; 1 << KEY_HASH_BITS] = {
+    let mut t = [NO_KEY; 1 << KEY_HASH_BITS];
+    let mut i = 0;
+    while i < N_KNOWN {
+        let k = KNOWN_KEYS[i].as_bytes();
+        let (a, c) = fingerprint(k);
+        let h = key_hash(k.len(), a, c);
+        assert!(
+            t[h] == NO_KEY,
+            "KNOWN_KEYS collide in KEY_TABLE: pick another KEY_HASH_MUL"
+        );
+        t[h] = i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Fingerprints of [`KNOWN_KEYS`], by index.
+const KEY_FP: [(u64, u64); N_KNOWN] = {
+    let mut t = [(0, 0); N_KNOWN];
+    let mut i = 0;
+    while i < N_KNOWN {
+        t[i] = fingerprint(KNOWN_KEYS[i].as_bytes());
+        i += 1;
+    }
+    t
+};
+
+/// Index of `k` in [`KNOWN_KEYS`], if it is one.
+#[inline]
+fn key_id(k: &[u8]) -> Option<usize> {
+    let (a, c) = fingerprint(k);
+    let id = usize::from(KEY_TABLE[key_hash(k.len(), a, c)]);
+    let known = KNOWN_KEYS.get(id)?.as_bytes();
+    let same = known.len() == k.len() && KEY_FP[id] == (a, c) && (k.len() <= 16 || known == k);
+    same.then_some(id)
+}
+
+/// Compile-time index of a key in [`KNOWN_KEYS`] (a typo stops the build).
+const fn kid(name: &str) -> usize {
+    let n = name.as_bytes();
+    let mut i = 0;
+    while i < N_KNOWN {
+        let k = KNOWN_KEYS[i].as_bytes();
+        if k.len() == n.len() {
+            let mut j = 0;
+            while j < k.len() && k[j] == n[j] {
+                j += 1;
+            }
+            if j == k.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not in KNOWN_KEYS")
+}
+
 /// `full=N, swa=M` → the value after `name=` up to the next `,`.
 fn sub_value<'a>(v: &'a str, name: &str) -> Option<&'a str> {
     let mut rest = v;
@@ -164,25 +262,58 @@ impl<'a> BatchLine<'a> {
             form,
             text,
             spans: [Span::default(); MAX_FIELDS],
+            slot: [0; N_KNOWN],
             len: 0,
             overflow: 0,
             broken: 0,
         }
     }
 
+    #[inline]
     fn push(&mut self, k0: usize, k1: usize, v0: usize, v1: usize) {
-        if usize::from(self.len) < MAX_FIELDS {
+        let n = usize::from(self.len);
+        if n < MAX_FIELDS {
             // ok: the parsers reject messages longer than MAX_BATCH_LINE (u16::MAX) bytes
-            self.spans[usize::from(self.len)] = Span {
+            self.spans[n] = Span {
                 k0: k0 as u16,
-                k1: k1 as u16,
                 v0: v0 as u16,
                 v1: v1 as u16,
             };
             self.len += 1;
+            if let Some(id) = self.text.as_bytes().get(k0..k1).and_then(key_id)
+                && self.slot[id] == 0
+            {
+                self.slot[id] = self.len;
+            }
         } else {
             self.overflow = self.overflow.saturating_add(1);
         }
+    }
+
+    /// End of the key of `s`: back from the value start over spaces, the `:`, spaces.
+    #[inline]
+    fn key_end(&self, s: &Span) -> u16 {
+        let b = self.text.as_bytes();
+        let mut j = usize::from(s.v0);
+        let k0 = usize::from(s.k0);
+        while j > k0 && b.get(j - 1) == Some(&b' ') {
+            j -= 1;
+        }
+        if j > k0 && b.get(j - 1) == Some(&b':') {
+            j -= 1;
+        }
+        while j > k0 && b.get(j - 1) == Some(&b' ') {
+            j -= 1;
+        }
+        j as u16 // ok: j <= v0, a u16
+    }
+
+    /// Value of the first field whose key is `KNOWN_KEYS[id]`.
+    #[inline]
+    fn by_id(&self, id: usize) -> Option<&'a str> {
+        let at = usize::from(*self.slot.get(id)?);
+        let s = self.spans.get(at.checked_sub(1)?)?;
+        Some(self.slice(s.v0, s.v1))
     }
 
     #[inline]
@@ -198,9 +329,12 @@ impl<'a> BatchLine<'a> {
 
     /// Raw value of the first field whose key equals `key` exactly, e.g. `get("#running-req")`.
     pub fn get(&self, key: &str) -> Option<&'a str> {
+        if let Some(id) = key_id(key.as_bytes()) {
+            return self.by_id(id);
+        }
         self.spans[..usize::from(self.len)]
             .iter()
-            .find(|s| self.slice(s.k0, s.k1) == key)
+            .find(|s| self.slice(s.k0, self.key_end(s)) == key)
             .map(|s| self.slice(s.v0, s.v1))
     }
 
@@ -208,13 +342,14 @@ impl<'a> BatchLine<'a> {
     pub fn fields(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
         self.spans[..usize::from(self.len)]
             .iter()
-            .map(|s| (self.slice(s.k0, s.k1), self.slice(s.v0, s.v1)))
+            .map(|s| (self.slice(s.k0, self.key_end(s)), self.slice(s.v0, s.v1)))
     }
 
     /// The `(key, value)` pairs whose key is not in [`KNOWN_KEYS`] (e.g. sglang-jax's
     /// `#cache_miss`); new SGLang fields show up here.
     pub fn unknown_fields(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
-        self.fields().filter(|(k, _)| !KNOWN_KEYS.contains(k))
+        self.fields()
+            .filter(|(k, _)| key_id(k.as_bytes()).is_none())
     }
 
     /// Number of fields kept.
@@ -233,44 +368,46 @@ impl<'a> BatchLine<'a> {
         self.broken
     }
 
-    fn u64_of(&self, keys: &[&str]) -> Option<u64> {
-        keys.iter().find_map(|k| self.get(k)).and_then(parse_u64)
+    #[inline]
+    fn u64_of(&self, ids: &[usize]) -> Option<u64> {
+        ids.iter().find_map(|&k| self.by_id(k)).and_then(parse_u64)
     }
 
-    fn f64_of(&self, keys: &[&str]) -> Option<f64> {
-        keys.iter().find_map(|k| self.get(k)).and_then(parse_f64)
+    #[inline]
+    fn f64_of(&self, ids: &[usize]) -> Option<f64> {
+        ids.iter().find_map(|&k| self.by_id(k)).and_then(parse_f64)
     }
 
     /// `#running-req` (v0.1: `#running_req`; mixed prefill: the head's count): requests in the
     /// running decode batch. Unit: requests.
     pub fn running_req(&self) -> Option<u64> {
-        self.u64_of(&["#running-req", "#running_req"])
+        self.u64_of(&[const { kid("#running-req") }, const { kid("#running_req") }])
     }
 
     /// `#queue-req` (v0.1 prefill: `#remaining_req`): waiting-queue length. Unit: requests.
     pub fn queue_req(&self) -> Option<u64> {
-        self.u64_of(&["#queue-req", "#remaining_req"])
+        self.u64_of(&[const { kid("#queue-req") }, const { kid("#remaining_req") }])
     }
 
     /// KV slots in use: `#token`, or `#full token` (hybrid SWA/SSM), or the `full=` part of
     /// v0.4.9's `#token: full=N, swa=M`. Unit: tokens.
     pub fn num_token(&self) -> Option<u64> {
-        if let Some(v) = self.get("#token") {
+        if let Some(v) = self.by_id(const { kid("#token") }) {
             return match parse_u64(v) {
                 Some(n) => Some(n),
                 None => sub_value(v, "full").and_then(parse_u64),
             };
         }
-        self.u64_of(&["#full token"])
+        self.u64_of(&[const { kid("#full token") }])
     }
 
     /// KV slots in use in the sliding-window pool: `#swa token` or the `swa=` part of
     /// `#token: full=N, swa=M`. Unit: tokens.
     pub fn num_swa_token(&self) -> Option<u64> {
-        if let Some(v) = self.get("#swa token") {
+        if let Some(v) = self.by_id(const { kid("#swa token") }) {
             return parse_u64(v);
         }
-        self.get("#token")
+        self.by_id(const { kid("#token") })
             .and_then(|v| sub_value(v, "swa"))
             .and_then(parse_u64)
     }
@@ -278,87 +415,93 @@ impl<'a> BatchLine<'a> {
     /// KV pool usage `#token / max_total_num_tokens`: `token usage`, or `full token usage`
     /// (hybrid), or the `full=` part of `token usage: full=X, swa=Y`. Unit: fraction 0–1.
     pub fn token_usage(&self) -> Option<f64> {
-        if let Some(v) = self.get("token usage") {
+        if let Some(v) = self.by_id(const { kid("token usage") }) {
             return match parse_f64(v) {
                 Some(x) => Some(x),
                 None => sub_value(v, "full").and_then(parse_f64),
             };
         }
-        self.f64_of(&["full token usage"])
+        self.f64_of(&[const { kid("full token usage") }])
     }
 
     /// Sliding-window pool usage: `swa token usage` or the `swa=` part of `token usage`.
     /// Unit: fraction 0–1.
     pub fn swa_token_usage(&self) -> Option<f64> {
-        if let Some(v) = self.get("swa token usage") {
+        if let Some(v) = self.by_id(const { kid("swa token usage") }) {
             return parse_f64(v);
         }
-        self.get("token usage")
+        self.by_id(const { kid("token usage") })
             .and_then(|v| sub_value(v, "swa"))
             .and_then(parse_f64)
     }
 
     /// `mamba num`: used mamba-state slots (hybrid SSM). Unit: slots (requests).
     pub fn mamba_num(&self) -> Option<u64> {
-        self.u64_of(&["mamba num"])
+        self.u64_of(&[const { kid("mamba num") }])
     }
 
     /// `mamba usage`: fraction of the mamba-state pool in use. Unit: fraction 0–1.
     pub fn mamba_usage(&self) -> Option<f64> {
-        self.f64_of(&["mamba usage"])
+        self.f64_of(&[const { kid("mamba usage") }])
     }
 
     /// `gen throughput (token/s)`: tokens generated since the previous Decode line ÷ wall time
     /// since it (includes prefill and idle time). Unit: tokens/s.
     pub fn gen_throughput(&self) -> Option<f64> {
-        self.f64_of(&["gen throughput (token/s)"])
+        self.f64_of(&[const { kid("gen throughput (token/s)") }])
     }
 
     /// `input throughput (token/s)` (prefill lines, PD v0.4.7.post1+, all v0.5.9+). Unit: tokens/s.
     pub fn input_throughput(&self) -> Option<f64> {
-        self.f64_of(&["input throughput (token/s)"])
+        self.f64_of(&[const { kid("input throughput (token/s)") }])
     }
 
     /// `#new-seq` (v0.1: `#seq`): requests in this prefill batch. Unit: requests.
     pub fn new_seq(&self) -> Option<u64> {
-        self.u64_of(&["#new-seq", "#seq"])
+        self.u64_of(&[const { kid("#new-seq") }, const { kid("#seq") }])
     }
 
     /// `#new-token` (v0.1: `#new_token`): tokens computed in this prefill batch. Unit: tokens.
     pub fn new_token(&self) -> Option<u64> {
-        self.u64_of(&["#new-token", "#new_token"])
+        self.u64_of(&[const { kid("#new-token") }, const { kid("#new_token") }])
     }
 
     /// `#cached-token` (v0.1: `#cached_token`): prefix tokens reused from the radix cache.
     /// Unit: tokens.
     pub fn cached_token(&self) -> Option<u64> {
-        self.u64_of(&["#cached-token", "#cached_token"])
+        self.u64_of(&[
+            const { kid("#cached-token") },
+            const { kid("#cached_token") },
+        ])
     }
 
     /// `cache hit rate: 12.34%` (≤ v0.4.3.post2, cumulative since start; v0.1:
     /// `tree_cache_hit_rate`). Unit: fraction 0–1 (the printed percent / 100).
     pub fn cache_hit_rate(&self) -> Option<f64> {
-        ["cache hit rate", "tree_cache_hit_rate"]
-            .iter()
-            .find_map(|k| self.get(k))
-            .and_then(parse_percent_fraction)
+        [
+            const { kid("cache hit rate") },
+            const { kid("tree_cache_hit_rate") },
+        ]
+        .iter()
+        .find_map(|&k| self.by_id(k))
+        .and_then(parse_percent_fraction)
     }
 
     /// `#pending-token` (v0.5.11+): tokens of all waiting requests plus the rest of the
     /// in-progress chunk. Unit: tokens.
     pub fn pending_token(&self) -> Option<u64> {
-        self.u64_of(&["#pending-token"])
+        self.u64_of(&[const { kid("#pending-token") }])
     }
 
     /// `accept len`: mean accepted tokens per request per verify step, bonus included
     /// (speculative decoding). Unit: tokens/step.
     pub fn accept_len(&self) -> Option<f64> {
-        self.f64_of(&["accept len"])
+        self.f64_of(&[const { kid("accept len") }])
     }
 
     /// `accept rate` (v0.5.3.post2+; three definitions, spec §2.5). Unit: fraction 0–1.
     pub fn accept_rate(&self) -> Option<f64> {
-        self.f64_of(&["accept rate"])
+        self.f64_of(&[const { kid("accept rate") }])
     }
 
     /// The graph flag `cuda graph` / `cpu graph` / `npu graph` / `musa graph` (any `<word> graph`):
@@ -386,89 +529,96 @@ impl<'a> BatchLine<'a> {
     /// `pre-allocated usage` (PD decode server): KV pre-allocated for incoming transfers ÷
     /// `max_total_num_tokens`. Unit: fraction 0–1.
     pub fn pre_allocated_usage(&self) -> Option<f64> {
-        self.f64_of(&["pre-allocated usage"])
+        self.f64_of(&[const { kid("pre-allocated usage") }])
     }
 
     /// The literal `#prealloc-req`. On a PD decode server: requests waiting for KV
     /// pre-allocation; on a PD prefill server (v0.5.3 – v0.5.11): the bootstrap queue (see
     /// [`BatchLine::bootstrap_req`]). Unit: requests.
     pub fn prealloc_req(&self) -> Option<u64> {
-        self.u64_of(&["#prealloc-req"])
+        self.u64_of(&[const { kid("#prealloc-req") }])
     }
 
     /// PD prefill bootstrap queue under any of its names: `#bootstrap-req` (v0.5.12+),
     /// `#unbootstrapped-req` (v0.4.6 – v0.5.2), or `#prealloc-req` on a prefill line
     /// (v0.5.3 – v0.5.11). Unit: requests.
     pub fn bootstrap_req(&self) -> Option<u64> {
-        self.u64_of(&["#bootstrap-req", "#unbootstrapped-req"])
-            .or_else(|| {
-                if self.kind == BatchKind::Prefill {
-                    self.prealloc_req()
-                } else {
-                    None
-                }
-            })
+        self.u64_of(&[
+            const { kid("#bootstrap-req") },
+            const { kid("#unbootstrapped-req") },
+        ])
+        .or_else(|| {
+            if self.kind == BatchKind::Prefill {
+                self.prealloc_req()
+            } else {
+                None
+            }
+        })
     }
 
     /// `#transfer-req` (PD decode): requests receiving KV. Unit: requests.
     pub fn transfer_req(&self) -> Option<u64> {
-        self.u64_of(&["#transfer-req"])
+        self.u64_of(&[const { kid("#transfer-req") }])
     }
 
     /// `#retracted-req` (PD decode): retracted requests waiting to resume. Unit: requests.
     pub fn retracted_req(&self) -> Option<u64> {
-        self.u64_of(&["#retracted-req"])
+        self.u64_of(&[const { kid("#retracted-req") }])
     }
 
     /// `#inflight-req` (PD prefill, v0.5.3+; `#transferring-req` before): prefilled requests
     /// whose KV is still being sent. Unit: requests.
     pub fn inflight_req(&self) -> Option<u64> {
-        self.u64_of(&["#inflight-req", "#transferring-req"])
+        self.u64_of(&[
+            const { kid("#inflight-req") },
+            const { kid("#transferring-req") },
+        ])
     }
 
     /// `#optimistic-req` (PD prefill, v0.5.16+). Unit: requests.
     pub fn optimistic_req(&self) -> Option<u64> {
-        self.u64_of(&["#optimistic-req"])
+        self.u64_of(&[const { kid("#optimistic-req") }])
     }
 
     /// `waiting-image-req` (EPD language-only servers). Unit: requests.
     pub fn waiting_image_req(&self) -> Option<u64> {
-        self.u64_of(&["waiting-image-req"])
+        self.u64_of(&[const { kid("waiting-image-req") }])
     }
 
     /// `cap len` (DSpark speculative decoding, v0.5.16+). Unit: tokens.
     pub fn cap_len(&self) -> Option<f64> {
-        self.f64_of(&["cap len"])
+        self.f64_of(&[const { kid("cap len") }])
     }
 
     /// `fwd occupancy: X%` (v0.5.11+, `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`): GPU-busy share of
     /// forward passes. Unit: fraction 0–1 (the printed percent / 100).
     pub fn fwd_occupancy(&self) -> Option<f64> {
-        self.get("fwd occupancy").and_then(parse_percent_fraction)
+        self.by_id(const { kid("fwd occupancy") })
+            .and_then(parse_percent_fraction)
     }
 
     /// MFU suffix `est. decode TFLOPS/s (per GPU)` or `est. prefill TFLOPS/s (per GPU)`
     /// (v0.5.10+, `--enable-mfu-metrics`). Unit: TFLOP/s per GPU.
     pub fn est_tflops_per_gpu(&self) -> Option<f64> {
         self.f64_of(&[
-            "est. decode TFLOPS/s (per GPU)",
-            "est. prefill TFLOPS/s (per GPU)",
+            const { kid("est. decode TFLOPS/s (per GPU)") },
+            const { kid("est. prefill TFLOPS/s (per GPU)") },
         ])
     }
 
     /// MFU suffix `est. read BW (GB/s per GPU)`. Unit: GB/s per GPU.
     pub fn est_read_bw_gbps(&self) -> Option<f64> {
-        self.f64_of(&["est. read BW (GB/s per GPU)"])
+        self.f64_of(&[const { kid("est. read BW (GB/s per GPU)") }])
     }
 
     /// MFU suffix `est. write BW (GB/s per GPU)`. Unit: GB/s per GPU.
     pub fn est_write_bw_gbps(&self) -> Option<f64> {
-        self.f64_of(&["est. write BW (GB/s per GPU)"])
+        self.f64_of(&[const { kid("est. write BW (GB/s per GPU)") }])
     }
 
     /// The in-message ISO stamp of v0.4.9.post1 – v0.4.9.post2 (`timestamp: 2025-07-10T08:01:02.123456`).
     pub fn timestamp_field(&self) -> Option<crate::Timestamp> {
-        self.get("timestamp")
+        self.by_id(const { kid("timestamp") })
             .and_then(crate::timestamp::parse_timestamp)
             .map(|(t, _)| t)
     }
@@ -477,75 +627,119 @@ impl<'a> BatchLine<'a> {
 /// Why a line that carries a batch marker is not a batch event.
 pub(crate) type BatchError = &'static str;
 
-type R<'a, T> = nom::IResult<&'a str, T, ()>;
-
-/// `Decode batch` / `Prefill batch` / `Prefil batch`, optional ` [N]`, optional
-/// `(mixed #running-req: N)`; returns the rest (starting at the separator).
-/// `(kind, iteration digits, mixed-form (key, value))`.
-type Head<'a> = (BatchKind, Option<&'a str>, Option<(&'a str, &'a str)>);
-
-fn head(i: &str) -> R<'_, Head<'_>> {
-    let (i, kind) = alt((
-        value(BatchKind::Decode, tag("Decode batch")),
-        value(BatchKind::Prefill, tag("Prefill batch")),
-        value(BatchKind::Prefill, tag("Prefil batch")),
-    ))
-    .parse(i)?;
-    let (i, iter) = opt(delimited(tag(" ["), digit1, char(']'))).parse(i)?;
-    let (i, mixed) = opt(delimited(
-        tag("(mixed "),
-        separated_pair(tag("#running-req"), tag(": "), digit1),
-        char(')'),
-    ))
-    .parse(i)?;
-    Ok((i, (kind, iter, mixed)))
-}
-
-fn offset(outer: &str, inner: &str) -> usize {
-    (inner.as_ptr() as usize).wrapping_sub(outer.as_ptr() as usize)
-}
-
 /// Parses a message that starts with a batch head (`text` begins at `Decode`/`Prefill`/`Prefil`).
+#[cfg(test)]
 pub(crate) fn parse_standard(text: &str) -> Result<BatchLine<'_>, BatchError> {
+    let mut ev = Event::Other;
+    parse_standard_into(text, &mut ev);
+    into_result(ev)
+}
+
+#[cfg(test)]
+fn into_result(ev: Event<'_>) -> Result<BatchLine<'_>, BatchError> {
+    match ev {
+        Event::Batch(b) => Ok(b),
+        Event::Malformed { reason } => Err(reason),
+        _ => Err("not a batch line"),
+    }
+}
+
+/// Writes `Event::Batch` (or `Event::Malformed` with the reason) for a message that starts with a
+/// batch head into `out`, building the (large) batch record in place instead of moving it.
+///
+/// Head: `Decode batch` / `Prefill batch` / `Prefil batch`, optional ` [N]` (iteration),
+/// optional `(mixed #running-req: N)`, then `.`, `,`, `:` or ` #` before the fields.
+pub(crate) fn parse_standard_into<'a>(text: &'a str, out: &mut Event<'a>) {
     if text.len() > MAX_BATCH_LINE {
-        return Err("batch line longer than 64 KiB");
+        *out = Event::Malformed {
+            reason: "batch line longer than 64 KiB",
+        };
+        return;
     }
-    let Ok((rest, (kind, iter, mixed))) = head(text) else {
-        return Err("batch marker without a batch head");
+    let b = text.as_bytes();
+    let (kind, mut i) = if b.starts_with(b"Decode batch") {
+        (BatchKind::Decode, "Decode batch".len())
+    } else if b.starts_with(b"Prefill batch") {
+        (BatchKind::Prefill, "Prefill batch".len())
+    } else if b.starts_with(b"Prefil batch") {
+        (BatchKind::Prefill, "Prefil batch".len())
+    } else {
+        *out = Event::Malformed {
+            reason: "batch marker without a batch head",
+        };
+        return;
     };
-    let mut line = BatchLine::new(
-        kind,
-        if mixed.is_some() {
-            BatchForm::Mixed
-        } else {
-            BatchForm::Standard
-        },
-        text,
-    );
+    let digits_at = |from: usize| {
+        b[from.min(b.len())..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count()
+    };
+    // ` [N]`
+    let mut iter = None;
+    if b[i..].starts_with(b" [") {
+        let n = digits_at(i + 2);
+        if n > 0 && b.get(i + 2 + n) == Some(&b']') {
+            iter = Some(&text[i + 2..i + 2 + n]);
+            i += n + 3;
+        }
+    }
+    // `(mixed #running-req: N)`
+    let mut mixed = None;
+    const MIXED: &[u8] = b"(mixed #running-req: ";
+    if b[i..].starts_with(MIXED) {
+        let v0 = i + MIXED.len();
+        let n = digits_at(v0);
+        if n > 0 && b.get(v0 + n) == Some(&b')') {
+            let k0 = i + "(mixed ".len();
+            mixed = Some((k0, k0 + "#running-req".len(), v0, v0 + n));
+            i = v0 + n + 1;
+        }
+    }
+    let body = match b.get(i) {
+        None => {
+            *out = Event::Malformed {
+                reason: "batch head without fields",
+            };
+            return;
+        }
+        Some(b'.' | b',' | b':') => i + 1,
+        Some(b' ') if b.get(i + 1) == Some(&b'#') => i,
+        Some(_) => {
+            *out = Event::Malformed {
+                reason: "batch marker not followed by a separator",
+            };
+            return;
+        }
+    };
+    let form = if mixed.is_some() {
+        BatchForm::Mixed
+    } else {
+        BatchForm::Standard
+    };
+    *out = Event::Batch(BatchLine::new(kind, form, text));
+    let Event::Batch(line) = out else {
+        return; // ok: unreachable, assigned just above
+    };
     line.iter = iter.and_then(parse_u64);
-    if let Some((k, v)) = mixed {
-        let (k0, v0) = (offset(text, k), offset(text, v));
-        line.push(k0, k0 + k.len(), v0, v0 + v.len());
+    if let Some((k0, k1, v0, v1)) = mixed {
+        line.push(k0, k1, v0, v1);
     }
-    let b = rest.as_bytes();
-    let body = match b.first() {
-        None => return Err("batch head without fields"),
-        Some(b'.' | b',' | b':') => &rest[1..],
-        Some(b' ') if b.get(1) == Some(&b'#') => rest,
-        Some(_) => return Err("batch marker not followed by a separator"),
-    };
-    split_fields(&mut line, offset(text, body), b", ");
-    validate(line)
+    split_fields(line, body, b',');
+    if let Err(reason) = validate(line) {
+        *out = Event::Malformed { reason };
+    }
 }
 
 /// A batch line needs at least one `key: value` field and at least one value that looks like
 /// data (a number or a bool); this rejects e.g. a traceback's source line
 /// `logger.info(f"Decode batch. #running-req: {n}")`.
-fn validate(line: BatchLine<'_>) -> Result<BatchLine<'_>, BatchError> {
+fn validate(line: &BatchLine<'_>) -> Result<(), BatchError> {
     if line.len == 0 {
         return Err("batch line without key: value fields");
     }
-    let has_data = line.fields().any(|(_, v)| {
+    let has_data = line.spans[..usize::from(line.len)].iter().any(|s| {
+        let v = line.slice(s.v0, s.v1);
         let b = v.as_bytes();
         let first = if b.first() == Some(&b'-') {
             b.get(1)
@@ -560,23 +754,41 @@ fn validate(line: BatchLine<'_>) -> Result<BatchLine<'_>, BatchError> {
     if !has_data {
         return Err("batch line without any numeric value");
     }
-    Ok(line)
+    Ok(())
 }
 
-/// Parses `new fill batch. #seq: N. #cached_token: N. …` (≤ v0.1.16).
-pub(crate) fn parse_legacy_fill(text: &str) -> Result<BatchLine<'_>, BatchError> {
+/// Parses `new fill batch. #seq: N. #cached_token: N. …` (≤ v0.1.16) into `out` (in place).
+pub(crate) fn parse_legacy_fill_into<'a>(text: &'a str, out: &mut Event<'a>) {
     if text.len() > MAX_BATCH_LINE {
-        return Err("batch line longer than 64 KiB");
+        *out = Event::Malformed {
+            reason: "batch line longer than 64 KiB",
+        };
+        return;
     }
     let Some(rest) = text.strip_prefix("new fill batch") else {
-        return Err("batch marker without a batch head");
+        *out = Event::Malformed {
+            reason: "batch marker without a batch head",
+        };
+        return;
     };
-    let Some(body) = rest.strip_prefix('.') else {
-        return Err("batch marker not followed by a separator");
+    if !rest.starts_with('.') {
+        *out = Event::Malformed {
+            reason: "batch marker not followed by a separator",
+        };
+        return;
+    }
+    *out = Event::Batch(BatchLine::new(
+        BatchKind::Prefill,
+        BatchForm::LegacyFill,
+        text,
+    ));
+    let Event::Batch(line) = out else {
+        return; // ok: unreachable, assigned just above
     };
-    let mut line = BatchLine::new(BatchKind::Prefill, BatchForm::LegacyFill, text);
-    split_fields(&mut line, offset(text, body), b". ");
-    validate(line)
+    split_fields(line, "new fill batch.".len(), b'.');
+    if let Err(reason) = validate(line) {
+        *out = Event::Malformed { reason };
+    }
 }
 
 /// Parses the head-less v0.1 decode stats line `#running-req: N, #token: N, …`.
@@ -585,13 +797,16 @@ pub(crate) fn parse_legacy_stats(text: &str) -> Option<BatchLine<'_>> {
         return None;
     }
     let mut line = BatchLine::new(BatchKind::Decode, BatchForm::LegacyStats, text);
-    split_fields(&mut line, 0, b", ");
+    split_fields(&mut line, 0, b',');
     (line.len > 0 && line.running_req().is_some()).then_some(line)
 }
 
-/// Splits `line.text[start..]` into `key: value` fragments separated by `sep` (`", "` or
-/// `". "`), after trimming trailing whitespace and separator characters.
-fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: &[u8; 2]) {
+/// Splits `line.text[start..]` into `key: value` fragments separated by `sep` + space (`", "`
+/// or `". "`), after trimming trailing whitespace and separator characters.
+///
+/// One pass over the body with `memchr2` on `:` and `sep`: a `sep` followed by a space ends a
+/// fragment, the first `": "` of a fragment ends its key.
+fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: u8) {
     let text = line.text;
     let b = text.as_bytes();
     let mut end = b.len();
@@ -599,44 +814,38 @@ fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: &[u8; 2]) {
         while end > start && b[end - 1].is_ascii_whitespace() {
             end -= 1;
         }
-        if end > start && b[end - 1] == sep[0] {
+        if end > start && b[end - 1] == sep {
             end -= 1;
             continue;
         }
         break;
     }
-    // one scalar pass: fragments end at `sep`; short lines make this faster than memchr calls
+    if start >= end {
+        return;
+    }
     let mut frag_start = start;
-    let mut i = start;
-    while i < end {
-        if b[i] == sep[0] && i + 1 < end && b[i + 1] == sep[1] {
-            fragment(line, frag_start, i);
-            i += 2;
-            frag_start = i;
-        } else {
-            i += 1;
+    let mut colon = usize::MAX;
+    for at in memchr::memchr2_iter(b':', sep, &b[start..end]) {
+        let i = start + at;
+        if i + 1 >= end || b[i + 1] != b' ' {
+            continue;
+        }
+        if b[i] == sep {
+            fragment(line, frag_start, i, colon);
+            frag_start = i + 2;
+            colon = usize::MAX;
+        } else if colon == usize::MAX {
+            colon = i;
         }
     }
     if frag_start < end {
-        fragment(line, frag_start, end);
+        fragment(line, frag_start, end, colon);
     }
 }
 
-/// Position of the first `": "` in `b`.
+/// One fragment `b[a..z]`; `colon` is the position of its first `": "` (`usize::MAX`: none).
 #[inline]
-fn find_colon_space(b: &[u8]) -> Option<usize> {
-    let mut from = 0;
-    while let Some(i) = memchr::memchr(b':', &b[from..]) {
-        let at = from + i;
-        if b.get(at + 1) == Some(&b' ') {
-            return Some(at);
-        }
-        from = at + 1;
-    }
-    None
-}
-
-fn fragment(line: &mut BatchLine<'_>, mut a: usize, mut z: usize) {
+fn fragment(line: &mut BatchLine<'_>, mut a: usize, mut z: usize, colon: usize) {
     let b = line.text.as_bytes();
     while a < z && b[a] == b' ' {
         a += 1;
@@ -647,9 +856,9 @@ fn fragment(line: &mut BatchLine<'_>, mut a: usize, mut z: usize) {
     if a == z {
         return;
     }
-    let frag = &b[a..z];
-    if let Some(i) = find_colon_space(frag) {
-        let (mut k1, mut v0) = (a + i, a + i + 2);
+    // the `": "` counts only when its space is inside the trimmed fragment
+    if colon != usize::MAX && colon + 1 < z {
+        let (mut k1, mut v0) = (colon, colon + 2);
         while k1 > a && b[k1 - 1] == b' ' {
             k1 -= 1;
         }
@@ -660,16 +869,19 @@ fn fragment(line: &mut BatchLine<'_>, mut a: usize, mut z: usize) {
             line.push(a, k1, v0, z);
             return;
         }
-    } else if memchr::memchr(b'=', frag).is_some()
-        && memchr::memchr(b':', frag).is_none()
-        && line.len > 0
-    {
-        // continuation of `#token: full=N, swa=M` / `token usage: full=X, swa=Y`
-        let last = &mut line.spans[usize::from(line.len) - 1];
-        let lv = &b[usize::from(last.v0)..usize::from(last.v1)];
-        if memchr::memchr(b'=', lv).is_some() && usize::from(last.v1) <= a {
-            last.v1 = z as u16;
-            return;
+    } else {
+        let frag = &b[a..z];
+        if memchr::memchr(b'=', frag).is_some()
+            && memchr::memchr(b':', frag).is_none()
+            && line.len > 0
+        {
+            // continuation of `#token: full=N, swa=M` / `token usage: full=X, swa=Y`
+            let last = &mut line.spans[usize::from(line.len) - 1];
+            let lv = &b[usize::from(last.v0)..usize::from(last.v1)];
+            if memchr::memchr(b'=', lv).is_some() && usize::from(last.v1) <= a {
+                last.v1 = z as u16;
+                return;
+            }
         }
     }
     line.broken = line.broken.saturating_add(1);

@@ -1,7 +1,7 @@
 //! Line-level parsing: wrapper stripping, the envelope (timestamp + rank tags), and dispatch on
 //! the message head.
 
-use crate::batch::{self, BatchLine};
+use crate::batch;
 use crate::events::{self, ServerArgs};
 use crate::ranks::RankTags;
 use crate::timestamp::{Timestamp, parse_timestamp, starts_with_iso_t};
@@ -107,7 +107,7 @@ fn parse_str<'a>(s: &'a str, rec: &mut Record<'a>) {
     }
     msg = trim_trailing_ansi(msg);
     rec.message = msg;
-    rec.event = dispatch(msg);
+    dispatch(msg, &mut rec.event);
     if matches!(rec.event, Event::Other) && (enveloped || rec.timestamp.is_some()) {
         rec.event = fallback_scan(msg);
     }
@@ -118,36 +118,30 @@ fn parse_str<'a>(s: &'a str, rec: &mut Record<'a>) {
         // a wrapper we do not know). Parse from the marker; recover stamp and ranks from the
         // text before it.
         let sub = trim_trailing_ansi(&s[p..]);
-        rec.event = match parse_batch_at(sub) {
-            Ok(b) => Event::Batch(b),
-            Err(reason) => Event::Malformed { reason },
-        };
+        if sub.starts_with('n') {
+            batch::parse_legacy_fill_into(sub, &mut rec.event);
+        } else {
+            batch::parse_standard_into(sub, &mut rec.event);
+        }
         rec.message = sub;
         lenient_prefix(&s[..p], rec);
     }
 }
 
-fn parse_batch_at(msg: &str) -> Result<BatchLine<'_>, &'static str> {
-    if msg.starts_with('n') {
-        batch::parse_legacy_fill(msg)
-    } else {
-        batch::parse_standard(msg)
-    }
-}
-
-fn dispatch(msg: &str) -> Event<'_> {
+/// Sets `out` (which is `Event::Other` on entry) from the message head.
+fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>) {
     let Some(&first) = msg.as_bytes().first() else {
-        return Event::Other;
+        return;
     };
     let starts = |p: &str| msg.starts_with(p);
     let retraction = || events::parse_retraction(msg).map_or(Event::Other, Event::Retraction);
-    match first {
-        b'D' if starts("Decode batch") => batch_event(batch::parse_standard(msg)),
+    *out = match first {
+        b'D' if starts("Decode batch") => return batch::parse_standard_into(msg, out),
         b'D' if starts("Decode out of memory happened") => retraction(),
         b'P' if starts("Prefill batch") || starts("Prefil batch") => {
-            batch_event(batch::parse_standard(msg))
+            return batch::parse_standard_into(msg, out);
         }
-        b'n' if starts("new fill batch") => batch_event(batch::parse_legacy_fill(msg)),
+        b'n' if starts("new fill batch") => return batch::parse_legacy_fill_into(msg, out),
         b'#' if starts("#running-req:") => {
             batch::parse_legacy_stats(msg).map_or(Event::Other, Event::Batch)
         }
@@ -183,8 +177,8 @@ fn dispatch(msg: &str) -> Event<'_> {
             None => Event::Other,
         },
         b'W' if starts("Watchdog timeout") => Event::WatchdogTimeout(msg),
-        _ => Event::Other,
-    }
+        _ => return,
+    };
 }
 
 static WATCHDOG: LazyLock<memmem::Finder<'static>> =
@@ -203,13 +197,6 @@ fn fallback_scan(msg: &str) -> Event<'_> {
         return Event::KvTransferFailed(msg);
     }
     Event::Other
-}
-
-fn batch_event<'a>(r: Result<BatchLine<'a>, &'static str>) -> Event<'a> {
-    match r {
-        Ok(b) => Event::Batch(b),
-        Err(reason) => Event::Malformed { reason },
-    }
 }
 
 /// Skips ANSI escape sequences (`ESC [ … final`) and spaces at the start.
