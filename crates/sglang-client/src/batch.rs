@@ -34,7 +34,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -440,32 +440,36 @@ fn scan_output(path: &Path) -> Result<Existing, BatchError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ex),
         Err(e) => return Err(io_err(path)(e)),
     };
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf).map_err(io_err(path))?;
-    let complete_len = match buf.iter().rposition(|&b| b == b'\n') {
-        Some(i) => i + 1,
-        None => 0,
-    };
-    if complete_len < buf.len() {
-        let torn = buf.len() - complete_len;
-        ex.problems.push(format!(
-            "{}: torn last line ({torn} bytes without a newline, left by an interrupted write) cut off",
-            path.display()
-        ));
-        f.set_len(complete_len as u64).map_err(io_err(path))?;
-        f.seek(SeekFrom::End(0)).map_err(io_err(path))?;
-        f.sync_all().map_err(io_err(path))?;
+    // Stream the file line by line (outputs of long runs hold hundreds of
+    // MB of answers); remember where the last complete line ends.
+    let mut reader = BufReader::with_capacity(1 << 20, &mut f);
+    let mut line = Vec::new();
+    let mut complete_len: u64 = 0;
+    let mut line_no = 0usize;
+    #[derive(Deserialize)]
+    struct Head {
+        id: String,
+        ok: bool,
     }
-    for (i, line) in buf[..complete_len].split(|&b| b == b'\n').enumerate() {
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).map_err(io_err(path))?;
+        if n == 0 {
+            break;
+        }
+        if line.last() != Some(&b'\n') {
+            ex.problems.push(format!(
+                "{}: torn last line ({n} bytes without a newline, left by an interrupted write) cut off",
+                path.display()
+            ));
+            break;
+        }
+        complete_len += n as u64;
+        line_no += 1;
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        #[derive(Deserialize)]
-        struct Head {
-            id: String,
-            ok: bool,
-        }
-        match serde_json::from_slice::<Head>(line) {
+        match serde_json::from_slice::<Head>(&line) {
             Ok(h) => {
                 if h.ok {
                     ex.failed_ids.remove(&h.id);
@@ -475,11 +479,16 @@ fn scan_output(path: &Path) -> Result<Existing, BatchError> {
                 }
             }
             Err(e) => ex.problems.push(format!(
-                "{} line {}: not a record ({e}); ignored",
-                path.display(),
-                i + 1
+                "{} line {line_no}: not a record ({e}); ignored",
+                path.display()
             )),
         }
+    }
+    drop(reader);
+    if f.metadata().map_err(io_err(path))?.len() > complete_len {
+        f.set_len(complete_len).map_err(io_err(path))?;
+        f.seek(SeekFrom::End(0)).map_err(io_err(path))?;
+        f.sync_all().map_err(io_err(path))?;
     }
     Ok(ex)
 }
@@ -987,6 +996,9 @@ pub async fn run_batch(
         }
     } else {
         for p in todo {
+            if tx.is_closed() {
+                break; // the writer stopped (I/O error): sending more is pointless
+            }
             let w0 = Instant::now();
             let permit = tokio::select! {
                 biased;
