@@ -5,13 +5,14 @@
 //! diagnostics to stderr; exit codes are 0 (ok), 1 (failure), 2 (bad arguments).
 
 pub mod render;
+pub mod sources;
 
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
-use diagnosis::{EvidenceBuilder, Report};
+use diagnosis::{Context, Evidence, EvidenceBuilder, Report};
 use sglang_log::LogReader;
 
 /// The embedded sample: a simulated 2-hour run of Kimi-K2.5 on 8 RTX PRO 6000 Blackwell GPUs (TP8),
@@ -37,15 +38,41 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Diagnose a server from its logs (and, where given, other evidence).
+    /// Diagnose a server from its logs and whatever else is given (server, GPU, model, client).
     Diagnose(DiagnoseArgs),
+    /// Show this machine's GPU memory (NVML), or read a copied nvidia-smi output.
+    Gpu(GpuArgs),
 }
 
 /// Arguments of `diagnose`.
 #[derive(Debug, Args, Default)]
 pub struct DiagnoseArgs {
-    /// SGLang server logs: plain, .gz, or `-` for stdin. With none, the embedded sample is used.
+    /// SGLang server logs: plain, .gz, or `-` for stdin. With none (and no --server), the embedded sample is used.
     pub logs: Vec<PathBuf>,
+    /// A live server: read /server_info (or /get_server_info). The API key, if any, comes from SGLANG_API_KEY.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// A saved /server_info (or /get_server_info) JSON response.
+    #[arg(long, value_name = "FILE")]
+    pub server_info: Option<PathBuf>,
+    /// Probe this machine's GPUs with NVML.
+    #[arg(long, conflicts_with = "gpu_snapshot")]
+    pub gpu: bool,
+    /// A copied `nvidia-smi` output (CSV from --query-gpu, the plain table, or -q).
+    #[arg(long, value_name = "FILE")]
+    pub gpu_snapshot: Option<PathBuf>,
+    /// The model's Hugging Face config.json (for bytes per token and the what-if table).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+    /// The client's progress log (lines with a date-time and `N/M done`).
+    #[arg(long, value_name = "FILE")]
+    pub client_log: Option<PathBuf>,
+    /// The client's per-request records (JSONL: run-batch output, or any JSONL with times and token counts).
+    #[arg(long, value_name = "FILE")]
+    pub client_records: Option<PathBuf>,
+    /// The sample window someone proposes to measure the rate with (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub sample_window: f64,
     /// Print the report as JSON (schema: docs/report-schema.md).
     #[arg(long)]
     pub json: bool,
@@ -54,13 +81,24 @@ pub struct DiagnoseArgs {
     pub markdown: Option<PathBuf>,
 }
 
-/// Read the logs (or the embedded sample) and diagnose.
+/// Arguments of `gpu`.
+#[derive(Debug, Args, Default)]
+pub struct GpuArgs {
+    /// Read a copied nvidia-smi output instead of probing this machine.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Read the logs (or the embedded sample) into evidence.
 ///
 /// # Errors
 /// A log that cannot be opened or read (the error names the path).
-pub fn diagnose(args: &DiagnoseArgs) -> Result<Report> {
+pub fn read_logs(args: &DiagnoseArgs) -> Result<Evidence> {
     let mut b = EvidenceBuilder::new();
-    if args.logs.is_empty() {
+    if args.logs.is_empty() && args.server.is_none() {
         let id = b.add_source(SAMPLE_NAME);
         let mut reader = LogReader::from_reader(SAMPLE_NAME, SAMPLE_LOG);
         let stats = reader
@@ -82,7 +120,76 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<Report> {
         .with_context(|| format!("reading {name}"))?;
         b.finish_source(id, &stats);
     }
-    Ok(diagnosis::diagnose(&b.build()))
+    Ok(b.build())
+}
+
+/// Gather the evidence beside the logs. Failures are recorded in the context, never fatal.
+pub fn build_context(args: &DiagnoseArgs) -> Context {
+    let mut ctx = Context {
+        sample_window_s: Some(args.sample_window),
+        ..Context::default()
+    };
+    if let Some(url) = &args.server {
+        sources::add_server_url(&mut ctx, url);
+    }
+    if let Some(p) = &args.server_info {
+        sources::add_server_info_file(&mut ctx, p);
+    }
+    if args.gpu {
+        sources::add_gpu_probe(&mut ctx);
+        // Only when diagnosing on the GPU host itself is this machine's RAM the server's.
+        sources::add_host_meminfo(&mut ctx);
+    }
+    if let Some(p) = &args.gpu_snapshot {
+        sources::add_gpu_snapshot_file(&mut ctx, p);
+    }
+    if let Some(p) = &args.model_config {
+        sources::add_model_config(&mut ctx, p);
+    }
+    for p in [&args.client_log, &args.client_records]
+        .into_iter()
+        .flatten()
+    {
+        sources::add_client_file(&mut ctx, p);
+    }
+    ctx
+}
+
+/// Read every input and diagnose.
+///
+/// # Errors
+/// See [`read_logs`].
+pub fn diagnose(args: &DiagnoseArgs) -> Result<Report> {
+    Ok(diagnose_full(args)?.1)
+}
+
+/// Like [`diagnose`], also returning the evidence (for plots).
+///
+/// # Errors
+/// See [`read_logs`].
+pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
+    let ev = read_logs(args)?;
+    let ctx = build_context(args);
+    let report = diagnosis::diagnose_with(&ev, &ctx);
+    Ok((ev, report))
+}
+
+/// Run `gpu`: print the snapshot, or exit 1 with a one-line reason.
+///
+/// # Errors
+/// No GPU data (NVML unavailable, unreadable file).
+pub fn run_gpu(args: &GpuArgs) -> Result<()> {
+    let snap = match &args.snapshot {
+        Some(p) => gpu_probe::read_snapshot_file(p)?,
+        None => gpu_probe::probe()?,
+    };
+    let mut out = anstream::stdout();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&snap)?)?;
+    } else {
+        write!(out, "{}", render::gpu_text(&snap))?;
+    }
+    Ok(())
 }
 
 /// Run `diagnose` and print the report.
@@ -121,6 +228,7 @@ where
     };
     let result = match &cli.command {
         Command::Diagnose(a) => run_diagnose(a),
+        Command::Gpu(a) => run_gpu(a),
     };
     match result {
         Ok(()) => 0,

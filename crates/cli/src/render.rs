@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 use diagnosis::Bottleneck;
-use diagnosis::report::{Finding, GaugeStats, Rate, Report};
+use diagnosis::report::{
+    CapacityModel, ClientSummary, Finding, GaugeStats, Projection, Rate, Recommendation, Report,
+};
 
 fn style_for(b: Bottleneck) -> Style {
     let color = match b {
@@ -188,6 +190,33 @@ pub fn text(r: &Report, color: bool) -> String {
         let _ = writeln!(o);
     }
 
+    if !r.sources.is_empty() {
+        let _ = writeln!(
+            o,
+            "{}",
+            paint(DIM, &format!("Also used: {}", r.sources.join("; ")))
+        );
+        let _ = writeln!(o);
+    }
+    if let Some(c) = &r.client {
+        let _ = writeln!(o, "{}", paint(BOLD, "Client vs server"));
+        client_text(&mut o, c);
+        let _ = writeln!(o);
+    }
+    if let Some(cm) = &r.capacity_model {
+        let _ = writeln!(
+            o,
+            "{}",
+            paint(BOLD, "KV capacity what-if (per GPU; SGLang's pool formula)")
+        );
+        capacity_text(&mut o, cm, r.projection.as_ref());
+        let _ = writeln!(o);
+    }
+    if !r.recommendations.is_empty() {
+        let _ = writeln!(o, "{}", paint(BOLD, "Recommendations (by expected gain)"));
+        recommendations_text(&mut o, &r.recommendations);
+        let _ = writeln!(o);
+    }
     if !r.findings.is_empty() {
         let _ = writeln!(o, "{}", paint(BOLD, "Findings"));
         for (i, fi) in r.findings.iter().enumerate() {
@@ -317,6 +346,186 @@ pub fn markdown(r: &Report) -> String {
         for n in &r.not_concluded {
             let _ = writeln!(o, "- {n}");
         }
+    }
+    o
+}
+
+fn rate_opt(r: &Option<Rate>, digits: usize) -> String {
+    match r {
+        Some(r) => {
+            let ci = match (r.low, r.high) {
+                (Some(l), Some(h)) => format!(" (95% interval {l:.digits$}-{h:.digits$})"),
+                (Some(l), None) => format!(" (95% interval from {l:.digits$})"),
+                _ => String::new(),
+            };
+            format!(
+                "{:.digits$} {}{ci} over {}",
+                r.value,
+                r.unit,
+                duration(r.window_s)
+            )
+        }
+        None => "?".into(),
+    }
+}
+
+fn client_text(o: &mut String, c: &ClientSummary) {
+    let _ = writeln!(
+        o,
+        "  source {} ({}): {} completed, {} failed{}",
+        c.source,
+        c.format,
+        c.completed,
+        c.failed,
+        c.total.map(|t| format!(" of {t}")).unwrap_or_default()
+    );
+    if let Some(p) = c.printed_req_per_s {
+        let _ = writeln!(o, "  the client printed       {p} req/s");
+    }
+    if c.lifetime_req_per_s.is_some() {
+        let _ = writeln!(
+            o,
+            "  lifetime average         {}",
+            rate_opt(&c.lifetime_req_per_s, 3)
+        );
+    }
+    if c.windowed_req_per_s.is_some() {
+        let _ = writeln!(
+            o,
+            "  steady-window rate       {}",
+            rate_opt(&c.windowed_req_per_s, 3)
+        );
+    }
+    if c.implied_req_per_s.is_some() {
+        let _ = writeln!(
+            o,
+            "  implied by server tokens {}",
+            rate_opt(&c.implied_req_per_s, 3)
+        );
+    }
+    if let Some(m) = c.mean_completion_tokens {
+        let _ = writeln!(
+            o,
+            "  mean completion {m:.0} tokens, mean prompt {} tokens",
+            f(c.mean_prompt_tokens, 0)
+        );
+    }
+    if let Some(a) = &c.adequacy {
+        let _ = writeln!(o, "  sample adequacy: {a}");
+    }
+    if let Some(e) = &c.eta {
+        let _ = writeln!(
+            o,
+            "  ETA for the remaining {} requests: {} (95% interval {} to {})",
+            e.remaining,
+            duration(e.seconds),
+            duration(e.low_s),
+            e.high_s.map(duration).unwrap_or_else(|| "unbounded".into())
+        );
+    }
+}
+
+fn capacity_text(o: &mut String, cm: &CapacityModel, proj: Option<&Projection>) {
+    let _ = writeln!(
+        o,
+        "  {} bytes per token per GPU; pre = {:.1} GiB ({}); +0.01 mem_fraction_static = +{:.0} tokens; free at run time {} GiB{}",
+        cm.cell_bytes,
+        cm.pre_gib,
+        cm.pre_source,
+        cm.tokens_per_hundredth,
+        f(cm.free_now_gib, 2),
+        cm.free_now_source
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        o,
+        "  {:<44} {:>10} {:>8} {:>9} {:>11} {:>13} {:>14}",
+        "change", "pool tok", "change", "extra GiB", "feasibility", "decode concur.", "proj. tok/s"
+    );
+    for row in &cm.what_if.rows {
+        let p = proj.and_then(|p| p.rows.iter().find(|x| x.label == row.label));
+        let _ = writeln!(
+            o,
+            "  {:<44} {:>10} {:>+7.1}% {:>9.2} {:>11} {:>13} {:>14}",
+            row.label,
+            row.pool_tokens,
+            row.change_pct,
+            row.extra_gib_per_gpu,
+            row.feasibility
+                .as_ref()
+                .map(|x| format!("{:?}", x.verdict))
+                .unwrap_or_else(|| "?".into()),
+            f(row.decode_concurrency, 1),
+            p.map(|p| format!(
+                "{:.0}{}",
+                p.tok_per_s,
+                if p.extrapolated { "*" } else { "" }
+            ))
+            .unwrap_or_else(|| "?".into())
+        );
+    }
+    if let Some(p) = proj {
+        let _ = writeln!(
+            o,
+            "  projection: {} (a={:.4} s, b={:.2e} s/req, c={:.2e} s/token, R²={:.2}, {} decode lines, running {:.0}-{:.0}; * = extrapolated)",
+            p.formula, p.a, p.b, p.c, p.r2, p.n, p.running_range.0, p.running_range.1
+        );
+    }
+    for a in &cm.what_if.assumptions {
+        let _ = writeln!(o, "  assumption: {a}");
+    }
+    if let Some(h) = &cm.hicache {
+        for line in &h.summary {
+            let _ = writeln!(o, "  HiCache: {line}");
+        }
+    }
+}
+
+fn recommendations_text(o: &mut String, recs: &[Recommendation]) {
+    for (i, r) in recs.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "  {}. {}\n     gain: {}\n     risk: {}",
+            i + 1,
+            r.action,
+            r.expected_gain,
+            r.risk
+        );
+    }
+}
+
+/// Render a GPU snapshot as text.
+pub fn gpu_text(s: &gpu_probe::GpuSnapshot) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "GPU memory ({:?}); driver {}; CUDA {}",
+        s.source,
+        s.driver_version.as_deref().unwrap_or("?"),
+        s.cuda_version.as_deref().unwrap_or("?")
+    );
+    const MIB: f64 = 1024.0 * 1024.0;
+    for d in &s.devices {
+        let _ = writeln!(
+            o,
+            "  GPU {} {} ({}): total {:.0} MiB, used {:.0} MiB, free {:.0} MiB{}",
+            d.index,
+            d.name,
+            d.architecture
+                .map(|a| format!("{a:?}"))
+                .unwrap_or_else(|| "architecture ?".into()),
+            d.memory_total_bytes as f64 / MIB,
+            d.memory_used_bytes as f64 / MIB,
+            d.memory_free_bytes as f64 / MIB,
+            d.memory_reserved_bytes
+                .map(|r| format!(", reserved {:.0} MiB", r as f64 / MIB))
+                .unwrap_or_default()
+        );
+    }
+    for n in &s.notes {
+        let _ = writeln!(o, "  note: {n}");
     }
     o
 }

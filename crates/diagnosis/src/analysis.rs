@@ -4,7 +4,9 @@
 //! is the limit (SGLang hyperparameter-tuning docs: "token usage ... above 0.9 ... good"; below
 //! that with a queue, the scheduler is too conservative). Each threshold is a named constant.
 
+use crate::context::Context;
 use crate::evidence::{DecodeSample, Evidence, PrefillSample, SchedulerKey, SchedulerTimeline};
+use crate::extended;
 use crate::report::*;
 
 /// Token usage at or above which the KV cache counts as full (fraction).
@@ -499,17 +501,27 @@ fn summary_of(ev: &Evidence, a: &SchedAnalysis<'_>) -> SchedulerSummary {
     }
 }
 
-fn capacity_of(ev: &Evidence) -> CapacitySummary {
+fn capacity_of(ev: &Evidence, ctx: &Context) -> CapacitySummary {
     let st = &ev.startup;
+    let srv = ctx.server.as_ref();
     let arg_u64 = |k: &str| st.server_args.get(k).and_then(|v| v.parse::<u64>().ok());
     CapacitySummary {
-        max_total_num_tokens: st.max_total_num_tokens.map(|x| x.0).or(st.kv_alloc_tokens),
+        max_total_num_tokens: st
+            .max_total_num_tokens
+            .map(|x| x.0)
+            .or(st.kv_alloc_tokens)
+            .or_else(|| srv.and_then(|s| s.max_total_num_tokens)),
         max_running_requests: st
             .max_running_requests
-            .or_else(|| arg_u64("max_running_requests")),
+            .or_else(|| arg_u64("max_running_requests"))
+            .or_else(|| srv.and_then(|s| s.max_running_requests)),
         chunked_prefill_size: st
             .chunked_prefill_size
-            .or_else(|| arg_u64("chunked_prefill_size")),
+            .or_else(|| arg_u64("chunked_prefill_size"))
+            .or_else(|| {
+                srv.and_then(|s| s.chunked_prefill_size)
+                    .and_then(|v| u64::try_from(v).ok())
+            }),
         max_prefill_tokens: st
             .max_prefill_tokens
             .or_else(|| arg_u64("max_prefill_tokens")),
@@ -517,7 +529,8 @@ fn capacity_of(ev: &Evidence) -> CapacitySummary {
         mem_fraction_static: st
             .server_args
             .get("mem_fraction_static")
-            .and_then(|v| v.parse().ok()),
+            .and_then(|v| v.parse().ok())
+            .or_else(|| srv.and_then(|s| s.mem_fraction_static)),
         available_gpu_mem_gb: st.available_gpu_mem_gb.or(st.avail_mem_after_graph_gb),
         kv_cache_gb: st.kv_alloc_gb,
         weights_gb: st.weights_gb,
@@ -581,7 +594,13 @@ fn steady_throughput(analyses: &[SchedAnalysis<'_>]) -> Option<Rate> {
 
 /// Diagnose from log evidence alone.
 pub fn diagnose(ev: &Evidence) -> Report {
-    let capacity = capacity_of(ev);
+    diagnose_with(ev, &Context::default())
+}
+
+/// Diagnose from log evidence and whatever else the context holds (server info, GPU memory,
+/// model config, client records).
+pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
+    let capacity = capacity_of(ev, ctx);
     let analyses: Vec<SchedAnalysis<'_>> = ev
         .schedulers
         .iter()
@@ -651,6 +670,41 @@ pub fn diagnose(ev: &Evidence) -> Report {
     tiny_pool(ev, &analyses, &capacity, &mut findings);
 
     let steady_gen_throughput = steady_throughput(&analyses);
+    // The primary scheduler: the one with the most decode lines.
+    let primary = analyses.iter().max_by_key(|a| a.tl.decode.pushed());
+    let steady = primary.and_then(|a| a.span.as_ref().map(|s| (s.steady_start_s, s.steady_end_s)));
+    let client = extended::client_summary(
+        ev,
+        ctx,
+        steady,
+        steady_gen_throughput.as_ref(),
+        &mut findings,
+    );
+    let cached_share = primary.and_then(|a| {
+        let agg = &a.tl.agg;
+        let total = agg.prefill_cached_tokens + agg.prefill_new_tokens;
+        (total > 0).then(|| agg.prefill_cached_tokens as f64 / total as f64)
+    });
+    let capacity_model = match extended::capacity_model(ev, ctx, &capacity, cached_share) {
+        Ok(cm) => {
+            extended::capacity_findings(&cm, &mut findings);
+            Some(cm)
+        }
+        Err(why) => {
+            not_concluded.push(format!("No KV what-if table: {why}."));
+            None
+        }
+    };
+    let projection =
+        primary.and_then(|a| extended::projection(a.tl.decode.samples(), capacity_model.as_ref()));
+    let recommendations = extended::recommendations(
+        bottleneck,
+        capacity_model.as_ref(),
+        projection.as_ref(),
+        client.as_ref(),
+        &retractions,
+    );
+
     if ev.schedulers.is_empty() {
         not_concluded.push(
             "No SGLang scheduler lines (Prefill batch / Decode batch) were found, so nothing about the server's load can be concluded."
@@ -661,14 +715,45 @@ pub fn diagnose(ev: &Evidence) -> Report {
     }
     if capacity.max_total_num_tokens.is_none() {
         not_concluded.push(
-            "The startup lines (max_total_num_tokens=...) are not in the log, so the KV pool size is known only through token usage.".into(),
+            "The startup lines (max_total_num_tokens=...) are not in the log and no server info was given, so the KV pool size is known only through token usage.".into(),
         );
     }
-    not_concluded.push("No GPU memory data was given (--gpu / --gpu-snapshot): whether a larger KV pool fits cannot be checked.".into());
-    not_concluded.push(
-        "No client records were given: the client-side rate cannot be compared with the server's."
-            .into(),
-    );
+    match (&ctx.gpu, &ctx.gpu_unavailable) {
+        (Some(_), _) => {}
+        (None, Some(why)) => not_concluded.push(format!("GPU memory could not be read ({why}); free memory comes from the log only.")),
+        (None, None) => not_concluded.push(
+            "No GPU memory data was given (--gpu / --gpu-snapshot): free memory comes from the log's startup lines only.".into(),
+        ),
+    }
+    if ctx.clients.is_empty() {
+        not_concluded.push("No client records were given (--client-records / --client-log): the client-side rate cannot be compared with the server's.".into());
+    } else if client
+        .as_ref()
+        .map(|c| c.windowed_req_per_s.is_none())
+        .unwrap_or(true)
+    {
+        not_concluded.push("The client records carry no completion times, so the client's own rate over time cannot be measured (lengths are still used).".into());
+    }
+    if let Some(e) = &ctx.model_error {
+        not_concluded.push(format!("The model config could not be used: {e}."));
+    }
+    not_concluded.extend(ctx.source_errors.iter().cloned());
+    let mut sources = Vec::new();
+    if let Some(s) = &ctx.server {
+        sources.push(format!("server info: {}", s.source));
+    }
+    if let Some(g) = &ctx.gpu {
+        sources.push(format!("GPU memory: {}", g.source));
+    }
+    if let Some(m) = &ctx.model {
+        sources.push(format!("model config: {}", m.source));
+    }
+    for c in &ctx.clients {
+        sources.push(format!(
+            "client: {} ({:?}, {} lines, {} unparsed)",
+            c.source, c.format, c.lines, c.unparsed_lines
+        ));
+    }
 
     let headline = headline(bottleneck, &analyses, steady_gen_throughput.as_ref());
     Report {
@@ -682,6 +767,11 @@ pub fn diagnose(ev: &Evidence) -> Report {
         retractions,
         findings,
         not_concluded,
+        client,
+        capacity_model,
+        projection,
+        recommendations,
+        sources,
     }
 }
 

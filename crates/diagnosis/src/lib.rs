@@ -11,10 +11,15 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+pub mod client;
+pub mod context;
 pub mod evidence;
+mod extended;
 pub mod report;
 pub mod timeline;
 
-pub use analysis::diagnose;
+pub use analysis::{diagnose, diagnose_with};
+pub use client::{ClientEvidence, parse_client};
+pub use context::{Context, GpuFacts, GpuMemory, ModelFacts, ServerFacts};
 pub use evidence::{Evidence, EvidenceBuilder, Loc, SchedulerKey, SourceId};
 pub use report::{Bottleneck, Confidence, Figure, Finding, FindingKind, Report, SCHEMA_VERSION};

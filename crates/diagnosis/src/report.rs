@@ -138,6 +138,14 @@ pub enum FindingKind {
     DpImbalance,
     /// The KV pool is very small for the model/context, e.g. `--max-total-tokens` set.
     TinyKvPool,
+    /// The client's rate differs from the server's: why.
+    ClientGap,
+    /// A proposed sample window is too short for the rate.
+    SampleAdequacy,
+    /// What a bigger KV pool would take (SGLang's formula, free memory).
+    CapacityWhatIf,
+    /// Host-RAM hierarchical cache: what it would and would not do.
+    HiCache,
 }
 
 /// A conclusion with the numbers and lines that support it.
@@ -331,4 +339,140 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// What could not be concluded from this input, and why.
     pub not_concluded: Vec<String>,
+    /// The client's view reconciled with the server's, when client records were given.
+    pub client: Option<ClientSummary>,
+    /// KV capacity model and what-if projections, when enough facts were given.
+    pub capacity_model: Option<CapacityModel>,
+    /// Decode step-time fit and the throughput it projects.
+    pub projection: Option<Projection>,
+    /// What to change, ordered by expected gain.
+    pub recommendations: Vec<Recommendation>,
+    /// The sources that were used beside the logs (`server info: FILE`, `GPU: NVML`, ...).
+    pub sources: Vec<String>,
+}
+
+/// The client's view and how it relates to the server's.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientSummary {
+    /// The client file.
+    pub source: String,
+    /// How it was read (`timed_records`, `untimed_records`, `progress_log`).
+    pub format: String,
+    /// Completed requests seen.
+    pub completed: u64,
+    /// Failed requests seen.
+    pub failed: u64,
+    /// Total requests of the job, when the client printed it.
+    pub total: Option<u64>,
+    /// The last rate the client printed (req/s), when it printed one.
+    pub printed_req_per_s: Option<f64>,
+    /// Completions since the client's start divided by the time since then: the lifetime average.
+    pub lifetime_req_per_s: Option<Rate>,
+    /// Completions in the steady window divided by its length, with a Poisson interval.
+    pub windowed_req_per_s: Option<Rate>,
+    /// The server's steady gen throughput divided by the mean completion length (delta-method interval).
+    pub implied_req_per_s: Option<Rate>,
+    /// Seconds from the client's start to its first completion.
+    pub first_completion_after_s: Option<f64>,
+    /// Mean completion tokens per request.
+    pub mean_completion_tokens: Option<f64>,
+    /// Mean prompt tokens per request.
+    pub mean_prompt_tokens: Option<f64>,
+    /// Sample adequacy of a short window at the windowed rate.
+    pub adequacy: Option<String>,
+    /// Seconds a window must last for ±10% at 95% (Garwood).
+    pub window_needed_s: Option<f64>,
+    /// Time to finish the remaining requests at the windowed rate.
+    pub eta: Option<EtaSummary>,
+}
+
+/// Estimated time to completion.
+#[derive(Clone, Debug, Serialize)]
+pub struct EtaSummary {
+    /// Requests left.
+    pub remaining: u64,
+    /// Seconds, at the point estimate of the rate.
+    pub seconds: f64,
+    /// Seconds at the upper end of the rate interval (optimistic).
+    pub low_s: f64,
+    /// Seconds at the lower end of the rate interval (pessimistic; may be infinite → null).
+    pub high_s: Option<f64>,
+}
+
+/// KV capacity: the pool model and its what-if table (from `kv-capacity`).
+#[derive(Clone, Debug, Serialize)]
+pub struct CapacityModel {
+    /// TP size the model was computed for.
+    pub tp_size: u32,
+    /// Bytes per token slot per GPU, and how it was obtained.
+    pub cell_bytes: u64,
+    /// `pre` (free GPU memory before weights load), GiB per GPU.
+    pub pre_gib: f64,
+    /// Where `pre` came from.
+    pub pre_source: String,
+    /// Free GPU memory at run time, GiB per GPU, and where from.
+    pub free_now_gib: Option<f64>,
+    /// Source of the free-memory figure.
+    pub free_now_source: Option<String>,
+    /// Tokens added per +0.01 of `mem_fraction_static`.
+    pub tokens_per_hundredth: f64,
+    /// The what-if table.
+    pub what_if: kv_capacity::WhatIfTable,
+    /// The HiCache verdict, when it could be computed.
+    pub hicache: Option<kv_capacity::HiCacheVerdict>,
+}
+
+/// Decode step time as a function of batch size and KV tokens, and projected throughput.
+#[derive(Clone, Debug, Serialize)]
+pub struct Projection {
+    /// Model: `step_s = a + b × running + c × kv_tokens` (least squares over decode lines).
+    pub formula: String,
+    /// `a` (seconds per step).
+    pub a: f64,
+    /// `b` (seconds per step per running request).
+    pub b: f64,
+    /// `c` (seconds per step per KV token).
+    pub c: f64,
+    /// Coefficient of determination of the fit.
+    pub r2: f64,
+    /// Decode lines used.
+    pub n: usize,
+    /// Lowest and highest running requests observed.
+    pub running_range: (f64, f64),
+    /// Throughput at the observed mean running requests, by the fit (tok/s).
+    pub current_tok_per_s: f64,
+    /// Mean running requests over the decode lines used.
+    pub observed_mean_running: f64,
+    /// Projected rows.
+    pub rows: Vec<ProjectionRow>,
+}
+
+/// Throughput projected for one what-if row.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProjectionRow {
+    /// The what-if row's label.
+    pub label: String,
+    /// Requests that could decode at once.
+    pub concurrency: f64,
+    /// Projected gen throughput (tok/s).
+    pub tok_per_s: f64,
+    /// Change versus now (percent).
+    pub gain_pct: f64,
+    /// True when the concurrency is outside the observed range (extrapolation).
+    pub extrapolated: bool,
+    /// Feasibility of the row (`fits`, `tight`, `oom_likely`), when known.
+    pub feasibility: Option<String>,
+}
+
+/// One concrete change.
+#[derive(Clone, Debug, Serialize)]
+pub struct Recommendation {
+    /// What to do.
+    pub action: String,
+    /// Expected gain, in words with numbers.
+    pub expected_gain: String,
+    /// Expected gain in percent of throughput, for ordering (`null` when none is expected).
+    pub gain_pct: Option<f64>,
+    /// Risk.
+    pub risk: String,
 }

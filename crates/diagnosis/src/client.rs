@@ -1,0 +1,313 @@
+//! The client's view: per-request records or a progress log, parsed from text.
+//!
+//! Three shapes are read, detected line by line:
+//! - JSONL records with a completion time: the batch client's own records (`end_unix_s`,
+//!   `submit_unix_s`, `usage`, `ok`), or any JSONL with a time field (`end_time`, `timestamp`,
+//!   `ts`, `time`, `completed_at`, `created`: Unix seconds or an ISO date-time);
+//! - JSONL records without times (a dump of responses): only the request lengths are used;
+//! - a progress log whose lines start with a date-time and carry `N/M done` (and optionally
+//!   `X req/s`, the client's own printed rate), e.g. `2026-02-10 14:00:30 [B2] 3/11000 done, 0.0 req/s`.
+//!
+//! Every line is accounted for: a line that fits none of these is counted and the first ones are
+//! kept with their line numbers.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// How the client evidence was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientFormat {
+    /// JSONL records with completion times.
+    TimedRecords,
+    /// JSONL records without any time field (lengths only).
+    UntimedRecords,
+    /// A progress log with cumulative completion counts.
+    ProgressLog,
+    /// Nothing usable was found.
+    Unknown,
+}
+
+/// One point of a progress log: at time `t`, `done` requests had completed.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ProgressPoint {
+    /// Seconds on the same clock as the server log (local time, seconds since 1970).
+    pub t: f64,
+    /// Completed requests so far.
+    pub done: u64,
+    /// Total requests of the job, when printed (`N/M done`).
+    pub total: Option<u64>,
+    /// The rate the client printed on this line (req/s), when it did.
+    pub printed_req_per_s: Option<f64>,
+}
+
+/// One completed request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ClientRequest {
+    /// Completion time (seconds; Unix seconds for JSON numbers, log clock for ISO strings).
+    pub end: Option<f64>,
+    /// Submit time (seconds), when recorded.
+    pub submit: Option<f64>,
+    /// Time waiting for a concurrency slot in the client (seconds), when recorded.
+    pub permit_wait_s: Option<f64>,
+    /// Time to first token (seconds), when recorded.
+    pub ttft_s: Option<f64>,
+    /// Prompt tokens.
+    pub prompt_tokens: Option<u64>,
+    /// Completion tokens.
+    pub completion_tokens: Option<u64>,
+    /// Whether the request succeeded (`ok` field; absent means yes).
+    pub ok: bool,
+}
+
+/// Everything read from one client file.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientEvidence {
+    /// File name (path).
+    pub source: String,
+    /// The detected shape.
+    pub format: ClientFormat,
+    /// Lines read.
+    pub lines: u64,
+    /// Requests (JSONL formats).
+    pub requests: Vec<ClientRequest>,
+    /// Progress points (progress logs).
+    pub progress: Vec<ProgressPoint>,
+    /// Lines that fit no shape.
+    pub unparsed_lines: u64,
+    /// The first unparsed lines: (line number, excerpt).
+    pub unparsed: Vec<(u64, String)>,
+}
+
+impl ClientEvidence {
+    /// `(prompt, completion)` token pairs of successful requests that report both.
+    pub fn lengths(&self) -> Vec<(u64, u64)> {
+        self.requests
+            .iter()
+            .filter(|r| r.ok)
+            .filter_map(|r| Some((r.prompt_tokens?, r.completion_tokens?)))
+            .collect()
+    }
+
+    /// Completion times of successful requests, sorted (seconds).
+    pub fn completion_times(&self) -> Vec<f64> {
+        let mut t: Vec<f64> = self
+            .requests
+            .iter()
+            .filter(|r| r.ok)
+            .filter_map(|r| r.end)
+            .filter(|x| x.is_finite())
+            .collect();
+        t.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        t
+    }
+
+    /// Failed requests.
+    pub fn failed(&self) -> u64 {
+        self.requests.iter().filter(|r| !r.ok).count() as u64
+    }
+}
+
+const TIME_KEYS: &[&str] = &[
+    "end_unix_s",
+    "end_time",
+    "completed_at",
+    "finished_at",
+    "timestamp",
+    "ts",
+    "time",
+    "created",
+];
+
+/// Parse `YYYY-MM-DD[ T]HH:MM:SS[.fff][Z]` at the start of `s` into seconds (log clock), and the
+/// number of bytes it used.
+pub fn parse_datetime_prefix(s: &str) -> Option<(f64, usize)> {
+    let b = s.as_bytes();
+    if b.len() < 19 {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<u32> {
+        let part = s.get(r)?;
+        if part.bytes().all(|c| c.is_ascii_digit()) {
+            part.parse().ok()
+        } else {
+            None
+        }
+    };
+    if b[4] != b'-'
+        || b[7] != b'-'
+        || !(b[10] == b' ' || b[10] == b'T')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let (y, mo, d, h, mi, se) = (
+        num(0..4)?,
+        num(5..7)?,
+        num(8..10)?,
+        num(11..13)?,
+        num(14..16)?,
+        num(17..19)?,
+    );
+    let mut used = 19;
+    let mut frac = 0.0;
+    if b.len() > 20 && (b[19] == b'.' || b[19] == b',') {
+        let digits = b[20..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits > 0 {
+            frac = s
+                .get(19..20 + digits)
+                .and_then(|x| format!("0{}", &x[..]).replace(',', ".").parse::<f64>().ok())
+                .unwrap_or(0.0);
+            used = 20 + digits;
+        }
+    }
+    if b.get(used) == Some(&b'Z') {
+        used += 1;
+    }
+    let ts = sglang_log::Timestamp::from_ymd_hms(y as i32, mo, d, h, mi, se, 0)?;
+    Some((ts.seconds() + frac, used))
+}
+
+fn as_time(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64().filter(|x| x.is_finite() && *x > 0.0),
+        Value::String(s) => parse_datetime_prefix(s).map(|x| x.0),
+        _ => None,
+    }
+}
+
+fn as_u64(v: Option<&Value>) -> Option<u64> {
+    v.and_then(|v| {
+        v.as_u64()
+            .or_else(|| v.as_f64().filter(|x| *x >= 0.0).map(|x| x as u64))
+    })
+}
+
+fn record_from_json(v: &Value) -> Option<ClientRequest> {
+    let obj = v.as_object()?;
+    let usage = obj.get("usage").and_then(|u| u.as_object());
+    let tok = |k: &str| as_u64(obj.get(k)).or_else(|| as_u64(usage.and_then(|u| u.get(k))));
+    let end = TIME_KEYS.iter().find_map(|k| obj.get(*k).and_then(as_time));
+    Some(ClientRequest {
+        end,
+        submit: obj.get("submit_unix_s").and_then(as_time),
+        permit_wait_s: obj.get("permit_wait_s").and_then(|v| v.as_f64()),
+        ttft_s: obj.get("ttft_s").and_then(|v| v.as_f64()),
+        prompt_tokens: tok("prompt_tokens"),
+        completion_tokens: tok("completion_tokens"),
+        ok: obj.get("ok").and_then(|v| v.as_bool()).unwrap_or(true),
+    })
+}
+
+/// Find `N/M done` (or `N done`) and `X req/s` in a progress line after its date-time.
+fn progress_from_line(line: &str) -> Option<ProgressPoint> {
+    let (t, used) = parse_datetime_prefix(line.trim_start())?;
+    let rest = line.trim_start().get(used..)?;
+    let done_at = rest.find(" done")?;
+    let head = &rest[..done_at];
+    let token = head.rsplit(|c: char| c.is_whitespace()).next()?;
+    let (done, total) = match token.split_once('/') {
+        Some((a, b)) => (a.parse().ok()?, b.parse().ok()),
+        None => (token.parse().ok()?, None),
+    };
+    let printed = rest.find(" req/s").and_then(|i| {
+        rest[..i]
+            .rsplit(|c: char| c.is_whitespace() || c == ',')
+            .next()?
+            .parse::<f64>()
+            .ok()
+    });
+    Some(ProgressPoint {
+        t,
+        done,
+        total,
+        printed_req_per_s: printed,
+    })
+}
+
+/// Parse a client file (JSONL records or a progress log). Never fails: what cannot be read is
+/// counted in `unparsed_lines`.
+pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
+    let mut ev = ClientEvidence {
+        source: source.into(),
+        format: ClientFormat::Unknown,
+        lines: 0,
+        requests: Vec::new(),
+        progress: Vec::new(),
+        unparsed_lines: 0,
+        unparsed: Vec::new(),
+    };
+    for (i, raw) in text.lines().enumerate() {
+        ev.lines += 1;
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('{') {
+            if let Ok(v) = serde_json::from_str::<Value>(line) {
+                if let Some(r) = record_from_json(&v) {
+                    ev.requests.push(r);
+                    continue;
+                }
+            }
+        } else if let Some(p) = progress_from_line(line) {
+            ev.progress.push(p);
+            continue;
+        }
+        ev.unparsed_lines += 1;
+        if ev.unparsed.len() < 20 {
+            ev.unparsed
+                .push((i as u64 + 1, line.chars().take(160).collect()));
+        }
+    }
+    ev.format = if !ev.progress.is_empty() && ev.progress.len() >= ev.requests.len() {
+        ClientFormat::ProgressLog
+    } else if ev.requests.iter().any(|r| r.end.is_some()) {
+        ClientFormat::TimedRecords
+    } else if !ev.requests.is_empty() {
+        ClientFormat::UntimedRecords
+    } else {
+        ClientFormat::Unknown
+    };
+    ev
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_line() {
+        let p = progress_from_line("2026-02-10 15:59:36 [B2_opencodeinstruct] 1005/11000 done, 0.1 req/s, avg_comp=4121tok, ETA=19.8h").expect("parsed");
+        assert_eq!(p.done, 1005);
+        assert_eq!(p.total, Some(11000));
+        assert_eq!(p.printed_req_per_s, Some(0.1));
+        let t0 = parse_datetime_prefix("2026-02-10 00:00:00").expect("t").0;
+        assert_eq!(p.t - t0, 15.0 * 3600.0 + 59.0 * 60.0 + 36.0);
+    }
+
+    #[test]
+    fn records_with_and_without_times() {
+        let text = "{\"id\": \"a\", \"prompt_tokens\": 207, \"completion_tokens\": 1775}\n{\"id\":\"b\",\"ok\":false,\"end_unix_s\": 100.5, \"usage\": {\"prompt_tokens\": 3, \"completion_tokens\": null}}\nnot json\n";
+        let c = parse_client("x", text);
+        assert_eq!(c.lines, 3);
+        assert_eq!(c.requests.len(), 2);
+        assert_eq!(c.unparsed_lines, 1);
+        assert_eq!(c.unparsed[0].0, 3);
+        assert_eq!(c.format, ClientFormat::TimedRecords);
+        assert_eq!(c.lengths(), vec![(207, 1775)]);
+        assert_eq!(c.failed(), 1);
+        assert_eq!(c.requests[1].end, Some(100.5));
+    }
+
+    #[test]
+    fn iso_time_field() {
+        let c = parse_client(
+            "x",
+            "{\"timestamp\": \"2026-02-10T14:00:30.250Z\", \"completion_tokens\": 5}\n",
+        );
+        let t0 = parse_datetime_prefix("2026-02-10 14:00:30").expect("t").0;
+        assert_eq!(c.requests[0].end, Some(t0 + 0.25));
+    }
+}

@@ -1,0 +1,112 @@
+//! Evidence beyond the logs: the server's own view, GPU memory, the model's geometry and the
+//! client's records. Each is optional; a missing one narrows the report and is named in
+//! `not_concluded`.
+//!
+//! The binary converts what `sglang-client` and `gpu-probe` return into these plain values, so
+//! this crate stays free of HTTP and NVML.
+
+use serde::Serialize;
+
+use crate::client::ClientEvidence;
+
+/// What the server said about itself (`/server_info` or `/get_server_info`, live or saved).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServerFacts {
+    /// Where it came from: a URL or a file path.
+    pub source: String,
+    /// SGLang version.
+    pub version: Option<String>,
+    /// `model_path`.
+    pub model_path: Option<String>,
+    /// `tp_size`.
+    pub tp_size: Option<u32>,
+    /// `dp_size`.
+    pub dp_size: Option<u32>,
+    /// `enable_dp_attention`.
+    pub enable_dp_attention: Option<bool>,
+    /// `mem_fraction_static` (resolved).
+    pub mem_fraction_static: Option<f64>,
+    /// `max_total_num_tokens` (tokens per DP rank).
+    pub max_total_num_tokens: Option<u64>,
+    /// `max_running_requests`.
+    pub max_running_requests: Option<u64>,
+    /// `chunked_prefill_size` (tokens; −1 = off).
+    pub chunked_prefill_size: Option<i64>,
+    /// `kv_cache_dtype`.
+    pub kv_cache_dtype: Option<String>,
+    /// `enable_hierarchical_cache`.
+    pub enable_hierarchical_cache: Option<bool>,
+    /// `hicache_ratio`.
+    pub hicache_ratio: Option<f64>,
+    /// `hicache_size` (GB per rank; 0 = use the ratio).
+    pub hicache_size_gb: Option<f64>,
+    /// `page_size` (tokens).
+    pub page_size: Option<u32>,
+    /// Σ `internal_states[].last_gen_throughput` (tok/s).
+    pub last_gen_throughput: Option<f64>,
+}
+
+/// One GPU's memory (bytes).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GpuMemory {
+    /// Device index.
+    pub index: u32,
+    /// Product name.
+    pub name: String,
+    /// Total memory, bytes.
+    pub total_bytes: u64,
+    /// Free memory, bytes.
+    pub free_bytes: Option<u64>,
+}
+
+/// GPU memory from NVML or a copied `nvidia-smi` output.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GpuFacts {
+    /// `NVML`, or the file path.
+    pub source: String,
+    /// Devices.
+    pub devices: Vec<GpuMemory>,
+}
+
+impl GpuFacts {
+    /// Smallest total memory over devices (bytes): the rank that bounds SGLang's `pre`.
+    pub fn min_total_bytes(&self) -> Option<u64> {
+        self.devices.iter().map(|d| d.total_bytes).min()
+    }
+    /// Smallest free memory over devices (bytes).
+    pub fn min_free_bytes(&self) -> Option<u64> {
+        self.devices.iter().filter_map(|d| d.free_bytes).min()
+    }
+}
+
+/// A model's geometry and where it came from.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModelFacts {
+    /// File path.
+    pub source: String,
+    /// The parsed `config.json`.
+    pub config: kv_capacity::ModelConfig,
+}
+
+/// Every optional source of evidence beside the logs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Context {
+    /// Server info.
+    pub server: Option<ServerFacts>,
+    /// GPU memory.
+    pub gpu: Option<GpuFacts>,
+    /// Why GPU memory could not be read, when it was asked for (e.g. no NVML on this machine).
+    pub gpu_unavailable: Option<String>,
+    /// Model geometry.
+    pub model: Option<ModelFacts>,
+    /// Why the model config could not be used, when one was given.
+    pub model_error: Option<String>,
+    /// Client records or progress logs.
+    pub clients: Vec<ClientEvidence>,
+    /// Host memory (`/proc/meminfo`), for the HiCache check.
+    pub host_meminfo: Option<kv_capacity::MemInfo>,
+    /// The sample window someone proposes to measure with (seconds); default 60.
+    pub sample_window_s: Option<f64>,
+    /// Problems reading other sources (server unreachable, bad file), each naming its source.
+    pub source_errors: Vec<String>,
+}
