@@ -1,0 +1,155 @@
+//! The binary as a user runs it: exit codes, stdout/stderr, every real log.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_throughput-doctor"))
+}
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(rel)
+}
+
+#[test]
+fn embedded_sample_gives_a_verdict() {
+    let out = bin()
+        .arg("diagnose")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Verdict: KV-cache bound."), "{text}");
+    assert!(
+        text.contains("<embedded sample: kimi-k25-b2/server.log>: 6284 lines"),
+        "{text}"
+    );
+    // NO_COLOR: no escape sequences
+    assert!(!text.contains('\u{1b}'));
+}
+
+#[test]
+fn every_real_log_exits_0_with_valid_json() {
+    for dir in ["real", "real-long"] {
+        for entry in std::fs::read_dir(data(dir)).expect("dir") {
+            let path = entry.expect("entry").path();
+            if path.extension().and_then(|e| e.to_str()) != Some("log") {
+                continue;
+            }
+            let out = bin()
+                .arg("diagnose")
+                .arg(&path)
+                .arg("--json")
+                .output()
+                .expect("run");
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+            assert_eq!(v["schema_version"], 1);
+            assert!(v["bottleneck"].is_string());
+        }
+    }
+}
+
+#[test]
+fn prometheus_dump_says_no_scheduler_lines() {
+    let out = bin()
+        .args(["diagnose", "--json"])
+        .arg(data("real/040-pr7944-prometheus-metrics-pd.log"))
+        .output()
+        .expect("run");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["bottleneck"], "no_scheduler_lines");
+    assert_eq!(v["inputs"][0]["events"], 0);
+}
+
+#[test]
+fn missing_log_is_a_clear_error_naming_the_path() {
+    let out = bin()
+        .args(["diagnose", "/nonexistent/server.log"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/server.log"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let out = bin()
+        .args(["diagnose", "--no-such-flag"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn gpu_without_a_driver_exits_1_with_one_line_and_diagnose_carries_on() {
+    let out = bin().arg("gpu").output().expect("run");
+    if out.status.success() {
+        // A machine with a working NVIDIA driver: the probe must list at least one device.
+        assert!(String::from_utf8_lossy(&out.stdout).contains("GPU 0"));
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("GPU data unavailable") || err.contains("NVML"),
+        "{err}"
+    );
+    // diagnose --gpu still works and says why GPU memory is missing
+    let out = bin()
+        .args(["diagnose", "--gpu", "--json"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let nc = v["not_concluded"].to_string();
+    assert!(nc.contains("GPU memory could not be read"), "{nc}");
+}
+
+#[test]
+fn gpu_snapshot_file_is_read() {
+    let out = bin()
+        .args(["gpu", "--snapshot"])
+        .arg(data("real/nvidia-smi/002-trtllm-i10278-b200x8-table.txt"))
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("total 183359 MiB"), "{text}");
+    assert!(text.contains("Blackwell"), "{text}");
+}
+
+#[test]
+fn markdown_report_is_written() {
+    let dir = std::env::temp_dir().join(format!("td-md-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let md = dir.join("report.md");
+    let out = bin()
+        .arg("diagnose")
+        .arg("--markdown")
+        .arg(&md)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&md).expect("md");
+    assert!(text.starts_with("# throughput-doctor diagnosis"));
+    assert!(text.contains("**Verdict: KV-cache bound.**"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

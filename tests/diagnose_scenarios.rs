@@ -1,0 +1,181 @@
+//! End to end: `diagnose` on the simulated founding case (`tests/data/scenarios/`), with every
+//! artifact a user would have: server log, saved /server_info, nvidia-smi CSV, model config,
+//! the client's progress log and its responses dump.
+
+use std::path::PathBuf;
+
+use diagnosis::report::Report;
+use diagnosis::{Bottleneck, FindingKind};
+use throughput_doctor_cli::{DiagnoseArgs, diagnose};
+
+fn args(scenario: &str) -> DiagnoseArgs {
+    let d = PathBuf::from("tests/data/scenarios").join(scenario);
+    DiagnoseArgs {
+        logs: vec![d.join("server.log")],
+        server_info: Some(d.join("server_info.json")),
+        gpu_snapshot: Some(d.join("nvidia-smi.csv")),
+        model_config: Some(d.join("config.json")),
+        client_log: Some(d.join("client.log")),
+        client_records: Some(d.join("responses.jsonl")),
+        sample_window: 60.0,
+        ..DiagnoseArgs::default()
+    }
+}
+
+fn run(scenario: &str) -> Report {
+    diagnose(&args(scenario)).expect("diagnose")
+}
+
+fn row<'a>(r: &'a Report, label: &str) -> &'a kv_capacity::WhatIfRow {
+    let cm = r.capacity_model.as_ref().expect("capacity model");
+    cm.what_if
+        .rows
+        .iter()
+        .find(|w| w.label.ends_with(label))
+        .unwrap_or_else(|| panic!("row {label}"))
+}
+
+#[test]
+fn b2_is_kv_bound_and_explains_the_client_rate() {
+    let r = run("kimi-k25-b2");
+    assert_eq!(r.bottleneck, Bottleneck::KvCacheBound);
+
+    // The client printed 0.1 req/s: a lifetime average (1005 done since 14:00:30, printed with one decimal).
+    let c = r.client.as_ref().expect("client summary");
+    assert_eq!(c.printed_req_per_s, Some(0.1));
+    assert_eq!(c.completed, 1005);
+    assert_eq!(c.total, Some(11000));
+    let life = c.lifetime_req_per_s.as_ref().expect("lifetime");
+    assert!(
+        (life.value - 1005.0 / 7146.0).abs() < 1e-3,
+        "{}",
+        life.value
+    );
+    let win = c.windowed_req_per_s.as_ref().expect("windowed");
+    assert!(win.low.is_some() && win.high.is_some());
+    assert!(win.window_s > 3600.0);
+    // The server's steady gen throughput implies ~727 / 4120 = 0.177 req/s, with an interval.
+    let imp = c.implied_req_per_s.as_ref().expect("implied");
+    assert!((imp.value - 0.1765).abs() < 0.003, "{}", imp.value);
+    assert!(imp.low.expect("low") < imp.value && imp.value < imp.high.expect("high"));
+    let gap = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::ClientGap)
+        .expect("gap finding");
+    assert!(gap.detail.contains("lifetime average"));
+    assert!(gap.detail.contains("retractions freed"));
+
+    // A 60 s sample at that rate proves nothing.
+    let adequacy = c.adequacy.as_deref().expect("adequacy");
+    assert!(
+        adequacy.starts_with("60 s at 0.142 req/s holds ~8.5"),
+        "{adequacy}"
+    );
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.kind == FindingKind::SampleAdequacy)
+    );
+    let eta = c.eta.as_ref().expect("eta");
+    assert_eq!(eta.remaining, 9995);
+
+    // The pool at 0.85 and the projections at 0.88 and 0.93, by SGLang's formula.
+    let cm = r.capacity_model.as_ref().expect("capacity model");
+    assert_eq!(cm.cell_bytes, 70_272);
+    assert_eq!(cm.what_if.current_tokens, 116_171);
+    assert_eq!(row(&r, "mem_fraction_static 0.85").pool_tokens, 116_171);
+    assert_eq!(row(&r, "mem_fraction_static 0.88").pool_tokens, 159_990);
+    assert_eq!(row(&r, "mem_fraction_static 0.93").pool_tokens, 233_022);
+    let f93 = row(&r, "mem_fraction_static 0.93")
+        .feasibility
+        .as_ref()
+        .expect("feasibility");
+    assert_eq!(format!("{:?}", f93.verdict), "OomLikely");
+    assert!((f93.free_now_gib - 5.16).abs() < 1e-9);
+
+    // HiCache would not raise decode concurrency.
+    let h = cm.hicache.as_ref().expect("hicache verdict");
+    assert!(!h.raises_decode_concurrency);
+    assert!(r.findings.iter().any(|f| f.kind == FindingKind::HiCache));
+
+    // Throughput is projected for the rows, from a fit of decode step time.
+    let p = r.projection.as_ref().expect("projection");
+    assert!(p.r2 > 0.8, "R² {}", p.r2);
+    assert_eq!(p.running_range, (18.0, 68.0));
+    let fp8 = p
+        .rows
+        .iter()
+        .find(|x| x.label.contains("fp8"))
+        .expect("fp8 row");
+    assert!(fp8.tok_per_s > p.current_tok_per_s);
+    assert_eq!(fp8.feasibility.as_deref(), Some("tight"));
+    // The first recommendation is the fp8 KV cache (feasible without extra memory).
+    assert!(
+        r.recommendations[0].action.contains("fp8"),
+        "{:?}",
+        r.recommendations[0]
+    );
+    assert!(
+        r.recommendations
+            .iter()
+            .any(|x| x.action.starts_with("Do not raise mem_fraction_static"))
+    );
+}
+
+#[test]
+fn b1_differs_where_the_data_differ() {
+    // Shorter completions (~1,577 tokens): the pool is not full, requests still queue.
+    let r = run("kimi-k25-b1");
+    assert_eq!(r.bottleneck, Bottleneck::SchedulerConservative);
+    let s = &r.schedulers[0];
+    assert_eq!(s.token_usage.median, Some(0.59));
+    assert_eq!(s.queued.median, Some(85.0));
+    assert_eq!(s.peak_running, Some(85));
+    let c = r.client.as_ref().expect("client");
+    assert_eq!(c.completed, 2181);
+    assert!((c.mean_completion_tokens.expect("mean") - 1577.0).abs() < 1.0);
+    assert!(
+        r.recommendations[0]
+            .action
+            .contains("schedule-conservativeness")
+    );
+}
+
+#[test]
+fn b2_json_report_snapshot() {
+    let r = run("kimi-k25-b2");
+    let v = serde_json::to_value(&r).expect("json");
+    assert_eq!(v["schema_version"], 1);
+    // The key numbers of the report, rounded so the snapshot is stable across platforms.
+    let round = |x: &serde_json::Value, d: i32| {
+        x.as_f64()
+            .map(|f| (f * 10f64.powi(d)).round() / 10f64.powi(d))
+    };
+    let key = serde_json::json!({
+        "bottleneck": v["bottleneck"],
+        "headline": v["headline"],
+        "steady_gen_throughput": round(&v["steady_gen_throughput"]["value"], 0),
+        "capacity": v["capacity"],
+        "retractions": {
+            "events": v["retractions"]["events"],
+            "lines": v["retractions"]["lines"],
+            "tokens_freed": v["retractions"]["tokens_freed"],
+        },
+        "client": {
+            "completed": v["client"]["completed"],
+            "printed_req_per_s": v["client"]["printed_req_per_s"],
+            "lifetime_req_per_s": round(&v["client"]["lifetime_req_per_s"]["value"], 3),
+            "windowed_req_per_s": round(&v["client"]["windowed_req_per_s"]["value"], 3),
+            "implied_req_per_s": round(&v["client"]["implied_req_per_s"]["value"], 3),
+        },
+        "what_if": v["capacity_model"]["what_if"]["rows"].as_array().map(|rows| rows.iter().map(|w| serde_json::json!({
+            "label": w["label"],
+            "pool_tokens": w["pool_tokens"],
+            "feasibility": w["feasibility"]["verdict"],
+        })).collect::<Vec<_>>()),
+        "finding_kinds": v["findings"].as_array().map(|f| f.iter().map(|x| x["kind"].clone()).collect::<Vec<_>>()),
+        "recommendations": v["recommendations"].as_array().map(|f| f.iter().map(|x| x["action"].clone()).collect::<Vec<_>>()),
+    });
+    insta::assert_json_snapshot!("b2_report_key_numbers", key);
+}
