@@ -4,6 +4,7 @@
 //! Library crates return typed errors; this crate decides how to print them. Data goes to stdout,
 //! diagnostics to stderr; exit codes are 0 (ok), 1 (failure), 2 (bad arguments).
 
+pub mod batch_cmd;
 pub mod render;
 pub mod sources;
 
@@ -42,6 +43,8 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Show this machine's GPU memory (NVML), or read a copied nvidia-smi output.
     Gpu(GpuArgs),
+    /// Send a JSONL of prompts with bounded concurrency; record every response with its timings.
+    RunBatch(batch_cmd::RunBatchArgs),
 }
 
 /// Arguments of `diagnose`.
@@ -229,6 +232,10 @@ where
     let result = match &cli.command {
         Command::Diagnose(a) => run_diagnose(a),
         Command::Gpu(a) => run_gpu(a),
+        Command::RunBatch(a) => match batch_cmd::run(a) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => 0,

@@ -1,0 +1,207 @@
+//! `throughput-doctor run-batch`: the bounded-concurrency batch client with honest progress.
+//!
+//! Progress goes to stderr (indicatif): the windowed request and token rates with exact Poisson
+//! intervals from `throughput-stats`, the lifetime figures beside them for comparison, and an ETA
+//! with an interval. Ctrl-C stops submitting, waits for in-flight requests up to the grace period,
+//! and exits 130.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use sglang_client::batch::{
+    BatchApi, BatchConfig, CancelToken, CompletionEvent, ProgressSink, ProgressSnapshot,
+};
+use sglang_client::{API_KEY_ENV, ClientConfig};
+
+/// Arguments of `run-batch`.
+#[derive(Debug, Args)]
+pub struct RunBatchArgs {
+    /// Server base URL, e.g. http://127.0.0.1:30000. The API key, if any, comes from SGLANG_API_KEY.
+    #[arg(long, value_name = "URL")]
+    pub server: String,
+    /// Input prompts, JSONL: {"id": ..., "prompt": ...} or {"id": ..., "messages": [...]}.
+    #[arg(long, value_name = "FILE")]
+    pub prompts: PathBuf,
+    /// Output records, JSONL (appended; ids already there are skipped: resume).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 64)]
+    pub concurrency: usize,
+    /// max_tokens sent with every request.
+    #[arg(long)]
+    pub max_tokens: Option<u64>,
+    /// Use /v1/chat/completions (default /v1/completions).
+    #[arg(long)]
+    pub chat: bool,
+    /// Use SGLang's native /generate.
+    #[arg(long, conflicts_with = "chat")]
+    pub native: bool,
+    /// Stream responses and record TTFT.
+    #[arg(long)]
+    pub stream: bool,
+    /// Create every request at t=0 (they then wait for a slot), like an asyncio.gather script.
+    #[arg(long)]
+    pub burst: bool,
+    /// Window of the progress rates (seconds).
+    #[arg(long, default_value_t = 60.0)]
+    pub window: f64,
+    /// After Ctrl-C, how long in-flight requests may still finish (seconds).
+    #[arg(long, default_value_t = 30.0)]
+    pub grace: f64,
+}
+
+/// Progress on stderr with windowed rates and intervals.
+struct Progress {
+    bar: ProgressBar,
+    window_s: f64,
+    /// (t since start, completion tokens) of recent successful completions.
+    recent: VecDeque<(f64, u64)>,
+}
+
+impl Progress {
+    fn line(&mut self, s: &ProgressSnapshot) -> String {
+        let now = s.elapsed_s;
+        while self
+            .recent
+            .front()
+            .map(|x| now - x.0 > self.window_s)
+            .unwrap_or(false)
+        {
+            self.recent.pop_front();
+        }
+        let window = self.window_s.min(now).max(1e-3);
+        let n = self.recent.len() as u64;
+        let tokens: u64 = self.recent.iter().map(|x| x.1).sum();
+        let win = throughput_stats::RateEstimate::from_count(n, window, 0.95).ok();
+        let mut out = match &win {
+            Some(r) => format!(
+                "{:.2} req/s [{:.2}-{:.2}] {:.0} tok/s over the last {:.0} s",
+                r.rate_per_s,
+                r.ci_low,
+                r.ci_high,
+                tokens as f64 / window,
+                window
+            ),
+            None => "rate: n/a".into(),
+        };
+        out.push_str(&format!(
+            " | lifetime {:.2} req/s {:.0} tok/s | {} ok {} failed {} in flight",
+            s.lifetime_req_per_s, s.lifetime_tok_per_s, s.completed, s.failed, s.in_flight
+        ));
+        if let Some(r) = &win {
+            let remaining = s.total.saturating_sub(s.completed + s.failed) as f64;
+            if let Ok(e) = throughput_stats::eta(remaining, r) {
+                out.push_str(&format!(" | {e}"));
+            }
+        }
+        out
+    }
+}
+
+impl ProgressSink for Progress {
+    fn on_start(&mut self, total: u64, resumed: u64) {
+        self.bar.set_length(total);
+        if resumed > 0 {
+            self.bar.println(format!(
+                "resuming: {resumed} ids already in the output are skipped"
+            ));
+        }
+    }
+    fn on_completion(&mut self, e: &CompletionEvent) {
+        if e.ok {
+            self.recent
+                .push_back((e.t_s, e.completion_tokens.unwrap_or(0)));
+        }
+        self.bar.inc(1);
+    }
+    fn on_snapshot(&mut self, s: &ProgressSnapshot) {
+        let msg = self.line(s);
+        self.bar.set_message(msg);
+    }
+    fn on_warning(&mut self, m: &str) {
+        self.bar.println(format!("warning: {m}"));
+    }
+}
+
+/// Run the batch; returns the exit code (0 all ok, 1 some failed, 130 interrupted).
+///
+/// # Errors
+/// Input/output files that cannot be read or written, a bad server URL.
+pub fn run(args: &RunBatchArgs) -> Result<i32> {
+    let client = ClientConfig::new(args.server.clone()).api_key_from_env(API_KEY_ENV);
+    let mut cfg = BatchConfig::new(client, &args.prompts, &args.out);
+    cfg.api = if args.native {
+        BatchApi::Generate
+    } else if args.chat {
+        BatchApi::Chat
+    } else {
+        BatchApi::Completions
+    };
+    if let Some(m) = args.max_tokens {
+        let key = if args.native {
+            "max_new_tokens"
+        } else {
+            "max_tokens"
+        };
+        cfg.params.insert(key.into(), m.into());
+    }
+    cfg.stream = args.stream;
+    cfg.concurrency = args.concurrency;
+    cfg.burst = args.burst;
+    cfg.grace = Duration::from_secs_f64(args.grace.max(0.0));
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{pos}/{len} {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let progress = Progress {
+        bar: bar.clone(),
+        window_s: args.window.max(1.0),
+        recent: VecDeque::new(),
+    };
+    let cancel = CancelToken::new();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let summary = rt.block_on(async {
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                c.cancel();
+            }
+        });
+        sglang_client::batch::run_batch(cfg, progress, cancel.clone()).await
+    });
+    bar.finish();
+    let summary = summary.with_context(|| format!("batch run against {}", args.server))?;
+    eprintln!(
+        "done: {} ok, {} failed, {} retries, {} not finished, {} resumed; {} completion tokens in {:.1} s ({:.0} tok/s)",
+        summary.ok,
+        summary.failed,
+        summary.retries,
+        summary.not_finished,
+        summary.resumed,
+        summary.completion_tokens,
+        summary.elapsed_s,
+        summary.completion_tokens as f64 / summary.elapsed_s.max(1e-9)
+    );
+    for (line, why) in summary.input_problems.iter().take(20) {
+        eprintln!("input {}:{line}: {why}", args.prompts.display());
+    }
+    for p in summary.output_problems.iter().take(20) {
+        eprintln!("output {}: {p}", args.out.display());
+    }
+    Ok(if summary.cancelled {
+        130
+    } else if summary.failed > 0 {
+        1
+    } else {
+        0
+    })
+}
