@@ -51,7 +51,8 @@ fn usage() -> ExitCode {
     eprintln!(
         "usage: cargo xtask <task> [args]\n\n\
          tasks:\n  \
-           diagnose [ARGS]   build and run `throughput-doctor diagnose ARGS` (no ARGS: the embedded sample)\n"
+           diagnose [ARGS]   build and run `throughput-doctor diagnose ARGS` (no ARGS: the embedded sample)\n  \
+           gpu-check         on a GPU host: NVML probe figures beside nvidia-smi's (exit 1 on mismatch)\n"
     );
     ExitCode::from(2)
 }
@@ -63,6 +64,10 @@ fn main() -> ExitCode {
     };
     match task.as_str() {
         "diagnose" => doctor("diagnose", rest),
+        "gpu-check" => doctor(
+            "gpu",
+            &[vec!["--check".to_string()], rest.to_vec()].concat(),
+        ),
         _ => usage(),
     }
 }

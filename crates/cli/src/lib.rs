@@ -5,6 +5,7 @@
 //! diagnostics to stderr; exit codes are 0 (ok), 1 (failure), 2 (bad arguments).
 
 pub mod batch_cmd;
+pub mod plot;
 pub mod render;
 pub mod sources;
 
@@ -82,6 +83,9 @@ pub struct DiagnoseArgs {
     /// Also write the report as Markdown to this file.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Also write a timeline picture (throughput, requests, token usage) as SVG to this file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Arguments of `gpu`.
@@ -93,6 +97,54 @@ pub struct GpuArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Real-hardware check: probe with NVML, run `nvidia-smi`, print both side by side and
+    /// exit 1 if they disagree beyond 64 MiB of memory.
+    #[arg(long, conflicts_with = "snapshot")]
+    pub check: bool,
+}
+
+/// `gpu --check`: NVML beside `nvidia-smi`.
+fn gpu_check() -> Result<()> {
+    let nvml = gpu_probe::probe()?;
+    let out = std::process::Command::new("nvidia-smi")
+        .args(gpu_probe::NVIDIA_SMI_QUERY_ARGS)
+        .output()
+        .context("running nvidia-smi")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "nvidia-smi failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let smi = gpu_probe::parse_nvidia_smi(&text, "nvidia-smi")?;
+    let mut o = anstream::stdout();
+    writeln!(o, "NVML:\n{}", render::gpu_text(&nvml))?;
+    writeln!(
+        o,
+        "nvidia-smi {}:\n{}",
+        gpu_probe::NVIDIA_SMI_QUERY_ARGS.join(" "),
+        render::gpu_text(&smi)
+    )?;
+    let mismatches = gpu_probe::cross_check(&nvml, &smi, 64 * 1024 * 1024);
+    if mismatches.is_empty() {
+        writeln!(
+            o,
+            "agree: device count, names, total/used/free memory within 64 MiB, driver version"
+        )?;
+        Ok(())
+    } else {
+        for m in &mismatches {
+            writeln!(
+                o,
+                "MISMATCH GPU {:?} {}: NVML {} vs nvidia-smi {}",
+                m.index, m.field, m.nvml, m.smi
+            )?;
+        }
+        anyhow::bail!(
+            "{} mismatch(es) between NVML and nvidia-smi",
+            mismatches.len()
+        )
+    }
 }
 
 /// Read the logs (or the embedded sample) into evidence.
@@ -182,6 +234,9 @@ pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
 /// # Errors
 /// No GPU data (NVML unavailable, unreadable file).
 pub fn run_gpu(args: &GpuArgs) -> Result<()> {
+    if args.check {
+        return gpu_check();
+    }
     let snap = match &args.snapshot {
         Some(p) => gpu_probe::read_snapshot_file(p)?,
         None => gpu_probe::probe()?,
@@ -200,7 +255,11 @@ pub fn run_gpu(args: &GpuArgs) -> Result<()> {
 /// # Errors
 /// See [`diagnose`]; also a failure to write the Markdown file or stdout.
 pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
-    let report = diagnose(args)?;
+    let (ev, report) = diagnose_full(args)?;
+    if let Some(path) = &args.plot {
+        plot::write_svg(&ev, &report, path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some(path) = &args.markdown {
         std::fs::write(path, render::markdown(&report))
             .with_context(|| format!("writing {}", path.display()))?;

@@ -1,8 +1,6 @@
 //! The `--plot` timeline: structure of the SVG for the kimi-k25-b2 scenario, and degenerate input.
 
-#[path = "../src/plot.rs"]
-#[allow(dead_code)]
-mod plot;
+use throughput_doctor_cli::plot;
 
 use std::path::Path;
 
