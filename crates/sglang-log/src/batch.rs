@@ -209,10 +209,24 @@ const KEY_FP: [(u64, u64); N_KNOWN] = {
     t
 };
 
+/// [`fingerprint`] with word loads (the `const fn` form copies byte by byte).
+#[inline(always)]
+fn fingerprint_rt(k: &[u8]) -> (u64, u64) {
+    let n = k.len();
+    match (k.first_chunk::<8>(), k.last_chunk::<8>()) {
+        (Some(a), Some(c)) => (u64::from_le_bytes(*a), u64::from_le_bytes(*c)),
+        _ => {
+            let mut a = [0u8; 8];
+            a[..n].copy_from_slice(k);
+            (u64::from_le_bytes(a), 0)
+        }
+    }
+}
+
 /// Index of `k` in [`KNOWN_KEYS`], if it is one.
 #[inline]
 fn key_id(k: &[u8]) -> Option<usize> {
-    let (a, c) = fingerprint(k);
+    let (a, c) = fingerprint_rt(k);
     let id = usize::from(KEY_TABLE[key_hash(k.len(), a, c)]);
     let known = KNOWN_KEYS.get(id)?.as_bytes();
     let same = known.len() == k.len() && KEY_FP[id] == (a, c) && (k.len() <= 16 || known == k);
@@ -804,8 +818,9 @@ pub(crate) fn parse_legacy_stats(text: &str) -> Option<BatchLine<'_>> {
 /// Splits `line.text[start..]` into `key: value` fragments separated by `sep` + space (`", "`
 /// or `". "`), after trimming trailing whitespace and separator characters.
 ///
-/// One pass over the body with `memchr2` on `:` and `sep`: a `sep` followed by a space ends a
-/// fragment, the first `": "` of a fragment ends its key.
+/// One pass over the body: a `sep` followed by a space ends a fragment, the first `": "` of a
+/// fragment ends its key. The candidates (`:` or `sep`, followed by a space) come from
+/// [`hits`], 64 bytes at a time.
 fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: u8) {
     let text = line.text;
     let b = text.as_bytes();
@@ -825,26 +840,109 @@ fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: u8) {
     }
     let mut frag_start = start;
     let mut colon = usize::MAX;
-    for at in memchr::memchr2_iter(b':', sep, &b[start..end]) {
-        let i = start + at;
-        if i + 1 >= end || b[i + 1] != b' ' {
-            continue;
+    let mut blk = start;
+    while blk < end {
+        // candidates at i with i + 1 < end (the space must be inside the body)
+        let (mut m, seps) = hits(b, blk, end, sep);
+        while m != 0 {
+            let i = blk + m.trailing_zeros() as usize;
+            let bit = m & m.wrapping_neg();
+            m ^= bit;
+            if seps & bit != 0 {
+                fragment(line, frag_start, i, colon);
+                frag_start = i + 2;
+                colon = usize::MAX;
+            } else if colon == usize::MAX && i >= frag_start {
+                colon = i;
+            }
         }
-        if b[i] == sep {
-            fragment(line, frag_start, i, colon);
-            frag_start = i + 2;
-            colon = usize::MAX;
-        } else if colon == usize::MAX {
-            colon = i;
-        }
+        blk += 64;
     }
     if frag_start < end {
         fragment(line, frag_start, end, colon);
     }
 }
 
-/// One fragment `b[a..z]`; `colon` is the position of its first `": "` (`usize::MAX`: none).
+/// Bit `j` of the first mask: byte `blk + j` is `:` or `sep` and byte `blk + j + 1` is a space,
+/// with `blk + j + 1 < end`; the second mask: the same for `sep` alone.
+#[inline(always)]
+fn hits(b: &[u8], blk: usize, end: usize, sep: u8) -> (u64, u64) {
+    let n = end.saturating_sub(1).saturating_sub(blk);
+    let valid = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    let (colon, seps, space) = classes(b, blk, n.min(64), sep);
+    let space_next = (space >> 1) | (u64::from(b.get(blk + 64) == Some(&b' ')) << 63);
+    let m = (colon | seps) & space_next & valid;
+    (m, seps & m)
+}
+
+/// The 8 bytes at `b[o..]` as a little-endian word, zero-padded past the end of `b`.
+#[inline(always)]
+fn word(b: &[u8], o: usize) -> u64 {
+    match b.get(o..o + 8) {
+        Some(w) => {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            u64::from_le_bytes(a)
+        }
+        None => {
+            let mut v = 0u64;
+            for (j, &c) in b.get(o..).unwrap_or_default().iter().enumerate() {
+                v |= u64::from(c) << (8 * j);
+            }
+            v
+        }
+    }
+}
+
+/// Masks of `:`, `sep` and space over `b[blk..blk + 64]`, of which the first `need` bits
+/// (plus the one after) matter; bytes past the end of `b` count as 0.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn classes(b: &[u8], blk: usize, need: usize, sep: u8) -> (u64, u64, u64) {
+    // SAFETY: `classes_sse2` only needs SSE2, which this cfg guarantees is enabled (it is part
+    // of the x86_64 baseline); it reads `b` through safe slice accessors only.
+    unsafe { classes_sse2(b, blk, need, sep) }
+}
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "sse2")]
 #[inline]
+fn classes_sse2(b: &[u8], blk: usize, need: usize, sep: u8) -> (u64, u64, u64) {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set_epi64x, _mm_set1_epi8};
+    let (c, s, sp) = (
+        _mm_set1_epi8(b':' as i8),
+        _mm_set1_epi8(sep as i8),
+        _mm_set1_epi8(b' ' as i8),
+    );
+    let (mut mc, mut ms, mut msp) = (0u64, 0u64, 0u64);
+    // vectors covering bits 0..=need (the bit after the last candidate is its space)
+    let vectors = (need + 1).div_ceil(16).min(4);
+    for k in 0..vectors {
+        let o = blk + 16 * k;
+        let v = _mm_set_epi64x(word(b, o + 8) as i64, word(b, o) as i64);
+        let sh = 16 * k;
+        mc |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, c)) as u16) << sh;
+        ms |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, s)) as u16) << sh;
+        msp |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, sp)) as u16) << sh;
+    }
+    (mc, ms, msp)
+}
+
+/// Masks of `:`, `sep` and space over `b[blk..blk + 64]` (portable form).
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[inline(always)]
+fn classes(b: &[u8], blk: usize, _need: usize, sep: u8) -> (u64, u64, u64) {
+    let (mut mc, mut ms, mut msp) = (0u64, 0u64, 0u64);
+    for (j, &c) in b.get(blk..).unwrap_or_default().iter().take(64).enumerate() {
+        mc |= u64::from(c == b':') << j;
+        ms |= u64::from(c == sep) << j;
+        msp |= u64::from(c == b' ') << j;
+    }
+    (mc, ms, msp)
+}
+
+/// One fragment `b[a..z]`; `colon` is the position of its first `": "` (`usize::MAX`: none).
+#[inline(always)]
 fn fragment(line: &mut BatchLine<'_>, mut a: usize, mut z: usize, colon: usize) {
     let b = line.text.as_bytes();
     while a < z && b[a] == b' ' {
@@ -901,6 +999,33 @@ mod tests {
         assert_eq!(l.swa_token_usage(), Some(0.32));
         assert_eq!(l.broken_fields(), 0);
         assert_eq!(l.graph_device(), Some("cuda"));
+    }
+
+    #[test]
+    fn key_ids_are_exact() {
+        for (i, k) in KNOWN_KEYS.iter().enumerate() {
+            assert_eq!(key_id(k.as_bytes()), Some(i), "{k}");
+            assert_eq!(fingerprint_rt(k.as_bytes()), fingerprint(k.as_bytes()));
+            // one byte changed anywhere, one byte more or less: not a known key
+            for j in 0..k.len() {
+                let mut m = k.as_bytes().to_vec();
+                m[j] ^= 0x20;
+                assert_ne!(key_id(&m), Some(i), "{k} / {j}");
+            }
+            assert_eq!(
+                key_id(&k.as_bytes()[1..])
+                    .map(|x| KNOWN_KEYS[x])
+                    .filter(|x| x.len() != k.len() - 1),
+                None
+            );
+            let mut longer = k.as_bytes().to_vec();
+            longer.push(b'x');
+            assert_eq!(key_id(&longer), None);
+        }
+        assert_eq!(key_id(b""), None);
+        assert_eq!(key_id(b"#running-req "), None);
+        assert_eq!(key_id(b"est. decode TFLOPS/s (per GPX)"), None);
+        assert_eq!(key_id(b"est. decode TFLOPX/s (per GPU)"), None);
     }
 
     #[test]

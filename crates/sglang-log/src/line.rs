@@ -70,6 +70,28 @@ pub fn parse_line(line: &[u8], line_no: u64) -> Record<'_> {
     rec
 }
 
+/// [`parse_line`] for a line already known to be valid UTF-8 without `\r` or `\n` (the reader
+/// checks whole blocks of lines at once).
+pub(crate) fn parse_clean_line(s: &str, line_no: u64) -> Record<'_> {
+    let mut rec = Record {
+        line_no,
+        timestamp: None,
+        ranks: RankTags::default(),
+        message: "",
+        event: Event::Other,
+    };
+    if s.len() > u32::MAX as usize {
+        if find_batch_marker(s.as_bytes()).is_some() {
+            rec.event = Event::Malformed {
+                reason: "batch line longer than 4 GiB",
+            };
+        }
+        return rec;
+    }
+    parse_str(s, &mut rec);
+    rec
+}
+
 fn pick_cr_segment(b: &[u8]) -> &[u8] {
     let mut last_nonempty: &[u8] = &[];
     for seg in b.split(|&c| c == b'\r') {

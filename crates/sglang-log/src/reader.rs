@@ -1,5 +1,6 @@
 //! Buffered line reader over plain files, gzip files and stdin, feeding [`parse_line`].
 
+use crate::line::parse_clean_line;
 use crate::{Event, Record, parse_line};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -309,6 +310,27 @@ impl<R: Read> LogReader<R> {
         loop {
             // deliver every complete line in buf[start..end]
             let mut pos = self.start;
+            let window = &self.buf[pos..self.end];
+            // Fast path: a block of whole lines that is valid UTF-8 and has no `\r` is checked
+            // once, not line by line.
+            let block = memchr::memrchr(b'\n', window).map(|i| &window[..=i]);
+            if let Some(block) = block
+                && memchr::memchr(b'\r', block).is_none()
+                && let Ok(text) = std::str::from_utf8(block)
+            {
+                let mut a = 0;
+                for nl in memchr::memchr_iter(b'\n', block) {
+                    self.line_no += 1;
+                    // ok: `\n` is ASCII, so `a` and `nl` are char boundaries
+                    let line = text.get(a..nl).unwrap_or("");
+                    let rec = parse_clean_line(line, self.line_no);
+                    f(&rec);
+                    stats.observe(&rec, line.as_bytes());
+                    stats.bytes += 1; // the '\n'
+                    a = nl + 1;
+                }
+                pos += block.len();
+            }
             while let Some(i) = memchr::memchr(b'\n', &self.buf[pos..self.end]) {
                 let nl = pos + i;
                 self.line_no += 1;
