@@ -8,6 +8,7 @@ pub mod batch_cmd;
 pub mod plot;
 pub mod render;
 pub mod sources;
+pub mod watch;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -49,7 +50,7 @@ pub enum Command {
 }
 
 /// Arguments of `diagnose`.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args, Default, Clone)]
 pub struct DiagnoseArgs {
     /// SGLang server logs: plain, .gz, or `-` for stdin. With none (and no --server), the embedded sample is used.
     pub logs: Vec<PathBuf>,
@@ -86,6 +87,15 @@ pub struct DiagnoseArgs {
     /// Also write a timeline picture (throughput, requests, token usage) as SVG to this file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// A log to read (same as a positional LOG; may repeat). With --watch it is followed.
+    #[arg(long = "log", value_name = "PATH")]
+    pub log_flag: Vec<PathBuf>,
+    /// Live mode: follow the logs, poll /metrics of --server, print a rolling verdict every DURATION (e.g. 10s) until Ctrl-C.
+    #[arg(long, value_name = "DURATION", value_parser = watch::parse_duration)]
+    pub watch: Option<std::time::Duration>,
+    /// With --watch: stop after this many reports (default: until Ctrl-C).
+    #[arg(long, value_name = "N", requires = "watch")]
+    pub watch_count: Option<u64>,
 }
 
 /// Arguments of `gpu`.
@@ -255,6 +265,19 @@ pub fn run_gpu(args: &GpuArgs) -> Result<()> {
 /// # Errors
 /// See [`diagnose`]; also a failure to write the Markdown file or stdout.
 pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
+    let merged;
+    let args = if args.log_flag.is_empty() {
+        args
+    } else {
+        let mut m = args.clone();
+        let flagged = std::mem::take(&mut m.log_flag);
+        m.logs.extend(flagged);
+        merged = m;
+        &merged
+    };
+    if let Some(period) = args.watch {
+        return watch::run(args, period, args.watch_count);
+    }
     let (ev, report) = diagnose_full(args)?;
     if let Some(path) = &args.plot {
         plot::write_svg(&ev, &report, path)

@@ -620,4 +620,10 @@ impl EvidenceBuilder {
     pub fn build(self) -> Evidence {
         self.ev
     }
+
+    /// The evidence so far, leaving the builder usable (live mode diagnoses repeatedly while
+    /// the log grows).
+    pub fn snapshot(&self) -> Evidence {
+        self.ev.clone()
+    }
 }
