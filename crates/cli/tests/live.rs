@@ -123,7 +123,7 @@ fn run_batch_records_feed_diagnose_and_watch_follows_the_log() {
 
     // 3. live mode: follow the log while a second batch appends to it; 3 reports, then stop.
     let lines_before = std::fs::read_to_string(&log).expect("log").lines().count();
-    let mut watch = bin()
+    let watch = bin()
         .args([
             "diagnose",
             "--server",
