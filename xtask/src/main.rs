@@ -2,6 +2,8 @@
 //! (building it first). The xtask finds the workspace root from `CARGO_MANIFEST_DIR`, so it
 //! works from any directory.
 
+mod bench_parse;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
     };
     match task.as_str() {
         "diagnose" => doctor("diagnose", rest),
+        "bench-parse" => bench_parse::run(&root(), rest),
         "gpu-check" => doctor(
             "gpu",
             &[vec!["--check".to_string()], rest.to_vec()].concat(),
