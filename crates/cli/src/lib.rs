@@ -57,6 +57,9 @@ pub struct DiagnoseArgs {
     /// A live server: read /server_info (or /get_server_info). The API key, if any, comes from SGLANG_API_KEY.
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
+    /// With --server: how many /metrics polls, a second apart.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub metrics_polls: u32,
     /// A saved /server_info (or /get_server_info) JSON response.
     #[arg(long, value_name = "FILE")]
     pub server_info: Option<PathBuf>,
@@ -195,7 +198,13 @@ pub fn build_context(args: &DiagnoseArgs) -> Context {
         ..Context::default()
     };
     if let Some(url) = &args.server {
-        sources::add_server_url(&mut ctx, url);
+        // Live mode polls /metrics itself; a one-shot diagnosis takes a few polls a second apart.
+        let polls = if args.watch.is_some() {
+            0
+        } else {
+            args.metrics_polls
+        };
+        sources::add_server_url(&mut ctx, url, polls, std::time::Duration::from_secs(1));
     }
     if let Some(p) = &args.server_info {
         sources::add_server_info_file(&mut ctx, p);

@@ -198,6 +198,37 @@ pub fn text(r: &Report, color: bool) -> String {
         );
         let _ = writeln!(o);
     }
+    if let Some(m) = &r.server_metrics {
+        let _ = writeln!(
+            o,
+            "{}",
+            paint(
+                BOLD,
+                &format!(
+                    "Server /metrics ({} polls over {:.0} s)",
+                    m.samples, m.span_s
+                )
+            )
+        );
+        let _ = writeln!(
+            o,
+            "  running {} · queued {} · token usage {} · gen throughput {} tok/s · generated {} tok/s between polls",
+            f(m.running, 0),
+            f(m.queued, 0),
+            f(m.token_usage, 2),
+            f(m.gen_throughput, 1),
+            f(m.generated_tok_per_s, 1)
+        );
+        let _ = writeln!(
+            o,
+            "  since server start: TTFT median {} s, p90 {} s · ITL median {} s · end-to-end median {} s",
+            f(m.ttft_p50_s, 3),
+            f(m.ttft_p90_s, 3),
+            f(m.itl_p50_s, 4),
+            f(m.e2e_p50_s, 2)
+        );
+        let _ = writeln!(o);
+    }
     if let Some(c) = &r.client {
         let _ = writeln!(o, "{}", paint(BOLD, "Client vs server"));
         client_text(&mut o, c);

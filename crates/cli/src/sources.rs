@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use diagnosis::{Context, GpuFacts, GpuMemory, ModelFacts, ServerFacts};
+use diagnosis::{
+    Context, GpuFacts, GpuMemory, MetricsFacts, MetricsSample, ModelFacts, ServerFacts,
+};
 use gpu_probe::{GpuError, GpuSnapshot};
 use sglang_client::ServerInfo;
 
@@ -120,8 +122,8 @@ pub fn add_host_meminfo(ctx: &mut Context) {
     }
 }
 
-/// Fetch server info (and check `/metrics` answers) from a live server.
-pub fn add_server_url(ctx: &mut Context, url: &str) {
+/// Fetch server info and `polls` samples of `/metrics`, `interval` apart, from a live server.
+pub fn add_server_url(ctx: &mut Context, url: &str, polls: u32, interval: std::time::Duration) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -145,5 +147,48 @@ pub fn add_server_url(ctx: &mut Context, url: &str) {
     match rt.block_on(client.server_info()) {
         Ok(info) => ctx.server = Some(server_facts(&info, url)),
         Err(e) => ctx.source_errors.push(format!("server {url}: {e}")),
+    }
+    let mut facts = MetricsFacts {
+        source: url.to_string(),
+        samples: Vec::new(),
+    };
+    for i in 0..polls {
+        if i > 0 {
+            std::thread::sleep(interval);
+        }
+        match rt.block_on(client.metrics()) {
+            Ok(m) => facts.samples.push(metrics_sample(&m)),
+            Err(e) => {
+                ctx.source_errors.push(format!("server {url}/metrics: {e}"));
+                break;
+            }
+        }
+    }
+    if !facts.samples.is_empty() {
+        ctx.metrics = Some(facts);
+    }
+}
+
+/// One `/metrics` poll as plain values (summed over label sets; usage is the highest).
+pub fn metrics_sample(m: &sglang_client::MetricsSnapshot) -> MetricsSample {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let hist_q =
+        |f: &dyn Fn(&sglang_client::LabeledMetrics) -> Option<&sglang_client::Histogram>,
+         q: f64| { m.sets.iter().find_map(|s| f(s).and_then(|h| h.quantile(q))) };
+    MetricsSample {
+        t,
+        running: m.total(|x| x.num_running_reqs),
+        queued: m.total(|x| x.num_queue_reqs),
+        token_usage: m.sets.iter().filter_map(|x| x.token_usage).reduce(f64::max),
+        gen_throughput: m.total(|x| x.gen_throughput),
+        generation_tokens_total: m.total(|x| x.generation_tokens_total),
+        num_requests_total: m.total(|x| x.num_requests_total),
+        ttft_p50_s: hist_q(&|s| s.time_to_first_token_seconds.as_ref(), 0.5),
+        ttft_p90_s: hist_q(&|s| s.time_to_first_token_seconds.as_ref(), 0.9),
+        itl_p50_s: hist_q(&|s| s.inter_token_latency_seconds.as_ref(), 0.5),
+        e2e_p50_s: hist_q(&|s| s.e2e_request_latency_seconds.as_ref(), 0.5),
     }
 }

@@ -185,3 +185,78 @@ fn run_batch_records_feed_diagnose_and_watch_follows_the_log() {
     assert!(counts[0] >= lines_before as u64);
     rt.block_on(h.shutdown());
 }
+
+#[test]
+fn diagnose_a_live_server_alone_from_server_info_and_metrics() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("server.log");
+    let (rt, h) = sim(&log);
+    let url = h.base_url();
+    // Load the server while diagnose polls it.
+    let prompts = dir.path().join("prompts.jsonl");
+    write_prompts(&prompts, 400, "c");
+    let mut load = bin()
+        .args([
+            "run-batch",
+            "--server",
+            &url,
+            "--concurrency",
+            "200",
+            "--max-tokens",
+            "64",
+        ])
+        .arg("--prompts")
+        .arg(&prompts)
+        .arg("--out")
+        .arg(dir.path().join("out.jsonl"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("load");
+    let d = bin()
+        .args([
+            "diagnose",
+            "--json",
+            "--server",
+            &url,
+            "--metrics-polls",
+            "3",
+        ])
+        .output()
+        .expect("diagnose");
+    let _ = load.wait();
+    assert_eq!(
+        d.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&d.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&d.stdout).expect("json");
+    // server info from /server_info, and three /metrics polls
+    assert_eq!(v["capacity"]["max_total_num_tokens"], 4000);
+    assert_eq!(v["server_metrics"]["samples"], 3);
+    assert!(v["server_metrics"]["span_s"].as_f64().unwrap_or(0.0) >= 1.9);
+    // the verdict comes from the gauges (no log was given)
+    assert_ne!(v["bottleneck"], "no_scheduler_lines", "{}", v["headline"]);
+    assert_eq!(v["schedulers"].as_array().map(|a| a.len()), Some(1));
+    assert!(v["sources"].to_string().contains("/metrics"));
+    rt.block_on(h.shutdown());
+}
+
+#[test]
+fn unreachable_server_narrows_the_report() {
+    // Port 9 on loopback: nothing listens there.
+    let d = bin()
+        .args(["diagnose", "--json", "--server", "http://127.0.0.1:9"])
+        .output()
+        .expect("diagnose");
+    assert_eq!(
+        d.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&d.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&d.stdout).expect("json");
+    let nc = v["not_concluded"].to_string();
+    assert!(nc.contains("server http://127.0.0.1:9"), "{nc}");
+}

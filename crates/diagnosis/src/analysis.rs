@@ -600,6 +600,15 @@ pub fn diagnose(ev: &Evidence) -> Report {
 /// Diagnose from log evidence and whatever else the context holds (server info, GPU memory,
 /// model config, client records).
 pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
+    // No batch lines but a polled server: judge from its gauges.
+    let with_metrics;
+    let ev = match &ctx.metrics {
+        Some(m) if ev.schedulers.is_empty() && !m.samples.is_empty() => {
+            with_metrics = ev.with_metrics_scheduler(m);
+            &with_metrics
+        }
+        _ => ev,
+    };
     let capacity = capacity_of(ev, ctx);
     let analyses: Vec<SchedAnalysis<'_>> = ev
         .schedulers
@@ -742,6 +751,13 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     if let Some(s) = &ctx.server {
         sources.push(format!("server info: {}", s.source));
     }
+    if let Some(m) = &ctx.metrics {
+        sources.push(format!(
+            "/metrics: {} ({} polls)",
+            m.source,
+            m.samples.len()
+        ));
+    }
     if let Some(g) = &ctx.gpu {
         sources.push(format!("GPU memory: {}", g.source));
     }
@@ -772,7 +788,32 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         projection,
         recommendations,
         sources,
+        server_metrics: ctx.metrics.as_ref().and_then(metrics_summary),
     }
+}
+
+fn metrics_summary(m: &crate::context::MetricsFacts) -> Option<MetricsSummary> {
+    let first = m.samples.first()?;
+    let last = m.samples.last()?;
+    let span_s = last.t - first.t;
+    let generated_tok_per_s = match (first.generation_tokens_total, last.generation_tokens_total) {
+        (Some(a), Some(b)) if span_s > 0.0 && b >= a => Some((b - a) / span_s),
+        _ => None,
+    };
+    Some(MetricsSummary {
+        source: m.source.clone(),
+        samples: m.samples.len(),
+        span_s,
+        running: last.running,
+        queued: last.queued,
+        token_usage: last.token_usage,
+        gen_throughput: last.gen_throughput,
+        generated_tok_per_s,
+        ttft_p50_s: last.ttft_p50_s,
+        ttft_p90_s: last.ttft_p90_s,
+        itl_p50_s: last.itl_p50_s,
+        e2e_p50_s: last.e2e_p50_s,
+    })
 }
 
 fn overall(analyses: &[SchedAnalysis<'_>]) -> Bottleneck {

@@ -88,11 +88,49 @@ pub struct ModelFacts {
     pub config: kv_capacity::ModelConfig,
 }
 
+/// One poll of the server's `/metrics` (values summed over DP ranks where they add up).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct MetricsSample {
+    /// When it was taken (Unix seconds).
+    pub t: f64,
+    /// `sglang:num_running_reqs` (requests).
+    pub running: Option<f64>,
+    /// `sglang:num_queue_reqs` (requests).
+    pub queued: Option<f64>,
+    /// `sglang:token_usage` (fraction; the highest over ranks).
+    pub token_usage: Option<f64>,
+    /// `sglang:gen_throughput` (tok/s).
+    pub gen_throughput: Option<f64>,
+    /// `sglang:generation_tokens_total` (tokens, counter).
+    pub generation_tokens_total: Option<f64>,
+    /// `sglang:num_requests_total` (requests, counter).
+    pub num_requests_total: Option<f64>,
+    /// Median TTFT from the histogram (seconds).
+    pub ttft_p50_s: Option<f64>,
+    /// 90th percentile TTFT (seconds).
+    pub ttft_p90_s: Option<f64>,
+    /// Median inter-token latency (seconds).
+    pub itl_p50_s: Option<f64>,
+    /// Median end-to-end latency (seconds).
+    pub e2e_p50_s: Option<f64>,
+}
+
+/// Polls of `/metrics` from one server.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MetricsFacts {
+    /// The server URL (or file).
+    pub source: String,
+    /// Samples in time order.
+    pub samples: Vec<MetricsSample>,
+}
+
 /// Every optional source of evidence beside the logs.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Context {
     /// Server info.
     pub server: Option<ServerFacts>,
+    /// `/metrics` polls.
+    pub metrics: Option<MetricsFacts>,
     /// GPU memory.
     pub gpu: Option<GpuFacts>,
     /// Why GPU memory could not be read, when it was asked for (e.g. no NVML on this machine).

@@ -340,6 +340,50 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// A copy with one more scheduler built from `/metrics` polls (used when the logs hold no
+    /// batch lines, so that a live server alone still gets a verdict). The samples are decode
+    /// samples on the polls' clock; line numbers are the poll numbers.
+    pub fn with_metrics_scheduler(&self, m: &crate::context::MetricsFacts) -> Evidence {
+        let mut ev = self.clone();
+        ev.sources.push(SourceInfo {
+            name: format!("{} /metrics", m.source),
+            stats: None,
+        });
+        let source = ev.sources.len() - 1;
+        let key = SchedulerKey {
+            source: Some(source),
+            dp: None,
+            pp: None,
+        };
+        let tl = ev.schedulers.entry(key).or_default();
+        for (i, x) in m.samples.iter().enumerate() {
+            let line = i as u64 + 1;
+            let to_u = |v: Option<f64>| {
+                v.filter(|x| x.is_finite() && *x >= 0.0)
+                    .map(|x| x.round() as u64)
+            };
+            let d = DecodeSample {
+                t: Some(x.t),
+                line,
+                running: to_u(x.running),
+                queue: to_u(x.queued),
+                usage: x.token_usage,
+                gen_tps: x.gen_throughput,
+                ..DecodeSample::default()
+            };
+            tl.agg.max_running = max_opt(tl.agg.max_running, d.running);
+            tl.agg.max_queue = max_opt(tl.agg.max_queue, d.queue);
+            tl.agg.max_usage = max_opt(tl.agg.max_usage, d.usage);
+            tl.agg.max_gen_tps = max_opt(tl.agg.max_gen_tps, d.gen_tps);
+            if tl.first.is_none() {
+                tl.first = Some(Loc { source, line });
+            }
+            tl.last = Some(Loc { source, line });
+            tl.decode.push(d);
+        }
+        ev
+    }
+
     /// Total SGLang events over all sources.
     pub fn total_events(&self) -> u64 {
         self.sources

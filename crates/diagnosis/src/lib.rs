@@ -20,6 +20,8 @@ pub mod timeline;
 
 pub use analysis::{diagnose, diagnose_with};
 pub use client::{ClientEvidence, parse_client};
-pub use context::{Context, GpuFacts, GpuMemory, ModelFacts, ServerFacts};
+pub use context::{
+    Context, GpuFacts, GpuMemory, MetricsFacts, MetricsSample, ModelFacts, ServerFacts,
+};
 pub use evidence::{Evidence, EvidenceBuilder, Loc, SchedulerKey, SourceId};
 pub use report::{Bottleneck, Confidence, Figure, Finding, FindingKind, Report, SCHEMA_VERSION};

@@ -349,6 +349,37 @@ pub struct Report {
     pub recommendations: Vec<Recommendation>,
     /// The sources that were used beside the logs (`server info: FILE`, `GPU: NVML`, ...).
     pub sources: Vec<String>,
+    /// What the server's `/metrics` said, when it was polled.
+    pub server_metrics: Option<MetricsSummary>,
+}
+
+/// The server's `/metrics` over the polls.
+#[derive(Clone, Debug, Serialize)]
+pub struct MetricsSummary {
+    /// Server URL.
+    pub source: String,
+    /// Polls.
+    pub samples: usize,
+    /// Seconds between the first and last poll.
+    pub span_s: f64,
+    /// Last running requests.
+    pub running: Option<f64>,
+    /// Last queued requests.
+    pub queued: Option<f64>,
+    /// Last token usage (fraction).
+    pub token_usage: Option<f64>,
+    /// Last logged gen throughput (tok/s).
+    pub gen_throughput: Option<f64>,
+    /// Increase of `generation_tokens_total` over the polls divided by their span (tok/s).
+    pub generated_tok_per_s: Option<f64>,
+    /// Median TTFT (seconds, histogram estimate, since server start).
+    pub ttft_p50_s: Option<f64>,
+    /// 90th percentile TTFT (seconds).
+    pub ttft_p90_s: Option<f64>,
+    /// Median inter-token latency (seconds).
+    pub itl_p50_s: Option<f64>,
+    /// Median end-to-end latency (seconds).
+    pub e2e_p50_s: Option<f64>,
 }
 
 /// The client's view and how it relates to the server's.
