@@ -105,8 +105,8 @@ fn pick_cr_segment(b: &[u8]) -> &[u8] {
     last_nonempty
 }
 
-fn parse_str<'a>(s: &'a str, rec: &mut Record<'a>) {
-    let (s, outer_ts) = strip_wrappers(s);
+fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>) {
+    let (s, outer_ts) = strip_wrappers(line);
     let (ts, ranks, mut msg, enveloped) = match envelope(s) {
         Some((ts, ranks, msg)) => (ts, ranks, msg, true),
         None => match outer_ts {
@@ -134,7 +134,10 @@ fn parse_str<'a>(s: &'a str, rec: &mut Record<'a>) {
         rec.event = fallback_scan(msg);
     }
     if !matches!(rec.event, Event::Batch(_) | Event::Malformed { .. })
-        && let Some(p) = find_batch_marker(s.as_bytes())
+        && let Some((s, p)) = find_batch_marker(s.as_bytes())
+            .map(|p| (s, p))
+            // a marker inside a stripped wrapper (`(Name pid=…Decode batch…)`) still counts
+            .or_else(|| find_batch_marker(line.as_bytes()).map(|p| (line, p)))
     {
         // Robust path: the batch marker is somewhere in the line (unknown envelope, a lost `[`,
         // a wrapper we do not know). Parse from the marker; recover stamp and ranks from the

@@ -273,3 +273,88 @@ fn an_oversized_batch_line_is_malformed_not_other() {
     let size = std::mem::size_of::<sglang_log::Record<'_>>();
     assert!(size <= 400, "Record is {size} bytes"); // 32 inline spans of 4 x u16 + envelope
 }
+
+#[test]
+fn an_empty_file_is_zero_lines_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.log");
+    std::fs::write(&path, b"").unwrap();
+    let mut n = 0;
+    let stats = LogReader::open(&path)
+        .unwrap()
+        .for_each(|_| n += 1)
+        .unwrap();
+    assert_eq!(n, 0);
+    assert_eq!(stats, sglang_log::ParseStats::default());
+    // an empty gzip member is also zero lines
+    let gz_path = dir.path().join("empty.log.gz");
+    std::fs::write(&gz_path, gz(b"")).unwrap();
+    let stats = LogReader::open(&gz_path).unwrap().for_each(|_| {}).unwrap();
+    assert_eq!((stats.lines, stats.bytes), (0, 0));
+}
+
+#[test]
+fn permission_denied_is_an_open_error_naming_the_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("secret.log");
+    std::fs::write(&path, format!("{DECODE}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if std::fs::File::open(&path).is_ok() {
+        // running as root (CAP_DAC_OVERRIDE): mode 000 does not deny, so check the message the
+        // reader builds from the OS error instead
+        let e = ReadError::Open {
+            path: path.clone(),
+            source: std::io::Error::from_raw_os_error(13), // EACCES
+        };
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("cannot open ") && msg.contains("secret.log"),
+            "{msg}"
+        );
+        assert!(msg.contains("Permission denied"), "{msg}");
+        return;
+    }
+    match LogReader::open(&path) {
+        Err(e @ ReadError::Open { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("secret.log"), "{msg}");
+            assert!(msg.to_lowercase().contains("permission denied"), "{msg}");
+        }
+        Err(e) => panic!("unexpected {e}"),
+        Ok(_) => panic!("opened an unreadable file"),
+    }
+}
+
+#[test]
+fn truncated_gzip_reports_the_compressed_byte_offset() {
+    let text = format!("{DECODE}\n").repeat(5000);
+    let full = gz(text.as_bytes());
+    let cut = full.len() * 3 / 4;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.log.gz");
+    std::fs::write(&path, &full[..cut]).unwrap();
+    let mut lines = 0u64;
+    let err = LogReader::open(&path)
+        .unwrap()
+        .for_each(|_| lines += 1)
+        .unwrap_err();
+    match &err {
+        ReadError::Gzip {
+            compressed_offset,
+            line_no,
+            ..
+        } => {
+            // the decoder fails at the end of what exists: every compressed byte was consumed
+            assert_eq!(*compressed_offset, cut as u64);
+            assert_eq!(*line_no, lines);
+            assert!(lines > 0 && lines < 5000, "{lines}");
+        }
+        other => panic!("expected a gzip error, got {other:?}"),
+    }
+    let msg = err.to_string();
+    assert!(
+        msg.contains("cut.log.gz") && msg.contains(&format!("near compressed byte {cut}")),
+        "{msg}"
+    );
+}
