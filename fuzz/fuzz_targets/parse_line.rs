@@ -1,0 +1,85 @@
+//! `parse_line` on arbitrary bytes: never panics, exactly one record, the batch-marker
+//! invariant, every field is a slice of the line, every accessor runs.
+//!
+//! Input shaping: if the first byte is 0xFE, the rest is repeated until the line is just over
+//! 64 KiB (the 16-bit span limit), so the long-line paths get fuzzed too.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use sglang_log::{Event, find_batch_marker, parse_line};
+
+fuzz_target!(|data: &[u8]| {
+    let owned;
+    let line: &[u8] = match data.split_first() {
+        Some((0xFE, rest)) if !rest.is_empty() => {
+            owned = rest.repeat((66_000 / rest.len()) + 1);
+            &owned
+        }
+        _ => data,
+    };
+    let rec = parse_line(line, 7);
+    assert_eq!(rec.line_no, 7);
+    let text = String::from_utf8_lossy(line);
+    if std::str::from_utf8(line).is_ok()
+        && !line.contains(&b'\r')
+        && find_batch_marker(line).is_some()
+    {
+        assert!(
+            matches!(rec.event, Event::Batch(_) | Event::Malformed { .. }),
+            "batch marker lost: {:?}",
+            rec.event
+        );
+    }
+    if let Event::Batch(b) = &rec.event {
+        assert!(text.contains(b.text()));
+        for (k, v) in b.fields() {
+            assert!(!k.is_empty());
+            assert!(b.text().contains(k) && b.text().contains(v));
+            assert!(b.get(k).is_some());
+        }
+        assert!(b.field_count() <= sglang_log::MAX_FIELDS);
+        let _ = b.unknown_fields().count();
+        let _ = (
+            b.running_req(),
+            b.queue_req(),
+            b.num_token(),
+            b.num_swa_token(),
+            b.token_usage(),
+            b.swa_token_usage(),
+            b.mamba_num(),
+            b.mamba_usage(),
+            b.gen_throughput(),
+            b.input_throughput(),
+            b.new_seq(),
+            b.new_token(),
+            b.cached_token(),
+            b.cache_hit_rate(),
+            b.pending_token(),
+            b.accept_len(),
+            b.accept_rate(),
+            b.graph(),
+            b.graph_device(),
+        );
+        let _ = (
+            b.pre_allocated_usage(),
+            b.prealloc_req(),
+            b.bootstrap_req(),
+            b.transfer_req(),
+            b.retracted_req(),
+            b.inflight_req(),
+            b.optimistic_req(),
+            b.waiting_image_req(),
+            b.cap_len(),
+            b.fwd_occupancy(),
+            b.est_tflops_per_gpu(),
+            b.est_read_bw_gbps(),
+            b.est_write_bw_gbps(),
+            b.timestamp_field(),
+        );
+        let _ = format!("{b:?}");
+    }
+    if let Some(t) = rec.timestamp {
+        let _ = (t.seconds(), t.date(), t.to_string());
+    }
+    let _ = (rec.ranks.to_string(), rec.event.name());
+});

@@ -1,0 +1,74 @@
+//! `LogReader` over arbitrary bytes delivered in arbitrary read sizes: never panics, never
+//! loses a line (one record per `\n`-terminated line plus a final unterminated one), counts
+//! every byte; live mode holds back exactly the unterminated tail; gzip input (magic `1f 8b`)
+//! either decodes or fails with a `Gzip` error, never a panic.
+//!
+//! Input: byte 0 seeds the read sizes (1..=64 bytes per read, varying), the rest is the log.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use sglang_log::{LogReader, ReadError};
+use std::io::Read;
+
+/// A reader that hands out its data in small, varying pieces.
+struct Chunky<'a> {
+    data: &'a [u8],
+    seed: u8,
+}
+
+impl Read for Chunky<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.seed = self.seed.wrapping_mul(37).wrapping_add(11);
+        let n = (usize::from(self.seed % 64) + 1)
+            .min(buf.len())
+            .min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&seed, log)) = data.split_first() else {
+        return;
+    };
+    if log.starts_with(&[0x1f, 0x8b]) {
+        let dec = flate2::read::MultiGzDecoder::new(Chunky { data: log, seed });
+        let mut r = LogReader::from_reader("fuzz.gz", dec);
+        match r.for_each(|_| {}) {
+            Ok(_) | Err(ReadError::Read { .. }) | Err(ReadError::Gzip { .. }) => {}
+            Err(e) => panic!("unexpected error {e}"),
+        }
+        return;
+    }
+    let newlines = log.iter().filter(|&&c| c == b'\n').count() as u64;
+    let tail = log.len() - log.iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
+    let expected = newlines + u64::from(tail > 0);
+
+    let mut n = 0u64;
+    let mut last = 0u64;
+    let mut r = LogReader::from_reader("fuzz.log", Chunky { data: log, seed });
+    let stats = r
+        .for_each(|rec| {
+            n += 1;
+            assert_eq!(rec.line_no, last + 1, "line numbers must be consecutive");
+            last = rec.line_no;
+        })
+        .expect("an in-memory reader cannot fail");
+    assert_eq!(n, expected);
+    assert_eq!(stats.lines, expected);
+    assert_eq!(stats.bytes, log.len() as u64);
+    assert_eq!(
+        stats.lines,
+        stats.events + stats.other_lines + stats.malformed_lines
+    );
+    assert_eq!(stats.batch_lines, stats.prefill_lines + stats.decode_lines);
+
+    // live mode: the unterminated tail is held back, everything before it delivered
+    let mut live = LogReader::from_reader("fuzz.log", Chunky { data: log, seed }).live(true);
+    let s = live
+        .for_each(|_| {})
+        .expect("an in-memory reader cannot fail");
+    assert_eq!(s.lines, newlines);
+    assert_eq!(s.held_back_bytes, tail as u64);
+});
