@@ -66,11 +66,19 @@ fn main() {
     std::fs::write(&input, s).expect("write prompts");
     let _ = std::fs::remove_file(&out);
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    // One thread: a current-thread runtime, so the dispatcher, the request
+    // tasks and the writer share a thread and wake each other without futexes.
+    let rt = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()
+    }
+    .expect("runtime");
     let mut cfg = BatchConfig::new(ClientConfig::new(url), &input, &out);
     cfg.concurrency = concurrency;
     cfg.stream = stream;

@@ -47,8 +47,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::api::Usage;
-use crate::client::{ClientConfig, SglangClient};
+use crate::client::{ClientConfig, Endpoint, SglangClient};
 use crate::error::ClientError;
 
 /// Which endpoint the prompts are sent to.
@@ -510,51 +509,165 @@ struct Live {
 /// Everything a request task needs, shared.
 struct Ctx {
     client: SglangClient,
+    endpoint: Endpoint,
     api: BatchApi,
-    model: Option<String>,
-    params: Map<String, Value>,
     stream: bool,
+    /// The request body up to the payload: `{"max_tokens":8,...,"stream":false,`
+    /// (serialised once; the payload and the closing brace are appended per request).
+    body_prefix: Vec<u8>,
     retry: RetryPolicy,
     live: Live,
 }
 
 impl Ctx {
-    fn body(&self, payload: &Payload) -> Value {
+    fn new(client: SglangClient, cfg: &BatchConfig) -> Result<Self, ClientError> {
+        let path = match cfg.api {
+            BatchApi::Chat => "/v1/chat/completions",
+            BatchApi::Completions => "/v1/completions",
+            BatchApi::Generate => "/generate",
+        };
+        let endpoint = client.endpoint(path)?;
         let mut m = Map::new();
-        match self.api {
+        match cfg.api {
             BatchApi::Generate => {
-                if let Payload::Prompt(p) = payload {
-                    m.insert("text".into(), Value::String(p.clone()));
-                }
-                m.insert("sampling_params".into(), Value::Object(self.params.clone()));
-                m.insert("stream".into(), Value::Bool(self.stream));
+                m.insert("sampling_params".into(), Value::Object(cfg.params.clone()));
             }
             BatchApi::Chat | BatchApi::Completions => {
-                for (k, v) in &self.params {
+                for (k, v) in &cfg.params {
                     m.insert(k.clone(), v.clone());
                 }
-                if let Some(model) = &self.model {
+                if let Some(model) = &cfg.model {
                     m.insert("model".into(), Value::String(model.clone()));
                 }
-                match (self.api, payload) {
-                    (BatchApi::Chat, Payload::Prompt(p)) => {
-                        m.insert("messages".into(), json!([{"role": "user", "content": p}]));
-                    }
-                    (BatchApi::Chat, Payload::Messages(msgs)) => {
-                        m.insert("messages".into(), msgs.clone());
-                    }
-                    (_, Payload::Prompt(p)) => {
-                        m.insert("prompt".into(), Value::String(p.clone()));
-                    }
-                    (_, Payload::Messages(_)) => {} // rejected by read_input
-                }
-                m.insert("stream".into(), Value::Bool(self.stream));
-                if self.stream {
+                if cfg.stream {
                     m.insert("stream_options".into(), json!({"include_usage": true}));
                 }
             }
         }
-        Value::Object(m)
+        m.insert("stream".into(), Value::Bool(cfg.stream));
+        // The payload keys are written per request; drop them from the template.
+        for k in ["messages", "prompt", "text"] {
+            m.remove(k);
+        }
+        // ok: serialising a map of JSON values cannot fail.
+        let mut body_prefix =
+            serde_json::to_vec(&Value::Object(m)).unwrap_or_else(|_| b"{}".to_vec());
+        body_prefix.pop(); // the closing '}'
+        if body_prefix.len() > 1 {
+            body_prefix.push(b',');
+        }
+        Ok(Ctx {
+            client,
+            endpoint,
+            api: cfg.api,
+            stream: cfg.stream,
+            body_prefix,
+            retry: cfg.retry.clone(),
+            live: Live::default(),
+        })
+    }
+
+    /// The JSON body for one prompt.
+    fn body(&self, payload: &Payload) -> Vec<u8> {
+        let extra = match payload {
+            Payload::Prompt(p) => p.len() + 48,
+            Payload::Messages(_) => 256,
+        };
+        let mut b = Vec::with_capacity(self.body_prefix.len() + extra);
+        b.extend_from_slice(&self.body_prefix);
+        // ok (all `to_writer` calls): writing strings/values into a Vec cannot fail.
+        match (self.api, payload) {
+            (BatchApi::Chat, Payload::Prompt(p)) => {
+                b.extend_from_slice(br#""messages":[{"role":"user","content":"#);
+                let _ = serde_json::to_writer(&mut b, p);
+                b.extend_from_slice(b"}]");
+            }
+            (BatchApi::Chat, Payload::Messages(m)) => {
+                b.extend_from_slice(br#""messages":"#);
+                let _ = serde_json::to_writer(&mut b, m);
+            }
+            (BatchApi::Completions, Payload::Prompt(p)) => {
+                b.extend_from_slice(br#""prompt":"#);
+                let _ = serde_json::to_writer(&mut b, p);
+            }
+            (BatchApi::Generate, Payload::Prompt(p)) => {
+                b.extend_from_slice(br#""text":"#);
+                let _ = serde_json::to_writer(&mut b, p);
+            }
+            // rejected by read_input; send an empty prompt rather than invalid JSON
+            (_, Payload::Messages(_)) => b.extend_from_slice(br#""prompt":"""#),
+        }
+        b.push(b'}');
+        b
+    }
+}
+
+/// Lean response shapes for the batch path: only the fields a record
+/// needs; everything else is skipped while parsing (no buffering of
+/// unknown keys, unlike the public types in [`crate::api`]).
+mod lean {
+    use serde::Deserialize;
+
+    #[derive(Deserialize, Default)]
+    pub struct Usage {
+        #[serde(default)]
+        pub prompt_tokens: Option<u64>,
+        #[serde(default)]
+        pub completion_tokens: Option<u64>,
+    }
+
+    #[derive(Deserialize, Default)]
+    pub struct Message {
+        #[serde(default)]
+        pub content: Option<String>,
+        #[serde(default)]
+        pub reasoning_content: Option<String>,
+    }
+
+    #[derive(Deserialize, Default)]
+    pub struct Choice {
+        #[serde(default)]
+        pub message: Option<Message>,
+        #[serde(default)]
+        pub delta: Option<Message>,
+        #[serde(default)]
+        pub text: Option<String>,
+        #[serde(default)]
+        pub finish_reason: Option<String>,
+    }
+
+    /// A chat or completions response, or one streamed chunk.
+    #[derive(Deserialize, Default)]
+    pub struct Openai {
+        #[serde(default)]
+        pub choices: Vec<Choice>,
+        #[serde(default)]
+        pub usage: Option<Usage>,
+    }
+
+    #[derive(Deserialize, Default)]
+    pub struct FinishReason {
+        #[serde(default, rename = "type")]
+        pub kind: Option<String>,
+    }
+
+    #[derive(Deserialize, Default)]
+    pub struct MetaInfo {
+        #[serde(default)]
+        pub prompt_tokens: Option<u64>,
+        #[serde(default)]
+        pub completion_tokens: Option<u64>,
+        #[serde(default)]
+        pub finish_reason: Option<FinishReason>,
+    }
+
+    /// A native `/generate` response or chunk (`text` cumulative).
+    #[derive(Deserialize, Default)]
+    pub struct Generate {
+        #[serde(default)]
+        pub text: String,
+        #[serde(default)]
+        pub meta_info: MetaInfo,
     }
 }
 
@@ -568,7 +681,7 @@ struct Answer {
     ttft_s: Option<f64>,
 }
 
-fn usage_of(u: Option<Usage>) -> RecordUsage {
+fn usage_of(u: Option<lean::Usage>) -> RecordUsage {
     u.map(|u| RecordUsage {
         prompt_tokens: u.prompt_tokens,
         completion_tokens: u.completion_tokens,
@@ -582,8 +695,9 @@ fn push_opt(acc: &mut Option<String>, s: Option<&str>) {
     }
 }
 
-async fn attempt(ctx: &Ctx, body: &Value, sent: Instant) -> Result<Answer, ClientError> {
+async fn attempt(ctx: &Ctx, body: Vec<u8>, sent: Instant) -> Result<Answer, ClientError> {
     let c = &ctx.client;
+    let ep = &ctx.endpoint;
     let mut a = Answer::default();
     let mark = |a: &mut Answer, nonempty: bool| {
         if nonempty && a.ttft_s.is_none() {
@@ -591,58 +705,37 @@ async fn attempt(ctx: &Ctx, body: &Value, sent: Instant) -> Result<Answer, Clien
         }
     };
     match (ctx.api, ctx.stream) {
-        (BatchApi::Chat, false) => {
-            let r = c.chat_completions(body).await?;
+        (BatchApi::Chat | BatchApi::Completions, false) => {
+            let r: lean::Openai = c.post_json_bytes(ep, body).await?;
             if let Some(ch) = r.choices.into_iter().next() {
-                if let Some(m) = ch.message {
-                    a.content = m.content;
-                    a.reasoning = m.reasoning_content;
+                match ch.message {
+                    Some(m) => {
+                        a.content = m.content;
+                        a.reasoning = m.reasoning_content;
+                    }
+                    None => a.content = ch.text,
                 }
                 a.finish_reason = ch.finish_reason;
             }
             a.usage = usage_of(r.usage);
         }
-        (BatchApi::Chat, true) => {
-            let mut s = c.chat_completions_stream(body).await?;
+        (BatchApi::Chat | BatchApi::Completions, true) => {
+            let mut s = c.post_stream_bytes::<lean::Openai>(ep, body).await?;
             while let Some(chunk) = s.next().await {
                 let chunk = chunk?;
-                if let Some(u) = chunk.usage {
-                    a.usage = usage_of(Some(u));
+                if chunk.usage.is_some() {
+                    a.usage = usage_of(chunk.usage);
                 }
                 for ch in chunk.choices {
-                    if let Some(d) = ch.delta {
-                        let ne = d.content.as_deref().is_some_and(|t| !t.is_empty())
-                            || d.reasoning_content
-                                .as_deref()
-                                .is_some_and(|t| !t.is_empty());
-                        mark(&mut a, ne);
-                        push_opt(&mut a.content, d.content.as_deref());
-                        push_opt(&mut a.reasoning, d.reasoning_content.as_deref());
-                    }
-                    if ch.finish_reason.is_some() {
-                        a.finish_reason = ch.finish_reason;
-                    }
-                }
-            }
-        }
-        (BatchApi::Completions, false) => {
-            let r = c.completions(body).await?;
-            if let Some(ch) = r.choices.into_iter().next() {
-                a.content = Some(ch.text);
-                a.finish_reason = ch.finish_reason;
-            }
-            a.usage = usage_of(r.usage);
-        }
-        (BatchApi::Completions, true) => {
-            let mut s = c.completions_stream(body).await?;
-            while let Some(chunk) = s.next().await {
-                let chunk = chunk?;
-                if let Some(u) = chunk.usage {
-                    a.usage = usage_of(Some(u));
-                }
-                for ch in chunk.choices {
-                    mark(&mut a, !ch.text.is_empty());
-                    push_opt(&mut a.content, Some(&ch.text));
+                    let (content, reasoning) = match ch.delta {
+                        Some(d) => (d.content, d.reasoning_content),
+                        None => (ch.text, None),
+                    };
+                    let ne = content.as_deref().is_some_and(|t| !t.is_empty())
+                        || reasoning.as_deref().is_some_and(|t| !t.is_empty());
+                    mark(&mut a, ne);
+                    push_opt(&mut a.content, content.as_deref());
+                    push_opt(&mut a.reasoning, reasoning.as_deref());
                     if ch.finish_reason.is_some() {
                         a.finish_reason = ch.finish_reason;
                     }
@@ -650,8 +743,8 @@ async fn attempt(ctx: &Ctx, body: &Value, sent: Instant) -> Result<Answer, Clien
             }
         }
         (BatchApi::Generate, false) => {
-            let r = c.generate(body).await?;
-            a.finish_reason = r.meta_info.finish_type();
+            let r: lean::Generate = c.post_json_bytes(ep, body).await?;
+            a.finish_reason = r.meta_info.finish_reason.and_then(|f| f.kind);
             a.usage = RecordUsage {
                 prompt_tokens: r.meta_info.prompt_tokens,
                 completion_tokens: r.meta_info.completion_tokens,
@@ -659,11 +752,11 @@ async fn attempt(ctx: &Ctx, body: &Value, sent: Instant) -> Result<Answer, Clien
             a.content = Some(r.text);
         }
         (BatchApi::Generate, true) => {
-            let mut s = c.generate_stream(body).await?;
+            let mut s = c.post_stream_bytes::<lean::Generate>(ep, body).await?;
             while let Some(chunk) = s.next().await {
                 let chunk = chunk?;
                 mark(&mut a, !chunk.text.is_empty());
-                if let Some(f) = chunk.meta_info.finish_type() {
+                if let Some(f) = chunk.meta_info.finish_reason.and_then(|f| f.kind) {
                     a.finish_reason = Some(f);
                 }
                 a.usage = RecordUsage {
@@ -698,7 +791,7 @@ async fn run_one(ctx: &Ctx, p: Prompt, submit_unix_s: f64, permit_wait_s: f64) -
         attempts += 1;
         let start_unix_s = unix_now();
         let sent = Instant::now();
-        let res = attempt(ctx, &body, sent).await;
+        let res = attempt(ctx, body.clone(), sent).await;
         let latency_s = sent.elapsed().as_secs_f64();
         let end_unix_s = start_unix_s + latency_s;
         match res {
@@ -933,15 +1026,7 @@ pub async fn run_batch(
     let mut client_cfg = cfg.client.clone();
     client_cfg.pool_max_idle_per_host = client_cfg.pool_max_idle_per_host.min(cfg.concurrency);
     let client = SglangClient::new(client_cfg)?;
-    let ctx = Arc::new(Ctx {
-        client,
-        api: cfg.api,
-        model: cfg.model.clone(),
-        params: cfg.params.clone(),
-        stream: cfg.stream,
-        retry: cfg.retry.clone(),
-        live: Live::default(),
-    });
+    let ctx = Arc::new(Ctx::new(client, &cfg)?);
     let (tx, rx) = mpsc::channel::<BatchRecord>(cfg.concurrency.clamp(64, 8192));
     let writer = Writer {
         file,

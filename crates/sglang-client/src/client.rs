@@ -78,6 +78,13 @@ impl ClientConfig {
     }
 }
 
+/// A parsed endpoint URL (see [`SglangClient::endpoint`]).
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    url: reqwest::Url,
+    path: &'static str,
+}
+
 /// Typed client for one SGLang server. Cheap to clone (the inner
 /// `reqwest::Client` is reference counted and shares its connection pool).
 #[derive(Debug, Clone)]
@@ -264,6 +271,65 @@ impl SglangClient {
         let url = self.url(path);
         let resp = self.post_raw(path, body).await?;
         Ok(sse_stream(resp, url, path))
+    }
+
+    /// The full URL of `path` on this server, parsed once (for callers that
+    /// send many requests to one endpoint). Errors: [`ClientError::Io`] when
+    /// the base URL is not a valid URL.
+    pub fn endpoint(&self, path: &'static str) -> Result<Endpoint, ClientError> {
+        let url = self.url(path);
+        let parsed = reqwest::Url::parse(&url).map_err(|e| {
+            ClientError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("bad server URL {}: {e}", redact_url(&url)),
+            ))
+        })?;
+        Ok(Endpoint { url: parsed, path })
+    }
+
+    /// POSTs an already serialised JSON body to `ep` and decodes the answer
+    /// as `T` (any shape; unknown keys are skipped unless `T` keeps them).
+    /// The fast path of the batch runner. Errors as [`SglangClient::generate`].
+    pub async fn post_json_bytes<T: DeserializeOwned>(
+        &self,
+        ep: &Endpoint,
+        body: Vec<u8>,
+    ) -> Result<T, ClientError> {
+        let resp = self.post_prepared(ep, body).await?;
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| map_reqwest(e, ep.url.as_str()))?;
+        serde_json::from_slice(&bytes).map_err(|source| ClientError::Decode {
+            endpoint: ep.path.to_string(),
+            excerpt: excerpt(&String::from_utf8_lossy(&bytes), 200),
+            source,
+        })
+    }
+
+    /// Streaming twin of [`SglangClient::post_json_bytes`]: one `T` per SSE
+    /// event until `data: [DONE]`.
+    pub async fn post_stream_bytes<T: DeserializeOwned + Send + 'static>(
+        &self,
+        ep: &Endpoint,
+        body: Vec<u8>,
+    ) -> Result<BoxStream<'static, Result<T, ClientError>>, ClientError> {
+        let resp = self.post_prepared(ep, body).await?;
+        Ok(sse_stream(resp, ep.url.to_string(), ep.path))
+    }
+
+    async fn post_prepared(
+        &self,
+        ep: &Endpoint,
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response, ClientError> {
+        let req = self
+            .http
+            .post(ep.url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        self.send(req, ep.url.as_str(), self.cfg.generate_timeout)
+            .await
     }
 
     /// Native `POST /generate` (non-streaming; `body` is SGLang's
