@@ -842,101 +842,121 @@ fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: u8) {
     let mut colon = usize::MAX;
     let mut blk = start;
     while blk < end {
-        // candidates at i with i + 1 < end (the space must be inside the body)
-        let (mut m, seps) = hits(b, blk, end, sep);
-        while m != 0 {
-            let i = blk + m.trailing_zeros() as usize;
-            let bit = m & m.wrapping_neg();
-            m ^= bit;
-            if seps & bit != 0 {
-                fragment(line, frag_start, i, colon);
-                frag_start = i + 2;
-                colon = usize::MAX;
-            } else if colon == usize::MAX && i >= frag_start {
-                colon = i;
+        // the window `b[blk..blk + WIN]` plus one byte of look-ahead, zero-padded past `end`
+        // (a zero is never a space, so no candidate reaches past the body)
+        let mut buf = [0u8; WIN + 16];
+        let stop = end.min(blk + WIN + 1);
+        buf[..stop - blk].copy_from_slice(&b[blk..stop]);
+        let masks = window_hits(&buf, stop - blk, sep);
+        for (w, &(mut m, seps)) in masks.iter().enumerate() {
+            while m != 0 {
+                let bit = m & m.wrapping_neg();
+                let i = blk + 64 * w + m.trailing_zeros() as usize;
+                m ^= bit;
+                if seps & bit != 0 {
+                    fragment(line, frag_start, i, colon);
+                    frag_start = i + 2;
+                    colon = usize::MAX;
+                } else if colon == usize::MAX && i >= frag_start {
+                    colon = i;
+                }
             }
         }
-        blk += 64;
+        blk += WIN;
     }
     if frag_start < end {
         fragment(line, frag_start, end, colon);
     }
 }
 
-/// Bit `j` of the first mask: byte `blk + j` is `:` or `sep` and byte `blk + j + 1` is a space,
-/// with `blk + j + 1 < end`; the second mask: the same for `sep` alone.
-#[inline(always)]
-fn hits(b: &[u8], blk: usize, end: usize, sep: u8) -> (u64, u64) {
-    let n = end.saturating_sub(1).saturating_sub(blk);
-    let valid = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-    let (colon, seps, space) = classes(b, blk, n.min(64), sep);
-    let space_next = (space >> 1) | (u64::from(b.get(blk + 64) == Some(&b' ')) << 63);
-    let m = (colon | seps) & space_next & valid;
-    (m, seps & m)
-}
+/// Bytes scanned per window by [`split_fields`].
+const WIN: usize = 256;
 
-/// The 8 bytes at `b[o..]` as a little-endian word, zero-padded past the end of `b`.
+/// For each 64-byte word `w` of the window: (bit `j` set where byte `64w + j` is `:` or `sep`
+/// and byte `64w + j + 1` is a space; the same for `sep` alone). `len` bytes of `buf` are data
+/// (at most `WIN + 1`: the last is look-ahead only).
 #[inline(always)]
-fn word(b: &[u8], o: usize) -> u64 {
-    match b.get(o..o + 8) {
-        Some(w) => {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(w);
-            u64::from_le_bytes(a)
-        }
-        None => {
-            let mut v = 0u64;
-            for (j, &c) in b.get(o..).unwrap_or_default().iter().enumerate() {
-                v |= u64::from(c) << (8 * j);
-            }
-            v
-        }
+fn window_hits(buf: &[u8; WIN + 16], len: usize, sep: u8) -> [(u64, u64); WIN / 64] {
+    let (colon, seps, space) = classes(buf, len, sep);
+    let mut out = [(0u64, 0u64); WIN / 64];
+    for w in 0..WIN / 64 {
+        let next_space = if w + 1 < WIN / 64 {
+            space[w + 1] & 1
+        } else {
+            u64::from(buf[WIN] == b' ')
+        };
+        let space_next = (space[w] >> 1) | (next_space << 63);
+        let m = (colon[w] | seps[w]) & space_next;
+        out[w] = (m, seps[w] & m);
     }
+    out
 }
 
-/// Masks of `:`, `sep` and space over `b[blk..blk + 64]`, of which the first `need` bits
-/// (plus the one after) matter; bytes past the end of `b` count as 0.
+type Masks = [u64; WIN / 64];
+
+/// Masks of `:`, `sep` and space over `buf[..WIN]` (only the first `len` bytes are looked at;
+/// the rest of `buf` is zero).
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
-fn classes(b: &[u8], blk: usize, need: usize, sep: u8) -> (u64, u64, u64) {
+fn classes(buf: &[u8; WIN + 16], len: usize, sep: u8) -> (Masks, Masks, Masks) {
     // SAFETY: `classes_sse2` only needs SSE2, which this cfg guarantees is enabled (it is part
-    // of the x86_64 baseline); it reads `b` through safe slice accessors only.
-    unsafe { classes_sse2(b, blk, need, sep) }
+    // of the x86_64 baseline); it reads `buf` through safe array indexing only.
+    unsafe { classes_sse2(buf, len, sep) }
 }
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[target_feature(enable = "sse2")]
 #[inline]
-fn classes_sse2(b: &[u8], blk: usize, need: usize, sep: u8) -> (u64, u64, u64) {
+fn classes_sse2(buf: &[u8; WIN + 16], len: usize, sep: u8) -> (Masks, Masks, Masks) {
     use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set_epi64x, _mm_set1_epi8};
     let (c, s, sp) = (
         _mm_set1_epi8(b':' as i8),
         _mm_set1_epi8(sep as i8),
         _mm_set1_epi8(b' ' as i8),
     );
-    let (mut mc, mut ms, mut msp) = (0u64, 0u64, 0u64);
-    // vectors covering bits 0..=need (the bit after the last candidate is its space)
-    let vectors = (need + 1).div_ceil(16).min(4);
+    let (mut mc, mut ms, mut msp) = ([0u64; WIN / 64], [0u64; WIN / 64], [0u64; WIN / 64]);
+    let vectors = len.div_ceil(16).min(WIN / 16);
     for k in 0..vectors {
-        let o = blk + 16 * k;
-        let v = _mm_set_epi64x(word(b, o + 8) as i64, word(b, o) as i64);
-        let sh = 16 * k;
-        mc |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, c)) as u16) << sh;
-        ms |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, s)) as u16) << sh;
-        msp |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, sp)) as u16) << sh;
+        let o = 16 * k;
+        let lo = u64::from_le_bytes([
+            buf[o],
+            buf[o + 1],
+            buf[o + 2],
+            buf[o + 3],
+            buf[o + 4],
+            buf[o + 5],
+            buf[o + 6],
+            buf[o + 7],
+        ]);
+        let hi = u64::from_le_bytes([
+            buf[o + 8],
+            buf[o + 9],
+            buf[o + 10],
+            buf[o + 11],
+            buf[o + 12],
+            buf[o + 13],
+            buf[o + 14],
+            buf[o + 15],
+        ]);
+        let v = _mm_set_epi64x(hi as i64, lo as i64);
+        let (w, sh) = (k / 4, 16 * (k % 4));
+        mc[w] |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, c)) as u16) << sh;
+        ms[w] |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, s)) as u16) << sh;
+        msp[w] |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, sp)) as u16) << sh;
     }
     (mc, ms, msp)
 }
 
-/// Masks of `:`, `sep` and space over `b[blk..blk + 64]` (portable form).
+/// Masks of `:`, `sep` and space over `buf[..WIN]` (portable form).
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline(always)]
-fn classes(b: &[u8], blk: usize, _need: usize, sep: u8) -> (u64, u64, u64) {
-    let (mut mc, mut ms, mut msp) = (0u64, 0u64, 0u64);
-    for (j, &c) in b.get(blk..).unwrap_or_default().iter().take(64).enumerate() {
-        mc |= u64::from(c == b':') << j;
-        ms |= u64::from(c == sep) << j;
-        msp |= u64::from(c == b' ') << j;
+fn classes(buf: &[u8; WIN + 16], len: usize, sep: u8) -> (Masks, Masks, Masks) {
+    let (mut mc, mut ms, mut msp) = ([0u64; WIN / 64], [0u64; WIN / 64], [0u64; WIN / 64]);
+    for (j, &c) in buf[..len.min(WIN)].iter().enumerate() {
+        let (w, bit) = (j / 64, 1u64 << (j % 64));
+        mc[w] |= if c == b':' { bit } else { 0 };
+        ms[w] |= if c == sep { bit } else { 0 };
+        msp[w] |= if c == b' ' { bit } else { 0 };
     }
     (mc, ms, msp)
 }

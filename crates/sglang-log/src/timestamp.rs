@@ -200,20 +200,45 @@ fn time_part(b: &[u8]) -> Option<(Timestamp, usize)> {
     Some((t, i))
 }
 
+thread_local! {
+    /// The last date seen (`YYYY-MM-DD` as a little-endian word + 2 bytes) and its day number:
+    /// consecutive log lines almost always share the date, so the calendar math runs once a day.
+    static LAST_DATE: std::cell::Cell<(u64, u16, i32)> = const { std::cell::Cell::new((0, 0, 0)) };
+}
+
+/// Days since 1970-01-01 of the `YYYY-MM-DD` at the start of `b` (at least 10 bytes), `None`
+/// for an invalid date.
+#[inline]
+fn date_days(b: &[u8]) -> Option<i32> {
+    let head: &[u8; 10] = b.first_chunk()?;
+    let lo = u64::from_le_bytes([
+        head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7],
+    ]);
+    let hi = u16::from_le_bytes([head[8], head[9]]);
+    let (clo, chi, cdays) = LAST_DATE.get();
+    // the cache starts as (0, 0, _), which no date matches (a date has no NUL bytes)
+    if clo == lo && chi == hi {
+        return Some(cdays);
+    }
+    let y = d2(b, 0)? * 100 + d2(b, 2)?;
+    let mo = d2(b, 5)?;
+    let d = d2(b, 8)?;
+    if !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y as i32, mo) {
+        return None;
+    }
+    let days = days_from_civil(y as i32, mo, d);
+    LAST_DATE.set((lo, hi, days));
+    Some(days)
+}
+
 /// Parses a timestamp at the start of `s`: `YYYY-MM-DD[ T]HH:MM:SS[.f|,f][Z]` or `HH:MM:SS[.f]`.
 /// Returns the timestamp and the rest of the input after it.
 pub(crate) fn parse_timestamp(s: &str) -> Option<(Timestamp, &str)> {
     let b = s.as_bytes();
     if b.len() >= 19 && b[4] == b'-' && b[7] == b'-' && (b[10] == b' ' || b[10] == b'T') {
-        let y = d2(b, 0)? * 100 + d2(b, 2)?;
-        let mo = d2(b, 5)?;
-        let d = d2(b, 8)?;
         let (t, used) = time_part(&b[11..])?;
-        if !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y as i32, mo) {
-            return None;
-        }
         let t = Timestamp {
-            days: Some(days_from_civil(y as i32, mo, d)),
+            days: Some(date_days(b)?),
             ..t
         };
         // ok: 11 + used is within `s` and lands after an ASCII byte
@@ -253,6 +278,16 @@ mod tests {
         assert_eq!(t.subsec_nanos(), 123_456_000);
         assert_eq!(rest, " x");
         assert!(parse_timestamp("2025-02-30 10:00:00").is_none());
+        // the date cache: same date twice, then another, then the first again
+        let a = parse_timestamp("2024-02-29 10:00:00").unwrap().0;
+        let b = parse_timestamp("2024-02-29 11:00:00").unwrap().0;
+        assert_eq!(b.seconds() - a.seconds(), 3600.0);
+        assert_eq!(
+            parse_timestamp("2024-03-01 10:00:00").unwrap().0.date(),
+            Some((2024, 3, 1))
+        );
+        assert_eq!(parse_timestamp("2024-02-29 10:00:00").unwrap().0, a);
+        assert!(parse_timestamp("2023-02-29 10:00:00").is_none());
         assert!(parse_timestamp("25:00:00").is_none());
         assert!(parse_timestamp("025-06-23 18:55:20").is_none());
         for days in [-1000, 0, 1, 19_000, 20_500, 60_000] {
