@@ -373,7 +373,10 @@ struct Prompt {
 }
 
 /// Reads the input JSONL. Returns prompts and problems.
-fn read_input(path: &Path, api: BatchApi) -> Result<(Vec<Prompt>, Vec<(u64, String)>), BatchError> {
+/// `(1-based line, reason)` of input lines not used.
+type InputProblems = Vec<(u64, String)>;
+
+fn read_input(path: &Path, api: BatchApi) -> Result<(Vec<Prompt>, InputProblems), BatchError> {
     let f = File::open(path).map_err(io_err(path))?;
     let mut prompts = Vec::new();
     let mut problems = Vec::new();

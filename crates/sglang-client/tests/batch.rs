@@ -130,19 +130,21 @@ async fn streaming_chat_batch_writes_every_record_once() {
         toks += n;
     }
     assert_eq!(s.completion_tokens, toks);
-    let c = col.lock().unwrap();
-    assert_eq!(c.start, Some((120, 0)));
-    assert_eq!(c.events.len(), 120);
-    let last = c.snaps.last().unwrap();
-    assert_eq!(
-        (
-            last.completed,
-            last.failed,
-            last.in_flight,
-            last.completion_tokens
-        ),
-        (120, 0, 0, toks)
-    );
+    {
+        let c = col.lock().unwrap();
+        assert_eq!(c.start, Some((120, 0)));
+        assert_eq!(c.events.len(), 120);
+        let last = c.snaps.last().unwrap();
+        assert_eq!(
+            (
+                last.completed,
+                last.failed,
+                last.in_flight,
+                last.completion_tokens
+            ),
+            (120, 0, 0, toks)
+        );
+    }
     sim.shutdown().await;
 }
 

@@ -272,7 +272,7 @@ impl Engine {
             .fetch_add(aborted, Ordering::Relaxed);
         st.gen_since_log += produced;
         st.step += 1;
-        if st.step % self.cfg.decode_log_interval.max(1) == 0 {
+        if st.step.is_multiple_of(self.cfg.decode_log_interval.max(1)) {
             let kv: u64 = st.running.iter().map(|r| r.prompt + r.generated).sum();
             let span = (st.virtual_s - st.last_log_virtual_s).max(1e-9);
             let tput = st.gen_since_log as f64 / span;
