@@ -374,15 +374,16 @@ fn classify(a: &mut SchedAnalysis<'_>, cap: &CapacitySummary) -> Bottleneck {
             return Bottleneck::RunningCapBound;
         }
         // Prefill batches at their size limit while the queue waits.
-        if let Some(limit_share) = prefill_at_limit_share(&a.steady_prefill, cap) {
-            if limit_share >= 0.5 && a.steady_prefill.len() >= 2 {
-                a.reasons.push(Figure::new(
-                    "share of prefill batches at the size limit",
-                    limit_share,
-                    "fraction",
-                ));
-                return Bottleneck::PrefillBound;
-            }
+        if let Some(limit_share) = prefill_at_limit_share(&a.steady_prefill, cap)
+            && limit_share >= 0.5
+            && a.steady_prefill.len() >= 2
+        {
+            a.reasons.push(Figure::new(
+                "share of prefill batches at the size limit",
+                limit_share,
+                "fraction",
+            ));
+            return Bottleneck::PrefillBound;
         }
         if pinned.map(|s| s >= 0.8).unwrap_or(false)
             && median_usage
@@ -843,10 +844,10 @@ fn overall(analyses: &[SchedAnalysis<'_>]) -> Bottleneck {
     // Any rank that is KV-bound bounds the whole server under DP attention: report it when it
     // holds at least a quarter of the lines.
     let total: u64 = votes.iter().map(|v| v.1).sum();
-    if let Some(kv) = votes.iter().find(|v| v.0 == Bottleneck::KvCacheBound) {
-        if kv.1 * 4 >= total {
-            return Bottleneck::KvCacheBound;
-        }
+    if let Some(kv) = votes.iter().find(|v| v.0 == Bottleneck::KvCacheBound)
+        && kv.1 * 4 >= total
+    {
+        return Bottleneck::KvCacheBound;
     }
     votes[0].0
 }
@@ -1387,9 +1388,11 @@ fn tiny_pool(
                 .map(|(t, u)| t / u)
                 .next();
         let pool = cap.max_total_num_tokens.map(|p| p as f64).or(inferred);
-        if let Some(p) = pool {
-            if p < 8192.0 && a.agg_max_usage() >= 0.5 {
-                out.push(Finding {
+        if let Some(p) = pool
+            && p < 8192.0
+            && a.agg_max_usage() >= 0.5
+        {
+            out.push(Finding {
                     kind: FindingKind::TinyKvPool,
                     title: "The KV pool is tiny".into(),
                     detail: format!(
@@ -1399,8 +1402,7 @@ fn tiny_pool(
                     evidence: range(ev, &a.key, a.tl),
                     confidence: Confidence::Medium,
                 });
-                return;
-            }
+            return;
         }
     }
 }

@@ -157,7 +157,7 @@ pub fn parse_datetime_prefix(s: &str) -> Option<(f64, usize)> {
         if digits > 0 {
             frac = s
                 .get(19..20 + digits)
-                .and_then(|x| format!("0{}", &x[..]).replace(',', ".").parse::<f64>().ok())
+                .and_then(|x| format!("0{}", x).replace(',', ".").parse::<f64>().ok())
                 .unwrap_or(0.0);
             used = 20 + digits;
         }
@@ -245,11 +245,11 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
             continue;
         }
         if line.starts_with('{') {
-            if let Ok(v) = serde_json::from_str::<Value>(line) {
-                if let Some(r) = record_from_json(&v) {
-                    ev.requests.push(r);
-                    continue;
-                }
+            if let Ok(v) = serde_json::from_str::<Value>(line)
+                && let Some(r) = record_from_json(&v)
+            {
+                ev.requests.push(r);
+                continue;
             }
         } else if let Some(p) = progress_from_line(line) {
             ev.progress.push(p);

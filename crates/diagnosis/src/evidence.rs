@@ -461,10 +461,10 @@ impl EvidenceBuilder {
         let st = self.states.get_mut(source)?;
         if !ts.has_date() {
             self.ev.dateless_timestamps = true;
-            if let Some(last) = st.last_raw {
-                if raw + 43_200.0 < last {
-                    st.day_offset += 86_400.0;
-                }
+            if let Some(last) = st.last_raw
+                && raw + 43_200.0 < last
+            {
+                st.day_offset += 86_400.0;
             }
             st.last_raw = Some(raw);
             return Some(raw + st.day_offset);

@@ -164,27 +164,27 @@ pub(crate) fn client_summary(
     }
 
     // The request rate the server's token rate implies.
-    if let (Some(t), Some((m, sd))) = (server_tps, comp) {
-        if m > 0.0 {
-            if let Ok(d) = throughput_stats::request_rate_from_tokens(
-                t.value,
-                (t.low.unwrap_or(t.value), t.high.unwrap_or(t.value)),
-                m,
-                sd,
-                completions.len() as u64,
-                CONFIDENCE,
-            ) {
-                s.implied_req_per_s = Some(Rate {
-                    value: d.rate_per_s,
-                    low: Some(d.ci_low),
-                    high: Some(d.ci_high),
-                    confidence: d.confidence,
-                    unit: "req/s".into(),
-                    window_s: t.window_s,
-                    method: "server steady gen throughput / mean completion tokens, delta-method interval".into(),
-                });
-            }
-        }
+    if let (Some(t), Some((m, sd))) = (server_tps, comp)
+        && m > 0.0
+        && let Ok(d) = throughput_stats::request_rate_from_tokens(
+            t.value,
+            (t.low.unwrap_or(t.value), t.high.unwrap_or(t.value)),
+            m,
+            sd,
+            completions.len() as u64,
+            CONFIDENCE,
+        )
+    {
+        s.implied_req_per_s = Some(Rate {
+            value: d.rate_per_s,
+            low: Some(d.ci_low),
+            high: Some(d.ci_high),
+            confidence: d.confidence,
+            unit: "req/s".into(),
+            window_s: t.window_s,
+            method: "server steady gen throughput / mean completion tokens, delta-method interval"
+                .into(),
+        });
     }
 
     // Adequacy of a short sample at the best rate we have, and the ETA.
@@ -246,14 +246,14 @@ fn gap_finding(s: &ClientSummary, ev: &Evidence, findings: &mut Vec<Finding>) {
         win.low.unwrap_or(f64::NAN),
         win.high.unwrap_or(f64::NAN)
     );
-    if let Some(p) = s.printed_req_per_s {
-        if (p - life.value).abs() > 0.2 * life.value {
-            detail.push_str(&format!(
+    if let Some(p) = s.printed_req_per_s
+        && (p - life.value).abs() > 0.2 * life.value
+    {
+        detail.push_str(&format!(
                 " It prints {p} req/s: one decimal place turns {:.3} into {p}, a {:.0}% error on its own.",
                 life.value,
                 (p / life.value - 1.0).abs() * 100.0
             ));
-        }
     }
     if let Some(f) = s.first_completion_after_s {
         detail.push_str(&format!(
@@ -411,7 +411,7 @@ pub(crate) fn capacity_model(
     let (pre_bytes, pre_source, pre_name) = match ctx.gpu.as_ref().and_then(|g| g.min_total_bytes()) {
         Some(t) => (t as f64, PreSource::GpuTotal, format!("GPU total memory ({})", ctx.gpu.as_ref().map(|g| g.source.clone()).unwrap_or_default())),
         None => match (ev.startup.avail_mem_after_weights_gb, ev.startup.weights_gb) {
-            (Some(a), Some(w)) => ((a + w) * GIB as f64, PreSource::LogLoadWeightLine, "avail mem + mem usage of the log's `Load weight end` line".to_string()),
+            (Some(a), Some(w)) => ((a + w) * GIB, PreSource::LogLoadWeightLine, "avail mem + mem usage of the log's `Load weight end` line".to_string()),
             _ => return Err("the GPU's memory is unknown (no --gpu / --gpu-snapshot and no `Load weight end` line)".into()),
         },
     };
@@ -422,7 +422,7 @@ pub(crate) fn capacity_model(
         ctx.gpu.as_ref().and_then(|g| g.min_free_bytes()),
     ) {
         (Some(gb), _) => (
-            Some(gb * GIB as f64),
+            Some(gb * GIB),
             Some("the log's available_gpu_mem after CUDA graph capture".to_string()),
         ),
         (None, Some(b)) => (
@@ -455,9 +455,9 @@ pub(crate) fn capacity_model(
     Ok(CapacityModel {
         tp_size: par.tp_size,
         cell_bytes: cell.bytes,
-        pre_gib: pre_bytes / GIB as f64,
+        pre_gib: pre_bytes / GIB,
         pre_source: pre_name,
-        free_now_gib: free_now.map(|b| b / GIB as f64),
+        free_now_gib: free_now.map(|b| b / GIB),
         free_now_source: free_src,
         tokens_per_hundredth: pool.tokens_per_hundredth(),
         what_if: table,
@@ -505,7 +505,7 @@ fn hicache(
         ranks_on_host,
         page_size: ctx.server.as_ref().and_then(|s| s.page_size).unwrap_or(1),
         cached_token_share: cached_share,
-        meminfo: ctx.host_meminfo.clone(),
+        meminfo: ctx.host_meminfo,
     })
     .ok()
 }
@@ -540,11 +540,12 @@ fn fit3(rows: &[(f64, f64, f64)]) -> Option<(f64, f64, f64, f64)> {
             return None;
         }
         m.swap(col, piv);
-        for r in 0..3 {
+        let pivot_row = m[col];
+        for (r, row) in m.iter_mut().enumerate() {
             if r != col {
-                let f = m[r][col] / m[col][col];
-                for k in col..4 {
-                    m[r][k] -= f * m[col][k];
+                let f = row[col] / pivot_row[col];
+                for (x, p) in row.iter_mut().zip(pivot_row.iter()).skip(col) {
+                    *x -= f * p;
                 }
             }
         }
@@ -836,15 +837,16 @@ pub(crate) fn recommendations(
         }),
         _ => {}
     }
-    if let Some(c) = client {
-        if c.lifetime_req_per_s.is_some() && c.windowed_req_per_s.is_some() {
-            out.push(Recommendation {
+    if let Some(c) = client
+        && c.lifetime_req_per_s.is_some()
+        && c.windowed_req_per_s.is_some()
+    {
+        out.push(Recommendation {
                 action: "Judge progress by the windowed rate (or throughput-doctor run-batch), not the client's lifetime average".into(),
                 expected_gain: "a correct number to plan with; no throughput change".into(),
                 gain_pct: None,
                 risk: "none".into(),
             });
-        }
     }
     out.sort_by(|a, b| {
         b.gain_pct
@@ -911,7 +913,7 @@ pub(crate) fn capacity_findings(cm: &CapacityModel, findings: &mut Vec<Finding>)
                 ),
                 Figure::new(
                     "host RAM for all ranks",
-                    h.host_bytes_all_ranks as f64 / GIB as f64,
+                    h.host_bytes_all_ranks as f64 / GIB,
                     "GiB",
                 ),
             ],

@@ -33,7 +33,7 @@ impl<T> Timeline<T> {
 
     /// Offer one sample; it is kept when it falls on the current stride.
     pub fn push(&mut self, sample: T) {
-        let keep = self.pushed % self.stride == 0;
+        let keep = self.pushed.is_multiple_of(self.stride);
         self.pushed += 1;
         if !keep {
             return;
@@ -46,7 +46,7 @@ impl<T> Timeline<T> {
             });
             self.stride *= 2;
             // The sample that triggered the halving is kept only when it is on the new stride.
-            if (self.pushed - 1) % self.stride != 0 {
+            if !(self.pushed - 1).is_multiple_of(self.stride) {
                 return;
             }
         }
