@@ -17,6 +17,14 @@
 //! also a fairly large value (a few hundred bytes: 32 inline 16-bit spans), cheap to build on the stack but not
 //! meant to be stored by the million.
 //!
+//! **Speed.** The reader checks UTF-8 and `\r` once per block of lines, not per line; batch
+//! records are built in place; batch bodies are scanned 256 bytes at a time with SSE2 masks
+//! for `: ` and `, `; keys are identified once per line by a length + first/last-8-bytes hash
+//! (a collision-free table checked at compile time), so typed accessors are a table load plus
+//! a digit parse; the date of a timestamp is converted once per day. Measured with
+//! `cargo xtask bench-parse` on a 2-core VM: ~430–600 MB/s full-field parse and aggregate on
+//! one core, 5.5x the time of `rg -c 'Decode batch'` (which extracts nothing).
+//!
 //! **Lines first, then complete parsers.** The reader splits the input on `\n` with `memchr` and
 //! only then runs the (nom, `complete`) parsers on whole lines. No parser ever sees half a line,
 //! there is no streaming state machine, and one bad line cannot derail the next. The cost is one
