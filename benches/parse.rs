@@ -177,15 +177,14 @@ fn aggregate(data: &[u8]) -> (u64, u64, u64, f64) {
 
 fn inputs() -> Vec<(String, Vec<u8>)> {
     let mut v = Vec::new();
-    match std::env::var_os("BENCH_LOG") {
-        Some(p) => match std::fs::read(&p) {
+    if let Some(p) = std::env::var_os("BENCH_LOG") {
+        match std::fs::read(&p) {
             Ok(b) => v.push(("file".to_string(), b)),
             Err(e) => eprintln!(
                 "BENCH_LOG {}: {e}; using the generated log",
                 p.to_string_lossy()
             ),
-        },
-        None => {}
+        }
     }
     if v.is_empty() {
         let mb: usize = std::env::var("BENCH_GEN_MB")

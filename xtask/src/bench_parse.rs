@@ -172,8 +172,8 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
     let get = |name: &str| rows.iter().find(|r| r.0 == name).and_then(|r| r.2);
     let (rg, py) = (get("rg -c"), get("python"));
     println!(
-        "{:<11} {:>9} {:>10} {:>9} {:>9}  {}",
-        "tool", "seconds", "MB/s", "x rg -c", "x python", "what"
+        "{:<11} {:>9} {:>10} {:>9} {:>9}  what",
+        "tool", "seconds", "MB/s", "x rg -c", "x python"
     );
     for (name, what, t) in &rows {
         match t {
