@@ -2,6 +2,7 @@
 //! (building it first). The xtask finds the workspace root from `CARGO_MANIFEST_DIR`, so it
 //! works from any directory.
 
+mod bench_client;
 mod bench_parse;
 
 use std::path::{Path, PathBuf};
@@ -54,7 +55,9 @@ fn usage() -> ExitCode {
         "usage: cargo xtask <task> [args]\n\n\
          tasks:\n  \
            diagnose [ARGS]   build and run `throughput-doctor diagnose ARGS` (no ARGS: the embedded sample)\n  \
-           gpu-check         on a GPU host: NVML probe figures beside nvidia-smi's (exit 1 on mismatch)\n"
+           gpu-check         on a GPU host: NVML probe figures beside nvidia-smi's (exit 1 on mismatch)\n  \
+           bench-parse [MB]  parse speed vs cat, wc -l, rg -c and the Python baseline on a generated log\n  \
+           bench-client [N]  our batch client vs benches/python_client.py against the simulator (req/s, CPU per request)\n"
     );
     ExitCode::from(2)
 }
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
     match task.as_str() {
         "diagnose" => doctor("diagnose", rest),
         "bench-parse" => bench_parse::run(&root(), rest),
+        "bench-client" => bench_client::run(&root(), rest),
         "gpu-check" => doctor(
             "gpu",
             &[vec!["--check".to_string()], rest.to_vec()].concat(),
