@@ -683,11 +683,13 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     // The primary scheduler: the one with the most decode lines.
     let primary = analyses.iter().max_by_key(|a| a.tl.decode.pushed());
     let steady = primary.and_then(|a| a.span.as_ref().map(|s| (s.steady_start_s, s.steady_end_s)));
+    let running_median = primary.and_then(|a| a.running.median);
     let client = extended::client_summary(
         ev,
         ctx,
         steady,
         steady_gen_throughput.as_ref(),
+        running_median,
         &mut findings,
     );
     let cached_share = primary.and_then(|a| {
@@ -854,7 +856,13 @@ fn overall(analyses: &[SchedAnalysis<'_>]) -> Bottleneck {
 
 fn headline(b: Bottleneck, analyses: &[SchedAnalysis<'_>], tput: Option<&Rate>) -> String {
     let tput_s = tput
-        .map(|r| format!(" Server generates {:.0} tok/s in steady state.", r.value))
+        .map(|r| match (r.low, r.high) {
+            (Some(l), Some(h)) => format!(
+                " Server generates {:.0} tok/s in steady state (95% interval {l:.0}-{h:.0}, over {:.0} s).",
+                r.value, r.window_s
+            ),
+            _ => format!(" Server generates {:.0} tok/s in steady state (over {:.0} s).", r.value, r.window_s),
+        })
         .unwrap_or_default();
     let a = analyses.iter().find(|a| a.bottleneck == b);
     let run = a.and_then(|a| a.running.median);

@@ -47,6 +47,7 @@ pub(crate) fn client_summary(
     ctx: &Context,
     steady: Option<(f64, f64)>,
     server_tps: Option<&Rate>,
+    running_median: Option<f64>,
     findings: &mut Vec<Finding>,
 ) -> Option<ClientSummary> {
     // The source with completion times (progress log or timed records) drives the rates; token
@@ -219,11 +220,23 @@ pub(crate) fn client_summary(
         }
     }
 
-    gap_finding(&s, ev, findings);
+    let waits: Vec<f64> = c
+        .requests
+        .iter()
+        .filter_map(|r| r.permit_wait_s)
+        .filter(|x| x.is_finite())
+        .collect();
+    gap_finding(&s, ev, running_median, &waits, findings);
     Some(s)
 }
 
-fn gap_finding(s: &ClientSummary, ev: &Evidence, findings: &mut Vec<Finding>) {
+fn gap_finding(
+    s: &ClientSummary,
+    ev: &Evidence,
+    running_median: Option<f64>,
+    permit_waits: &[f64],
+    findings: &mut Vec<Finding>,
+) {
     let (Some(life), Some(win)) = (&s.lifetime_req_per_s, &s.windowed_req_per_s) else {
         return;
     };
@@ -306,6 +319,37 @@ fn gap_finding(s: &ClientSummary, ev: &Evidence, findings: &mut Vec<Finding>) {
                 ));
             }
             detail.push('.');
+        }
+    }
+    // A client counts a request's tokens only when it completes: at any instant the running
+    // requests hold generated tokens it has not counted yet, about half a completion each.
+    if let (Some(run), Some(m)) = (running_median, s.mean_completion_tokens) {
+        let uncounted = run * m / 2.0;
+        figures.push(Figure::new(
+            "generated tokens in flight, not yet counted by the client",
+            uncounted,
+            "tokens",
+        ));
+        detail.push_str(&format!(
+            " A client counts tokens only at completion: ~{:.0} running requests hold ~{uncounted:.0} generated tokens it has not counted yet, \
+             which shifts a 60 s window's token rate by up to {:.0} tok/s but a {:.0} s window's by only {:.1} tok/s.",
+            run,
+            uncounted / 60.0,
+            win.window_s,
+            uncounted / win.window_s.max(1.0)
+        ));
+    }
+    if !permit_waits.is_empty() {
+        let mean = permit_waits.iter().sum::<f64>() / permit_waits.len() as f64;
+        figures.push(Figure::new(
+            "mean wait for a client concurrency slot",
+            mean,
+            "s",
+        ));
+        if mean > 1.0 {
+            detail.push_str(&format!(
+                " Requests waited {mean:.1} s on average for a slot in the client before being sent: that time is in the client's latency but not the server's."
+            ));
         }
     }
     findings.push(Finding {
