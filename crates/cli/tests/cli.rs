@@ -153,3 +153,34 @@ fn markdown_report_is_written() {
     assert!(text.contains("**Verdict: KV-cache bound.**"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn empty_log_is_reported_as_empty() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("empty.log");
+    std::fs::write(&p, b"").expect("write");
+    let out = bin()
+        .args(["diagnose", "--json"])
+        .arg(&p)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["inputs"][0]["lines"], 0);
+    assert!(
+        v["not_concluded"]
+            .to_string()
+            .contains("empty.log is empty"),
+        "{}",
+        v["not_concluded"]
+    );
+}
+
+#[test]
+fn a_directory_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = bin().arg("diagnose").arg(dir.path()).output().expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&dir.path().display().to_string()), "{err}");
+}

@@ -717,6 +717,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         &retractions,
     );
 
+    for i in inputs
+        .iter()
+        .filter(|i| i.lines == 0 && !i.name.ends_with("/metrics"))
+    {
+        not_concluded.push(format!("{} is empty: it holds no lines at all.", i.name));
+    }
     if ev.schedulers.is_empty() {
         not_concluded.push(
             "No SGLang scheduler lines (Prefill batch / Decode batch) were found, so nothing about the server's load can be concluded."
