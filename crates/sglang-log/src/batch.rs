@@ -323,14 +323,14 @@ impl<'a> BatchLine<'a> {
     }
 
     /// Value of the first field whose key is `KNOWN_KEYS[id]`.
-    #[inline]
+    #[inline(always)]
     fn by_id(&self, id: usize) -> Option<&'a str> {
         let at = usize::from(*self.slot.get(id)?);
         let s = self.spans.get(at.checked_sub(1)?)?;
         Some(self.slice(s.v0, s.v1))
     }
 
-    #[inline]
+    #[inline(always)]
     fn slice(&self, a: u16, b: u16) -> &'a str {
         let t: &'a str = self.text;
         t.get(usize::from(a)..usize::from(b)).unwrap_or("")
@@ -382,29 +382,32 @@ impl<'a> BatchLine<'a> {
         self.broken
     }
 
-    #[inline]
+    #[inline(always)]
     fn u64_of(&self, ids: &[usize]) -> Option<u64> {
         ids.iter().find_map(|&k| self.by_id(k)).and_then(parse_u64)
     }
 
-    #[inline]
+    #[inline(always)]
     fn f64_of(&self, ids: &[usize]) -> Option<f64> {
         ids.iter().find_map(|&k| self.by_id(k)).and_then(parse_f64)
     }
 
     /// `#running-req` (v0.1: `#running_req`; mixed prefill: the head's count): requests in the
     /// running decode batch. Unit: requests.
+    #[inline]
     pub fn running_req(&self) -> Option<u64> {
         self.u64_of(&[const { kid("#running-req") }, const { kid("#running_req") }])
     }
 
     /// `#queue-req` (v0.1 prefill: `#remaining_req`): waiting-queue length. Unit: requests.
+    #[inline]
     pub fn queue_req(&self) -> Option<u64> {
         self.u64_of(&[const { kid("#queue-req") }, const { kid("#remaining_req") }])
     }
 
     /// KV slots in use: `#token`, or `#full token` (hybrid SWA/SSM), or the `full=` part of
     /// v0.4.9's `#token: full=N, swa=M`. Unit: tokens.
+    #[inline]
     pub fn num_token(&self) -> Option<u64> {
         if let Some(v) = self.by_id(const { kid("#token") }) {
             return match parse_u64(v) {
@@ -428,6 +431,7 @@ impl<'a> BatchLine<'a> {
 
     /// KV pool usage `#token / max_total_num_tokens`: `token usage`, or `full token usage`
     /// (hybrid), or the `full=` part of `token usage: full=X, swa=Y`. Unit: fraction 0–1.
+    #[inline]
     pub fn token_usage(&self) -> Option<f64> {
         if let Some(v) = self.by_id(const { kid("token usage") }) {
             return match parse_f64(v) {
@@ -461,6 +465,7 @@ impl<'a> BatchLine<'a> {
 
     /// `gen throughput (token/s)`: tokens generated since the previous Decode line ÷ wall time
     /// since it (includes prefill and idle time). Unit: tokens/s.
+    #[inline]
     pub fn gen_throughput(&self) -> Option<f64> {
         self.f64_of(&[const { kid("gen throughput (token/s)") }])
     }
@@ -645,7 +650,7 @@ pub(crate) type BatchError = &'static str;
 #[cfg(test)]
 pub(crate) fn parse_standard(text: &str) -> Result<BatchLine<'_>, BatchError> {
     let mut ev = Event::Other;
-    parse_standard_into(text, &mut ev);
+    parse_standard_into(text, &mut ev, &mut KeyOrder::new(true));
     into_result(ev)
 }
 
@@ -663,7 +668,7 @@ fn into_result(ev: Event<'_>) -> Result<BatchLine<'_>, BatchError> {
 ///
 /// Head: `Decode batch` / `Prefill batch` / `Prefil batch`, optional ` [N]` (iteration),
 /// optional `(mixed #running-req: N)`, then `.`, `,`, `:` or ` #` before the fields.
-pub(crate) fn parse_standard_into<'a>(text: &'a str, out: &mut Event<'a>) {
+pub(crate) fn parse_standard_into<'a>(text: &'a str, out: &mut Event<'a>, order: &mut KeyOrder) {
     if text.len() > MAX_BATCH_LINE {
         *out = Event::Malformed {
             reason: "batch line longer than 64 KiB",
@@ -738,8 +743,24 @@ pub(crate) fn parse_standard_into<'a>(text: &'a str, out: &mut Event<'a>) {
     line.iter = iter.and_then(parse_u64);
     if let Some((k0, k1, v0, v1)) = mixed {
         line.push(k0, k1, v0, v1);
+        split_fields(line, body, b',');
+    } else {
+        match order
+            .enabled
+            .then(|| split_fast(line, body, order))
+            .flatten()
+        {
+            Some(true) => return, // fields found, one of them numeric: valid
+            Some(false) => {}
+            None => {
+                // the fast splitter gave up part-way (or did not run): the general one, afresh
+                line.spans = [Span::default(); MAX_FIELDS];
+                line.slot = [0; N_KNOWN];
+                line.len = 0;
+                split_fields(line, body, b',');
+            }
+        }
     }
-    split_fields(line, body, b',');
     if let Err(reason) = validate(line) {
         *out = Event::Malformed { reason };
     }
@@ -813,6 +834,236 @@ pub(crate) fn parse_legacy_stats(text: &str) -> Option<BatchLine<'_>> {
     let mut line = BatchLine::new(BatchKind::Decode, BatchForm::LegacyStats, text);
     split_fields(&mut line, 0, b',');
     (line.len > 0 && line.running_req().is_some()).then_some(line)
+}
+
+/// What the previous batch lines looked like: for each batch kind and each key (or the line
+/// start), the key that followed it last time. SGLang prints the same keys in the same order on
+/// line after line, so [`split_fast`] checks the predicted key with one compare at the place
+/// where it must start instead of searching for `: ` and hashing the key.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyOrder {
+    /// `next[kind][prev]`: index into [`KNOWN_KEYS`] ([`NO_KEY`]: no guess); `prev` is 0 at the
+    /// line start, `1 + id` after known key `id`, `N_KNOWN + 1` after an unknown key.
+    next: [[u8; N_KNOWN + 2]; 2],
+    /// Whether [`split_fast`] runs at all (off: only the general splitter, for tests).
+    pub(crate) enabled: bool,
+}
+
+impl KeyOrder {
+    pub(crate) fn new(enabled: bool) -> Self {
+        KeyOrder {
+            next: [[NO_KEY; N_KNOWN + 2]; 2],
+            enabled,
+        }
+    }
+}
+
+/// Longest `key: ` of [`KNOWN_KEYS`] (bytes).
+const KEY_COLON_MAX: usize = 40;
+
+/// A known key followed by `: `: its bytes, its first 32 bytes as four little-endian words with
+/// the masks of the bytes that count, and its length.
+#[derive(Clone, Copy)]
+struct KeyPat {
+    bytes: [u8; KEY_COLON_MAX],
+    w: [u64; 4],
+    m: [u64; 4],
+    len: usize,
+}
+
+/// [`KeyPat`] of each of [`KNOWN_KEYS`], by index.
+const KEY_COLON: [KeyPat; N_KNOWN] = {
+    let mut t = [KeyPat {
+        bytes: [0; KEY_COLON_MAX],
+        w: [0; 4],
+        m: [0; 4],
+        len: 0,
+    }; N_KNOWN];
+    let mut i = 0;
+    while i < N_KNOWN {
+        let k = KNOWN_KEYS[i].as_bytes();
+        assert!(k.len() + 2 <= KEY_COLON_MAX, "raise KEY_COLON_MAX");
+        assert!(k[0] != b' ' && k[k.len() - 1] != b' ');
+        let mut j = 0;
+        while j < k.len() + 2 {
+            let c = if j < k.len() {
+                k[j]
+            } else if j == k.len() {
+                b':'
+            } else {
+                b' '
+            };
+            // the fast splitter relies on keys without `:`/`,` (and without NUL: padding)
+            assert!(j >= k.len() || (c != b':' && c != b',' && c != 0));
+            t[i].bytes[j] = c;
+            if j < 32 {
+                t[i].w[j / 8] |= (c as u64) << (8 * (j % 8));
+                t[i].m[j / 8] |= 0xff << (8 * (j % 8));
+            }
+            j += 1;
+        }
+        t[i].len = k.len() + 2;
+        i += 1;
+    }
+    t
+};
+
+/// The 8 bytes `b[p..p + 8]` as a little-endian word, zeros past the end of `b`.
+#[inline(always)]
+fn load8(b: &[u8], p: usize) -> u64 {
+    if let Some(w) = b.get(p..).and_then(|r| r.first_chunk::<8>()) {
+        return u64::from_le_bytes(*w);
+    }
+    load8_tail(b, p)
+}
+
+#[inline(never)]
+fn load8_tail(b: &[u8], p: usize) -> u64 {
+    let n = b.len();
+    if p >= n {
+        return 0;
+    }
+    if let Some(w) = b.last_chunk::<8>() {
+        // the last 8 bytes, shifted so that `b[p]` is the lowest byte
+        return u64::from_le_bytes(*w) >> (8 * (p + 8 - n));
+    }
+    let mut a = [0u8; 8];
+    a[..n - p].copy_from_slice(&b[p..]);
+    u64::from_le_bytes(a)
+}
+
+/// Whether `b[p..]` starts with `k` (a key and `: `): masked word compares.
+#[inline(always)]
+fn key_at(b: &[u8], p: usize, k: &KeyPat) -> bool {
+    if (load8(b, p) ^ k.w[0]) & k.m[0] != 0 || (load8(b, p + 8) ^ k.w[1]) & k.m[1] != 0 {
+        return false;
+    }
+    if k.len <= 16 {
+        return true;
+    }
+    if (load8(b, p + 16) ^ k.w[2]) & k.m[2] != 0 || (load8(b, p + 24) ^ k.w[3]) & k.m[3] != 0 {
+        return false;
+    }
+    k.len <= 32 || b.get(p + 32..p + k.len) == k.bytes.get(32..k.len)
+}
+
+/// Length of the run of ASCII digits and `.` at the start of the little-endian word `w`
+/// (bytes), 0 ..= 8.
+#[inline(always)]
+fn digit_dot_run(w: u64) -> usize {
+    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // digit: (c ^ '0') < 10; high bit of each byte set where it is not (7-bit adds: no carries)
+    let t = w ^ (ONES * 0x30);
+    let not_digit = (((t & LO7) + ONES * 0x76) | t) & HI;
+    // `.`: byte == 0x2e; high bit set where it is not
+    let d = w ^ (ONES * 0x2e);
+    let not_dot = (((d & LO7) + LO7) | d) & HI;
+    ((not_digit & not_dot).trailing_zeros() / 8) as usize
+}
+
+/// Bytes a value may hold on the fast path: ASCII letters, digits, `.`, `%`, `+`, `-` (numbers,
+/// percentages, `True`/`False`). Anything else (spaces, `,`, `:`, `=`) sends the line to the
+/// general splitter.
+const VALUE_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || matches!(b, b'.' | b'%' | b'+' | b'-');
+        c += 1;
+    }
+    t
+};
+
+/// Fast splitter for the strict form `key: value, key: value, …` (separator `, `, optional
+/// trailing `,`/whitespace), which is every batch line SGLang itself prints. Returns `None`
+/// (leaving `line` half-filled, to be reset) as soon as the line leaves that form, else whether
+/// some value starts with a digit (then [`validate`] has nothing left to check). On the
+/// strict form its spans and slots are exactly those of [`split_fields`]: a key has no `:` or
+/// `,` and no edge space, a value only [`VALUE_BYTE`]s, so the general splitter's first `: `
+/// and `, ` are the ones seen here and its trimming changes nothing.
+#[inline]
+fn split_fast(line: &mut BatchLine<'_>, start: usize, order: &mut KeyOrder) -> Option<bool> {
+    let b = line.text.as_bytes();
+    let n = b.len();
+    let row = &mut order.next[line.kind as usize];
+    let mut p = start;
+    while p < n && b[p] == b' ' {
+        p += 1;
+    }
+    let mut prev = 0usize;
+    let mut count = 0usize;
+    let mut data = false;
+    loop {
+        if count == MAX_FIELDS {
+            return None;
+        }
+        let guess = usize::from(row[prev]);
+        let (id, v0) = match KEY_COLON.get(guess) {
+            Some(k) if key_at(b, p, k) => (guess, p + k.len),
+            _ => {
+                let mut c = p;
+                while c < n && b[c] != b':' && b[c] != b',' {
+                    c += 1;
+                }
+                if c == p || c + 1 >= n || b[c] != b':' || b[c + 1] != b' ' {
+                    return None;
+                }
+                if b[p] == b' ' || b[c - 1] == b' ' {
+                    return None;
+                }
+                let id = key_id(&b[p..c]).unwrap_or(N_KNOWN);
+                row[prev] = if id < N_KNOWN { id as u8 } else { NO_KEY };
+                (id, c + 2)
+            }
+        };
+        // digits and dots word-wise; the usual `,` after them ends the value, else any
+        // other value bytes one by one
+        let w = load8(b, v0);
+        let run = digit_dot_run(w);
+        let mut v1 = v0 + run;
+        if run == 8 || (w >> (8 * run)) as u8 != b',' {
+            while v1 < n && VALUE_BYTE[usize::from(b[v1])] {
+                v1 += 1;
+            }
+        }
+        if v1 == v0 {
+            return None;
+        }
+        data |= b[v0].is_ascii_digit();
+        // ok: n <= MAX_BATCH_LINE (checked by the caller), so offsets fit in u16
+        line.spans[count] = Span {
+            k0: p as u16,
+            v0: v0 as u16,
+            v1: v1 as u16,
+        };
+        count += 1;
+        if let Some(s) = line.slot.get_mut(id)
+            && *s == 0
+        {
+            *s = count as u8;
+        }
+        if v1 + 2 < n
+            && b[v1] == b','
+            && b[v1 + 1] == b' '
+            && !(b[v1 + 2] == b',' || b[v1 + 2].is_ascii_whitespace())
+        {
+            p = v1 + 2;
+            prev = id + 1;
+            continue;
+        }
+        if b[v1..]
+            .iter()
+            .all(|&c| c == b',' || c.is_ascii_whitespace())
+        {
+            break;
+        }
+        return None;
+    }
+    line.len = count as u8;
+    Some(data)
 }
 
 /// Splits `line.text[start..]` into `key: value` fragments separated by `sep` + space (`", "`

@@ -4,7 +4,7 @@
 use crate::batch;
 use crate::events::{self, ServerArgs};
 use crate::ranks::RankTags;
-use crate::timestamp::{Timestamp, parse_timestamp, starts_with_iso_t};
+use crate::timestamp::{Timestamp, parse_stamp19, parse_timestamp, starts_with_iso_t};
 use crate::{Event, Record};
 use memchr::memmem;
 use std::sync::LazyLock;
@@ -32,6 +32,15 @@ pub fn find_batch_marker(b: &[u8]) -> Option<usize> {
 /// [`Event::Other`]. A line holding `\r` (tqdm progress output) is reduced to the `\r`-separated
 /// segment that carries a batch marker, else to its last non-empty segment.
 pub fn parse_line(line: &[u8], line_no: u64) -> Record<'_> {
+    parse_line_cached(line, line_no, &mut LineCache::new(true))
+}
+
+/// [`parse_line`] with the caches of a reader (see [`LineCache`]).
+pub(crate) fn parse_line_cached<'a>(
+    line: &'a [u8],
+    line_no: u64,
+    cache: &mut LineCache,
+) -> Record<'a> {
     let mut rec = Record {
         line_no,
         timestamp: None,
@@ -66,13 +75,16 @@ pub fn parse_line(line: &[u8], line_no: u64) -> Record<'_> {
             return rec;
         }
     };
-    parse_str(s, &mut rec);
+    let no_esc = std::mem::replace(&mut cache.no_esc, false);
+    parse_str(s, &mut rec, cache);
+    cache.no_esc = no_esc;
     rec
 }
 
 /// [`parse_line`] for a line already known to be valid UTF-8 without `\r` or `\n` (the reader
 /// checks whole blocks of lines at once).
-pub(crate) fn parse_clean_line(s: &str, line_no: u64) -> Record<'_> {
+#[inline]
+pub(crate) fn parse_clean_line<'a>(s: &'a str, line_no: u64, cache: &mut LineCache) -> Record<'a> {
     let mut rec = Record {
         line_no,
         timestamp: None,
@@ -88,8 +100,111 @@ pub(crate) fn parse_clean_line(s: &str, line_no: u64) -> Record<'_> {
         }
         return rec;
     }
-    parse_str(s, &mut rec);
+    parse_str(s, &mut rec, cache);
     rec
+}
+
+/// What one reader remembers from line to line to make the next line cheap. Every cache here
+/// only short-cuts work whose result is known to be the same; a line that does not fit takes
+/// the general path.
+#[derive(Clone, Debug)]
+pub(crate) struct LineCache {
+    /// Key order of the previous batch lines (for the fast field splitter).
+    pub(crate) keys: batch::KeyOrder,
+    /// The 19 bytes `YYYY-MM-DD HH:MM:SS` of the last `[`-stamp parsed, and its value.
+    stamp: [u8; 19],
+    stamp_ts: Option<Timestamp>,
+    /// The bytes after the stamp up to and including `]` (e.g. ` DP1 TP4]`, at most 16) of
+    /// the last envelopes whose tags were parsed, as little-endian words, their lengths (0:
+    /// empty entry) and the tags; the next entry to replace.
+    tags: [(u128, usize, RankTags); TAG_ENTRIES],
+    tags_next: usize,
+    /// The current line holds no ESC byte (the reader checked its block), so there are no ANSI
+    /// sequences to trim at the end.
+    pub(crate) no_esc: bool,
+    /// Whether the envelope fast path runs (off: the general path only, for tests).
+    fast: bool,
+}
+
+/// Distinct rank-tag groups remembered (a DP/TP log interleaves a few).
+const TAG_ENTRIES: usize = 8;
+
+impl LineCache {
+    /// Empty caches; `fast: false` turns every fast path off (for equivalence tests).
+    pub(crate) fn new(fast: bool) -> Self {
+        LineCache {
+            keys: batch::KeyOrder::new(fast),
+            stamp: [0; 19],
+            stamp_ts: None,
+            tags: [(0, 0, RankTags::default()); TAG_ENTRIES],
+            tags_next: 0,
+            no_esc: false,
+            fast,
+        }
+    }
+}
+
+/// The dominant SGLang envelope `[YYYY-MM-DD HH:MM:SS( TAG)*] msg` read at fixed offsets, with
+/// the stamp and the tags reused from the previous line when their bytes are the same.
+/// Returns `(timestamp, ranks, message)` exactly as [`strip_wrappers`] + [`envelope`] would
+/// for such a line, or `None` to send the line down the general path (attached `[…]` groups,
+/// a `:` after the bracket, other stamp forms, no `]` within 96 bytes).
+#[inline]
+fn fast_envelope<'a>(line: &'a str, c: &mut LineCache) -> Option<(Timestamp, RankTags, &'a str)> {
+    let b = line.as_bytes();
+    if !c.fast || b.len() < 22 || b[0] != b'[' || !matches!(b[20], b' ' | b']') {
+        return None;
+    }
+    let stamp: &[u8; 19] = b[1..20].try_into().ok()?;
+    let ts = match c.stamp_ts {
+        Some(t) if *stamp == c.stamp => t,
+        _ => {
+            let t = parse_stamp19(stamp)?;
+            c.stamp = *stamp;
+            c.stamp_ts = Some(t);
+            t
+        }
+    };
+    let (ranks, close) = if b[20] == b']' {
+        (RankTags::default(), 20)
+    } else {
+        // ` TAGS]` as one word (zero-padded); an entry matches when its bytes are the same
+        let mut w = [0u8; 16];
+        let avail = (b.len() - 20).min(16);
+        w[..avail].copy_from_slice(&b[20..20 + avail]);
+        let w = u128::from_le_bytes(w);
+        let hit = c
+            .tags
+            .iter()
+            .find(|(tw, len, _)| *len > 0 && (w ^ tw) & (u128::MAX >> (8 * (16 - len))) == 0);
+        match hit {
+            // the cached bytes end in the first `]` of their line and hold no other
+            Some(&(_, len, ranks)) => (ranks, 20 + len - 1),
+            None => {
+                // the stamp holds no `]`: this is the first `]` of the line, as the general
+                // path finds it
+                let close = memchr::memchr(b']', &b[..b.len().min(96)])?;
+                let mut ranks = RankTags::default();
+                for tok in line.get(20..close)?.split(' ').filter(|t| !t.is_empty()) {
+                    // with a timestamp, tokens that are not rank tags are skipped (as the
+                    // general path does)
+                    ranks.apply_token(tok);
+                }
+                let n = close + 1 - 20;
+                if n <= 16 {
+                    let keep = u128::MAX >> (8 * (16 - n));
+                    c.tags[c.tags_next] = (w & keep, n, ranks);
+                    c.tags_next = (c.tags_next + 1) % TAG_ENTRIES;
+                }
+                (ranks, close)
+            }
+        }
+    };
+    let rest = &line[close + 1..];
+    if matches!(rest.as_bytes().first(), Some(b'[' | b':')) {
+        return None;
+    }
+    Some((ts, ranks, skip_ansi(rest)))
 }
 
 fn pick_cr_segment(b: &[u8]) -> &[u8] {
@@ -105,18 +220,25 @@ fn pick_cr_segment(b: &[u8]) -> &[u8] {
     last_nonempty
 }
 
-fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>) {
-    let (s, outer_ts) = strip_wrappers(line);
-    let (ts, ranks, mut msg, enveloped) = match envelope(s) {
-        Some((ts, ranks, msg)) => (ts, ranks, msg, true),
-        None => match outer_ts {
-            // `2025-10-20T03:02:22Z INFO 31223 [DP3 TP3 file.py:222] msg` style
-            Some(_) => {
-                let (ranks, msg) = after_timestamp(s).unwrap_or((RankTags::default(), s));
-                (None, ranks, msg, !ranks.is_empty())
-            }
-            None => (None, RankTags::default(), s, false),
-        },
+#[inline]
+fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
+    let (s, outer_ts, ts, ranks, mut msg, enveloped) = match fast_envelope(line, cache) {
+        Some((ts, ranks, msg)) => (line, None, Some(ts), ranks, msg, true),
+        None => {
+            let (s, outer_ts) = strip_wrappers(line);
+            let (ts, ranks, msg, enveloped) = match envelope(s) {
+                Some((ts, ranks, msg)) => (ts, ranks, msg, true),
+                None => match outer_ts {
+                    // `2025-10-20T03:02:22Z INFO 31223 [DP3 TP3 file.py:222] msg` style
+                    Some(_) => {
+                        let (ranks, msg) = after_timestamp(s).unwrap_or((RankTags::default(), s));
+                        (None, ranks, msg, !ranks.is_empty())
+                    }
+                    None => (None, RankTags::default(), s, false),
+                },
+            };
+            (s, outer_ts, ts, ranks, msg, enveloped)
+        }
     };
     rec.timestamp = ts.or(outer_ts);
     rec.ranks = ranks;
@@ -127,17 +249,32 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>) {
         rec.ranks.fill_from(&r);
         msg = rest;
     }
-    msg = trim_trailing_ansi(msg);
-    rec.message = msg;
-    dispatch(msg, &mut rec.event);
-    if matches!(rec.event, Event::Other) && (enveloped || rec.timestamp.is_some()) {
-        rec.event = fallback_scan(msg);
+    if !cache.no_esc {
+        msg = trim_trailing_ansi(msg);
     }
-    if !matches!(rec.event, Event::Batch(_) | Event::Malformed { .. })
+    rec.message = msg;
+    dispatch(msg, &mut rec.event, &mut cache.keys);
+    if matches!(rec.event, Event::Batch(_) | Event::Malformed { .. }) {
+        return;
+    }
+    // `s` and `msg` are parts of `line`: a needle missing from `line` is missing from both.
+    // "atc" is in `atchdog timeout` and in `batch`, "sfe" in `ransfer failed` and
+    // `KVTransferError`; one search each spares the longer ones on most lines.
+    let atc = ATC.find(line.as_bytes()).is_some();
+    if matches!(rec.event, Event::Other) && (enveloped || rec.timestamp.is_some()) {
+        rec.event = fallback_scan(msg, atc, SFE.find(line.as_bytes()).is_some());
+    }
+    if atc
+        && !matches!(rec.event, Event::Batch(_) | Event::Malformed { .. })
         && let Some((s, p)) = find_batch_marker(s.as_bytes())
             .map(|p| (s, p))
             // a marker inside a stripped wrapper (`(Name pid=…Decode batch…)`) still counts
-            .or_else(|| find_batch_marker(line.as_bytes()).map(|p| (line, p)))
+            .or_else(|| {
+                if s.len() == line.len() {
+                    return None; // `s` is `line`: searched already
+                }
+                find_batch_marker(line.as_bytes()).map(|p| (line, p))
+            })
     {
         // Robust path: the batch marker is somewhere in the line (unknown envelope, a lost `[`,
         // a wrapper we do not know). Parse from the marker; recover stamp and ranks from the
@@ -146,7 +283,7 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>) {
         if sub.starts_with('n') {
             batch::parse_legacy_fill_into(sub, &mut rec.event);
         } else {
-            batch::parse_standard_into(sub, &mut rec.event);
+            batch::parse_standard_into(sub, &mut rec.event, &mut cache.keys);
         }
         rec.message = sub;
         lenient_prefix(&s[..p], rec);
@@ -154,17 +291,18 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>) {
 }
 
 /// Sets `out` (which is `Event::Other` on entry) from the message head.
-fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>) {
+#[inline]
+fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
     let Some(&first) = msg.as_bytes().first() else {
         return;
     };
     let starts = |p: &str| msg.starts_with(p);
     let retraction = || events::parse_retraction(msg).map_or(Event::Other, Event::Retraction);
     *out = match first {
-        b'D' if starts("Decode batch") => return batch::parse_standard_into(msg, out),
+        b'D' if starts("Decode batch") => return batch::parse_standard_into(msg, out, keys),
         b'D' if starts("Decode out of memory happened") => retraction(),
         b'P' if starts("Prefill batch") || starts("Prefil batch") => {
-            return batch::parse_standard_into(msg, out);
+            return batch::parse_standard_into(msg, out, keys);
         }
         b'n' if starts("new fill batch") => return batch::parse_legacy_fill_into(msg, out),
         b'#' if starts("#running-req:") => {
@@ -210,15 +348,19 @@ static WATCHDOG: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"atchdog timeout"));
 static TRANSFER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"ransfer failed"));
+static ATC: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"atc"));
+static SFE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"sfe"));
 
 /// Messages of SGLang-logged lines (with an envelope) whose keyword is not at the start, e.g.
 /// `Scheduler watchdog timeout (…)` or `Decode transfer failed for request rank=…`.
-fn fallback_scan(msg: &str) -> Event<'_> {
+/// `atc` / `sfe`: whether the line holds `atc` / `sfe` at all (when not, the searches for the
+/// needles that contain them are skipped).
+fn fallback_scan(msg: &str, atc: bool, sfe: bool) -> Event<'_> {
     let b = msg.as_bytes();
-    if WATCHDOG.find(b).is_some() {
+    if atc && WATCHDOG.find(b).is_some() {
         return Event::WatchdogTimeout(msg);
     }
-    if TRANSFER.find(b).is_some() || memmem::find(b, b"KVTransferError").is_some() {
+    if sfe && (TRANSFER.find(b).is_some() || memmem::find(b, b"KVTransferError").is_some()) {
         return Event::KvTransferFailed(msg);
     }
     Event::Other
@@ -511,5 +653,73 @@ fn lenient_prefix(prefix: &str, rec: &mut Record<'_>) {
         for tok in prefix.split([' ', '[', ']', '(', ')', '|', ',']) {
             rec.ranks.apply_token(tok);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line of every test log, parsed in order with the caches and fast paths of a
+    /// reader, gives the same record as the general path alone; so do mutated copies of the
+    /// lines (a byte dropped, doubled or replaced at several places), which exercise the points
+    /// where a fast path must give up.
+    #[test]
+    fn fast_paths_match_the_general_path() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data");
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(root)];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "log") {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        assert!(files.len() >= 20, "{files:?}");
+        let mut fast = LineCache::new(true);
+        let mut general = LineCache::new(false);
+        let (mut lines, mut batch) = (0usize, 0usize);
+        for f in &files {
+            let data = std::fs::read(f).unwrap();
+            for raw in data.split(|&c| c == b'\n') {
+                let mut variants = vec![raw.to_vec()];
+                for at in [raw.len() / 3, raw.len() / 2, raw.len() * 4 / 5] {
+                    if at < raw.len() {
+                        let mut v = raw.to_vec();
+                        v.remove(at);
+                        variants.push(v);
+                        let mut v = raw.to_vec();
+                        v.insert(at, raw[at]);
+                        variants.push(v);
+                        for c in [b' ', b',', b':', b'=', b'x', b'9'] {
+                            let mut v = raw.to_vec();
+                            v[at] = c;
+                            variants.push(v);
+                        }
+                    }
+                }
+                for v in &variants {
+                    let a = parse_line_cached(v, 1, &mut fast);
+                    let b = parse_line_cached(v, 1, &mut general);
+                    assert_eq!(a, b, "{}: {:?}", f.display(), String::from_utf8_lossy(v));
+                    if let Ok(s) = std::str::from_utf8(v)
+                        && !s.contains('\r')
+                    {
+                        fast.no_esc = !s.contains('\u{1b}');
+                        let c = parse_clean_line(s, 1, &mut fast);
+                        fast.no_esc = false;
+                        assert_eq!(c, b, "{}: {s:?}", f.display());
+                    }
+                    lines += 1;
+                    batch += usize::from(matches!(a.event, Event::Batch(_)));
+                }
+            }
+        }
+        assert!(lines > 100_000 && batch > 20_000, "{lines} {batch}");
     }
 }

@@ -7,6 +7,7 @@ const POW10: [f64; 23] = [
 ];
 
 /// Parses a non-negative decimal integer made only of ASCII digits (1 to 19 digits).
+#[inline]
 pub(crate) fn parse_u64(s: &str) -> Option<u64> {
     let b = s.as_bytes();
     if b.is_empty() || b.len() > 19 {
@@ -39,7 +40,32 @@ pub(crate) fn parse_i64(s: &str) -> Option<i64> {
 /// `mantissa / 10^k`, one correctly rounded division of two exact values, so the result equals
 /// what `str::parse::<f64>` returns. Anything else (exponents, `inf`, `nan`, very long digit
 /// runs) falls back to `str::parse`.
+#[inline]
 pub(crate) fn parse_f64(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    // SGLang's `%.2f`: 1 to 13 digits, `.`, 2 digits. Same value as below (mant < 10^15 <
+    // 2^53 is exact, then one correctly rounded division).
+    if let [int @ .., b'.', d1, d2] = b
+        && !int.is_empty()
+        && int.len() <= 13
+    {
+        let (d1, d2) = (d1.wrapping_sub(b'0'), d2.wrapping_sub(b'0'));
+        let mut mant: u64 = 0;
+        let mut ok = d1 <= 9 && d2 <= 9;
+        for &c in int {
+            let d = c.wrapping_sub(b'0');
+            ok &= d <= 9;
+            mant = mant * 10 + u64::from(d);
+        }
+        if ok {
+            return Some((mant * 100 + u64::from(d1) * 10 + u64::from(d2)) as f64 / 100.0);
+        }
+    }
+    parse_f64_general(s)
+}
+
+/// [`parse_f64`] for any decimal form.
+fn parse_f64_general(s: &str) -> Option<f64> {
     let b = s.as_bytes();
     let (neg, digits) = match b.first() {
         Some(b'-') => (true, &b[1..]),
@@ -136,6 +162,16 @@ mod tests {
             "123456789012345678",
             "1e5",
             "12345678901234567890.5",
+            "0.00",
+            "1066.23",
+            "28879.56",
+            "00.10",
+            "9999999999999.99",
+            "99999999999999.99",
+            "1.2x",
+            "x.25",
+            ".25",
+            "1..5",
         ] {
             assert_eq!(parse_f64(s), s.parse::<f64>().ok(), "{s}");
         }

@@ -1,7 +1,7 @@
-//! Buffered line reader over plain files, gzip files and stdin, feeding [`parse_line`].
+//! Buffered line reader over plain files, gzip files and stdin, feeding [`crate::parse_line`].
 
-use crate::line::parse_clean_line;
-use crate::{Event, Record, parse_line};
+use crate::line::{LineCache, parse_clean_line, parse_line_cached};
+use crate::{Event, Record};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -106,7 +106,7 @@ fn excerpt(raw: &[u8]) -> String {
 
 impl ParseStats {
     /// Adds one record (`raw` is the line it came from, used for excerpts). Use this when
-    /// calling [`parse_line`] directly.
+    /// calling [`crate::parse_line`] directly.
     pub fn observe(&mut self, rec: &Record<'_>, raw: &[u8]) {
         self.lines += 1;
         self.bytes += raw.len() as u64;
@@ -221,6 +221,8 @@ pub struct LogReader<R> {
     line_no: u64,
     live: bool,
     gz_offset: Option<Arc<AtomicU64>>,
+    /// What the previous lines looked like (stamp, tags, key order): makes the next one cheap.
+    cache: LineCache,
 }
 
 impl LogReader<Box<dyn Read>> {
@@ -285,6 +287,7 @@ impl<R: Read> LogReader<R> {
             line_no: 0,
             live: false,
             gz_offset: None,
+            cache: LineCache::new(true),
         }
     }
 
@@ -319,23 +322,26 @@ impl<R: Read> LogReader<R> {
                 && let Ok(text) = std::str::from_utf8(block)
             {
                 let mut a = 0;
+                // no ESC in the block: no line has ANSI colours to trim
+                self.cache.no_esc = memchr::memchr(0x1b, block).is_none();
                 for nl in memchr::memchr_iter(b'\n', block) {
                     self.line_no += 1;
                     // ok: `\n` is ASCII, so `a` and `nl` are char boundaries
                     let line = text.get(a..nl).unwrap_or("");
-                    let rec = parse_clean_line(line, self.line_no);
+                    let rec = parse_clean_line(line, self.line_no, &mut self.cache);
                     f(&rec);
                     stats.observe(&rec, line.as_bytes());
                     stats.bytes += 1; // the '\n'
                     a = nl + 1;
                 }
+                self.cache.no_esc = false;
                 pos += block.len();
             }
             while let Some(i) = memchr::memchr(b'\n', &self.buf[pos..self.end]) {
                 let nl = pos + i;
                 self.line_no += 1;
                 let raw = &self.buf[pos..nl];
-                let rec = parse_line(raw, self.line_no);
+                let rec = parse_line_cached(raw, self.line_no, &mut self.cache);
                 f(&rec);
                 stats.observe(&rec, raw);
                 stats.bytes += 1; // the '\n'
@@ -370,7 +376,7 @@ impl<R: Read> LogReader<R> {
             } else {
                 self.line_no += 1;
                 let raw = &self.buf[self.start..self.end];
-                let rec = parse_line(raw, self.line_no);
+                let rec = parse_line_cached(raw, self.line_no, &mut self.cache);
                 f(&rec);
                 stats.observe(&rec, raw);
                 self.start = 0;

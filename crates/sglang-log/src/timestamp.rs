@@ -248,6 +248,20 @@ pub(crate) fn parse_timestamp(s: &str) -> Option<(Timestamp, &str)> {
     Some((t, &s[used..]))
 }
 
+/// Parses exactly `YYYY-MM-DD HH:MM:SS` (SGLang's default stamp, 19 bytes): the same value as
+/// [`parse_timestamp`] gives for these bytes followed by a space or `]`, with fixed offsets.
+#[inline]
+pub(crate) fn parse_stamp19(b: &[u8; 19]) -> Option<Timestamp> {
+    if b[4] != b'-' || b[7] != b'-' || b[10] != b' ' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let t = Timestamp::from_hms(d2(b, 11)?, d2(b, 14)?, d2(b, 17)?, 0)?;
+    Some(Timestamp {
+        days: Some(date_days(b)?),
+        ..t
+    })
+}
+
 /// Whether `s` starts with an ISO stamp using the `T` separator (a container runtime's prefix).
 pub(crate) fn starts_with_iso_t(s: &str) -> bool {
     let b = s.as_bytes();
@@ -295,5 +309,19 @@ mod tests {
             assert_eq!(days_from_civil(y, m, d), days);
         }
         assert_eq!(t.to_string(), "2025-07-10 08:01:02.123Z");
+        // the fixed-offset form agrees with the general parser, and rejects what it rejects
+        for s in [
+            "2025-06-01 12:00:00",
+            "2024-02-29 23:59:60",
+            "2023-02-29 10:00:00",
+            "2025-06-01 24:00:00",
+            "2025-13-01 12:00:00",
+            "2025-06-01 12:0a:00",
+        ] {
+            let b: &[u8; 19] = s.as_bytes().try_into().unwrap();
+            assert_eq!(parse_stamp19(b), parse_timestamp(s).map(|(t, _)| t), "{s}");
+        }
+        // only SGLang's own form: the ISO `T` form goes the general way
+        assert_eq!(parse_stamp19(b"2025-06-01T12:00:00"), None);
     }
 }
