@@ -367,7 +367,15 @@ fn fallback_scan(msg: &str, atc: bool, sfe: bool) -> Event<'_> {
 }
 
 /// Skips ANSI escape sequences (`ESC [ … final`) and spaces at the start.
-fn skip_ansi(mut s: &str) -> &str {
+#[inline]
+fn skip_ansi(s: &str) -> &str {
+    match s.as_bytes().first() {
+        Some(b' ' | b'\t' | 0x1b) => skip_ansi_slow(s),
+        _ => s,
+    }
+}
+
+fn skip_ansi_slow(mut s: &str) -> &str {
     loop {
         let b = s.as_bytes();
         match b.first() {
@@ -618,7 +626,15 @@ fn bracket_ranks(s: &str) -> Option<(RankTags, &str)> {
 }
 
 /// Uvicorn's / Python's level prefix (`INFO:     `, `WARNING:  `) in front of a message.
+#[inline]
 fn skip_level(msg: &str) -> &str {
+    // the first letters of the levels below
+    if !matches!(
+        msg.as_bytes().first(),
+        Some(b'I' | b'W' | b'E' | b'D' | b'C')
+    ) {
+        return msg;
+    }
     for level in ["INFO:", "WARNING:", "ERROR:", "DEBUG:", "CRITICAL:"] {
         if let Some(r) = msg.strip_prefix(level) {
             return r.trim_start();
