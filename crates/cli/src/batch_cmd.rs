@@ -58,12 +58,25 @@ pub struct RunBatchArgs {
 /// Progress on stderr with windowed rates and intervals.
 struct Progress {
     bar: ProgressBar,
+    /// Plain lines instead of a bar (stderr is not a terminal).
+    plain: bool,
+    last_plain_s: f64,
+    plain_every_s: f64,
     window_s: f64,
     /// (t since start, completion tokens) of recent successful completions.
     recent: VecDeque<(f64, u64)>,
 }
 
 impl Progress {
+    /// A message line above the bar, or on its own line without a terminal.
+    fn say(&self, m: String) {
+        if self.plain {
+            eprintln!("{m}");
+        } else {
+            self.bar.println(m);
+        }
+    }
+
     fn line(&mut self, s: &ProgressSnapshot) -> String {
         let now = s.elapsed_s;
         while self
@@ -107,7 +120,7 @@ impl ProgressSink for Progress {
     fn on_start(&mut self, total: u64, resumed: u64) {
         self.bar.set_length(total);
         if resumed > 0 {
-            self.bar.println(format!(
+            self.say(format!(
                 "resuming: {resumed} ids already in the output are skipped"
             ));
         }
@@ -121,10 +134,23 @@ impl ProgressSink for Progress {
     }
     fn on_snapshot(&mut self, s: &ProgressSnapshot) {
         let msg = self.line(s);
-        self.bar.set_message(msg);
+        if self.plain {
+            // stderr is not a terminal (nohup, a file, a pipe): one plain line every `plain_every_s`.
+            if s.elapsed_s - self.last_plain_s >= self.plain_every_s {
+                self.last_plain_s = s.elapsed_s;
+                eprintln!(
+                    "[{:.0} s] {}/{} {msg}",
+                    s.elapsed_s,
+                    s.completed + s.failed,
+                    s.total
+                );
+            }
+        } else {
+            self.bar.set_message(msg);
+        }
     }
     fn on_warning(&mut self, m: &str) {
-        self.bar.println(format!("warning: {m}"));
+        self.say(format!("warning: {m}"));
     }
 }
 
@@ -159,12 +185,17 @@ pub fn run(args: &RunBatchArgs) -> Result<i32> {
         ProgressStyle::with_template("{pos}/{len} {wide_msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let plain = !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let progress = Progress {
         bar: bar.clone(),
+        plain,
+        last_plain_s: f64::NEG_INFINITY,
+        plain_every_s: 10.0,
         window_s: args.window.max(1.0),
         recent: VecDeque::new(),
     };
     let cancel = CancelToken::new();
+    let grace = args.grace;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -173,6 +204,7 @@ pub fn run(args: &RunBatchArgs) -> Result<i32> {
         let c = cancel.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("Ctrl-C: no new requests; waiting up to {grace:.0} s for those in flight (rerun with the same --out to resume)");
                 c.cancel();
             }
         });

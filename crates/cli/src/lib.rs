@@ -167,6 +167,9 @@ fn gpu_check() -> Result<()> {
 pub fn read_logs(args: &DiagnoseArgs) -> Result<Evidence> {
     let mut b = EvidenceBuilder::new();
     if args.logs.is_empty() && args.server.is_none() {
+        eprintln!(
+            "note: no log given, so this diagnoses the embedded sample (a simulated Kimi-K2.5 run); pass your server log to diagnose yours"
+        );
         let id = b.add_source(SAMPLE_NAME);
         let mut reader = LogReader::from_reader(SAMPLE_NAME, SAMPLE_LOG);
         let stats = reader
@@ -181,22 +184,45 @@ pub fn read_logs(args: &DiagnoseArgs) -> Result<Evidence> {
             let stdin = std::io::stdin().lock();
             LogReader::from_reader("-", stdin).for_each(|rec| b.push(id, rec))
         } else {
-            LogReader::open(path)
-                .with_context(|| format!("opening {name}"))?
-                .for_each(|rec| b.push(id, rec))
-        }
-        .with_context(|| format!("reading {name}"))?;
+            // The reader's errors name the path (and line or gzip offset) themselves.
+            LogReader::open(path)?.for_each(|rec| b.push(id, rec))
+        }?;
         b.finish_source(id, &stats);
     }
     Ok(b.build())
 }
 
-/// Gather the evidence beside the logs. Failures are recorded in the context, never fatal.
-pub fn build_context(args: &DiagnoseArgs) -> Context {
+/// Gather the evidence beside the logs. A server that cannot be reached narrows the report;
+/// a file named on the command line that cannot be read is an error.
+///
+/// # Errors
+/// An unreadable or unrecognisable `--server-info`, `--gpu-snapshot`, `--model-config`,
+/// `--client-log` or `--client-records` file (the message names it).
+pub fn build_context(args: &DiagnoseArgs) -> Result<Context> {
     let mut ctx = Context {
         sample_window_s: Some(args.sample_window),
         ..Context::default()
     };
+    if let Some(p) = &args.server_info {
+        sources::add_server_info_file(&mut ctx, p)?;
+    }
+    if let Some(p) = &args.gpu_snapshot {
+        sources::add_gpu_snapshot_file(&mut ctx, p)?;
+    }
+    if let Some(p) = &args.model_config {
+        sources::add_model_config(&mut ctx, p)?;
+    }
+    if let Some(p) = &args.client_log {
+        sources::add_client_file(&mut ctx, p, "--client-log")?;
+    }
+    if let Some(p) = &args.client_records {
+        sources::add_client_file(&mut ctx, p, "--client-records")?;
+    }
+    if args.gpu {
+        sources::add_gpu_probe(&mut ctx);
+        // Only when diagnosing on the GPU host itself is this machine's RAM the server's.
+        sources::add_host_meminfo(&mut ctx);
+    }
     if let Some(url) = &args.server {
         // Live mode polls /metrics itself; a one-shot diagnosis takes a few polls a second apart.
         let polls = if args.watch.is_some() {
@@ -206,27 +232,7 @@ pub fn build_context(args: &DiagnoseArgs) -> Context {
         };
         sources::add_server_url(&mut ctx, url, polls, std::time::Duration::from_secs(1));
     }
-    if let Some(p) = &args.server_info {
-        sources::add_server_info_file(&mut ctx, p);
-    }
-    if args.gpu {
-        sources::add_gpu_probe(&mut ctx);
-        // Only when diagnosing on the GPU host itself is this machine's RAM the server's.
-        sources::add_host_meminfo(&mut ctx);
-    }
-    if let Some(p) = &args.gpu_snapshot {
-        sources::add_gpu_snapshot_file(&mut ctx, p);
-    }
-    if let Some(p) = &args.model_config {
-        sources::add_model_config(&mut ctx, p);
-    }
-    for p in [&args.client_log, &args.client_records]
-        .into_iter()
-        .flatten()
-    {
-        sources::add_client_file(&mut ctx, p);
-    }
-    ctx
+    Ok(ctx)
 }
 
 /// Read every input and diagnose.
@@ -242,8 +248,8 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<Report> {
 /// # Errors
 /// See [`read_logs`].
 pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
+    let ctx = build_context(args)?;
     let ev = read_logs(args)?;
-    let ctx = build_context(args);
     let report = diagnosis::diagnose_with(&ev, &ctx);
     Ok((ev, report))
 }
@@ -288,14 +294,7 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
         return watch::run(args, period, args.watch_count);
     }
     let (ev, report) = diagnose_full(args)?;
-    if let Some(path) = &args.plot {
-        plot::write_svg(&ev, &report, path)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(path) = &args.markdown {
-        std::fs::write(path, render::markdown(&report))
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
+    // The report first: a bad --plot or --markdown path must not hide it.
     let mut out = anstream::stdout();
     if args.json {
         let s = serde_json::to_string_pretty(&report).context("serialising the report")?;
@@ -303,7 +302,40 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
     } else {
         write!(out, "{}", render::text(&report, true))?;
     }
+    out.flush()?;
+    if let Some(path) = &args.plot {
+        // PlotError::Io names the path itself.
+        plot::write_svg(&ev, &report, path).context("--plot")?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, render::markdown(&report))
+            .with_context(|| format!("--markdown {}", path.display()))?;
+    }
     Ok(())
+}
+
+/// One line for an error: the chain of causes, leaving out a cause whose text the line
+/// already holds (typed errors often print their source too).
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Entry point shared by the binary and `cargo xtask`: parse `args` (without the program name
@@ -330,8 +362,10 @@ where
     };
     match result {
         Ok(()) => 0,
+        // The reader of our stdout went away (`| head`): not an error of ours.
+        Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_line(&e));
             1
         }
     }

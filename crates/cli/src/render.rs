@@ -94,14 +94,16 @@ pub fn text(r: &Report, color: bool) -> String {
         );
     }
     let _ = writeln!(o);
+    // The headline starts with the verdict's label: colour that part.
+    let (label, rest) = r
+        .headline
+        .split_once(": ")
+        .unwrap_or((r.bottleneck.label(), r.headline.as_str()));
     let _ = writeln!(
         o,
         "{} {}",
-        paint(
-            style_for(r.bottleneck),
-            &format!("Verdict: {}.", r.bottleneck.label())
-        ),
-        r.headline
+        paint(style_for(r.bottleneck), &format!("Verdict: {label}:")),
+        rest
     );
     if let Some(t) = &r.steady_gen_throughput {
         let _ = writeln!(o, "Steady server gen throughput: {}", rate_text(t));
@@ -271,7 +273,11 @@ pub fn text(r: &Report, color: bool) -> String {
 }
 
 fn finding_text(o: &mut String, n: usize, fi: &Finding, color: bool) {
-    let title = format!("{n}. {} [{:?} confidence]", fi.title, fi.confidence);
+    let title = format!(
+        "{n}. {} [{} confidence]",
+        fi.title,
+        confidence_label(fi.confidence)
+    );
     let _ = writeln!(
         o,
         "{}",
@@ -283,7 +289,7 @@ fn finding_text(o: &mut String, n: usize, fi: &Finding, color: bool) {
     );
     let _ = writeln!(o, "   {}", fi.detail);
     for g in &fi.figures {
-        let _ = writeln!(o, "   - {}: {} {}", g.name, fmt_num(g.value), g.unit);
+        let _ = writeln!(o, "   - {}: {}", g.name, figure_value(g.value, &g.unit));
     }
     for e in &fi.evidence {
         let _ = writeln!(o, "   - lines: {e}");
@@ -303,7 +309,11 @@ fn fmt_num(v: Option<f64>) -> String {
 pub fn markdown(r: &Report) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# throughput-doctor diagnosis\n");
-    let _ = writeln!(o, "**Verdict: {}.** {}\n", r.bottleneck.label(), r.headline);
+    let (label, rest) = r
+        .headline
+        .split_once(": ")
+        .unwrap_or((r.bottleneck.label(), r.headline.as_str()));
+    let _ = writeln!(o, "**Verdict: {label}:** {rest}\n");
     if let Some(t) = &r.steady_gen_throughput {
         let _ = writeln!(o, "Steady server gen throughput: {}\n", rate_text(t));
     }
@@ -352,19 +362,116 @@ pub fn markdown(r: &Report) -> String {
         }
         let _ = writeln!(o);
     }
+    if !r.recommendations.is_empty() {
+        let _ = writeln!(o, "## Recommendations (by expected gain)\n");
+        for (i, rec) in r.recommendations.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "{}. **{}**. Gain: {}. Risk: {}.",
+                i + 1,
+                rec.action,
+                rec.expected_gain,
+                rec.risk
+            );
+        }
+        let _ = writeln!(o);
+    }
+    if let Some(m) = &r.server_metrics {
+        let _ = writeln!(
+            o,
+            "## Server /metrics ({} polls over {:.0} s)\n",
+            m.samples, m.span_s
+        );
+        let _ = writeln!(
+            o,
+            "running {} · queued {} · token usage {} · gen throughput {} tok/s · generated {} tok/s between polls · TTFT median {} s, p90 {} s · ITL median {} s\n",
+            f(m.running, 0),
+            f(m.queued, 0),
+            f(m.token_usage, 2),
+            f(m.gen_throughput, 1),
+            f(m.generated_tok_per_s, 1),
+            f(m.ttft_p50_s, 3),
+            f(m.ttft_p90_s, 3),
+            f(m.itl_p50_s, 4)
+        );
+    }
+    if let Some(c) = &r.client {
+        let _ = writeln!(o, "## Client vs server\n");
+        let mut t = String::new();
+        client_text(&mut t, c);
+        let _ = writeln!(o, "```text\n{}```\n", t);
+    }
+    if let Some(cm) = &r.capacity_model {
+        let _ = writeln!(
+            o,
+            "## KV capacity what-if (per GPU; SGLang's pool formula)\n"
+        );
+        let _ = writeln!(
+            o,
+            "{} bytes per token per GPU; pre = {:.1} GiB ({}); +0.01 mem_fraction_static = +{:.0} tokens; free at run time {} GiB.\n",
+            cm.cell_bytes,
+            cm.pre_gib,
+            cm.pre_source,
+            cm.tokens_per_hundredth,
+            f(cm.free_now_gib, 2)
+        );
+        let _ = writeln!(
+            o,
+            "| change | pool tokens | change | extra GiB/GPU | feasibility | decode concurrency | projected tok/s |\n|---|---|---|---|---|---|---|"
+        );
+        for row in &cm.what_if.rows {
+            let p = r
+                .projection
+                .as_ref()
+                .and_then(|p| p.rows.iter().find(|x| x.label == row.label));
+            let _ = writeln!(
+                o,
+                "| {} | {} | {:+.1}% | {:.2} | {} | {} | {} |",
+                row.label,
+                row.pool_tokens,
+                row.change_pct,
+                row.extra_gib_per_gpu,
+                row.feasibility
+                    .as_ref()
+                    .map(|x| feasibility_label(x.verdict))
+                    .unwrap_or("?"),
+                f(row.decode_concurrency, 1),
+                p.map(|p| format!(
+                    "{:.0}{}",
+                    p.tok_per_s,
+                    if p.extrapolated {
+                        " (extrapolated)"
+                    } else {
+                        ""
+                    }
+                ))
+                .unwrap_or_else(|| "?".into())
+            );
+        }
+        let _ = writeln!(o);
+        for a in &cm.what_if.assumptions {
+            let _ = writeln!(o, "- assumption: {a}");
+        }
+        if let Some(h) = &cm.hicache {
+            for line in &h.summary {
+                let _ = writeln!(o, "- HiCache: {line}");
+            }
+        }
+        let _ = writeln!(o);
+    }
     if !r.findings.is_empty() {
         let _ = writeln!(o, "## Findings\n");
         for (i, fi) in r.findings.iter().enumerate() {
             let _ = writeln!(
                 o,
-                "{}. **{}** ({:?} confidence). {}",
+                "{}. **{}** ({} confidence). {}",
                 i + 1,
                 fi.title,
-                fi.confidence,
+                confidence_label(fi.confidence),
                 fi.detail
             );
             for g in &fi.figures {
-                let _ = writeln!(o, "   - {}: {} {}", g.name, fmt_num(g.value), g.unit);
+                let _ = writeln!(o, "   - {}: {}", g.name, figure_value(g.value, &g.unit));
             }
             for e in &fi.evidence {
                 let _ = writeln!(o, "   - lines: `{e}`");
@@ -472,22 +579,22 @@ fn capacity_text(o: &mut String, cm: &CapacityModel, proj: Option<&Projection>) 
     );
     let _ = writeln!(
         o,
-        "  {:<44} {:>10} {:>8} {:>9} {:>11} {:>13} {:>14}",
+        "  {:<52} {:>10} {:>8} {:>9} {:>11} {:>13} {:>14}",
         "change", "pool tok", "change", "extra GiB", "feasibility", "decode concur.", "proj. tok/s"
     );
     for row in &cm.what_if.rows {
         let p = proj.and_then(|p| p.rows.iter().find(|x| x.label == row.label));
         let _ = writeln!(
             o,
-            "  {:<44} {:>10} {:>+7.1}% {:>9.2} {:>11} {:>13} {:>14}",
+            "  {:<52} {:>10} {:>+7.1}% {:>9.2} {:>11} {:>13} {:>14}",
             row.label,
             row.pool_tokens,
             row.change_pct,
             row.extra_gib_per_gpu,
             row.feasibility
                 .as_ref()
-                .map(|x| format!("{:?}", x.verdict))
-                .unwrap_or_else(|| "?".into()),
+                .map(|x| feasibility_label(x.verdict))
+                .unwrap_or("?"),
             f(row.decode_concurrency, 1),
             p.map(|p| format!(
                 "{:.0}{}",
@@ -532,8 +639,8 @@ pub fn gpu_text(s: &gpu_probe::GpuSnapshot) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "GPU memory ({:?}); driver {}; CUDA {}",
-        s.source,
+        "GPU memory ({}); driver {}; CUDA {}",
+        gpu_source_label(&s.source),
         s.driver_version.as_deref().unwrap_or("?"),
         s.cuda_version.as_deref().unwrap_or("?")
     );
@@ -559,4 +666,38 @@ pub fn gpu_text(s: &gpu_probe::GpuSnapshot) -> String {
         let _ = writeln!(o, "  note: {n}");
     }
     o
+}
+
+/// `Fits` → `fits`, `OomLikely` → `OOM likely`.
+pub fn feasibility_label(f: kv_capacity::Feasibility) -> &'static str {
+    match f {
+        kv_capacity::Feasibility::Fits => "fits",
+        kv_capacity::Feasibility::Tight => "tight",
+        kv_capacity::Feasibility::OomLikely => "OOM likely",
+    }
+}
+
+/// A figure's value with its unit; fractions print as percentages.
+fn figure_value(value: Option<f64>, unit: &str) -> String {
+    match (value, unit) {
+        (Some(v), "fraction") => format!("{:.0}%", v * 100.0),
+        (v, u) => format!("{} {u}", fmt_num(v)),
+    }
+}
+
+fn confidence_label(c: diagnosis::Confidence) -> &'static str {
+    match c {
+        diagnosis::Confidence::High => "high",
+        diagnosis::Confidence::Medium => "medium",
+        diagnosis::Confidence::Low => "low",
+    }
+}
+
+fn gpu_source_label(s: &gpu_probe::SnapshotSource) -> String {
+    match s {
+        gpu_probe::SnapshotSource::Nvml => "NVML".into(),
+        gpu_probe::SnapshotSource::NvidiaSmiCsv { path } => format!("nvidia-smi CSV {path}"),
+        gpu_probe::SnapshotSource::NvidiaSmiTable { path } => format!("nvidia-smi table {path}"),
+        gpu_probe::SnapshotSource::NvidiaSmiQuery { path } => format!("nvidia-smi -q {path}"),
+    }
 }

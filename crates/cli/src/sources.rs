@@ -55,26 +55,29 @@ pub fn gpu_facts(s: &GpuSnapshot, source: &str) -> GpuFacts {
 }
 
 /// Read a saved `/server_info` JSON file into the context.
-pub fn add_server_info_file(ctx: &mut Context, path: &Path) {
+///
+/// # Errors
+/// The file cannot be read or is not a server info payload (the message names the file).
+pub fn add_server_info_file(ctx: &mut Context, path: &Path) -> anyhow::Result<()> {
     let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
-        Ok(text) => match ServerInfo::from_json_str(&text) {
-            Ok(info) => ctx.server = Some(server_facts(&info, &name)),
-            Err(e) => ctx
-                .source_errors
-                .push(format!("{name}: not a server info payload: {e}")),
-        },
-        Err(e) => ctx.source_errors.push(format!("{name}: {e}")),
-    }
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--server-info {name}: {e}"))?;
+    let info = ServerInfo::from_json_str(&text)
+        .map_err(|e| anyhow::anyhow!("--server-info {name}: not a /server_info payload: {e}"))?;
+    ctx.server = Some(server_facts(&info, &name));
+    Ok(())
 }
 
 /// Read a copied nvidia-smi output into the context.
-pub fn add_gpu_snapshot_file(ctx: &mut Context, path: &Path) {
+///
+/// # Errors
+/// The file cannot be read or parsed (the message names the file and line).
+pub fn add_gpu_snapshot_file(ctx: &mut Context, path: &Path) -> anyhow::Result<()> {
     let name = path.display().to_string();
-    match gpu_probe::read_snapshot_file(path) {
-        Ok(s) => ctx.gpu = Some(gpu_facts(&s, &name)),
-        Err(e) => ctx.source_errors.push(format!("GPU snapshot {name}: {e}")),
-    }
+    let s =
+        gpu_probe::read_snapshot_file(path).map_err(|e| anyhow::anyhow!("--gpu-snapshot: {e}"))?;
+    ctx.gpu = Some(gpu_facts(&s, &name));
+    Ok(())
 }
 
 /// Probe this machine's GPUs (NVML) into the context; no GPU is not an error.
@@ -87,32 +90,51 @@ pub fn add_gpu_probe(ctx: &mut Context) {
 }
 
 /// Read a Hugging Face `config.json`.
-pub fn add_model_config(ctx: &mut Context, path: &Path) {
+///
+/// # Errors
+/// The file cannot be read, or is not a config whose KV geometry is understood.
+pub fn add_model_config(ctx: &mut Context, path: &Path) -> anyhow::Result<()> {
     let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
-        Ok(text) => match kv_capacity::ModelConfig::from_hf_json(&text) {
-            Ok(config) => {
-                ctx.model = Some(ModelFacts {
-                    source: name,
-                    config,
-                })
-            }
-            Err(e) => ctx.model_error = Some(format!("{name}: {e}")),
-        },
-        Err(e) => ctx.model_error = Some(format!("{name}: {e}")),
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--model-config {name}: {e}"))?;
+    match kv_capacity::ModelConfig::from_hf_json(&text) {
+        Ok(config) => {
+            ctx.model = Some(ModelFacts {
+                source: name,
+                config,
+            })
+        }
+        // A config we read but cannot model (e.g. a hybrid pool) narrows the report instead.
+        Err(kv_capacity::CapacityError::Unsupported { what }) => {
+            ctx.model_error = Some(format!("{name}: not supported yet: {what}"))
+        }
+        Err(e) => anyhow::bail!("--model-config {name}: {e}"),
     }
+    Ok(())
 }
 
 /// Read client records or a client progress log.
-pub fn add_client_file(ctx: &mut Context, path: &Path) {
+///
+/// # Errors
+/// The file cannot be read, or holds no line the client readers recognise.
+pub fn add_client_file(ctx: &mut Context, path: &Path, flag: &str) -> anyhow::Result<()> {
     let name = path.display().to_string();
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            ctx.clients.push(diagnosis::parse_client(name, &text));
-        }
-        Err(e) => ctx.source_errors.push(format!("client file {name}: {e}")),
+    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{flag} {name}: {e}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let c = diagnosis::parse_client(name.clone(), &text);
+    if c.requests.is_empty() && c.progress.is_empty() {
+        let first = c
+            .unparsed
+            .first()
+            .map(|(l, x)| format!("; line {l}: {x:?}"))
+            .unwrap_or_default();
+        anyhow::bail!(
+            "{flag} {name}: none of its {} lines is a client record (JSONL with token counts or times) or a progress line (date-time ... N/M done){first}",
+            c.lines
+        );
     }
+    ctx.clients.push(c);
+    Ok(())
 }
 
 /// Host memory from `/proc/meminfo`, when readable (for the HiCache check).

@@ -11,6 +11,24 @@ use sglang_log::{LogReader, ParseStats};
 
 use crate::{DiagnoseArgs, build_context, render};
 
+/// The shortest span of log a rolling verdict looks at (seconds).
+pub const ROLLING_WINDOW_MIN_S: f64 = 300.0;
+
+/// `HH:MM:SS UTC` of now.
+fn utc_clock() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let day = secs % 86_400;
+    format!(
+        "{:02}:{:02}:{:02} UTC",
+        day / 3600,
+        day % 3600 / 60,
+        day % 60
+    )
+}
+
 /// Parse `10s`, `2m`, `1h`, `500ms` or a bare number of seconds.
 ///
 /// # Errors
@@ -125,7 +143,7 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
         })
         .collect();
     // The static context (server info, GPU, model, client) is read once; /metrics every period.
-    let ctx = build_context(args);
+    let ctx = build_context(args)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -178,19 +196,22 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
             },
             None => String::new(),
         };
-        let report = diagnosis::diagnose_with(&b.snapshot(), &ctx);
+        // A rolling verdict: the recent past of the log, not its whole history.
+        let all = b.snapshot();
+        let window_s = (period.as_secs_f64() * 10.0).max(ROLLING_WINDOW_MIN_S);
+        let recent = match all.latest_time() {
+            Some(t) => all.since(t - window_s),
+            None => all,
+        };
+        let report = diagnosis::diagnose_with(&recent, &ctx);
         reports += 1;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        writeln!(out, "── report {reports} (unix time {now}) ──")?;
         writeln!(
             out,
-            "Verdict: {}. {}",
-            report.bottleneck.label(),
-            report.headline
+            "── report {reports} at {} (verdict over the last {:.0} s of the log) ──",
+            utc_clock(),
+            window_s
         )?;
+        writeln!(out, "Verdict: {}", report.headline)?;
         for i in &report.inputs {
             writeln!(
                 out,

@@ -22,7 +22,7 @@ fn embedded_sample_gives_a_verdict() {
         .expect("run");
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Verdict: KV-cache bound."), "{text}");
+    assert!(text.contains("Verdict: KV-cache bound:"), "{text}");
     assert!(
         text.contains("<embedded sample: kimi-k25-b2/server.log>: 6284 lines"),
         "{text}"
@@ -81,6 +81,8 @@ fn missing_log_is_a_clear_error_naming_the_path() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/server.log"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+    // the cause is said once, not repeated by every layer
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
 }
 
 #[test]
@@ -150,7 +152,7 @@ fn markdown_report_is_written() {
     assert_eq!(out.status.code(), Some(0));
     let text = std::fs::read_to_string(&md).expect("md");
     assert!(text.starts_with("# throughput-doctor diagnosis"));
-    assert!(text.contains("**Verdict: KV-cache bound.**"));
+    assert!(text.contains("**Verdict: KV-cache bound:**"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -183,4 +185,69 @@ fn a_directory_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&dir.path().display().to_string()), "{err}");
+}
+
+#[test]
+fn markdown_report_carries_recommendations_and_the_what_if_table() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let md = dir.path().join("r.md");
+    let s = data("scenarios/kimi-k25-b2");
+    let out = bin()
+        .arg("diagnose")
+        .arg(s.join("server.log"))
+        .arg("--gpu-snapshot")
+        .arg(s.join("nvidia-smi.csv"))
+        .arg("--model-config")
+        .arg(s.join("config.json"))
+        .arg("--client-log")
+        .arg(s.join("client.log"))
+        .arg("--client-records")
+        .arg(s.join("responses.jsonl"))
+        .arg("--markdown")
+        .arg(&md)
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&md).expect("md");
+    for heading in [
+        "## Recommendations (by expected gain)",
+        "## Client vs server",
+        "## KV capacity what-if",
+        "## Findings",
+    ] {
+        assert!(text.contains(heading), "{heading} missing:\n{text}");
+    }
+    assert!(
+        text.contains("| mem_fraction_static 0.93 | 233022 | +100.6% |"),
+        "{text}"
+    );
+    assert!(text.contains("OOM likely"));
+}
+
+#[test]
+fn named_files_that_cannot_be_read_are_errors() {
+    for flag in [
+        "--model-config",
+        "--server-info",
+        "--gpu-snapshot",
+        "--client-log",
+        "--client-records",
+    ] {
+        let out = bin()
+            .args(["diagnose", flag, "/nonexistent/file"])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(1), "{flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(flag) && err.contains("/nonexistent/file"),
+            "{flag}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
 }

@@ -50,7 +50,14 @@ fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
         usage: p.usage,
     });
     let mut all: Vec<Obs> = d.chain(p).collect();
-    all.sort_by_key(|o| o.line);
+    // Time order (rotated parts joined into one scheduler restart their line numbers), then line.
+    all.sort_by(|a, b| match (a.t, b.t) {
+        (Some(x), Some(y)) => x
+            .partial_cmp(&y)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.line.cmp(&b.line)),
+        _ => a.line.cmp(&b.line),
+    });
     all
 }
 
@@ -468,11 +475,6 @@ fn range(ev: &Evidence, key: &SchedulerKey, tl: &SchedulerTimeline) -> Vec<Sourc
     }
 }
 
-fn fmt_opt(v: Option<f64>, digits: usize) -> String {
-    v.map(|x| format!("{x:.digits$}"))
-        .unwrap_or_else(|| "?".into())
-}
-
 fn summary_of(ev: &Evidence, a: &SchedAnalysis<'_>) -> SchedulerSummary {
     let agg = &a.tl.agg;
     let total_prompt = agg.prefill_cached_tokens + agg.prefill_new_tokens;
@@ -610,6 +612,8 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         }
         _ => ev,
     };
+    let (consolidated, join_notes) = ev.consolidated();
+    let ev = &consolidated;
     let capacity = capacity_of(ev, ctx);
     let analyses: Vec<SchedAnalysis<'_>> = ev
         .schedulers
@@ -729,7 +733,9 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
                 .into(),
         );
     } else if steady_gen_throughput.is_none() {
-        not_concluded.push("Decode lines carry no timestamps (or too few), so no throughput over time can be given.".into());
+        not_concluded.push(
+            "No scheduler has two or more timestamped decode lines, so no throughput over time can be given.".into(),
+        );
     }
     if capacity.max_total_num_tokens.is_none() {
         not_concluded.push(
@@ -756,7 +762,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         not_concluded.push(format!("The model config could not be used: {e}."));
     }
     not_concluded.extend(ctx.source_errors.iter().cloned());
-    let mut sources = Vec::new();
+    let mut sources = join_notes;
     if let Some(s) = &ctx.server {
         sources.push(format!("server info: {}", s.source));
     }
@@ -775,12 +781,15 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     }
     for c in &ctx.clients {
         sources.push(format!(
-            "client: {} ({:?}, {} lines, {} unparsed)",
-            c.source, c.format, c.lines, c.unparsed_lines
+            "client: {} ({}, {} lines, {} unparsed)",
+            c.source,
+            c.format.label(),
+            c.lines,
+            c.unparsed_lines
         ));
     }
 
-    let headline = headline(bottleneck, &analyses, steady_gen_throughput.as_ref());
+    let headline = headline(bottleneck, &analyses, steady_gen_throughput.as_ref(), ev);
     Report {
         schema_version: SCHEMA_VERSION,
         inputs,
@@ -860,55 +869,122 @@ fn overall(analyses: &[SchedAnalysis<'_>]) -> Bottleneck {
     votes[0].0
 }
 
-fn headline(b: Bottleneck, analyses: &[SchedAnalysis<'_>], tput: Option<&Rate>) -> String {
-    let tput_s = tput
-        .map(|r| match (r.low, r.high) {
-            (Some(l), Some(h)) => format!(
-                " Server generates {:.0} tok/s in steady state (95% interval {l:.0}-{h:.0}, over {:.0} s).",
-                r.value, r.window_s
-            ),
-            _ => format!(" Server generates {:.0} tok/s in steady state (over {:.0} s).", r.value, r.window_s),
-        })
-        .unwrap_or_default();
-    let a = analyses.iter().find(|a| a.bottleneck == b);
-    let run = a.and_then(|a| a.running.median);
-    let q = a.and_then(|a| a.queued.median);
-    let u = a.and_then(|a| a.usage.median);
-    let body = match b {
-        Bottleneck::KvCacheBound => format!(
-            "KV-cache bound: only ~{} requests run while ~{} wait, with token usage ~{}.",
-            fmt_opt(run, 0),
-            fmt_opt(q, 0),
-            fmt_opt(u, 2)
+/// Clauses with their numbers, leaving out what is unknown (never `?` in a sentence).
+fn clause(template: &str, v: Option<f64>, digits: usize) -> Option<String> {
+    v.filter(|x| x.is_finite())
+        .map(|x| template.replace("{}", &format!("{x:.digits$}")))
+}
+
+fn join_clauses(parts: Vec<Option<String>>) -> String {
+    let parts: Vec<String> = parts.into_iter().flatten().collect();
+    match parts.len() {
+        0 => String::new(),
+        1 => parts[0].clone(),
+        _ => format!(
+            "{} and {}",
+            parts[..parts.len() - 1].join(", "),
+            parts[parts.len() - 1]
         ),
+    }
+}
+
+fn headline(
+    b: Bottleneck,
+    analyses: &[SchedAnalysis<'_>],
+    tput: Option<&Rate>,
+    ev: &Evidence,
+) -> String {
+    let a = analyses.iter().find(|a| a.bottleneck == b);
+    // DP ranks are separate schedulers: give the per-rank figure and the total.
+    let dp_ranks = analyses.iter().filter(|x| x.key.dp.is_some()).count();
+    let per_rank = if dp_ranks > 1 { " per DP rank" } else { "" };
+    let run = a.and_then(|a| a.running.median);
+    let run_total: Option<f64> =
+        (dp_ranks > 1).then(|| analyses.iter().filter_map(|x| x.running.median).sum());
+    let run_s = match (run, run_total) {
+        (Some(r), Some(t)) => Some(format!(
+            "~{r:.0} requests run{per_rank} (~{t:.0} over {dp_ranks} ranks)"
+        )),
+        (Some(r), None) => Some(format!("~{r:.0} requests run")),
+        _ => None,
+    };
+    // Queue: the median, or the peak when the median is 0 but requests did wait.
+    let q_med = a.and_then(|a| a.queued.median);
+    let q_peak = a.and_then(|a| a.queued.max);
+    let wait_s = match (q_med, q_peak) {
+        (Some(m), _) if m >= 1.0 => Some(format!("~{m:.0} wait")),
+        (_, Some(p)) if p >= 1.0 => Some(format!("up to {p:.0} wait (none most of the time)")),
+        (Some(_), _) => Some("nothing waits".to_string()),
+        _ => None,
+    };
+    let usage_s = clause("token usage ~{}", a.and_then(|a| a.usage.median), 2);
+    let body = match b {
+        Bottleneck::KvCacheBound => {
+            if a.is_none() && !ev.retractions.is_empty() {
+                format!("KV-cache bound: the KV pool ran out during decode ({} retraction events).", ev.retractions.len())
+            } else {
+                format!("KV-cache bound: {}.", join_clauses(vec![usage_s, run_s, wait_s]))
+            }
+        }
         Bottleneck::RunningCapBound => format!(
-            "Running-request cap bound: the batch is pinned at ~{} requests while ~{} wait and token usage is only ~{}.",
-            fmt_opt(run, 0),
-            fmt_opt(q, 0),
-            fmt_opt(u, 2)
+            "Running-request cap bound: the batch stays at its ceiling of {}{}.",
+            a.and_then(|a| a.running.max).map(|m| format!("~{m:.0} requests")).unwrap_or_else(|| "its cap".into()),
+            {
+                let rest = join_clauses(vec![wait_s, usage_s]);
+                if rest.is_empty() { String::new() } else { format!(" while {rest}") }
+            }
         ),
         Bottleneck::PrefillBound => format!(
-            "Prefill bound: prefill batches run at their size limit while ~{} requests wait; token usage ~{}.",
-            fmt_opt(q, 0),
-            fmt_opt(u, 2)
+            "Prefill bound: prefill batches run at their size limit{}.",
+            {
+                let rest = join_clauses(vec![wait_s, usage_s]);
+                if rest.is_empty() { String::new() } else { format!(" while {rest}") }
+            }
         ),
         Bottleneck::SchedulerConservative => format!(
-            "Scheduler too conservative: ~{} requests wait although token usage is only ~{}.",
-            fmt_opt(q, 0),
-            fmt_opt(u, 2)
+            "Scheduler too conservative: {} although {}.",
+            wait_s.unwrap_or_else(|| "requests wait".into()),
+            usage_s.unwrap_or_else(|| "the KV cache has room".into())
         ),
         Bottleneck::PdTransferBound => "PD disaggregation: requests pile up waiting for KV pre-allocation / bootstrap on the decode side.".to_string(),
         Bottleneck::ClientBound => format!(
-            "Client too slow / not enough load: almost nothing waits (median queue {}), ~{} requests run, token usage ~{}.",
-            fmt_opt(q, 0),
-            fmt_opt(run, 0),
-            fmt_opt(u, 2)
+            "Client too slow / not enough load: {}.",
+            join_clauses(vec![wait_s.or(Some("nothing waits".into())), run_s, usage_s])
         ),
-        Bottleneck::Stall => "Stall: requests are running but tokens stopped moving.".to_string(),
+        Bottleneck::Stall => "Stall: requests are running but tokens stopped moving (or the scheduler hung).".to_string(),
         Bottleneck::Inconclusive => "Inconclusive: the batch lines do not point to one bottleneck.".to_string(),
         Bottleneck::NoSchedulerLines => "No SGLang scheduler lines were found in the input.".to_string(),
     };
+    // The logged gen throughput while busy vs the average over wall time (idle gaps included).
+    let busy = a.and_then(|a| a.gen_tps.median);
+    let tput_s = tput
+        .map(|r| {
+            let ci = match (r.low, r.high) {
+                (Some(l), Some(h)) => format!("95% interval {l:.0}-{h:.0}, "),
+                _ => String::new(),
+            };
+            match busy {
+                Some(m) if r.value < 0.5 * m && dp_ranks <= 1 => format!(
+                    " The server averages {:.0} tok/s over {} ({ci}idle gaps included); while decoding it runs at ~{m:.0} tok/s.",
+                    r.value,
+                    fmt_duration(r.window_s)
+                ),
+                _ => format!(" Server generates {:.0} tok/s in steady state ({ci}over {}).", r.value, fmt_duration(r.window_s)),
+            }
+        })
+        .unwrap_or_default();
     format!("{body}{tput_s}")
+}
+
+/// `7087 s` → `1.97 h`; short spans stay in seconds.
+pub fn fmt_duration(s: f64) -> String {
+    if s >= 3600.0 {
+        format!("{:.2} h", s / 3600.0)
+    } else if s >= 120.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.0} s")
+    }
 }
 
 fn bottleneck_finding(
@@ -941,10 +1017,13 @@ fn bottleneck_finding(
             if let Some(x) = per_req {
                 figures.push(Figure::new("KV tokens held per running request", x, "tokens"));
             }
+            let queued = a.queued.max.map(|q| q >= 1.0).unwrap_or(false);
             let detail = format!(
-                "Token usage sits at or above {KV_FULL_USAGE} while requests queue{}: admission stops when the pool cannot hold another request's prompt plus its reserved output. \
-                 More requests can decode at once only with more KV slots: a larger mem_fraction_static (each +0.01 adds 1% of the GPU's memory, if it is free), an fp8 KV cache (kv_cache_dtype=fp8_e4m3 halves bytes per token), \
-                 more GPUs (DP), or shorter max_tokens. Host-RAM hierarchical cache (HiCache) extends the prefix cache only and does not raise decode concurrency.{}",
+                "Token usage sits at or above {KV_FULL_USAGE}{}{}: admission stops when the pool cannot hold another request's prompt plus its reserved output, so only what fits decodes at once. \
+                 More requests can decode at once only with more KV slots: a larger mem_fraction_static (each +0.01 adds 1% of the GPU's memory, but only if that much is free after activations and CUDA graphs), \
+                 an fp8 KV cache (kv_cache_dtype=fp8_e4m3 halves bytes per token), more GPUs (DP), or shorter max_tokens; the what-if table checks each against the free memory when the model config and GPU memory are given. \
+                 Host-RAM hierarchical cache (HiCache) extends the prefix cache only and does not raise decode concurrency.{}",
+                if queued { " while requests queue" } else { "" },
                 if retr.events > 0 { format!(", and the pool ran out {} times (retractions)", retr.events) } else { String::new() },
                 pool.map(|p| format!(" The pool holds {p} tokens per DP rank.")).unwrap_or_default()
             );

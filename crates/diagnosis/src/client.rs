@@ -79,6 +79,18 @@ pub struct ClientEvidence {
     pub unparsed: Vec<(u64, String)>,
 }
 
+impl ClientFormat {
+    /// Words for people: `progress log`, `timed records`, ...
+    pub fn label(self) -> &'static str {
+        match self {
+            ClientFormat::TimedRecords => "per-request records with times",
+            ClientFormat::UntimedRecords => "per-request records without times",
+            ClientFormat::ProgressLog => "progress log",
+            ClientFormat::Unknown => "unrecognised",
+        }
+    }
+}
+
 impl ClientEvidence {
     /// `(prompt, completion)` token pairs of successful requests that report both.
     pub fn lengths(&self) -> Vec<(u64, u64)> {

@@ -339,7 +339,177 @@ pub struct Evidence {
     pub dateless_timestamps: bool,
 }
 
+impl Aggregates {
+    fn merge(&mut self, o: &Aggregates) {
+        self.max_running = max_opt(self.max_running, o.max_running);
+        self.max_queue = max_opt(self.max_queue, o.max_queue);
+        self.max_usage = max_opt(self.max_usage, o.max_usage);
+        self.max_gen_tps = max_opt(self.max_gen_tps, o.max_gen_tps);
+        self.max_mamba_usage = max_opt(self.max_mamba_usage, o.max_mamba_usage);
+        self.max_prealloc_req = max_opt(self.max_prealloc_req, o.max_prealloc_req);
+        self.prefill_new_tokens += o.prefill_new_tokens;
+        self.prefill_cached_tokens += o.prefill_cached_tokens;
+        self.max_prefill_new_tokens =
+            max_opt(self.max_prefill_new_tokens, o.max_prefill_new_tokens);
+        self.decode_without_graph += o.decode_without_graph;
+    }
+}
+
+impl SchedulerTimeline {
+    /// First and last timestamp of its batch lines (seconds).
+    pub fn time_range(&self) -> Option<(f64, f64)> {
+        let ts = self
+            .decode
+            .samples()
+            .iter()
+            .filter_map(|d| d.t)
+            .chain(self.prefill.samples().iter().filter_map(|p| p.t));
+        ts.fold(None, |acc, t| match acc {
+            None => Some((t, t)),
+            Some((a, b)) => Some((a.min(t), b.max(t))),
+        })
+    }
+}
+
 impl Evidence {
+    /// The last batch-line time over all schedulers (seconds), if any line has one.
+    pub fn latest_time(&self) -> Option<f64> {
+        self.schedulers
+            .values()
+            .filter_map(|s| s.time_range())
+            .map(|r| r.1)
+            .reduce(f64::max)
+    }
+
+    /// A copy keeping only what happened at or after `from` (seconds): live mode judges the
+    /// recent past, not the whole history. Untimed samples are kept; peaks are recomputed over
+    /// what is kept.
+    pub fn since(&self, from: f64) -> Evidence {
+        let mut ev = self.clone();
+        let keep = |t: Option<f64>| t.is_none_or(|t| t >= from);
+        for tl in ev.schedulers.values_mut() {
+            let decode: Vec<DecodeSample> = tl
+                .decode
+                .samples()
+                .iter()
+                .copied()
+                .filter(|d| keep(d.t))
+                .collect();
+            let prefill: Vec<PrefillSample> = tl
+                .prefill
+                .samples()
+                .iter()
+                .copied()
+                .filter(|p| keep(p.t))
+                .collect();
+            let mut agg = Aggregates::default();
+            let mut dt = Timeline::default();
+            for d in &decode {
+                agg.max_running = max_opt(agg.max_running, d.running);
+                agg.max_queue = max_opt(agg.max_queue, d.queue);
+                agg.max_usage = max_opt(agg.max_usage, d.usage);
+                agg.max_gen_tps = max_opt(agg.max_gen_tps, d.gen_tps);
+                agg.max_mamba_usage = max_opt(agg.max_mamba_usage, d.mamba_usage);
+                agg.max_prealloc_req = max_opt(agg.max_prealloc_req, d.prealloc_req);
+                if d.graph == Some(false) {
+                    agg.decode_without_graph += 1;
+                }
+                dt.push(*d);
+            }
+            let mut pt = Timeline::default();
+            for p in &prefill {
+                agg.max_running = max_opt(agg.max_running, p.running);
+                agg.max_queue = max_opt(agg.max_queue, p.queue);
+                agg.max_usage = max_opt(agg.max_usage, p.usage);
+                agg.prefill_new_tokens += p.new_token.unwrap_or(0);
+                agg.prefill_cached_tokens += p.cached_token.unwrap_or(0);
+                agg.max_prefill_new_tokens = max_opt(agg.max_prefill_new_tokens, p.new_token);
+                agg.max_prealloc_req = max_opt(agg.max_prealloc_req, p.prealloc_req);
+                pt.push(*p);
+            }
+            tl.decode = dt;
+            tl.prefill = pt;
+            tl.agg = agg;
+        }
+        ev.schedulers
+            .retain(|_, tl| tl.decode.pushed() + tl.prefill.pushed() > 0);
+        ev.retractions.retain(|r| keep(r.t));
+        ev
+    }
+
+    /// Join the schedulers that several files describe once: a file that repeats another (the
+    /// same log given twice, or plain and `.gz`) is counted once, and files that follow one
+    /// another in time (rotated parts) become one scheduler. Files that overlap in time with
+    /// different lines stay separate servers. Returns the notes saying what was joined.
+    pub fn consolidated(&self) -> (Evidence, Vec<String>) {
+        let mut ev = self.clone();
+        let mut notes = Vec::new();
+        let name = |ev: &Evidence, s: Option<SourceId>| {
+            s.and_then(|s| ev.sources.get(s))
+                .map(|x| x.name.clone())
+                .unwrap_or_default()
+        };
+        let mut groups: BTreeMap<(Option<u32>, Option<u32>), Vec<SchedulerKey>> = BTreeMap::new();
+        for k in ev.schedulers.keys().filter(|k| k.source.is_some()) {
+            groups.entry((k.dp, k.pp)).or_default().push(*k);
+        }
+        for (_, mut keys) in groups {
+            if keys.len() < 2 {
+                continue;
+            }
+            keys.sort_by(|a, b| {
+                let ta = ev
+                    .schedulers
+                    .get(a)
+                    .and_then(|t| t.time_range())
+                    .map(|r| r.0);
+                let tb = ev
+                    .schedulers
+                    .get(b)
+                    .and_then(|t| t.time_range())
+                    .map(|r| r.0);
+                ta.partial_cmp(&tb).unwrap_or(std::cmp::Ordering::Equal)
+            });
+            let mut cur = keys[0];
+            for next in keys.into_iter().skip(1) {
+                let (Some(a), Some(b)) = (ev.schedulers.get(&cur), ev.schedulers.get(&next)) else {
+                    continue;
+                };
+                let (ra, rb) = (a.time_range(), b.time_range());
+                let same = ra == rb
+                    && a.decode.pushed() == b.decode.pushed()
+                    && a.prefill.pushed() == b.prefill.pushed();
+                let follows = matches!((ra, rb), (Some(x), Some(y)) if y.0 >= x.1 - 1.0);
+                if same {
+                    notes.push(format!(
+                        "{} repeats {}: its lines were counted once",
+                        name(&ev, next.source),
+                        name(&ev, cur.source)
+                    ));
+                    ev.schedulers.remove(&next);
+                } else if follows {
+                    if let Some(b) = ev.schedulers.remove(&next) {
+                        if let Some(a) = ev.schedulers.get_mut(&cur) {
+                            a.decode.append(&b.decode);
+                            a.prefill.append(&b.prefill);
+                            a.agg.merge(&b.agg);
+                            a.duplicate_lines += b.duplicate_lines;
+                            a.last = b.last.or(a.last);
+                        }
+                    }
+                    notes.push(format!(
+                        "{} continues {} (rotated parts): read as one scheduler",
+                        name(&ev, next.source),
+                        name(&ev, cur.source)
+                    ));
+                } else {
+                    cur = next;
+                }
+            }
+        }
+        (ev, notes)
+    }
+
     /// A copy with one more scheduler built from `/metrics` polls (used when the logs hold no
     /// batch lines, so that a live server alone still gets a verdict). The samples are decode
     /// samples on the polls' clock; line numbers are the poll numbers.

@@ -79,7 +79,7 @@ pub(crate) fn client_summary(
     let comp = mean_sd(&completions);
     let mut s = ClientSummary {
         source: c.source.clone(),
-        format: format!("{:?}", c.format).to_lowercase(),
+        format: c.format.label().to_string(),
         completed: 0,
         failed: c.failed(),
         total: None,
@@ -251,14 +251,26 @@ fn gap_finding(
     if let Some(f) = s.first_completion_after_s {
         figures.push(Figure::new("time to the first completion", f, "s"));
     }
-    let mut detail = format!(
-        "The client's figure is a lifetime average: completions since its start divided by the time since then ({:.3} req/s). \
-         Over the steady window the same client completes {:.3} req/s (95% interval {:.3}-{:.3}).",
-        life.value,
-        win.value,
-        win.low.unwrap_or(f64::NAN),
-        win.high.unwrap_or(f64::NAN)
-    );
+    // Only a client that prints its own rate invites the lifetime-average explanation.
+    let printed = s.printed_req_per_s.is_some();
+    let mut detail = if printed {
+        format!(
+            "The client's figure is a lifetime average: completions since its start divided by the time since then ({:.3} req/s). \
+             Over the steady window the same client completes {:.3} req/s (95% interval {:.3}-{:.3}).",
+            life.value,
+            win.value,
+            win.low.unwrap_or(f64::NAN),
+            win.high.unwrap_or(f64::NAN)
+        )
+    } else {
+        format!(
+            "Over the steady window the client completed {:.3} req/s (95% interval {:.3}-{:.3}); its lifetime average is {:.3} req/s.",
+            win.value,
+            win.low.unwrap_or(f64::NAN),
+            win.high.unwrap_or(f64::NAN),
+            life.value
+        )
+    };
     if let Some(p) = s.printed_req_per_s
         && (p - life.value).abs() > 0.2 * life.value
     {
@@ -354,7 +366,11 @@ fn gap_finding(
     }
     findings.push(Finding {
         kind: FindingKind::ClientGap,
-        title: "The client's req/s is a lifetime average, not the server's rate".into(),
+        title: if printed {
+            "The client's req/s is a lifetime average, not the server's rate".into()
+        } else {
+            "The client's completions against the server's tokens".into()
+        },
         detail,
         figures,
         evidence: vec![SourceRange {
@@ -882,6 +898,7 @@ pub(crate) fn recommendations(
         _ => {}
     }
     if let Some(c) = client
+        && c.printed_req_per_s.is_some()
         && c.lifetime_req_per_s.is_some()
         && c.windowed_req_per_s.is_some()
     {

@@ -68,6 +68,16 @@ impl<T> Timeline<T> {
         self.stride > 1
     }
 
+    /// Offer every kept sample of `other`, in order (joining rotated parts of one log).
+    pub fn append(&mut self, other: &Timeline<T>)
+    where
+        T: Clone,
+    {
+        for x in other.samples() {
+            self.push(x.clone());
+        }
+    }
+
     /// Mutable access to the last kept sample.
     pub fn last_mut(&mut self) -> Option<&mut T> {
         self.samples.last_mut()

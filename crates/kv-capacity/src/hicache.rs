@@ -240,7 +240,7 @@ pub fn hicache_verdict(input: &HiCacheInput) -> Result<HiCacheVerdict, CapacityE
         summary.push("host pool is smaller than the device pool: v0.4.x refuses to start, later versions warn".into());
     }
     summary.push(format!(
-        "decode concurrency unchanged: running requests still fit in the {} -token device pool",
+        "decode concurrency unchanged: running requests still fit in the {}-token device pool",
         input.device_pool_tokens
     ));
     summary.push(match prefix_reuse {
