@@ -21,6 +21,9 @@ pub const LOW_LOAD_QUEUED_SHARE: f64 = 0.1;
 pub const IDLE_GAP_S: f64 = 30.0;
 /// Stalls shorter than this are reported as suspicious, not as a stall (seconds).
 pub const STALL_MIN_S: f64 = 60.0;
+/// Decode speed per running request below which decode itself is the problem (tok/s per request).
+/// A healthy server gives each running request several tokens per second even in large batches.
+pub const SLOW_DECODE_TOK_PER_REQ: f64 = 1.0;
 /// Retraction events per hour above which retraction is called thrashing.
 pub const THRASH_PER_HOUR: f64 = 30.0;
 
@@ -659,6 +662,19 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         Bottleneck::ClientBound | Bottleneck::Inconclusive | Bottleneck::NoSchedulerLines
     );
     let long_stall = has_long_stall(&analyses);
+    let slow = slowest_decode(&analyses);
+    let decode_weak = weak
+        || matches!(
+            bottleneck,
+            Bottleneck::PrefillBound | Bottleneck::SchedulerConservative
+        );
+    if decode_weak
+        && !long_stall
+        && ev.watchdog.count == 0
+        && slow.as_ref().is_some_and(|s| s.1 < SLOW_DECODE_TOK_PER_REQ)
+    {
+        bottleneck = Bottleneck::DecodeComputeBound;
+    }
     if weak && (long_stall || ev.watchdog.count > 0) {
         bottleneck = Bottleneck::Stall;
     } else if weak && retractions.events > 0 {
@@ -673,6 +689,20 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             }
             break;
         }
+    }
+    if let Some((name, per_req)) = slow.filter(|s| s.1 < SLOW_DECODE_TOK_PER_REQ) {
+        findings.push(Finding {
+            kind: FindingKind::DecodeComputeBound,
+            title: "Decode is extremely slow per running request".into(),
+            detail: format!(
+                "On {name} each running request gains only {per_req:.2} tok/s (median of gen throughput / running requests over the decode lines); \
+                 a healthy server gives each several tokens per second even in large batches. Look for decode running without CUDA graphs \
+                 (cuda graph: False; --cuda-graph-max-bs below the batch), CPU or host offload, a hung collective, or a broken kernel."
+            ),
+            figures: vec![Figure::new("decode speed per running request", per_req, "tok/s")],
+            evidence: Vec::new(),
+            confidence: Confidence::Medium,
+        });
     }
     stall_findings(ev, &analyses, &mut findings);
     retraction_finding(ev, &retractions, &mut findings);
@@ -853,6 +883,7 @@ fn overall(analyses: &[SchedAnalysis<'_>]) -> Bottleneck {
         Bottleneck::PrefillBound => 3,
         Bottleneck::SchedulerConservative => 4,
         Bottleneck::Stall => 5,
+        Bottleneck::DecodeComputeBound => 5,
         Bottleneck::ClientBound => 6,
         Bottleneck::Inconclusive => 7,
         Bottleneck::NoSchedulerLines => 8,
@@ -952,6 +983,13 @@ fn headline(
             join_clauses(vec![wait_s.or(Some("nothing waits".into())), run_s, usage_s])
         ),
         Bottleneck::Stall => "Stall: requests are running but tokens stopped moving (or the scheduler hung).".to_string(),
+        Bottleneck::DecodeComputeBound => format!(
+            "Decode compute bound: decode is extremely slow per request{}.",
+            {
+                let rest = join_clauses(vec![run_s, usage_s]);
+                if rest.is_empty() { String::new() } else { format!(" while {rest}") }
+            }
+        ),
         Bottleneck::Inconclusive => "Inconclusive: the batch lines do not point to one bottleneck.".to_string(),
         Bottleneck::NoSchedulerLines => "No SGLang scheduler lines were found in the input.".to_string(),
     };
@@ -1087,6 +1125,30 @@ fn bottleneck_finding(
         evidence,
         confidence,
     })
+}
+
+/// The scheduler whose decode is slowest per running request: (name, median tok/s per request).
+fn slowest_decode(analyses: &[SchedAnalysis<'_>]) -> Option<(String, f64)> {
+    analyses
+        .iter()
+        .filter_map(|a| {
+            let mut v: Vec<f64> =
+                a.tl.decode
+                    .samples()
+                    .iter()
+                    .filter_map(|d| {
+                        let r = d.running? as f64;
+                        let g = d.gen_tps?;
+                        (r > 0.0 && g > 0.0).then(|| g / r)
+                    })
+                    .collect();
+            if v.is_empty() {
+                return None;
+            }
+            v.sort_by(|x, y| x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal));
+            Some((a.key.to_string(), v[v.len() / 2]))
+        })
+        .min_by(|x, y| x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal))
 }
 
 /// A run of decode lines with running requests and `#token` unchanged for at least [`STALL_MIN_S`].

@@ -488,14 +488,14 @@ impl Evidence {
                     ));
                     ev.schedulers.remove(&next);
                 } else if follows {
-                    if let Some(b) = ev.schedulers.remove(&next) {
-                        if let Some(a) = ev.schedulers.get_mut(&cur) {
-                            a.decode.append(&b.decode);
-                            a.prefill.append(&b.prefill);
-                            a.agg.merge(&b.agg);
-                            a.duplicate_lines += b.duplicate_lines;
-                            a.last = b.last.or(a.last);
-                        }
+                    if let Some(b) = ev.schedulers.remove(&next)
+                        && let Some(a) = ev.schedulers.get_mut(&cur)
+                    {
+                        a.decode.append(&b.decode);
+                        a.prefill.append(&b.prefill);
+                        a.agg.merge(&b.agg);
+                        a.duplicate_lines += b.duplicate_lines;
+                        a.last = b.last.or(a.last);
                     }
                     notes.push(format!(
                         "{} continues {} (rotated parts): read as one scheduler",

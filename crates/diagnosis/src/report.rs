@@ -26,6 +26,9 @@ pub enum Bottleneck {
     ClientBound,
     /// Requests run but tokens stop moving.
     Stall,
+    /// Decode itself is extremely slow per running request (well under 1 tok/s each): a hung or
+    /// eager (no CUDA graph) decode, CPU offload, or a broken kernel, not load or memory.
+    DecodeComputeBound,
     /// Batch lines are present but the signals disagree or are too few.
     Inconclusive,
     /// No SGLang scheduler lines were found.
@@ -43,6 +46,7 @@ impl Bottleneck {
             Bottleneck::PdTransferBound => "PD transfer / pre-allocation bound",
             Bottleneck::ClientBound => "client too slow / not enough load",
             Bottleneck::Stall => "stall",
+            Bottleneck::DecodeComputeBound => "decode compute bound",
             Bottleneck::Inconclusive => "inconclusive",
             Bottleneck::NoSchedulerLines => "no SGLang scheduler lines",
         }
@@ -122,6 +126,8 @@ pub enum FindingKind {
     ClientBound,
     /// Running requests but `#token` frozen or gen throughput near zero.
     Stall,
+    /// See [`Bottleneck::DecodeComputeBound`].
+    DecodeComputeBound,
     /// KV cache pool exhausted during decode; requests retracted.
     Retraction,
     /// A watchdog timeout: the scheduler hung.

@@ -336,3 +336,70 @@ fn scenario_b2_is_kv_bound_with_steady_throughput() {
     let ramp = span.steady_start_s - span.start_s;
     assert!((60.0..=300.0).contains(&ramp), "ramp {ramp}");
 }
+
+#[test]
+fn decode_slow_per_request_is_decode_compute_bound() {
+    // 058: 128 running on an NPU with graphs disabled, 14.47 tok/s in all (0.11 tok/s per request).
+    let r = diagnose("real/058-pr29853-npu-grok2-128running-14tps-no-graph.log");
+    assert_eq!(r.bottleneck, Bottleneck::DecodeComputeBound);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::DecodeComputeBound)
+        .expect("finding");
+    let per_req = f.figures[0].value.expect("value");
+    assert!((per_req - 14.47 / 128.0).abs() < 0.02, "{per_req}");
+    assert_eq!(peak_running(&r), Some(128));
+}
+
+#[test]
+fn a_log_given_twice_is_counted_once_and_rotated_parts_are_joined() {
+    let text = std::fs::read(data("scenarios/kimi-k25-b2/server.log")).expect("log");
+    let mut b = EvidenceBuilder::new();
+    for name in ["a.log", "a-copy.log"] {
+        let id = b.add_source(name);
+        let stats = LogReader::from_reader(name, text.as_slice())
+            .for_each(|r| b.push(id, r))
+            .expect("read");
+        b.finish_source(id, &stats);
+    }
+    let r = diagnosis::diagnose(&b.build());
+    assert_eq!(r.schedulers.len(), 1);
+    assert!(
+        r.sources
+            .iter()
+            .any(|s| s.contains("a-copy.log repeats a.log")),
+        "{:?}",
+        r.sources
+    );
+    let t = r.steady_gen_throughput.expect("tput").value;
+    assert!((t - 727.2).abs() < 5.0, "{t}");
+
+    // the same log cut in two at a line boundary: one scheduler, same figures
+    let cut = text
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c == b'\n')
+        .nth(3000)
+        .map(|(i, _)| i + 1)
+        .expect("cut");
+    let mut b = EvidenceBuilder::new();
+    for (name, part) in [("part1.log", &text[..cut]), ("part2.log", &text[cut..])] {
+        let id = b.add_source(name);
+        let stats = LogReader::from_reader(name, part)
+            .for_each(|r| b.push(id, r))
+            .expect("read");
+        b.finish_source(id, &stats);
+    }
+    let r = diagnosis::diagnose(&b.build());
+    assert_eq!(r.schedulers.len(), 1);
+    assert!(
+        r.sources
+            .iter()
+            .any(|s| s.contains("part2.log continues part1.log")),
+        "{:?}",
+        r.sources
+    );
+    assert_eq!(r.schedulers[0].decode_lines, 3175);
+    assert_eq!(r.schedulers[0].running.median, Some(41.0));
+}
