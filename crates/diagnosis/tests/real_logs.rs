@@ -352,18 +352,23 @@ fn decode_slow_per_request_is_decode_compute_bound() {
     assert_eq!(peak_running(&r), Some(128));
 }
 
-#[test]
-fn a_log_given_twice_is_counted_once_and_rotated_parts_are_joined() {
-    let text = std::fs::read(data("scenarios/kimi-k25-b2/server.log")).expect("log");
+/// Diagnose in-memory parts as if each were a file of its own.
+fn diagnose_parts(parts: &[(&str, &[u8])]) -> Report {
     let mut b = EvidenceBuilder::new();
-    for name in ["a.log", "a-copy.log"] {
-        let id = b.add_source(name);
-        let stats = LogReader::from_reader(name, text.as_slice())
+    for (name, bytes) in parts {
+        let id = b.add_source(*name);
+        let stats = LogReader::from_reader(*name, *bytes)
             .for_each(|r| b.push(id, r))
             .expect("read");
         b.finish_source(id, &stats);
     }
-    let r = diagnosis::diagnose(&b.build());
+    diagnosis::diagnose(&b.build())
+}
+
+#[test]
+fn a_log_given_twice_is_counted_once_and_rotated_parts_are_joined() {
+    let text = std::fs::read(data("scenarios/kimi-k25-b2/server.log")).expect("log");
+    let r = diagnose_parts(&[("a.log", &text), ("a-copy.log", &text)]);
     assert_eq!(r.schedulers.len(), 1);
     assert!(
         r.sources
@@ -383,15 +388,7 @@ fn a_log_given_twice_is_counted_once_and_rotated_parts_are_joined() {
         .nth(3000)
         .map(|(i, _)| i + 1)
         .expect("cut");
-    let mut b = EvidenceBuilder::new();
-    for (name, part) in [("part1.log", &text[..cut]), ("part2.log", &text[cut..])] {
-        let id = b.add_source(name);
-        let stats = LogReader::from_reader(name, part)
-            .for_each(|r| b.push(id, r))
-            .expect("read");
-        b.finish_source(id, &stats);
-    }
-    let r = diagnosis::diagnose(&b.build());
+    let r = diagnose_parts(&[("part1.log", &text[..cut]), ("part2.log", &text[cut..])]);
     assert_eq!(r.schedulers.len(), 1);
     assert!(
         r.sources
