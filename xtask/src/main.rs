@@ -32,13 +32,14 @@ fn run(mut c: Command) -> ExitCode {
     }
 }
 
-/// `cargo run --release -p throughput-doctor-cli -- SUBCOMMAND ARGS`
+/// `cargo run -p throughput-doctor-cli -- SUBCOMMAND ARGS`, in the dev profile so that it shares
+/// its build with `cargo test` (a fresh 2-core machine builds once, not twice). For multi-gigabyte
+/// logs install the optimised binary instead: `cargo install --path crates/cli`.
 fn doctor(sub: &str, args: &[String]) -> ExitCode {
     let mut c = cargo();
     c.args([
         "run",
         "--quiet",
-        "--release",
         "-p",
         "throughput-doctor-cli",
         "--bin",

@@ -24,6 +24,56 @@ pub const SAMPLE_LOG: &[u8] =
     include_bytes!("../../../tests/data/scenarios/kimi-k25-b2/server.log");
 /// Name under which the embedded sample is reported.
 pub const SAMPLE_NAME: &str = "<embedded sample: kimi-k25-b2/server.log>";
+/// The rest of the embedded scenario, used when no other source is given either: what
+/// `/get_server_info` returned, `nvidia-smi --query-gpu` CSV, the model's `config.json`, the
+/// client's progress log and its responses dump.
+const SAMPLE_SERVER_INFO: &str =
+    include_str!("../../../tests/data/scenarios/kimi-k25-b2/server_info.json");
+const SAMPLE_NVIDIA_SMI: &str =
+    include_str!("../../../tests/data/scenarios/kimi-k25-b2/nvidia-smi.csv");
+const SAMPLE_CONFIG: &str = include_str!("../../../tests/data/scenarios/kimi-k25-b2/config.json");
+const SAMPLE_CLIENT_LOG: &str =
+    include_str!("../../../tests/data/scenarios/kimi-k25-b2/client.log");
+const SAMPLE_RESPONSES: &str =
+    include_str!("../../../tests/data/scenarios/kimi-k25-b2/responses.jsonl");
+
+/// True when `diagnose` runs on the embedded sample (no log and no server given).
+fn uses_sample(args: &DiagnoseArgs) -> bool {
+    args.logs.is_empty() && args.server.is_none()
+}
+
+/// The embedded scenario's other artifacts, for the sources the user did not give.
+fn add_sample_context(ctx: &mut Context, args: &DiagnoseArgs) {
+    let name = |f: &str| format!("<embedded sample: kimi-k25-b2/{f}>");
+    if args.server_info.is_none() {
+        if let Ok(info) = sglang_client::ServerInfo::from_json_str(SAMPLE_SERVER_INFO) {
+            ctx.server = Some(sources::server_facts(&info, &name("server_info.json")));
+        }
+    }
+    if args.gpu_snapshot.is_none() && !args.gpu {
+        if let Ok(snap) = gpu_probe::parse_nvidia_smi(SAMPLE_NVIDIA_SMI, &name("nvidia-smi.csv")) {
+            ctx.gpu = Some(sources::gpu_facts(&snap, &name("nvidia-smi.csv")));
+        }
+    }
+    if args.model_config.is_none() {
+        if let Ok(config) = kv_capacity::ModelConfig::from_hf_json(SAMPLE_CONFIG) {
+            ctx.model = Some(diagnosis::ModelFacts {
+                source: name("config.json"),
+                config,
+            });
+        }
+    }
+    if args.client_log.is_none() && args.client_records.is_none() {
+        ctx.clients.push(diagnosis::parse_client(
+            name("client.log"),
+            SAMPLE_CLIENT_LOG,
+        ));
+        ctx.clients.push(diagnosis::parse_client(
+            name("responses.jsonl"),
+            SAMPLE_RESPONSES,
+        ));
+    }
+}
 
 /// Command line.
 #[derive(Debug, Parser)]
@@ -166,9 +216,10 @@ fn gpu_check() -> Result<()> {
 /// A log that cannot be opened or read (the error names the path).
 pub fn read_logs(args: &DiagnoseArgs) -> Result<Evidence> {
     let mut b = EvidenceBuilder::new();
-    if args.logs.is_empty() && args.server.is_none() {
+    if uses_sample(args) {
         eprintln!(
-            "note: no log given, so this diagnoses the embedded sample (a simulated Kimi-K2.5 run); pass your server log to diagnose yours"
+            "note: no log given, so this diagnoses the embedded sample (a simulated Kimi-K2.5 run with its server info, nvidia-smi, \
+             model config and client logs); pass your server log to diagnose yours"
         );
         let id = b.add_source(SAMPLE_NAME);
         let mut reader = LogReader::from_reader(SAMPLE_NAME, SAMPLE_LOG);
@@ -222,6 +273,9 @@ pub fn build_context(args: &DiagnoseArgs) -> Result<Context> {
         sources::add_gpu_probe(&mut ctx);
         // Only when diagnosing on the GPU host itself is this machine's RAM the server's.
         sources::add_host_meminfo(&mut ctx);
+    }
+    if uses_sample(args) {
+        add_sample_context(&mut ctx, args);
     }
     if let Some(url) = &args.server {
         // Live mode polls /metrics itself; a one-shot diagnosis takes a few polls a second apart.
