@@ -24,6 +24,8 @@ pub const STALL_MIN_S: f64 = 60.0;
 /// Decode speed per running request below which decode itself is the problem (tok/s per request).
 /// A healthy server gives each running request several tokens per second even in large batches.
 pub const SLOW_DECODE_TOK_PER_REQ: f64 = 1.0;
+/// Decode throughput lost to interleaved prefills above which it is reported (fraction).
+pub const PREFILL_INTERFERENCE_MIN_LOSS: f64 = 0.10;
 /// Retraction events per hour above which retraction is called thrashing.
 pub const THRASH_PER_HOUR: f64 = 30.0;
 
@@ -704,6 +706,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             confidence: Confidence::Medium,
         });
     }
+    prefill_interference(ev, &analyses, &capacity, &mut findings);
     stall_findings(ev, &analyses, &mut findings);
     retraction_finding(ev, &retractions, &mut findings);
     failure_findings(ev, &mut findings);
@@ -1149,6 +1152,93 @@ fn slowest_decode(analyses: &[SchedAnalysis<'_>]) -> Option<(String, f64)> {
             Some((a.key.to_string(), v[v.len() / 2]))
         })
         .min_by(|x, y| x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal))
+}
+
+/// Decode throughput lost while prefills run: SGLang's gen throughput of a decode line covers
+/// the wall time since the previous decode line, prefill passes included (spec §2.1.2), so the
+/// lines whose interval held a prefill read lower. Loss = 1 − (time-weighted mean over all decode
+/// intervals) / (mean over intervals without a prefill).
+fn prefill_interference(
+    ev: &Evidence,
+    analyses: &[SchedAnalysis<'_>],
+    cap: &CapacitySummary,
+    out: &mut Vec<Finding>,
+) {
+    for a in analyses {
+        let obs = merged_obs(a.tl);
+        let decode: std::collections::HashMap<u64, &DecodeSample> =
+            a.tl.decode.samples().iter().map(|d| (d.line, d)).collect();
+        let (mut clean, mut mixed) = (Vec::new(), Vec::new());
+        let mut prefill_since_last = false;
+        let mut prev_t: Option<f64> = None;
+        for o in &obs {
+            match decode.get(&o.line) {
+                Some(d) if d.t.is_some() => {
+                    if let (Some(g), Some(t), Some(p)) = (d.gen_tps, d.t, prev_t) {
+                        let dt = t - p;
+                        if dt > 0.0 && dt < IDLE_GAP_S {
+                            if prefill_since_last {
+                                mixed.push((g, dt))
+                            } else {
+                                clean.push((g, dt))
+                            }
+                        }
+                    }
+                    prev_t = d.t;
+                    prefill_since_last = false;
+                }
+                Some(_) => {}
+                None => prefill_since_last = true,
+            }
+        }
+        let wmean = |v: &[(f64, f64)]| {
+            let w: f64 = v.iter().map(|x| x.1).sum();
+            (w > 0.0).then(|| v.iter().map(|x| x.0 * x.1).sum::<f64>() / w)
+        };
+        let all: Vec<(f64, f64)> = clean.iter().chain(mixed.iter()).copied().collect();
+        let (Some(c), Some(m), Some(t)) = (wmean(&clean), wmean(&mixed), wmean(&all)) else {
+            continue;
+        };
+        if clean.len() < 5 || mixed.len() < 5 || c <= 0.0 {
+            continue;
+        }
+        let loss = 1.0 - t / c;
+        if loss < PREFILL_INTERFERENCE_MIN_LOSS {
+            continue;
+        }
+        let share = mixed.iter().map(|x| x.1).sum::<f64>() / all.iter().map(|x| x.1).sum::<f64>();
+        let mut figures = vec![
+            Figure::new(
+                "decode throughput lost to interleaved prefills",
+                loss,
+                "fraction",
+            ),
+            Figure::new(
+                "share of decode wall time with a prefill in it",
+                share,
+                "fraction",
+            ),
+            Figure::new("gen throughput without prefills", c, "tok/s"),
+            Figure::new("gen throughput with prefills", m, "tok/s"),
+        ];
+        if let Some(cp) = cap.chunked_prefill_size {
+            figures.push(Figure::new("chunked_prefill_size", cp as f64, "tokens"));
+        }
+        out.push(Finding {
+            kind: FindingKind::PrefillInterference,
+            title: "Prefills interrupt decode".into(),
+            detail: format!(
+                "On {}, decode intervals that contain a prefill batch generate {m:.0} tok/s against {c:.0} tok/s without one; over the run that costs {:.0}% of decode throughput. \
+                 Prefill passes stop decode while they run (unless --enable-mixed-chunk). A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.",
+                a.key,
+                loss * 100.0
+            ),
+            figures,
+            evidence: range(ev, &a.key, a.tl),
+            confidence: Confidence::Medium,
+        });
+        return;
+    }
 }
 
 /// A run of decode lines with running requests and `#token` unchanged for at least [`STALL_MIN_S`].

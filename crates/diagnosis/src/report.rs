@@ -146,6 +146,8 @@ pub enum FindingKind {
     TinyKvPool,
     /// The client's rate differs from the server's: why.
     ClientGap,
+    /// Prefill batches interrupt decode and cost decode throughput.
+    PrefillInterference,
     /// A proposed sample window is too short for the rate.
     SampleAdequacy,
     /// What a bigger KV pool would take (SGLang's formula, free memory).

@@ -400,3 +400,24 @@ fn a_log_given_twice_is_counted_once_and_rotated_parts_are_joined() {
     assert_eq!(r.schedulers[0].decode_lines, 3175);
     assert_eq!(r.schedulers[0].running.median, Some(41.0));
 }
+
+#[test]
+fn interleaved_prefills_cost_decode_throughput() {
+    // DP-attention ranks that mix prefill and decode: intervals with a prefill run at ~214 tok/s
+    // against ~332 without, 13.6% of decode throughput over the run.
+    let r = diagnose("real-long/ascend-dsr1-dp16-mtp-mixed.log");
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::PrefillInterference)
+        .expect("finding");
+    let loss = f.figures[0].value.expect("loss");
+    assert!((loss - 0.136).abs() < 0.005, "{loss}");
+    // The founding scenario's prefills are short: no such finding there.
+    let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
+    assert!(
+        !b2.findings
+            .iter()
+            .any(|f| f.kind == FindingKind::PrefillInterference)
+    );
+}
