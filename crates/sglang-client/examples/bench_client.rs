@@ -16,6 +16,10 @@
 
 use std::time::Instant;
 
+/// mimalloc: glibc malloc/free was ~15% of this client's CPU per request.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use sglang_client::ClientConfig;
 use sglang_client::batch::{BatchConfig, CancelToken, NoProgress, run_batch};
 
