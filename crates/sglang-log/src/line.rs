@@ -83,7 +83,7 @@ pub(crate) fn parse_line_cached<'a>(
 
 /// [`parse_line`] for a line already known to be valid UTF-8 without `\r` or `\n` (the reader
 /// checks whole blocks of lines at once).
-#[inline]
+#[cfg(test)]
 pub(crate) fn parse_clean_line<'a>(s: &'a str, line_no: u64, cache: &mut LineCache) -> Record<'a> {
     let mut rec = Record {
         line_no,
@@ -92,16 +92,33 @@ pub(crate) fn parse_clean_line<'a>(s: &'a str, line_no: u64, cache: &mut LineCac
         message: "",
         event: Event::Other,
     };
+    parse_clean_line_into(s, line_no, cache, &mut rec);
+    rec
+}
+
+/// [`parse_clean_line`] into a record the caller owns (every field is overwritten), so that
+/// the (large) record is built where the callback reads it instead of being moved there.
+#[inline]
+pub(crate) fn parse_clean_line_into<'a>(
+    s: &'a str,
+    line_no: u64,
+    cache: &mut LineCache,
+    rec: &mut Record<'a>,
+) {
+    rec.line_no = line_no;
+    rec.timestamp = None;
+    rec.ranks = RankTags::default();
+    rec.message = "";
+    rec.event = Event::Other;
     if s.len() > u32::MAX as usize {
         if find_batch_marker(s.as_bytes()).is_some() {
             rec.event = Event::Malformed {
                 reason: "batch line longer than 4 GiB",
             };
         }
-        return rec;
+        return;
     }
-    parse_str(s, &mut rec, cache);
-    rec
+    parse_str(s, rec, cache);
 }
 
 /// What one reader remembers from line to line to make the next line cheap. Every cache here
@@ -369,8 +386,10 @@ fn fallback_scan(msg: &str, atc: bool, sfe: bool) -> Event<'_> {
 /// Skips ANSI escape sequences (`ESC [ … final`) and spaces at the start.
 #[inline]
 fn skip_ansi(s: &str) -> &str {
-    match s.as_bytes().first() {
-        Some(b' ' | b'\t' | 0x1b) => skip_ansi_slow(s),
+    match s.as_bytes() {
+        // the usual single space after the envelope's `]`
+        [b' ', c, ..] if !matches!(c, b' ' | b'\t' | 0x1b) => &s[1..],
+        [b' ' | b'\t' | 0x1b, ..] => skip_ansi_slow(s),
         _ => s,
     }
 }

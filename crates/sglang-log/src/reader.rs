@@ -1,6 +1,6 @@
 //! Buffered line reader over plain files, gzip files and stdin, feeding [`crate::parse_line`].
 
-use crate::line::{LineCache, parse_clean_line, parse_line_cached};
+use crate::line::{LineCache, parse_clean_line_into, parse_line_cached};
 use crate::{Event, Record};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -203,6 +203,72 @@ impl<R: BufRead> BufRead for CountingBufRead<R> {
     }
 }
 
+/// Sets `out` to the newline bitmap of `block` (bit `i` of word `w` set where byte `64 w + i`
+/// is `\n`) and returns whether every byte of `block` is ASCII. One pass of 16-byte compares
+/// replaces a `memchr` call per line and the block's UTF-8 check.
+fn newline_bits(block: &[u8], out: &mut Vec<u64>) -> bool {
+    let full = block.len() / 64;
+    out.clear();
+    out.resize(block.len().div_ceil(64), 0);
+    let mut high = 0u8;
+    for (o, c) in out.iter_mut().zip(block.chunks_exact(64)) {
+        // ok: `chunks_exact(64)` yields 64-byte slices
+        let c: &[u8; 64] = c.try_into().unwrap_or(&[0; 64]);
+        let (m, h) = scan64(c);
+        *o = m;
+        high |= h;
+    }
+    let rest = &block[64 * full..];
+    if let Some(o) = out.get_mut(full) {
+        let mut c = [0u8; 64];
+        c[..rest.len()].copy_from_slice(rest);
+        let (m, h) = scan64(&c);
+        *o = m;
+        high |= h;
+    }
+    high & 0x80 == 0
+}
+
+/// `(newline mask, OR of all bytes)` of one 64-byte chunk.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn scan64(c: &[u8; 64]) -> (u64, u8) {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86_64 baseline (this cfg); the four unaligned 16-byte loads
+    // read `c[0..64]`, inside the array.
+    unsafe {
+        let p = c.as_ptr() as *const __m128i;
+        let (v0, v1, v2, v3) = (
+            _mm_loadu_si128(p),
+            _mm_loadu_si128(p.add(1)),
+            _mm_loadu_si128(p.add(2)),
+            _mm_loadu_si128(p.add(3)),
+        );
+        let nl = _mm_set1_epi8(b'\n' as i8);
+        let m = |v| u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) as u16);
+        let mask = m(v0) | m(v1) << 16 | m(v2) << 32 | m(v3) << 48;
+        let any = _mm_or_si128(_mm_or_si128(v0, v1), _mm_or_si128(v2, v3));
+        // nonzero iff some byte has its top bit set
+        let high = _mm_movemask_epi8(any) != 0;
+        (mask, if high { 0x80 } else { 0 })
+    }
+}
+
+/// `(newline mask, OR of all bytes)` of one 64-byte chunk (portable form).
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[inline(always)]
+fn scan64(c: &[u8; 64]) -> (u64, u8) {
+    let mut mask = 0u64;
+    let mut or = 0u8;
+    for (i, &b) in c.iter().enumerate() {
+        mask |= u64::from(b == b'\n') << i;
+        or |= b;
+    }
+    (mask, or)
+}
+
 /// Reads a log line by line and parses every line.
 ///
 /// Lines are split with `memchr` in one reusable buffer that grows to fit the longest line (a
@@ -223,6 +289,8 @@ pub struct LogReader<R> {
     gz_offset: Option<Arc<AtomicU64>>,
     /// What the previous lines looked like (stamp, tags, key order): makes the next one cheap.
     cache: LineCache,
+    /// Newline bitmap of the block being parsed (see [`newline_bits`]).
+    nl_bits: Vec<u64>,
 }
 
 impl LogReader<Box<dyn Read>> {
@@ -288,6 +356,7 @@ impl<R: Read> LogReader<R> {
             live: false,
             gz_offset: None,
             cache: LineCache::new(true),
+            nl_bits: Vec::new(),
         }
     }
 
@@ -319,23 +388,45 @@ impl<R: Read> LogReader<R> {
             let block = memchr::memrchr(b'\n', window).map(|i| &window[..=i]);
             if let Some(block) = block
                 && memchr::memchr(b'\r', block).is_none()
-                && let Ok(text) = std::str::from_utf8(block)
             {
-                let mut a = 0;
-                // no ESC in the block: no line has ANSI colours to trim
-                self.cache.no_esc = memchr::memchr(0x1b, block).is_none();
-                for nl in memchr::memchr_iter(b'\n', block) {
-                    self.line_no += 1;
-                    // ok: `\n` is ASCII, so `a` and `nl` are char boundaries
-                    let line = text.get(a..nl).unwrap_or("");
-                    let rec = parse_clean_line(line, self.line_no, &mut self.cache);
-                    f(&rec);
-                    stats.observe(&rec, line.as_bytes());
-                    stats.bytes += 1; // the '\n'
-                    a = nl + 1;
+                // one pass: where the `\n`s are, and whether the block is all ASCII
+                let ascii = newline_bits(block, &mut self.nl_bits);
+                let text = if ascii {
+                    // SAFETY: every byte of `block` is below 0x80 (checked just above), and
+                    // ASCII is valid UTF-8.
+                    Some(unsafe { std::str::from_utf8_unchecked(block) })
+                } else {
+                    std::str::from_utf8(block).ok()
+                };
+                if let Some(text) = text {
+                    // no ESC in the block: no line has ANSI colours to trim
+                    self.cache.no_esc = memchr::memchr(0x1b, block).is_none();
+                    let mut rec = Record {
+                        line_no: 0,
+                        timestamp: None,
+                        ranks: Default::default(),
+                        message: "",
+                        event: Event::Other,
+                    };
+                    let mut a = 0;
+                    for (w, &bits) in self.nl_bits.iter().enumerate() {
+                        let mut m = bits;
+                        while m != 0 {
+                            let nl = 64 * w + m.trailing_zeros() as usize;
+                            m &= m - 1;
+                            self.line_no += 1;
+                            // ok: `\n` is ASCII, so `a` and `nl` are char boundaries
+                            let line = text.get(a..nl).unwrap_or("");
+                            parse_clean_line_into(line, self.line_no, &mut self.cache, &mut rec);
+                            f(&rec);
+                            stats.observe(&rec, line.as_bytes());
+                            stats.bytes += 1; // the '\n'
+                            a = nl + 1;
+                        }
+                    }
+                    self.cache.no_esc = false;
+                    pos += block.len();
                 }
-                self.cache.no_esc = false;
-                pos += block.len();
             }
             while let Some(i) = memchr::memchr(b'\n', &self.buf[pos..self.end]) {
                 let nl = pos + i;
