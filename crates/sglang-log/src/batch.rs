@@ -842,19 +842,48 @@ pub(crate) fn parse_legacy_stats(text: &str) -> Option<BatchLine<'_>> {
 /// where it must start instead of searching for `: ` and hashing the key.
 #[derive(Clone, Debug)]
 pub(crate) struct KeyOrder {
-    /// `next[kind][prev]`: index into [`KNOWN_KEYS`] ([`NO_KEY`]: no guess); `prev` is 0 at the
-    /// line start, `1 + id` after known key `id`, `N_KNOWN + 1` after an unknown key.
-    next: [[u8; N_KNOWN + 2]; 2],
+    /// `next[kind][prev]`: the last two distinct keys that followed (index into
+    /// [`KNOWN_KEYS`], [`NO_KEY`]: no guess), most recent first; `prev` is 0 at the line
+    /// start, `1 + id` after known key `id`, `N_KNOWN + 1` after an unknown key. Two guesses
+    /// cover a field that is present on some lines only (`accept len`).
+    next: Guesses,
+    /// The line being split by [`split_fast`], followed by zeros (see [`split_padded`]).
+    pad: [u8; PAD_LEN],
     /// Whether [`split_fast`] runs at all (off: only the general splitter, for tests).
     pub(crate) enabled: bool,
 }
 
+/// See [`KeyOrder::next`].
+type Guesses = [[[u8; 2]; N_KNOWN + 2]; 2];
+
 impl KeyOrder {
     pub(crate) fn new(enabled: bool) -> Self {
         KeyOrder {
-            next: [[NO_KEY; N_KNOWN + 2]; 2],
+            next: [[[NO_KEY; 2]; N_KNOWN + 2]; 2],
+            pad: [0; PAD_LEN],
             enabled,
         }
+    }
+}
+
+/// The two keys predicted after `prev` on a line of `kind`.
+#[inline(always)]
+fn guess(next: &Guesses, kind: usize, prev: usize) -> (usize, usize) {
+    let g = next
+        .get(kind)
+        .and_then(|r| r.get(prev))
+        .copied()
+        .unwrap_or([NO_KEY; 2]);
+    (usize::from(g[0]), usize::from(g[1]))
+}
+
+/// Records that key `id` followed `prev`.
+#[inline]
+fn learn(next: &mut Guesses, kind: usize, prev: usize, id: u8) {
+    if let Some(g) = next.get_mut(kind).and_then(|r| r.get_mut(prev))
+        && g[0] != id
+    {
+        *g = [id, g[0]];
     }
 }
 
@@ -908,43 +937,42 @@ const KEY_COLON: [KeyPat; N_KNOWN] = {
     t
 };
 
-/// The 8 bytes `b[p..p + 8]` as a little-endian word, zeros past the end of `b`.
+/// The 8 bytes `b[p..p + 8]` of a padded copy as a little-endian word. `p & (C - 1)` is `p`
+/// for every offset the fast splitter computes (all are at most the line length, below `C`),
+/// and the mask lets the compiler drop the bounds check (`b` has 64 bytes past `C`).
 #[inline(always)]
-fn load8(b: &[u8], p: usize) -> u64 {
-    if let Some(w) = b.get(p..).and_then(|r| r.first_chunk::<8>()) {
-        return u64::from_le_bytes(*w);
-    }
-    load8_tail(b, p)
+fn ld<const C: usize, const M: usize>(b: &[u8; M], p: usize) -> u64 {
+    const { assert!(C.is_power_of_two() && M >= C + 64) };
+    let i = p & (C - 1);
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(w)
 }
 
-#[inline(never)]
-fn load8_tail(b: &[u8], p: usize) -> u64 {
-    let n = b.len();
-    if p >= n {
-        return 0;
-    }
-    if let Some(w) = b.last_chunk::<8>() {
-        // the last 8 bytes, shifted so that `b[p]` is the lowest byte
-        return u64::from_le_bytes(*w) >> (8 * (p + 8 - n));
-    }
-    let mut a = [0u8; 8];
-    a[..n - p].copy_from_slice(&b[p..]);
-    u64::from_le_bytes(a)
+/// Byte `p` of a padded copy (see [`ld`]).
+#[inline(always)]
+fn at<const C: usize, const M: usize>(b: &[u8; M], p: usize) -> u8 {
+    b[p & (C - 1)]
 }
 
-/// Whether `b[p..]` starts with `k` (a key and `: `): masked word compares.
+/// Whether the padded copy `b` holds `k` (a key and `: `) at `p`: masked word compares (the
+/// padding is zeros, which no key byte is, so a match ends inside the line).
 #[inline(always)]
-fn key_at(b: &[u8], p: usize, k: &KeyPat) -> bool {
-    if (load8(b, p) ^ k.w[0]) & k.m[0] != 0 || (load8(b, p + 8) ^ k.w[1]) & k.m[1] != 0 {
+fn key_at<const C: usize, const M: usize>(b: &[u8; M], p: usize, k: &KeyPat) -> bool {
+    let d = ((ld::<C, M>(b, p) ^ k.w[0]) & k.m[0]) | ((ld::<C, M>(b, p + 8) ^ k.w[1]) & k.m[1]);
+    if d != 0 {
         return false;
     }
     if k.len <= 16 {
         return true;
     }
-    if (load8(b, p + 16) ^ k.w[2]) & k.m[2] != 0 || (load8(b, p + 24) ^ k.w[3]) & k.m[3] != 0 {
+    let d =
+        ((ld::<C, M>(b, p + 16) ^ k.w[2]) & k.m[2]) | ((ld::<C, M>(b, p + 24) ^ k.w[3]) & k.m[3]);
+    if d != 0 {
         return false;
     }
-    k.len <= 32 || b.get(p + 32..p + k.len) == k.bytes.get(32..k.len)
+    let i = p & (C - 1);
+    k.len <= 32 || b.get(i + 32..i + k.len) == k.bytes.get(32..k.len)
 }
 
 /// Length of the run of ASCII digits and `.` at the start of the little-endian word `w`
@@ -984,13 +1012,48 @@ const VALUE_BYTE: [bool; 256] = {
 /// strict form its spans and slots are exactly those of [`split_fields`]: a key has no `:` or
 /// `,` and no edge space, a value only [`VALUE_BYTE`]s, so the general splitter's first `: `
 /// and `, ` are the ones seen here and its trimming changes nothing.
+///
+/// The line is copied into a zero-padded stack buffer first, so that every word load and byte
+/// test below needs no bounds check (a zero byte ends every scan: it is no value byte, no
+/// key byte, no separator).
 #[inline]
 fn split_fast(line: &mut BatchLine<'_>, start: usize, order: &mut KeyOrder) -> Option<bool> {
-    let b = line.text.as_bytes();
-    let n = b.len();
-    let row = &mut order.next[line.kind as usize];
+    let n = line.text.len();
+    if n < 256 {
+        split_padded::<256>(line, start, order)
+    } else if n < PAD_CAP {
+        split_padded::<PAD_CAP>(line, start, order)
+    } else {
+        None
+    }
+}
+
+/// Longest batch message (exclusive) that [`split_fast`] takes, in bytes.
+const PAD_CAP: usize = 1024;
+/// Size of [`KeyOrder::pad`]: the line plus 64 zero bytes.
+const PAD_LEN: usize = PAD_CAP + 64;
+
+/// [`split_fast`] on a copy of the line padded to `M` bytes (the line is shorter than `C`).
+#[inline(always)]
+fn split_padded<const C: usize>(
+    line: &mut BatchLine<'_>,
+    start: usize,
+    order: &mut KeyOrder,
+) -> Option<bool> {
+    const M: usize = PAD_LEN;
+    let text = line.text.as_bytes();
+    let n = text.len();
+    // the buffer is reused from line to line: only the 64 bytes after the line need zeroing
+    // (no read reaches further than 40 bytes past the line)
+    let KeyOrder { next, pad, .. } = order;
+    pad.get_mut(..n)?.copy_from_slice(text);
+    pad.get_mut(n..n + 64)?.fill(0);
+    let b: &[u8; M] = pad;
+    let ld = |p| ld::<C, M>(b, p);
+    let at = |p| at::<C, M>(b, p);
+    let kind = line.kind as usize;
     let mut p = start;
-    while p < n && b[p] == b' ' {
+    while at(p) == b' ' {
         p += 1;
     }
     let mut prev = 0usize;
@@ -1000,40 +1063,46 @@ fn split_fast(line: &mut BatchLine<'_>, start: usize, order: &mut KeyOrder) -> O
         if count == MAX_FIELDS {
             return None;
         }
-        let guess = usize::from(row[prev]);
-        let (id, v0) = match KEY_COLON.get(guess) {
-            Some(k) if key_at(b, p, k) => (guess, p + k.len),
+        let (g1, g2) = guess(next, kind, prev);
+        let (id, v0) = match (KEY_COLON.get(g1), KEY_COLON.get(g2)) {
+            (Some(k), _) if key_at::<C, M>(b, p, k) => (g1, p + k.len),
+            (_, Some(k)) if key_at::<C, M>(b, p, k) => (g2, p + k.len),
             _ => {
                 let mut c = p;
-                while c < n && b[c] != b':' && b[c] != b',' {
+                while !matches!(at(c), b':' | b',' | 0) {
                     c += 1;
                 }
-                if c == p || c + 1 >= n || b[c] != b':' || b[c + 1] != b' ' {
+                if c == p || at(c) != b':' || at(c + 1) != b' ' {
                     return None;
                 }
-                if b[p] == b' ' || b[c - 1] == b' ' {
+                if at(p) == b' ' || at(c - 1) == b' ' {
                     return None;
                 }
-                let id = key_id(&b[p..c]).unwrap_or(N_KNOWN);
-                row[prev] = if id < N_KNOWN { id as u8 } else { NO_KEY };
+                let id = key_id(text.get(p..c)?).unwrap_or(N_KNOWN);
+                learn(
+                    next,
+                    kind,
+                    prev,
+                    if id < N_KNOWN { id as u8 } else { NO_KEY },
+                );
                 (id, c + 2)
             }
         };
         // digits and dots word-wise; the usual `,` after them ends the value, else any
         // other value bytes one by one
-        let w = load8(b, v0);
+        let w = ld(v0);
         let run = digit_dot_run(w);
         let mut v1 = v0 + run;
         if run == 8 || (w >> (8 * run)) as u8 != b',' {
-            while v1 < n && VALUE_BYTE[usize::from(b[v1])] {
+            while VALUE_BYTE[usize::from(at(v1))] {
                 v1 += 1;
             }
         }
         if v1 == v0 {
             return None;
         }
-        data |= b[v0].is_ascii_digit();
-        // ok: n <= MAX_BATCH_LINE (checked by the caller), so offsets fit in u16
+        data |= at(v0).is_ascii_digit();
+        // ok: n < C <= 1024, so offsets fit in u16
         line.spans[count] = Span {
             k0: p as u16,
             v0: v0 as u16,
@@ -1045,16 +1114,17 @@ fn split_fast(line: &mut BatchLine<'_>, start: usize, order: &mut KeyOrder) -> O
         {
             *s = count as u8;
         }
-        if v1 + 2 < n
-            && b[v1] == b','
-            && b[v1 + 1] == b' '
-            && !(b[v1 + 2] == b',' || b[v1 + 2].is_ascii_whitespace())
-        {
-            p = v1 + 2;
-            prev = id + 1;
-            continue;
+        let t = ld(v1);
+        if t & 0xffff == u64::from(u16::from_le_bytes(*b", ")) {
+            let c = (t >> 16) as u8;
+            if !(c == b',' || c.is_ascii_whitespace() || c == 0) {
+                p = v1 + 2;
+                prev = id + 1;
+                continue;
+            }
         }
-        if b[v1..]
+        if text
+            .get(v1..)?
             .iter()
             .all(|&c| c == b',' || c.is_ascii_whitespace())
         {
