@@ -19,11 +19,13 @@
 //! cut off with a warning. So killing the process at any instant and
 //! rerunning loses no written record and writes none twice.
 //!
-//! **Concurrency**: at most `concurrency` requests in flight, gated by a fair
-//! `tokio::sync::Semaphore`. By default a request is created only when a
-//! permit is free; with `burst` every request is created at t=0 and waits
-//! for its permit (what a hand-written `asyncio.gather` script does). The
-//! permit wait is recorded apart from the request latency.
+//! **Concurrency**: at most `concurrency` requests in flight: a fixed pool
+//! of `concurrency` worker tasks, each taking the next prompt (in input
+//! order) when it is free, so no task or permit is created per request. By
+//! default a request is created when a worker takes it (`permit_wait_s` is
+//! 0); with `burst` every request counts as created at t=0 and waits for a
+//! free worker (what a hand-written `asyncio.gather` script does), and that
+//! wait is recorded as `permit_wait_s`, apart from the request latency.
 //!
 //! **Retries**: connect errors, transfer breaks, HTTP 429 and 5xx are
 //! retried up to `retry.max_attempts` attempts in all, with exponential
@@ -44,10 +46,10 @@ use futures_util::StreamExt;
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::client::{ClientConfig, Endpoint, SglangClient};
+use crate::client::{BatchConnection, ClientConfig, Endpoint, SglangClient};
 use crate::error::ClientError;
 
 /// Which endpoint the prompts are sent to.
@@ -571,7 +573,7 @@ impl Ctx {
     }
 
     /// The JSON body for one prompt.
-    fn body(&self, payload: &Payload) -> Vec<u8> {
+    fn body(&self, payload: &Payload) -> bytes::Bytes {
         let extra = match payload {
             Payload::Prompt(p) => p.len() + 48,
             Payload::Messages(_) => 256,
@@ -601,7 +603,7 @@ impl Ctx {
             (_, Payload::Messages(_)) => b.extend_from_slice(br#""prompt":"""#),
         }
         b.push(b'}');
-        b
+        bytes::Bytes::from(b)
     }
 }
 
@@ -698,7 +700,12 @@ fn push_opt(acc: &mut Option<String>, s: Option<&str>) {
     }
 }
 
-async fn attempt(ctx: &Ctx, body: Vec<u8>, sent: Instant) -> Result<Answer, ClientError> {
+async fn attempt(
+    ctx: &Ctx,
+    conn: &mut BatchConnection,
+    body: bytes::Bytes,
+    sent: Instant,
+) -> Result<Answer, ClientError> {
     let c = &ctx.client;
     let ep = &ctx.endpoint;
     let mut a = Answer::default();
@@ -709,7 +716,7 @@ async fn attempt(ctx: &Ctx, body: Vec<u8>, sent: Instant) -> Result<Answer, Clie
     };
     match (ctx.api, ctx.stream) {
         (BatchApi::Chat | BatchApi::Completions, false) => {
-            let r: lean::Openai = c.post_json_bytes(ep, body).await?;
+            let r: lean::Openai = conn.post_json(body).await?;
             if let Some(ch) = r.choices.into_iter().next() {
                 match ch.message {
                     Some(m) => {
@@ -746,7 +753,7 @@ async fn attempt(ctx: &Ctx, body: Vec<u8>, sent: Instant) -> Result<Answer, Clie
             }
         }
         (BatchApi::Generate, false) => {
-            let r: lean::Generate = c.post_json_bytes(ep, body).await?;
+            let r: lean::Generate = conn.post_json(body).await?;
             a.finish_reason = r.meta_info.finish_reason.and_then(|f| f.kind);
             a.usage = RecordUsage {
                 prompt_tokens: r.meta_info.prompt_tokens,
@@ -787,14 +794,20 @@ fn backoff(policy: &RetryPolicy, attempt: u32, retry_after_s: Option<f64>) -> Du
 }
 
 /// Runs one prompt to a record (holding its permit throughout).
-async fn run_one(ctx: &Ctx, p: Prompt, submit_unix_s: f64, permit_wait_s: f64) -> BatchRecord {
+async fn run_one(
+    ctx: &Ctx,
+    conn: &mut BatchConnection,
+    p: Prompt,
+    submit_unix_s: f64,
+    permit_wait_s: f64,
+) -> BatchRecord {
     let body = ctx.body(&p.payload);
     let mut attempts = 0;
     loop {
         attempts += 1;
         let start_unix_s = unix_now();
         let sent = Instant::now();
-        let res = attempt(ctx, body.clone(), sent).await;
+        let res = attempt(ctx, conn, body.clone(), sent).await;
         let latency_s = sent.elapsed().as_secs_f64();
         let end_unix_s = start_unix_s + latency_s;
         match res {
@@ -1044,67 +1057,49 @@ pub async fn run_batch(
     };
     let writer = tokio::spawn(writer_task(writer, rx, ctx.clone(), cfg.progress_interval));
 
-    let sem = Arc::new(Semaphore::new(cfg.concurrency));
-    let mut tasks: JoinSet<()> = JoinSet::new();
+    // A fixed pool of `concurrency` workers, each taking the next prompt
+    // when it is free: no task spawned and no semaphore permit per request.
+    let queue = Arc::new(std::sync::Mutex::new(todo.into_iter()));
+    let dispatched = Arc::new(AtomicU64::new(0));
     let t0_unix = unix_now();
-    let spawn_one = |tasks: &mut JoinSet<()>,
-                     p: Prompt,
-                     permit: Option<tokio::sync::OwnedSemaphorePermit>,
-                     submit_unix_s: f64,
-                     waited: f64| {
+    let t0 = Instant::now();
+    let burst = cfg.burst;
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    for _ in 0..cfg.concurrency.min(total as usize) {
         let ctx = ctx.clone();
         let tx = tx.clone();
-        let sem = sem.clone();
+        let queue = queue.clone();
+        let dispatched = dispatched.clone();
         let cancel = cancel.clone();
+        // One keep-alive connection per worker (the non-streaming fast path).
+        let mut conn = ctx.client.connection(&ctx.endpoint)?;
         tasks.spawn(async move {
-            let (permit, wait) = match permit {
-                Some(p) => (p, waited),
-                None => {
-                    let w0 = Instant::now();
-                    let p = tokio::select! {
-                        p = sem.acquire_owned() => match p { Ok(p) => p, Err(_) => return },
-                        _ = cancel.cancelled() => return,
-                    };
-                    (p, w0.elapsed().as_secs_f64())
+            loop {
+                // the writer stopped (I/O error): sending more is pointless
+                if cancel.is_cancelled() || tx.is_closed() {
+                    return;
                 }
-            };
-            ctx.live.in_flight.fetch_add(1, Ordering::Relaxed);
-            let rec = run_one(&ctx, p, submit_unix_s, wait).await;
-            ctx.live.in_flight.fetch_sub(1, Ordering::Relaxed);
-            let _ = tx.send(rec).await;
-            drop(permit);
-        });
-    };
-
-    let mut dispatched = 0u64;
-    if cfg.burst {
-        for p in todo {
-            spawn_one(&mut tasks, p, None, t0_unix, 0.0);
-            dispatched += 1;
-        }
-    } else {
-        for p in todo {
-            if tx.is_closed() {
-                break; // the writer stopped (I/O error): sending more is pointless
+                let next = match queue.lock() {
+                    Ok(mut q) => q.next(),
+                    Err(poisoned) => poisoned.into_inner().next(),
+                };
+                let Some(p) = next else { return };
+                dispatched.fetch_add(1, Ordering::Relaxed);
+                // Burst: every request was created at t0 and waited until a
+                // worker was free. Otherwise it is created when a worker is free.
+                let (submit, wait) = if burst {
+                    (t0_unix, t0.elapsed().as_secs_f64())
+                } else {
+                    (unix_now(), 0.0)
+                };
+                ctx.live.in_flight.fetch_add(1, Ordering::Relaxed);
+                let rec = run_one(&ctx, &mut conn, p, submit, wait).await;
+                ctx.live.in_flight.fetch_sub(1, Ordering::Relaxed);
+                if tx.send(rec).await.is_err() {
+                    return;
+                }
             }
-            let w0 = Instant::now();
-            let permit = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => break,
-                p = sem.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-            };
-            let submit = unix_now();
-            spawn_one(
-                &mut tasks,
-                p,
-                Some(permit),
-                submit,
-                w0.elapsed().as_secs_f64(),
-            );
-            dispatched += 1;
-            // Reap finished tasks as we go so the set stays small.
-            while tasks.try_join_next().is_some() {}
-        }
+        });
     }
     drop(tx);
 
@@ -1127,6 +1122,7 @@ pub async fn run_batch(
         }
     }
     let retries = ctx.live.retries.load(Ordering::Relaxed);
+    let dispatched = dispatched.load(Ordering::Relaxed);
     drop(ctx);
     let (res, w) = match writer.await {
         Ok(x) => x,

@@ -293,7 +293,7 @@ impl SglangClient {
     pub async fn post_json_bytes<T: DeserializeOwned>(
         &self,
         ep: &Endpoint,
-        body: Vec<u8>,
+        body: bytes::Bytes,
     ) -> Result<T, ClientError> {
         let resp = self.post_prepared(ep, body).await?;
         let bytes = resp
@@ -312,7 +312,7 @@ impl SglangClient {
     pub async fn post_stream_bytes<T: DeserializeOwned + Send + 'static>(
         &self,
         ep: &Endpoint,
-        body: Vec<u8>,
+        body: bytes::Bytes,
     ) -> Result<BoxStream<'static, Result<T, ClientError>>, ClientError> {
         let resp = self.post_prepared(ep, body).await?;
         Ok(sse_stream(resp, ep.url.to_string(), ep.path))
@@ -321,7 +321,7 @@ impl SglangClient {
     async fn post_prepared(
         &self,
         ep: &Endpoint,
-        body: Vec<u8>,
+        body: bytes::Bytes,
     ) -> Result<reqwest::Response, ClientError> {
         let req = self
             .http
@@ -457,4 +457,256 @@ fn sse_stream<T: DeserializeOwned + Send + 'static>(
         },
     )
     .boxed()
+}
+
+/// One HTTP/1.1 keep-alive connection to one endpoint, owned by one batch
+/// worker: the batch runner's non-streaming fast path (see
+/// [`SglangClient::connection`]).
+///
+/// It skips what a pooled `reqwest` request costs per call (pool checkout,
+/// URL handling, a per-request timer set up by the pool, header building):
+/// the request head is prepared once, each call is one write of the request
+/// and the reads of the answer. The connection is opened on first use (with
+/// `TCP_NODELAY`) and again after any error or a close by the server.
+#[derive(Debug)]
+pub struct BatchConnection {
+    /// `host:port` to connect to.
+    authority: String,
+    /// Full URL, for error messages (redacted when shown).
+    url: String,
+    path: &'static str,
+    uri: hyper::Uri,
+    host: hyper::header::HeaderValue,
+    auth: Option<hyper::header::HeaderValue>,
+    connect_timeout: Duration,
+    total_timeout: Duration,
+    sender: Option<hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>>,
+}
+
+fn hyper_detail(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut detail = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
+        src = s.source();
+    }
+    detail
+}
+
+impl SglangClient {
+    /// A [`BatchConnection`] to `ep` with this client's API key, connect
+    /// timeout and generation timeout. Opens nothing yet.
+    /// Errors: [`ClientError::Io`] when the endpoint URL has no host or the
+    /// API key is not a valid header value.
+    pub fn connection(&self, ep: &Endpoint) -> Result<BatchConnection, ClientError> {
+        let bad = |what: &str| {
+            ClientError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{what}: {}", redact_url(ep.url.as_str())),
+            ))
+        };
+        let host = ep.url.host_str().ok_or_else(|| bad("no host in URL"))?;
+        let port = ep
+            .url
+            .port_or_known_default()
+            .ok_or_else(|| bad("no port in URL"))?;
+        let authority = match ep.url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        };
+        let path_q = match ep.url.query() {
+            Some(q) => format!("{}?{q}", ep.url.path()),
+            None => ep.url.path().to_string(),
+        };
+        let uri: hyper::Uri = path_q.parse().map_err(|_| bad("bad path in URL"))?;
+        let hv = |s: &str| {
+            hyper::header::HeaderValue::from_str(s).map_err(|_| bad("bad header value for"))
+        };
+        let auth = match &self.cfg.api_key {
+            Some(k) => {
+                let mut v = hv(&format!("Bearer {}", k.0))?;
+                v.set_sensitive(true);
+                Some(v)
+            }
+            None => None,
+        };
+        Ok(BatchConnection {
+            host: hv(&authority)?,
+            authority: format!("{host}:{port}"),
+            url: ep.url.to_string(),
+            path: ep.path,
+            uri,
+            auth,
+            connect_timeout: self.cfg.connect_timeout,
+            total_timeout: self.cfg.generate_timeout,
+            sender: None,
+        })
+    }
+}
+
+impl BatchConnection {
+    async fn connect(
+        &mut self,
+    ) -> Result<
+        hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
+        ClientError,
+    > {
+        let url = || redact_url(&self.url);
+        let tcp = match tokio::time::timeout(
+            self.connect_timeout,
+            tokio::net::TcpStream::connect(self.authority.as_str()),
+        )
+        .await
+        {
+            Err(_) => return Err(ClientError::Timeout { url: url() }),
+            Ok(Err(_)) => return Err(ClientError::Connect { url: url() }),
+            Ok(Ok(s)) => s,
+        };
+        // Nagle off: each request is one small write, answered at once.
+        let _ = tcp.set_nodelay(true);
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+                .await
+                .map_err(|e| ClientError::Transport {
+                    url: url(),
+                    detail: hyper_detail(&e),
+                })?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(sender)
+    }
+
+    fn request(&self, body: bytes::Bytes) -> hyper::Request<http_body_util::Full<bytes::Bytes>> {
+        let mut req = hyper::Request::new(http_body_util::Full::new(body));
+        *req.method_mut() = hyper::Method::POST;
+        *req.uri_mut() = self.uri.clone();
+        let h = req.headers_mut();
+        h.insert(hyper::header::HOST, self.host.clone());
+        h.insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("application/json"),
+        );
+        if let Some(a) = &self.auth {
+            h.insert(hyper::header::AUTHORIZATION, a.clone());
+        }
+        req
+    }
+
+    fn transport(&self, e: &(dyn std::error::Error + 'static)) -> ClientError {
+        ClientError::Transport {
+            url: redact_url(&self.url),
+            detail: hyper_detail(e),
+        }
+    }
+
+    /// Sends the request, reusing the connection when it is open. A request
+    /// that a reused connection closed before sending is sent once more on a
+    /// new connection (it never reached the server).
+    async fn send(
+        &mut self,
+        body: bytes::Bytes,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
+        let mut req = self.request(body);
+        for _ in 0..2 {
+            let reused = self.sender.as_ref().is_some_and(|s| !s.is_closed());
+            let mut sender = match self.sender.take() {
+                Some(s) if reused => s,
+                _ => self.connect().await?,
+            };
+            if sender.ready().await.is_err() {
+                if reused {
+                    continue;
+                }
+                return Err(ClientError::Transport {
+                    url: redact_url(&self.url),
+                    detail: "connection closed before the request was sent".into(),
+                });
+            }
+            match sender.try_send_request(req).await {
+                Ok(resp) => {
+                    self.sender = Some(sender);
+                    return Ok(resp);
+                }
+                Err(mut e) => match e.take_message() {
+                    Some(r) if reused => req = r,
+                    _ => return Err(self.transport(e.error())),
+                },
+            }
+        }
+        Err(ClientError::Transport {
+            url: redact_url(&self.url),
+            detail: "connection closed before the request was sent".into(),
+        })
+    }
+
+    async fn post_inner<T: DeserializeOwned>(
+        &mut self,
+        body: bytes::Bytes,
+    ) -> Result<T, ClientError> {
+        use http_body_util::BodyExt;
+        let resp = self.send(body).await?;
+        let status = resp.status();
+        let retry_after_s = resp
+            .headers()
+            .get(hyper::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok());
+        let bytes = match resp.into_body().collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(e) => {
+                self.sender = None;
+                return Err(self.transport(&e));
+            }
+        };
+        if !status.is_success() {
+            return Err(ClientError::Status {
+                url: redact_url(&self.url),
+                status: status.as_u16(),
+                body_excerpt: excerpt(&String::from_utf8_lossy(&bytes), 300),
+                retry_after_s,
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(|source| ClientError::Decode {
+            endpoint: self.path.to_string(),
+            excerpt: excerpt(&String::from_utf8_lossy(&bytes), 200),
+            source,
+        })
+    }
+
+    /// POSTs an already serialised JSON body and decodes the answer as `T`
+    /// (unknown keys skipped unless `T` keeps them), within the client's
+    /// generation timeout (whole exchange, seconds as configured).
+    ///
+    /// Errors: [`ClientError::Connect`] (cannot connect),
+    /// [`ClientError::Timeout`] (connect or total timeout),
+    /// [`ClientError::Transport`] (connection broken mid-exchange),
+    /// [`ClientError::Status`] (non-2xx, with `Retry-After` when sent),
+    /// [`ClientError::Decode`] (the body is not a `T`). After any error
+    /// other than `Status` and `Decode` the next call opens a new connection.
+    pub async fn post_json<T: DeserializeOwned>(
+        &mut self,
+        body: bytes::Bytes,
+    ) -> Result<T, ClientError> {
+        let limit = self.total_timeout;
+        match tokio::time::timeout(limit, self.post_inner(body)).await {
+            Ok(r) => {
+                if matches!(
+                    r,
+                    Err(ClientError::Transport { .. } | ClientError::Connect { .. })
+                ) {
+                    self.sender = None;
+                }
+                r
+            }
+            Err(_) => {
+                // the connection is mid-exchange: drop it
+                self.sender = None;
+                Err(ClientError::Timeout {
+                    url: redact_url(&self.url),
+                })
+            }
+        }
+    }
 }

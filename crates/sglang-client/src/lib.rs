@@ -30,7 +30,7 @@ pub mod info;
 pub mod metrics;
 
 pub use api::{ChatCompletion, Completion, GenerateResponse, Usage};
-pub use client::{API_KEY_ENV, ApiKey, ClientConfig, Endpoint, SglangClient};
+pub use client::{API_KEY_ENV, ApiKey, BatchConnection, ClientConfig, Endpoint, SglangClient};
 pub use error::ClientError;
 pub use info::{InfoError, InternalState, MemoryUsage, ModelInfo, ServerInfo};
 pub use metrics::{Histogram, LabeledMetrics, MetricsSnapshot};

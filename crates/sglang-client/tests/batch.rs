@@ -219,6 +219,17 @@ async fn resume_skips_written_ids_and_cuts_a_torn_line() {
 
 #[tokio::test]
 async fn faults_are_retried_or_recorded() {
+    faults_case(true).await;
+}
+
+/// The non-streaming path (one keep-alive connection per worker, reopened
+/// after a reset) under the same faults.
+#[tokio::test]
+async fn faults_are_retried_or_recorded_without_streaming() {
+    faults_case(false).await;
+}
+
+async fn faults_case(stream: bool) {
     let faults = FaultConfig {
         p_500: 0.12,
         p_429: 0.08,
@@ -240,7 +251,7 @@ async fn faults_are_retried_or_recorded() {
     write_prompts(&input, 400);
     let out = dir.path().join("out.jsonl");
     let mut cfg = BatchConfig::new(ClientConfig::new(sim.base_url()), &input, &out);
-    cfg.stream = true;
+    cfg.stream = stream;
     cfg.concurrency = 32;
     // Probability that one request meets a retryable fault 12 times in a row:
     // 0.26^12 ≈ 1e-7, so no request exhausts its attempts.
@@ -402,4 +413,37 @@ async fn zero_concurrency_and_missing_input_are_errors() {
         run_batch(cfg, NoProgress, CancelToken::new()).await,
         Err(BatchError::Io { .. })
     ));
+}
+
+#[tokio::test]
+async fn batch_sends_the_api_key_on_the_non_streaming_path() {
+    let sim = sglang_sim::spawn(SimConfig {
+        api_key: Some("sk-batch".into()),
+        ..fast_sim()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    write_prompts(&input, 30);
+    for (key, ok, failed) in [(Some("sk-batch"), 30, 0), (Some("wrong"), 0, 30)] {
+        let out = dir.path().join(format!("out-{ok}.jsonl"));
+        let mut client = ClientConfig::new(sim.base_url());
+        client.api_key = key.map(sglang_client::ApiKey::new);
+        let mut cfg = BatchConfig::new(client, &input, &out);
+        cfg.concurrency = 4;
+        let s = run_batch(cfg, NoProgress, CancelToken::new())
+            .await
+            .unwrap();
+        assert_eq!((s.ok, s.failed), (ok, failed));
+        let recs = read_records(&out);
+        assert_eq!(recs.len(), 30);
+        if failed > 0 {
+            // 401 is not retried; the record says why.
+            assert!(recs.iter().all(|r| r.attempts == 1
+                && r.error_kind.as_deref() == Some("status")
+                && r.error.as_deref().unwrap().contains("401")));
+        }
+    }
+    sim.shutdown().await;
 }
