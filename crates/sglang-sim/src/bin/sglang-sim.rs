@@ -9,6 +9,11 @@ use std::time::Duration;
 use clap::Parser;
 use sglang_sim::{FaultConfig, Mode, SimConfig};
 
+/// mimalloc: in `--near-zero` benchmarks the simulator's per-request
+/// allocations (JSON values, the answer) otherwise cap the client's req/s.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Simulated SGLang server (127.0.0.1 only).
 #[derive(Parser, Debug)]
 #[command(version, about)]
