@@ -2,7 +2,9 @@
 //! v0.1 forms.
 
 use crate::Event;
-use crate::num::{parse_bool, parse_f64, parse_percent_fraction, parse_u64};
+use crate::num::{
+    parse_bool, parse_f64, parse_f64_bytes, parse_percent_fraction, parse_u64, parse_u64_bytes,
+};
 
 /// Most `key: value` fields kept per batch line; further ones are counted in
 /// [`BatchLine::overflow_fields`]. The longest SGLang line has about 30.
@@ -330,6 +332,15 @@ impl<'a> BatchLine<'a> {
         Some(self.slice(s.v0, s.v1))
     }
 
+    /// [`BatchLine::by_id`] as bytes (no char-boundary checks: typed accessors parse ASCII).
+    #[inline(always)]
+    fn bytes_by_id(&self, id: usize) -> Option<&'a [u8]> {
+        let at = usize::from(*self.slot.get(id)?);
+        let s = self.spans.get(at.checked_sub(1)?)?;
+        let t: &'a [u8] = self.text.as_bytes();
+        t.get(usize::from(s.v0)..usize::from(s.v1))
+    }
+
     #[inline(always)]
     fn slice(&self, a: u16, b: u16) -> &'a str {
         let t: &'a str = self.text;
@@ -384,12 +395,16 @@ impl<'a> BatchLine<'a> {
 
     #[inline(always)]
     fn u64_of(&self, ids: &[usize]) -> Option<u64> {
-        ids.iter().find_map(|&k| self.by_id(k)).and_then(parse_u64)
+        ids.iter()
+            .find_map(|&k| self.bytes_by_id(k))
+            .and_then(parse_u64_bytes)
     }
 
     #[inline(always)]
     fn f64_of(&self, ids: &[usize]) -> Option<f64> {
-        ids.iter().find_map(|&k| self.by_id(k)).and_then(parse_f64)
+        ids.iter()
+            .find_map(|&k| self.bytes_by_id(k))
+            .and_then(parse_f64_bytes)
     }
 
     /// `#running-req` (v0.1: `#running_req`; mixed prefill: the head's count): requests in the
@@ -409,10 +424,13 @@ impl<'a> BatchLine<'a> {
     /// v0.4.9's `#token: full=N, swa=M`. Unit: tokens.
     #[inline]
     pub fn num_token(&self) -> Option<u64> {
-        if let Some(v) = self.by_id(const { kid("#token") }) {
-            return match parse_u64(v) {
+        if let Some(v) = self.bytes_by_id(const { kid("#token") }) {
+            return match parse_u64_bytes(v) {
                 Some(n) => Some(n),
-                None => sub_value(v, "full").and_then(parse_u64),
+                None => self
+                    .by_id(const { kid("#token") })
+                    .and_then(|v| sub_value(v, "full"))
+                    .and_then(parse_u64),
             };
         }
         self.u64_of(&[const { kid("#full token") }])
@@ -433,10 +451,13 @@ impl<'a> BatchLine<'a> {
     /// (hybrid), or the `full=` part of `token usage: full=X, swa=Y`. Unit: fraction 0–1.
     #[inline]
     pub fn token_usage(&self) -> Option<f64> {
-        if let Some(v) = self.by_id(const { kid("token usage") }) {
-            return match parse_f64(v) {
+        if let Some(v) = self.bytes_by_id(const { kid("token usage") }) {
+            return match parse_f64_bytes(v) {
                 Some(x) => Some(x),
-                None => sub_value(v, "full").and_then(parse_f64),
+                None => self
+                    .by_id(const { kid("token usage") })
+                    .and_then(|v| sub_value(v, "full"))
+                    .and_then(parse_f64),
             };
         }
         self.f64_of(&[const { kid("full token usage") }])

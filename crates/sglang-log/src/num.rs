@@ -9,7 +9,12 @@ const POW10: [f64; 23] = [
 /// Parses a non-negative decimal integer made only of ASCII digits (1 to 19 digits).
 #[inline]
 pub(crate) fn parse_u64(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
+    parse_u64_bytes(s.as_bytes())
+}
+
+/// [`parse_u64`] on bytes.
+#[inline]
+pub(crate) fn parse_u64_bytes(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 19 {
         return None;
     }
@@ -42,7 +47,12 @@ pub(crate) fn parse_i64(s: &str) -> Option<i64> {
 /// runs) falls back to `str::parse`.
 #[inline]
 pub(crate) fn parse_f64(s: &str) -> Option<f64> {
-    let b = s.as_bytes();
+    parse_f64_bytes(s.as_bytes())
+}
+
+/// [`parse_f64`] on bytes (bytes that are not UTF-8 are not a number).
+#[inline]
+pub(crate) fn parse_f64_bytes(b: &[u8]) -> Option<f64> {
     // SGLang's `%.2f`: 1 to 13 digits, `.`, 2 digits. Same value as below (mant < 10^15 <
     // 2^53 is exact, then one correctly rounded division).
     if let [int @ .., b'.', d1, d2] = b
@@ -61,7 +71,7 @@ pub(crate) fn parse_f64(s: &str) -> Option<f64> {
             return Some((mant * 100 + u64::from(d1) * 10 + u64::from(d2)) as f64 / 100.0);
         }
     }
-    parse_f64_general(s)
+    parse_f64_general(std::str::from_utf8(b).ok()?)
 }
 
 /// [`parse_f64`] for any decimal form.
