@@ -721,12 +721,14 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     let primary = analyses.iter().max_by_key(|a| a.tl.decode.pushed());
     let steady = primary.and_then(|a| a.span.as_ref().map(|s| (s.steady_start_s, s.steady_end_s)));
     let running_median = primary.and_then(|a| a.running.median);
+    let in_system_mean = primary.and_then(|a| Some(a.running.mean? + a.queued.mean.unwrap_or(0.0)));
     let client = extended::client_summary(
         ev,
         ctx,
         steady,
         steady_gen_throughput.as_ref(),
         running_median,
+        in_system_mean,
         &mut findings,
     );
     let cached_share = primary.and_then(|a| {

@@ -48,6 +48,7 @@ pub(crate) fn client_summary(
     steady: Option<(f64, f64)>,
     server_tps: Option<&Rate>,
     running_median: Option<f64>,
+    in_system_mean: Option<f64>,
     findings: &mut Vec<Finding>,
 ) -> Option<ClientSummary> {
     // The source with completion times (progress log or timed records) drives the rates; token
@@ -220,6 +221,7 @@ pub(crate) fn client_summary(
         }
     }
 
+    littles_law_finding(&s, c, in_system_mean, findings);
     let waits: Vec<f64> = c
         .requests
         .iter()
@@ -228,6 +230,85 @@ pub(crate) fn client_summary(
         .collect();
     gap_finding(&s, ev, running_median, &waits, findings);
     Some(s)
+}
+
+/// Little's law over the client's steady window: requests in the server (running + queued,
+/// time-weighted mean from the log) against the client's completion rate × mean end-to-end
+/// latency (submit → end, from records that carry both). A significant surplus on the client side
+/// means requests spend time outside the server's batch and queue: in the client's own queue, the
+/// HTTP/tokenizer layer, or retries.
+fn littles_law_finding(
+    s: &ClientSummary,
+    c: &crate::client::ClientEvidence,
+    in_system_mean: Option<f64>,
+    findings: &mut Vec<Finding>,
+) {
+    let (Some(win), Some(observed)) = (&s.windowed_req_per_s, in_system_mean) else {
+        return;
+    };
+    let lat: Vec<f64> = c
+        .requests
+        .iter()
+        .filter(|r| r.ok)
+        .filter_map(|r| Some(r.end? - r.submit?))
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .collect();
+    let Some((mean, sd)) = mean_sd(&lat) else {
+        return;
+    };
+    let est = throughput_stats::RateEstimate {
+        rate_per_s: win.value,
+        count: 0,
+        window_s: win.window_s,
+        ci_low: win.low.unwrap_or(win.value),
+        ci_high: win.high.unwrap_or(win.value),
+        confidence: win.confidence,
+    };
+    let Ok(l) = throughput_stats::littles_law(observed, &est, mean, sd, lat.len() as u64) else {
+        return;
+    };
+    if !l.significant {
+        return;
+    }
+    let detail = if l.relative_mismatch < 0.0 {
+        format!(
+            "The client's completion rate ({:.3} req/s) × its mean latency ({mean:.1} s) says ~{:.0} requests should be in flight \
+             (95% interval {:.0}-{:.0}), but the server holds only ~{observed:.0} (running + queued): requests spend about {:.0}% of their \
+             latency outside the server's batch and queue, in the client's own queue, the HTTP/tokenizer layer, or retries.",
+            win.value,
+            l.expected_in_flight,
+            l.expected_low,
+            l.expected_high,
+            (1.0 - observed / l.expected_in_flight) * 100.0
+        )
+    } else {
+        format!(
+            "The server holds ~{observed:.0} requests (running + queued) but the client's rate × latency accounts for only ~{:.0} \
+             (95% interval {:.0}-{:.0}): the server is also serving requests this client did not record (another client, or aborted requests).",
+            l.expected_in_flight, l.expected_low, l.expected_high
+        )
+    };
+    findings.push(Finding {
+        kind: FindingKind::LittlesLaw,
+        title: "Little's law does not add up between client and server".into(),
+        detail,
+        figures: vec![
+            Figure::new(
+                "requests in the server (running + queued), mean",
+                observed,
+                "requests",
+            ),
+            Figure::new(
+                "completion rate × mean latency",
+                l.expected_in_flight,
+                "requests",
+            ),
+            Figure::new("client mean latency", mean, "s"),
+            Figure::new("relative mismatch", l.relative_mismatch, "fraction"),
+        ],
+        evidence: Vec::new(),
+        confidence: Confidence::Medium,
+    });
 }
 
 fn gap_finding(

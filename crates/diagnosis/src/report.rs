@@ -148,6 +148,8 @@ pub enum FindingKind {
     ClientGap,
     /// Prefill batches interrupt decode and cost decode throughput.
     PrefillInterference,
+    /// Little's law: the server holds fewer (or more) requests than the client's rate × latency implies.
+    LittlesLaw,
     /// A proposed sample window is too short for the rate.
     SampleAdequacy,
     /// What a bigger KV pool would take (SGLang's formula, free memory).

@@ -1,0 +1,78 @@
+//! Client records against the server's log: Little's law between the two views.
+
+use diagnosis::{Context, EvidenceBuilder, FindingKind, parse_client};
+use sglang_log::LogReader;
+
+/// A steady server: 10 running, nothing queued, a decode line every 10 s for 1,000 s.
+fn server_log() -> String {
+    let mut s = String::new();
+    for i in 0..=100 {
+        let t = i * 10;
+        s.push_str(&format!(
+            "[2026-01-01 00:{:02}:{:02}] Decode batch, #running-req: 10, #token: 5000, token usage: 0.50, cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n",
+            t / 60,
+            t % 60
+        ));
+    }
+    s
+}
+
+/// One completion a second, each 30 s after its submit.
+fn records(latency_s: f64) -> String {
+    (0..1000)
+        .map(|i| {
+            let end = 1_767_225_600.0 + f64::from(i);
+            format!(
+                "{{\"id\":\"r{i}\",\"ok\":true,\"submit_unix_s\":{},\"end_unix_s\":{end},\"usage\":{{\"prompt_tokens\":100,\"completion_tokens\":100}}}}\n",
+                end - latency_s
+            )
+        })
+        .collect()
+}
+
+fn diagnose(latency_s: f64) -> diagnosis::Report {
+    let log = server_log();
+    let mut b = EvidenceBuilder::new();
+    let id = b.add_source("server.log");
+    let stats = LogReader::from_reader("server.log", log.as_bytes())
+        .for_each(|r| b.push(id, r))
+        .expect("read");
+    b.finish_source(id, &stats);
+    let ctx = Context {
+        clients: vec![parse_client("records.jsonl", &records(latency_s))],
+        ..Context::default()
+    };
+    diagnosis::diagnose_with(&b.build(), &ctx)
+}
+
+#[test]
+fn requests_held_outside_the_server_break_littles_law() {
+    // 1 req/s × 30 s = 30 in flight by the client's account; the server holds 10.
+    let r = diagnose(30.0);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::LittlesLaw)
+        .expect("Little's law finding");
+    let fig = |name: &str| {
+        f.figures
+            .iter()
+            .find(|g| g.name.starts_with(name))
+            .and_then(|g| g.value)
+            .expect(name)
+    };
+    assert_eq!(fig("requests in the server"), 10.0);
+    assert!((fig("completion rate × mean latency") - 30.0).abs() < 1.0);
+    assert!((fig("relative mismatch") + 0.667).abs() < 0.02);
+    assert!(f.detail.contains("outside the server's batch"));
+}
+
+#[test]
+fn consistent_views_raise_no_littles_law_finding() {
+    // 1 req/s × 10 s = 10 in flight, as the server says.
+    let r = diagnose(10.0);
+    assert!(!r.findings.iter().any(|f| f.kind == FindingKind::LittlesLaw));
+    let c = r.client.expect("client");
+    assert_eq!(c.completed, 1000);
+    assert!((c.windowed_req_per_s.expect("rate").value - 1.0).abs() < 0.1);
+}
