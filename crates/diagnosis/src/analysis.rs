@@ -941,6 +941,7 @@ fn headline(
         (Some(r), Some(t)) => Some(format!(
             "~{r:.0} requests run{per_rank} (~{t:.0} over {dp_ranks} ranks)"
         )),
+        (Some(r), None) if r.round() == 1.0 => Some("~1 request runs".to_string()),
         (Some(r), None) => Some(format!("~{r:.0} requests run")),
         _ => None,
     };
