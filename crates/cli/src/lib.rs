@@ -45,23 +45,24 @@ fn uses_sample(args: &DiagnoseArgs) -> bool {
 /// The embedded scenario's other artifacts, for the sources the user did not give.
 fn add_sample_context(ctx: &mut Context, args: &DiagnoseArgs) {
     let name = |f: &str| format!("<embedded sample: kimi-k25-b2/{f}>");
-    if args.server_info.is_none() {
-        if let Ok(info) = sglang_client::ServerInfo::from_json_str(SAMPLE_SERVER_INFO) {
-            ctx.server = Some(sources::server_facts(&info, &name("server_info.json")));
-        }
+    if args.server_info.is_none()
+        && let Ok(info) = sglang_client::ServerInfo::from_json_str(SAMPLE_SERVER_INFO)
+    {
+        ctx.server = Some(sources::server_facts(&info, &name("server_info.json")));
     }
-    if args.gpu_snapshot.is_none() && !args.gpu {
-        if let Ok(snap) = gpu_probe::parse_nvidia_smi(SAMPLE_NVIDIA_SMI, &name("nvidia-smi.csv")) {
-            ctx.gpu = Some(sources::gpu_facts(&snap, &name("nvidia-smi.csv")));
-        }
+    if args.gpu_snapshot.is_none()
+        && !args.gpu
+        && let Ok(snap) = gpu_probe::parse_nvidia_smi(SAMPLE_NVIDIA_SMI, &name("nvidia-smi.csv"))
+    {
+        ctx.gpu = Some(sources::gpu_facts(&snap, &name("nvidia-smi.csv")));
     }
-    if args.model_config.is_none() {
-        if let Ok(config) = kv_capacity::ModelConfig::from_hf_json(SAMPLE_CONFIG) {
-            ctx.model = Some(diagnosis::ModelFacts {
-                source: name("config.json"),
-                config,
-            });
-        }
+    if args.model_config.is_none()
+        && let Ok(config) = kv_capacity::ModelConfig::from_hf_json(SAMPLE_CONFIG)
+    {
+        ctx.model = Some(diagnosis::ModelFacts {
+            source: name("config.json"),
+            config,
+        });
     }
     if args.client_log.is_none() && args.client_records.is_none() {
         ctx.clients.push(diagnosis::parse_client(

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 use diagnosis::Bottleneck;
+use diagnosis::analysis::fmt_duration;
 use diagnosis::report::{
     CapacityModel, ClientSummary, Finding, GaugeStats, Projection, Rate, Recommendation, Report,
 };
@@ -39,16 +40,6 @@ fn gauge_line(name: &str, g: &GaugeStats, digits: usize, unit: &str) -> String {
     )
 }
 
-fn duration(s: f64) -> String {
-    if s >= 3600.0 {
-        format!("{:.1} h", s / 3600.0)
-    } else if s >= 120.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.0} s")
-    }
-}
-
 fn rate_text(r: &Rate) -> String {
     let ci = match (r.low, r.high) {
         (Some(l), Some(h)) => format!(" (95% interval {l:.0}-{h:.0})"),
@@ -58,7 +49,7 @@ fn rate_text(r: &Rate) -> String {
         "{:.0} {}{ci} over {}",
         r.value,
         r.unit,
-        duration(r.window_s)
+        fmt_duration(r.window_s)
     )
 }
 
@@ -131,10 +122,10 @@ pub fn text(r: &Report, color: bool) -> String {
             let _ = writeln!(
                 o,
                 "  span {} ; steady state from +{} to +{} ({}; {})",
-                duration(sp.end_s - sp.start_s),
-                duration(sp.steady_start_s - sp.start_s),
-                duration(sp.steady_end_s - sp.start_s),
-                duration(sp.steady_end_s - sp.steady_start_s),
+                fmt_duration(sp.end_s - sp.start_s),
+                fmt_duration(sp.steady_start_s - sp.start_s),
+                fmt_duration(sp.steady_end_s - sp.start_s),
+                fmt_duration(sp.steady_end_s - sp.steady_start_s),
                 sp.method
             );
         }
@@ -500,7 +491,7 @@ fn rate_opt(r: &Option<Rate>, digits: usize) -> String {
                 "{:.digits$} {}{ci} over {}",
                 r.value,
                 r.unit,
-                duration(r.window_s)
+                fmt_duration(r.window_s)
             )
         }
         None => "?".into(),
@@ -556,9 +547,11 @@ fn client_text(o: &mut String, c: &ClientSummary) {
             o,
             "  ETA for the remaining {} requests: {} (95% interval {} to {})",
             e.remaining,
-            duration(e.seconds),
-            duration(e.low_s),
-            e.high_s.map(duration).unwrap_or_else(|| "unbounded".into())
+            fmt_duration(e.seconds),
+            fmt_duration(e.low_s),
+            e.high_s
+                .map(fmt_duration)
+                .unwrap_or_else(|| "unbounded".into())
         );
     }
 }

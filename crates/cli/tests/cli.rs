@@ -29,6 +29,16 @@ fn embedded_sample_gives_a_verdict() {
     );
     // NO_COLOR: no escape sequences
     assert!(!text.contains('\u{1b}'));
+    // the rest of the embedded scenario is read too (a broken fixture must not vanish silently)
+    assert!(text.contains("KV capacity what-if"), "{text}");
+    assert!(
+        text.contains("the client printed       0.1 req/s"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<embedded sample: kimi-k25-b2/nvidia-smi.csv>"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -356,6 +356,34 @@ impl Aggregates {
 }
 
 impl SchedulerTimeline {
+    /// Record one decode sample: exact aggregates, then the bounded timeline.
+    pub fn push_decode(&mut self, d: DecodeSample) {
+        let agg = &mut self.agg;
+        agg.max_running = max_opt(agg.max_running, d.running);
+        agg.max_queue = max_opt(agg.max_queue, d.queue);
+        agg.max_usage = max_opt(agg.max_usage, d.usage);
+        agg.max_gen_tps = max_opt(agg.max_gen_tps, d.gen_tps);
+        agg.max_mamba_usage = max_opt(agg.max_mamba_usage, d.mamba_usage);
+        agg.max_prealloc_req = max_opt(agg.max_prealloc_req, d.prealloc_req);
+        if d.graph == Some(false) {
+            agg.decode_without_graph += 1;
+        }
+        self.decode.push(d);
+    }
+
+    /// Record one prefill sample: exact aggregates, then the bounded timeline.
+    pub fn push_prefill(&mut self, p: PrefillSample) {
+        let agg = &mut self.agg;
+        agg.max_running = max_opt(agg.max_running, p.running);
+        agg.max_queue = max_opt(agg.max_queue, p.queue);
+        agg.max_usage = max_opt(agg.max_usage, p.usage);
+        agg.prefill_new_tokens += p.new_token.unwrap_or(0);
+        agg.prefill_cached_tokens += p.cached_token.unwrap_or(0);
+        agg.max_prefill_new_tokens = max_opt(agg.max_prefill_new_tokens, p.new_token);
+        agg.max_prealloc_req = max_opt(agg.max_prealloc_req, p.prealloc_req);
+        self.prefill.push(p);
+    }
+
     /// First and last timestamp of its batch lines (seconds).
     pub fn time_range(&self) -> Option<(f64, f64)> {
         let ts = self
@@ -402,34 +430,15 @@ impl Evidence {
                 .copied()
                 .filter(|p| keep(p.t))
                 .collect();
-            let mut agg = Aggregates::default();
-            let mut dt = Timeline::default();
-            for d in &decode {
-                agg.max_running = max_opt(agg.max_running, d.running);
-                agg.max_queue = max_opt(agg.max_queue, d.queue);
-                agg.max_usage = max_opt(agg.max_usage, d.usage);
-                agg.max_gen_tps = max_opt(agg.max_gen_tps, d.gen_tps);
-                agg.max_mamba_usage = max_opt(agg.max_mamba_usage, d.mamba_usage);
-                agg.max_prealloc_req = max_opt(agg.max_prealloc_req, d.prealloc_req);
-                if d.graph == Some(false) {
-                    agg.decode_without_graph += 1;
-                }
-                dt.push(*d);
+            tl.decode = Timeline::default();
+            tl.prefill = Timeline::default();
+            tl.agg = Aggregates::default();
+            for d in decode {
+                tl.push_decode(d);
             }
-            let mut pt = Timeline::default();
-            for p in &prefill {
-                agg.max_running = max_opt(agg.max_running, p.running);
-                agg.max_queue = max_opt(agg.max_queue, p.queue);
-                agg.max_usage = max_opt(agg.max_usage, p.usage);
-                agg.prefill_new_tokens += p.new_token.unwrap_or(0);
-                agg.prefill_cached_tokens += p.cached_token.unwrap_or(0);
-                agg.max_prefill_new_tokens = max_opt(agg.max_prefill_new_tokens, p.new_token);
-                agg.max_prealloc_req = max_opt(agg.max_prealloc_req, p.prealloc_req);
-                pt.push(*p);
+            for p in prefill {
+                tl.push_prefill(p);
             }
-            tl.decode = dt;
-            tl.prefill = pt;
-            tl.agg = agg;
         }
         ev.schedulers
             .retain(|_, tl| tl.decode.pushed() + tl.prefill.pushed() > 0);
@@ -541,15 +550,11 @@ impl Evidence {
                 gen_tps: x.gen_throughput,
                 ..DecodeSample::default()
             };
-            tl.agg.max_running = max_opt(tl.agg.max_running, d.running);
-            tl.agg.max_queue = max_opt(tl.agg.max_queue, d.queue);
-            tl.agg.max_usage = max_opt(tl.agg.max_usage, d.usage);
-            tl.agg.max_gen_tps = max_opt(tl.agg.max_gen_tps, d.gen_tps);
             if tl.first.is_none() {
                 tl.first = Some(Loc { source, line });
             }
             tl.last = Some(Loc { source, line });
-            tl.decode.push(d);
+            tl.push_decode(d);
         }
         ev
     }
@@ -685,10 +690,6 @@ impl EvidenceBuilder {
                     sched.first = Some(loc);
                 }
                 sched.last = Some(loc);
-                let agg = &mut sched.agg;
-                agg.max_running = max_opt(agg.max_running, b.running_req());
-                agg.max_queue = max_opt(agg.max_queue, b.queue_req());
-                agg.max_usage = max_opt(agg.max_usage, b.token_usage());
                 match b.kind {
                     BatchKind::Decode => {
                         let s = DecodeSample {
@@ -706,13 +707,7 @@ impl EvidenceBuilder {
                             transfer_req: b.transfer_req(),
                             mamba_usage: b.mamba_usage(),
                         };
-                        agg.max_gen_tps = max_opt(agg.max_gen_tps, s.gen_tps);
-                        agg.max_mamba_usage = max_opt(agg.max_mamba_usage, s.mamba_usage);
-                        agg.max_prealloc_req = max_opt(agg.max_prealloc_req, s.prealloc_req);
-                        if s.graph == Some(false) {
-                            agg.decode_without_graph += 1;
-                        }
-                        sched.decode.push(s);
+                        sched.push_decode(s);
                     }
                     BatchKind::Prefill => {
                         let s = PrefillSample {
@@ -727,12 +722,7 @@ impl EvidenceBuilder {
                             prealloc_req: b.prealloc_req(),
                             inflight_req: b.inflight_req(),
                         };
-                        agg.prefill_new_tokens += s.new_token.unwrap_or(0);
-                        agg.prefill_cached_tokens += s.cached_token.unwrap_or(0);
-                        agg.max_prefill_new_tokens =
-                            max_opt(agg.max_prefill_new_tokens, s.new_token);
-                        agg.max_prealloc_req = max_opt(agg.max_prealloc_req, s.prealloc_req);
-                        sched.prefill.push(s);
+                        sched.push_prefill(s);
                     }
                 }
             }
