@@ -118,7 +118,10 @@ fn run_batch_records_feed_diagnose_and_watch_follows_the_log() {
         v["client"]["windowed_req_per_s"]["value"]
             .as_f64()
             .unwrap_or(0.0)
-            > 0.0
+            > 0.0,
+        "client {} schedulers {}",
+        v["client"],
+        v["schedulers"]
     );
 
     // 3. live mode: follow the log while a second batch appends to it; 3 reports, then stop.

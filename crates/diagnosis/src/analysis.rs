@@ -198,12 +198,18 @@ fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
     }
     let start_s = series[0].0;
     let end_s = series[series.len() - 1].0;
+    let timestamp_resolution_s = if series.iter().all(|p| p.0.fract() == 0.0) {
+        1.0
+    } else {
+        0.0
+    };
     match throughput_stats::detect_phases(&series) {
         Ok(p) => Some(Span {
             start_s,
             end_s,
             steady_start_s: p.steady.0,
             steady_end_s: p.steady.1,
+            timestamp_resolution_s,
             method: describe_method(&p.method),
         }),
         Err(_) => Some(Span {
@@ -211,6 +217,7 @@ fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
             end_s,
             steady_start_s: start_s,
             steady_end_s: end_s,
+            timestamp_resolution_s,
             method: "whole log (too few points for phase detection)".to_string(),
         }),
     }
@@ -719,7 +726,15 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     let steady_gen_throughput = steady_throughput(&analyses);
     // The primary scheduler: the one with the most decode lines.
     let primary = analyses.iter().max_by_key(|a| a.tl.decode.pushed());
-    let steady = primary.and_then(|a| a.span.as_ref().map(|s| (s.steady_start_s, s.steady_end_s)));
+    // The steady span as the log's clock can place it: a line stamped in whole seconds happened
+    // somewhere within that second, so the span reaches to the end of its last second.
+    let steady = primary.and_then(|a| {
+        a.span.as_ref().map(|s| extended::SteadyClock {
+            start_s: s.steady_start_s,
+            end_s: s.steady_end_s + s.timestamp_resolution_s,
+            resolution_s: s.timestamp_resolution_s,
+        })
+    });
     let running_median = primary.and_then(|a| a.running.median);
     let in_system_mean = primary.and_then(|a| Some(a.running.mean? + a.queued.mean.unwrap_or(0.0)));
     let client = extended::client_summary(

@@ -41,11 +41,22 @@ fn rate_from(est: &throughput_stats::RateEstimate, method: &str) -> Rate {
     }
 }
 
+/// The server's steady span on the log's clock (seconds), as finely as that clock places it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SteadyClock {
+    /// Start of the steady span (seconds).
+    pub start_s: f64,
+    /// End of the steady span, to the end of its last clock tick (seconds).
+    pub end_s: f64,
+    /// The log clock's resolution (seconds; 1.0 for whole-second timestamps, 0.0 for finer).
+    pub resolution_s: f64,
+}
+
 /// Reconcile the first client source with the server's steady rate.
 pub(crate) fn client_summary(
     ev: &Evidence,
     ctx: &Context,
-    steady: Option<(f64, f64)>,
+    steady: Option<SteadyClock>,
     server_tps: Option<&Rate>,
     running_median: Option<f64>,
     in_system_mean: Option<f64>,
@@ -138,10 +149,26 @@ pub(crate) fn client_summary(
             ));
         }
         s.first_completion_after_s = cum.iter().find(|p| p.1 > 0).map(|p| p.0 - t0);
-        // Window: the server's steady span when the clocks overlap, else the client's second half.
-        let (mut from, to) = match steady {
-            Some((a, b)) if a < t1 && b > t0 => (a.max(t0), b.min(t1)),
-            _ => (t0 + (t1 - t0) / 2.0, t1),
+        // Window: the server's steady span when the clocks overlap by more than the log clock
+        // can resolve (a shorter overlap is an artefact of whole-second timestamps, not a
+        // window), else the client's second half.
+        let (mut from, to, method) = match steady {
+            Some(w)
+                if w.start_s < t1
+                    && w.end_s > t0
+                    && w.end_s.min(t1) - w.start_s.max(t0) >= w.resolution_s =>
+            {
+                (
+                    w.start_s.max(t0),
+                    w.end_s.min(t1),
+                    "completions in the server's steady span / its length, exact Poisson (Garwood) interval",
+                )
+            }
+            _ => (
+                t0 + (t1 - t0) / 2.0,
+                t1,
+                "completions in the second half of the client's run / its length, exact Poisson (Garwood) interval",
+            ),
         };
         // Never start the window before the first completion: the ramp holds none by construction.
         if let Some(first) = s.first_completion_after_s {
@@ -157,10 +184,7 @@ pub(crate) fn client_summary(
         if to > from {
             let n = at(to).saturating_sub(at(from));
             if let Ok(est) = throughput_stats::RateEstimate::from_count(n, to - from, CONFIDENCE) {
-                s.windowed_req_per_s = Some(rate_from(
-                    &est,
-                    "completions in the steady window / its length, exact Poisson (Garwood) interval",
-                ));
+                s.windowed_req_per_s = Some(rate_from(&est, method));
             }
         }
     }

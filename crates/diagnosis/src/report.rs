@@ -203,6 +203,10 @@ pub struct Span {
     pub steady_start_s: f64,
     /// End of the steady span (seconds).
     pub steady_end_s: f64,
+    /// How finely the log's clock resolves time (seconds): 1.0 when every timestamp in the series
+    /// is a whole second (the usual `[YYYY-MM-DD HH:MM:SS]` prefix), so a line stamped `t`
+    /// happened somewhere in `[t, t + 1)`; 0.0 when the timestamps carry fractions.
+    pub timestamp_resolution_s: f64,
     /// The method used to find it.
     pub method: String,
 }

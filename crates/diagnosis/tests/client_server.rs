@@ -76,3 +76,48 @@ fn consistent_views_raise_no_littles_law_finding() {
     assert_eq!(c.completed, 1000);
     assert!((c.windowed_req_per_s.expect("rate").value - 1.0).abs() < 0.1);
 }
+
+/// A short client run that straddles the last whole second of a log stamped in whole seconds:
+/// the overlap with the server's steady span is shorter than the log clock resolves, so the
+/// window is the client's own second half, not a sliver that holds no completion.
+#[test]
+fn overlap_shorter_than_the_log_clock_falls_back_to_the_clients_second_half() {
+    // Decode lines at 00:00:00 .. 00:00:10, one a second.
+    let log: String = (0..=10)
+        .map(|t| format!(
+            "[2026-01-01 00:00:{t:02}] Decode batch, #running-req: 10, #token: 5000, token usage: 0.50, cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n"
+        ))
+        .collect();
+    // All submitted at 00:00:09.95; 10 completions at 10.01, 10.02, ..., 10.10.
+    let t0 = 1_767_225_600.0 + 9.95;
+    let recs: String = (1..=10)
+        .map(|i| {
+            let end = 1_767_225_610.0 + f64::from(i) / 100.0;
+            format!(
+                "{{\"id\":\"r{i}\",\"ok\":true,\"submit_unix_s\":{t0},\"end_unix_s\":{end},\"usage\":{{\"prompt_tokens\":10,\"completion_tokens\":40}}}}\n"
+            )
+        })
+        .collect();
+    let mut b = EvidenceBuilder::new();
+    let id = b.add_source("server.log");
+    let stats = LogReader::from_reader("server.log", log.as_bytes())
+        .for_each(|r| b.push(id, r))
+        .expect("read");
+    b.finish_source(id, &stats);
+    let ctx = Context {
+        clients: vec![parse_client("records.jsonl", &recs)],
+        ..Context::default()
+    };
+    let r = diagnosis::diagnose_with(&b.build(), &ctx);
+    let span = r.schedulers[0].span.as_ref().expect("span");
+    assert_eq!(span.timestamp_resolution_s, 1.0);
+    let w = r
+        .client
+        .expect("client")
+        .windowed_req_per_s
+        .expect("windowed rate");
+    assert!(w.method.contains("second half"), "{}", w.method);
+    // Second half: 10.025 .. 10.10 (0.075 s) holds the 8 completions at 10.03 .. 10.10.
+    assert!((w.window_s - 0.075).abs() < 1e-3, "{}", w.window_s);
+    assert!((w.value - 8.0 / 0.075).abs() < 0.5, "{}", w.value);
+}
