@@ -30,8 +30,8 @@ fn records(latency_s: f64) -> String {
         .collect()
 }
 
-fn diagnose(latency_s: f64) -> diagnosis::Report {
-    let log = server_log();
+/// Diagnose a server log beside a client's records (both as text).
+fn diagnose_texts(log: &str, records: &str) -> diagnosis::Report {
     let mut b = EvidenceBuilder::new();
     let id = b.add_source("server.log");
     let stats = LogReader::from_reader("server.log", log.as_bytes())
@@ -39,10 +39,14 @@ fn diagnose(latency_s: f64) -> diagnosis::Report {
         .expect("read");
     b.finish_source(id, &stats);
     let ctx = Context {
-        clients: vec![parse_client("records.jsonl", &records(latency_s))],
+        clients: vec![parse_client("records.jsonl", records)],
         ..Context::default()
     };
     diagnosis::diagnose_with(&b.build(), &ctx)
+}
+
+fn diagnose(latency_s: f64) -> diagnosis::Report {
+    diagnose_texts(&server_log(), &records(latency_s))
 }
 
 #[test]
@@ -98,17 +102,7 @@ fn overlap_shorter_than_the_log_clock_falls_back_to_the_clients_second_half() {
             )
         })
         .collect();
-    let mut b = EvidenceBuilder::new();
-    let id = b.add_source("server.log");
-    let stats = LogReader::from_reader("server.log", log.as_bytes())
-        .for_each(|r| b.push(id, r))
-        .expect("read");
-    b.finish_source(id, &stats);
-    let ctx = Context {
-        clients: vec![parse_client("records.jsonl", &recs)],
-        ..Context::default()
-    };
-    let r = diagnosis::diagnose_with(&b.build(), &ctx);
+    let r = diagnose_texts(&log, &recs);
     let span = r.schedulers[0].span.as_ref().expect("span");
     assert_eq!(span.timestamp_resolution_s, 1.0);
     let w = r
