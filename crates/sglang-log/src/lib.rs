@@ -76,6 +76,7 @@
 #![deny(missing_docs)]
 
 mod batch;
+pub mod bench;
 mod events;
 mod line;
 mod num;
@@ -84,6 +85,7 @@ mod reader;
 mod timestamp;
 
 pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
+pub use bench::{BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
 pub use events::{
     CapacityLine, KvCacheAllocated, MemoryLine, Retraction, RetractionWording, ServerArgs,
 };

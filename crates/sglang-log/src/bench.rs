@@ -1,0 +1,546 @@
+//! Summary blocks of SGLang's benchmark clients, read from any text that holds them: a saved
+//! `python -m sglang.bench_serving` output, a CI log that runs server and benchmark together, a
+//! bug report's paste.
+//!
+//! Two shapes are recognised (spec `sglang-observables.md` §7):
+//! - the `Serving Benchmark Result` block of `sglang.bench_serving` (≤ v0.5.14) and
+//!   `sglang.benchmark.serving` (v0.5.15+): a title centred in `=`, one `Label: value` line per
+//!   metric, sub-headers centred in `-`, a closing line of `=`. vLLM's `bench serve` prints the
+//!   same block with a few other labels (`Failed requests`, `Maximum request concurrency`);
+//!   every version's labels are read, including the `Max reqeuest concurrency` typo of
+//!   v0.3.6.post1 – v0.4.6.post3. Latencies there are in milliseconds.
+//! - the `Performance metrics summary:` of SGLang's multi-turn benchmark
+//!   (`benchmark/hicache/bench_multiturn.py`): indented `Label: value [unit words]` lines with
+//!   latencies in seconds.
+//!
+//! Nothing is lost: a `Label: value` line inside a block whose label has no typed field (or
+//! whose value does not parse) is kept in [`BenchSummary::other`] with its line number. A block
+//! cut short (a paste that ends mid-block) ends at its last metric line.
+//!
+//! The `--num-prompts N` of a benchmark command line (or `num_prompts=N` of its printed
+//! arguments) seen before a block is attached to it, so that "1,648 successful" can be read
+//! against "3,000 requested".
+
+use serde::Serialize;
+
+/// Which benchmark printed a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BenchTool {
+    /// `====== Serving Benchmark Result ======` (sglang.bench_serving, vLLM bench serve).
+    ServingBenchmark,
+    /// `Performance metrics summary:` (SGLang's multi-turn benchmark).
+    MultiTurnSummary,
+}
+
+/// Statistics of one latency metric over the benchmark's requests (seconds; `None` where the
+/// block does not print that statistic).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyStats {
+    /// Mean (seconds).
+    pub mean_s: Option<f64>,
+    /// Median (seconds).
+    pub median_s: Option<f64>,
+    /// 90th percentile (seconds).
+    pub p90_s: Option<f64>,
+    /// 95th percentile (seconds).
+    pub p95_s: Option<f64>,
+    /// 99th percentile (seconds).
+    pub p99_s: Option<f64>,
+    /// Maximum (seconds).
+    pub max_s: Option<f64>,
+}
+
+impl LatencyStats {
+    /// Whether any statistic is present.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// A `Label: value` line of a block that has no typed field, kept as printed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BenchField {
+    /// 1-based line number in the text.
+    pub line_no: u64,
+    /// The label, without its colon.
+    pub label: String,
+    /// The value, as printed (trimmed).
+    pub value: String,
+}
+
+/// One benchmark summary block. Every metric is `None` when the block does not print it (the
+/// set of lines differs by version, spec §7).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BenchSummary {
+    /// Which benchmark printed it.
+    pub tool: BenchTool,
+    /// 1-based line number of the title line.
+    pub first_line: u64,
+    /// 1-based line number of the block's last line read.
+    pub last_line: u64,
+    /// `--num-prompts` of the benchmark command (or `num_prompts=` of its printed arguments)
+    /// seen before the block: the requests the benchmark was asked to send.
+    pub num_prompts: Option<u64>,
+    /// `Backend:` (e.g. `sglang`, `sglang-oai`, `vllm`).
+    pub backend: Option<String>,
+    /// `Traffic request rate:` as printed: a number (req/s), `inf` (all at once) or `trace`.
+    pub request_rate: Option<String>,
+    /// `Max request concurrency:` (requests); `None` when `not set` or absent.
+    pub max_concurrency: Option<u64>,
+    /// `Successful requests:`.
+    pub successful_requests: Option<u64>,
+    /// `Failed requests:` (vLLM's block prints it; SGLang's counts only successes).
+    pub failed_requests: Option<u64>,
+    /// `Total requests:` of the multi-turn summary.
+    pub total_requests: Option<u64>,
+    /// `Benchmark duration (s):` wall time of the whole run, ramp and drain included (seconds).
+    pub duration_s: Option<f64>,
+    /// `Total input tokens:` (tokens).
+    pub total_input_tokens: Option<u64>,
+    /// `Total generated tokens:` as the server counted them (tokens).
+    pub total_generated_tokens: Option<u64>,
+    /// `Total generated tokens (retokenized):` (tokens).
+    pub total_generated_tokens_retokenized: Option<u64>,
+    /// `Request throughput (req/s):` successful requests / duration: a whole-run average.
+    pub request_throughput: Option<f64>,
+    /// `Input token throughput (tok/s):` prompt tokens / duration.
+    pub input_tok_per_s: Option<f64>,
+    /// `Output token throughput (tok/s):` generated tokens / duration: a whole-run average.
+    pub output_tok_per_s: Option<f64>,
+    /// `Peak output token throughput (tok/s):` the best 1-second bucket (v0.5.6+).
+    pub peak_output_tok_per_s: Option<f64>,
+    /// `Peak concurrent requests:` the most requests in flight in a 1-second bucket (v0.5.6+).
+    pub peak_concurrent_requests: Option<f64>,
+    /// `Total token throughput (tok/s):` (input + output) / duration.
+    pub total_tok_per_s: Option<f64>,
+    /// `Concurrency:` Σ end-to-end latency / duration, the mean requests in flight (Little's law).
+    pub concurrency: Option<f64>,
+    /// `Accept length:` mean accepted tokens per speculative-decoding step.
+    pub accept_length: Option<f64>,
+    /// `Average Prompt Length:` of the multi-turn summary (tokens).
+    pub mean_prompt_tokens: Option<f64>,
+    /// `Average Output Length:` of the multi-turn summary (tokens).
+    pub mean_output_tokens: Option<f64>,
+    /// `Cache Hit Rate:` of the multi-turn summary (fraction of prompt tokens).
+    pub cache_hit_rate: Option<f64>,
+    /// End-to-end latency: send to last byte.
+    pub e2e: LatencyStats,
+    /// Time to first token: send to the first streamed chunk.
+    pub ttft: LatencyStats,
+    /// Time per output token after the first: (e2e − TTFT) / (output tokens − 1) per request.
+    pub tpot: LatencyStats,
+    /// Inter-token latency: gaps between streamed chunks, pooled over requests.
+    pub itl: LatencyStats,
+    /// `Label: value` lines without a typed field (or whose value did not parse), kept.
+    pub other: Vec<BenchField>,
+}
+
+impl BenchSummary {
+    fn new(tool: BenchTool, line_no: u64, num_prompts: Option<u64>) -> Self {
+        BenchSummary {
+            tool,
+            first_line: line_no,
+            last_line: line_no,
+            num_prompts,
+            backend: None,
+            request_rate: None,
+            max_concurrency: None,
+            successful_requests: None,
+            failed_requests: None,
+            total_requests: None,
+            duration_s: None,
+            total_input_tokens: None,
+            total_generated_tokens: None,
+            total_generated_tokens_retokenized: None,
+            request_throughput: None,
+            input_tok_per_s: None,
+            output_tok_per_s: None,
+            peak_output_tok_per_s: None,
+            peak_concurrent_requests: None,
+            total_tok_per_s: None,
+            concurrency: None,
+            accept_length: None,
+            mean_prompt_tokens: None,
+            mean_output_tokens: None,
+            cache_hit_rate: None,
+            e2e: LatencyStats::default(),
+            ttft: LatencyStats::default(),
+            tpot: LatencyStats::default(),
+            itl: LatencyStats::default(),
+            other: Vec::new(),
+        }
+    }
+
+    /// Requests the benchmark meant to complete: successful + failed when the block prints
+    /// failures, else `--num-prompts`, else the multi-turn `Total requests`.
+    pub fn requested(&self) -> Option<u64> {
+        match (self.successful_requests, self.failed_requests) {
+            (Some(ok), Some(failed)) => Some(ok + failed),
+            _ => self.num_prompts.or(self.total_requests),
+        }
+    }
+
+    /// Requests that did not complete successfully: `Failed requests`, else requested minus
+    /// successful when both are known. `None` when it cannot be told.
+    pub fn failed(&self) -> Option<u64> {
+        if self.failed_requests.is_some() {
+            return self.failed_requests;
+        }
+        Some(self.requested()?.saturating_sub(self.successful_requests?))
+    }
+
+    /// The traffic request rate as a number (req/s); `None` for `inf`, `trace` or absent.
+    pub fn request_rate_per_s(&self) -> Option<f64> {
+        self.request_rate
+            .as_deref()?
+            .parse::<f64>()
+            .ok()
+            .filter(|r| r.is_finite())
+    }
+
+    /// Mean output tokens per successful request: `Total generated tokens / Successful requests`,
+    /// else the multi-turn `Average Output Length` (tokens).
+    pub fn mean_completion_tokens(&self) -> Option<f64> {
+        match (self.total_generated_tokens, self.successful_requests) {
+            (Some(t), Some(n)) if n > 0 => Some(t as f64 / n as f64),
+            _ => self.mean_output_tokens,
+        }
+    }
+
+    /// Mean prompt tokens per successful request: `Total input tokens / Successful requests`, else
+    /// the multi-turn `Average Prompt Length` (tokens).
+    pub fn mean_prompt_tokens(&self) -> Option<f64> {
+        match (self.total_input_tokens, self.successful_requests) {
+            (Some(t), Some(n)) if n > 0 => Some(t as f64 / n as f64),
+            _ => self.mean_prompt_tokens,
+        }
+    }
+
+    /// The block's `Label: value` lines read into typed fields: `false` when the label is not
+    /// one this tool knows (the caller keeps it in `other`).
+    fn apply(&mut self, label: &str, value: &str) -> Apply {
+        let key = label
+            .trim()
+            .to_ascii_lowercase()
+            .replace("reqeuest", "request");
+        let num = first_token(value);
+        let f = || {
+            num.and_then(|s| s.parse::<f64>().ok())
+                .filter(|x| x.is_finite())
+        };
+        let u = || num.and_then(|s| s.parse::<u64>().ok());
+        let set_f = |slot: &mut Option<f64>| match f() {
+            Some(x) => {
+                *slot = Some(x);
+                Apply::Typed
+            }
+            None => Apply::BadValue,
+        };
+        let set_u = |slot: &mut Option<u64>| match u() {
+            Some(x) => {
+                *slot = Some(x);
+                Apply::Typed
+            }
+            None => Apply::BadValue,
+        };
+        match key.as_str() {
+            "backend" => {
+                self.backend = num.map(str::to_string);
+                Apply::Typed
+            }
+            "traffic request rate" => {
+                self.request_rate = num.map(str::to_string);
+                Apply::Typed
+            }
+            "max request concurrency" | "maximum request concurrency" => {
+                if value.trim().eq_ignore_ascii_case("not set") {
+                    self.max_concurrency = None;
+                    Apply::Typed
+                } else {
+                    set_u(&mut self.max_concurrency)
+                }
+            }
+            "successful requests" => set_u(&mut self.successful_requests),
+            "failed requests" => set_u(&mut self.failed_requests),
+            "total requests" => {
+                // multi-turn: "75 at 10 requests per second"
+                if let Some(rate) = value.split(" at ").nth(1).and_then(first_token) {
+                    self.request_rate = Some(rate.to_string());
+                }
+                set_u(&mut self.total_requests)
+            }
+            "benchmark duration (s)" => set_f(&mut self.duration_s),
+            "total input tokens" => set_u(&mut self.total_input_tokens),
+            "total generated tokens" => set_u(&mut self.total_generated_tokens),
+            "total generated tokens (retokenized)" => {
+                set_u(&mut self.total_generated_tokens_retokenized)
+            }
+            "request throughput (req/s)" | "request throughput" => {
+                set_f(&mut self.request_throughput)
+            }
+            "input token throughput (tok/s)" | "input token throughput" => {
+                set_f(&mut self.input_tok_per_s)
+            }
+            "output token throughput (tok/s)" | "output token throughput" => {
+                set_f(&mut self.output_tok_per_s)
+            }
+            "peak output token throughput (tok/s)" => set_f(&mut self.peak_output_tok_per_s),
+            "peak concurrent requests" => set_f(&mut self.peak_concurrent_requests),
+            "total token throughput (tok/s)" | "total token throughput" => {
+                set_f(&mut self.total_tok_per_s)
+            }
+            "concurrency" => set_f(&mut self.concurrency),
+            "accept length" => set_f(&mut self.accept_length),
+            "average prompt length" => set_f(&mut self.mean_prompt_tokens),
+            "average output length" => set_f(&mut self.mean_output_tokens),
+            "cache hit rate" => set_f(&mut self.cache_hit_rate),
+            _ => {
+                let default_unit_s = match self.tool {
+                    BenchTool::ServingBenchmark => 1e-3,
+                    BenchTool::MultiTurnSummary => 1.0,
+                };
+                match latency_slot(self, &key, default_unit_s) {
+                    Some((slot, scale)) => match f() {
+                        Some(x) => {
+                            *slot = Some(x * scale);
+                            Apply::Typed
+                        }
+                        None => Apply::BadValue,
+                    },
+                    None => Apply::Unknown,
+                }
+            }
+        }
+    }
+}
+
+/// What [`BenchSummary::apply`] made of a line.
+enum Apply {
+    Typed,
+    BadValue,
+    Unknown,
+}
+
+/// `Mean TTFT (ms)`, `P99 E2E Latency (ms)`, `Average ITL`, `Max latency`: the statistic's slot
+/// and the factor to seconds.
+fn latency_slot<'s>(
+    s: &'s mut BenchSummary,
+    key: &str,
+    default_unit_s: f64,
+) -> Option<(&'s mut Option<f64>, f64)> {
+    let (key, scale) = if let Some(k) = key.strip_suffix("(ms)") {
+        (k.trim_end(), 1e-3)
+    } else if let Some(k) = key.strip_suffix("(s)") {
+        (k.trim_end(), 1.0)
+    } else {
+        (key, default_unit_s)
+    };
+    let (stat, metric) = key.split_once(' ')?;
+    let stats = match metric.trim() {
+        "e2e latency" | "latency" => &mut s.e2e,
+        "ttft" => &mut s.ttft,
+        "tpot" => &mut s.tpot,
+        "itl" => &mut s.itl,
+        _ => return None,
+    };
+    let slot = match stat {
+        "mean" | "average" => &mut stats.mean_s,
+        "median" | "p50" => &mut stats.median_s,
+        "p90" => &mut stats.p90_s,
+        "p95" => &mut stats.p95_s,
+        "p99" => &mut stats.p99_s,
+        "max" => &mut stats.max_s,
+        _ => return None,
+    };
+    Some((slot, scale))
+}
+
+/// The first whitespace-separated token of a value.
+fn first_token(v: &str) -> Option<&str> {
+    v.split_whitespace().next()
+}
+
+/// `Label: value`, split at the first `: ` (or a final `:`); the label must start with a
+/// letter or `#` and hold no `=` (that is a Python repr, not a metric line).
+fn split_label(t: &str) -> Option<(&str, &str)> {
+    let (label, value) = t.split_once(':')?;
+    let first = label.chars().next()?;
+    if !(first.is_ascii_alphabetic() || first == '#') || label.contains('=') || label.len() > 60 {
+        return None;
+    }
+    if !(value.is_empty() || value.starts_with(' ')) {
+        return None;
+    }
+    Some((label.trim(), value.trim()))
+}
+
+/// `===== Serving Benchmark Result =====` (any run of `=` either side).
+fn is_title(t: &str) -> bool {
+    t.starts_with("==")
+        && t.ends_with("==")
+        && t.trim_matches('=').trim() == "Serving Benchmark Result"
+}
+
+/// A sub-header such as `----------------End-to-End Latency----------------`.
+fn is_subheader(t: &str) -> bool {
+    t.starts_with("---") && t.ends_with("---") && t.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+/// A closing line: ten or more `=` and nothing else.
+fn is_closing(t: &str) -> bool {
+    t.len() >= 10 && t.bytes().all(|b| b == b'=')
+}
+
+/// `--num-prompts 3000`, `--num-prompts=3000` or `num_prompts=3000` anywhere in a line.
+fn num_prompts_in(line: &str) -> Option<u64> {
+    for pat in ["--num-prompts", "num_prompts=", "num-prompts"] {
+        if let Some(i) = line.find(pat) {
+            let rest = line[i + pat.len()..].trim_start_matches([' ', '=']);
+            let digits: &str = &rest[..rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len())];
+            if let Ok(n) = digits.parse() {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
+/// Finds benchmark summary blocks in a stream of lines. Feed every line with
+/// [`push`](Self::push) (or only the lines that are not scheduler lines: a block never holds
+/// one), then take the blocks with [`finish`](Self::finish). Holds one block at a time; the
+/// cost per line outside a block is a few byte compares.
+#[derive(Debug, Default)]
+pub struct BenchCollector {
+    cur: Option<BenchSummary>,
+    done: Vec<BenchSummary>,
+    num_prompts: Option<u64>,
+}
+
+impl BenchCollector {
+    /// An empty collector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Blocks completed so far.
+    pub fn completed(&self) -> &[BenchSummary] {
+        &self.done
+    }
+
+    fn close(&mut self) {
+        if let Some(b) = self.cur.take() {
+            self.done.push(b);
+        }
+    }
+
+    /// Feed one line (`line_no` 1-based). Leading and trailing blanks, quotes and `\r` are
+    /// ignored, so pasted and indented blocks are read too.
+    pub fn push(&mut self, line_no: u64, line: &str) {
+        let t = line.trim_matches(|c: char| c.is_whitespace() || c == '\'' || c == '"' || c == '`');
+        if is_title(t) {
+            self.close();
+            self.cur = Some(BenchSummary::new(
+                BenchTool::ServingBenchmark,
+                line_no,
+                self.num_prompts,
+            ));
+            return;
+        }
+        if t.ends_with("Performance metrics summary:") {
+            self.close();
+            self.cur = Some(BenchSummary::new(
+                BenchTool::MultiTurnSummary,
+                line_no,
+                self.num_prompts,
+            ));
+            return;
+        }
+        let Some(cur) = self.cur.as_mut() else {
+            if t.contains("num") && t.contains("prompts") {
+                self.num_prompts = num_prompts_in(t).or(self.num_prompts);
+            }
+            return;
+        };
+        if cur.tool == BenchTool::ServingBenchmark && (is_closing(t) || is_subheader(t)) {
+            cur.last_line = line_no;
+            if is_closing(t) {
+                self.close();
+            }
+            return;
+        }
+        let Some((label, value)) = split_label(t) else {
+            self.close();
+            return;
+        };
+        match cur.apply(label, value) {
+            Apply::Typed => cur.last_line = line_no,
+            // A multi-turn summary has no closing line and indents its metric lines: an
+            // unknown label that is not indented is what follows it.
+            Apply::Unknown
+                if cur.tool == BenchTool::MultiTurnSummary
+                    && !line.starts_with(char::is_whitespace) =>
+            {
+                self.close()
+            }
+            Apply::Unknown | Apply::BadValue => {
+                cur.last_line = line_no;
+                cur.other.push(BenchField {
+                    line_no,
+                    label: label.to_string(),
+                    value: value.to_string(),
+                });
+            }
+        }
+    }
+
+    /// The blocks found, in order of appearance (a block still open at the end is included).
+    pub fn finish(mut self) -> Vec<BenchSummary> {
+        self.close();
+        self.done
+    }
+}
+
+/// Every benchmark summary block in `text`, in order (see [`BenchCollector`]).
+pub fn parse_bench_summaries(text: &str) -> Vec<BenchSummary> {
+    let mut c = BenchCollector::new();
+    for (i, line) in text.lines().enumerate() {
+        c.push(i as u64 + 1, line);
+    }
+    c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_units() {
+        assert_eq!(
+            split_label("Mean TTFT (ms):   12.5  "),
+            Some(("Mean TTFT (ms)", "12.5"))
+        );
+        assert_eq!(split_label("http://x:30000"), None);
+        assert_eq!(split_label("benchmark_args=Namespace(a: 1)"), None);
+        assert!(is_title(
+            "============ Serving Benchmark Result ============"
+        ));
+        assert!(is_subheader(
+            "-----Time per Output Token (excl. 1st token)------"
+        ));
+        assert!(is_closing(
+            "=================================================="
+        ));
+        assert_eq!(
+            num_prompts_in("python3 -m sglang.bench_serving --num-prompts 3000 --x"),
+            Some(3000)
+        );
+        assert_eq!(
+            num_prompts_in("Namespace(num_prompts=1024, seed=1)"),
+            Some(1024)
+        );
+        assert_eq!(num_prompts_in("--num-prompts=64"), Some(64));
+    }
+}
