@@ -227,6 +227,11 @@ pub fn text(r: &Report, color: bool) -> String {
         client_text(&mut o, c);
         let _ = writeln!(o);
     }
+    if !r.benchmark_runs.is_empty() {
+        let _ = writeln!(o, "{}", paint(BOLD, BENCH_TITLE));
+        bench_text(&mut o, &r.benchmark_runs);
+        let _ = writeln!(o);
+    }
     if let Some(cm) = &r.capacity_model {
         let _ = writeln!(
             o,
@@ -392,6 +397,12 @@ pub fn markdown(r: &Report) -> String {
         client_text(&mut t, c);
         let _ = writeln!(o, "```text\n{}```\n", t);
     }
+    if !r.benchmark_runs.is_empty() {
+        let _ = writeln!(o, "## {BENCH_TITLE}\n");
+        let mut t = String::new();
+        bench_text(&mut t, &r.benchmark_runs);
+        let _ = writeln!(o, "```text\n{}```\n", t);
+    }
     if let Some(cm) = &r.capacity_model {
         let _ = writeln!(
             o,
@@ -552,6 +563,55 @@ fn client_text(o: &mut String, c: &ClientSummary) {
             e.high_s
                 .map(fmt_duration)
                 .unwrap_or_else(|| "unbounded".into())
+        );
+    }
+}
+
+const BENCH_TITLE: &str = "Benchmark runs (whole-run figures as the benchmark printed them)";
+
+/// One line per benchmark run, then its latencies.
+fn bench_text(o: &mut String, runs: &[diagnosis::bench::BenchmarkRun]) {
+    let ms = |v: Option<f64>| f(v.map(|x| x * 1e3), 1);
+    for run in runs {
+        let b = &run.summary;
+        let ok = b
+            .successful_requests
+            .or(b.total_requests)
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "?".into());
+        let of = b
+            .requested()
+            .map(|n| format!(" of {n}"))
+            .unwrap_or_default();
+        let limit = b
+            .max_concurrency
+            .map(|m| format!(" (limit {m})"))
+            .unwrap_or_default();
+        let _ = writeln!(o, "  {}", run.source);
+        let _ = writeln!(
+            o,
+            "    {ok} ok{of} in {} s · {} req/s · output {} tok/s (peak {}) · {} in flight{limit} · rate {}{}",
+            f(b.duration_s, 1),
+            f(b.request_throughput, 2),
+            f(b.output_tok_per_s, 0),
+            f(b.peak_output_tok_per_s, 0),
+            f(b.concurrency, 1),
+            b.request_rate.as_deref().unwrap_or("?"),
+            b.accept_length
+                .map(|a| format!(" · accept length {a:.2}"))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(
+            o,
+            "    mean (median) TTFT {} ({}) ms · TPOT {} ({}) ms · ITL {} ({}) ms · end to end {} ({}) ms",
+            ms(b.ttft.mean_s),
+            ms(b.ttft.median_s),
+            ms(b.tpot.mean_s),
+            ms(b.tpot.median_s),
+            ms(b.itl.mean_s),
+            ms(b.itl.median_s),
+            ms(b.e2e.mean_s),
+            ms(b.e2e.median_s)
         );
     }
 }

@@ -4,6 +4,8 @@
 //! is the limit (SGLang hyperparameter-tuning docs: "token usage ... above 0.9 ... good"; below
 //! that with a queue, the scheduler is too conservative). Each threshold is a named constant.
 
+use crate::bench;
+use crate::client::ClientFormat;
 use crate::context::Context;
 use crate::evidence::{DecodeSample, Evidence, PrefillSample, SchedulerKey, SchedulerTimeline};
 use crate::extended;
@@ -737,15 +739,35 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     });
     let running_median = primary.and_then(|a| a.running.median);
     let in_system_mean = primary.and_then(|a| Some(a.running.mean? + a.queued.mean.unwrap_or(0.0)));
-    let client = extended::client_summary(
-        ev,
-        ctx,
-        steady,
-        steady_gen_throughput.as_ref(),
-        running_median,
-        in_system_mean,
-        &mut findings,
+    // A benchmark's summary stands for the client when no client file has times.
+    let benchmark_runs = bench::collect_runs(ev, ctx);
+    let client = if benchmark_runs.is_empty() || bench::clients_have_times(ctx) {
+        extended::client_summary(
+            ev,
+            ctx,
+            steady,
+            steady_gen_throughput.as_ref(),
+            running_median,
+            in_system_mean,
+            &mut findings,
+        )
+    } else {
+        bench::client_summary(&benchmark_runs, steady_gen_throughput.as_ref())
+    };
+    let mut bench_findings = Vec::new();
+    bench::findings(
+        &benchmark_runs,
+        bottleneck,
+        capacity.max_running_requests,
+        &mut bench_findings,
     );
+    // Failures that dominate a run come before everything else: the run measured is not the
+    // one asked for.
+    let (first, rest): (Vec<Finding>, Vec<Finding>) = bench_findings.into_iter().partition(|f| {
+        f.kind == FindingKind::BenchmarkFailures && f.confidence == Confidence::High
+    });
+    findings.splice(0..0, first);
+    findings.extend(rest);
     let cached_share = primary.and_then(|a| {
         let agg = &a.tl.agg;
         let total = agg.prefill_cached_tokens + agg.prefill_new_tokens;
@@ -799,8 +821,13 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             "No GPU memory data was given (--gpu / --gpu-snapshot): free memory comes from the log's startup lines only.".into(),
         ),
     }
-    if ctx.clients.is_empty() {
+    if ctx.clients.is_empty() && benchmark_runs.is_empty() {
         not_concluded.push("No client records were given (--client-records / --client-log): the client-side rate cannot be compared with the server's.".into());
+    } else if client
+        .as_ref()
+        .is_some_and(|c| c.format == ClientFormat::BenchmarkSummary.label())
+    {
+        not_concluded.push("The client evidence is a benchmark's summary: whole-run figures only, so the client's rate over time (and its steady window) cannot be measured.".into());
     } else if client
         .as_ref()
         .map(|c| c.windowed_req_per_s.is_none())
@@ -839,7 +866,20 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         ));
     }
 
-    let headline = headline(bottleneck, &analyses, steady_gen_throughput.as_ref(), ev);
+    let mut headline = headline(bottleneck, &analyses, steady_gen_throughput.as_ref(), ev);
+    if ev.schedulers.is_empty()
+        && let Some(b) = bench::headline_sentence(&benchmark_runs)
+    {
+        headline = b;
+    }
+    for b in &ev.benchmarks {
+        if let Some(src) = ev.sources.get(b.source) {
+            sources.push(format!(
+                "benchmark summary: {}:{}-{}",
+                src.name, b.summary.first_line, b.summary.last_line
+            ));
+        }
+    }
     Report {
         schema_version: SCHEMA_VERSION,
         inputs,
@@ -852,6 +892,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         findings,
         not_concluded,
         client,
+        benchmark_runs,
         capacity_model,
         projection,
         recommendations,

@@ -6,7 +6,9 @@
 //!   `ts`, `time`, `completed_at`, `created`: Unix seconds or an ISO date-time);
 //! - JSONL records without times (a dump of responses): only the request lengths are used;
 //! - a progress log whose lines start with a date-time and carry `N/M done` (and optionally
-//!   `X req/s`, the client's own printed rate), e.g. `2026-02-10 14:00:30 [B2] 3/11000 done, 0.0 req/s`.
+//!   `X req/s`, the client's own printed rate), e.g. `2026-02-10 14:00:30 [B2] 3/11000 done, 0.0 req/s`;
+//! - a benchmark's printed summary (`python -m sglang.bench_serving`, SGLang's multi-turn
+//!   benchmark), read by [`sglang_log::bench`]: whole-run figures, no per-request times.
 //!
 //! Every line is accounted for: a line that fits none of these is counted and the first ones are
 //! kept with their line numbers.
@@ -24,6 +26,8 @@ pub enum ClientFormat {
     UntimedRecords,
     /// A progress log with cumulative completion counts.
     ProgressLog,
+    /// Benchmark summary blocks (whole-run figures).
+    BenchmarkSummary,
     /// Nothing usable was found.
     Unknown,
 }
@@ -73,6 +77,8 @@ pub struct ClientEvidence {
     pub requests: Vec<ClientRequest>,
     /// Progress points (progress logs).
     pub progress: Vec<ProgressPoint>,
+    /// Benchmark summary blocks, in order (a file may hold several runs).
+    pub bench: Vec<sglang_log::BenchSummary>,
     /// Lines that fit no shape.
     pub unparsed_lines: u64,
     /// The first unparsed lines: (line number, excerpt).
@@ -86,6 +92,7 @@ impl ClientFormat {
             ClientFormat::TimedRecords => "per-request records with times",
             ClientFormat::UntimedRecords => "per-request records without times",
             ClientFormat::ProgressLog => "progress log",
+            ClientFormat::BenchmarkSummary => "benchmark summary",
             ClientFormat::Unknown => "unrecognised",
         }
     }
@@ -247,38 +254,55 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
         lines: 0,
         requests: Vec::new(),
         progress: Vec::new(),
+        bench: sglang_log::parse_bench_summaries(text),
         unparsed_lines: 0,
         unparsed: Vec::new(),
     };
+    let in_bench = |line_no: u64| {
+        ev.bench
+            .iter()
+            .any(|b| (b.first_line..=b.last_line).contains(&line_no))
+    };
+    let mut requests = Vec::new();
+    let mut progress = Vec::new();
+    let mut lines = 0;
+    let mut unparsed_lines = 0;
+    let mut unparsed = Vec::new();
     for (i, raw) in text.lines().enumerate() {
-        ev.lines += 1;
+        lines += 1;
         let line = raw.trim();
-        if line.is_empty() {
+        if line.is_empty() || in_bench(i as u64 + 1) {
             continue;
         }
         if line.starts_with('{') {
             if let Ok(v) = serde_json::from_str::<Value>(line)
                 && let Some(r) = record_from_json(&v)
             {
-                ev.requests.push(r);
+                requests.push(r);
                 continue;
             }
         } else if let Some(p) = progress_from_line(line) {
-            ev.progress.push(p);
+            progress.push(p);
             continue;
         }
-        ev.unparsed_lines += 1;
-        if ev.unparsed.len() < 20 {
-            ev.unparsed
-                .push((i as u64 + 1, line.chars().take(160).collect()));
+        unparsed_lines += 1;
+        if unparsed.len() < 20 {
+            unparsed.push((i as u64 + 1, line.chars().take(160).collect()));
         }
     }
+    ev.lines = lines;
+    ev.requests = requests;
+    ev.progress = progress;
+    ev.unparsed_lines = unparsed_lines;
+    ev.unparsed = unparsed;
     ev.format = if !ev.progress.is_empty() && ev.progress.len() >= ev.requests.len() {
         ClientFormat::ProgressLog
     } else if ev.requests.iter().any(|r| r.end.is_some()) {
         ClientFormat::TimedRecords
     } else if !ev.requests.is_empty() {
         ClientFormat::UntimedRecords
+    } else if !ev.bench.is_empty() {
+        ClientFormat::BenchmarkSummary
     } else {
         ClientFormat::Unknown
     };

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use sglang_log::{BatchKind, Event, ParseStats, RankTags, Record};
+use sglang_log::{BatchKind, BenchCollector, BenchSummary, Event, ParseStats, RankTags, Record};
 
 use crate::timeline::Timeline;
 
@@ -337,6 +337,18 @@ pub struct Evidence {
     pub kv_transfer_failures: FailureLines,
     /// Whether any timestamp lacked a date (times are then seconds since midnight, unwrapped).
     pub dateless_timestamps: bool,
+    /// Benchmark summary blocks (`Serving Benchmark Result`, spec §7) found among the lines
+    /// that are not server lines, e.g. a CI log that runs server and benchmark together.
+    pub benchmarks: Vec<SourcedBench>,
+}
+
+/// A benchmark summary block and the source it was read from.
+#[derive(Clone, Debug, Serialize)]
+pub struct SourcedBench {
+    /// The source (log file) that holds it.
+    pub source: SourceId,
+    /// The block.
+    pub summary: BenchSummary,
 }
 
 impl Aggregates {
@@ -592,6 +604,18 @@ impl Evidence {
 struct SourceState {
     day_offset: f64,
     last_raw: Option<f64>,
+    /// Benchmark blocks among the untimestamped lines not yet moved into the evidence.
+    bench: BenchCollector,
+}
+
+/// Move a source's finished benchmark blocks into the evidence.
+fn flush_bench(ev: &mut Evidence, source: SourceId, st: &mut SourceState) {
+    let blocks = std::mem::take(&mut st.bench).finish();
+    ev.benchmarks.extend(
+        blocks
+            .into_iter()
+            .map(|summary| SourcedBench { source, summary }),
+    );
 }
 
 /// Builds [`Evidence`] from records, one source at a time or interleaved.
@@ -623,6 +647,9 @@ impl EvidenceBuilder {
     pub fn finish_source(&mut self, source: SourceId, stats: &ParseStats) {
         if let Some(s) = self.ev.sources.get_mut(source) {
             s.stats = Some(SourceStats::from(stats));
+        }
+        if let Some(st) = self.states.get_mut(source) {
+            flush_bench(&mut self.ev, source, st);
         }
     }
 
@@ -816,18 +843,35 @@ impl EvidenceBuilder {
             Event::ServerReady => self.ev.startup.server_ready = true,
             Event::WatchdogTimeout(text) => self.ev.watchdog.note(loc, text),
             Event::KvTransferFailed(text) => self.ev.kv_transfer_failures.note(loc, text),
+            // A benchmark's summary has no server timestamp; server lines are never part of one.
+            Event::Other if rec.timestamp.is_none() => {
+                if let Some(st) = self.states.get_mut(source) {
+                    st.bench.push(rec.line_no, rec.message);
+                }
+            }
             Event::Other | Event::Malformed { .. } => {}
         }
     }
 
-    /// Finish and return the evidence.
-    pub fn build(self) -> Evidence {
+    /// Finish and return the evidence (benchmark blocks of sources not yet finished included).
+    pub fn build(mut self) -> Evidence {
+        for (source, st) in self.states.iter_mut().enumerate() {
+            flush_bench(&mut self.ev, source, st);
+        }
         self.ev
     }
 
     /// The evidence so far, leaving the builder usable (live mode diagnoses repeatedly while
-    /// the log grows).
+    /// the log grows); benchmark blocks still being read are left out.
     pub fn snapshot(&self) -> Evidence {
-        self.ev.clone()
+        let mut ev = self.ev.clone();
+        for (source, st) in self.states.iter().enumerate() {
+            ev.benchmarks
+                .extend(st.bench.completed().iter().map(|b| SourcedBench {
+                    source,
+                    summary: b.clone(),
+                }));
+        }
+        ev
     }
 }

@@ -15,7 +15,7 @@ use crate::report::*;
 /// Confidence level of every interval printed.
 pub const CONFIDENCE: f64 = 0.95;
 
-fn mean_sd(xs: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn mean_sd(xs: &[f64]) -> Option<(f64, f64)> {
     if xs.is_empty() {
         return None;
     }
@@ -29,7 +29,7 @@ fn mean_sd(xs: &[f64]) -> Option<(f64, f64)> {
     Some((m, v.sqrt()))
 }
 
-fn rate_from(est: &throughput_stats::RateEstimate, method: &str) -> Rate {
+pub(crate) fn rate_from(est: &throughput_stats::RateEstimate, method: &str) -> Rate {
     Rate {
         value: est.rate_per_s,
         low: Some(est.ci_low),
@@ -50,6 +50,36 @@ pub(crate) struct SteadyClock {
     pub end_s: f64,
     /// The log clock's resolution (seconds; 1.0 for whole-second timestamps, 0.0 for finer).
     pub resolution_s: f64,
+}
+
+/// The request rate a server token rate implies: `tok/s / mean completion tokens`, with a
+/// delta-method interval from the token rate's interval and the completion lengths' standard
+/// deviation `sd` over `n` requests (`throughput_stats::request_rate_from_tokens`). `None` when
+/// the mean is not positive or the inputs are not finite.
+pub(crate) fn implied_rate(server_tps: &Rate, mean: f64, sd: f64, n: u64) -> Option<Rate> {
+    if mean <= 0.0 {
+        return None;
+    }
+    let t = server_tps;
+    let d = throughput_stats::request_rate_from_tokens(
+        t.value,
+        (t.low.unwrap_or(t.value), t.high.unwrap_or(t.value)),
+        mean,
+        sd,
+        n,
+        CONFIDENCE,
+    )
+    .ok()?;
+    Some(Rate {
+        value: d.rate_per_s,
+        low: Some(d.ci_low),
+        high: Some(d.ci_high),
+        confidence: d.confidence,
+        unit: "req/s".into(),
+        window_s: t.window_s,
+        method: "server steady gen throughput / mean completion tokens, delta-method interval"
+            .into(),
+    })
 }
 
 /// Reconcile the first client source with the server's steady rate.
@@ -135,7 +165,8 @@ pub(crate) fn client_summary(
         ClientFormat::UntimedRecords => {
             s.completed = c.requests.iter().filter(|r| r.ok).count() as u64;
         }
-        ClientFormat::Unknown => {}
+        // Read by `bench::client_summary` before this point.
+        ClientFormat::BenchmarkSummary | ClientFormat::Unknown => {}
     }
     cum.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
 
@@ -190,27 +221,8 @@ pub(crate) fn client_summary(
     }
 
     // The request rate the server's token rate implies.
-    if let (Some(t), Some((m, sd))) = (server_tps, comp)
-        && m > 0.0
-        && let Ok(d) = throughput_stats::request_rate_from_tokens(
-            t.value,
-            (t.low.unwrap_or(t.value), t.high.unwrap_or(t.value)),
-            m,
-            sd,
-            completions.len() as u64,
-            CONFIDENCE,
-        )
-    {
-        s.implied_req_per_s = Some(Rate {
-            value: d.rate_per_s,
-            low: Some(d.ci_low),
-            high: Some(d.ci_high),
-            confidence: d.confidence,
-            unit: "req/s".into(),
-            window_s: t.window_s,
-            method: "server steady gen throughput / mean completion tokens, delta-method interval"
-                .into(),
-        });
+    if let (Some(t), Some((m, sd))) = (server_tps, comp) {
+        s.implied_req_per_s = implied_rate(t, m, sd, completions.len() as u64);
     }
 
     // Adequacy of a short sample at the best rate we have, and the ETA.

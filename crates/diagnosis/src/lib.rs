@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+pub mod bench;
 pub mod client;
 pub mod context;
 pub mod evidence;

@@ -156,6 +156,12 @@ pub enum FindingKind {
     CapacityWhatIf,
     /// Host-RAM hierarchical cache: what it would and would not do.
     HiCache,
+    /// A benchmark run lost requests: its figures cover only the successes.
+    BenchmarkFailures,
+    /// A benchmark's requests spent much of their latency before the first token (queueing).
+    BenchmarkQueueing,
+    /// A benchmark kept its `--max-concurrency` limit full.
+    BenchmarkConcurrencyLimit,
 }
 
 /// A conclusion with the numbers and lines that support it.
@@ -355,6 +361,8 @@ pub struct Report {
     pub not_concluded: Vec<String>,
     /// The client's view reconciled with the server's, when client records were given.
     pub client: Option<ClientSummary>,
+    /// Benchmark summary blocks read from the logs and client files (whole-run figures).
+    pub benchmark_runs: Vec<crate::bench::BenchmarkRun>,
     /// KV capacity model and what-if projections, when enough facts were given.
     pub capacity_model: Option<CapacityModel>,
     /// Decode step-time fit and the throughput it projects.

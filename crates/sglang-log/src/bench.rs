@@ -295,6 +295,8 @@ impl BenchSummary {
             "average prompt length" => set_f(&mut self.mean_prompt_tokens),
             "average output length" => set_f(&mut self.mean_output_tokens),
             "cache hit rate" => set_f(&mut self.cache_hit_rate),
+            // The multi-turn summary's length percentiles: known, kept untyped.
+            k if k.ends_with("prompt length") || k.ends_with("output length") => Apply::Kept,
             _ => {
                 let default_unit_s = match self.tool {
                     BenchTool::ServingBenchmark => 1e-3,
@@ -317,8 +319,13 @@ impl BenchSummary {
 
 /// What [`BenchSummary::apply`] made of a line.
 enum Apply {
+    /// Read into a typed field.
     Typed,
+    /// A label this tool knows, kept in `other` as printed.
+    Kept,
+    /// A known label whose value did not parse (kept in `other`).
     BadValue,
+    /// A label this tool does not know.
     Unknown,
 }
 
@@ -477,15 +484,9 @@ impl BenchCollector {
         };
         match cur.apply(label, value) {
             Apply::Typed => cur.last_line = line_no,
-            // A multi-turn summary has no closing line and indents its metric lines: an
-            // unknown label that is not indented is what follows it.
-            Apply::Unknown
-                if cur.tool == BenchTool::MultiTurnSummary
-                    && !line.starts_with(char::is_whitespace) =>
-            {
-                self.close()
-            }
-            Apply::Unknown | Apply::BadValue => {
+            // A multi-turn summary has no closing line: an unknown label is what follows it.
+            Apply::Unknown if cur.tool == BenchTool::MultiTurnSummary => self.close(),
+            Apply::Unknown | Apply::Kept | Apply::BadValue => {
                 cur.last_line = line_no;
                 cur.other.push(BenchField {
                     line_no,
