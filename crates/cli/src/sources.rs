@@ -116,20 +116,20 @@ pub fn add_model_config(ctx: &mut Context, path: &Path) -> anyhow::Result<()> {
 /// Read client records or a client progress log.
 ///
 /// # Errors
-/// The file cannot be read, or holds no line the client readers recognise.
+/// The file cannot be read, or holds no record, progress line or benchmark summary.
 pub fn add_client_file(ctx: &mut Context, path: &Path, flag: &str) -> anyhow::Result<()> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{flag} {name}: {e}"))?;
     let text = String::from_utf8_lossy(&bytes);
     let c = diagnosis::parse_client(name.clone(), &text);
-    if c.requests.is_empty() && c.progress.is_empty() {
+    if c.requests.is_empty() && c.progress.is_empty() && c.bench.is_empty() {
         let first = c
             .unparsed
             .first()
             .map(|(l, x)| format!("; line {l}: {x:?}"))
             .unwrap_or_default();
         anyhow::bail!(
-            "{flag} {name}: none of its {} lines is a client record (JSONL with token counts or times) or a progress line (date-time ... N/M done){first}",
+            "{flag} {name}: none of its {} lines is a client record (JSONL with token counts or times), a progress line (date-time ... N/M done) or a benchmark summary (bench_serving's 'Serving Benchmark Result' block){first}",
             c.lines
         );
     }

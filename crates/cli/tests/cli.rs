@@ -261,3 +261,66 @@ fn named_files_that_cannot_be_read_are_errors() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+#[test]
+fn every_benchmark_paste_is_read_as_the_client_and_as_a_log() {
+    // (file, successful requests, output tok/s) as the pastes print them.
+    let cases = [
+        (
+            "001-i2805-sglang-0.4.0-sharegpt-partial-success.txt",
+            1648,
+            1915.40,
+        ),
+        ("002-i8285-sglang-ttft-unstable-rate330.txt", 660, 12195.89),
+        ("004-vllm-pr40852-2x-rtx-pro-6000-maxq-dsv4.txt", 100, 93.08),
+        (
+            "005-pr17216-sglang-decode-offload-16k-peak-fields.txt",
+            128,
+            296.37,
+        ),
+        ("007-pr2643-v0.4.1post2-dsv3-sharegpt5k.txt", 5000, 2673.55),
+    ];
+    for (file, ok, out_tps) in cases {
+        let path = data("real/bench").join(file);
+        for as_client in [true, false] {
+            let mut cmd = bin();
+            cmd.args(["diagnose", "--json"]);
+            if as_client {
+                // the server log is empty: only the benchmark speaks
+                cmd.arg(data("real/040-pr7944-prometheus-metrics-pd.log"))
+                    .arg("--client-log");
+            }
+            let out = cmd.arg(&path).output().expect("run");
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{file}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+            let run = &v["benchmark_runs"][0]["summary"];
+            assert_eq!(run["successful_requests"], ok, "{file}");
+            assert_eq!(run["output_tok_per_s"], out_tps, "{file}");
+            assert_eq!(v["client"]["format"], "benchmark summary", "{file}");
+            assert_eq!(v["client"]["completed"], ok, "{file}");
+        }
+    }
+    // 001's failures lead the findings in the text report too.
+    let out = bin()
+        .arg("diagnose")
+        .arg(data(
+            "real/bench/001-i2805-sglang-0.4.0-sharegpt-partial-success.txt",
+        ))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1. 1,352 of 3,000 benchmark requests failed (45%) [high confidence]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1648 ok of 3000 in 170.4 s · 9.67 req/s · output 1915 tok/s"),
+        "{text}"
+    );
+}
