@@ -872,6 +872,23 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     {
         headline = b;
     }
+    // A burst's start is not its steady state: the verdict holds for the ramp only.
+    if let Some(f) = findings.iter().find(|f| f.kind == FindingKind::RampOnly) {
+        let fig = |name: &str| {
+            f.figures
+                .iter()
+                .find(|g| g.name == name)
+                .and_then(|g| g.value)
+                .map_or_else(|| "?".to_string(), |v| format!("{v:.0}"))
+        };
+        headline.push_str(&format!(
+            " This log holds only the ramp-up of a burst (running {} → {}, queue {} → {}): the steady state is not in it; capture a longer log for the rates.",
+            fig("running requests at start"),
+            fig("running requests at end"),
+            fig("queued requests at start"),
+            fig("queued requests at end")
+        ));
+    }
     for b in &ev.benchmarks {
         if let Some(src) = ev.sources.get(b.source) {
             sources.push(format!(
@@ -1641,15 +1658,33 @@ fn dp_imbalance(_ev: &Evidence, analyses: &[SchedAnalysis<'_>], out: &mut Vec<Fi
 fn ramp_only(ev: &Evidence, analyses: &[SchedAnalysis<'_>], out: &mut Vec<Finding>) {
     for a in analyses {
         let obs = merged_obs(a.tl);
-        let run: Vec<u64> = obs.iter().filter_map(|o| o.running).collect();
-        let q: Vec<u64> = obs.iter().filter_map(|o| o.queue).collect();
+        // From the queue's peak on: a warm-up request or an idle line before the burst is not
+        // part of the ramp. Only a short prefix may be skipped: the rest must be the ramp.
+        let pairs: Vec<(u64, u64)> = obs
+            .iter()
+            .filter_map(|o| Some((o.running?, o.queue?)))
+            .collect();
+        let peak = pairs
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, p)| (p.1, std::cmp::Reverse(*i)))
+            .map_or(0, |(i, _)| i);
+        if peak > (pairs.len() / 10).max(3) {
+            continue;
+        }
+        let run: Vec<u64> = pairs[peak..].iter().map(|p| p.0).collect();
+        let q: Vec<u64> = pairs[peak..].iter().map(|p| p.1).collect();
         if run.len() < 4 || q.len() < 4 {
             continue;
         }
         let rising = run[run.len() - 1] > run[0] + 4
             && run.windows(2).filter(|w| w[1] >= w[0]).count() * 10 >= (run.len() - 1) * 8;
         let draining = q[q.len() - 1] + 4 < q[0];
-        if rising && draining {
+        // Still climbing at the end: most lines are below the final plateau (a run that reaches
+        // its ceiling early and stays there has a steady state).
+        let top = run.iter().copied().max().unwrap_or(0);
+        let on_plateau = run.iter().filter(|&&r| r == top).count();
+        if rising && draining && on_plateau * 2 <= run.len() {
             let src = a.tl.first.map(|l| l.source).unwrap_or(0);
             out.push(Finding {
                 kind: FindingKind::RampOnly,

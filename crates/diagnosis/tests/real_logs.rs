@@ -421,3 +421,48 @@ fn interleaved_prefills_cost_decode_throughput() {
             .any(|f| f.kind == FindingKind::PrefillInterference)
     );
 }
+
+#[test]
+fn ramp_only_excerpts_say_so_in_the_headline() {
+    // SOURCES.tsv: 035 "ramp-up: queue 186->120, running 0->74 ... Transient ramp, not steady
+    // state"; 055 "queue 38->18; running ->21"; 041 "queue 114->53; running 0->64 ... Ramp-up".
+    // A warm-up request before the burst (035, 055) does not hide the ramp.
+    for (file, from) in [
+        (
+            "real/035-pr13023-prefill-burst-with-benchmark-marker.log",
+            "running 4 → 74, queue 186 → 120",
+        ),
+        (
+            "real/055-i1612-engine-generate-offline-tqdm-time-only.log",
+            "running 1 → 21, queue 38 → 18",
+        ),
+        (
+            "real/041-i11970-v0.5.3post3-prefill-queue114-chunk8192.log",
+            "queue 114 → 53",
+        ),
+    ] {
+        let r = diagnose(file);
+        assert!(
+            r.findings.iter().any(|f| f.kind == FindingKind::RampOnly),
+            "{file}"
+        );
+        assert!(
+            r.headline
+                .contains("This log holds only the ramp-up of a burst (")
+                && r.headline.contains(from),
+            "{file}: {}",
+            r.headline
+        );
+    }
+    // A long steady run is not a ramp, nor one that reaches its ceiling and stays there.
+    for file in [
+        "scenarios/kimi-k25-b2/server.log",
+        "real-long/ascend-qwen3next-80b-hybrid-mamba.log",
+    ] {
+        let r = diagnose(file);
+        assert!(
+            !r.findings.iter().any(|f| f.kind == FindingKind::RampOnly),
+            "{file}"
+        );
+    }
+}
