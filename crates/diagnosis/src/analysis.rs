@@ -286,7 +286,12 @@ fn analyse<'e>(
             .filter_map(|d| Some((d.t, d.gen_tps?)))
             .collect::<Vec<_>>(),
     );
-    let queued_share = share(&steady, |o| o.queue.map(|q| q > 0));
+    // The standing queue is what decode lines sample (every N steps); a prefill line is printed
+    // exactly when queued requests are being admitted, so its queue is biased upward (a burst
+    // of arrivals reads 4, 3, 2, 1, 0 over one second). Prefill lines count only when the span
+    // has no decode line with a queue.
+    let decode_queued = share(&steady_decode, |d| d.queue.map(|q| q > 0));
+    let queued_share = decode_queued.or_else(|| share(&steady, |o| o.queue.map(|q| q > 0)));
     let full_share = share(&steady, |o| o.usage.map(|u| u >= KV_FULL_USAGE));
 
     let mut a = SchedAnalysis {

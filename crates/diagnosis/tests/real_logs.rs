@@ -193,6 +193,15 @@ const CASES: &[(&str, u64, u64, f64, Bottleneck)] = &[
         0.89,
         Bottleneck::RunningCapBound,
     ),
+    // v0.1 `new fill batch` lines drain a burst of arrivals (#remaining_req 4, 3, 2, 1, 0 in one
+    // second); the decode stats line reads #queue-req 0: low load, not a conservative scheduler.
+    (
+        "real/028-i393-v0.1-new-fill-batch-legacy.log",
+        5,
+        4,
+        0.24,
+        Bottleneck::ClientBound,
+    ),
     // SOURCES gives 156 from Decode lines; Prefill lines reach 161 (running + new requests).
     (
         "real-long/ascend-qwen3-30b-tp2-eagle3-highload.log",
