@@ -26,6 +26,11 @@ pub const STALL_MIN_S: f64 = 60.0;
 /// Decode speed per running request below which decode itself is the problem (tok/s per request).
 /// A healthy server gives each running request several tokens per second even in large batches.
 pub const SLOW_DECODE_TOK_PER_REQ: f64 = 1.0;
+/// Prefill speed below which prefill itself is the problem (tok/s): a GPU prefills thousands of
+/// tokens per second even for one request; CPU-offloaded experts manage tens.
+pub const SLOW_PREFILL_TOK_PER_S: f64 = 256.0;
+/// Prefill chunks at least this large are read as a long prompt cut at the chunk size (tokens).
+const MIN_CHUNK_TOKENS: u64 = 512;
 /// Decode throughput lost to interleaved prefills above which it is reported (fraction).
 pub const PREFILL_INTERFERENCE_MIN_LOSS: f64 = 0.10;
 /// Retraction events per hour above which retraction is called thrashing.
@@ -691,6 +696,15 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     {
         bottleneck = Bottleneck::DecodeComputeBound;
     }
+    let slow_prefill = slowest_prefill(ev, &analyses);
+    if decode_weak
+        && bottleneck != Bottleneck::DecodeComputeBound
+        && !long_stall
+        && ev.watchdog.count == 0
+        && slow_prefill.is_some()
+    {
+        bottleneck = Bottleneck::PrefillComputeBound;
+    }
     if weak && (long_stall || ev.watchdog.count > 0) {
         bottleneck = Bottleneck::Stall;
     } else if weak && retractions.events > 0 {
@@ -718,6 +732,27 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             figures: vec![Figure::new("decode speed per running request", per_req, "tok/s")],
             evidence: Vec::new(),
             confidence: Confidence::Medium,
+        });
+    }
+    if let Some(p) = &slow_prefill {
+        findings.push(Finding {
+            kind: FindingKind::PrefillComputeBound,
+            title: "Prefill is extremely slow".into(),
+            detail: format!(
+                "On {}, consecutive {}-token prefill chunks (one request at a time) are {:.0} s apart: {:.0} tok/s of prefill \
+                 (median over {} chunk pairs), where a GPU prefills thousands of tokens per second even for a single request. \
+                 Nothing waits, so this is not load or memory: look for MoE experts or layers offloaded to the CPU \
+                 (--cpu-offload-gb, expert offload), kernels falling back to a slow path, or a device that is not the one you expect. \
+                 A prompt of N tokens needs about N / {:.0} seconds before its first token.",
+                p.scheduler, p.chunk_tokens, p.seconds_per_chunk, p.tok_per_s, p.pairs, p.tok_per_s
+            ),
+            figures: vec![
+                Figure::new("prefill speed", p.tok_per_s, "tok/s"),
+                Figure::new("prefill chunk", p.chunk_tokens as f64, "tokens"),
+                Figure::new("seconds per chunk", p.seconds_per_chunk, "s"),
+            ],
+            evidence: p.evidence.clone().into_iter().collect(),
+            confidence: if p.pairs >= 3 { Confidence::High } else { Confidence::Medium },
         });
     }
     prefill_interference(ev, &analyses, &capacity, &mut findings);
@@ -871,7 +906,13 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         ));
     }
 
-    let mut headline = headline(bottleneck, &analyses, steady_gen_throughput.as_ref(), ev);
+    let mut headline = headline(
+        bottleneck,
+        &analyses,
+        steady_gen_throughput.as_ref(),
+        ev,
+        slow_prefill.as_ref(),
+    );
     if ev.schedulers.is_empty()
         && let Some(b) = bench::headline_sentence(&benchmark_runs)
     {
@@ -966,7 +1007,7 @@ fn overall(analyses: &[SchedAnalysis<'_>]) -> Bottleneck {
         Bottleneck::PrefillBound => 3,
         Bottleneck::SchedulerConservative => 4,
         Bottleneck::Stall => 5,
-        Bottleneck::DecodeComputeBound => 5,
+        Bottleneck::DecodeComputeBound | Bottleneck::PrefillComputeBound => 5,
         Bottleneck::ClientBound => 6,
         Bottleneck::Inconclusive => 7,
         Bottleneck::NoSchedulerLines => 8,
@@ -1007,6 +1048,7 @@ fn headline(
     analyses: &[SchedAnalysis<'_>],
     tput: Option<&Rate>,
     ev: &Evidence,
+    slow_prefill: Option<&SlowPrefill>,
 ) -> String {
     let a = analyses.iter().find(|a| a.bottleneck == b);
     // DP ranks are separate schedulers: give the per-rank figure and the total.
@@ -1067,6 +1109,20 @@ fn headline(
             join_clauses(vec![wait_s.or(Some("nothing waits".into())), run_s, usage_s])
         ),
         Bottleneck::Stall => "Stall: requests are running but tokens stopped moving (or the scheduler hung).".to_string(),
+        Bottleneck::PrefillComputeBound => format!(
+            "Prefill compute bound: {} with nothing queued{}.",
+            slow_prefill.map_or_else(
+                || "prefill crawls".to_string(),
+                |p| format!(
+                    "{}-token prefill chunks take ~{:.0} s each (~{:.0} tok/s)",
+                    p.chunk_tokens, p.seconds_per_chunk, p.tok_per_s
+                )
+            ),
+            {
+                let rest = join_clauses(vec![run_s, usage_s]);
+                if rest.is_empty() { String::new() } else { format!(" while {rest}") }
+            }
+        ),
         Bottleneck::DecodeComputeBound => format!(
             "Decode compute bound: decode is extremely slow per request{}.",
             {
@@ -1212,6 +1268,78 @@ fn bottleneck_finding(
 }
 
 /// The scheduler whose decode is slowest per running request: (name, median tok/s per request).
+/// A scheduler whose prefill chunks crawl.
+struct SlowPrefill {
+    scheduler: String,
+    tok_per_s: f64,
+    chunk_tokens: u64,
+    seconds_per_chunk: f64,
+    pairs: usize,
+    evidence: Option<SourceRange>,
+}
+
+/// The slowest prefill among schedulers whose consecutive prefill lines are chunks of one long
+/// prompt on an otherwise idle server: `#new-seq: 1`, the same `#new-token` of at least
+/// [`MIN_CHUNK_TOKENS`] (the chunk size), nothing running or queued. Such lines follow each
+/// other without idle time or decode steps, so chunk tokens over the time to the next line is
+/// the prefill speed. `Some` only when its median over at least
+/// two pairs is below [`SLOW_PREFILL_TOK_PER_S`].
+fn slowest_prefill(ev: &Evidence, analyses: &[SchedAnalysis<'_>]) -> Option<SlowPrefill> {
+    analyses
+        .iter()
+        .filter_map(|a| {
+            let p = a.tl.prefill.samples();
+            let mut rates = Vec::new();
+            let mut lines = (u64::MAX, 0u64);
+            for w in p.windows(2) {
+                let (x, y) = (&w[0], &w[1]);
+                let (Some(chunk), Some(t0), Some(t1)) =
+                    (x.new_token.filter(|&n| n >= MIN_CHUNK_TOKENS), x.t, y.t)
+                else {
+                    continue;
+                };
+                // Nothing else runs or waits: no decode step, no other request's prefill in
+                // between, so the gap is this chunk's compute.
+                let same = x.new_seq == Some(1)
+                    && y.new_token == Some(chunk)
+                    && x.queue.unwrap_or(0) == 0
+                    && x.running == Some(0)
+                    && y.running == Some(0);
+                let dt = t1 - t0;
+                if same && dt > 0.0 {
+                    rates.push((chunk as f64 / dt, chunk, dt));
+                    lines = (lines.0.min(x.line), lines.1.max(y.line));
+                }
+            }
+            if rates.len() < 2 {
+                return None;
+            }
+            rates.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
+            let (tok_per_s, chunk_tokens, seconds_per_chunk) = rates[rates.len() / 2];
+            (tok_per_s < SLOW_PREFILL_TOK_PER_S).then(|| SlowPrefill {
+                scheduler: a.key.to_string(),
+                tok_per_s,
+                chunk_tokens,
+                seconds_per_chunk,
+                pairs: rates.len(),
+                evidence: a.tl.first.map(|l| SourceRange {
+                    source: ev
+                        .sources
+                        .get(l.source)
+                        .map(|s| s.name.clone())
+                        .unwrap_or_default(),
+                    first_line: lines.0,
+                    last_line: lines.1,
+                }),
+            })
+        })
+        .min_by(|x, y| {
+            x.tok_per_s
+                .partial_cmp(&y.tok_per_s)
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+}
+
 fn slowest_decode(analyses: &[SchedAnalysis<'_>]) -> Option<(String, f64)> {
     analyses
         .iter()

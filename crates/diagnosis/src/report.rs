@@ -29,6 +29,10 @@ pub enum Bottleneck {
     /// Decode itself is extremely slow per running request (well under 1 tok/s each): a hung or
     /// eager (no CUDA graph) decode, CPU offload, or a broken kernel, not load or memory.
     DecodeComputeBound,
+    /// Prefill itself is extremely slow: one request's consecutive prefill chunks take tens of
+    /// seconds each (tens of tok/s) with nothing queued: CPU/host offload, kernels falling back,
+    /// or a broken device, not load or memory.
+    PrefillComputeBound,
     /// Batch lines are present but the signals disagree or are too few.
     Inconclusive,
     /// No SGLang scheduler lines were found.
@@ -47,6 +51,7 @@ impl Bottleneck {
             Bottleneck::ClientBound => "client too slow / not enough load",
             Bottleneck::Stall => "stall",
             Bottleneck::DecodeComputeBound => "decode compute bound",
+            Bottleneck::PrefillComputeBound => "prefill compute bound",
             Bottleneck::Inconclusive => "inconclusive",
             Bottleneck::NoSchedulerLines => "no SGLang scheduler lines",
         }
@@ -128,6 +133,8 @@ pub enum FindingKind {
     Stall,
     /// See [`Bottleneck::DecodeComputeBound`].
     DecodeComputeBound,
+    /// See [`Bottleneck::PrefillComputeBound`].
+    PrefillComputeBound,
     /// KV cache pool exhausted during decode; requests retracted.
     Retraction,
     /// A watchdog timeout: the scheduler hung.

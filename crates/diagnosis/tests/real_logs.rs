@@ -475,3 +475,32 @@ fn ramp_only_excerpts_say_so_in_the_headline() {
         );
     }
 }
+
+#[test]
+fn one_long_prompt_prefilled_at_tens_of_tokens_per_second() {
+    // 037 (SOURCES.tsv): "running 0, queue 0, usage 0.01/0.02; input throughput ~46 tok/s.
+    // Prefill compute-bound on CPU-offloaded MoE ... nothing to do with KV or scheduling."
+    let r = diagnose("real/037-llama-benchy-i15-swa-prefill-slow-46tps.log");
+    assert_eq!(r.bottleneck, Bottleneck::PrefillComputeBound);
+    assert_eq!(
+        r.headline,
+        "Prefill compute bound: 2048-token prefill chunks take ~44 s each (~47 tok/s) with nothing queued."
+    );
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::PrefillComputeBound)
+        .expect("finding");
+    // Lines at 12:50:14, 12:50:58, 12:51:43, 12:52:27, 12:53:11, 12:53:56: gaps 44, 45, 44,
+    // 44, 45 s; the median pair is 2048 tokens / 44 s.
+    let fig = |name: &str| {
+        f.figures
+            .iter()
+            .find(|g| g.name == name)
+            .and_then(|g| g.value)
+    };
+    assert_eq!(fig("seconds per chunk"), Some(44.0));
+    assert_eq!(fig("prefill chunk"), Some(2048.0));
+    assert!((fig("prefill speed").expect("speed") - 2048.0 / 44.0).abs() < 1e-9);
+    assert_eq!((f.evidence[0].first_line, f.evidence[0].last_line), (1, 6));
+}
