@@ -12,10 +12,15 @@ async fn small_kv_pool_queues_requests_and_logs_batches() {
     let log = dir.path().join("server.log");
     // 3,000-token pool; each request: 100 prompt tokens + up to 200 new
     // tokens, reserved at new_token_ratio 0.7 -> ~240 tokens per admission,
-    // so only ~12 of the 40 concurrent requests fit at first.
+    // so only ~12 of the 40 concurrent requests fit at first and the other
+    // ~28 queue, provided they all arrive before the first ones finish.
+    // At time_scale 0.1 a decode pass takes ~3 ms, so the quickest answer
+    // (~60 tokens) takes ~200 ms: ample time for the client to send all 40
+    // even on a loaded machine. (At 0.01 it was ~20 ms; under a parallel
+    // build the 40 arrived over a longer stretch and the queue peaked at 19.)
     let sim = sglang_sim::spawn(SimConfig {
         kv_tokens: 3000,
-        time_scale: 0.01,
+        time_scale: 0.1,
         completion_tokens_mean: 120,
         decode_log_interval: 10,
         log_path: Some(log.clone()),
