@@ -199,14 +199,17 @@ async fn api_key_is_sent_and_never_shown() {
 
 #[tokio::test]
 async fn errors_are_typed() {
-    // Nothing listens on this port once the sim is shut down.
-    let sim = sglang_sim::spawn(sim_cfg()).await.unwrap();
-    let url = sim.base_url();
-    sim.shutdown().await;
+    // A port that is bound but not listening refuses connections. Holding
+    // it (without SO_REUSEADDR) keeps any other test's listener off it; a
+    // port freed by a shut-down sim could be handed to another test's sim.
+    let hole = tokio::net::TcpSocket::new_v4().unwrap();
+    hole.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let url = format!("http://{}", hole.local_addr().unwrap());
     let c = client_for(&url).await;
     let e = c.health().await.unwrap_err();
     assert!(matches!(e, ClientError::Connect { .. }), "{e:?}");
     assert!(e.is_retryable());
+    drop(hole);
 
     let sim = sglang_sim::spawn(SimConfig {
         faults: FaultConfig {
