@@ -135,10 +135,13 @@ impl Engine {
                 deadline = Instant::now();
                 continue;
             }
-            let secs = {
+            let (secs, finished) = {
                 let mut st = self.lock();
                 self.step(&mut st)
             };
+            // Closing the finished requests' channels lets their handlers
+            // answer; every counter already includes their tokens.
+            drop(finished);
             deadline += Duration::from_secs_f64(secs * self.cfg.time_scale);
             let now = Instant::now();
             if deadline > now {
@@ -161,8 +164,11 @@ impl Engine {
     }
 
     /// One scheduling round: admission (prefill) then one decode pass.
-    /// Returns the modelled duration, seconds.
-    fn step(&self, st: &mut State) -> f64 {
+    /// Returns the modelled duration, seconds, and the requests that finished
+    /// in this pass. Their senders are still open: the caller drops them once
+    /// the counters and the log are up to date, so a client that has seen its
+    /// answer end never reads `/metrics` without that answer's tokens.
+    fn step(&self, st: &mut State) -> (f64, Vec<Job>) {
         let cap = self.cfg.kv_tokens;
         let mut secs = 0.0;
         // Waiting requests whose client went away are dropped (SGLang aborts them).
@@ -227,7 +233,7 @@ impl Engine {
             }
         }
         if st.running.is_empty() {
-            return secs.max(0.001);
+            return (secs.max(0.001), Vec::new());
         }
         // Retract when the next token does not fit.
         let mut kv: u64 = st.running.iter().map(|r| r.prompt + r.generated).sum();
@@ -255,15 +261,22 @@ impl Engine {
         st.ratio = (st.ratio - RATIO_DECAY).max(RATIO_MIN);
         let mut produced = 0u64;
         let mut aborted = 0u64;
-        st.running.retain_mut(|r| {
+        let mut finished = Vec::new();
+        let mut still = Vec::with_capacity(st.running.len());
+        for mut r in std::mem::take(&mut st.running) {
             r.generated += 1;
             if r.tx.send(()).is_err() {
                 aborted += 1;
-                return false;
+                continue;
             }
             produced += 1;
-            r.generated < r.target
-        });
+            if r.generated < r.target {
+                still.push(r);
+            } else {
+                finished.push(r);
+            }
+        }
+        st.running = still;
         self.metrics
             .generation_tokens_total
             .fetch_add(produced, Ordering::Relaxed);
@@ -288,7 +301,7 @@ impl Engine {
             );
             self.log_line(st, body);
         }
-        secs
+        (secs, finished)
     }
 
     fn update_gauges(&self, st: &State, kv: u64, tput: Option<f64>) {
@@ -303,5 +316,41 @@ impl Engine {
             m.last_gen_throughput.set(t);
         }
         m.cache_hit_rate.set(0.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::mpsc::error::TryRecvError;
+
+    /// A request's channel closes (its handler answers) only after the
+    /// pass that finished it has counted its tokens: the client can read
+    /// `/metrics` the moment its answer ends and see them.
+    #[test]
+    fn a_finished_request_is_counted_before_its_channel_closes() {
+        let cfg = Arc::new(SimConfig::default());
+        let metrics = Arc::new(Metrics::new());
+        let engine =
+            Engine::new(cfg, metrics.clone(), Arc::new(SimStats::default())).expect("no log file");
+        let mut one = engine.submit(10, 4, 1);
+        let mut two = engine.submit(10, 4, 2);
+        let (_, finished) = engine.step(&mut engine.lock());
+        assert_eq!(finished.len(), 1);
+        assert_eq!(metrics.generation_tokens_total.load(Ordering::Relaxed), 2);
+        assert_eq!(metrics.prompt_tokens_total.load(Ordering::Relaxed), 20);
+        assert_eq!(one.try_recv(), Ok(()));
+        // Counted, and still open until the caller lets go of it.
+        assert_eq!(one.try_recv(), Err(TryRecvError::Empty));
+        drop(finished);
+        assert_eq!(one.try_recv(), Err(TryRecvError::Disconnected));
+
+        let (_, finished) = engine.step(&mut engine.lock());
+        assert_eq!(metrics.generation_tokens_total.load(Ordering::Relaxed), 3);
+        assert_eq!((two.try_recv(), two.try_recv()), (Ok(()), Ok(())));
+        assert_eq!(two.try_recv(), Err(TryRecvError::Empty));
+        drop(finished);
+        assert_eq!(two.try_recv(), Err(TryRecvError::Disconnected));
+        assert!(engine.lock().running.is_empty());
     }
 }
