@@ -14,13 +14,14 @@ async fn small_kv_pool_queues_requests_and_logs_batches() {
     // tokens, reserved at new_token_ratio 0.7 -> ~240 tokens per admission,
     // so only ~12 of the 40 concurrent requests fit at first and the other
     // ~28 queue, provided they all arrive before the first ones finish.
-    // At time_scale 0.1 a decode pass takes ~3 ms, so the quickest answer
-    // (~60 tokens) takes ~200 ms: ample time for the client to send all 40
-    // even on a loaded machine. (At 0.01 it was ~20 ms; under a parallel
-    // build the 40 arrived over a longer stretch and the queue peaked at 19.)
+    // At time_scale 0.3 a decode pass takes ~10 ms, so the quickest answer
+    // (~60 tokens) takes ~0.6 s, against the 10-40 ms the client needs to
+    // send all 40 on a 2-core machine running other tests. At 0.01 (~20 ms)
+    // the queue peaked at 18-19 under a parallel cargo build, and still at 19
+    // once at 0.1 (~200 ms) with the machine at load average ~25.
     let sim = sglang_sim::spawn(SimConfig {
         kv_tokens: 3000,
-        time_scale: 0.1,
+        time_scale: 0.3,
         completion_tokens_mean: 120,
         decode_log_interval: 10,
         log_path: Some(log.clone()),
