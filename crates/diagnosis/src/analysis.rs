@@ -26,6 +26,10 @@ pub const STALL_MIN_S: f64 = 60.0;
 /// Decode speed per running request below which decode itself is the problem (tok/s per request).
 /// A healthy server gives each running request several tokens per second even in large batches.
 pub const SLOW_DECODE_TOK_PER_REQ: f64 = 1.0;
+/// Batch lines a verdict needs before it can be held with high confidence.
+pub const MIN_LINES_FOR_HIGH_CONFIDENCE: usize = 5;
+/// Decode lines needed before a rate gets an interval (batch means need several batches).
+pub const MIN_LINES_FOR_INTERVAL: usize = 20;
 /// Prefill speed below which prefill itself is the problem (tok/s): a GPU prefills thousands of
 /// tokens per second even for one request; CPU-offloaded experts manage tens.
 pub const SLOW_PREFILL_TOK_PER_S: f64 = 256.0;
@@ -273,12 +277,19 @@ fn analyse<'e>(
             .filter_map(|o| Some((o.t, o.running? as f64)))
             .collect::<Vec<_>>(),
     );
-    let queued = gauge(
-        &steady
+    // The standing queue: from decode lines when they carry one (see `queued_share` below).
+    let decode_queue: Vec<(Option<f64>, f64)> = steady_decode
+        .iter()
+        .filter_map(|d| Some((d.t, d.queue? as f64)))
+        .collect();
+    let queued = gauge(&if decode_queue.is_empty() {
+        steady
             .iter()
             .filter_map(|o| Some((o.t, o.queue? as f64)))
-            .collect::<Vec<_>>(),
-    );
+            .collect::<Vec<_>>()
+    } else {
+        decode_queue
+    });
     let usage = gauge(
         &steady
             .iter()
@@ -585,6 +596,8 @@ fn steady_throughput(analyses: &[SchedAnalysis<'_>]) -> Option<Rate> {
     let mut var = 0.0;
     let mut window = f64::INFINITY;
     let mut any = false;
+    let mut fewest_points = usize::MAX;
+    let mut steady_found = true;
     for a in analyses {
         let pts: Vec<(f64, f64)> = a
             .steady_decode
@@ -602,21 +615,42 @@ fn steady_throughput(analyses: &[SchedAnalysis<'_>]) -> Option<Rate> {
         let half = (est.ci_high - est.ci_low) / 2.0;
         var += (half / 1.96).powi(2);
         window = window.min(pts[pts.len() - 1].0 - pts[0].0);
+        fewest_points = fewest_points.min(pts.len());
+        steady_found &= a.span.as_ref().is_some_and(span_is_steady);
         any = true;
     }
     if !any {
         return None;
     }
     let sd = var.sqrt();
+    // Too few lines give a batch-means interval of no width or no meaning: none is printed.
+    let interval = fewest_points >= MIN_LINES_FOR_INTERVAL && sd > 0.0;
+    let over = if steady_found {
+        "over the steady span"
+    } else {
+        "over the whole log (no steady state found)"
+    };
     Some(Rate {
         value: total,
-        low: Some((total - 1.96 * sd).max(0.0)),
-        high: Some(total + 1.96 * sd),
+        low: interval.then(|| (total - 1.96 * sd).max(0.0)),
+        high: interval.then(|| total + 1.96 * sd),
         confidence: 0.95,
         unit: "tok/s".into(),
         window_s: window,
-        method: "time-weighted mean of the logged gen throughput over the steady span, batch-means interval, summed over DP ranks".into(),
+        method: format!(
+            "time-weighted mean of the logged gen throughput {over}, {}, summed over DP ranks",
+            if interval {
+                "batch-means interval"
+            } else {
+                "no interval (fewer than 20 decode lines)"
+            }
+        ),
     })
+}
+
+/// Whether phase detection found a steady state (not the whole log taken for want of one).
+pub(crate) fn span_is_steady(s: &Span) -> bool {
+    !s.method.starts_with("whole log")
 }
 
 /// Diagnose from log evidence alone.
@@ -1147,6 +1181,11 @@ fn headline(
                     r.value,
                     fmt_duration(r.window_s)
                 ),
+                _ if r.method.contains("no steady state") => format!(
+                    " Server generates {:.0} tok/s averaged over the whole log ({ci}over {}; no steady state found).",
+                    r.value,
+                    fmt_duration(r.window_s)
+                ),
                 _ => format!(" Server generates {:.0} tok/s in steady state ({ci}over {}).", r.value, fmt_duration(r.window_s)),
             }
         })
@@ -1195,17 +1234,29 @@ fn bottleneck_finding(
             if let Some(x) = per_req {
                 figures.push(Figure::new("KV tokens held per running request", x, "tokens"));
             }
-            let queued = a.queued.max.map(|q| q >= 1.0).unwrap_or(false);
+            let usage_s = match (a.usage.p90, a.usage.median) {
+                (Some(p), Some(m)) => format!("Token usage reaches {p:.2} (90th percentile; median {m:.2})"),
+                _ => format!("Token usage sits at or above {KV_FULL_USAGE}"),
+            };
+            let queue_s = match (a.queued.median, a.queued.max) {
+                (Some(m), _) if m >= 1.0 => format!(" while ~{m:.0} requests queue"),
+                (_, Some(x)) if x >= 1.0 => format!(" and up to {x:.0} requests queue at times"),
+                _ => String::new(),
+            };
             let detail = format!(
-                "Token usage sits at or above {KV_FULL_USAGE}{}{}: admission stops when the pool cannot hold another request's prompt plus its reserved output, so only what fits decodes at once. \
+                "{usage_s}{queue_s}{}: admission stops when the pool cannot hold another request's prompt plus its reserved output, so only what fits decodes at once. \
                  More requests can decode at once only with more KV slots: a larger mem_fraction_static (each +0.01 adds 1% of the GPU's memory, but only if that much is free after activations and CUDA graphs), \
                  an fp8 KV cache (kv_cache_dtype=fp8_e4m3 halves bytes per token), more GPUs (DP), or shorter max_tokens; the what-if table checks each against the free memory when the model config and GPU memory are given. \
                  Host-RAM hierarchical cache (HiCache) extends the prefix cache only and does not raise decode concurrency.{}",
-                if queued { " while requests queue" } else { "" },
                 if retr.events > 0 { format!(", and the pool ran out {} times (retractions)", retr.events) } else { String::new() },
                 pool.map(|p| format!(" The pool holds {p} tokens per DP rank.")).unwrap_or_default()
             );
-            (FindingKind::KvCacheBound, "KV-cache bound".to_string(), detail, Confidence::High)
+            // Sure when requests wait at a nearly full pool, or the pool ran out (retractions).
+            let sure = retr.events > 0
+                || (a.queued.median.is_some_and(|q| q >= 1.0)
+                    && a.usage.median.is_some_and(|u| u >= CONSERVATIVE_USAGE));
+            let confidence = if sure { Confidence::High } else { Confidence::Medium };
+            (FindingKind::KvCacheBound, "KV-cache bound".to_string(), detail, confidence)
         }
         Bottleneck::RunningCapBound => (
             FindingKind::RunningCapBound,
@@ -1257,6 +1308,12 @@ fn bottleneck_finding(
         ),
         _ => return None,
     };
+    // A handful of lines is an excerpt, not a run: never high confidence.
+    let confidence = if a.steady.len() < MIN_LINES_FOR_HIGH_CONFIDENCE {
+        confidence.min(Confidence::Medium)
+    } else {
+        confidence
+    };
     Some(Finding {
         kind,
         title,
@@ -1267,7 +1324,6 @@ fn bottleneck_finding(
     })
 }
 
-/// The scheduler whose decode is slowest per running request: (name, median tok/s per request).
 /// A scheduler whose prefill chunks crawl.
 struct SlowPrefill {
     scheduler: String,
@@ -1340,6 +1396,7 @@ fn slowest_prefill(ev: &Evidence, analyses: &[SchedAnalysis<'_>]) -> Option<Slow
         })
 }
 
+/// The scheduler whose decode is slowest per running request: (name, median tok/s per request).
 fn slowest_decode(analyses: &[SchedAnalysis<'_>]) -> Option<(String, f64)> {
     analyses
         .iter()
