@@ -37,43 +37,45 @@ const SAMPLE_CLIENT_LOG: &str =
 const SAMPLE_RESPONSES: &str =
     include_str!("../../../tests/data/scenarios/kimi-k25-b2/responses.jsonl");
 
-/// True when `diagnose` runs on the embedded sample (no log and no server given).
+/// True when `diagnose` runs on the embedded sample: the user gave no evidence at all (no log,
+/// no server, no server info, no GPU, no model config, no client file). Any one of them means
+/// the user wants *their* run diagnosed, and mixing in the sample's simulated server would
+/// compare their data with made-up numbers.
 fn uses_sample(args: &DiagnoseArgs) -> bool {
-    args.logs.is_empty() && args.server.is_none()
+    args.logs.is_empty()
+        && args.log_flag.is_empty()
+        && args.server.is_none()
+        && args.server_info.is_none()
+        && !args.gpu
+        && args.gpu_snapshot.is_none()
+        && args.model_config.is_none()
+        && args.client_log.is_none()
+        && args.client_records.is_none()
 }
 
-/// The embedded scenario's other artifacts, for the sources the user did not give.
-fn add_sample_context(ctx: &mut Context, args: &DiagnoseArgs) {
+/// The embedded scenario's other artifacts (only ever used when the user gave no input).
+fn add_sample_context(ctx: &mut Context) {
     let name = |f: &str| format!("<embedded sample: kimi-k25-b2/{f}>");
-    if args.server_info.is_none()
-        && let Ok(info) = sglang_client::ServerInfo::from_json_str(SAMPLE_SERVER_INFO)
-    {
+    if let Ok(info) = sglang_client::ServerInfo::from_json_str(SAMPLE_SERVER_INFO) {
         ctx.server = Some(sources::server_facts(&info, &name("server_info.json")));
     }
-    if args.gpu_snapshot.is_none()
-        && !args.gpu
-        && let Ok(snap) = gpu_probe::parse_nvidia_smi(SAMPLE_NVIDIA_SMI, &name("nvidia-smi.csv"))
-    {
+    if let Ok(snap) = gpu_probe::parse_nvidia_smi(SAMPLE_NVIDIA_SMI, &name("nvidia-smi.csv")) {
         ctx.gpu = Some(sources::gpu_facts(&snap, &name("nvidia-smi.csv")));
     }
-    if args.model_config.is_none()
-        && let Ok(config) = kv_capacity::ModelConfig::from_hf_json(SAMPLE_CONFIG)
-    {
+    if let Ok(config) = kv_capacity::ModelConfig::from_hf_json(SAMPLE_CONFIG) {
         ctx.model = Some(diagnosis::ModelFacts {
             source: name("config.json"),
             config,
         });
     }
-    if args.client_log.is_none() && args.client_records.is_none() {
-        ctx.clients.push(diagnosis::parse_client(
-            name("client.log"),
-            SAMPLE_CLIENT_LOG,
-        ));
-        ctx.clients.push(diagnosis::parse_client(
-            name("responses.jsonl"),
-            SAMPLE_RESPONSES,
-        ));
-    }
+    ctx.clients.push(diagnosis::parse_client(
+        name("client.log"),
+        SAMPLE_CLIENT_LOG,
+    ));
+    ctx.clients.push(diagnosis::parse_client(
+        name("responses.jsonl"),
+        SAMPLE_RESPONSES,
+    ));
 }
 
 /// Command line.
@@ -103,7 +105,7 @@ pub enum Command {
 /// Arguments of `diagnose`.
 #[derive(Debug, Args, Default, Clone)]
 pub struct DiagnoseArgs {
-    /// SGLang server logs: plain, .gz, or `-` for stdin. With none (and no --server), the embedded sample is used.
+    /// SGLang server logs: plain, .gz, or `-` for stdin. With no input at all (no log, --server, --server-info, --gpu, --gpu-snapshot, --model-config, --client-log or --client-records), the embedded sample is diagnosed.
     pub logs: Vec<PathBuf>,
     /// A live server: read /server_info (or /get_server_info). The API key, if any, comes from SGLANG_API_KEY.
     #[arg(long, value_name = "URL")]
@@ -219,7 +221,7 @@ pub fn read_logs(args: &DiagnoseArgs) -> Result<Evidence> {
     let mut b = EvidenceBuilder::new();
     if uses_sample(args) {
         eprintln!(
-            "note: no log given, so this diagnoses the embedded sample (a simulated Kimi-K2.5 run with its server info, nvidia-smi, \
+            "note: no input given, so this diagnoses the embedded sample (a simulated Kimi-K2.5 run with its server info, nvidia-smi, \
              model config and client logs); pass your server log to diagnose yours"
         );
         let id = b.add_source(SAMPLE_NAME);
@@ -276,7 +278,7 @@ pub fn build_context(args: &DiagnoseArgs) -> Result<Context> {
         sources::add_host_meminfo(&mut ctx);
     }
     if uses_sample(args) {
-        add_sample_context(&mut ctx, args);
+        add_sample_context(&mut ctx);
     }
     if let Some(url) = &args.server {
         // Live mode polls /metrics itself; a one-shot diagnosis takes a few polls a second apart.

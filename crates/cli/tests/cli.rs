@@ -324,3 +324,62 @@ fn every_benchmark_paste_is_read_as_the_client_and_as_a_log() {
         "{text}"
     );
 }
+
+#[test]
+fn client_file_alone_is_diagnosed_without_the_embedded_sample() {
+    let bench = data("real/bench/002-i8285-sglang-ttft-unstable-rate330.txt");
+    let out = bin()
+        .arg("diagnose")
+        .arg("--client-log")
+        .arg(&bench)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("embedded sample"), "{text}");
+    assert!(!err.contains("embedded sample"), "{err}");
+    // the benchmark alone: its summary gives the headline, nothing about a server is invented
+    assert!(
+        text.contains(
+            "Verdict: No SGLang scheduler lines; benchmark summary: 660 requests succeeded, 12196 output tok/s over the whole run"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("implied by server tokens"), "{text}");
+    assert!(!text.contains("KV pool:"), "{text}");
+    assert!(
+        text.contains("No SGLang scheduler lines (Prefill batch / Decode batch) were found"),
+        "{text}"
+    );
+
+    // Any single evidence flag means "diagnose mine": none of them pulls in the sample.
+    let s = data("scenarios/kimi-k25-b1");
+    for (flag, file) in [
+        ("--client-records", "responses.jsonl"),
+        ("--server-info", "server_info.json"),
+        ("--gpu-snapshot", "nvidia-smi.csv"),
+        ("--model-config", "config.json"),
+    ] {
+        let out = bin()
+            .args(["diagnose", "--json", flag])
+            .arg(s.join(file))
+            .output()
+            .expect("run");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{flag}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(v["inputs"], serde_json::json!([]), "{flag}");
+        assert_eq!(v["bottleneck"], "no_scheduler_lines", "{flag}");
+        assert!(
+            !out.stdout.windows(15).any(|w| w == b"embedded sample"),
+            "{flag}: {}",
+            v["sources"]
+        );
+    }
+}
