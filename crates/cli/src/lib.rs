@@ -53,6 +53,15 @@ fn uses_sample(args: &DiagnoseArgs) -> bool {
         && args.client_records.is_none()
 }
 
+/// True when `--server` is given and no other evidence is.
+fn server_is_the_only_source(args: &DiagnoseArgs) -> bool {
+    args.server.is_some()
+        && uses_sample(&DiagnoseArgs {
+            server: None,
+            ..args.clone()
+        })
+}
+
 /// The embedded scenario's other artifacts (only ever used when the user gave no input).
 fn add_sample_context(ctx: &mut Context) {
     let name = |f: &str| format!("<embedded sample: kimi-k25-b2/{f}>");
@@ -251,7 +260,8 @@ pub fn read_logs(args: &DiagnoseArgs) -> Result<Evidence> {
 ///
 /// # Errors
 /// An unreadable or unrecognisable `--server-info`, `--gpu-snapshot`, `--model-config`,
-/// `--client-log` or `--client-records` file (the message names it).
+/// `--client-log` or `--client-records` file (the message names it); a `--server` that is the
+/// only input and answered nothing (outside live mode).
 pub fn build_context(args: &DiagnoseArgs) -> Result<Context> {
     let mut ctx = Context {
         sample_window_s: Some(args.sample_window),
@@ -287,7 +297,20 @@ pub fn build_context(args: &DiagnoseArgs) -> Result<Context> {
         } else {
             args.metrics_polls
         };
-        sources::add_server_url(&mut ctx, url, polls, std::time::Duration::from_secs(1));
+        let failure =
+            sources::add_server_url(&mut ctx, url, polls, std::time::Duration::from_secs(1));
+        // With other evidence an unreachable server only narrows the report; alone, there is
+        // nothing to diagnose, and a "no scheduler lines" verdict with exit 0 would hide that
+        // the URL is wrong or the server is down. (Live mode keeps polling: it may come up.)
+        if let Some(cause) = failure
+            && args.watch.is_none()
+            && server_is_the_only_source(args)
+        {
+            anyhow::bail!(
+                "--server {url}: {cause}; it was the only input, so there is nothing to diagnose \
+                 (check the URL and that the server is up, or also give its log)"
+            );
+        }
     }
     Ok(ctx)
 }

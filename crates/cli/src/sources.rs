@@ -145,17 +145,25 @@ pub fn add_host_meminfo(ctx: &mut Context) {
 }
 
 /// Fetch server info and `polls` samples of `/metrics`, `interval` apart, from a live server.
-pub fn add_server_url(ctx: &mut Context, url: &str, polls: u32, interval: std::time::Duration) {
+/// Each failure lands in `ctx.source_errors`.
+///
+/// Returns `Some(cause)` when nothing at all came back (neither server info nor any `/metrics`
+/// poll succeeded): the first failure's text, without the URL prefix. `None` otherwise.
+pub fn add_server_url(
+    ctx: &mut Context,
+    url: &str,
+    polls: u32,
+    interval: std::time::Duration,
+) -> Option<String> {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            ctx.source_errors.push(format!(
-                "server {url}: could not start the async runtime: {e}"
-            ));
-            return;
+            let cause = format!("could not start the async runtime: {e}");
+            ctx.source_errors.push(format!("server {url}: {cause}"));
+            return Some(cause);
         }
     };
     let cfg = sglang_client::ClientConfig::new(url).api_key_from_env(sglang_client::API_KEY_ENV);
@@ -163,12 +171,16 @@ pub fn add_server_url(ctx: &mut Context, url: &str, polls: u32, interval: std::t
         Ok(c) => c,
         Err(e) => {
             ctx.source_errors.push(format!("server {url}: {e}"));
-            return;
+            return Some(e.to_string());
         }
     };
+    let mut first_error = None;
     match rt.block_on(client.server_info()) {
         Ok(info) => ctx.server = Some(server_facts(&info, url)),
-        Err(e) => ctx.source_errors.push(format!("server {url}: {e}")),
+        Err(e) => {
+            ctx.source_errors.push(format!("server {url}: {e}"));
+            first_error = Some(e.to_string());
+        }
     }
     let mut facts = MetricsFacts {
         source: url.to_string(),
@@ -182,12 +194,19 @@ pub fn add_server_url(ctx: &mut Context, url: &str, polls: u32, interval: std::t
             Ok(m) => facts.samples.push(metrics_sample(&m)),
             Err(e) => {
                 ctx.source_errors.push(format!("server {url}/metrics: {e}"));
+                first_error.get_or_insert_with(|| e.to_string());
                 break;
             }
         }
     }
+    let reached = ctx.server.is_some() || !facts.samples.is_empty();
     if !facts.samples.is_empty() {
         ctx.metrics = Some(facts);
+    }
+    if reached {
+        None
+    } else {
+        Some(first_error.unwrap_or_else(|| "no answer".to_string()))
     }
 }
 

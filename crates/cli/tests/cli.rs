@@ -383,3 +383,60 @@ fn client_file_alone_is_diagnosed_without_the_embedded_sample() {
         );
     }
 }
+
+/// A loopback port nobody listens on: bind one, note it, let it go.
+fn closed_port_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    drop(l);
+    format!("http://127.0.0.1:{port}")
+}
+
+#[test]
+fn unreachable_server_as_the_only_input_is_an_error() {
+    let url = closed_port_url();
+    let out = bin()
+        .args(["diagnose", "--server", &url, "--metrics-polls", "1"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("error: --server {url}: cannot connect to {url}/")),
+        "{err}"
+    );
+    assert!(err.contains("it was the only input"), "{err}");
+
+    // Beside a log, the same server only narrows the report.
+    let out = bin()
+        .args([
+            "diagnose",
+            "--json",
+            "--server",
+            &url,
+            "--metrics-polls",
+            "1",
+        ])
+        .arg(data("real/001-i938-a100-llama13b-queue12k.log"))
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let nc = v["not_concluded"].to_string();
+    assert!(
+        nc.contains(&format!("server {url}: cannot connect")),
+        "{nc}"
+    );
+    assert_ne!(v["bottleneck"], "no_scheduler_lines");
+}
