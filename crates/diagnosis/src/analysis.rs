@@ -754,7 +754,11 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             break;
         }
     }
-    if let Some((name, per_req)) = slow.filter(|s| s.1 < SLOW_DECODE_TOK_PER_REQ) {
+    // In a stall the crawl is a symptom of the hang, reported by the stall findings.
+    if let Some((name, per_req)) = slow
+        .filter(|s| s.1 < SLOW_DECODE_TOK_PER_REQ)
+        .filter(|_| bottleneck != Bottleneck::Stall)
+    {
         findings.push(Finding {
             kind: FindingKind::DecodeComputeBound,
             title: "Decode is extremely slow per running request".into(),
@@ -913,6 +917,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         not_concluded.push(format!("The model config could not be used: {e}."));
     }
     not_concluded.extend(ctx.source_errors.iter().cloned());
+    // What went wrong with the inputs themselves comes first: it explains the rest.
+    let (mut lead, rest): (Vec<String>, Vec<String>) = not_concluded
+        .into_iter()
+        .partition(|n| n.ends_with("holds no lines at all.") || ctx.source_errors.contains(n));
+    lead.extend(rest);
+    let not_concluded = lead;
     let mut sources = join_notes;
     if let Some(s) = &ctx.server {
         sources.push(format!("server info: {}", s.source));

@@ -347,6 +347,25 @@ fn littles_law_finding(
     });
 }
 
+/// Relative difference between lifetime and windowed rates within which they agree (fraction).
+const LIFETIME_AGREES: f64 = 0.1;
+
+/// Whether the client's lifetime average (or the rate it printed) misleads: the lifetime
+/// average lies outside the windowed rate's interval or more than [`LIFETIME_AGREES`] from it,
+/// or the printed rate is more than 20% off the lifetime average (rounding).
+pub(crate) fn lifetime_misleads(s: &ClientSummary) -> bool {
+    let (Some(life), Some(win)) = (&s.lifetime_req_per_s, &s.windowed_req_per_s) else {
+        return false;
+    };
+    let outside =
+        life.value < win.low.unwrap_or(win.value) || life.value > win.high.unwrap_or(win.value);
+    let far = (life.value - win.value).abs() > LIFETIME_AGREES * win.value;
+    let rounded = s
+        .printed_req_per_s
+        .is_some_and(|p| (p - life.value).abs() > 0.2 * life.value);
+    outside || far || rounded
+}
+
 fn gap_finding(
     s: &ClientSummary,
     ev: &Evidence,
@@ -368,8 +387,27 @@ fn gap_finding(
     if let Some(f) = s.first_completion_after_s {
         figures.push(Figure::new("time to the first completion", f, "s"));
     }
-    // Only a client that prints its own rate invites the lifetime-average explanation.
-    let printed = s.printed_req_per_s.is_some();
+    // Only a client that prints its own rate, and whose lifetime average misleads, invites the
+    // lifetime-average explanation.
+    let printed = s.printed_req_per_s.is_some() && lifetime_misleads(s);
+    if s.printed_req_per_s.is_some() && !printed {
+        findings.push(Finding {
+            kind: FindingKind::ClientGap,
+            title: "The client's lifetime rate agrees with its steady rate".into(),
+            detail: format!(
+                "Its lifetime average ({:.3} req/s) lies within the steady window's 95% interval ({:.3}-{:.3} req/s) and within {:.0}% of it: \
+                 the client's number is not distorted by a ramp or by rounding here.",
+                life.value,
+                win.low.unwrap_or(f64::NAN),
+                win.high.unwrap_or(f64::NAN),
+                LIFETIME_AGREES * 100.0
+            ),
+            figures,
+            evidence: Vec::new(),
+            confidence: Confidence::Medium,
+        });
+        return;
+    }
     let mut detail = if printed {
         format!(
             "The client's figure is a lifetime average: completions since its start divided by the time since then ({:.3} req/s). \
@@ -837,14 +875,14 @@ pub(crate) fn recommendations(
             // Best feasible row of each kind.
             // Gains relative to the current row's projection (same formula, so like with like);
             // a larger TP needs proportionally more GPUs, so its gain is counted per GPU.
-            let base = cm
+            let (base, base_n) = cm
                 .what_if
                 .rows
                 .iter()
                 .find(|w| matches!(w.change, kv_capacity::Change::Current))
                 .and_then(|w| p.rows.iter().find(|r| r.label == w.label))
-                .map(|r| r.tok_per_s)
-                .unwrap_or(p.current_tok_per_s);
+                .map(|r| (r.tok_per_s, r.concurrency))
+                .unwrap_or((p.current_tok_per_s, p.observed_mean_running));
             let gpu_factor = |label: &str| -> f64 {
                 cm.what_if
                     .rows
@@ -904,12 +942,14 @@ pub(crate) fn recommendations(
                 out.push(Recommendation {
                     action: format!("Set {}", r.label),
                     expected_gain: format!(
-                        "pool {} tokens ({:+.0}%), ~{:.0} requests decoding at once, ~{:.0} tok/s ({:+.0}%){}",
+                        "pool {} tokens ({:+.0}%), ~{:.0} requests decoding at once, ~{:.0} tok/s ({:+.0}% over the step-time fit's ~{:.0} tok/s for today's pool, ~{:.0} decoding at once){}",
                         pool.map(|w| w.pool_tokens.to_string()).unwrap_or_else(|| "?".into()),
                         pool.map(|w| w.change_pct).unwrap_or(f64::NAN),
                         r.concurrency,
                         r.tok_per_s,
                         r.gain_pct,
+                        base,
+                        base_n,
                         if r.extrapolated { " (extrapolated beyond the observed batch sizes)" } else { "" }
                     ),
                     gain_pct: Some(r.gain_pct),
@@ -935,10 +975,20 @@ pub(crate) fn recommendations(
                         "Do not raise mem_fraction_static to {:.2} or beyond",
                         bad.mem_fraction_static
                     ),
-                    expected_gain: format!(
-                        "it would need {:.2} GiB more per GPU than is free after CUDA graphs",
-                        bad.extra_gib_per_gpu
-                    ),
+                    expected_gain: match &bad.feasibility {
+                        Some(f) => format!(
+                            "none: the pool would take {:.2} GiB more per GPU, leaving {:.2} of the {:.2} GiB free after CUDA graphs, \
+                             under the {:.0} GiB that prefill activations need",
+                            f.extra_gib,
+                            f.free_after_gib,
+                            f.free_now_gib,
+                            FeasibilityThresholds::default().tight_free_gib
+                        ),
+                        None => format!(
+                            "none: the pool would take {:.2} GiB more per GPU than is safe to give it",
+                            bad.extra_gib_per_gpu
+                        ),
+                    },
                     gain_pct: None,
                     risk: "out of memory at start-up or under the first large prefill".into(),
                 });
@@ -966,7 +1016,7 @@ pub(crate) fn recommendations(
         }
     }
     // Below the pool: what the current pool would allow if admission let it fill.
-    let fill_gain = || -> Option<(f64, f64, f64)> {
+    let fill_gain = || -> Option<(f64, f64, f64, bool)> {
         let (cm, p) = (cap?, proj?);
         let now = cm
             .what_if
@@ -981,6 +1031,7 @@ pub(crate) fn recommendations(
                 n,
                 r.tok_per_s,
                 (r.tok_per_s / p.current_tok_per_s - 1.0) * 100.0,
+                r.extrapolated,
             )
         })
     };
@@ -990,9 +1041,11 @@ pub(crate) fn recommendations(
             out.push(Recommendation {
                 action: "Lower --schedule-conservativeness (e.g. 0.7), or send max_tokens closer to the real completion lengths".into(),
                 expected_gain: match g {
-                    Some((n, t, pct)) => format!(
-                        "the pool could hold ~{n:.0} requests decoding at once instead of the ~{:.0} admitted: ~{t:.0} tok/s ({pct:+.0}%)",
-                        proj.map(|p| p.observed_mean_running).unwrap_or(f64::NAN)
+                    Some((n, t, pct, extrapolated)) => format!(
+                        "the pool could hold ~{n:.0} requests decoding at once instead of the ~{:.0} admitted: ~{t:.0} tok/s ({pct:+.0}% over the step-time fit's ~{:.0} tok/s now){}",
+                        proj.map(|p| p.observed_mean_running).unwrap_or(f64::NAN),
+                        proj.map(|p| p.current_tok_per_s).unwrap_or(f64::NAN),
+                        if extrapolated { " (extrapolated beyond the observed batch sizes)" } else { "" }
                     ),
                     None => "more requests admitted while the KV cache has room".into(),
                 },
@@ -1016,8 +1069,7 @@ pub(crate) fn recommendations(
     }
     if let Some(c) = client
         && c.printed_req_per_s.is_some()
-        && c.lifetime_req_per_s.is_some()
-        && c.windowed_req_per_s.is_some()
+        && lifetime_misleads(c)
     {
         out.push(Recommendation {
                 action: "Judge progress by the windowed rate (or throughput-doctor run-batch), not the client's lifetime average".into(),
@@ -1053,8 +1105,14 @@ pub(crate) fn capacity_findings(cm: &CapacityModel, findings: &mut Vec<Finding>)
     for w in rows.iter().filter(|w| {
         w.label.contains("0.88") || w.label.contains("0.93") || w.label.contains("kv_cache_dtype")
     }) {
+        let feasible = match w.feasibility.as_ref().map(|f| f.verdict) {
+            Some(kv_capacity::Feasibility::Fits) => " (fits)",
+            Some(kv_capacity::Feasibility::Tight) => " (fits with little margin)",
+            Some(kv_capacity::Feasibility::OomLikely) => " (likely out of memory)",
+            None => "",
+        };
         figures.push(Figure::new(
-            format!("pool at {}", w.label),
+            format!("pool at {}{feasible}", w.label),
             w.pool_tokens as f64,
             "tokens",
         ));

@@ -259,6 +259,21 @@ fn watchdog_timeout_is_a_stall() {
 }
 
 #[test]
+fn watchdog_pyspy_dump_is_a_stall() {
+    // 052 (SOURCES.tsv): "no decode progress for >3 min: hang, not a throughput regime". The
+    // excerpt holds two decode lines at 3.3 tok/s and the watchdog's py-spy dump of the hung
+    // schedulers (`_watchdog_thread` -> `pyspy_dump_schedulers`).
+    let r = diagnose("real/052-pr20766-multinode-dp-decode-then-pyspy-dump.log");
+    assert_eq!(r.bottleneck, Bottleneck::Stall);
+    assert_eq!(r.findings[0].kind, FindingKind::WatchdogTimeout);
+    assert!(
+        !r.findings
+            .iter()
+            .any(|f| f.kind == FindingKind::DecodeComputeBound)
+    );
+}
+
+#[test]
 fn pd_prefill_stuck_in_preallocation() {
     let r = diagnose("real/031-i22877-pd-prefill-prealloc-rising-custom-fmt.log");
     assert_eq!(r.bottleneck, Bottleneck::PdTransferBound);

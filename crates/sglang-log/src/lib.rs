@@ -145,7 +145,8 @@ pub enum Event<'a> {
     /// `The server is fired up and ready to roll!`
     ServerReady,
     /// A watchdog timeout (`Watchdog timeout (self.watchdog_timeout=300)` and later
-    /// `… watchdog timeout (…)` wordings); the message text.
+    /// `… watchdog timeout (…)` wordings, or the watchdog's `Pyspy dump for PID N:` of the hung
+    /// schedulers' stacks); the message text.
     WatchdogTimeout(&'a str),
     /// A PD KV transfer failure (`… transfer failed …`, `KVTransferError`); the message text.
     KvTransferFailed(&'a str),

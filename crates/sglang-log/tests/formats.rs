@@ -257,6 +257,11 @@ fn envelopes_and_wrappers() {
         "[2026-03-01 10:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
         "watchdog_timeout @2026-03-01 10:00:00 [TP0] msg=\"Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)\"",
     );
+    // The watchdog's py-spy dump (real excerpt 052).
+    check(
+        "[2026-03-17 17:31:53] Pyspy dump for PID 10366:",
+        "watchdog_timeout @2026-03-17 17:31:53 msg=\"Pyspy dump for PID 10366:\"",
+    );
     check(
         "[2026-03-01 10:00:00 TP0] Decode transfer failed for request rank=0 req.rid='abc' req.bootstrap_room=7",
         "kv_transfer_failed @2026-03-01 10:00:00 [TP0] msg=\"Decode transfer failed for request rank=0 req.rid='abc' req.bootstrap_room=7\"",
