@@ -5,6 +5,7 @@
 //! diagnostics to stderr; exit codes are 0 (ok), 1 (failure), 2 (bad arguments).
 
 pub mod batch_cmd;
+pub mod logfile;
 pub mod plot;
 pub mod render;
 pub mod sources;
@@ -222,11 +223,12 @@ fn gpu_check() -> Result<()> {
     }
 }
 
-/// Read the logs (or the embedded sample) into evidence.
+/// Read the logs (or the embedded sample) into evidence. Problems that do not stop the read
+/// (a truncated gzip file) are pushed to `warnings`, each naming its file.
 ///
 /// # Errors
 /// A log that cannot be opened or read (the error names the path).
-pub fn read_logs(args: &DiagnoseArgs) -> Result<Evidence> {
+pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evidence> {
     let mut b = EvidenceBuilder::new();
     if uses_sample(args) {
         eprintln!(
@@ -242,15 +244,11 @@ pub fn read_logs(args: &DiagnoseArgs) -> Result<Evidence> {
     }
     for path in &args.logs {
         let name = path.display().to_string();
-        let id = b.add_source(name.clone());
-        let stats = if name == "-" {
-            let stdin = std::io::stdin().lock();
-            LogReader::from_reader("-", stdin).for_each(|rec| b.push(id, rec))
-        } else {
-            // The reader's errors name the path (and line or gzip offset) themselves.
-            LogReader::open(path)?.for_each(|rec| b.push(id, rec))
-        }?;
-        b.finish_source(id, &stats);
+        let id = b.add_source(name);
+        // The reader's errors name the path (and line) themselves.
+        let read = logfile::read_log(path, |rec| b.push(id, rec))?;
+        b.finish_source(id, &read.stats);
+        warnings.extend(read.warnings);
     }
     Ok(b.build())
 }
@@ -328,8 +326,14 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<Report> {
 /// # Errors
 /// See [`read_logs`].
 pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
-    let ctx = build_context(args)?;
-    let ev = read_logs(args)?;
+    let mut ctx = build_context(args)?;
+    let mut warnings = Vec::new();
+    let ev = read_logs(args, &mut warnings)?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    // ...and in the report's "not concluded", beside the other sources' problems.
+    ctx.source_errors.extend(warnings);
     let report = diagnosis::diagnose_with(&ev, &ctx);
     Ok((ev, report))
 }

@@ -440,3 +440,73 @@ fn unreachable_server_as_the_only_input_is_an_error() {
     );
     assert_ne!(v["bottleneck"], "no_scheduler_lines");
 }
+
+#[test]
+fn truncated_gzip_log_is_diagnosed_up_to_the_cut_with_a_warning() {
+    use std::io::{Read as _, Write as _};
+    let original = std::fs::read(data("real-long/ascend-dsr1-pd-decode-dp32.log")).expect("log");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&original).expect("gzip");
+    let gz = enc.finish().expect("gzip");
+    let cut = &gz[..gz.len() / 2];
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("trunc.log.gz");
+    std::fs::write(&p, cut).expect("write");
+
+    // What a decoder gets out of the half before it fails: its whole lines are what counts.
+    let mut decoded = Vec::new();
+    let mut dec = flate2::read::GzDecoder::new(cut);
+    let mut chunk = [0u8; 4096];
+    loop {
+        match dec.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => decoded.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let whole_lines = decoded.iter().filter(|&&b| b == b'\n').count();
+    assert!(whole_lines > 1000 && whole_lines < 11234, "{whole_lines}");
+
+    let out = bin()
+        .args(["diagnose", "--json"])
+        .arg(&p)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let name = p.display().to_string();
+    let expected = format!(
+        "warning: {name}: the gzip stream is truncated or corrupt after line {whole_lines} (near compressed byte "
+    );
+    assert!(err.contains(&expected), "{err}");
+    assert!(err.contains(&format!(" of {})", cut.len())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "only the {whole_lines} lines before it were diagnosed"
+        )),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["inputs"][0]["lines"], whole_lines);
+    assert!(v["inputs"][0]["decode_lines"].as_u64().unwrap_or(0) > 0);
+    assert_ne!(v["bottleneck"], "no_scheduler_lines");
+    let nc = v["not_concluded"].to_string();
+    assert!(
+        nc.contains(&format!(
+            "{name}: the gzip stream is truncated or corrupt after line {whole_lines}"
+        )),
+        "{nc}"
+    );
+
+    // The whole file gzipped is read without a warning, every line of it.
+    let full = dir.path().join("full.log.gz");
+    std::fs::write(&full, &gz).expect("write");
+    let out = bin()
+        .args(["diagnose", "--json"])
+        .arg(&full)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["inputs"][0]["lines"], 11234);
+}

@@ -1,0 +1,198 @@
+//! Reading one log for `diagnose`. Unlike a bare [`LogReader::open`], a gzip file that ends
+//! early (a copy cut short, a log still being compressed) or is corrupt mid-way keeps every
+//! whole line decoded before the damage: they are diagnosed, and the damage is reported as a
+//! warning naming the file, the lines read and the compressed byte offset.
+
+use std::cell::{Cell, RefCell};
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+use std::rc::Rc;
+
+use sglang_log::{LogReader, ParseStats, ReadError, Record};
+
+/// What reading one log produced.
+#[derive(Debug, Default)]
+pub struct LogRead {
+    /// The parse counts of the lines read (all of them, or those before a gzip error).
+    pub stats: ParseStats,
+    /// Problems that did not stop the read, each naming the file (for stderr and the report).
+    pub warnings: Vec<String>,
+}
+
+/// Bytes decoded per refill of [`WholeLines`] (bytes).
+const CHUNK: usize = 256 * 1024;
+
+/// Why a gzip stream stopped early.
+struct GzFailure {
+    error: io::Error,
+    /// Decoded bytes of an unterminated last line that were dropped (bytes).
+    dropped_bytes: usize,
+}
+
+/// Passes on decoded bytes up to the last `\n` seen, so that when the decoder fails the half
+/// line before the damage is dropped instead of parsed (a cut `gen throughput (token/s): 12`
+/// would read as a wrong number). On a decoder error it records the error and reports end of
+/// input; on a clean end it passes on everything.
+struct WholeLines<R> {
+    inner: R,
+    /// Decoded bytes not yet passed on.
+    buf: Vec<u8>,
+    /// `buf[..ready]` may be passed on.
+    ready: usize,
+    /// `buf[..pos]` was passed on.
+    pos: usize,
+    done: bool,
+    failure: Rc<RefCell<Option<GzFailure>>>,
+}
+
+impl<R: Read> Read for WholeLines<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.pos < self.ready {
+                let n = (self.ready - self.pos).min(out.len());
+                out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+            if self.done {
+                return Ok(0);
+            }
+            // All that was ready is passed on; keep the unterminated rest.
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+            self.ready = 0;
+            let old = self.buf.len();
+            self.buf.resize(old + CHUNK, 0);
+            match self.inner.read(&mut self.buf[old..]) {
+                Ok(0) => {
+                    self.buf.truncate(old);
+                    self.ready = old;
+                    self.done = true;
+                }
+                Ok(n) => {
+                    self.buf.truncate(old + n);
+                    // The rest before `old` holds no `\n`, so look in the new bytes only,
+                    // from their end (a line is short: this stops within a few hundred bytes).
+                    self.ready = self.buf[old..]
+                        .iter()
+                        .rposition(|&b| b == b'\n')
+                        .map_or(0, |i| old + i + 1);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.buf.truncate(old),
+                Err(error) => {
+                    *self.failure.borrow_mut() = Some(GzFailure {
+                        error,
+                        dropped_bytes: old,
+                    });
+                    self.buf.clear();
+                    self.done = true;
+                }
+            }
+        }
+    }
+}
+
+/// A `BufRead` that counts the compressed bytes its consumer (the gzip decoder) has used.
+struct CountingBufRead<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: BufRead> Read for CountingBufRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for CountingBufRead<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.count.set(self.count.get() + amt as u64);
+        self.inner.consume(amt);
+    }
+}
+
+/// Read the log at `path` (`-` is stdin; gzip is detected by its magic bytes `1f 8b` and may
+/// hold several members) and call `push` for every record, in order.
+///
+/// A gzip stream that is truncated or corrupt does not fail the read: the whole lines before
+/// the damage are delivered and a warning says where it stopped.
+///
+/// # Errors
+/// [`ReadError::Open`] when the file cannot be opened or its first bytes cannot be read,
+/// [`ReadError::NotAFile`] for a directory, [`ReadError::Read`] when reading a plain file or
+/// stdin fails mid-way.
+pub fn read_log(path: &Path, mut push: impl FnMut(&Record<'_>)) -> Result<LogRead, ReadError> {
+    let name = path.display().to_string();
+    let open_err = |source| ReadError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (raw, compressed_len): (Box<dyn Read>, Option<u64>) = if name == "-" {
+        (Box::new(io::stdin()), None)
+    } else {
+        let meta = std::fs::metadata(path).map_err(open_err)?;
+        if meta.is_dir() {
+            return Err(ReadError::NotAFile {
+                path: path.to_path_buf(),
+            });
+        }
+        let file = std::fs::File::open(path).map_err(open_err)?;
+        (Box::new(file), Some(meta.len()))
+    };
+    let mut br = BufReader::with_capacity(64 * 1024, raw);
+    let head = loop {
+        match br.fill_buf() {
+            Ok(h) => break h,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(open_err(e)),
+        }
+    };
+    let is_gz = head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
+    let mut out = LogRead::default();
+    if !is_gz {
+        out.stats = LogReader::from_reader(name, br).for_each(&mut push)?;
+        return Ok(out);
+    }
+    let count = Rc::new(Cell::new(0));
+    let failure = Rc::new(RefCell::new(None));
+    let decoder = flate2::bufread::MultiGzDecoder::new(CountingBufRead {
+        inner: br,
+        count: Rc::clone(&count),
+    });
+    let lines = WholeLines {
+        inner: decoder,
+        buf: Vec::new(),
+        ready: 0,
+        pos: 0,
+        done: false,
+        failure: Rc::clone(&failure),
+    };
+    out.stats = LogReader::from_reader(name.clone(), lines).for_each(&mut push)?;
+    if let Some(f) = failure.borrow_mut().take() {
+        let of = compressed_len
+            .map(|n| format!(" of {n}"))
+            .unwrap_or_default();
+        let cut = if f.dropped_bytes > 0 {
+            format!(
+                "; the cut last line ({} bytes) was left out",
+                f.dropped_bytes
+            )
+        } else {
+            String::new()
+        };
+        out.warnings.push(format!(
+            "{name}: the gzip stream is truncated or corrupt after line {} (near compressed byte {}{of}): {}; \
+             only the {} lines before it were diagnosed{cut}",
+            out.stats.lines,
+            count.get(),
+            f.error,
+            out.stats.lines
+        ));
+    }
+    Ok(out)
+}
