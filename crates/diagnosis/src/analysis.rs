@@ -1588,6 +1588,15 @@ fn stall_findings(ev: &Evidence, analyses: &[SchedAnalysis<'_>], out: &mut Vec<F
         };
         let n = r.last - r.first + 1;
         let long = r.duration_s.map(|x| x >= STALL_MIN_S).unwrap_or(false);
+        // A short freeze while every line still logs a healthy gen throughput is #token counted
+        // in pages (SWA / paged pools move it in steps of a page), not a stall.
+        let moving = (r.first..=r.last).all(|i| {
+            d[i].gen_tps
+                .is_some_and(|g| g > r.running as f64 * SLOW_DECODE_TOK_PER_REQ)
+        });
+        if !long && moving {
+            continue;
+        }
         let src = a.tl.first.map(|l| l.source).unwrap_or(0);
         let mut figures = vec![
             Figure::new("decode lines with #token unchanged", n as f64, "lines"),

@@ -519,3 +519,15 @@ fn one_long_prompt_prefilled_at_tens_of_tokens_per_second() {
     assert!((fig("prefill speed").expect("speed") - 2048.0 / 44.0).abs() < 1e-9);
     assert_eq!((f.evidence[0].first_line, f.evidence[0].last_line), (1, 6));
 }
+
+#[test]
+fn page_granular_token_count_is_not_a_stall() {
+    // 013: an SWA model's #token moves in page steps; over 1 s it repeats while every line
+    // still logs ~429 tok/s. That is counting, not a hang.
+    let r = diagnose("real/013-i26248-swa-retraction-collapse.log");
+    assert!(
+        !r.findings.iter().any(|f| f.kind == FindingKind::Stall),
+        "{:?}",
+        r.findings.iter().map(|f| &f.title).collect::<Vec<_>>()
+    );
+}
