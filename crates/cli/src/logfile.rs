@@ -1,7 +1,8 @@
 //! Reading one log for `diagnose`. Unlike a bare [`LogReader::open`], a gzip file that ends
 //! early (a copy cut short, a log still being compressed) or is corrupt mid-way keeps every
 //! whole line decoded before the damage: they are diagnosed, and the damage is reported as a
-//! warning naming the file, the lines read and the compressed byte offset.
+//! warning naming the file, the lines read and the compressed byte offset. A log with no
+//! SGLang event whose start is not text (NUL bytes, control bytes) gets a warning too.
 
 use std::cell::{Cell, RefCell};
 use std::io::{self, BufRead, BufReader, Read};
@@ -92,6 +93,58 @@ impl<R: Read> Read for WholeLines<R> {
     }
 }
 
+/// How much of a log's start [`HeadTap`] keeps for [`not_text_reason`] (bytes).
+pub const HEAD_BYTES: usize = 64 * 1024;
+
+/// Keeps a copy of the first [`HEAD_BYTES`] bytes that pass through (after decompression), so
+/// that a log without a single SGLang event can be checked for being binary without reading
+/// it again (stdin cannot be). Past the head it only forwards.
+struct HeadTap<R> {
+    inner: R,
+    head: Rc<RefCell<Vec<u8>>>,
+}
+
+impl<R: Read> Read for HeadTap<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(out)?;
+        let mut head = self.head.borrow_mut();
+        if head.len() < HEAD_BYTES {
+            let take = (HEAD_BYTES - head.len()).min(n);
+            head.extend_from_slice(&out[..take]);
+        }
+        Ok(n)
+    }
+}
+
+/// Why `head` (the first bytes of a log) does not look like text, or `None` when it does.
+///
+/// Binary: any NUL byte, or more than 10% of the bytes being control bytes (other than tab,
+/// line feed, carriage return, form feed and ESC of ANSI colours) or invalid UTF-8. A log
+/// written by Python holds neither.
+pub fn not_text_reason(head: &[u8]) -> Option<String> {
+    let within = if head.len() >= HEAD_BYTES {
+        format!("the first {} KiB", HEAD_BYTES / 1024)
+    } else {
+        format!("its {} bytes", head.len())
+    };
+    let nul = head.iter().filter(|&&b| b == 0).count();
+    if nul > 0 {
+        return Some(format!("{nul} NUL bytes in {within}"));
+    }
+    let mut odd = 0usize;
+    for chunk in head.utf8_chunks() {
+        odd += chunk.invalid().len();
+        odd += chunk
+            .valid()
+            .bytes()
+            .filter(|&b| {
+                (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)) || b == 0x7f
+            })
+            .count();
+    }
+    (odd * 10 > head.len()).then(|| format!("{odd} control or invalid UTF-8 bytes in {within}"))
+}
+
 /// A `BufRead` that counts the compressed bytes its consumer (the gzip decoder) has used.
 struct CountingBufRead<R> {
     inner: R,
@@ -154,8 +207,14 @@ pub fn read_log(path: &Path, mut push: impl FnMut(&Record<'_>)) -> Result<LogRea
     };
     let is_gz = head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
     let mut out = LogRead::default();
+    let head = Rc::new(RefCell::new(Vec::new()));
     if !is_gz {
-        out.stats = LogReader::from_reader(name, br).for_each(&mut push)?;
+        let tap = HeadTap {
+            inner: br,
+            head: Rc::clone(&head),
+        };
+        out.stats = LogReader::from_reader(name.clone(), tap).for_each(&mut push)?;
+        check_text(&mut out, &name, &head.borrow());
         return Ok(out);
     }
     let count = Rc::new(Cell::new(0));
@@ -172,7 +231,12 @@ pub fn read_log(path: &Path, mut push: impl FnMut(&Record<'_>)) -> Result<LogRea
         done: false,
         failure: Rc::clone(&failure),
     };
-    out.stats = LogReader::from_reader(name.clone(), lines).for_each(&mut push)?;
+    let tap = HeadTap {
+        inner: lines,
+        head: Rc::clone(&head),
+    };
+    out.stats = LogReader::from_reader(name.clone(), tap).for_each(&mut push)?;
+    check_text(&mut out, &name, &head.borrow());
     if let Some(f) = failure.borrow_mut().take() {
         let of = compressed_len
             .map(|n| format!(" of {n}"))
@@ -195,4 +259,16 @@ pub fn read_log(path: &Path, mut push: impl FnMut(&Record<'_>)) -> Result<LogRea
         ));
     }
     Ok(out)
+}
+
+/// A log with lines but no SGLang event may be no log at all (a binary, a model file): say so
+/// instead of reporting "N other lines". Runs only then, on the kept head.
+fn check_text(out: &mut LogRead, name: &str, head: &[u8]) {
+    if out.stats.events > 0 || out.stats.lines == 0 {
+        return;
+    }
+    if let Some(why) = not_text_reason(head) {
+        out.warnings
+            .push(format!("{name} does not look like a text log ({why})"));
+    }
 }

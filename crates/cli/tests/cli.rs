@@ -510,3 +510,76 @@ fn truncated_gzip_log_is_diagnosed_up_to_the_cut_with_a_warning() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["inputs"][0]["lines"], 11234);
 }
+
+#[test]
+fn a_binary_file_given_as_a_log_is_called_out() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // 4 KiB of pseudo-random bytes (a fixed LCG, so the count below is the same every run)
+    let mut x: u32 = 12345;
+    let random: Vec<u8> = (0..4096)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (x >> 16) as u8
+        })
+        .collect();
+    // and the start of an ELF executable: this very binary
+    let elf: Vec<u8> = std::fs::read(env!("CARGO_BIN_EXE_throughput-doctor"))
+        .expect("binary")
+        .into_iter()
+        .take(256 * 1024)
+        .collect();
+    assert_eq!(&elf[..4], b"\x7fELF");
+    for (file, bytes, within) in [
+        ("random.log", &random, "its 4096 bytes"),
+        ("elf.log", &elf, "the first 64 KiB"),
+    ] {
+        let p = dir.path().join(file);
+        std::fs::write(&p, bytes).expect("write");
+        let nul = bytes.iter().take(64 * 1024).filter(|&&b| b == 0).count();
+        assert!(nul > 0, "{file}");
+        let out = bin()
+            .args(["diagnose", "--json"])
+            .arg(&p)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0), "{file}");
+        let warning = format!(
+            "{} does not look like a text log ({nul} NUL bytes in {within})",
+            p.display()
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("warning: {warning}")), "{err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(v["inputs"][0]["events"], 0);
+        assert!(
+            v["not_concluded"].to_string().contains(&warning),
+            "{}",
+            v["not_concluded"]
+        );
+    }
+    // No NUL, but not text either: Latin-1 bytes that are invalid UTF-8, and control bytes.
+    let p = dir.path().join("latin1.log");
+    let mut odd = vec![0xe9u8; 3000];
+    odd.extend(std::iter::repeat_n(0x01u8, 96));
+    odd.extend(std::iter::repeat_n(b'a', 1000));
+    std::fs::write(&p, &odd).expect("write");
+    let out = bin().arg("diagnose").arg(&p).output().expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "warning: {} does not look like a text log (3096 control or invalid UTF-8 bytes in its 4096 bytes)",
+            p.display()
+        )),
+        "{err}"
+    );
+    // A text log without scheduler lines is not called binary.
+    let out = bin()
+        .args(["diagnose", "--json"])
+        .arg(data("real/040-pr7944-prometheus-metrics-pd.log"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("does not look like a text log"), "{err}");
+}
