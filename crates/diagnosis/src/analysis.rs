@@ -863,12 +863,21 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     };
     let projection =
         primary.and_then(|a| extended::projection(a.tl.decode.samples(), capacity_model.as_ref()));
+    let load = primary.and_then(|a| {
+        Some(extended::Load {
+            running_median: a.running.median?,
+            usage_median: a.usage.median?,
+            usage_p90: a.usage.p90,
+            max_running_requests: running_cap(&capacity),
+        })
+    });
     let recommendations = extended::recommendations(
         bottleneck,
         capacity_model.as_ref(),
         projection.as_ref(),
         client.as_ref(),
         &retractions,
+        load.as_ref(),
     );
 
     for i in inputs

@@ -861,6 +861,40 @@ fn feasibility_word(f: &Option<String>) -> &str {
     }
 }
 
+/// How loaded the primary scheduler is over its steady span.
+pub(crate) struct Load {
+    /// Median running requests.
+    pub running_median: f64,
+    /// Median token usage (fraction of the KV pool).
+    pub usage_median: f64,
+    /// 90th percentile token usage (fraction).
+    pub usage_p90: Option<f64>,
+    /// `max_running_requests` per DP rank, when known.
+    pub max_running_requests: Option<u64>,
+}
+
+/// Token usage treated as full when estimating headroom (fraction).
+const HEADROOM_USAGE: f64 = 0.95;
+
+impl Load {
+    /// Extra requests that could run at once before the running cap or a KV pool at
+    /// [`HEADROOM_USAGE`] stops them (KV tokens per request assumed as today's), and which limit
+    /// comes first.
+    fn headroom(&self) -> Option<(f64, &'static str)> {
+        let kv = (self.usage_median > 0.0)
+            .then(|| self.running_median * (HEADROOM_USAGE / self.usage_median - 1.0));
+        let cap = self
+            .max_running_requests
+            .map(|c| c as f64 - self.running_median);
+        match (kv, cap) {
+            (Some(k), Some(c)) if c <= k => Some((c.max(0.0), "the running-request cap")),
+            (Some(k), _) => Some((k.max(0.0), "the KV cache")),
+            (None, Some(c)) => Some((c.max(0.0), "the running-request cap")),
+            (None, None) => None,
+        }
+    }
+}
+
 /// Recommendations ordered by expected gain.
 pub(crate) fn recommendations(
     bottleneck: Bottleneck,
@@ -868,6 +902,7 @@ pub(crate) fn recommendations(
     proj: Option<&Projection>,
     client: Option<&ClientSummary>,
     retr: &RetractionSummary,
+    load: Option<&Load>,
 ) -> Vec<Recommendation> {
     let mut out: Vec<Recommendation> = Vec::new();
     if bottleneck == Bottleneck::KvCacheBound {
@@ -1061,7 +1096,16 @@ pub(crate) fn recommendations(
         }),
         Bottleneck::ClientBound => out.push(Recommendation {
             action: "Send more requests at once from the client (raise its concurrency)".into(),
-            expected_gain: "the server has KV room and no queue: throughput grows with the batch until the KV cache or compute is the limit".into(),
+            expected_gain: match load.and_then(|l| Some((l, l.headroom()?))) {
+                Some((l, (extra, limit))) => format!(
+                    "little waits: ~{:.0} requests run at token usage ~{:.2}{}; about {extra:.0} more could run at once before {limit} stops them, \
+                     and throughput grows with the batch until then",
+                    l.running_median,
+                    l.usage_median,
+                    l.usage_p90.map(|p| format!(" (p90 {p:.2})")).unwrap_or_default()
+                ),
+                None => "the server has KV room and little waits: throughput grows with the batch until the KV cache or compute is the limit".into(),
+            },
             gain_pct: None,
             risk: "higher per-request latency (ITL) as the batch grows".into(),
         }),

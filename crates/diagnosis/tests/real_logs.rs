@@ -531,3 +531,18 @@ fn page_granular_token_count_is_not_a_stall() {
         r.findings.iter().map(|f| &f.title).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn client_bound_says_how_many_more_requests_fit() {
+    // Ascend Qwen3-30B (SOURCES.tsv): "client-concurrency bound (156 < 192 cap)"; token usage
+    // median 0.82: the KV cache (at 0.95) stops ~25 more before the cap of 192 would.
+    let r = diagnose("real-long/ascend-qwen3-30b-tp2-eagle3-highload.log");
+    assert_eq!(r.bottleneck, Bottleneck::ClientBound);
+    let rec = &r.recommendations[0];
+    assert!(rec.action.starts_with("Send more requests at once"));
+    assert!(
+        rec.expected_gain.contains("~155 requests run at token usage ~0.82 (p90 0.87); about 25 more could run at once before the KV cache stops them"),
+        "{}",
+        rec.expected_gain
+    );
+}
