@@ -29,11 +29,11 @@ pub struct RunBatchArgs {
     /// Output records, JSONL (appended; ids already there are skipped: resume).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Requests in flight at once.
-    #[arg(long, default_value_t = 64)]
+    /// Requests in flight at once; the others wait for a slot.
+    #[arg(long, value_name = "N", default_value_t = 64)]
     pub concurrency: usize,
-    /// max_tokens sent with every request.
-    #[arg(long)]
+    /// max_tokens sent with every request (tokens; without it none is sent and the server's default applies).
+    #[arg(long, value_name = "TOKENS")]
     pub max_tokens: Option<u64>,
     /// Use /v1/chat/completions (default /v1/completions).
     #[arg(long)]
@@ -41,17 +41,17 @@ pub struct RunBatchArgs {
     /// Use SGLang's native /generate.
     #[arg(long, conflicts_with = "chat")]
     pub native: bool,
-    /// Stream responses and record TTFT.
+    /// Stream responses (server-sent events) and record the time to first token (TTFT) of each.
     #[arg(long)]
     pub stream: bool,
     /// Create every request at t=0 (they then wait for a slot), like an asyncio.gather script.
     #[arg(long)]
     pub burst: bool,
-    /// Window of the progress rates (seconds).
-    #[arg(long, default_value_t = 60.0)]
+    /// Length of the sliding window the progress rates (req/s, tok/s) are measured over (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     pub window: f64,
-    /// After Ctrl-C, how long in-flight requests may still finish (seconds).
-    #[arg(long, default_value_t = 30.0)]
+    /// After Ctrl-C, how long in-flight requests may still finish before the client exits (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub grace: f64,
 }
 

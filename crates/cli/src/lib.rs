@@ -106,7 +106,7 @@ pub struct Cli {
 pub enum Command {
     /// Diagnose a server from its logs and whatever else is given (server, GPU, model, client).
     Diagnose(DiagnoseArgs),
-    /// Show this machine's GPU memory (NVML), or read a copied nvidia-smi output.
+    /// Show GPU memory (total, used, free in MiB): this machine's through NVML, or a copied nvidia-smi output.
     Gpu(GpuArgs),
     /// Send a JSONL of prompts with bounded concurrency; record every response with its timings.
     RunBatch(batch_cmd::RunBatchArgs),
@@ -115,33 +115,33 @@ pub enum Command {
 /// Arguments of `diagnose`.
 #[derive(Debug, Args, Default, Clone)]
 pub struct DiagnoseArgs {
-    /// SGLang server logs: plain, .gz, or `-` for stdin. With no input at all (no log, --server, --server-info, --gpu, --gpu-snapshot, --model-config, --client-log or --client-records), the embedded sample is diagnosed.
+    /// SGLang server logs: plain text, .gz, or `-` for stdin; several files (ranks, nodes) may be given. With no input at all (no log, --server, --server-info, --gpu, --gpu-snapshot, --model-config, --client-log or --client-records), the embedded sample is diagnosed.
     pub logs: Vec<PathBuf>,
-    /// A live server: read /server_info (or /get_server_info). The API key, if any, comes from SGLANG_API_KEY.
+    /// A live SGLang server's base URL (e.g. http://127.0.0.1:30000): reads /server_info (or /get_server_info) and polls /metrics. The API key, if any, comes from SGLANG_API_KEY. If it is the only input and cannot be reached, diagnose exits 1.
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
-    /// With --server: how many /metrics polls, a second apart.
+    /// With --server: how many /metrics polls to take, one second apart (0: none).
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub metrics_polls: u32,
     /// A saved /server_info (or /get_server_info) JSON response.
     #[arg(long, value_name = "FILE")]
     pub server_info: Option<PathBuf>,
-    /// Probe this machine's GPUs with NVML.
+    /// Probe this machine's GPUs with NVML (total and free memory); use it on the GPU host itself.
     #[arg(long, conflicts_with = "gpu_snapshot")]
     pub gpu: bool,
     /// A copied `nvidia-smi` output (CSV from --query-gpu, the plain table, or -q).
     #[arg(long, value_name = "FILE")]
     pub gpu_snapshot: Option<PathBuf>,
-    /// The model's Hugging Face config.json (for bytes per token and the what-if table).
+    /// The model's Hugging Face config.json (KV cache bytes per token, for the KV capacity what-if table).
     #[arg(long, value_name = "FILE")]
     pub model_config: Option<PathBuf>,
-    /// The client's progress log (lines with a date-time and `N/M done`).
+    /// What the client printed: a progress log (lines with a date-time and `N/M done`), a saved `python -m sglang.bench_serving` output (its 'Serving Benchmark Result' block), or SGLang's multi-turn benchmark summary ('Performance metrics summary:').
     #[arg(long, value_name = "FILE")]
     pub client_log: Option<PathBuf>,
-    /// The client's per-request records (JSONL: run-batch output, or any JSONL with times and token counts).
+    /// The client's per-request records, JSONL with one request per line: run-batch output, or any JSONL with times (seconds) and token counts.
     #[arg(long, value_name = "FILE")]
     pub client_records: Option<PathBuf>,
-    /// The sample window someone proposes to measure the rate with (seconds).
+    /// Length in seconds of a short measurement someone plans (e.g. 60 s of the request rate): the report says how uncertain a rate measured over that long is, and how long a window a ±10% answer needs.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     pub sample_window: f64,
     /// Print the report as JSON (schema: docs/report-schema.md).
@@ -156,7 +156,7 @@ pub struct DiagnoseArgs {
     /// A log to read (same as a positional LOG; may repeat). With --watch it is followed.
     #[arg(long = "log", value_name = "PATH")]
     pub log_flag: Vec<PathBuf>,
-    /// Live mode: follow the logs, poll /metrics of --server, print a rolling verdict every DURATION (e.g. 10s) until Ctrl-C.
+    /// Live mode: follow the logs, poll /metrics of --server, print a rolling verdict every DURATION (a number with ms, s, m or h, e.g. 10s; bare = seconds) until Ctrl-C.
     #[arg(long, value_name = "DURATION", value_parser = watch::parse_duration)]
     pub watch: Option<std::time::Duration>,
     /// With --watch: stop after this many reports (default: until Ctrl-C).
@@ -167,10 +167,10 @@ pub struct DiagnoseArgs {
 /// Arguments of `gpu`.
 #[derive(Debug, Args, Default)]
 pub struct GpuArgs {
-    /// Read a copied nvidia-smi output instead of probing this machine.
+    /// Read a copied nvidia-smi output (CSV from --query-gpu, the plain table, or -q) instead of probing this machine.
     #[arg(long, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
-    /// Print JSON.
+    /// Print the snapshot as JSON (memory in bytes) instead of text (MiB).
     #[arg(long)]
     pub json: bool,
     /// Real-hardware check: probe with NVML, run `nvidia-smi`, print both side by side and

@@ -583,3 +583,57 @@ fn a_binary_file_given_as_a_log_is_called_out() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("does not look like a text log"), "{err}");
 }
+
+#[test]
+fn help_says_what_each_option_takes_and_in_which_unit() {
+    let help = |sub: &str| {
+        let out = bin().args([sub, "--help"]).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{sub}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let d = help("diagnose");
+    for fragment in [
+        "a saved `python -m sglang.bench_serving` output (its 'Serving Benchmark Result' block)",
+        "SGLang's multi-turn benchmark summary ('Performance metrics summary:')",
+        "--sample-window <SECONDS>  Length in seconds of a short measurement someone plans (e.g. 60 s of the request rate)",
+        "how long a window a ±10% answer needs",
+        "--metrics-polls <N>        With --server: how many /metrics polls to take, one second apart",
+        "(a number with ms, s, m or h, e.g. 10s; bare = seconds)",
+        "With no input at all (no log, --server, --server-info, --gpu, --gpu-snapshot, --model-config, --client-log or --client-records), the embedded sample is diagnosed",
+    ] {
+        assert!(d.contains(fragment), "{fragment:?} missing:\n{d}");
+    }
+    assert!(!d.contains("someone proposes"), "{d}");
+    let g = help("gpu");
+    assert!(
+        g.contains("Print the snapshot as JSON (memory in bytes) instead of text (MiB)"),
+        "{g}"
+    );
+    let r = help("run-batch");
+    for fragment in [
+        "--concurrency <N>",
+        "--max-tokens <TOKENS>",
+        "--window <SECONDS>",
+        "--grace <SECONDS>",
+        "progress rates (req/s, tok/s)",
+    ] {
+        assert!(r.contains(fragment), "{fragment:?} missing:\n{r}");
+    }
+
+    // What the help promises: the multi-turn summary is read through --client-log.
+    let out = bin()
+        .args(["diagnose", "--json", "--client-log"])
+        .arg(data(
+            "real/bench/008-i26886-hicache-bench-multiturn-summary.txt",
+        ))
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["client"]["format"], "benchmark summary");
+}
