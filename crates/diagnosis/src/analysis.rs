@@ -648,6 +648,44 @@ fn steady_throughput(analyses: &[SchedAnalysis<'_>]) -> Option<Rate> {
     })
 }
 
+/// For a PD-disaggregation prefill instance (`disaggregation_mode='prefill'`, or schedulers
+/// that print prefill lines only and track `#prealloc-req` / `#inflight-req`): a sentence with
+/// its prefill rate, prompt tokens prefilled (new, not from the prefix cache) over the span of
+/// its prefill lines, summed over schedulers (tok/s).
+fn pd_prefill_sentence(ev: &Evidence, analyses: &[SchedAnalysis<'_>]) -> Option<String> {
+    let mode = ev
+        .startup
+        .server_args
+        .get("disaggregation_mode")
+        .map(|m| m.trim_matches(|c| c == '\'' || c == '"'));
+    let prefill_only = !analyses.is_empty()
+        && analyses.iter().all(|a| {
+            a.tl.decode.pushed() == 0
+                && a.tl
+                    .prefill
+                    .samples()
+                    .iter()
+                    .any(|p| p.prealloc_req.is_some() || p.inflight_req.is_some())
+        });
+    if mode != Some("prefill") && !(mode.is_none() && prefill_only) {
+        return None;
+    }
+    let mut tokens = 0u64;
+    let mut rate = 0.0;
+    for a in analyses {
+        let agg = &a.tl.agg;
+        tokens += agg.prefill_new_tokens;
+        if let Some((t0, t1)) = a.tl.time_range()
+            && t1 > t0
+        {
+            rate += agg.prefill_new_tokens as f64 / (t1 - t0);
+        }
+    }
+    Some(format!(
+        " This is a PD prefill instance: it runs no decode (its running count stays near 0), so its work is prefill: {tokens} new prompt tokens, ~{rate:.0} tok/s over its lines."
+    ))
+}
+
 /// Whether phase detection found a steady state (not the whole log taken for want of one).
 pub(crate) fn span_is_steady(s: &Span) -> bool {
     !s.method.starts_with("whole log")
@@ -970,6 +1008,14 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         && let Some(b) = bench::headline_sentence(&benchmark_runs)
     {
         headline = b;
+    }
+    // A PD prefill instance runs no decode: "running 0" is its nature, its work is prefill.
+    if matches!(
+        bottleneck,
+        Bottleneck::ClientBound | Bottleneck::Inconclusive
+    ) && let Some(p) = pd_prefill_sentence(ev, &analyses)
+    {
+        headline.push_str(&p);
     }
     // A burst's start is not its steady state: the verdict holds for the ramp only.
     if let Some(f) = findings.iter().find(|f| f.kind == FindingKind::RampOnly) {

@@ -546,3 +546,16 @@ fn client_bound_says_how_many_more_requests_fit() {
         rec.expected_gain
     );
 }
+
+#[test]
+fn pd_prefill_instance_is_named_with_its_prefill_rate() {
+    // The Ascend PD prefill node (disaggregation_mode='prefill', DP2): running stays 0 by design.
+    let r = diagnose("real-long/ascend-dsr1-pd-prefill-dp2.log");
+    assert!(
+        r.headline.ends_with(
+            "This is a PD prefill instance: it runs no decode (its running count stays near 0), so its work is prefill: 11920768 new prompt tokens, ~11739 tok/s over its lines."
+        ),
+        "{}",
+        r.headline
+    );
+}
