@@ -31,6 +31,38 @@ fn f(v: Option<f64>, digits: usize) -> String {
     }
 }
 
+/// The verdict line as `(head, tail)`, `head + tail` being the whole line: `head` is
+/// `Verdict: ` and the label (to emphasise), `tail` the rest of the headline.
+///
+/// A headline that already starts with the bottleneck's label (any case: `No SGLang scheduler
+/// lines were found…` for `no SGLang scheduler lines`) keeps its own words, so the label is
+/// not said twice; one that names its verdict otherwise (`PD disaggregation: …`) has that
+/// name emphasised; any other gets the label put in front.
+fn verdict_parts(r: &Report) -> (String, String) {
+    let h = r.headline.as_str();
+    let label = r.bottleneck.label();
+    let starts_with_label = h
+        .get(..label.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(label))
+        && !h[label.len()..]
+            .chars()
+            .next()
+            .is_some_and(char::is_alphanumeric);
+    if starts_with_label {
+        let mut n = label.len();
+        if h[n..].starts_with(':') {
+            n += 1;
+        }
+        return (format!("Verdict: {}", &h[..n]), h[n..].to_string());
+    }
+    match h.split_once(": ") {
+        Some((name, rest)) if !name.contains(['.', ';']) => {
+            (format!("Verdict: {name}:"), format!(" {rest}"))
+        }
+        _ => (format!("Verdict: {label}:"), format!(" {h}")),
+    }
+}
+
 fn gauge_line(name: &str, g: &GaugeStats, digits: usize, unit: &str) -> String {
     format!(
         "{name:<16} median {} · p90 {} · max {} {unit}",
@@ -86,16 +118,8 @@ pub fn text(r: &Report, color: bool) -> String {
     }
     let _ = writeln!(o);
     // The headline starts with the verdict's label: colour that part.
-    let (label, rest) = r
-        .headline
-        .split_once(": ")
-        .unwrap_or((r.bottleneck.label(), r.headline.as_str()));
-    let _ = writeln!(
-        o,
-        "{} {}",
-        paint(style_for(r.bottleneck), &format!("Verdict: {label}:")),
-        rest
-    );
+    let (head, tail) = verdict_parts(r);
+    let _ = writeln!(o, "{}{tail}", paint(style_for(r.bottleneck), &head));
     if let Some(t) = &r.steady_gen_throughput {
         let _ = writeln!(o, "Steady server gen throughput: {}", rate_text(t));
     }
@@ -305,11 +329,8 @@ fn fmt_num(v: Option<f64>) -> String {
 pub fn markdown(r: &Report) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# throughput-doctor diagnosis\n");
-    let (label, rest) = r
-        .headline
-        .split_once(": ")
-        .unwrap_or((r.bottleneck.label(), r.headline.as_str()));
-    let _ = writeln!(o, "**Verdict: {label}:** {rest}\n");
+    let (head, tail) = verdict_parts(r);
+    let _ = writeln!(o, "**{head}**{tail}\n");
     if let Some(t) = &r.steady_gen_throughput {
         let _ = writeln!(o, "Steady server gen throughput: {}\n", rate_text(t));
     }

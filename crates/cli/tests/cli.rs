@@ -637,3 +637,60 @@ fn help_says_what_each_option_takes_and_in_which_unit() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["client"]["format"], "benchmark summary");
 }
+
+#[test]
+fn verdict_does_not_repeat_its_label() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let md = dir.path().join("r.md");
+    let out = bin()
+        .arg("diagnose")
+        .arg(data("real/040-pr7944-prometheus-metrics-pd.log"))
+        .arg("--markdown")
+        .arg(&md)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\nVerdict: No SGLang scheduler lines were found in the input.\n"),
+        "{text}"
+    );
+    assert!(
+        !text.to_lowercase().contains("scheduler lines: no sglang"),
+        "{text}"
+    );
+    let md = std::fs::read_to_string(&md).expect("md");
+    assert!(
+        md.contains("**Verdict: No SGLang scheduler lines** were found in the input.\n"),
+        "{md}"
+    );
+    // A benchmark-only headline is not split at its inner colon either.
+    let out = bin()
+        .arg("diagnose")
+        .arg(data(
+            "real/bench/007-pr2643-v0.4.1post2-dsv3-sharegpt5k.txt",
+        ))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\nVerdict: No SGLang scheduler lines; benchmark summary: 5,000 requests succeeded, 2674 output tok/s"),
+        "{text}"
+    );
+    // A headline that names its own verdict keeps it once.
+    let out = bin()
+        .arg("diagnose")
+        .arg(data("real/001-i938-a100-llama13b-queue12k.log"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "\nVerdict: KV-cache bound: token usage ~0.93, ~1010 requests run and ~12279 wait."
+        ),
+        "{text}"
+    );
+}
