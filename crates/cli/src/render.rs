@@ -384,11 +384,14 @@ pub fn markdown(r: &Report) -> String {
         for (i, rec) in r.recommendations.iter().enumerate() {
             let _ = writeln!(
                 o,
-                "{}. **{}**. Gain: {}. Risk: {}.",
+                "{}. **{}**{} Gain: {}{} Risk: {}{}",
                 i + 1,
                 rec.action,
+                full_stop(&rec.action),
                 rec.expected_gain,
-                rec.risk
+                full_stop(&rec.expected_gain),
+                rec.risk,
+                full_stop(&rec.risk)
             );
         }
         let _ = writeln!(o);
@@ -509,6 +512,20 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     o
+}
+
+/// The `.` that ends a sentence after `s`, or nothing when `s` already ends one: with `.`,
+/// `!` or `?`, possibly inside closing backticks, quotes, brackets or `**` (a quoted log line
+/// such as `` `Retract requests.` `` ends its sentence too).
+fn full_stop(s: &str) -> &'static str {
+    let t = s
+        .trim_end()
+        .trim_end_matches(['`', '"', '\'', ')', ']', '*', '\u{201d}', '\u{2019}']);
+    if t.ends_with(['.', '!', '?']) {
+        ""
+    } else {
+        "."
+    }
 }
 
 fn rate_opt(r: &Option<Rate>, digits: usize) -> String {

@@ -694,3 +694,73 @@ fn verdict_does_not_repeat_its_label() {
         "{text}"
     );
 }
+
+/// Sentence ends in `md` that carry two full stops: `..` (not an ellipsis), `.`.` or `.**.`.
+fn doubled_stops(md: &str) -> Vec<String> {
+    let b = md.as_bytes();
+    let mut found = Vec::new();
+    for (i, &c) in b.iter().enumerate() {
+        if c != b'.' || i == 0 {
+            continue;
+        }
+        // walk back over closers to the character that ends the text before this '.'
+        let mut j = i - 1;
+        while j > 0 && matches!(b[j], b'`' | b'*' | b'"' | b'\'') {
+            j -= 1;
+        }
+        let ellipsis = b.get(i + 1) == Some(&b'.') || (j > 0 && b[j - 1] == b'.');
+        // `../` in a path is no sentence end
+        let path = b.get(i + 1) == Some(&b'/') || (j > 0 && b[j - 1] == b'/');
+        if matches!(b[j], b'.' | b'!' | b'?') && !ellipsis && !path {
+            found.push(md[i.saturating_sub(40)..(i + 1).min(md.len())].to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn markdown_ends_each_sentence_with_one_full_stop() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let md = dir.path().join("r.md");
+    // its recommendation's risk ends with a quoted log line that ends in a full stop
+    let out = bin()
+        .arg("diagnose")
+        .arg(data("real/025-sgl-kernel-npu-pr608-tp-ep-prefix-mtp.log"))
+        .arg("--markdown")
+        .arg(&md)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&md).expect("md");
+    assert!(
+        text.contains("watch for `KV cache pool is full. Retract requests.`\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1. **Lower --schedule-conservativeness (e.g. 0.7), or send max_tokens closer to the real completion lengths**. Gain: more requests admitted while the KV cache has room. Risk: "),
+        "{text}"
+    );
+    assert_eq!(doubled_stops(&text), Vec::<String>::new());
+    // and across every real log
+    for entry in std::fs::read_dir(data("real")).expect("dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("log") {
+            continue;
+        }
+        let out = bin()
+            .arg("diagnose")
+            .arg(&path)
+            .arg("--markdown")
+            .arg(&md)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0));
+        let text = std::fs::read_to_string(&md).expect("md");
+        assert_eq!(
+            doubled_stops(&text),
+            Vec::<String>::new(),
+            "{}",
+            path.display()
+        );
+    }
+}
