@@ -220,20 +220,30 @@ fn ttft_share(run: &BenchmarkRun, bottleneck: Bottleneck, out: &mut Vec<Finding>
     if share < TTFT_SHARE_REPORTED {
         return;
     }
+    let inf = b.request_rate.as_deref() == Some("inf");
     let submitted = match (b.request_rate_per_s(), b.max_concurrency) {
-        (None, None) => {
+        (None, None) if inf => {
             "The benchmark sent every request at once (request rate inf, no concurrency limit)"
                 .to_string()
         }
-        (None, Some(m)) => {
+        (None, None) => {
+            "The benchmark's request rate and concurrency limit are not in its summary".to_string()
+        }
+        (None, Some(m)) if inf => {
             format!("The benchmark kept up to {m} requests in flight (request rate inf)")
         }
+        (None, Some(m)) => format!("The benchmark kept up to {m} requests in flight"),
         (Some(r), None) => {
             format!("The benchmark sent {r} requests per second with no concurrency limit")
         }
         (Some(r), Some(m)) => {
             format!("The benchmark sent {r} requests per second, at most {m} in flight")
         }
+    };
+    let e2e_from = if b.e2e.mean_s.is_some() {
+        ""
+    } else {
+        " (end to end estimated as TTFT + TPOT × (mean output tokens − 1): the summary prints no E2E latency)"
     };
     let prompt = match b.mean_prompt_tokens() {
         Some(p) if p >= LONG_PROMPT_TOKENS => {
@@ -260,7 +270,7 @@ fn ttft_share(run: &BenchmarkRun, bottleneck: Bottleneck, out: &mut Vec<Finding>
             e2e
         ),
         detail: format!(
-            "{submitted}. A request's time to first token is its wait in the server's queue (the server admits only as many requests as its KV cache \
+            "{submitted}{e2e_from}. A request's time to first token is its wait in the server's queue (the server admits only as many requests as its KV cache \
              and max_running_requests allow) plus its prefill.{prompt}{server} \
              Output throughput ({} tok/s over the whole run) is what the admitted requests achieve; while the server queues, more requests in flight only lengthen the wait.",
             b.output_tok_per_s.map(|x| format!("{x:.0}")).unwrap_or_else(|| "?".into())

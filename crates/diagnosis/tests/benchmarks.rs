@@ -196,3 +196,29 @@ fn benchmark_only_ci_log_has_a_headline_from_the_last_run() {
     );
     assert_eq!(r.client.expect("client").completed, 3328);
 }
+
+#[test]
+fn a_summary_without_rate_or_e2e_says_what_it_estimated() {
+    // 004 (vLLM bench serve): no `Traffic request rate`, no E2E line; TTFT 3.43578 s, TPOT
+    // 81.22 ms, 128 output tokens: end to end ~ 3.436 + 0.08122 x 127 = 13.75 s.
+    let r = as_client("real/bench/004-vllm-pr40852-2x-rtx-pro-6000-maxq-dsv4.txt");
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::BenchmarkQueueing)
+        .expect("queueing");
+    assert!(
+        f.detail.starts_with(
+            "The benchmark kept up to 10 requests in flight (end to end estimated as TTFT + TPOT"
+        ),
+        "{}",
+        f.detail
+    );
+    assert!(!f.detail.contains("request rate inf"));
+    let e2e = figure(
+        &r,
+        FindingKind::BenchmarkQueueing,
+        "mean end-to-end latency",
+    );
+    assert!((e2e - (3.43578 + 0.08122 * 127.0)).abs() < 1e-9, "{e2e}");
+}
