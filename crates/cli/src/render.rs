@@ -193,7 +193,10 @@ pub fn text(r: &Report, color: bool) -> String {
     if c.max_total_num_tokens.is_some() || c.mem_fraction_static.is_some() {
         let _ = writeln!(
             o,
-            "KV pool: {} tokens per DP rank; mem_fraction_static {}; KV cache {} GiB; free after CUDA graphs {} GiB; max_running_requests {}",
+            // SGLang prints these as "GB" but divides bytes by 1 << 30 (`get_available_gpu_memory`,
+            // spec §2.9 and §5.1); the JSON keeps its `_gb` names for schema stability, the
+            // values are GiB.
+            "KV pool: {} tokens per DP rank; mem_fraction_static {}; KV cache {} GiB; free after CUDA graphs {} GiB (SGLang's log prints GiB as \"GB\"); max_running_requests {}",
             c.max_total_num_tokens
                 .map(|x| x.to_string())
                 .unwrap_or_else(|| "?".into()),

@@ -764,3 +764,33 @@ fn markdown_ends_each_sentence_with_one_full_stop() {
         );
     }
 }
+
+#[test]
+fn memory_in_the_text_report_is_labelled_gib_like_the_values() {
+    // kimi-k25-b2's log: `KV size: 7.60 GB`, `available_gpu_mem=5.16 GB`; SGLang computes both
+    // as bytes / 2^30, so they are GiB, and the JSON `_gb` fields hold the same numbers.
+    let log = data("scenarios/kimi-k25-b2/server.log");
+    let out = bin()
+        .arg("diagnose")
+        .arg(&log)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "KV cache 7.60 GiB; free after CUDA graphs 5.16 GiB (SGLang's log prints GiB as \"GB\")"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains(" GB;"), "{text}");
+    let out = bin()
+        .args(["diagnose", "--json"])
+        .arg(&log)
+        .output()
+        .expect("run");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["capacity"]["available_gpu_mem_gb"], 5.16);
+    assert_eq!(v["capacity"]["kv_cache_gb"], 7.6);
+}
