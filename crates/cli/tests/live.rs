@@ -248,9 +248,14 @@ fn diagnose_a_live_server_alone_from_server_info_and_metrics() {
 
 #[test]
 fn unreachable_server_narrows_the_report() {
-    // Port 9 on loopback: nothing listens there.
+    // Port 9 on loopback: nothing listens there. Beside a log the server is a missing source
+    // that narrows the report (alone it is an error: tests/cli.rs).
     let d = bin()
         .args(["diagnose", "--json", "--server", "http://127.0.0.1:9"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/real/001-i938-a100-llama13b-queue12k.log"
+        ))
         .output()
         .expect("diagnose");
     assert_eq!(
@@ -262,4 +267,5 @@ fn unreachable_server_narrows_the_report() {
     let v: serde_json::Value = serde_json::from_slice(&d.stdout).expect("json");
     let nc = v["not_concluded"].to_string();
     assert!(nc.contains("server http://127.0.0.1:9"), "{nc}");
+    assert_eq!(v["bottleneck"], "kv_cache_bound");
 }

@@ -633,7 +633,7 @@ fn steady_throughput(analyses: &[SchedAnalysis<'_>]) -> Option<Rate> {
     Some(Rate {
         value: total,
         low: interval.then(|| (total - 1.96 * sd).max(0.0)),
-        high: interval.then(|| total + 1.96 * sd),
+        high: interval.then_some(total + 1.96 * sd),
         confidence: 0.95,
         unit: "tok/s".into(),
         window_s: window,
