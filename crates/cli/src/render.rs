@@ -72,6 +72,15 @@ fn gauge_line(name: &str, g: &GaugeStats, digits: usize, unit: &str) -> String {
     )
 }
 
+/// "Steady server gen throughput", or what it is when phase detection found no steady state.
+fn throughput_label(r: &Rate) -> &'static str {
+    if r.method.contains("no steady state") {
+        "Server gen throughput over the whole log (no steady state found)"
+    } else {
+        "Steady server gen throughput"
+    }
+}
+
 fn rate_text(r: &Rate) -> String {
     let ci = match (r.low, r.high) {
         (Some(l), Some(h)) => format!(" (95% interval {l:.0}-{h:.0})"),
@@ -121,7 +130,7 @@ pub fn text(r: &Report, color: bool) -> String {
     let (head, tail) = verdict_parts(r);
     let _ = writeln!(o, "{}{tail}", paint(style_for(r.bottleneck), &head));
     if let Some(t) = &r.steady_gen_throughput {
-        let _ = writeln!(o, "Steady server gen throughput: {}", rate_text(t));
+        let _ = writeln!(o, "{}: {}", throughput_label(t), rate_text(t));
     }
     let _ = writeln!(o);
 
@@ -335,7 +344,7 @@ pub fn markdown(r: &Report) -> String {
     let (head, tail) = verdict_parts(r);
     let _ = writeln!(o, "**{head}**{tail}\n");
     if let Some(t) = &r.steady_gen_throughput {
-        let _ = writeln!(o, "Steady server gen throughput: {}\n", rate_text(t));
+        let _ = writeln!(o, "{}: {}\n", throughput_label(t), rate_text(t));
     }
     let _ = writeln!(
         o,
