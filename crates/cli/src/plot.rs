@@ -366,6 +366,13 @@ impl Prepared {
 
         let retraction_times: Vec<f64> =
             ev.retractions.iter().filter_map(|r| finite(r.t)).collect();
+        let total = ev.retraction_totals.events as usize;
+        if total > ev.retractions.len() {
+            notes.push(format!(
+                "{total} retractions: an evenly spread {} of them are marked.",
+                ev.retractions.len()
+            ));
+        }
         let untimed = ev.retractions.len() - retraction_times.len();
         if untimed > 0 {
             notes.push(format!(

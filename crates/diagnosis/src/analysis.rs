@@ -576,17 +576,16 @@ fn capacity_of(ev: &Evidence, ctx: &Context) -> CapacitySummary {
 }
 
 fn retraction_summary(ev: &Evidence, span_s: Option<f64>) -> RetractionSummary {
-    let r = &ev.retractions;
-    let freed: Vec<u64> = r.iter().filter_map(|e| e.new_tokens_gained).collect();
+    let r = &ev.retraction_totals;
     RetractionSummary {
-        events: r.len() as u64,
+        events: r.events,
         lines: ev.retraction_lines,
-        retracted_requests: r.iter().filter_map(|e| e.retracted_reqs).sum(),
-        tokens_freed: (!freed.is_empty()).then(|| freed.iter().sum()),
+        retracted_requests: r.retracted_reqs,
+        tokens_freed: r.tokens_freed,
         per_hour: span_s
             .filter(|&s| s >= 60.0)
-            .map(|s| r.len() as f64 / (s / 3600.0)),
-        max_ratio_after: r.iter().filter_map(|e| e.ratio_after).reduce(f64::max),
+            .map(|s| r.events as f64 / (s / 3600.0)),
+        max_ratio_after: r.max_ratio_after,
     }
 }
 
@@ -1176,8 +1175,8 @@ fn headline(
     let usage_s = clause("token usage ~{}", a.and_then(|a| a.usage.median), 2);
     let body = match b {
         Bottleneck::KvCacheBound => {
-            if a.is_none() && !ev.retractions.is_empty() {
-                format!("KV-cache bound: the KV pool ran out during decode ({} retraction events).", ev.retractions.len())
+            if a.is_none() && ev.retraction_totals.events > 0 {
+                format!("KV-cache bound: the KV pool ran out during decode ({} retraction events).", ev.retraction_totals.events)
             } else {
                 format!("KV-cache bound: {}.", join_clauses(vec![usage_s, run_s, wait_s]))
             }
@@ -1714,8 +1713,8 @@ fn retraction_finding(ev: &Evidence, r: &RetractionSummary, out: &mut Vec<Findin
         ));
     }
     let thrash = r.per_hour.map(|x| x >= THRASH_PER_HOUR).unwrap_or(false);
-    let first = ev.retractions.first().map(|e| e.loc);
-    let last = ev.retractions.last().map(|e| e.loc);
+    let first = ev.retraction_totals.first_line;
+    let last = ev.retraction_totals.last_line;
     let evidence = match (first, last) {
         (Some(a), Some(b)) if a.source == b.source => vec![SourceRange {
             source: ev

@@ -232,6 +232,65 @@ pub struct RetractionEvent {
     pub ranks_reporting: u32,
 }
 
+/// Retraction events kept as a sample before older ones are thinned (events).
+pub const MAX_RETRACTION_SAMPLES: usize = 4096;
+/// The most recent events that thinning never touches: the window in which other TP ranks'
+/// lines of the same event are matched to it (events).
+const RECENT_RETRACTIONS: usize = 64;
+
+/// Exact totals over every deduplicated retraction event, however many are kept as samples.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct RetractionTotals {
+    /// Deduplicated events.
+    pub events: u64,
+    /// Sum of `#retracted_reqs` (requests).
+    pub retracted_reqs: u64,
+    /// Sum of `#new_tokens_gained` (KV slots freed, tokens), when any line reports it.
+    pub tokens_freed: Option<u64>,
+    /// Highest `#new_token_ratio` after a retraction.
+    pub max_ratio_after: Option<f64>,
+    /// Time of the first and last event (seconds), when timestamped.
+    pub time_span: Option<(f64, f64)>,
+    /// The first retraction line of any rank.
+    pub first_line: Option<Loc>,
+    /// The last retraction line of any rank (duplicates included).
+    pub last_line: Option<Loc>,
+}
+
+impl RetractionTotals {
+    /// Count one new (deduplicated) event.
+    fn add(&mut self, e: &RetractionEvent) {
+        self.events += 1;
+        self.retracted_reqs += e.retracted_reqs.unwrap_or(0);
+        if let Some(n) = e.new_tokens_gained {
+            self.tokens_freed = Some(self.tokens_freed.unwrap_or(0) + n);
+        }
+        self.max_ratio_after = max_opt(self.max_ratio_after, e.ratio_after);
+        if let Some(t) = e.t.filter(|t| t.is_finite()) {
+            self.time_span = Some(match self.time_span {
+                Some((a, b)) => (a.min(t), b.max(t)),
+                None => (t, t),
+            });
+        }
+        self.note_line(e.loc);
+    }
+
+    /// Note a retraction line (a new event or another rank's copy of one).
+    fn note_line(&mut self, loc: Loc) {
+        self.first_line.get_or_insert(loc);
+        self.last_line = Some(loc);
+    }
+
+    /// Totals over a list of events (used when a time window cuts the kept sample).
+    pub fn of(events: &[RetractionEvent]) -> Self {
+        let mut t = Self::default();
+        for e in events {
+            t.add(e);
+        }
+        t
+    }
+}
+
 /// Startup facts about capacity and memory (first seen per kind; values per GPU).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Startup {
@@ -325,8 +384,13 @@ pub struct Evidence {
     pub sources: Vec<SourceInfo>,
     /// Batch-line timelines per scheduler.
     pub schedulers: BTreeMap<SchedulerKey, SchedulerTimeline>,
-    /// Deduplicated retraction events, in log order.
+    /// Deduplicated retraction events in log order: all of them up to
+    /// [`MAX_RETRACTION_SAMPLES`], beyond that an evenly spread sample (memory stays bounded on
+    /// logs with hundreds of thousands of retractions). Counts and sums come from
+    /// [`Self::retraction_totals`], which are exact.
     pub retractions: Vec<RetractionEvent>,
+    /// Exact totals over every deduplicated retraction event.
+    pub retraction_totals: RetractionTotals,
     /// Retraction lines before deduplication (all ranks).
     pub retraction_lines: u64,
     /// Startup capacity and memory facts.
@@ -455,6 +519,9 @@ impl Evidence {
         ev.schedulers
             .retain(|_, tl| tl.decode.pushed() + tl.prefill.pushed() > 0);
         ev.retractions.retain(|r| keep(r.t));
+        // Over a window the kept events are what is known (exact unless the log had more than
+        // MAX_RETRACTION_SAMPLES of them).
+        ev.retraction_totals = RetractionTotals::of(&ev.retractions);
         ev
     }
 
@@ -462,7 +529,15 @@ impl Evidence {
     /// same log given twice, or plain and `.gz`) is counted once, and files that follow one
     /// another in time (rotated parts) become one scheduler. Files that overlap in time with
     /// different lines stay separate servers. Returns the notes saying what was joined.
-    pub fn consolidated(&self) -> (Evidence, Vec<String>) {
+    /// Borrowed (no copy) when no two files describe the same scheduler.
+    pub fn consolidated(&self) -> (std::borrow::Cow<'_, Evidence>, Vec<String>) {
+        let mut per_key: BTreeMap<(Option<u32>, Option<u32>), usize> = BTreeMap::new();
+        for k in self.schedulers.keys().filter(|k| k.source.is_some()) {
+            *per_key.entry((k.dp, k.pp)).or_default() += 1;
+        }
+        if per_key.values().all(|&n| n < 2) {
+            return (std::borrow::Cow::Borrowed(self), Vec::new());
+        }
         let mut ev = self.clone();
         let mut notes = Vec::new();
         let name = |ev: &Evidence, s: Option<SourceId>| {
@@ -528,7 +603,7 @@ impl Evidence {
                 }
             }
         }
-        (ev, notes)
+        (std::borrow::Cow::Owned(ev), notes)
     }
 
     /// A copy with one more scheduler built from `/metrics` polls (used when the logs hold no
@@ -768,9 +843,10 @@ impl EvidenceBuilder {
                     if let Some(ev) = self.ev.retractions.get_mut(idx) {
                         ev.ranks_reporting += 1;
                     }
+                    self.ev.retraction_totals.note_line(loc);
                     return;
                 }
-                self.ev.retractions.push(RetractionEvent {
+                let event = RetractionEvent {
                     t,
                     loc,
                     retracted_reqs: r.retracted_reqs,
@@ -778,10 +854,15 @@ impl EvidenceBuilder {
                     ratio_before: r.new_token_ratio_before,
                     ratio_after: r.new_token_ratio_after,
                     ranks_reporting: 1,
-                });
+                };
+                self.ev.retraction_totals.add(&event);
+                if self.ev.retractions.len() >= MAX_RETRACTION_SAMPLES {
+                    self.thin_retractions();
+                }
+                self.ev.retractions.push(event);
                 let idx = self.ev.retractions.len() - 1;
                 self.recent_retractions.push((source, tkey, text, idx));
-                if self.recent_retractions.len() > 64 {
+                if self.recent_retractions.len() > RECENT_RETRACTIONS {
                     self.recent_retractions.remove(0);
                 }
             }
@@ -850,6 +931,24 @@ impl EvidenceBuilder {
                 }
             }
             Event::Other | Event::Malformed { .. } => {}
+        }
+    }
+
+    /// Drop every other kept retraction event except the most recent [`RECENT_RETRACTIONS`]
+    /// (where other ranks' copies are still being matched), and move the indices of those.
+    fn thin_retractions(&mut self) {
+        let v = &mut self.ev.retractions;
+        let old_len = v.len();
+        let cut = old_len.saturating_sub(RECENT_RETRACTIONS);
+        let mut i = 0;
+        v.retain(|_| {
+            let keep = i >= cut || i % 2 == 0;
+            i += 1;
+            keep
+        });
+        let removed = old_len - v.len();
+        for entry in &mut self.recent_retractions {
+            entry.3 = entry.3.saturating_sub(removed);
         }
     }
 

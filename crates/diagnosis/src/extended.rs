@@ -459,19 +459,12 @@ fn gap_finding(
             .map(|l| l > win.high.unwrap_or(f64::INFINITY))
             .unwrap_or(false)
         {
-            let span = ev
-                .retractions
-                .iter()
-                .filter_map(|r| r.t)
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
-                    (a.min(t), b.max(t))
-                });
-            let freed: u64 = ev
-                .retractions
-                .iter()
-                .filter_map(|r| r.new_tokens_gained)
-                .sum();
-            let wasted_tps = (span.1 > span.0).then(|| freed as f64 / (span.1 - span.0));
+            let totals = &ev.retraction_totals;
+            let freed = totals.tokens_freed.unwrap_or(0);
+            let wasted_tps = totals
+                .time_span
+                .filter(|(a, b)| b > a)
+                .map(|(a, b)| freed as f64 / (b - a));
             detail.push_str(
                 " The server generates more tokens than the client receives in completed requests",
             );
