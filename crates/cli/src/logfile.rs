@@ -4,12 +4,12 @@
 //! warning naming the file, the lines read and the compressed byte offset. A log with no
 //! SGLang event whose start is not text (NUL bytes, control bytes) gets a warning too.
 
-use std::cell::{Cell, RefCell};
-use std::io::{self, BufRead, BufReader, Read};
+use std::cell::RefCell;
+use std::io::{self, Read};
 use std::path::Path;
 use std::rc::Rc;
 
-use sglang_log::{LogReader, ParseStats, ReadError, Record};
+use sglang_log::{CountingBufRead, LogInput, LogReader, ParseStats, ReadError, Record};
 
 /// What reading one log produced.
 #[derive(Debug, Default)]
@@ -145,30 +145,6 @@ pub fn not_text_reason(head: &[u8]) -> Option<String> {
     (odd * 10 > head.len()).then(|| format!("{odd} control or invalid UTF-8 bytes in {within}"))
 }
 
-/// A `BufRead` that counts the compressed bytes its consumer (the gzip decoder) has used.
-struct CountingBufRead<R> {
-    inner: R,
-    count: Rc<Cell<u64>>,
-}
-
-impl<R: BufRead> Read for CountingBufRead<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count.set(self.count.get() + n as u64);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for CountingBufRead<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-    fn consume(&mut self, amt: usize) {
-        self.count.set(self.count.get() + amt as u64);
-        self.inner.consume(amt);
-    }
-}
-
 /// Read the log at `path` (`-` is stdin; gzip is detected by its magic bytes `1f 8b` and may
 /// hold several members) and call `push` for every record, in order.
 ///
@@ -181,31 +157,11 @@ impl<R: BufRead> BufRead for CountingBufRead<R> {
 /// stdin fails mid-way.
 pub fn read_log(path: &Path, mut push: impl FnMut(&Record<'_>)) -> Result<LogRead, ReadError> {
     let name = path.display().to_string();
-    let open_err = |source| ReadError::Open {
-        path: path.to_path_buf(),
-        source,
-    };
-    let (raw, compressed_len): (Box<dyn Read>, Option<u64>) = if name == "-" {
-        (Box::new(io::stdin()), None)
-    } else {
-        let meta = std::fs::metadata(path).map_err(open_err)?;
-        if meta.is_dir() {
-            return Err(ReadError::NotAFile {
-                path: path.to_path_buf(),
-            });
-        }
-        let file = std::fs::File::open(path).map_err(open_err)?;
-        (Box::new(file), Some(meta.len()))
-    };
-    let mut br = BufReader::with_capacity(64 * 1024, raw);
-    let head = loop {
-        match br.fill_buf() {
-            Ok(h) => break h,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(open_err(e)),
-        }
-    };
-    let is_gz = head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
+    let LogInput {
+        reader: br,
+        gzip: is_gz,
+        len_bytes: compressed_len,
+    } = LogInput::open(path)?;
     let mut out = LogRead::default();
     let head = Rc::new(RefCell::new(Vec::new()));
     if !is_gz {
@@ -217,12 +173,9 @@ pub fn read_log(path: &Path, mut push: impl FnMut(&Record<'_>)) -> Result<LogRea
         check_text(&mut out, &name, &head.borrow());
         return Ok(out);
     }
-    let count = Rc::new(Cell::new(0));
+    let (counting, count) = CountingBufRead::new(br);
     let failure = Rc::new(RefCell::new(None));
-    let decoder = flate2::bufread::MultiGzDecoder::new(CountingBufRead {
-        inner: br,
-        count: Rc::clone(&count),
-    });
+    let decoder = flate2::bufread::MultiGzDecoder::new(counting);
     let lines = WholeLines {
         inner: decoder,
         buf: Vec::new(),
@@ -253,7 +206,7 @@ pub fn read_log(path: &Path, mut push: impl FnMut(&Record<'_>)) -> Result<LogRea
             "{name}: the gzip stream is truncated or corrupt after line {} (near compressed byte {}{of}): {}; \
              only the {} lines before it were diagnosed{cut}",
             out.stats.lines,
-            count.get(),
+            count.load(std::sync::atomic::Ordering::Relaxed),
             f.error,
             out.stats.lines
         ));

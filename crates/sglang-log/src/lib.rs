@@ -91,7 +91,9 @@ pub use events::{
 };
 pub use line::{find_batch_marker, parse_line};
 pub use ranks::RankTags;
-pub use reader::{KEPT_LINES, LogReader, MalformedLine, ParseStats, ReadError};
+pub use reader::{
+    CountingBufRead, KEPT_LINES, LogInput, LogReader, MalformedLine, ParseStats, ReadError,
+};
 pub use timestamp::Timestamp;
 
 /// One parsed log line.

@@ -179,10 +179,75 @@ impl ParseStats {
     }
 }
 
-/// A `BufRead` that counts the bytes its consumer (the gzip decoder) has used.
-struct CountingBufRead<R> {
+/// A `BufRead` that counts the bytes its consumer (a gzip decoder) has used: the compressed
+/// byte offset that read errors report.
+pub struct CountingBufRead<R> {
     inner: R,
     count: Arc<AtomicU64>,
+}
+
+impl<R: BufRead> CountingBufRead<R> {
+    /// Wraps `inner`; the counter (bytes consumed so far) can be read while the wrapper is in use.
+    pub fn new(inner: R) -> (Self, Arc<AtomicU64>) {
+        let count = Arc::new(AtomicU64::new(0));
+        (
+            CountingBufRead {
+                inner,
+                count: Arc::clone(&count),
+            },
+            count,
+        )
+    }
+}
+
+/// A log input opened and sniffed, before any decoding: what [`LogReader::open`] reads from,
+/// for callers that decode it their own way.
+pub struct LogInput {
+    /// The raw bytes, buffered (64 KiB); nothing consumed yet.
+    pub reader: BufReader<Box<dyn Read>>,
+    /// Whether the input starts with the gzip magic bytes `1f 8b`.
+    pub gzip: bool,
+    /// The file's size (bytes); `None` for stdin.
+    pub len_bytes: Option<u64>,
+}
+
+impl LogInput {
+    /// Opens `path` (`-` means stdin) and looks at its first bytes.
+    ///
+    /// Errors: [`ReadError::Open`] when the file cannot be opened or its first bytes cannot be
+    /// read, [`ReadError::NotAFile`] for a directory.
+    pub fn open(path: &Path) -> Result<LogInput, ReadError> {
+        let open_err = |source| ReadError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let (raw, len_bytes): (Box<dyn Read>, Option<u64>) = if path.as_os_str() == "-" {
+            (Box::new(io::stdin()), None)
+        } else {
+            let meta = std::fs::metadata(path).map_err(open_err)?;
+            if meta.is_dir() {
+                return Err(ReadError::NotAFile {
+                    path: path.to_path_buf(),
+                });
+            }
+            let file = std::fs::File::open(path).map_err(open_err)?;
+            (Box::new(file), Some(meta.len()))
+        };
+        let mut reader = BufReader::with_capacity(64 * 1024, raw);
+        let head = loop {
+            match reader.fill_buf() {
+                Ok(h) => break h,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(open_err(e)),
+            }
+        };
+        let gzip = head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
+        Ok(LogInput {
+            reader,
+            gzip,
+            len_bytes,
+        })
+    }
 }
 
 impl<R: BufRead> Read for CountingBufRead<R> {
@@ -300,36 +365,10 @@ impl LogReader<Box<dyn Read>> {
     /// Errors: [`ReadError::Open`] when the file cannot be opened or its first bytes cannot be
     /// read, [`ReadError::NotAFile`] for a directory.
     pub fn open(path: &Path) -> Result<LogReader<Box<dyn Read>>, ReadError> {
-        let open_err = |source| ReadError::Open {
-            path: path.to_path_buf(),
-            source,
-        };
-        let raw: Box<dyn Read> = if path.as_os_str() == "-" {
-            Box::new(io::stdin())
-        } else {
-            let meta = std::fs::metadata(path).map_err(open_err)?;
-            if meta.is_dir() {
-                return Err(ReadError::NotAFile {
-                    path: path.to_path_buf(),
-                });
-            }
-            Box::new(std::fs::File::open(path).map_err(open_err)?)
-        };
-        let mut br = BufReader::with_capacity(64 * 1024, raw);
-        let head = loop {
-            match br.fill_buf() {
-                Ok(h) => break h,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(open_err(e)),
-            }
-        };
-        let is_gz = head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
-        let mut reader = if is_gz {
-            let count = Arc::new(AtomicU64::new(0));
-            let counting = CountingBufRead {
-                inner: br,
-                count: Arc::clone(&count),
-            };
+        let input = LogInput::open(path)?;
+        let br = input.reader;
+        let mut reader = if input.gzip {
+            let (counting, count) = CountingBufRead::new(br);
             let dec: Box<dyn Read> = Box::new(flate2::bufread::MultiGzDecoder::new(counting));
             let mut r = LogReader::from_reader(path.display().to_string(), dec);
             r.gz_offset = Some(count);
