@@ -1335,15 +1335,37 @@ fn bottleneck_finding(
             if let Some(c) = cap.chunked_prefill_size {
                 figures.push(Figure::new("chunked_prefill_size", c as f64, "tokens"));
             }
+            if let Some(m) = cap.max_prefill_tokens {
+                figures.push(Figure::new("max_prefill_tokens", m as f64, "tokens"));
+            }
             if let Some(m) = a.tl.agg.max_prefill_new_tokens {
                 figures.push(Figure::new("largest prefill batch", m as f64, "tokens"));
             }
+            // A budget below one prompt: the first request of a batch may exceed
+            // max_prefill_tokens (spec §6, schedule_policy.py PrefillAdder), so every prefill
+            // batch holds exactly one request.
+            let seqs: Vec<u64> = a.steady_prefill.iter().filter_map(|p| p.new_seq).collect();
+            let prompt: Vec<u64> = a.steady_prefill.iter().filter_map(|p| p.new_token).collect();
+            let one_each = !seqs.is_empty() && seqs.iter().all(|&n| n == 1);
+            let budget_below_prompt = match (cap.max_prefill_tokens, prompt.iter().min()) {
+                (Some(b), Some(&p)) if one_each && p > b => Some((b, median_u64(&prompt))),
+                _ => None,
+            };
+            let detail = match budget_below_prompt {
+                Some((budget, p)) => format!(
+                    "max_prefill_tokens ({budget}) is below one prompt (~{p} tokens): SGLang admits the first request of a prefill batch whatever its size, \
+                     so every prefill batch holds exactly one request and requests are admitted one per prefill pass while the queue waits. \
+                     Raise --max-prefill-tokens to a few prompts (e.g. {}) so that one pass admits several; it costs activation memory and longer decode pauses.",
+                    p * 4
+                ),
+                None => "Prefill batches run at their token limit (chunked_prefill_size / max_prefill_tokens) while the queue waits and the KV cache has room: requests are admitted only as fast as prompts are prefilled. \
+                 A larger --chunked-prefill-size and --max-prefill-tokens admit more per batch (more activation memory; longer decode pauses), or PD disaggregation separates prefill from decode."
+                    .to_string(),
+            };
             (
                 FindingKind::PrefillBound,
                 "Prefill bound: admission is limited by the prefill batch size".to_string(),
-                "Prefill batches run at their token limit (chunked_prefill_size / max_prefill_tokens) while the queue waits and the KV cache has room: requests are admitted only as fast as prompts are prefilled. \
-                 A larger --chunked-prefill-size and --max-prefill-tokens admit more per batch (more activation memory; longer decode pauses), or PD disaggregation separates prefill from decode."
-                    .to_string(),
+                detail,
                 Confidence::Medium,
             )
         }

@@ -559,3 +559,18 @@ fn pd_prefill_instance_is_named_with_its_prefill_rate() {
         r.headline
     );
 }
+
+#[test]
+fn a_prefill_budget_below_one_prompt_admits_one_request_per_pass() {
+    // Ascend DP16: max_prefill_tokens=1500, chunked prefill off, every prompt 2176 tokens.
+    let r = diagnose("real-long/ascend-dsr1-dp16-mtp-mixed.log");
+    assert_eq!(r.bottleneck, Bottleneck::PrefillBound);
+    let f = &r.findings[0];
+    assert_eq!(f.kind, FindingKind::PrefillBound);
+    assert!(
+        f.detail
+            .starts_with("max_prefill_tokens (1500) is below one prompt (~2176 tokens)"),
+        "{}",
+        f.detail
+    );
+}
