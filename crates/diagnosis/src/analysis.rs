@@ -1206,6 +1206,9 @@ fn headline(
             "Client too slow / not enough load: {}.",
             join_clauses(vec![wait_s.or(Some("nothing waits".into())), run_s, usage_s])
         ),
+        Bottleneck::Stall if !has_long_stall(analyses) && ev.watchdog.count > 0 => {
+            "Stall: the scheduler watchdog fired: a scheduler hung (see the watchdog finding for where).".to_string()
+        }
         Bottleneck::Stall => "Stall: requests are running but tokens stopped moving (or the scheduler hung).".to_string(),
         Bottleneck::PrefillComputeBound => format!(
             "Prefill compute bound: {} with nothing queued{}.",
@@ -1325,10 +1328,20 @@ fn bottleneck_finding(
         Bottleneck::RunningCapBound => (
             FindingKind::RunningCapBound,
             "Running-request cap bound".to_string(),
-            format!(
-                "The running batch stays at its ceiling while requests queue and the KV cache has room{}. Raise --max-running-requests (per DP rank) if memory allows, or, for hybrid mamba models, the mamba state cache; check the client's concurrency is not equal to this cap.",
-                cap.max_running_requests.map(|c| format!(" (max_running_requests={c})")).unwrap_or_default()
-            ),
+            {
+                let mamba_full = a.tl.agg.max_mamba_usage.is_some_and(|m| m >= 0.99);
+                format!(
+                    "The running batch stays at its ceiling{} and the KV cache has room{}.{} Raise it if memory allows; \
+                     if the client's concurrency equals this cap, raise both together, since either alone changes nothing.",
+                    if a.queued.median.is_some_and(|q| q >= 1.0) { " while requests queue" } else { "" },
+                    cap.max_running_requests.map(|c| format!(" (max_running_requests={c} per DP rank)")).unwrap_or_default(),
+                    if mamba_full {
+                        " Mamba usage reaches 1.00: the mamba state slots of this hybrid model are full, so they cap the batch as much as max_running_requests: the mamba state cache must grow with it."
+                    } else {
+                        ""
+                    }
+                )
+            },
             Confidence::Medium,
         ),
         Bottleneck::PrefillBound => {

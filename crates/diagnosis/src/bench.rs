@@ -307,7 +307,12 @@ fn limit_held_full(
         ),
         (_, Some(cap)) if cap <= limit => (
             format!(
-                "The server's max_running_requests is {cap}, at or below the limit: the server's cap, not the benchmark, bounds concurrency."
+                "The server's max_running_requests is {cap}, {}: raising the benchmark's limit alone would only queue requests in the server; raise both together to run more at once.",
+                if cap == limit {
+                    "the same as the limit"
+                } else {
+                    "below the limit"
+                }
             ),
             Confidence::Medium,
         ),

@@ -1087,6 +1087,8 @@ pub(crate) fn recommendations(
             gain_pct: None,
             risk: "larger batches need more activation memory and may exceed the captured CUDA-graph batch size".into(),
         }),
+        // Nothing runs (a PD prefill instance, an idle server): the batch model does not apply.
+        Bottleneck::ClientBound if load.is_some_and(|l| l.running_median < 1.0) => {}
         Bottleneck::ClientBound => out.push(Recommendation {
             action: "Send more requests at once from the client (raise its concurrency)".into(),
             expected_gain: match load.and_then(|l| Some((l, l.headroom()?))) {

@@ -574,3 +574,40 @@ fn a_prefill_budget_below_one_prompt_admits_one_request_per_pass() {
         f.detail
     );
 }
+
+#[test]
+fn cap_bound_hybrid_model_names_the_full_mamba_slots() {
+    // Qwen3-Next on Ascend (SOURCES.tsv): "mamba usage 1.00 in 298/301 decode lines (state slots
+    // exhausted = cap)"; max_running_requests 80 and the benchmark's limit 80.
+    let r = diagnose("real-long/ascend-qwen3next-80b-hybrid-mamba.log");
+    assert_eq!(r.bottleneck, Bottleneck::RunningCapBound);
+    let f = &r.findings[0];
+    assert!(
+        f.detail.contains("Mamba usage reaches 1.00"),
+        "{}",
+        f.detail
+    );
+    assert!(f.detail.contains("raise both together"), "{}", f.detail);
+    let limit = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::BenchmarkConcurrencyLimit)
+        .expect("limit finding");
+    assert!(
+        limit
+            .detail
+            .contains("max_running_requests is 80, the same as the limit")
+    );
+}
+
+#[test]
+fn a_watchdog_without_batch_lines_says_the_scheduler_hung() {
+    // 049: the watchdog fired; no batch line shows requests running.
+    let r = diagnose("real/049-i3752-watchdog-timeout-tp8-with-top.log");
+    assert!(
+        r.headline
+            .starts_with("Stall: the scheduler watchdog fired"),
+        "{}",
+        r.headline
+    );
+}
