@@ -1902,15 +1902,29 @@ fn graph_findings(ev: &Evidence, analyses: &[SchedAnalysis<'_>], out: &mut Vec<F
             ));
         }
         let src = a.tl.first.map(|l| l.source).unwrap_or(0);
+        let disabled = ev
+            .startup
+            .server_args
+            .get("disable_cuda_graph")
+            .is_some_and(|v| v.trim() == "True");
         out.push(Finding {
             kind: FindingKind::NoCudaGraph,
             title: "Decode runs without CUDA graphs".into(),
-            detail: format!(
-                "{:.0}% of decode batches of {} ran without a captured graph{}: batches larger than --cuda-graph-max-bs (or graphs disabled) run eagerly and each step is slower. Raise --cuda-graph-max-bs to the running batch size if memory allows.",
-                share * 100.0,
-                a.key,
-                with_graph_max.map(|m| format!(" (graphs were used up to {m} requests)")).unwrap_or_default()
-            ),
+            detail: if disabled {
+                format!(
+                    "{:.0}% of decode batches of {} ran without a captured graph: the server was started with disable_cuda_graph=True, so every decode step runs eagerly. \
+                     Remove --disable-cuda-graph (graphs cost some memory and start-up time) unless it was set to work around a bug.",
+                    share * 100.0,
+                    a.key
+                )
+            } else {
+                format!(
+                    "{:.0}% of decode batches of {} ran without a captured graph{}: batches larger than --cuda-graph-max-bs (or graphs disabled) run eagerly and each step is slower. Raise --cuda-graph-max-bs to the running batch size if memory allows.",
+                    share * 100.0,
+                    a.key,
+                    with_graph_max.map(|m| format!(" (graphs were used up to {m} requests)")).unwrap_or_default()
+                )
+            },
             figures,
             evidence: a.tl.first.map(|f| SourceRange {
                 source: ev.sources.get(src).map(|s| s.name.clone()).unwrap_or_default(),

@@ -354,6 +354,7 @@ const SERVER_ARG_KEYS: &[&str] = &[
     "enable_mixed_chunk",
     "disable_radix_cache",
     "cuda_graph_max_bs",
+    "disable_cuda_graph",
 ];
 
 /// A counted kind of failure line (watchdog timeout, KV transfer failure).

@@ -611,3 +611,21 @@ fn a_watchdog_without_batch_lines_says_the_scheduler_hung() {
         r.headline
     );
 }
+
+#[test]
+fn graphs_switched_off_are_named_as_such() {
+    // The RDNA4 log's server_args hold disable_cuda_graph=True: raising --cuda-graph-max-bs
+    // would do nothing.
+    let r = diagnose("real-long/rdna4-2xr9700-qwen3coder-tp2-single-stream.log");
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::NoCudaGraph)
+        .expect("graph finding");
+    assert!(
+        f.detail.contains("Remove --disable-cuda-graph"),
+        "{}",
+        f.detail
+    );
+    assert!(!f.detail.contains("Raise --cuda-graph-max-bs"));
+}
