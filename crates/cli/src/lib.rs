@@ -329,7 +329,9 @@ pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
     let mut ctx = build_context(args)?;
     let mut warnings = Vec::new();
     let ev = read_logs(args, &mut warnings)?;
-    for w in &warnings {
+    // Sources that failed (an unreachable server beside a log, ...) are said at once, not only
+    // at the end of the report.
+    for w in ctx.source_errors.iter().chain(&warnings) {
         eprintln!("warning: {w}");
     }
     // ...and in the report's "not concluded", beside the other sources' problems.

@@ -215,13 +215,26 @@ pub fn read_log(path: &Path, mut push: impl FnMut(&Record<'_>)) -> Result<LogRea
 }
 
 /// A log with lines but no SGLang event may be no log at all (a binary, a model file): say so
-/// instead of reporting "N other lines". Runs only then, on the kept head.
+/// instead of reporting "N other lines". A log with SGLang lines is only checked for NUL bytes
+/// in its kept head (a binary that embeds log text).
 fn check_text(out: &mut LogRead, name: &str, head: &[u8]) {
-    if out.stats.events > 0 || out.stats.lines == 0 {
+    if out.stats.lines == 0 {
         return;
     }
-    if let Some(why) = not_text_reason(head) {
-        out.warnings
-            .push(format!("{name} does not look like a text log ({why})"));
+    if out.stats.events == 0 {
+        if let Some(why) = not_text_reason(head) {
+            out.warnings
+                .push(format!("{name} does not look like a text log ({why})"));
+        }
+        return;
+    }
+    // SGLang lines inside binary data (a program that embeds a log, a core dump): read, but said.
+    let nul = head.iter().filter(|&&b| b == 0).count();
+    if nul > 0 {
+        out.warnings.push(format!(
+            "{name} holds binary data ({nul} NUL bytes in its first {} KiB); its {} SGLang lines were read anyway",
+            head.len().div_ceil(1024),
+            out.stats.events
+        ));
     }
 }

@@ -794,3 +794,33 @@ fn memory_in_the_text_report_is_labelled_gib_like_the_values() {
     assert_eq!(v["capacity"]["available_gpu_mem_gb"], 5.16);
     assert_eq!(v["capacity"]["kv_cache_gb"], 7.6);
 }
+
+#[test]
+fn log_lines_inside_a_binary_are_read_but_called_out() {
+    // This binary embeds the sample scenario's log text among its machine code.
+    let dir = tempfile::tempdir().expect("tmp");
+    let copy = dir.path().join("exe.log");
+    std::fs::copy(env!("CARGO_BIN_EXE_throughput-doctor"), &copy).expect("copy");
+    let out = bin().arg("diagnose").arg(&copy).output().expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("exe.log holds binary data ("), "{err}");
+    assert!(err.contains("SGLang lines were read anyway"), "{err}");
+}
+
+#[test]
+fn an_unreachable_server_beside_a_log_is_warned_about_at_once() {
+    let out = bin()
+        .args(["diagnose", "--server", "http://127.0.0.1:9"])
+        .arg(data("real/002-i3909-throughput-steadily-decreases.log"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "warning: server http://127.0.0.1:9: cannot connect to http://127.0.0.1:9/"
+        ),
+        "{err}"
+    );
+}
