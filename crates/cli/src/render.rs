@@ -152,15 +152,24 @@ pub fn text(r: &Report, color: bool) -> String {
             )
         );
         if let Some(sp) = &s.span {
-            let _ = writeln!(
-                o,
-                "  span {} ; steady state from +{} to +{} ({}; {})",
-                fmt_duration(sp.end_s - sp.start_s),
-                fmt_duration(sp.steady_start_s - sp.start_s),
-                fmt_duration(sp.steady_end_s - sp.start_s),
-                fmt_duration(sp.steady_end_s - sp.steady_start_s),
-                sp.method
-            );
+            if sp.method.starts_with("whole log") {
+                let _ = writeln!(
+                    o,
+                    "  span {} ; no steady state told apart, the whole log is used ({})",
+                    fmt_duration(sp.end_s - sp.start_s),
+                    sp.method
+                );
+            } else {
+                let _ = writeln!(
+                    o,
+                    "  span {} ; steady state from +{} to +{} ({}; {})",
+                    fmt_duration(sp.end_s - sp.start_s),
+                    fmt_duration(sp.steady_start_s - sp.start_s),
+                    fmt_duration(sp.steady_end_s - sp.start_s),
+                    fmt_duration(sp.steady_end_s - sp.steady_start_s),
+                    sp.method
+                );
+            }
         }
         let _ = writeln!(o, "  {}", gauge_line("running", &s.running, 0, "requests"));
         let _ = writeln!(o, "  {}", gauge_line("queued", &s.queued, 0, "requests"));

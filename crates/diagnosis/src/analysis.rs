@@ -1288,7 +1288,11 @@ fn bottleneck_finding(
         figures.push(Figure::new("p90 token usage", v, "fraction"));
     }
     if let Some(v) = a.gen_tps.mean {
-        figures.push(Figure::new("mean gen throughput", v, "tok/s"));
+        figures.push(Figure::new(
+            format!("mean gen throughput of {}", a.key),
+            v,
+            "tok/s",
+        ));
     }
     let evidence = range(ev, &a.key, a.tl);
     let (kind, title, detail, confidence) = match a.bottleneck {
