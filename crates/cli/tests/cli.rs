@@ -13,6 +13,23 @@ fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
+/// `throughput-doctor diagnose FILE` with colour off; its stdout (the run must exit 0).
+fn diagnose_text(file: &Path) -> String {
+    let out = bin()
+        .arg("diagnose")
+        .arg(file)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn embedded_sample_gives_a_verdict() {
     let out = bin()
@@ -306,15 +323,9 @@ fn every_benchmark_paste_is_read_as_the_client_and_as_a_log() {
         }
     }
     // 001's failures lead the findings in the text report too.
-    let out = bin()
-        .arg("diagnose")
-        .arg(data(
-            "real/bench/001-i2805-sglang-0.4.0-sharegpt-partial-success.txt",
-        ))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = diagnose_text(&data(
+        "real/bench/001-i2805-sglang-0.4.0-sharegpt-partial-success.txt",
+    ));
     assert!(
         text.contains("1. 1,352 of 3,000 benchmark requests failed (45%) [high confidence]"),
         "{text}"
@@ -666,27 +677,15 @@ fn verdict_does_not_repeat_its_label() {
         "{md}"
     );
     // A benchmark-only headline is not split at its inner colon either.
-    let out = bin()
-        .arg("diagnose")
-        .arg(data(
-            "real/bench/007-pr2643-v0.4.1post2-dsv3-sharegpt5k.txt",
-        ))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = diagnose_text(&data(
+        "real/bench/007-pr2643-v0.4.1post2-dsv3-sharegpt5k.txt",
+    ));
     assert!(
         text.contains("\nVerdict: No SGLang scheduler lines; benchmark summary: 5,000 requests succeeded, 2674 output tok/s"),
         "{text}"
     );
     // A headline that names its own verdict keeps it once.
-    let out = bin()
-        .arg("diagnose")
-        .arg(data("real/001-i938-a100-llama13b-queue12k.log"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = diagnose_text(&data("real/001-i938-a100-llama13b-queue12k.log"));
     assert!(
         text.contains(
             "\nVerdict: KV-cache bound: token usage ~0.93, ~1010 requests run and ~12279 wait."
