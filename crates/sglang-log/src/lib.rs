@@ -92,7 +92,7 @@ pub use events::{
 pub use line::{find_batch_marker, parse_line};
 pub use ranks::RankTags;
 pub use reader::{
-    CountingBufRead, KEPT_LINES, LogInput, LogReader, MalformedLine, ParseStats, ReadError,
+    HEAD_BYTES, HeadStats, KEPT_LINES, LogReader, MalformedLine, ParseStats, ReadError,
 };
 pub use timestamp::Timestamp;
 

@@ -34,6 +34,9 @@ pub enum ReadError {
         line_no: u64,
         /// The I/O error.
         source: io::Error,
+        /// Counts of the lines this call delivered before the error; `held_back_bytes` is the
+        /// unterminated line cut by the error, which was not delivered.
+        delivered: Box<ParseStats>,
     },
     /// Decompressing a gzip stream failed (corrupt or truncated file).
     #[error("gzip error in {path} after line {line_no}, near compressed byte {compressed_offset}: {source}", path = path.display())]
@@ -46,6 +49,9 @@ pub enum ReadError {
         compressed_offset: u64,
         /// The decoder's error.
         source: io::Error,
+        /// Counts of the lines this call delivered before the error; `held_back_bytes` is the
+        /// unterminated line cut by the error, which was not delivered.
+        delivered: Box<ParseStats>,
     },
     /// The path is a directory.
     #[error("{path} is a directory, not a log file", path = path.display())]
@@ -97,6 +103,65 @@ pub struct ParseStats {
     pub partial: Vec<MalformedLine>,
     /// Bytes of an unterminated last line held back for a later call (live mode). Unit: bytes.
     pub held_back_bytes: u64,
+    /// What the input's first [`HEAD_BYTES`] look like (set by the call that read them).
+    pub head: Option<HeadStats>,
+}
+
+/// How much of an input's start [`HeadStats`] describes (bytes).
+pub const HEAD_BYTES: usize = 64 * 1024;
+
+/// Byte classes of an input's first [`HEAD_BYTES`] (after decompression), enough to tell a text
+/// log from a binary file given by mistake.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeadStats {
+    /// Bytes looked at (at most [`HEAD_BYTES`]).
+    pub bytes: u64,
+    /// NUL bytes among them.
+    pub nul_bytes: u64,
+    /// Control bytes (other than tab, line feed, carriage return, form feed and the ESC of
+    /// ANSI colours), DEL, and bytes of invalid UTF-8 among them.
+    pub odd_bytes: u64,
+}
+
+impl HeadStats {
+    /// Counts the classes of `head`.
+    pub fn of(head: &[u8]) -> Self {
+        let mut odd = 0u64;
+        for chunk in head.utf8_chunks() {
+            odd += chunk.invalid().len() as u64;
+            odd += chunk
+                .valid()
+                .bytes()
+                .filter(|&b| {
+                    (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)) || b == 0x7f
+                })
+                .count() as u64;
+        }
+        HeadStats {
+            bytes: head.len() as u64,
+            nul_bytes: head.iter().filter(|&&b| b == 0).count() as u64,
+            odd_bytes: odd,
+        }
+    }
+
+    /// Why these bytes do not look like text (a log written by Python holds neither), or
+    /// `None` when they do: any NUL byte, or more than 10% odd bytes.
+    pub fn not_text_reason(&self) -> Option<String> {
+        let within = if self.bytes >= HEAD_BYTES as u64 {
+            format!("the first {} KiB", HEAD_BYTES / 1024)
+        } else {
+            format!("its {} bytes", self.bytes)
+        };
+        if self.nul_bytes > 0 {
+            return Some(format!("{} NUL bytes in {within}", self.nul_bytes));
+        }
+        (self.odd_bytes * 10 > self.bytes).then(|| {
+            format!(
+                "{} control or invalid UTF-8 bytes in {within}",
+                self.odd_bytes
+            )
+        })
+    }
 }
 
 fn excerpt(raw: &[u8]) -> String {
@@ -176,19 +241,20 @@ impl ParseStats {
             }
         }
         self.held_back_bytes = other.held_back_bytes;
+        self.head = self.head.or(other.head);
     }
 }
 
 /// A `BufRead` that counts the bytes its consumer (a gzip decoder) has used: the compressed
 /// byte offset that read errors report.
-pub struct CountingBufRead<R> {
+struct CountingBufRead<R> {
     inner: R,
     count: Arc<AtomicU64>,
 }
 
 impl<R: BufRead> CountingBufRead<R> {
     /// Wraps `inner`; the counter (bytes consumed so far) can be read while the wrapper is in use.
-    pub fn new(inner: R) -> (Self, Arc<AtomicU64>) {
+    fn new(inner: R) -> (Self, Arc<AtomicU64>) {
         let count = Arc::new(AtomicU64::new(0));
         (
             CountingBufRead {
@@ -200,15 +266,12 @@ impl<R: BufRead> CountingBufRead<R> {
     }
 }
 
-/// A log input opened and sniffed, before any decoding: what [`LogReader::open`] reads from,
-/// for callers that decode it their own way.
-pub struct LogInput {
+/// A log input opened and sniffed, before any decoding.
+struct LogInput {
     /// The raw bytes, buffered (64 KiB); nothing consumed yet.
-    pub reader: BufReader<Box<dyn Read>>,
+    reader: BufReader<Box<dyn Read>>,
     /// Whether the input starts with the gzip magic bytes `1f 8b`.
-    pub gzip: bool,
-    /// The file's size (bytes); `None` for stdin.
-    pub len_bytes: Option<u64>,
+    gzip: bool,
 }
 
 impl LogInput {
@@ -216,13 +279,13 @@ impl LogInput {
     ///
     /// Errors: [`ReadError::Open`] when the file cannot be opened or its first bytes cannot be
     /// read, [`ReadError::NotAFile`] for a directory.
-    pub fn open(path: &Path) -> Result<LogInput, ReadError> {
+    fn open(path: &Path) -> Result<LogInput, ReadError> {
         let open_err = |source| ReadError::Open {
             path: path.to_path_buf(),
             source,
         };
-        let (raw, len_bytes): (Box<dyn Read>, Option<u64>) = if path.as_os_str() == "-" {
-            (Box::new(io::stdin()), None)
+        let raw: Box<dyn Read> = if path.as_os_str() == "-" {
+            Box::new(io::stdin())
         } else {
             let meta = std::fs::metadata(path).map_err(open_err)?;
             if meta.is_dir() {
@@ -230,8 +293,7 @@ impl LogInput {
                     path: path.to_path_buf(),
                 });
             }
-            let file = std::fs::File::open(path).map_err(open_err)?;
-            (Box::new(file), Some(meta.len()))
+            Box::new(std::fs::File::open(path).map_err(open_err)?)
         };
         let mut reader = BufReader::with_capacity(64 * 1024, raw);
         let head = loop {
@@ -242,11 +304,7 @@ impl LogInput {
             }
         };
         let gzip = head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
-        Ok(LogInput {
-            reader,
-            gzip,
-            len_bytes,
-        })
+        Ok(LogInput { reader, gzip })
     }
 }
 
@@ -356,6 +414,10 @@ pub struct LogReader<R> {
     cache: LineCache,
     /// Newline bitmap of the block being parsed (see [`newline_bits`]).
     nl_bits: Vec<u64>,
+    /// The input's first bytes, kept until [`HEAD_BYTES`] are seen or the input ends.
+    head: Vec<u8>,
+    /// Whether [`HeadStats`] were reported.
+    head_done: bool,
 }
 
 impl LogReader<Box<dyn Read>> {
@@ -396,6 +458,8 @@ impl<R: Read> LogReader<R> {
             gz_offset: None,
             cache: LineCache::new(true),
             nl_bits: Vec::new(),
+            head: Vec::new(),
+            head_done: false,
         }
     }
 
@@ -415,7 +479,9 @@ impl<R: Read> LogReader<R> {
     /// counts of this call.
     ///
     /// Errors: [`ReadError::Read`] or [`ReadError::Gzip`] when the input fails mid-way; the
-    /// records delivered before the error stay delivered.
+    /// records delivered before the error stay delivered and the error carries their counts,
+    /// so a caller can diagnose a truncated file up to the cut. A line cut by the error is
+    /// never delivered.
     pub fn for_each<F: FnMut(&Record<'_>)>(&mut self, mut f: F) -> Result<ParseStats, ReadError> {
         let mut stats = ParseStats::default();
         loop {
@@ -492,14 +558,28 @@ impl<R: Read> LogReader<R> {
                 match self.inner.read(&mut self.buf[self.end..]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(source) => return Err(self.error(source)),
+                    Err(source) => {
+                        // The unterminated line in the buffer was cut by the error: not delivered.
+                        stats.held_back_bytes = (self.end - self.start) as u64;
+                        self.finish_head(&mut stats);
+                        return Err(self.error(source, stats));
+                    }
                 }
             };
             if n == 0 {
                 break;
             }
+            if !self.head_done {
+                let take = (HEAD_BYTES - self.head.len()).min(n);
+                self.head
+                    .extend_from_slice(&self.buf[self.end..self.end + take]);
+                if self.head.len() == HEAD_BYTES {
+                    self.finish_head(&mut stats);
+                }
+            }
             self.end += n;
         }
+        self.finish_head(&mut stats);
         if self.end > self.start {
             if self.live {
                 stats.held_back_bytes = (self.end - self.start) as u64;
@@ -516,18 +596,30 @@ impl<R: Read> LogReader<R> {
         Ok(stats)
     }
 
-    fn error(&self, source: io::Error) -> ReadError {
+    /// Report the head's byte classes once, from what was seen of it.
+    fn finish_head(&mut self, stats: &mut ParseStats) {
+        if !self.head_done && !self.head.is_empty() {
+            stats.head = Some(HeadStats::of(&self.head));
+            self.head_done = true;
+            self.head = Vec::new();
+        }
+    }
+
+    fn error(&self, source: io::Error, delivered: ParseStats) -> ReadError {
+        let delivered = Box::new(delivered);
         match &self.gz_offset {
             Some(c) => ReadError::Gzip {
                 path: self.name.clone(),
                 line_no: self.line_no,
                 compressed_offset: c.load(Ordering::Relaxed),
                 source,
+                delivered,
             },
             None => ReadError::Read {
                 path: self.name.clone(),
                 line_no: self.line_no,
                 source,
+                delivered,
             },
         }
     }
