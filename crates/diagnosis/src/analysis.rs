@@ -277,19 +277,23 @@ fn analyse<'e>(
             .filter_map(|o| Some((o.t, o.running? as f64)))
             .collect::<Vec<_>>(),
     );
-    // The standing queue: from decode lines when they carry one (see `queued_share` below).
+    // The standing queue is what decode lines sample (every N steps); a prefill line is printed
+    // exactly when queued requests are being admitted, so its queue is biased upward (a burst
+    // of arrivals reads 4, 3, 2, 1, 0 over one second). Prefill lines count only when the span
+    // has no decode line with a queue.
     let decode_queue: Vec<(Option<f64>, f64)> = steady_decode
         .iter()
         .filter_map(|d| Some((d.t, d.queue? as f64)))
         .collect();
-    let queued = gauge(&if decode_queue.is_empty() {
+    let queue_series = if decode_queue.is_empty() {
         steady
             .iter()
             .filter_map(|o| Some((o.t, o.queue? as f64)))
-            .collect::<Vec<_>>()
+            .collect()
     } else {
         decode_queue
-    });
+    };
+    let queued = gauge(&queue_series);
     let usage = gauge(
         &steady
             .iter()
@@ -302,12 +306,7 @@ fn analyse<'e>(
             .filter_map(|d| Some((d.t, d.gen_tps?)))
             .collect::<Vec<_>>(),
     );
-    // The standing queue is what decode lines sample (every N steps); a prefill line is printed
-    // exactly when queued requests are being admitted, so its queue is biased upward (a burst
-    // of arrivals reads 4, 3, 2, 1, 0 over one second). Prefill lines count only when the span
-    // has no decode line with a queue.
-    let decode_queued = share(&steady_decode, |d| d.queue.map(|q| q > 0));
-    let queued_share = decode_queued.or_else(|| share(&steady, |o| o.queue.map(|q| q > 0)));
+    let queued_share = share(&queue_series, |&(_, q)| Some(q > 0.0));
     let full_share = share(&steady, |o| o.usage.map(|u| u >= KV_FULL_USAGE));
 
     let mut a = SchedAnalysis {
