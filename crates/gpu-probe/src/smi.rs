@@ -252,14 +252,12 @@ fn parse_csv(lines: &[(usize, &str)], path: &str) -> Result<GpuSnapshot, GpuErro
                     "no CSV header: assumed column order {}",
                     DEFAULT_CSV_COLUMNS[..fields.len()].join(",")
                 ));
-                columns = Some(
+                &*columns.insert(
                     DEFAULT_CSV_COLUMNS[..fields.len()]
                         .iter()
                         .map(|k| (k.to_string(), None))
                         .collect(),
-                );
-                // ok: just assigned
-                columns.as_ref().expect("columns set above")
+                )
             }
         };
         if fields.len() != cols.len() {
