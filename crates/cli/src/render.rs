@@ -649,13 +649,18 @@ fn bench_text(o: &mut String, runs: &[diagnosis::bench::BenchmarkRun]) {
         let _ = writeln!(o, "  {}", run.source);
         let _ = writeln!(
             o,
-            "    {ok} ok{of} in {} s · {} req/s · output {} tok/s (peak {}) · {} in flight{limit} · rate {}{}",
+            "    {ok} ok{of} in {} s · {} req/s · output {} tok/s (peak {}) · {} requests in flight{limit} · sent at {}{}",
             f(b.duration_s, 1),
             f(b.request_throughput, 2),
             f(b.output_tok_per_s, 0),
             f(b.peak_output_tok_per_s, 0),
             f(b.concurrency, 1),
-            b.request_rate.as_deref().unwrap_or("?"),
+            match (b.request_rate_per_s(), b.request_rate.as_deref()) {
+                (Some(r), _) => format!("{r} req/s"),
+                (None, Some("inf")) => "once (rate inf)".to_string(),
+                (None, Some(other)) => format!("rate {other}"),
+                (None, None) => "an unprinted rate".to_string(),
+            },
             b.accept_length
                 .map(|a| format!(" · accept length {a:.2}"))
                 .unwrap_or_default()
