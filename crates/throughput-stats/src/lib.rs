@@ -60,6 +60,7 @@
 #![deny(missing_docs)]
 
 mod counter;
+mod describe;
 mod error;
 mod gauge;
 mod little;
@@ -68,6 +69,9 @@ mod poisson;
 mod tokens;
 
 pub use counter::CounterSeries;
+pub use describe::{
+    Fit2, MIN_FIT_ROWS, least_squares_2, mean_sd, median_f64, median_u64, weighted_mean, z_value,
+};
 pub use error::StatsError;
 pub use gauge::{
     BatchMeans, Ewma, GaugeSeries, GaugeSummary, Hold, batch_means, ewma_series,
