@@ -78,11 +78,11 @@ fn add_sample_context(ctx: &mut Context) {
             config,
         });
     }
-    ctx.clients.push(diagnosis::parse_client(
+    ctx.clients.push(sglang_log::parse_client(
         name("client.log"),
         SAMPLE_CLIENT_LOG,
     ));
-    ctx.clients.push(diagnosis::parse_client(
+    ctx.clients.push(sglang_log::parse_client(
         name("responses.jsonl"),
         SAMPLE_RESPONSES,
     ));

@@ -635,13 +635,16 @@ fn draw_title(
         .into_font()
         .color(&RGBColor(110, 110, 110));
     area.draw_text(
-        &format!("throughput-doctor verdict: {}", report.bottleneck.label()),
+        &format!(
+            "throughput-doctor verdict: {}",
+            diagnosis::narrative::bottleneck_label(report.bottleneck)
+        ),
         &big.into_text_style(area),
         (16, 10),
     )
     .map_err(draw_err)?;
     area.draw_text(
-        &shorten(&report.headline, HEADLINE_CHARS),
+        &shorten(&report.headline.summary, HEADLINE_CHARS),
         &small.into_text_style(area),
         (16, 42),
     )

@@ -121,7 +121,7 @@ pub fn add_client_file(ctx: &mut Context, path: &Path, flag: &str) -> anyhow::Re
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{flag} {name}: {e}"))?;
     let text = String::from_utf8_lossy(&bytes);
-    let c = diagnosis::parse_client(name.clone(), &text);
+    let c = sglang_log::parse_client(name.clone(), &text);
     if c.requests.is_empty() && c.progress.is_empty() && c.bench.is_empty() {
         let first = c
             .unparsed

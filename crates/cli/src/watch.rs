@@ -211,7 +211,7 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
             utc_clock(),
             window_s
         )?;
-        writeln!(out, "Verdict: {}", report.headline)?;
+        writeln!(out, "Verdict: {}", report.headline.text)?;
         for i in &report.inputs {
             writeln!(
                 out,

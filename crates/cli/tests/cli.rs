@@ -80,7 +80,7 @@ fn every_real_log_exits_0_with_valid_json() {
                 String::from_utf8_lossy(&out.stderr)
             );
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-            assert_eq!(v["schema_version"], 1);
+            assert_eq!(v["schema_version"], 2);
             assert!(v["bottleneck"].is_string());
         }
     }
@@ -318,7 +318,7 @@ fn every_benchmark_paste_is_read_as_the_client_and_as_a_log() {
             let run = &v["benchmark_runs"][0]["summary"];
             assert_eq!(run["successful_requests"], ok, "{file}");
             assert_eq!(run["output_tok_per_s"], out_tps, "{file}");
-            assert_eq!(v["client"]["format"], "benchmark summary", "{file}");
+            assert_eq!(v["client"]["format"], "benchmark_summary", "{file}");
             assert_eq!(v["client"]["completed"], ok, "{file}");
         }
     }
@@ -354,7 +354,7 @@ fn client_file_alone_is_diagnosed_without_the_embedded_sample() {
     // the benchmark alone: its summary gives the headline, nothing about a server is invented
     assert!(
         text.contains(
-            "Verdict: No SGLang scheduler lines; benchmark summary: 660 requests succeeded, 12196 output tok/s over the whole run"
+            "Verdict: No SGLang scheduler lines: only a benchmark summary — 660 requests succeeded, 12196 output tok/s over the whole run"
         ),
         "{text}"
     );
@@ -646,7 +646,7 @@ fn help_says_what_each_option_takes_and_in_which_unit() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["client"]["format"], "benchmark summary");
+    assert_eq!(v["client"]["format"], "benchmark_summary");
 }
 
 #[test]
@@ -664,7 +664,7 @@ fn verdict_does_not_repeat_its_label() {
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("\nVerdict: No SGLang scheduler lines were found in the input.\n"),
+        text.contains("\nVerdict: No SGLang scheduler lines: none were found in the input.\n"),
         "{text}"
     );
     assert!(
@@ -673,7 +673,7 @@ fn verdict_does_not_repeat_its_label() {
     );
     let md = std::fs::read_to_string(&md).expect("md");
     assert!(
-        md.contains("**Verdict: No SGLang scheduler lines** were found in the input.\n"),
+        md.contains("**Verdict: No SGLang scheduler lines:** none were found in the input.\n"),
         "{md}"
     );
     // A benchmark-only headline is not split at its inner colon either.
@@ -681,7 +681,7 @@ fn verdict_does_not_repeat_its_label() {
         "real/bench/007-pr2643-v0.4.1post2-dsv3-sharegpt5k.txt",
     ));
     assert!(
-        text.contains("\nVerdict: No SGLang scheduler lines; benchmark summary: 5,000 requests succeeded, 2674 output tok/s"),
+        text.contains("\nVerdict: No SGLang scheduler lines: only a benchmark summary — 5,000 requests succeeded, 2674 output tok/s"),
         "{text}"
     );
     // A headline that names its own verdict keeps it once.

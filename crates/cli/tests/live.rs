@@ -106,7 +106,7 @@ fn run_batch_records_feed_diagnose_and_watch_follows_the_log() {
         "{}",
         v["inputs"]
     );
-    assert_eq!(v["client"]["format"], "per-request records with times");
+    assert_eq!(v["client"]["format"], "timed_records");
     assert_eq!(v["client"]["completed"], 120);
     assert!(
         v["client"]["mean_completion_tokens"]

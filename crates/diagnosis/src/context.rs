@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::client::ClientEvidence;
+use sglang_log::ClientEvidence;
 
 /// What the server said about itself (`/server_info` or `/get_server_info`, live or saved).
 #[derive(Clone, Debug, Default, Serialize)]

@@ -3,10 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use diagnosis::{
-    Bottleneck, Confidence, Context, EvidenceBuilder, FindingKind, Report, parse_client,
-};
+use diagnosis::{Bottleneck, Confidence, Context, EvidenceBuilder, FindingKind, Report};
 use sglang_log::LogReader;
+use sglang_log::parse_client;
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -51,8 +50,8 @@ fn failed_requests_come_first_and_the_client_summary_is_the_benchmarks() {
     let r = as_client("real/bench/001-i2805-sglang-0.4.0-sharegpt-partial-success.txt");
     assert_eq!(r.bottleneck, Bottleneck::NoSchedulerLines);
     assert_eq!(
-        r.headline,
-        "No SGLang scheduler lines; benchmark summary: 1,648 of 3,000 requests succeeded, 1915 output tok/s over the whole run, mean TTFT 44.29 s."
+        r.headline.text,
+        "No SGLang scheduler lines: only a benchmark summary — 1,648 of 3,000 requests succeeded, 1915 output tok/s over the whole run, mean TTFT 44.29 s."
     );
     assert_eq!(r.benchmark_runs.len(), 1);
     let f = &r.findings[0];
@@ -69,7 +68,7 @@ fn failed_requests_come_first_and_the_client_summary_is_the_benchmarks() {
     assert!((q - 44.2948 / 80.12693).abs() < 1e-9, "{q}");
 
     let c = r.client.expect("client");
-    assert_eq!(c.format, "benchmark summary");
+    assert_eq!(c.format, sglang_log::ClientFormat::BenchmarkSummary);
     assert_eq!((c.completed, c.failed, c.total), (1648, 1352, Some(3000)));
     assert_eq!(c.printed_req_per_s, Some(9.67));
     let life = c.lifetime_req_per_s.expect("rate");
@@ -79,7 +78,7 @@ fn failed_requests_come_first_and_the_client_summary_is_the_benchmarks() {
     assert!(
         r.not_concluded
             .iter()
-            .any(|n| n.contains("whole-run figures only"))
+            .any(|n| n.reason == diagnosis::report::NotConcludedReason::ClientIsBenchmarkSummary)
     );
 }
 
@@ -142,8 +141,8 @@ fn multi_turn_summary_without_successful_count() {
     // 008: 75 requests, TTFT 38.35 s of 50.19 s, 30.2k-token prompts.
     let r = as_client("real/bench/008-i26886-hicache-bench-multiturn-summary.txt");
     assert_eq!(
-        r.headline,
-        "No SGLang scheduler lines; benchmark summary: 75 requests, 25 output tok/s over the whole run, mean TTFT 38.35 s."
+        r.headline.text,
+        "No SGLang scheduler lines: only a benchmark summary — 75 requests, 25 output tok/s over the whole run, mean TTFT 38.35 s."
     );
     let q = figure(&r, FindingKind::BenchmarkQueueing, "TTFT share of latency");
     assert!((q - 38.35 / 50.19).abs() < 1e-9);
@@ -191,8 +190,8 @@ fn benchmark_only_ci_log_has_a_headline_from_the_last_run() {
     let r = as_log("real-long/ascend-dsr1-pd-client-router.log");
     assert_eq!(r.bottleneck, Bottleneck::NoSchedulerLines);
     assert_eq!(
-        r.headline,
-        "No SGLang scheduler lines; benchmark summary (last of 2 runs): 3,328 requests succeeded, 13348 output tok/s over the whole run, 579.4 in flight on average, mean TTFT 4.71 s, mean TPOT 40.3 ms."
+        r.headline.text,
+        "No SGLang scheduler lines: only a benchmark summary (last of 2 runs) — 3,328 requests succeeded, 13348 output tok/s over the whole run, 579.4 in flight on average, mean TTFT 4.71 s, mean TPOT 40.3 ms."
     );
     assert_eq!(r.client.expect("client").completed, 3328);
 }

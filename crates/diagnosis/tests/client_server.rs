@@ -1,7 +1,8 @@
 //! Client records against the server's log: Little's law between the two views.
 
-use diagnosis::{Context, EvidenceBuilder, FindingKind, parse_client};
+use diagnosis::{Context, EvidenceBuilder, FindingKind};
 use sglang_log::LogReader;
+use sglang_log::parse_client;
 
 /// A steady server: 10 running, nothing queued, a decode line every 10 s for 1,000 s.
 fn server_log() -> String {

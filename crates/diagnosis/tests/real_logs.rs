@@ -287,7 +287,7 @@ fn prometheus_dump_has_no_scheduler_lines() {
     assert!(
         r.not_concluded
             .iter()
-            .any(|n| n.contains("No SGLang scheduler lines"))
+            .any(|n| n.text.contains("No SGLang scheduler lines"))
     );
 }
 
@@ -335,7 +335,7 @@ fn every_real_log_yields_a_report() {
                     .unwrap_or_default()
             );
             let r = diagnose(&rel);
-            assert!(!r.headline.is_empty(), "{rel}");
+            assert!(!r.headline.text.is_empty(), "{rel}");
             assert_eq!(r.inputs.len(), 1);
             assert!(r.inputs[0].lines > 0, "{rel}");
         }
@@ -472,10 +472,11 @@ fn ramp_only_excerpts_say_so_in_the_headline() {
         );
         assert!(
             r.headline
+                .text
                 .contains("This log holds only the ramp-up of a burst (")
-                && r.headline.contains(from),
+                && r.headline.text.contains(from),
             "{file}: {}",
-            r.headline
+            r.headline.text
         );
     }
     // A long steady run is not a ramp, nor one that reaches its ceiling and stays there.
@@ -498,7 +499,7 @@ fn one_long_prompt_prefilled_at_tens_of_tokens_per_second() {
     let r = diagnose("real/037-llama-benchy-i15-swa-prefill-slow-46tps.log");
     assert_eq!(r.bottleneck, Bottleneck::PrefillComputeBound);
     assert_eq!(
-        r.headline,
+        r.headline.text,
         "Prefill compute bound: 2048-token prefill chunks take ~44 s each (~47 tok/s) with nothing queued."
     );
     let f = r
@@ -552,11 +553,11 @@ fn pd_prefill_instance_is_named_with_its_prefill_rate() {
     // The Ascend PD prefill node (disaggregation_mode='prefill', DP2): running stays 0 by design.
     let r = diagnose("real-long/ascend-dsr1-pd-prefill-dp2.log");
     assert!(
-        r.headline.ends_with(
+        r.headline.text.ends_with(
             "This is a PD prefill instance: it runs no decode (its running count stays near 0), so its work is prefill: 11920768 new prompt tokens, ~11739 tok/s over its lines."
         ),
         "{}",
-        r.headline
+        r.headline.text
     );
 }
 
@@ -606,9 +607,10 @@ fn a_watchdog_without_batch_lines_says_the_scheduler_hung() {
     let r = diagnose("real/049-i3752-watchdog-timeout-tp8-with-top.log");
     assert!(
         r.headline
+            .text
             .starts_with("Stall: the scheduler watchdog fired"),
         "{}",
-        r.headline
+        r.headline.text
     );
 }
 

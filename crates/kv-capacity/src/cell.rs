@@ -5,7 +5,8 @@ use serde::Serialize;
 use crate::{AttentionKind, CapacityError, HybridKind, ModelConfig};
 
 /// `--kv-cache-dtype`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum KvDtype {
     /// `auto`: the model's dtype (`torch_dtype`).
     Auto,
@@ -72,7 +73,7 @@ impl KvDtype {
 }
 
 /// How the model is split over GPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ParallelConfig {
     /// `--tp-size`.
     pub tp_size: u32,
@@ -100,7 +101,7 @@ impl ParallelConfig {
 }
 
 /// Bytes of one KV token slot on one rank, with the factors that produced it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CellSize {
     /// Bytes per token slot on one rank (SGLang's `cell_size`).
     pub bytes: u64,

@@ -14,7 +14,7 @@ use crate::GIB;
 /// on GPUs over 60 GiB *before* graphs are captured. The bands are absolute rather than a share
 /// of the card because activation memory scales with the chunk size and hidden size, not with
 /// the card. The log prints "GB" but means GiB, so the bands are GiB.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FeasibilityThresholds {
     /// Free memory after the change at or above which it fits, GiB.
     pub fits_free_gib: f64,
@@ -32,7 +32,8 @@ impl Default for FeasibilityThresholds {
 }
 
 /// Verdict on a change's memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Feasibility {
     /// Enough left for activations.
     Fits,
@@ -43,7 +44,7 @@ pub enum Feasibility {
 }
 
 /// A feasibility verdict with the numbers behind it (GiB per GPU).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FeasibilityCheck {
     /// The verdict.
     pub verdict: Feasibility,

@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::{CapacityError, GIB};
 
 /// The parts of `/proc/meminfo` the HiCache check needs, bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MemInfo {
     /// `MemTotal`, bytes.
     pub mem_total_bytes: u64,
@@ -73,7 +73,8 @@ impl MemInfo {
 }
 
 /// How the host pool is sized (server args `hicache_size`, `hicache_ratio`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum HiCacheSizing {
     /// `--hicache-size` in GB (decimal, 10^9 bytes) **per rank**.
     SizeGb(f64),
@@ -93,7 +94,7 @@ impl HiCacheSizing {
 }
 
 /// Inputs of the HiCache check.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct HiCacheInput {
     /// Host pool sizing.
     pub sizing: HiCacheSizing,
@@ -114,7 +115,8 @@ pub struct HiCacheInput {
 }
 
 /// Whether prompts share enough prefixes for a bigger prefix cache to matter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum PrefixReuse {
     /// Cached-token share below [`MIN_USEFUL_CACHED_SHARE`]: prompts share almost nothing, a
     /// larger prefix cache has little to keep.
@@ -135,7 +137,7 @@ pub const MIN_USEFUL_CACHED_SHARE: f64 = 0.10;
 pub const HOST_RESERVE_BYTES: u64 = 10 * (1 << 30);
 
 /// The HiCache verdict with its numbers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct HiCacheVerdict {
     /// Host pool per rank, tokens.
     pub host_tokens_per_rank: u64,

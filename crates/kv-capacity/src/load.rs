@@ -5,7 +5,8 @@ use serde::Serialize;
 use crate::CapacityError;
 
 /// How [`InFlightLoad::mean_held_tokens`] was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum LoadMethod {
     /// From per-request (prompt, completion) lengths: exact time average.
     Samples,
@@ -27,7 +28,7 @@ pub enum LoadMethod {
 /// steps (`C/2` instead of `(C+1)/2`), no prefix sharing between requests (radix-cache hits
 /// would lower `H`), and no admission reserve (SGLang's `new_token_ratio` keeps part of the pool
 /// free, so real concurrency is somewhat lower).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct InFlightLoad {
     /// Requests the figures came from (0 for moments).
     pub requests: u64,

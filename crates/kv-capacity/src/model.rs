@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 use crate::CapacityError;
 
 /// Attention layout that decides the KV cell formula.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum AttentionKind {
     /// Multi-head / grouped-query attention: separate K and V per KV head.
     Mha,
@@ -16,7 +17,8 @@ pub enum AttentionKind {
 }
 
 /// Layouts with more than one KV pool, which [`crate::cell_size_bytes`] refuses to size.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum HybridKind {
     /// Sliding-window + full-attention layers (Gemma-2/3, Llama-4 chunked attention, gpt-oss,
     /// MiMo): SGLang keeps a full pool and an SWA pool (`swa_full_tokens_ratio`).
@@ -37,7 +39,7 @@ pub enum HybridKind {
 /// Source of the field meanings: SGLang `python/sglang/srt/configs/model_config.py`
 /// (`ModelConfig`: `head_dim`, `num_key_value_heads`, MLA fields), which reads the same
 /// `config.json` keys.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ModelConfig {
     /// `model_type` of the language-model part (e.g. `llama`, `deepseek_v3`).
     pub model_type: Option<String>,

@@ -5,7 +5,8 @@ use serde::Serialize;
 use crate::{CapacityError, GIB};
 
 /// Where the `pre` figure (free GPU memory before weights load, per rank) came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum PreSource {
     /// The GPU's total memory (NVML / nvidia-smi). An **estimate**: SGLang measures free memory
     /// after the CUDA context exists, typically 0.3–1 GiB less than the total, so the projected
@@ -18,7 +19,8 @@ pub enum PreSource {
 }
 
 /// What the pool model was built from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum PoolBasis {
     /// Memory figures: `avail` = free memory after weights load, bytes (min over ranks). The
     /// pool follows SGLang's formula directly.
@@ -49,7 +51,7 @@ pub enum PoolBasis {
 ///
 /// Not modelled (so projections are upper bounds where they apply): `--max-total-tokens` caps,
 /// page-size rounding, EAGLE draft pools, the multimodal reservation of recent versions.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PoolModel {
     /// `pre`: free GPU memory before weights load, bytes, minimum over ranks.
     pub pre_bytes: f64,

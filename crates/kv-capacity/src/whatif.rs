@@ -8,7 +8,7 @@ use crate::{
 };
 
 /// Everything [`what_if`] needs, all per rank (per DP group for the pool).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CapacityInput {
     /// Model geometry.
     pub model: ModelConfig,
@@ -33,7 +33,7 @@ pub struct CapacityInput {
 }
 
 /// What a row changes relative to now.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Change {
     /// The current configuration.
@@ -56,7 +56,7 @@ pub enum Change {
 }
 
 /// One row of the what-if table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WhatIfRow {
     /// Human label, e.g. `mem_fraction_static 0.88`.
     pub label: String,
@@ -82,7 +82,7 @@ pub struct WhatIfRow {
 }
 
 /// The what-if table with the assumptions behind it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WhatIfTable {
     /// Pool tokens now (per rank / DP group).
     pub current_tokens: u64,

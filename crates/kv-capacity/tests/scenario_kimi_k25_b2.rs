@@ -281,7 +281,7 @@ fn table_serialises_for_json_reports() {
     let t = what_if(&scenario().input);
     let v = serde_json::to_value(&t).unwrap();
     assert_eq!(v["current_tokens"], 116_171);
-    assert_eq!(v["cell"]["kind"], "Mla");
+    assert_eq!(v["cell"]["kind"], "mla");
     let r88 = v["rows"]
         .as_array()
         .unwrap()
@@ -290,5 +290,5 @@ fn table_serialises_for_json_reports() {
         .unwrap();
     assert_eq!(r88["pool_tokens"], 159_990);
     assert_eq!(r88["change"]["kind"], "fraction");
-    assert_eq!(r88["feasibility"]["verdict"], "OomLikely");
+    assert_eq!(r88["feasibility"]["verdict"], "oom_likely");
 }

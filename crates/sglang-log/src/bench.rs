@@ -24,7 +24,7 @@
 use serde::Serialize;
 
 /// Which benchmark printed a block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BenchTool {
     /// `====== Serving Benchmark Result ======` (sglang.bench_serving, vLLM bench serve).
@@ -35,7 +35,7 @@ pub enum BenchTool {
 
 /// Statistics of one latency metric over the benchmark's requests (seconds; `None` where the
 /// block does not print that statistic).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct LatencyStats {
     /// Mean (seconds).
     pub mean_s: Option<f64>,
@@ -59,7 +59,7 @@ impl LatencyStats {
 }
 
 /// A `Label: value` line of a block that has no typed field, kept as printed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BenchField {
     /// 1-based line number in the text.
     pub line_no: u64,
@@ -71,7 +71,7 @@ pub struct BenchField {
 
 /// One benchmark summary block. Every metric is `None` when the block does not print it (the
 /// set of lines differs by version, spec §7).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BenchSummary {
     /// Which benchmark printed it.
     pub tool: BenchTool,

@@ -1,4 +1,5 @@
-//! The client's view: per-request records or a progress log, parsed from text.
+//! The client's records: per-request JSONL, a progress log or a benchmark summary, parsed from
+//! text (the diagnosis reads them as the client's view of the server).
 //!
 //! Three shapes are read, detected line by line:
 //! - JSONL records with a completion time: the batch client's own records (`end_unix_s`,
@@ -8,7 +9,7 @@
 //! - a progress log whose lines start with a date-time and carry `N/M done` (and optionally
 //!   `X req/s`, the client's own printed rate), e.g. `2026-02-10 14:00:30 [B2] 3/11000 done, 0.0 req/s`;
 //! - a benchmark's printed summary (`python -m sglang.bench_serving`, SGLang's multi-turn
-//!   benchmark), read by [`sglang_log::bench`]: whole-run figures, no per-request times.
+//!   benchmark), read by [`crate::bench`]: whole-run figures, no per-request times.
 //!
 //! Every line is accounted for: a line that fits none of these is counted and the first ones are
 //! kept with their line numbers.
@@ -17,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// How the client evidence was read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ClientFormat {
     /// JSONL records with completion times.
@@ -78,24 +79,11 @@ pub struct ClientEvidence {
     /// Progress points (progress logs).
     pub progress: Vec<ProgressPoint>,
     /// Benchmark summary blocks, in order (a file may hold several runs).
-    pub bench: Vec<sglang_log::BenchSummary>,
+    pub bench: Vec<crate::BenchSummary>,
     /// Lines that fit no shape.
     pub unparsed_lines: u64,
     /// The first unparsed lines: (line number, excerpt).
     pub unparsed: Vec<(u64, String)>,
-}
-
-impl ClientFormat {
-    /// Words for people: `progress log`, `timed records`, ...
-    pub fn label(self) -> &'static str {
-        match self {
-            ClientFormat::TimedRecords => "per-request records with times",
-            ClientFormat::UntimedRecords => "per-request records without times",
-            ClientFormat::ProgressLog => "progress log",
-            ClientFormat::BenchmarkSummary => "benchmark summary",
-            ClientFormat::Unknown => "unrecognised",
-        }
-    }
 }
 
 impl ClientEvidence {
@@ -184,7 +172,7 @@ pub fn parse_datetime_prefix(s: &str) -> Option<(f64, usize)> {
     if b.get(used) == Some(&b'Z') {
         used += 1;
     }
-    let ts = sglang_log::Timestamp::from_ymd_hms(y as i32, mo, d, h, mi, se, 0)?;
+    let ts = crate::Timestamp::from_ymd_hms(y as i32, mo, d, h, mi, se, 0)?;
     Some((ts.seconds() + frac, used))
 }
 
@@ -254,7 +242,7 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
         lines: 0,
         requests: Vec::new(),
         progress: Vec::new(),
-        bench: sglang_log::parse_bench_summaries(text),
+        bench: crate::parse_bench_summaries(text),
         unparsed_lines: 0,
         unparsed: Vec::new(),
     };

@@ -77,6 +77,7 @@
 
 mod batch;
 pub mod bench;
+pub mod client;
 mod events;
 mod line;
 mod num;
@@ -86,6 +87,7 @@ mod timestamp;
 
 pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
 pub use bench::{BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
+pub use client::{ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, parse_client};
 pub use events::{
     CapacityLine, KvCacheAllocated, MemoryLine, Retraction, RetractionWording, ServerArgs,
 };

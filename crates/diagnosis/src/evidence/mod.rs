@@ -9,7 +9,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use sglang_log::{BatchKind, BenchCollector, BenchSummary, Event, ParseStats, RankTags, Record};
 
-use crate::timeline::Timeline;
+pub mod timeline;
+pub mod view;
+
+pub use timeline::Timeline;
+
+use crate::report::InputKind;
 
 /// Index of an input source (a log file) in [`Evidence::sources`].
 pub type SourceId = usize;
@@ -28,6 +33,8 @@ pub struct Loc {
 pub struct SourceInfo {
     /// The name given by the caller (a path, or `-` for stdin).
     pub name: String,
+    /// What it is (a log, or a live server's `/metrics` polls).
+    pub kind: InputKind,
     /// Parse counts; `None` until [`EvidenceBuilder::finish_source`] is called.
     pub stats: Option<SourceStats>,
 }
@@ -407,6 +414,26 @@ pub struct Evidence {
     pub benchmarks: Vec<SourcedBench>,
 }
 
+/// What [`Evidence::consolidated`] joined.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum JoinNote {
+    /// `file` repeats `of` (the same lines): counted once.
+    Repeats {
+        /// The repeating file.
+        file: String,
+        /// The file it repeats.
+        of: String,
+    },
+    /// `file` continues `of` in time (rotated parts): one scheduler.
+    Continues {
+        /// The later part.
+        file: String,
+        /// The earlier part.
+        of: String,
+    },
+}
+
 /// A benchmark summary block and the source it was read from.
 #[derive(Clone, Debug, Serialize)]
 pub struct SourcedBench {
@@ -529,9 +556,9 @@ impl Evidence {
     /// Join the schedulers that several files describe once: a file that repeats another (the
     /// same log given twice, or plain and `.gz`) is counted once, and files that follow one
     /// another in time (rotated parts) become one scheduler. Files that overlap in time with
-    /// different lines stay separate servers. Returns the notes saying what was joined.
+    /// different lines stay separate servers. Returns what was joined.
     /// Borrowed (no copy) when no two files describe the same scheduler.
-    pub fn consolidated(&self) -> (std::borrow::Cow<'_, Evidence>, Vec<String>) {
+    pub fn consolidated(&self) -> (std::borrow::Cow<'_, Evidence>, Vec<JoinNote>) {
         let mut per_key: BTreeMap<(Option<u32>, Option<u32>), usize> = BTreeMap::new();
         for k in self.schedulers.keys().filter(|k| k.source.is_some()) {
             *per_key.entry((k.dp, k.pp)).or_default() += 1;
@@ -578,11 +605,10 @@ impl Evidence {
                     && a.prefill.pushed() == b.prefill.pushed();
                 let follows = matches!((ra, rb), (Some(x), Some(y)) if y.0 >= x.1 - 1.0);
                 if same {
-                    notes.push(format!(
-                        "{} repeats {}: its lines were counted once",
-                        name(&ev, next.source),
-                        name(&ev, cur.source)
-                    ));
+                    notes.push(JoinNote::Repeats {
+                        file: name(&ev, next.source),
+                        of: name(&ev, cur.source),
+                    });
                     ev.schedulers.remove(&next);
                 } else if follows {
                     if let Some(b) = ev.schedulers.remove(&next)
@@ -594,11 +620,10 @@ impl Evidence {
                         a.duplicate_lines += b.duplicate_lines;
                         a.last = b.last.or(a.last);
                     }
-                    notes.push(format!(
-                        "{} continues {} (rotated parts): read as one scheduler",
-                        name(&ev, next.source),
-                        name(&ev, cur.source)
-                    ));
+                    notes.push(JoinNote::Continues {
+                        file: name(&ev, next.source),
+                        of: name(&ev, cur.source),
+                    });
                 } else {
                     cur = next;
                 }
@@ -613,7 +638,8 @@ impl Evidence {
     pub fn with_metrics_scheduler(&self, m: &crate::context::MetricsFacts) -> Evidence {
         let mut ev = self.clone();
         ev.sources.push(SourceInfo {
-            name: format!("{} /metrics", m.source),
+            name: m.source.clone(),
+            kind: InputKind::MetricsPolls,
             stats: None,
         });
         let source = ev.sources.len() - 1;
@@ -713,6 +739,7 @@ impl EvidenceBuilder {
     pub fn add_source(&mut self, name: impl Into<String>) -> SourceId {
         self.ev.sources.push(SourceInfo {
             name: name.into(),
+            kind: InputKind::Log,
             stats: None,
         });
         self.states.push(SourceState::default());

@@ -1,0 +1,202 @@
+//! The KV capacity model: SGLang's pool formula calibrated on the running server
+//! (`kv-capacity`), its what-if table checked against the free memory, and the HiCache verdict.
+
+use kv_capacity::{
+    CapacityInput, FeasibilityThresholds, GIB, HiCacheInput, HiCacheSizing, InFlightLoad, KvDtype,
+    ParallelConfig, PoolModel, PreSource,
+};
+
+use crate::context::Context;
+use crate::error::WhatIfUnavailable;
+use crate::evidence::Evidence;
+use crate::report::{CapacityModel, CapacitySummary};
+
+/// Where the GPU memory figures of the model came from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MemorySource {
+    /// The GPU's total memory from NVML or a copied `nvidia-smi` (the source's name).
+    GpuTotal(String),
+    /// `avail mem + mem usage` of the log's `Load weight end` line.
+    LoadWeightLine,
+    /// The log's `available_gpu_mem` after CUDA graph capture.
+    LogAvailableAfterGraphs,
+    /// The minimum free memory of a GPU snapshot (the source's name).
+    GpuFree(String),
+}
+
+/// The capacity model and where its memory figures came from.
+#[derive(Clone, Debug)]
+pub struct Built {
+    /// The model (its `pre_source` / `free_now_source` words are filled by `narrative`).
+    pub model: CapacityModel,
+    /// Where `pre` came from.
+    pub pre: MemorySource,
+    /// Where the free memory came from.
+    pub free_now: Option<MemorySource>,
+}
+
+/// Parallel layout from server facts or the log's server args.
+pub fn parallel(ev: &Evidence, ctx: &Context) -> ParallelConfig {
+    let arg = |k: &str| {
+        ev.startup
+            .server_args
+            .get(k)
+            .and_then(|v| v.parse::<u32>().ok())
+    };
+    let srv = ctx.server.as_ref();
+    let tp = srv
+        .and_then(|s| s.tp_size)
+        .or_else(|| arg("tp_size"))
+        .unwrap_or(1)
+        .max(1);
+    let dp = srv
+        .and_then(|s| s.dp_size)
+        .or_else(|| arg("dp_size"))
+        .unwrap_or(1)
+        .max(1);
+    let dp_attn = srv
+        .and_then(|s| s.enable_dp_attention)
+        .or_else(|| {
+            ev.startup
+                .server_args
+                .get("enable_dp_attention")
+                .map(|v| v == "True" || v == "true")
+        })
+        .unwrap_or(false);
+    let mut p = ParallelConfig::tp(tp);
+    p.pp_size = arg("pp_size").unwrap_or(1).max(1);
+    if dp_attn && dp > 1 {
+        p.attn_tp_size = Some((tp / dp).max(1));
+    }
+    p
+}
+
+/// Build the KV capacity model and its what-if table.
+///
+/// # Errors
+/// [`WhatIfUnavailable`] naming the missing fact (model config, `mem_fraction_static`, pool
+/// size, GPU memory) or what `kv-capacity` refused.
+pub fn capacity_model(
+    ev: &Evidence,
+    ctx: &Context,
+    cap: &CapacitySummary,
+    cached_share: Option<f64>,
+) -> Result<Built, WhatIfUnavailable> {
+    let model = ctx.model.as_ref().ok_or(WhatIfUnavailable::NoModelConfig)?;
+    let fraction = cap
+        .mem_fraction_static
+        .ok_or(WhatIfUnavailable::NoMemFraction)?;
+    let tokens = cap
+        .max_total_num_tokens
+        .ok_or(WhatIfUnavailable::NoPoolSize)?;
+    let par = parallel(ev, ctx);
+    let kv_dtype_s = ctx
+        .server
+        .as_ref()
+        .and_then(|s| s.kv_cache_dtype.clone())
+        .or_else(|| ev.startup.server_args.get("kv_cache_dtype").cloned())
+        .unwrap_or_else(|| "auto".into());
+    let kv_dtype = KvDtype::from_sglang(&kv_dtype_s)?;
+    let cell = kv_capacity::cell_size_bytes(&model.config, &par, kv_dtype)?;
+    let gpu = ctx.gpu.as_ref();
+    let (pre_bytes, pre_kind, pre) = match gpu.and_then(|g| g.min_total_bytes()) {
+        Some(t) => (
+            t as f64,
+            PreSource::GpuTotal,
+            MemorySource::GpuTotal(gpu.map(|g| g.source.clone()).unwrap_or_default()),
+        ),
+        None => match (ev.startup.avail_mem_after_weights_gb, ev.startup.weights_gb) {
+            (Some(a), Some(w)) => (
+                (a + w) * GIB,
+                PreSource::LogLoadWeightLine,
+                MemorySource::LoadWeightLine,
+            ),
+            _ => return Err(WhatIfUnavailable::NoGpuMemory),
+        },
+    };
+    let pool = PoolModel::calibrated(fraction, tokens, pre_bytes, pre_kind, cell.bytes)?;
+    let (free_now, free_src) = match (
+        cap.available_gpu_mem_gb,
+        gpu.and_then(|g| g.min_free_bytes()),
+    ) {
+        (Some(gb), _) => (Some(gb * GIB), Some(MemorySource::LogAvailableAfterGraphs)),
+        (None, Some(b)) => (
+            Some(b as f64),
+            Some(MemorySource::GpuFree(
+                gpu.map(|g| g.source.clone()).unwrap_or_default(),
+            )),
+        ),
+        _ => (None, None),
+    };
+    let lengths: Vec<(u64, u64)> = ctx.clients.iter().flat_map(|c| c.lengths()).collect();
+    let input = CapacityInput {
+        model: model.config.clone(),
+        parallel: par,
+        kv_dtype,
+        mem_fraction_static: fraction,
+        pool: pool.clone(),
+        free_now_bytes: free_now,
+        load: InFlightLoad::from_samples(&lengths).ok(),
+        thresholds: FeasibilityThresholds::default(),
+        gpus_on_host: gpu.map(|g| g.devices.len() as u32),
+    };
+    Ok(Built {
+        model: CapacityModel {
+            tp_size: par.tp_size,
+            cell_bytes: cell.bytes,
+            pre_gib: pre_bytes / GIB,
+            pre_source: String::new(),
+            free_now_gib: free_now.map(|b| b / GIB),
+            free_now_source: None,
+            tokens_per_hundredth: pool.tokens_per_hundredth(),
+            what_if: kv_capacity::what_if(&input),
+            hicache: hicache(ev, ctx, tokens, cell.bytes, par, cached_share),
+        },
+        pre,
+        free_now: free_src,
+    })
+}
+
+/// The HiCache verdict for the server's `hicache_size` / `hicache_ratio` (SGLang defaults: ratio
+/// 2 when no size is given).
+fn hicache(
+    ev: &Evidence,
+    ctx: &Context,
+    device_tokens: u64,
+    cell_bytes: u64,
+    par: ParallelConfig,
+    cached_share: Option<f64>,
+) -> Option<kv_capacity::HiCacheVerdict> {
+    let arg_f = |k: &str| {
+        ev.startup
+            .server_args
+            .get(k)
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    let srv = ctx.server.as_ref();
+    let size = srv
+        .and_then(|s| s.hicache_size_gb)
+        .or_else(|| arg_f("hicache_size"))
+        .unwrap_or(0.0);
+    let ratio = srv
+        .and_then(|s| s.hicache_ratio)
+        .or_else(|| arg_f("hicache_ratio"))
+        .unwrap_or(2.0);
+    let ranks = (par.tp_size * par.pp_size).max(1);
+    let ranks_on_host = ctx
+        .gpu
+        .as_ref()
+        .map(|g| (g.devices.len() as u32).max(1))
+        .unwrap_or(ranks)
+        .min(ranks);
+    kv_capacity::hicache_verdict(&HiCacheInput {
+        sizing: HiCacheSizing::from_server_args(size, ratio),
+        device_pool_tokens: device_tokens,
+        host_bytes_per_token: cell_bytes,
+        ranks_on_host,
+        page_size: srv.and_then(|s| s.page_size).unwrap_or(1),
+        cached_token_share: cached_share,
+        meminfo: ctx.host_meminfo,
+    })
+    .ok()
+}

@@ -1,0 +1,269 @@
+//! The client's view, as numbers: completions over time from a progress log or timed records,
+//! the lifetime average, the rate over the server's steady window, the request rate the
+//! server's tokens imply, the adequacy of a short sample and the ETA. Findings about the
+//! client/server gap are rules (`rules::client_gap`, `rules::littles_law`).
+
+use sglang_log::{ClientEvidence, ClientFormat};
+
+use crate::context::Context;
+use crate::report::{ClientSummary, EtaSummary, Rate, RateBasis, SampleAdequacy, Unit};
+use crate::thresholds as th;
+
+/// The server's steady span on the log's clock (seconds), as finely as that clock places it.
+#[derive(Clone, Copy, Debug)]
+pub struct SteadyClock {
+    /// Start of the steady span (seconds).
+    pub start_s: f64,
+    /// End of the steady span, to the end of its last clock tick (seconds).
+    pub end_s: f64,
+    /// The log clock's resolution (seconds; 1.0 for whole-second timestamps, 0.0 for finer).
+    pub resolution_s: f64,
+}
+
+/// A request rate from a Poisson estimate.
+pub fn rate_from(est: &throughput_stats::RateEstimate, basis: RateBasis) -> Rate {
+    Rate {
+        value: est.rate_per_s,
+        low: Some(est.ci_low),
+        high: est.ci_high.is_finite().then_some(est.ci_high),
+        confidence: est.confidence,
+        unit: Unit::ReqPerS,
+        window_s: est.window_s,
+        basis,
+        method: String::new(),
+    }
+}
+
+/// A rate as the Poisson estimate it came from (for ETA and Little's law).
+pub fn as_estimate(r: &Rate) -> throughput_stats::RateEstimate {
+    throughput_stats::RateEstimate {
+        rate_per_s: r.value,
+        count: 0,
+        window_s: r.window_s,
+        ci_low: r.low.unwrap_or(r.value),
+        ci_high: r.high.unwrap_or(r.value),
+        confidence: r.confidence,
+    }
+}
+
+/// The request rate a server token rate implies: `tok/s / mean completion tokens`, with a
+/// delta-method interval from the token rate's interval and the completion lengths' standard
+/// deviation `sd` over `n` requests (`throughput_stats::request_rate_from_tokens`). `None` when
+/// the mean is not positive or the inputs are not finite.
+pub fn implied_rate(server_tps: &Rate, mean: f64, sd: f64, n: u64) -> Option<Rate> {
+    if mean <= 0.0 {
+        return None;
+    }
+    let t = server_tps;
+    let d = throughput_stats::request_rate_from_tokens(
+        t.value,
+        (t.low.unwrap_or(t.value), t.high.unwrap_or(t.value)),
+        mean,
+        sd,
+        n,
+        th::CONFIDENCE,
+    )
+    .ok()?;
+    Some(Rate {
+        value: d.rate_per_s,
+        low: Some(d.ci_low),
+        high: Some(d.ci_high),
+        confidence: d.confidence,
+        unit: Unit::ReqPerS,
+        window_s: t.window_s,
+        basis: RateBasis::ImpliedByServerTokens,
+        method: String::new(),
+    })
+}
+
+/// The client source that drives the rates: the first with completion times (a progress log or
+/// timed records), else the first.
+pub fn primary_client(ctx: &Context) -> Option<&ClientEvidence> {
+    ctx.clients
+        .iter()
+        .find(|c| {
+            matches!(
+                c.format,
+                ClientFormat::ProgressLog | ClientFormat::TimedRecords
+            )
+        })
+        .or_else(|| ctx.clients.first())
+}
+
+/// Sample adequacy of a `window_s` window at `rate` (exact Poisson, Garwood).
+pub fn adequacy(rate: f64, window_s: f64) -> Option<SampleAdequacy> {
+    let a = throughput_stats::adequacy(rate, window_s, th::CONFIDENCE).ok()?;
+    Some(SampleAdequacy {
+        window_s,
+        rate_per_s: a.rate_per_s,
+        expected_count: a.expected_count,
+        low: a.ci_low,
+        high: a.ci_high,
+        confidence: a.confidence,
+        window_needed_s: a.window_needed_for_10pct_s,
+        adequate: matches!(a.verdict, throughput_stats::Verdict::Adequate),
+        text: a.to_string(),
+    })
+}
+
+/// Reconcile the client sources with the server's steady rate. Token counts come from every
+/// client source (a progress log has none, a responses dump has them); rates from the
+/// [`primary_client`].
+pub fn client_summary(
+    ctx: &Context,
+    steady: Option<SteadyClock>,
+    server_tps: Option<&Rate>,
+) -> Option<ClientSummary> {
+    let c = primary_client(ctx)?;
+    let all_ok = || {
+        ctx.clients
+            .iter()
+            .flat_map(|c| c.requests.iter())
+            .filter(|r| r.ok)
+    };
+    let completions: Vec<f64> = all_ok()
+        .filter_map(|r| r.completion_tokens)
+        .map(|x| x as f64)
+        .collect();
+    let prompts: Vec<f64> = all_ok()
+        .filter_map(|r| r.prompt_tokens)
+        .map(|x| x as f64)
+        .collect();
+    let comp = throughput_stats::mean_sd(&completions);
+    let mut s = ClientSummary {
+        source: c.source.clone(),
+        format: c.format,
+        completed: 0,
+        failed: c.failed(),
+        total: None,
+        printed_req_per_s: None,
+        lifetime_req_per_s: None,
+        windowed_req_per_s: None,
+        implied_req_per_s: None,
+        first_completion_after_s: None,
+        mean_completion_tokens: comp.map(|x| x.0),
+        mean_prompt_tokens: throughput_stats::mean_sd(&prompts).map(|x| x.0),
+        adequacy: None,
+        eta: None,
+    };
+
+    // Cumulative completions over time, from either shape.
+    let mut cum: Vec<(f64, u64)> = Vec::new();
+    match c.format {
+        ClientFormat::ProgressLog => {
+            cum = c.progress.iter().map(|p| (p.t, p.done)).collect();
+            if let Some(last) = c.progress.last() {
+                s.total = c.progress.iter().rev().find_map(|p| p.total);
+                s.printed_req_per_s = last.printed_req_per_s;
+                s.completed = last.done;
+            }
+        }
+        ClientFormat::TimedRecords => {
+            let times = c.completion_times();
+            s.completed = times.len() as u64;
+            cum = times
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| (t, i as u64 + 1))
+                .collect();
+            // the client's start: its first submit, else the first completion
+            if let Some(first_submit) = c.requests.iter().filter_map(|r| r.submit).reduce(f64::min)
+            {
+                cum.insert(0, (first_submit, 0));
+            }
+        }
+        ClientFormat::UntimedRecords => {
+            s.completed = c.requests.iter().filter(|r| r.ok).count() as u64;
+        }
+        // A benchmark's summary is read by `crate::bench::client_summary`.
+        ClientFormat::BenchmarkSummary | ClientFormat::Unknown => {}
+    }
+    cum.sort_by(|a, b| a.0.total_cmp(&b.0));
+
+    if cum.len() >= 2 {
+        let (t0, _) = cum[0];
+        let (t1, n1) = cum[cum.len() - 1];
+        if let Ok(est) = throughput_stats::lifetime_rate(n1, t0, t1) {
+            s.lifetime_req_per_s = Some(rate_from(&est, RateBasis::ClientLifetime));
+        }
+        s.first_completion_after_s = cum.iter().find(|p| p.1 > 0).map(|p| p.0 - t0);
+        // Window: the server's steady span when the clocks overlap by more than the log clock
+        // can resolve (a shorter overlap is an artefact of whole-second timestamps, not a
+        // window), else the client's second half.
+        let (mut from, to, basis) = match steady {
+            Some(w)
+                if w.start_s < t1
+                    && w.end_s > t0
+                    && w.end_s.min(t1) - w.start_s.max(t0) >= w.resolution_s =>
+            {
+                (
+                    w.start_s.max(t0),
+                    w.end_s.min(t1),
+                    RateBasis::ClientSteadyWindow,
+                )
+            }
+            _ => (t0 + (t1 - t0) / 2.0, t1, RateBasis::ClientSecondHalf),
+        };
+        // Never start the window before the first completion: the ramp holds none by construction.
+        if let Some(first) = s.first_completion_after_s {
+            from = from.max(t0 + first);
+        }
+        let at = |t: f64| -> u64 {
+            cum.iter()
+                .take_while(|p| p.0 <= t)
+                .last()
+                .map(|p| p.1)
+                .unwrap_or(0)
+        };
+        if to > from {
+            let n = at(to).saturating_sub(at(from));
+            if let Ok(est) =
+                throughput_stats::RateEstimate::from_count(n, to - from, th::CONFIDENCE)
+            {
+                s.windowed_req_per_s = Some(rate_from(&est, basis));
+            }
+        }
+    }
+
+    if let (Some(t), Some((m, sd))) = (server_tps, comp) {
+        s.implied_req_per_s = implied_rate(t, m, sd, completions.len() as u64);
+    }
+
+    // Adequacy of a short sample at the best rate we have, and the ETA.
+    let best = s
+        .windowed_req_per_s
+        .clone()
+        .or_else(|| s.implied_req_per_s.clone());
+    if let Some(r) = &best {
+        let w = ctx.sample_window_s.unwrap_or(th::DEFAULT_SAMPLE_WINDOW_S);
+        s.adequacy = adequacy(r.value, w);
+        if let (Some(total), Some(w)) = (s.total, &s.windowed_req_per_s) {
+            let remaining = total.saturating_sub(s.completed);
+            if let Ok(e) = throughput_stats::eta(remaining as f64, &as_estimate(w)) {
+                s.eta = Some(EtaSummary {
+                    remaining,
+                    seconds: e.seconds,
+                    low_s: e.low_s,
+                    high_s: e.high_s.is_finite().then_some(e.high_s),
+                });
+            }
+        }
+    }
+    Some(s)
+}
+
+/// Whether the client's lifetime average (or the rate it printed) misleads: the lifetime
+/// average lies outside the windowed rate's interval or more than [`th::LIFETIME_AGREES`] from
+/// it, or the printed rate is more than [`th::PRINTED_ROUNDING`] off the lifetime average.
+pub fn lifetime_misleads(s: &ClientSummary) -> bool {
+    let (Some(life), Some(win)) = (&s.lifetime_req_per_s, &s.windowed_req_per_s) else {
+        return false;
+    };
+    let outside =
+        life.value < win.low.unwrap_or(win.value) || life.value > win.high.unwrap_or(win.value);
+    let far = (life.value - win.value).abs() > th::LIFETIME_AGREES * win.value;
+    let rounded = s
+        .printed_req_per_s
+        .is_some_and(|p| (p - life.value).abs() > th::PRINTED_ROUNDING * life.value);
+    outside || far || rounded
+}

@@ -1,0 +1,423 @@
+//! Views over the evidence that every rule reads: one scheduler's batch lines on a common
+//! footing ([`Obs`]), its steady span and the time-weighted gauges over it ([`SchedulerView`]),
+//! and the capacity facts that startup lines, server args and server info give together.
+
+use crate::context::Context;
+use crate::evidence::{DecodeSample, Evidence, PrefillSample, SchedulerKey, SchedulerTimeline};
+use crate::report::{
+    CapacitySummary, GaugeStats, Rate, RateBasis, RetractionSummary, Span, SpanBasis, Unit,
+};
+use crate::thresholds as th;
+
+/// One batch-line observation on a common footing (decode or prefill).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Obs {
+    /// Seconds (log clock), when the line had a timestamp.
+    pub t: Option<f64>,
+    /// 1-based line number.
+    pub line: u64,
+    /// Whether it is a decode line (else prefill).
+    pub decode: bool,
+    /// `#running-req` (requests).
+    pub running: Option<u64>,
+    /// `#queue-req` (requests).
+    pub queue: Option<u64>,
+    /// `token usage` (fraction).
+    pub usage: Option<f64>,
+}
+
+/// Decode and prefill lines of one scheduler merged in time order (then line order: rotated
+/// parts joined into one scheduler restart their line numbers).
+pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
+    let d = s.decode.samples().iter().map(|d: &DecodeSample| Obs {
+        t: d.t,
+        line: d.line,
+        decode: true,
+        running: d.running,
+        queue: d.queue,
+        usage: d.usage,
+    });
+    let p = s.prefill.samples().iter().map(|p: &PrefillSample| Obs {
+        t: p.t,
+        line: p.line,
+        decode: false,
+        running: p.running,
+        queue: p.queue,
+        usage: p.usage,
+    });
+    let mut all: Vec<Obs> = d.chain(p).collect();
+    all.sort_by(|a, b| match (a.t, b.t) {
+        (Some(x), Some(y)) => x.total_cmp(&y).then(a.line.cmp(&b.line)),
+        _ => a.line.cmp(&b.line),
+    });
+    all
+}
+
+/// Time-weighted stats of `(t, v)` points; equal weights when times are missing, unsorted, or
+/// too coarse (SGLang prints whole seconds, so a burst of lines within a few seconds shares
+/// timestamps: then every line counts equally instead).
+pub fn gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
+    let vals: Vec<f64> = points
+        .iter()
+        .map(|p| p.1)
+        .filter(|v| v.is_finite())
+        .collect();
+    if vals.is_empty() {
+        return GaugeStats::default();
+    }
+    let timed: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|&(t, v)| t.map(|t| (t, v)))
+        .collect();
+    let distinct = timed.windows(2).filter(|w| w[1].0 > w[0].0).count() + 1;
+    let series: Vec<(f64, f64)> =
+        if timed.len() == points.len() && is_sorted(&timed) && distinct * 2 >= timed.len() {
+            timed
+        } else {
+            vals.iter()
+                .enumerate()
+                .map(|(i, &v)| (i as f64, v))
+                .collect()
+        };
+    match throughput_stats::time_weighted_summary(&series) {
+        Ok(s) => GaugeStats {
+            n: s.n,
+            min: Some(s.min),
+            median: Some(s.median),
+            p90: Some(s.p90),
+            max: Some(s.max),
+            mean: Some(s.mean),
+        },
+        Err(_) => GaugeStats {
+            n: vals.len(),
+            min: vals.iter().copied().reduce(f64::min),
+            max: vals.iter().copied().reduce(f64::max),
+            ..GaugeStats::default()
+        },
+    }
+}
+
+/// Whether the points' times never decrease.
+pub fn is_sorted(s: &[(f64, f64)]) -> bool {
+    s.windows(2).all(|w| w[0].0 <= w[1].0)
+}
+
+/// Share of the items for which `pred` says yes, among those it can judge (`None` = unknown).
+pub fn share<T>(items: &[T], pred: impl Fn(&T) -> Option<bool>) -> Option<f64> {
+    let mut n = 0usize;
+    let mut yes = 0usize;
+    for it in items {
+        if let Some(b) = pred(it) {
+            n += 1;
+            if b {
+                yes += 1;
+            }
+        }
+    }
+    (n > 0).then(|| yes as f64 / n as f64)
+}
+
+fn in_span(t: Option<f64>, span: &Option<Span>) -> bool {
+    match (t, span) {
+        (Some(t), Some(s)) => t >= s.steady_start_s && t <= s.steady_end_s,
+        _ => true,
+    }
+}
+
+/// The steady span, from the running-requests series of decode lines (prefill lines when the
+/// scheduler prints no decode lines, e.g. a PD prefill server). A burst-shaped run (ramp,
+/// saturation, drain) has no steady state: MSER stops at its search limit and the "steady"
+/// span would be the drain, so the whole log is used instead ([`SpanBasis::NoSteadyState`]).
+pub fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
+    let decode: Vec<(f64, f64)> = tl
+        .decode
+        .samples()
+        .iter()
+        .filter_map(|d| Some((d.t?, d.running? as f64)))
+        .collect();
+    let series: Vec<(f64, f64)> = if decode.len() >= 2 {
+        decode
+    } else {
+        obs.iter()
+            .filter_map(|o| Some((o.t?, o.running? as f64)))
+            .collect()
+    };
+    if series.len() < 2 || !is_sorted(&series) {
+        return None;
+    }
+    let start_s = series[0].0;
+    let end_s = series[series.len() - 1].0;
+    let timestamp_resolution_s = if series.iter().all(|p| p.0.fract() == 0.0) {
+        1.0
+    } else {
+        0.0
+    };
+    let whole = |basis| Span {
+        start_s,
+        end_s,
+        steady_start_s: start_s,
+        steady_end_s: end_s,
+        timestamp_resolution_s,
+        basis,
+        method: String::new(),
+    };
+    Some(match throughput_stats::detect_phases(&series) {
+        Ok(p) => match p.method {
+            throughput_stats::PhaseMethod::Mser5 {
+                ramp_batches,
+                at_search_limit: true,
+                ..
+            } => whole(SpanBasis::NoSteadyState { ramp_batches }),
+            throughput_stats::PhaseMethod::Mser5 {
+                ramp_batches,
+                drain_batches,
+                ..
+            } => Span {
+                start_s,
+                end_s,
+                steady_start_s: p.steady.0,
+                steady_end_s: p.steady.1,
+                timestamp_resolution_s,
+                basis: SpanBasis::Steady {
+                    ramp_batches,
+                    drain_batches,
+                },
+                method: String::new(),
+            },
+            throughput_stats::PhaseMethod::WholeSpan { .. } => whole(SpanBasis::TooFewPoints),
+        },
+        Err(_) => whole(SpanBasis::TooFewPoints),
+    })
+}
+
+/// One scheduler seen over its steady span: the samples inside it and the gauges over them.
+#[derive(Clone, Debug)]
+pub struct SchedulerView<'e> {
+    /// Which scheduler.
+    pub key: SchedulerKey,
+    /// Its whole timeline (peaks and aggregates cover every line).
+    pub tl: &'e SchedulerTimeline,
+    /// Its spans, when lines carry timestamps.
+    pub span: Option<Span>,
+    /// Batch lines inside the steady span, in time order.
+    pub steady: Vec<Obs>,
+    /// Decode samples inside the steady span.
+    pub steady_decode: Vec<DecodeSample>,
+    /// Prefill samples inside the steady span.
+    pub steady_prefill: Vec<PrefillSample>,
+    /// `#running-req` over the steady span (requests).
+    pub running: GaugeStats,
+    /// The standing queue over the steady span (requests): from decode lines when any has a
+    /// queue (a prefill line is printed exactly when queued requests are admitted, so its queue
+    /// is biased upward), else from prefill lines.
+    pub queued: GaugeStats,
+    /// `token usage` over the steady span (fraction).
+    pub usage: GaugeStats,
+    /// `gen throughput` over the steady span (tok/s).
+    pub gen_tps: GaugeStats,
+    /// Share of the standing-queue samples with `#queue-req` > 0.
+    pub queued_share: Option<f64>,
+    /// Share of steady lines with token usage ≥ [`th::KV_FULL_USAGE`].
+    pub full_share: Option<f64>,
+}
+
+impl<'e> SchedulerView<'e> {
+    /// The view of one scheduler.
+    pub fn new(key: SchedulerKey, tl: &'e SchedulerTimeline) -> Self {
+        let obs = merged_obs(tl);
+        let span = find_span(tl, &obs);
+        let steady: Vec<Obs> = obs
+            .iter()
+            .copied()
+            .filter(|o| in_span(o.t, &span))
+            .collect();
+        let steady_decode: Vec<DecodeSample> = tl
+            .decode
+            .samples()
+            .iter()
+            .copied()
+            .filter(|d| in_span(d.t, &span))
+            .collect();
+        let steady_prefill: Vec<PrefillSample> = tl
+            .prefill
+            .samples()
+            .iter()
+            .copied()
+            .filter(|p| in_span(p.t, &span))
+            .collect();
+        let running = gauge(
+            &steady
+                .iter()
+                .filter_map(|o| Some((o.t, o.running? as f64)))
+                .collect::<Vec<_>>(),
+        );
+        let decode_queue: Vec<(Option<f64>, f64)> = steady_decode
+            .iter()
+            .filter_map(|d| Some((d.t, d.queue? as f64)))
+            .collect();
+        let queue_series = if decode_queue.is_empty() {
+            steady
+                .iter()
+                .filter_map(|o| Some((o.t, o.queue? as f64)))
+                .collect()
+        } else {
+            decode_queue
+        };
+        let queued = gauge(&queue_series);
+        let usage = gauge(
+            &steady
+                .iter()
+                .filter_map(|o| Some((o.t, o.usage?)))
+                .collect::<Vec<_>>(),
+        );
+        let gen_tps = gauge(
+            &steady_decode
+                .iter()
+                .filter_map(|d| Some((d.t, d.gen_tps?)))
+                .collect::<Vec<_>>(),
+        );
+        let queued_share = share(&queue_series, |&(_, q)| Some(q > 0.0));
+        let full_share = share(&steady, |o| o.usage.map(|u| u >= th::KV_FULL_USAGE));
+        Self {
+            key,
+            tl,
+            span,
+            steady,
+            steady_decode,
+            steady_prefill,
+            running,
+            queued,
+            usage,
+            gen_tps,
+            queued_share,
+            full_share,
+        }
+    }
+
+    /// Requests wait on most lines: the queued share is at least [`th::QUEUED_SHARE`].
+    pub fn queued(&self) -> bool {
+        self.queued_share.is_some_and(|s| s >= th::QUEUED_SHARE)
+    }
+
+    /// The KV pool is full: its p90 token usage (else its peak) reaches [`th::KV_FULL_USAGE`],
+    /// or at least [`th::FULL_SHARE`] of the steady lines do.
+    pub fn kv_full(&self) -> bool {
+        self.usage
+            .p90
+            .or(self.usage.max)
+            .is_some_and(|u| u >= th::KV_FULL_USAGE)
+            || self.full_share.is_some_and(|s| s >= th::FULL_SHARE)
+    }
+
+    /// Median token usage over the steady span, else the peak (fraction).
+    pub fn median_usage(&self) -> Option<f64> {
+        self.usage.median.or(self.usage.max)
+    }
+}
+
+/// The capacity facts of the log's startup lines, completed by its `server_args` and the
+/// server info (in that order of preference).
+pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
+    let st = &ev.startup;
+    let srv = ctx.server.as_ref();
+    let arg_u64 = |k: &str| st.server_args.get(k).and_then(|v| v.parse::<u64>().ok());
+    CapacitySummary {
+        max_total_num_tokens: st
+            .max_total_num_tokens
+            .map(|x| x.0)
+            .or(st.kv_alloc_tokens)
+            .or_else(|| srv.and_then(|s| s.max_total_num_tokens)),
+        max_running_requests: st
+            .max_running_requests
+            .or_else(|| arg_u64("max_running_requests"))
+            .or_else(|| srv.and_then(|s| s.max_running_requests)),
+        chunked_prefill_size: st
+            .chunked_prefill_size
+            .or_else(|| arg_u64("chunked_prefill_size"))
+            .or_else(|| {
+                srv.and_then(|s| s.chunked_prefill_size)
+                    .and_then(|v| u64::try_from(v).ok())
+            }),
+        max_prefill_tokens: st
+            .max_prefill_tokens
+            .or_else(|| arg_u64("max_prefill_tokens")),
+        context_len: st.context_len,
+        mem_fraction_static: st
+            .server_args
+            .get("mem_fraction_static")
+            .and_then(|v| v.parse().ok())
+            .or_else(|| srv.and_then(|s| s.mem_fraction_static)),
+        available_gpu_mem_gb: st.available_gpu_mem_gb.or(st.avail_mem_after_graph_gb),
+        kv_cache_gb: st.kv_alloc_gb,
+        weights_gb: st.weights_gb,
+    }
+}
+
+/// The retraction totals, with events per hour over `span_s` (when at least a minute).
+pub fn retraction_summary(ev: &Evidence, span_s: Option<f64>) -> RetractionSummary {
+    let r = &ev.retraction_totals;
+    RetractionSummary {
+        events: r.events,
+        lines: ev.retraction_lines,
+        retracted_requests: r.retracted_reqs,
+        tokens_freed: r.tokens_freed,
+        per_hour: span_s
+            .filter(|&s| s >= 60.0)
+            .map(|s| r.events as f64 / (s / 3600.0)),
+        max_ratio_after: r.max_ratio_after,
+    }
+}
+
+/// Sum of steady gen throughput over schedulers (DP ranks add; TP duplicates were dropped):
+/// each scheduler's time-weighted mean of the logged gen throughput with its batch-means
+/// interval (`throughput_stats::gen_throughput_mean`), the variances added. No interval with
+/// fewer than [`th::MIN_LINES_FOR_INTERVAL`] decode lines on some scheduler.
+pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
+    let z = throughput_stats::z_value(th::CONFIDENCE).ok()?;
+    let mut total = 0.0;
+    let mut var = 0.0;
+    let mut window = f64::INFINITY;
+    let mut any = false;
+    let mut fewest_points = usize::MAX;
+    let mut steady_found = true;
+    for a in views {
+        let pts: Vec<(f64, f64)> = a
+            .steady_decode
+            .iter()
+            .filter_map(|d| Some((d.t?, d.gen_tps?)))
+            .collect();
+        if pts.len() < 2 || !is_sorted(&pts) {
+            continue;
+        }
+        let (from, to) = (pts[0].0, pts[pts.len() - 1].0);
+        let Ok(est) = throughput_stats::gen_throughput_mean(&pts, from, to) else {
+            continue;
+        };
+        total += est.mean;
+        let half = (est.ci_high - est.ci_low) / 2.0;
+        var += (half / z).powi(2);
+        window = window.min(to - from);
+        fewest_points = fewest_points.min(pts.len());
+        steady_found &= a.span.as_ref().is_some_and(|s| s.basis.is_steady());
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    let sd = var.sqrt();
+    let interval = fewest_points >= th::MIN_LINES_FOR_INTERVAL && sd > 0.0;
+    Some(Rate {
+        value: total,
+        low: interval.then(|| (total - z * sd).max(0.0)),
+        high: interval.then_some(total + z * sd),
+        confidence: th::CONFIDENCE,
+        unit: Unit::TokPerS,
+        window_s: window,
+        basis: if steady_found {
+            RateBasis::SteadySpan
+        } else {
+            RateBasis::WholeLog
+        },
+        method: String::new(),
+    })
+}

@@ -1,0 +1,1070 @@
+//! Findings in words: one function per rule, from its facts.
+
+use super::{bottleneck_label, confidence_pct, count, interval};
+use crate::evidence::view::SchedulerView;
+use crate::report::{
+    BenchmarkRun, Bottleneck, CapacityModel, CapacitySummary, ClientSummary, Confidence, Figure,
+    Finding, FindingKind, RetractionSummary, SampleAdequacy, SourceRange, Unit,
+};
+use crate::rules::{
+    bench_concurrency_limit, bench_failures, bench_queueing, client_gap, cuda_graph,
+    decode_compute, dp_imbalance, idle_window, kv_cache_bound, littles_law, prefill_compute,
+    prefill_interference, prefill_limit, ramp_only, retraction, running_cap, stall, tiny_pool,
+    watchdog,
+};
+use crate::thresholds as th;
+use crate::verdict::Reason;
+
+fn finding(
+    kind: FindingKind,
+    title: impl Into<String>,
+    detail: impl Into<String>,
+    figures: Vec<Figure>,
+    evidence: Vec<SourceRange>,
+    confidence: Confidence,
+) -> Finding {
+    Finding {
+        kind,
+        title: title.into(),
+        detail: detail.into(),
+        figures,
+        evidence,
+        confidence,
+    }
+}
+
+/// The finding that names a scheduler's bottleneck, from the reason its verdict rests on.
+/// `None` for verdicts without one of their own (stall, compute, inconclusive).
+pub fn bottleneck(
+    v: &SchedulerView<'_>,
+    reason: &Reason,
+    cap: &CapacitySummary,
+    retr: &RetractionSummary,
+    evidence: Option<SourceRange>,
+) -> Option<Finding> {
+    let mut figures = Vec::new();
+    if let Some(s) = v.queued_share {
+        figures.push(Figure::new(
+            "share of batch lines with a queue",
+            s,
+            Unit::Fraction,
+        ));
+    }
+    if let Some(u) = v.median_usage() {
+        figures.push(Figure::new("median token usage", u, Unit::Fraction));
+    }
+    match reason {
+        Reason::PdTransfer(f) => {
+            figures.push(Figure::new(
+                "#prealloc-req first",
+                f.prealloc_first as f64,
+                Unit::Requests,
+            ));
+            figures.push(Figure::new(
+                "#prealloc-req last",
+                f.prealloc_last as f64,
+                Unit::Requests,
+            ));
+        }
+        Reason::RunningCap(running_cap::Limit::Configured { cap, share }) => {
+            figures.push(Figure::new(
+                "max_running_requests",
+                *cap as f64,
+                Unit::Requests,
+            ));
+            figures.push(Figure::new(
+                "share of batch lines at the cap",
+                *share,
+                Unit::Fraction,
+            ));
+        }
+        Reason::RunningCap(running_cap::Limit::MambaSlots { share }) => figures.push(Figure::new(
+            format!(
+                "share of decode lines with mamba usage >= {}",
+                th::MAMBA_FULL_USAGE
+            ),
+            *share,
+            Unit::Fraction,
+        )),
+        Reason::RunningCap(running_cap::Limit::Plateau { share, .. }) => figures.push(Figure::new(
+            "share of lines at the running plateau",
+            *share,
+            Unit::Fraction,
+        )),
+        Reason::PrefillLimit(f) => figures.push(Figure::new(
+            "share of prefill batches at the size limit",
+            f.share_at_limit,
+            Unit::Fraction,
+        )),
+        _ => {}
+    }
+    if let Some(x) = v.running.median {
+        figures.push(Figure::new("median running requests", x, Unit::Requests));
+    }
+    if let Some(x) = v.queued.median {
+        figures.push(Figure::new("median queued requests", x, Unit::Requests));
+    }
+    if let Some(x) = v.usage.p90 {
+        figures.push(Figure::new("p90 token usage", x, Unit::Fraction));
+    }
+    if let Some(x) = v.gen_tps.mean {
+        figures.push(Figure::new(
+            format!("mean gen throughput of {}", v.key),
+            x,
+            Unit::TokPerS,
+        ));
+    }
+    let waits = v.queued.median.is_some_and(|q| q >= 1.0);
+    let (kind, title, detail, confidence) = match reason {
+        Reason::KvCache(_pattern) => {
+            let _: &kv_cache_bound::Pattern = _pattern;
+            let pool = cap.max_total_num_tokens;
+            if let (Some(u), Some(p), Some(r)) = (v.usage.median, pool, v.running.median)
+                && r > 0.0
+            {
+                figures.push(Figure::new("KV tokens held per running request", u * p as f64 / r, Unit::Tokens));
+            }
+            let usage_s = match (v.usage.p90, v.usage.median) {
+                (Some(p), Some(m)) => format!("Token usage reaches {p:.2} (90th percentile; median {m:.2})"),
+                _ => format!("Token usage sits at or above {}", th::KV_FULL_USAGE),
+            };
+            let queue_s = match (v.queued.median, v.queued.max) {
+                (Some(m), _) if m >= 1.0 => format!(" while ~{m:.0} requests queue"),
+                (_, Some(x)) if x >= 1.0 => format!(" and up to {x:.0} requests queue at times"),
+                _ => String::new(),
+            };
+            let detail = format!(
+                "{usage_s}{queue_s}{}: admission stops when the pool cannot hold another request's prompt plus its reserved output, so only what fits decodes at once. \
+                 More requests can decode at once only with more KV slots: a larger mem_fraction_static (each +0.01 adds 1% of the GPU's memory, but only if that much is free after activations and CUDA graphs), \
+                 an fp8 KV cache (kv_cache_dtype=fp8_e4m3 halves bytes per token), more GPUs (DP), or shorter max_tokens; the what-if table checks each against the free memory when the model config and GPU memory are given. \
+                 Host-RAM hierarchical cache (HiCache) extends the prefix cache only and does not raise decode concurrency.{}",
+                if retr.events > 0 { format!(", and the pool ran out {} times (retractions)", retr.events) } else { String::new() },
+                pool.map(|p| format!(" The pool holds {p} tokens per DP rank.")).unwrap_or_default()
+            );
+            let sure = retr.events > 0 || (waits && v.usage.median.is_some_and(|u| u >= th::CONSERVATIVE_USAGE));
+            (
+                FindingKind::KvCacheBound,
+                "KV-cache bound".to_string(),
+                detail,
+                if sure { Confidence::High } else { Confidence::Medium },
+            )
+        }
+        Reason::RunningCap(limit) => (
+            FindingKind::RunningCapBound,
+            "Running-request cap bound".to_string(),
+            format!(
+                "The running batch stays at its ceiling{} and the KV cache has room{}.{} Raise it if memory allows; \
+                 if the client's concurrency equals this cap, raise both together, since either alone changes nothing.",
+                if waits { " while requests queue" } else { "" },
+                cap.max_running_requests.map(|c| format!(" (max_running_requests={c} per DP rank)")).unwrap_or_default(),
+                if matches!(limit, running_cap::Limit::MambaSlots { .. }) || v.tl.agg.max_mamba_usage.is_some_and(|m| m >= th::MAMBA_FULL_USAGE) {
+                    " Mamba usage reaches 1.00: the mamba state slots of this hybrid model are full, so they cap the batch as much as max_running_requests: the mamba state cache must grow with it."
+                } else {
+                    ""
+                }
+            ),
+            Confidence::Medium,
+        ),
+        Reason::PrefillLimit(f) => {
+            let f: &prefill_limit::Facts = f;
+            if let Some(c) = cap.chunked_prefill_size {
+                figures.push(Figure::new("chunked_prefill_size", c as f64, Unit::Tokens));
+            }
+            if let Some(m) = cap.max_prefill_tokens {
+                figures.push(Figure::new("max_prefill_tokens", m as f64, Unit::Tokens));
+            }
+            if let Some(m) = v.tl.agg.max_prefill_new_tokens {
+                figures.push(Figure::new("largest prefill batch", m as f64, Unit::Tokens));
+            }
+            let detail = match f.budget_below_prompt {
+                Some((budget, p)) => format!(
+                    "max_prefill_tokens ({budget}) is below one prompt (~{p} tokens): SGLang admits the first request of a prefill batch whatever its size, \
+                     so every prefill batch holds exactly one request and requests are admitted one per prefill pass while the queue waits. \
+                     Raise --max-prefill-tokens to a few prompts (e.g. {}) so that one pass admits several; it costs activation memory and longer decode pauses.",
+                    p * 4
+                ),
+                None => "Prefill batches run at their token limit (chunked_prefill_size / max_prefill_tokens) while the queue waits and the KV cache has room: requests are admitted only as fast as prompts are prefilled. \
+                 A larger --chunked-prefill-size and --max-prefill-tokens admit more per batch (more activation memory; longer decode pauses), or PD disaggregation separates prefill from decode."
+                    .to_string(),
+            };
+            (
+                FindingKind::PrefillBound,
+                "Prefill bound: admission is limited by the prefill batch size".to_string(),
+                detail,
+                Confidence::Medium,
+            )
+        }
+        Reason::Conservative(_) => (
+            FindingKind::SchedulerConservative,
+            "Scheduler too conservative".to_string(),
+            format!(
+                "Requests queue while token usage stays below {}-{}. SGLang reserves KV for each request's remaining max_new_tokens (x new_token_ratio) before admitting more; \
+                 large max_tokens make it hold back. Lower --schedule-conservativeness (e.g. 0.5-0.8) or send realistic max_tokens; watch for retractions afterwards.",
+                th::CONSERVATIVE_USAGE,
+                th::KV_FULL_USAGE
+            ),
+            Confidence::Medium,
+        ),
+        Reason::PdTransfer(_) => (
+            FindingKind::PdTransferBound,
+            "PD transfer / pre-allocation bound".to_string(),
+            "On this prefill server the bootstrap/pre-allocation queue grows while almost nothing is computed: requests wait for the decode side to hand-shake and pre-allocate KV. Check the decode server's KV usage and the transfer backend."
+                .to_string(),
+            Confidence::Medium,
+        ),
+        Reason::ClientBound => (
+            FindingKind::ClientBound,
+            "Client too slow / not enough load".to_string(),
+            "Nearly nothing waits in the queue and the KV cache has room: the server runs what it is given. More throughput needs more concurrent requests from the client (raise its concurrency), not server tuning."
+                .to_string(),
+            Confidence::Medium,
+        ),
+        Reason::NoLines | Reason::QueuedUnexplained | Reason::Unexplained => return None,
+    };
+    // A handful of lines is an excerpt, not a run: never high confidence.
+    let confidence = if v.steady.len() < th::MIN_LINES_FOR_HIGH_CONFIDENCE {
+        confidence.min(Confidence::Medium)
+    } else {
+        confidence
+    };
+    Some(finding(
+        kind,
+        title,
+        detail,
+        figures,
+        evidence.into_iter().collect(),
+        confidence,
+    ))
+}
+
+/// [`decode_compute`].
+pub fn decode_compute(f: &decode_compute::Facts) -> Finding {
+    let per_req = f.tok_per_s_per_request;
+    finding(
+        FindingKind::DecodeComputeBound,
+        "Decode is extremely slow per running request",
+        format!(
+            "On {} each running request gains only {per_req:.2} tok/s (median of gen throughput / running requests over the decode lines); \
+             a healthy server gives each several tokens per second even in large batches. Look for decode running without CUDA graphs \
+             (cuda graph: False; --cuda-graph-max-bs below the batch), CPU or host offload, a hung collective, or a broken kernel.",
+            f.scheduler
+        ),
+        vec![Figure::new(
+            "decode speed per running request",
+            per_req,
+            Unit::TokPerS,
+        )],
+        Vec::new(),
+        Confidence::Medium,
+    )
+}
+
+/// [`prefill_compute`].
+pub fn prefill_compute(f: &prefill_compute::Facts) -> Finding {
+    let p = &f.slow;
+    finding(
+        FindingKind::PrefillComputeBound,
+        "Prefill is extremely slow",
+        format!(
+            "On {}, consecutive {}-token prefill chunks (one request at a time) are {:.0} s apart: {:.0} tok/s of prefill \
+             (median over {} chunk pairs), where a GPU prefills thousands of tokens per second even for a single request. \
+             Nothing waits, so this is not load or memory: look for MoE experts or layers offloaded to the CPU \
+             (--cpu-offload-gb, expert offload), kernels falling back to a slow path, or a device that is not the one you expect. \
+             A prompt of N tokens needs about N / {:.0} seconds before its first token.",
+            p.scheduler, p.chunk_tokens, p.seconds_per_chunk, p.tok_per_s, p.pairs, p.tok_per_s
+        ),
+        vec![
+            Figure::new("prefill speed", p.tok_per_s, Unit::TokPerS),
+            Figure::new("prefill chunk", p.chunk_tokens as f64, Unit::Tokens),
+            Figure::new("seconds per chunk", p.seconds_per_chunk, Unit::Seconds),
+        ],
+        f.evidence.clone().into_iter().collect(),
+        if p.pairs >= th::SURE_CHUNK_PAIRS {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
+    )
+}
+
+/// [`prefill_interference`].
+pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySummary) -> Finding {
+    let mut figures = vec![
+        Figure::new(
+            "decode throughput lost to interleaved prefills",
+            f.loss,
+            Unit::Fraction,
+        ),
+        Figure::new(
+            "share of decode wall time with a prefill in it",
+            f.share_with_prefill,
+            Unit::Fraction,
+        ),
+        Figure::new(
+            "gen throughput without prefills",
+            f.clean_tok_per_s,
+            Unit::TokPerS,
+        ),
+        Figure::new(
+            "gen throughput with prefills",
+            f.mixed_tok_per_s,
+            Unit::TokPerS,
+        ),
+    ];
+    if let Some(cp) = cap.chunked_prefill_size {
+        figures.push(Figure::new("chunked_prefill_size", cp as f64, Unit::Tokens));
+    }
+    finding(
+        FindingKind::PrefillInterference,
+        "Prefills interrupt decode",
+        format!(
+            "On {}, decode intervals that contain a prefill batch generate {:.0} tok/s against {:.0} tok/s without one; over the run that costs {:.0}% of decode throughput. \
+             Prefill passes stop decode while they run (unless --enable-mixed-chunk). A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.",
+            f.scheduler,
+            f.mixed_tok_per_s,
+            f.clean_tok_per_s,
+            f.loss * 100.0
+        ),
+        figures,
+        f.evidence.clone().into_iter().collect(),
+        Confidence::Medium,
+    )
+}
+
+/// [`stall`].
+pub fn stall(f: &stall::Facts) -> Finding {
+    let r = &f.run;
+    let long = r.is_long();
+    let mut figures = vec![
+        Figure::new(
+            "decode lines with #token unchanged",
+            f.lines as f64,
+            Unit::Lines,
+        ),
+        Figure::new("#token", r.tokens as f64, Unit::Tokens),
+        Figure::new("running requests", r.running as f64, Unit::Requests),
+    ];
+    if let Some(x) = r.duration_s {
+        figures.push(Figure::new("duration", x, Unit::Seconds));
+    }
+    finding(
+        FindingKind::Stall,
+        if long {
+            "Stall: tokens stopped moving"
+        } else {
+            "#token frozen while requests run"
+        },
+        format!(
+            "{} consecutive decode lines of {} report {} running request(s) but the same #token ({}){}: decode steps run without adding KV tokens. \
+             A hung step or collective, broken output (the model emitting nothing new), or a logging bug; look at what the server printed around these lines.",
+            f.lines,
+            f.scheduler,
+            r.running,
+            r.tokens,
+            r.duration_s
+                .map(|x| format!(" for {x:.0} s"))
+                .unwrap_or_default()
+        ),
+        figures,
+        vec![f.evidence.clone()],
+        if long {
+            Confidence::High
+        } else {
+            Confidence::Low
+        },
+    )
+}
+
+/// [`retraction`].
+pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
+    let mut figures = vec![
+        Figure::new("retraction events", r.events as f64, Unit::Events),
+        Figure::new("retraction lines (all ranks)", r.lines as f64, Unit::Lines),
+        Figure::new(
+            "requests retracted",
+            r.retracted_requests as f64,
+            Unit::Requests,
+        ),
+    ];
+    if let Some(x) = r.per_hour {
+        figures.push(Figure::new("retractions per hour", x, Unit::EventsPerHour));
+    }
+    if let Some(x) = r.tokens_freed {
+        figures.push(Figure::new(
+            "KV slots freed by retraction",
+            x as f64,
+            Unit::Tokens,
+        ));
+    }
+    if let Some(x) = r.max_ratio_after {
+        figures.push(Figure::new(
+            "highest new_token_ratio after a retraction",
+            x,
+            Unit::Ratio,
+        ));
+    }
+    finding(
+        FindingKind::Retraction,
+        if f.thrash {
+            "Retraction thrash"
+        } else {
+            "KV cache ran out during decode (retraction)"
+        },
+        "The KV pool could not hold the next decode token of every running request, so SGLang retracted requests back to the queue; \
+         each keeps the tokens it generated and is prefilled again (prompt plus those tokens) when readmitted, so a retraction costs a prefill, not the decode work twice. \
+         It means admission was too optimistic for this pool (new_token_ratio decayed) and the pool is the limit. Frequent retraction wastes compute and latency: raise --schedule-conservativeness, \
+         cap max_tokens, or give the KV cache more memory.",
+        figures,
+        f.evidence.clone().into_iter().collect(),
+        Confidence::High,
+    )
+}
+
+/// [`watchdog`].
+pub fn watchdog(f: &watchdog::Facts) -> Finding {
+    failure(
+        f,
+        FindingKind::WatchdogTimeout,
+        "Watchdog timeout: the scheduler hung",
+        "A forward pass or collective took longer than --watchdog-timeout; the server aborts. Look at the lines just before it (NCCL, OOM, a stuck rank).",
+    )
+}
+
+/// [`crate::rules::kv_transfer`].
+pub fn kv_transfer(f: &watchdog::Facts) -> Finding {
+    failure(
+        f,
+        FindingKind::KvTransferFailure,
+        "KV transfers failed",
+        "PD disaggregation could not move KV from prefill to decode servers; affected requests fail or retry. Check the transfer backend and network.",
+    )
+}
+
+fn failure(f: &watchdog::Facts, kind: FindingKind, title: &str, detail: &str) -> Finding {
+    finding(
+        kind,
+        title,
+        format!("{detail} First: {}", f.first_text),
+        vec![Figure::new("lines", f.count as f64, Unit::Lines)],
+        f.evidence.clone().into_iter().collect(),
+        Confidence::High,
+    )
+}
+
+/// [`idle_window`].
+pub fn idle_window(f: &idle_window::Facts) -> Finding {
+    finding(
+        FindingKind::IdleWindowArtifact,
+        "Low gen throughput after idle is a measurement artifact",
+        format!(
+            "SGLang's gen throughput divides the tokens since the previous decode line by the wall time since then, idle time included, so the first line after an idle gap reads low ({:.2} tok/s vs a median of {:.1} tok/s). It is not slowness; ignore it.",
+            f.first_reading, f.median
+        ),
+        vec![
+            Figure::new(
+                "low readings after idle",
+                f.low_readings as f64,
+                Unit::Lines,
+            ),
+            Figure::new("median gen throughput", f.median, Unit::TokPerS),
+        ],
+        vec![f.evidence.clone()],
+        Confidence::Medium,
+    )
+}
+
+/// [`cuda_graph`].
+pub fn cuda_graph(f: &cuda_graph::Facts) -> Finding {
+    let mut figures = vec![Figure::new(
+        "share of decode lines without a graph",
+        f.share,
+        Unit::Fraction,
+    )];
+    if let Some(m) = f.largest_with_graph {
+        figures.push(Figure::new(
+            "largest batch that ran with a graph",
+            m as f64,
+            Unit::Requests,
+        ));
+    }
+    let detail = if f.disabled {
+        format!(
+            "{:.0}% of decode batches of {} ran without a captured graph: the server was started with disable_cuda_graph=True, so every decode step runs eagerly. \
+             Remove --disable-cuda-graph (graphs cost some memory and start-up time) unless it was set to work around a bug.",
+            f.share * 100.0,
+            f.scheduler
+        )
+    } else {
+        format!(
+            "{:.0}% of decode batches of {} ran without a captured graph{}: batches larger than --cuda-graph-max-bs (or graphs disabled) run eagerly and each step is slower. Raise --cuda-graph-max-bs to the running batch size if memory allows.",
+            f.share * 100.0,
+            f.scheduler,
+            f.largest_with_graph
+                .map(|m| format!(" (graphs were used up to {m} requests)"))
+                .unwrap_or_default()
+        )
+    };
+    finding(
+        FindingKind::NoCudaGraph,
+        "Decode runs without CUDA graphs",
+        detail,
+        figures,
+        f.evidence.clone().into_iter().collect(),
+        Confidence::Medium,
+    )
+}
+
+/// [`dp_imbalance`].
+pub fn dp_imbalance(f: &dp_imbalance::Facts) -> Finding {
+    finding(
+        FindingKind::DpImbalance,
+        "Load is uneven across DP ranks",
+        format!(
+            "Mean running requests range from {:.1} to {:.1} across {} DP ranks: the busiest rank sets the pace. Check the router's load-balance method (e.g. --load-balance-method round_robin / shortest_queue).",
+            f.min, f.max, f.ranks
+        ),
+        vec![
+            Figure::new(
+                "lowest mean running requests on a DP rank",
+                f.min,
+                Unit::Requests,
+            ),
+            Figure::new(
+                "highest mean running requests on a DP rank",
+                f.max,
+                Unit::Requests,
+            ),
+        ],
+        Vec::new(),
+        Confidence::Low,
+    )
+}
+
+/// [`ramp_only`].
+pub fn ramp_only(f: &ramp_only::Facts) -> Finding {
+    let r = &f.ramp;
+    finding(
+        FindingKind::RampOnly,
+        "The log shows only the ramp-up",
+        format!(
+            "On {}, running requests climb from {} to {} while the queue drains from {} to {}: this excerpt is the start of a burst, not a steady state. Rates measured here understate the steady rate; capture a longer log.",
+            f.scheduler, r.running_start, r.running_end, r.queued_start, r.queued_end
+        ),
+        vec![
+            Figure::new(
+                "running requests at start",
+                r.running_start as f64,
+                Unit::Requests,
+            ),
+            Figure::new(
+                "running requests at end",
+                r.running_end as f64,
+                Unit::Requests,
+            ),
+            Figure::new(
+                "queued requests at start",
+                r.queued_start as f64,
+                Unit::Requests,
+            ),
+            Figure::new(
+                "queued requests at end",
+                r.queued_end as f64,
+                Unit::Requests,
+            ),
+        ],
+        f.evidence.clone().into_iter().collect(),
+        Confidence::Medium,
+    )
+}
+
+/// [`tiny_pool`].
+pub fn tiny_pool(f: &tiny_pool::Facts) -> Finding {
+    finding(
+        FindingKind::TinyKvPool,
+        "The KV pool is tiny",
+        format!(
+            "The pool holds only ~{:.0} tokens ({}), far below what a GPU normally gives: --max-total-tokens or a very low mem_fraction_static is set, or the run is a reproduction with an artificial cap. Any real load will be KV-bound.",
+            f.pool_tokens,
+            if f.inferred {
+                "from #token / token usage"
+            } else {
+                "max_total_num_tokens"
+            }
+        ),
+        vec![Figure::new("KV pool size", f.pool_tokens, Unit::Tokens)],
+        f.evidence.clone().into_iter().collect(),
+        Confidence::Medium,
+    )
+}
+
+/// [`bench_failures`].
+pub fn bench_failures(run: &BenchmarkRun, f: &bench_failures::Facts) -> Finding {
+    let from = if f.printed {
+        "the block's `Failed requests`".to_string()
+    } else {
+        format!(
+            "`--num-prompts {}` less the {} successful",
+            f.requested,
+            count(f.successful.unwrap_or(0))
+        )
+    };
+    finding(
+        FindingKind::BenchmarkFailures,
+        format!(
+            "{} of {} benchmark requests failed ({:.0}%)",
+            count(f.failed),
+            count(f.requested),
+            f.share * 100.0
+        ),
+        format!(
+            "Counted from {from}. The benchmark's throughput and latencies cover only the successful requests, so they describe a different, lighter run than the one asked for{}. \
+             Find why requests failed before tuning throughput: the benchmark's error output (timeouts, connection resets), and the server log for aborted requests \
+             (a full waiting queue with --max-queued-requests, prompts over the context length, out-of-memory).",
+            if f.dominate {
+                ", and failures are the first thing to fix"
+            } else {
+                ""
+            }
+        ),
+        vec![
+            Figure::new("failed requests", f.failed as f64, Unit::Requests),
+            Figure::new("requested", f.requested as f64, Unit::Requests),
+            Figure::new("failed share", f.share, Unit::Fraction),
+        ],
+        vec![run.source.clone()],
+        if f.dominate {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
+    )
+}
+
+/// [`bench_queueing`]; `bottleneck` is the server-side verdict from the logs.
+pub fn bench_queueing(
+    run: &BenchmarkRun,
+    f: &bench_queueing::Facts,
+    bottleneck: Bottleneck,
+) -> Finding {
+    let b = &run.summary;
+    let inf = b.request_rate.as_deref() == Some("inf");
+    let submitted = match (b.request_rate_per_s(), b.max_concurrency) {
+        (None, None) if inf => {
+            "The benchmark sent every request at once (request rate inf, no concurrency limit)"
+                .to_string()
+        }
+        (None, None) => {
+            "The benchmark's request rate and concurrency limit are not in its summary".to_string()
+        }
+        (None, Some(m)) if inf => {
+            format!("The benchmark kept up to {m} requests in flight (request rate inf)")
+        }
+        (None, Some(m)) => format!("The benchmark kept up to {m} requests in flight"),
+        (Some(r), None) => {
+            format!("The benchmark sent {r} requests per second with no concurrency limit")
+        }
+        (Some(r), Some(m)) => {
+            format!("The benchmark sent {r} requests per second, at most {m} in flight")
+        }
+    };
+    let e2e_from = if f.e2e_estimated {
+        " (end to end estimated as TTFT + TPOT × (mean output tokens − 1): the summary prints no E2E latency)"
+    } else {
+        ""
+    };
+    let prompt = match b.mean_prompt_tokens() {
+        Some(p) if p >= th::LONG_PROMPT_TOKENS => {
+            format!(" Prompts average {p:.0} tokens: prefill itself takes a real share of it.")
+        }
+        Some(p) => format!(
+            " Prompts average {p:.0} tokens: their prefill alone is short, so most of it is time waiting to be scheduled."
+        ),
+        None => String::new(),
+    };
+    let server = match bottleneck {
+        Bottleneck::NoSchedulerLines => {
+            " The server log (its #queue-req and token usage) tells which; give it to this tool."
+                .to_string()
+        }
+        other => format!(" The server log says: {}.", bottleneck_label(other)),
+    };
+    finding(
+        FindingKind::BenchmarkQueueing,
+        format!(
+            "Requests spent {:.0}% of their latency before the first token (mean TTFT {:.1} s of {:.1} s end to end)",
+            f.share * 100.0,
+            f.ttft_s,
+            f.e2e_s
+        ),
+        format!(
+            "{submitted}{e2e_from}. A request's time to first token is its wait in the server's queue (the server admits only as many requests as its KV cache \
+             and max_running_requests allow) plus its prefill.{prompt}{server} \
+             Output throughput ({} tok/s over the whole run) is what the admitted requests achieve; while the server queues, more requests in flight only lengthen the wait.",
+            super::num(b.output_tok_per_s, 0)
+        ),
+        vec![
+            Figure::new("mean TTFT", f.ttft_s, Unit::Seconds),
+            Figure::new("mean end-to-end latency", f.e2e_s, Unit::Seconds),
+            Figure::new("TTFT share of latency", f.share, Unit::Fraction),
+        ],
+        vec![run.source.clone()],
+        if f.sure {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
+    )
+}
+
+/// [`bench_concurrency_limit`].
+pub fn bench_concurrency_limit(run: &BenchmarkRun, f: &bench_concurrency_limit::Facts) -> Finding {
+    use bench_concurrency_limit::Meaning;
+    let limit = f.limit;
+    let (meaning, confidence) = match f.meaning {
+        Meaning::ServerHasHeadroom => (
+            format!(
+                "The server log shows headroom (little waits): the benchmark's limit sets the load. Raise --max-concurrency above {limit} to measure the server."
+            ),
+            Confidence::High,
+        ),
+        Meaning::ServerCapAtOrBelow { cap } => (
+            format!(
+                "The server's max_running_requests is {cap}, {}: raising the benchmark's limit alone would only queue requests in the server; raise both together to run more at once.",
+                if cap == limit {
+                    "the same as the limit"
+                } else {
+                    "below the limit"
+                }
+            ),
+            Confidence::Medium,
+        ),
+        Meaning::Unknown => (
+            format!(
+                "Whether the server could run more than {limit} at once is not in this input: its log (#running-req, #queue-req, token usage) tells."
+            ),
+            Confidence::Low,
+        ),
+        Meaning::ServerBound(other) => (
+            format!(
+                "The server log says {}: raising the limit would lengthen the server's queue, not raise throughput.",
+                bottleneck_label(other)
+            ),
+            Confidence::Medium,
+        ),
+    };
+    finding(
+        FindingKind::BenchmarkConcurrencyLimit,
+        format!(
+            "The benchmark held its concurrency limit full: {:.1} requests in flight on average of --max-concurrency {limit}",
+            f.concurrency
+        ),
+        format!(
+            "bench_serving's Concurrency is the sum of end-to-end latencies over the run's duration, the mean number of requests in flight (Little's law). {meaning}"
+        ),
+        vec![
+            Figure::new("mean requests in flight", f.concurrency, Unit::Requests),
+            Figure::new("max concurrency", limit as f64, Unit::Requests),
+        ],
+        vec![run.source.clone()],
+        confidence,
+    )
+}
+
+/// Prefix a benchmark finding's title with its run's number when there are several.
+pub fn numbered(mut f: Finding, run: usize, runs: usize) -> Finding {
+    if runs > 1 {
+        f.title = format!("Benchmark run {run} of {runs}: {}", f.title);
+    }
+    f
+}
+
+/// [`client_gap`].
+pub fn client_gap(s: &ClientSummary, f: &client_gap::Facts) -> Option<Finding> {
+    let (life, win) = (
+        s.lifetime_req_per_s.as_ref()?,
+        s.windowed_req_per_s.as_ref()?,
+    );
+    let mut figures = vec![
+        Figure::new("client lifetime average", life.value, Unit::ReqPerS),
+        Figure::new(
+            "client rate over the steady window",
+            win.value,
+            Unit::ReqPerS,
+        ),
+        Figure::new("steady window", win.window_s, Unit::Seconds),
+    ];
+    if let Some(p) = s.printed_req_per_s {
+        figures.insert(0, Figure::new("rate the client printed", p, Unit::ReqPerS));
+    }
+    if let Some(x) = s.first_completion_after_s {
+        figures.push(Figure::new(
+            "time to the first completion",
+            x,
+            Unit::Seconds,
+        ));
+    }
+    let g = match f {
+        client_gap::Facts::Agrees => {
+            return Some(finding(
+                FindingKind::ClientGap,
+                "The client's lifetime rate agrees with its steady rate",
+                format!(
+                    "Its lifetime average ({:.3} req/s) lies within the steady window's {} and within {:.0}% of it: \
+                     the client's number is not distorted by a ramp or by rounding here.",
+                    life.value,
+                    interval(win, 3),
+                    th::LIFETIME_AGREES * 100.0
+                ),
+                figures,
+                Vec::new(),
+                Confidence::Medium,
+            ));
+        }
+        client_gap::Facts::Gap(g) => g,
+    };
+    let mut detail = if g.printed_misleads {
+        format!(
+            "The client's figure is a lifetime average: completions since its start divided by the time since then ({:.3} req/s). \
+             Over the steady window the same client completes {:.3} req/s ({}).",
+            life.value,
+            win.value,
+            interval(win, 3)
+        )
+    } else {
+        format!(
+            "Over the steady window the client completed {:.3} req/s ({}); its lifetime average is {:.3} req/s.",
+            win.value,
+            interval(win, 3),
+            life.value
+        )
+    };
+    if let Some((p, l)) = g.rounding {
+        detail.push_str(&format!(
+            " It prints {p} req/s: one decimal place turns {l:.3} into {p}, a {:.0}% error on its own.",
+            (p / l - 1.0).abs() * 100.0
+        ));
+    }
+    if let Some(x) = s.first_completion_after_s {
+        detail.push_str(&format!(
+            " Its denominator includes the first {x:.0} s, when requests fired at once had not finished yet and nothing completed."
+        ));
+    }
+    if let Some((imp, above)) = &g.implied {
+        figures.push(Figure::new(
+            "request rate implied by the server's tokens",
+            imp.value,
+            Unit::ReqPerS,
+        ));
+        detail.push_str(&format!(
+            " The server's steady token rate implies {:.3} req/s ({}) at the mean completion of {} tokens.",
+            imp.value,
+            interval(imp, 3),
+            super::num(s.mean_completion_tokens, 0)
+        ));
+        if *above {
+            detail.push_str(" The server generates more tokens than the client receives in completed requests: tokens of requests still running, or of requests the client dropped or never recorded.");
+        }
+    }
+    if let Some((run, uncounted)) = g.uncounted {
+        figures.push(Figure::new(
+            "generated tokens in flight, not yet counted by the client",
+            uncounted,
+            Unit::Tokens,
+        ));
+        detail.push_str(&format!(
+            " A client counts tokens only at completion: ~{run:.0} running requests hold ~{uncounted:.0} generated tokens it has not counted yet, \
+             which shifts a 60 s window's token rate by up to {:.0} tok/s but a {:.0} s window's by only {:.1} tok/s.",
+            uncounted / 60.0,
+            win.window_s,
+            uncounted / win.window_s.max(1.0)
+        ));
+    }
+    if let Some(mean) = g.mean_slot_wait_s {
+        figures.push(Figure::new(
+            "mean wait for a client concurrency slot",
+            mean,
+            Unit::Seconds,
+        ));
+        if mean > th::CLIENT_SLOT_WAIT_S {
+            detail.push_str(&format!(
+                " Requests waited {mean:.1} s on average for a slot in the client before being sent: that time is in the client's latency but not the server's."
+            ));
+        }
+    }
+    Some(finding(
+        FindingKind::ClientGap,
+        if g.printed_misleads {
+            "The client's req/s is a lifetime average, not the server's rate"
+        } else {
+            "The client's completions against the server's tokens"
+        },
+        detail,
+        figures,
+        Vec::new(),
+        Confidence::High,
+    ))
+}
+
+/// A short sample's adequacy.
+pub fn sample_adequacy(a: &SampleAdequacy) -> Finding {
+    finding(
+        FindingKind::SampleAdequacy,
+        "A short sample cannot settle the rate",
+        format!(
+            "{}. Measure over the steady span (or at least the window above), not a one-minute sample.",
+            a.text
+        ),
+        vec![Figure::new(
+            format!("window needed for ±10% at {}", confidence_pct()),
+            a.window_needed_s,
+            Unit::Seconds,
+        )],
+        Vec::new(),
+        Confidence::High,
+    )
+}
+
+/// [`littles_law`].
+pub fn littles_law(f: &littles_law::Facts, window_rate: f64) -> Finding {
+    let l = &f.check;
+    let (observed, mean) = (f.observed, f.mean_latency_s);
+    let detail = if l.relative_mismatch < 0.0 {
+        format!(
+            "The client's completion rate ({window_rate:.3} req/s) × its mean latency ({mean:.1} s) says ~{:.0} requests should be in flight \
+             ({} interval {:.0}-{:.0}), but the server holds only ~{observed:.0} (running + queued): requests spend about {:.0}% of their \
+             latency outside the server's batch and queue, in the client's own queue, the HTTP/tokenizer layer, or retries.",
+            l.expected_in_flight,
+            confidence_pct(),
+            l.expected_low,
+            l.expected_high,
+            (1.0 - observed / l.expected_in_flight) * 100.0
+        )
+    } else {
+        format!(
+            "The server holds ~{observed:.0} requests (running + queued) but the client's rate × latency accounts for only ~{:.0} \
+             ({} interval {:.0}-{:.0}): the server is also serving requests this client did not record (another client, or aborted requests).",
+            l.expected_in_flight,
+            confidence_pct(),
+            l.expected_low,
+            l.expected_high
+        )
+    };
+    finding(
+        FindingKind::LittlesLaw,
+        "Little's law does not add up between client and server",
+        detail,
+        vec![
+            Figure::new(
+                "requests in the server (running + queued), mean",
+                observed,
+                Unit::Requests,
+            ),
+            Figure::new(
+                "completion rate × mean latency",
+                l.expected_in_flight,
+                Unit::Requests,
+            ),
+            Figure::new("client mean latency", mean, Unit::Seconds),
+            Figure::new("relative mismatch", l.relative_mismatch, Unit::Fraction),
+        ],
+        Vec::new(),
+        Confidence::Medium,
+    )
+}
+
+/// The capacity findings: the what-if summary (today's pool, the largest fraction that fits,
+/// the first that does not, fp8 KV) and the HiCache verdict.
+pub fn capacity(cm: &CapacityModel) -> Vec<Finding> {
+    use kv_capacity::{Change, Feasibility};
+    let rows = &cm.what_if.rows;
+    let mut figures = vec![
+        Figure::new(
+            "KV pool now",
+            cm.what_if.current_tokens as f64,
+            Unit::Tokens,
+        ),
+        Figure::new("bytes per token per GPU", cm.cell_bytes as f64, Unit::Bytes),
+        Figure::new(
+            "tokens per +0.01 mem_fraction_static",
+            cm.tokens_per_hundredth,
+            Unit::Tokens,
+        ),
+    ];
+    if let Some(f) = cm.free_now_gib {
+        figures.push(Figure::new("free GPU memory at run time", f, Unit::Gib));
+    }
+    let verdict = |w: &kv_capacity::WhatIfRow| w.feasibility.as_ref().map(|f| f.verdict);
+    let current = rows
+        .iter()
+        .find(|w| w.change == Change::Current)
+        .map(|w| w.mem_fraction_static);
+    let above = |w: &&kv_capacity::WhatIfRow| matches!(w.change, Change::Fraction { to } if current.is_none_or(|c| to > c));
+    let largest_fitting = rows
+        .iter()
+        .filter(above)
+        .filter(|w| verdict(w).is_some_and(|v| v != Feasibility::OomLikely))
+        .last();
+    let first_oom = rows
+        .iter()
+        .filter(above)
+        .find(|w| verdict(w) == Some(Feasibility::OomLikely));
+    let dtype = rows
+        .iter()
+        .filter(|w| matches!(w.change, Change::KvDtype { .. }));
+    for w in largest_fitting.into_iter().chain(first_oom).chain(dtype) {
+        let feasible = match verdict(w) {
+            Some(Feasibility::Fits) => " (fits)",
+            Some(Feasibility::Tight) => " (fits with little margin)",
+            Some(Feasibility::OomLikely) => " (likely out of memory)",
+            None => "",
+        };
+        figures.push(Figure::new(
+            format!("pool at {}{feasible}", w.label),
+            w.pool_tokens as f64,
+            Unit::Tokens,
+        ));
+    }
+    let mut out = vec![finding(
+        FindingKind::CapacityWhatIf,
+        "What a bigger KV pool would take",
+        format!(
+            "SGLang sizes the pool as rest = avail − pre × (1 − mem_fraction_static) (model_runner profile_max_num_token), so each +0.01 adds 1% of the GPU's {:.1} GiB ({:.0} tokens), not 1% of the pool — \
+             but only as far as memory is free after activations and CUDA graphs{}. See the what-if table.",
+            cm.pre_gib,
+            cm.tokens_per_hundredth,
+            cm.free_now_gib
+                .map(|f| format!(" ({f:.2} GiB now)"))
+                .unwrap_or_default()
+        ),
+        figures,
+        Vec::new(),
+        Confidence::High,
+    )];
+    if let Some(h) = &cm.hicache {
+        out.push(finding(
+            FindingKind::HiCache,
+            "HiCache would not let more requests decode at once",
+            h.summary.join("; "),
+            vec![
+                Figure::new(
+                    "device KV pool (decode concurrency limit)",
+                    h.decode_pool_tokens as f64,
+                    Unit::Tokens,
+                ),
+                Figure::new(
+                    "host pool per rank",
+                    h.host_tokens_per_rank as f64,
+                    Unit::Tokens,
+                ),
+                Figure::new(
+                    "host RAM for all ranks",
+                    h.host_bytes_all_ranks as f64 / kv_capacity::GIB,
+                    Unit::Gib,
+                ),
+            ],
+            Vec::new(),
+            Confidence::High,
+        ));
+    }
+    out
+}

@@ -1,0 +1,225 @@
+//! The headline's words, from its figures.
+
+use super::{count, fmt_duration, interval};
+use crate::report::{BenchmarkRun, Bottleneck, Headline};
+use crate::thresholds as th;
+
+/// Clauses with their numbers, leaving out what is unknown (never `?` in a sentence).
+fn clause(template: &str, v: Option<f64>, digits: usize) -> Option<String> {
+    v.filter(|x| x.is_finite())
+        .map(|x| template.replace("{}", &format!("{x:.digits$}")))
+}
+
+fn join_clauses(parts: Vec<Option<String>>) -> String {
+    let parts: Vec<String> = parts.into_iter().flatten().collect();
+    match parts.len() {
+        0 => String::new(),
+        1 => parts[0].clone(),
+        _ => format!(
+            "{} and {}",
+            parts[..parts.len() - 1].join(", "),
+            parts[parts.len() - 1]
+        ),
+    }
+}
+
+fn while_(parts: Vec<Option<String>>) -> String {
+    let rest = join_clauses(parts);
+    if rest.is_empty() {
+        String::new()
+    } else {
+        format!(" while {rest}")
+    }
+}
+
+/// The headline of a run without scheduler lines but with benchmark summaries: the last run's figures.
+fn benchmark_summary(runs: &[BenchmarkRun]) -> Option<String> {
+    let b = &runs.last()?.summary;
+    let mut parts = Vec::new();
+    match (b.successful_requests, b.requested(), b.failed()) {
+        (Some(ok), Some(req), Some(f)) if f > 0 => parts.push(format!(
+            "{} of {} requests succeeded",
+            count(ok),
+            count(req)
+        )),
+        (Some(ok), _, _) => parts.push(format!("{} requests succeeded", count(ok))),
+        _ => {
+            if let Some(n) = b.total_requests {
+                parts.push(format!("{} requests", count(n)));
+            }
+        }
+    }
+    if let Some(o) = b.output_tok_per_s {
+        parts.push(format!("{o:.0} output tok/s over the whole run"));
+    }
+    if let Some(c) = b.concurrency {
+        parts.push(format!("{c:.1} in flight on average"));
+    }
+    if let Some(t) = b.ttft.mean_s {
+        parts.push(format!("mean TTFT {t:.2} s"));
+    }
+    if let Some(t) = b.tpot.mean_s {
+        parts.push(format!("mean TPOT {:.1} ms", t * 1e3));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let runs_s = if runs.len() > 1 {
+        format!(" (last of {} runs)", runs.len())
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "only a benchmark summary{runs_s} — {}.",
+        parts.join(", ")
+    ))
+}
+
+/// The label and summary of a headline from its figures. `long_stall`: a frozen run of a minute
+/// or more was seen (else a stall verdict rests on the watchdog); `benchmarks`: the runs read,
+/// for a log without scheduler lines.
+pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> (String, String) {
+    let per_rank = if h.dp_ranks > 1 { " per DP rank" } else { "" };
+    let run_s = match (h.running_median, h.running_total) {
+        (Some(r), Some(t)) => Some(format!(
+            "~{r:.0} requests run{per_rank} (~{t:.0} over {} ranks)",
+            h.dp_ranks
+        )),
+        (Some(r), None) if r.round() == 1.0 => Some("~1 request runs".to_string()),
+        (Some(r), None) => Some(format!("~{r:.0} requests run")),
+        _ => None,
+    };
+    let wait_s = match (h.queued_median, h.queued_peak) {
+        (Some(m), _) if m >= 1.0 => Some(format!("~{m:.0} wait")),
+        (_, Some(p)) if p >= 1.0 => Some(format!("up to {p:.0} wait (none most of the time)")),
+        (Some(_), _) => Some("nothing waits".to_string()),
+        _ => None,
+    };
+    let usage_s = clause("token usage ~{}", h.token_usage_median, 2);
+    let (label, body) = match h.verdict {
+        Bottleneck::KvCacheBound => (
+            "KV-cache bound",
+            match (h.running_median, h.retraction_events) {
+                (None, Some(n)) => {
+                    format!("the KV pool ran out during decode ({n} retraction events).")
+                }
+                _ => format!("{}.", join_clauses(vec![usage_s, run_s, wait_s])),
+            },
+        ),
+        Bottleneck::RunningCapBound => (
+            "Running-request cap bound",
+            format!(
+                "the batch stays at its ceiling of {}{}.",
+                h.running_peak
+                    .map(|m| format!("~{m:.0} requests"))
+                    .unwrap_or_else(|| "its cap".into()),
+                while_(vec![wait_s, usage_s])
+            ),
+        ),
+        Bottleneck::PrefillBound => (
+            "Prefill bound",
+            format!(
+                "prefill batches run at their size limit{}.",
+                while_(vec![wait_s, usage_s])
+            ),
+        ),
+        Bottleneck::SchedulerConservative => (
+            "Scheduler too conservative",
+            format!(
+                "{} although {}.",
+                wait_s.unwrap_or_else(|| "requests wait".into()),
+                usage_s.unwrap_or_else(|| "the KV cache has room".into())
+            ),
+        ),
+        Bottleneck::PdTransferBound => (
+            "PD disaggregation",
+            "requests pile up waiting for KV pre-allocation / bootstrap on the decode side."
+                .to_string(),
+        ),
+        Bottleneck::ClientBound => (
+            "Client too slow / not enough load",
+            format!(
+                "{}.",
+                join_clauses(vec![
+                    wait_s.or(Some("nothing waits".into())),
+                    run_s,
+                    usage_s
+                ])
+            ),
+        ),
+        Bottleneck::Stall if !long_stall => (
+            "Stall",
+            "the scheduler watchdog fired: a scheduler hung (see the watchdog finding for where)."
+                .to_string(),
+        ),
+        Bottleneck::Stall => (
+            "Stall",
+            "requests are running but tokens stopped moving (or the scheduler hung).".to_string(),
+        ),
+        Bottleneck::PrefillComputeBound => (
+            "Prefill compute bound",
+            format!(
+                "{} with nothing queued{}.",
+                h.slow_prefill.as_ref().map_or_else(
+                    || "prefill crawls".to_string(),
+                    |p| format!(
+                        "{}-token prefill chunks take ~{:.0} s each (~{:.0} tok/s)",
+                        p.chunk_tokens, p.seconds_per_chunk, p.tok_per_s
+                    )
+                ),
+                while_(vec![run_s, usage_s])
+            ),
+        ),
+        Bottleneck::DecodeComputeBound => (
+            "Decode compute bound",
+            format!(
+                "decode is extremely slow per request{}.",
+                while_(vec![run_s, usage_s])
+            ),
+        ),
+        Bottleneck::Inconclusive => (
+            "Inconclusive",
+            "the batch lines do not point to one bottleneck.".to_string(),
+        ),
+        Bottleneck::NoSchedulerLines => (
+            "No SGLang scheduler lines",
+            benchmark_summary(benchmarks)
+                .unwrap_or_else(|| "none were found in the input.".to_string()),
+        ),
+    };
+    let mut summary = body;
+    // The logged gen throughput while busy vs the average over wall time (idle gaps included).
+    if let Some(r) = &h.gen_throughput {
+        let ci = interval(r, 0);
+        let ci = if ci.is_empty() { ci } else { format!("{ci}, ") };
+        summary.push_str(&match h.busy_gen_tok_per_s {
+            Some(m) if r.value < th::BUSY_VS_AVERAGE * m && h.dp_ranks <= 1 => format!(
+                " The server averages {:.0} tok/s over {} ({ci}idle gaps included); while decoding it runs at ~{m:.0} tok/s.",
+                r.value,
+                fmt_duration(r.window_s)
+            ),
+            _ if !r.basis_is_steady() => format!(
+                " Server generates {:.0} tok/s averaged over the whole log ({ci}over {}; no steady state found).",
+                r.value,
+                fmt_duration(r.window_s)
+            ),
+            _ => format!(
+                " Server generates {:.0} tok/s in steady state ({ci}over {}).",
+                r.value,
+                fmt_duration(r.window_s)
+            ),
+        });
+    }
+    if let (Some(tokens), Some(rate)) = (h.pd_prefill_tokens, h.pd_prefill_tok_per_s) {
+        summary.push_str(&format!(
+            " This is a PD prefill instance: it runs no decode (its running count stays near 0), so its work is prefill: {tokens} new prompt tokens, ~{rate:.0} tok/s over its lines."
+        ));
+    }
+    if let Some(r) = &h.ramp_only {
+        summary.push_str(&format!(
+            " This log holds only the ramp-up of a burst (running {} → {}, queue {} → {}): the steady state is not in it; capture a longer log for the rates.",
+            r.running_start, r.running_end, r.queued_start, r.queued_end
+        ));
+    }
+    (label.to_string(), summary)
+}

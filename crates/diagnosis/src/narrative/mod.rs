@@ -1,0 +1,187 @@
+//! The only code that writes English: the headline, finding titles and details, the
+//! recommendations' words, the "not concluded" sentences, the `method` of every rate and span,
+//! and the words for enums. Everything here turns typed facts into text; nothing here decides.
+
+mod findings;
+mod headline;
+mod notes;
+mod recommendations;
+
+pub use findings::*;
+pub use headline::headline;
+pub use notes::{join_note, not_concluded, sources};
+pub use recommendations::recommendation;
+
+use sglang_log::ClientFormat;
+
+use crate::capacity::MemorySource;
+use crate::report::{Bottleneck, Rate, RateBasis, Report, Span, SpanBasis};
+use crate::thresholds as th;
+
+/// The confidence level as people read it: `95%`.
+pub fn confidence_pct() -> String {
+    format!("{:.0}%", th::CONFIDENCE * 100.0)
+}
+
+/// A short name for a bottleneck.
+pub fn bottleneck_label(b: Bottleneck) -> &'static str {
+    match b {
+        Bottleneck::KvCacheBound => "KV-cache bound",
+        Bottleneck::RunningCapBound => "running-request cap bound",
+        Bottleneck::PrefillBound => "prefill bound",
+        Bottleneck::SchedulerConservative => "scheduler too conservative",
+        Bottleneck::PdTransferBound => "PD transfer / pre-allocation bound",
+        Bottleneck::ClientBound => "client too slow / not enough load",
+        Bottleneck::Stall => "stall",
+        Bottleneck::DecodeComputeBound => "decode compute bound",
+        Bottleneck::PrefillComputeBound => "prefill compute bound",
+        Bottleneck::Inconclusive => "inconclusive",
+        Bottleneck::NoSchedulerLines => "no SGLang scheduler lines",
+    }
+}
+
+/// How a client file was read, in words.
+pub fn client_format_words(f: ClientFormat) -> &'static str {
+    match f {
+        ClientFormat::TimedRecords => "per-request records with times",
+        ClientFormat::UntimedRecords => "per-request records without times",
+        ClientFormat::ProgressLog => "progress log",
+        ClientFormat::BenchmarkSummary => "benchmark summary",
+        ClientFormat::Unknown => "unrecognised",
+    }
+}
+
+/// `Fits` → `fits`, `OomLikely` → `OOM likely`.
+pub fn feasibility_label(f: kv_capacity::Feasibility) -> &'static str {
+    match f {
+        kv_capacity::Feasibility::Fits => "fits",
+        kv_capacity::Feasibility::Tight => "tight",
+        kv_capacity::Feasibility::OomLikely => "OOM likely",
+    }
+}
+
+/// `7087 s` → `1.97 h`; short spans stay in seconds.
+pub fn fmt_duration(s: f64) -> String {
+    if !s.is_finite() {
+        "?".into()
+    } else if s >= 3600.0 {
+        format!("{:.2} h", s / 3600.0)
+    } else if s >= 120.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
+/// `1,648` style thousands separators for counts in sentences.
+pub fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A number with `digits` decimals, or `?` when unknown or not finite (never `NaN`).
+pub fn num(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "?".into(),
+    }
+}
+
+/// `(95% interval 0.132-0.150)`-style interval words, empty without an interval.
+pub fn interval(r: &Rate, digits: usize) -> String {
+    match (r.low, r.high) {
+        (Some(l), Some(h)) => format!("{} interval {l:.digits$}-{h:.digits$}", confidence_pct()),
+        (Some(l), None) => format!("{} interval from {l:.digits$}", confidence_pct()),
+        _ => String::new(),
+    }
+}
+
+/// How a rate was computed, in words.
+pub fn rate_method(r: &Rate) -> String {
+    let with_interval = r.low.is_some();
+    match r.basis {
+        RateBasis::SteadySpan | RateBasis::WholeLog => format!(
+            "time-weighted mean of the logged gen throughput {}, {}, summed over DP ranks",
+            if r.basis == RateBasis::SteadySpan {
+                "over the steady span"
+            } else {
+                "over the whole log (no steady state found)"
+            },
+            if with_interval {
+                "batch-means interval".to_string()
+            } else {
+                format!(
+                    "no interval (fewer than {} decode lines)",
+                    th::MIN_LINES_FOR_INTERVAL
+                )
+            }
+        ),
+        RateBasis::ClientSteadyWindow => "completions in the server's steady span / its length, exact Poisson (Garwood) interval".into(),
+        RateBasis::ClientSecondHalf => "completions in the second half of the client's run / its length, exact Poisson (Garwood) interval".into(),
+        RateBasis::ClientLifetime => "completions since the client's start / time since then (lifetime average)".into(),
+        RateBasis::ImpliedByServerTokens => "server steady gen throughput / mean completion tokens, delta-method interval".into(),
+        RateBasis::BenchmarkWholeRun => "benchmark: successful requests / benchmark duration (whole run, ramp and drain included), exact Poisson (Garwood) interval".into(),
+    }
+}
+
+/// How a span was found, in words.
+pub fn span_method(s: &Span) -> String {
+    match s.basis {
+        SpanBasis::Steady {
+            ramp_batches,
+            drain_batches,
+        } => format!(
+            "MSER-5 on running requests: {ramp_batches} ramp batch(es) of 5 lines cut{}",
+            if drain_batches > 0 {
+                format!(", {drain_batches} drain batch(es) cut")
+            } else {
+                String::new()
+            }
+        ),
+        SpanBasis::NoSteadyState { ramp_batches } => format!(
+            "whole log: no steady state found (MSER-5 on running requests: {ramp_batches} ramp batch(es) of 5 lines cut; the ramp may not have ended)"
+        ),
+        SpanBasis::TooFewPoints => "whole log (too few points for phase detection)".into(),
+    }
+}
+
+/// Where a capacity model's memory figure came from, in words.
+pub fn memory_source(m: &MemorySource) -> String {
+    match m {
+        MemorySource::GpuTotal(src) => format!("GPU total memory ({src})"),
+        MemorySource::LoadWeightLine => {
+            "avail mem + mem usage of the log's `Load weight end` line".into()
+        }
+        MemorySource::LogAvailableAfterGraphs => {
+            "the log's available_gpu_mem after CUDA graph capture".into()
+        }
+        MemorySource::GpuFree(src) => format!("minimum free GPU memory ({src})"),
+    }
+}
+
+/// Fill the `method` words of every rate and span of a report.
+pub fn fill_methods(r: &mut Report) {
+    let rates = r
+        .steady_gen_throughput
+        .iter_mut()
+        .chain(r.headline.gen_throughput.iter_mut())
+        .chain(r.client.iter_mut().flat_map(|c| {
+            c.lifetime_req_per_s
+                .iter_mut()
+                .chain(c.windowed_req_per_s.iter_mut())
+                .chain(c.implied_req_per_s.iter_mut())
+        }));
+    for rate in rates {
+        rate.method = rate_method(rate);
+    }
+    for s in r.schedulers.iter_mut().filter_map(|s| s.span.as_mut()) {
+        s.method = span_method(s);
+    }
+}

@@ -1,0 +1,70 @@
+//! What could not be concluded, and the sources used, in words.
+
+use super::client_format_words;
+use crate::context::Context;
+use crate::evidence::JoinNote;
+use crate::report::{NotConcluded, NotConcludedReason};
+
+/// A "not concluded" item with its sentence. `detail`: the error or source problem, for the
+/// reasons that carry one.
+pub fn not_concluded(reason: NotConcludedReason, detail: Option<&str>) -> NotConcluded {
+    let d = detail.unwrap_or("");
+    let text = match &reason {
+        NotConcludedReason::SourceError => d.to_string(),
+        NotConcludedReason::EmptyInput { input } => format!("{input} is empty: it holds no lines at all."),
+        NotConcludedReason::NoSchedulerLines => "No SGLang scheduler lines (Prefill batch / Decode batch) were found, so nothing about the server's load can be concluded.".into(),
+        NotConcludedReason::NoTimedDecodeLines => "No scheduler has two or more timestamped decode lines, so no throughput over time can be given.".into(),
+        NotConcludedReason::NoPoolSize => "The startup lines (max_total_num_tokens=...) are not in the log and no server info was given, so the KV pool size is known only through token usage.".into(),
+        NotConcludedReason::GpuUnreadable => format!("GPU memory could not be read ({d}); free memory comes from the log only."),
+        NotConcludedReason::NoGpuData => "No GPU memory data was given (--gpu / --gpu-snapshot): free memory comes from the log's startup lines only.".into(),
+        NotConcludedReason::NoClientRecords => "No client records were given (--client-records / --client-log): the client-side rate cannot be compared with the server's.".into(),
+        NotConcludedReason::ClientIsBenchmarkSummary => "The client evidence is a benchmark's summary: whole-run figures only, so the client's rate over time (and its steady window) cannot be measured.".into(),
+        NotConcludedReason::ClientUntimed => "The client records carry no completion times, so the client's own rate over time cannot be measured (lengths are still used).".into(),
+        NotConcludedReason::ModelConfigUnusable => format!("The model config could not be used: {d}."),
+        NotConcludedReason::NoWhatIfTable => format!("No KV what-if table: {d}."),
+    };
+    NotConcluded { reason, text }
+}
+
+/// What [`crate::Evidence::consolidated`] joined, in words.
+pub fn join_note(n: &JoinNote) -> String {
+    match n {
+        JoinNote::Repeats { file, of } => {
+            format!("{file} repeats {of}: its lines were counted once")
+        }
+        JoinNote::Continues { file, of } => {
+            format!("{file} continues {of} (rotated parts): read as one scheduler")
+        }
+    }
+}
+
+/// The sources used beside the logs, in words.
+pub fn sources(ctx: &Context) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(s) = &ctx.server {
+        out.push(format!("server info: {}", s.source));
+    }
+    if let Some(m) = &ctx.metrics {
+        out.push(format!(
+            "/metrics: {} ({} polls)",
+            m.source,
+            m.samples.len()
+        ));
+    }
+    if let Some(g) = &ctx.gpu {
+        out.push(format!("GPU memory: {}", g.source));
+    }
+    if let Some(m) = &ctx.model {
+        out.push(format!("model config: {}", m.source));
+    }
+    for c in &ctx.clients {
+        out.push(format!(
+            "client: {} ({}, {} lines, {} unparsed)",
+            c.source,
+            client_format_words(c.format),
+            c.lines,
+            c.unparsed_lines
+        ));
+    }
+    out
+}

@@ -1,0 +1,125 @@
+//! Recommendations in words, from their plans.
+
+use crate::recommend::{Limit, Plan};
+use crate::report::Recommendation;
+
+fn feasibility_words(f: Option<kv_capacity::Feasibility>) -> &'static str {
+    match f {
+        Some(kv_capacity::Feasibility::Fits) => "fits in the free memory",
+        Some(kv_capacity::Feasibility::Tight) => "fits with little margin",
+        Some(kv_capacity::Feasibility::OomLikely) => "likely out of memory",
+        None => "feasibility unknown",
+    }
+}
+
+fn extrapolated(e: bool) -> &'static str {
+    if e {
+        " (extrapolated beyond the observed batch sizes)"
+    } else {
+        ""
+    }
+}
+
+/// A recommendation from its plan.
+pub fn recommendation(p: &Plan) -> Recommendation {
+    use kv_capacity::Change;
+    let (action, expected_gain, risk) = match p {
+        Plan::Apply(a) => {
+            let r = &a.row;
+            (
+                format!("Set {}", r.label),
+                format!(
+                    "pool {} tokens ({}%), ~{:.0} requests decoding at once, ~{:.0} tok/s ({:+.0}% over the step-time fit's ~{:.0} tok/s for today's pool, ~{:.0} decoding at once){}",
+                    a.pool.map(|x| x.0.to_string()).unwrap_or_else(|| "?".into()),
+                    a.pool.map(|x| format!("{:+.0}", x.1)).unwrap_or_else(|| "?".into()),
+                    r.concurrency,
+                    r.tok_per_s,
+                    r.gain_pct,
+                    a.base.0,
+                    a.base.1,
+                    extrapolated(r.extrapolated)
+                ),
+                match r.change {
+                    Change::KvDtype { .. } => "fp8 KV slightly changes numerics: check output quality on a sample; no extra memory".to_string(),
+                    Change::TpSize { .. } => "needs twice the GPUs per replica".to_string(),
+                    _ => format!(
+                        "{}: {}",
+                        feasibility_words(r.feasibility),
+                        a.free_after_gib.map(|f| format!("{f:.2} GiB free per GPU afterwards")).unwrap_or_default()
+                    ),
+                },
+            )
+        }
+        Plan::DoNotRaise(d) => (
+            format!("Do not raise mem_fraction_static to {:.2} or beyond", d.to),
+            match d.memory {
+                Some((extra, after, now)) => format!(
+                    "none: the pool would take {extra:.2} GiB more per GPU, leaving {after:.2} of the {now:.2} GiB free after CUDA graphs, \
+                     under the {:.0} GiB that prefill activations need",
+                    d.tight_free_gib
+                ),
+                None => format!(
+                    "none: the pool would take {:.2} GiB more per GPU than is safe to give it",
+                    d.extra_gib_per_gpu
+                ),
+            },
+            "out of memory at start-up or under the first large prefill".to_string(),
+        ),
+        Plan::HiCacheNoGain => (
+            "Do not expect host-RAM hierarchical cache (HiCache) to raise throughput here".into(),
+            "none for decode concurrency: HiCache keeps evicted prefixes in host RAM; running requests' KV stays on the GPU".into(),
+            "uses pinned host RAM per rank".into(),
+        ),
+        Plan::RaiseConservativeness(n) => (
+            "Raise --schedule-conservativeness a little (e.g. 1.3) or cap max_tokens".into(),
+            format!("fewer of the {n} retractions and the re-prefill work they cause"),
+            "slightly fewer requests admitted at once".into(),
+        ),
+        Plan::LowerConservativeness(fill) => (
+            "Lower --schedule-conservativeness (e.g. 0.7), or send max_tokens closer to the real completion lengths".into(),
+            match fill {
+                Some(f) => format!(
+                    "the pool could hold ~{:.0} requests decoding at once instead of the ~{:.0} admitted: ~{:.0} tok/s ({:+.0}% over the step-time fit's ~{:.0} tok/s now){}",
+                    f.concurrency, f.now.0, f.tok_per_s, f.gain_pct, f.now.1, extrapolated(f.extrapolated)
+                ),
+                None => "more requests admitted while the KV cache has room".into(),
+            },
+            "more retractions if completions run longer than reserved; watch for `KV cache pool is full. Retract requests.`".into(),
+        ),
+        Plan::RaiseMaxRunning => (
+            "Raise --max-running-requests (per DP rank), if the KV cache has room; check the client is not capped at the same number".into(),
+            "more requests decoding at once, up to what the KV pool holds".into(),
+            "larger batches need more activation memory and may exceed the captured CUDA-graph batch size".into(),
+        ),
+        Plan::RaiseClientConcurrency(load) => (
+            "Send more requests at once from the client (raise its concurrency)".into(),
+            match load.and_then(|l| Some((l, l.headroom()?))) {
+                Some((l, (extra, limit))) => format!(
+                    "little waits: ~{:.0} requests run at token usage ~{:.2}{}; about {extra:.0} more could run at once before {} stops them, \
+                     and throughput grows with the batch until then",
+                    l.running_median,
+                    l.usage_median,
+                    l.usage_p90.map(|p| format!(" (p90 {p:.2})")).unwrap_or_default(),
+                    match limit {
+                        Limit::RunningCap => "the running-request cap",
+                        Limit::KvCache => "the KV cache",
+                    }
+                ),
+                None => "the server has KV room and little waits: throughput grows with the batch until the KV cache or compute is the limit".into(),
+            },
+            "higher per-request latency (ITL) as the batch grows".into(),
+        ),
+        Plan::UseWindowedRate => (
+            "Judge progress by the windowed rate (or throughput-doctor run-batch), not the client's lifetime average".into(),
+            "a correct number to plan with; no throughput change".into(),
+            "none".into(),
+        ),
+    };
+    Recommendation {
+        kind: p.kind(),
+        action,
+        expected_gain,
+        gain_pct: p.gain_pct(),
+        risk,
+    }
+}

@@ -1,0 +1,483 @@
+//! The diagnosis, top to bottom: evidence → views → rules → verdict → findings → report.
+
+use crate::context::{Context, MetricsFacts};
+use crate::evidence::Evidence;
+use crate::evidence::view::{self, SchedulerView};
+use crate::narrative;
+use crate::recommend::{self, Load};
+use crate::report::*;
+use crate::rules::{self, Input};
+use crate::verdict::{self, Overrides, Reason};
+use crate::{bench, capacity, client_view, projection};
+
+/// Diagnose from log evidence alone.
+pub fn diagnose(ev: &Evidence) -> Report {
+    diagnose_with(ev, &Context::default())
+}
+
+/// Diagnose from log evidence and whatever else the context holds (server info, `/metrics`
+/// polls, GPU memory, model config, client records).
+pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
+    // Evidence: a polled server stands for the logs when they hold no batch lines; files that
+    // repeat or continue each other are joined.
+    let with_metrics;
+    let ev = match &ctx.metrics {
+        Some(m) if ev.schedulers.is_empty() && !m.samples.is_empty() => {
+            with_metrics = ev.with_metrics_scheduler(m);
+            &with_metrics
+        }
+        _ => ev,
+    };
+    let (consolidated, joins) = ev.consolidated();
+    let ev = &*consolidated;
+    let capacity = view::capacity_summary(ev, ctx);
+    let views: Vec<SchedulerView<'_>> = ev
+        .schedulers
+        .iter()
+        .map(|(k, tl)| SchedulerView::new(*k, tl))
+        .collect();
+    let span_s = views
+        .iter()
+        .filter_map(|v| v.span.as_ref().map(|s| s.end_s - s.start_s))
+        .reduce(f64::max);
+    let retractions = view::retraction_summary(ev, span_s);
+    let input = Input {
+        ev,
+        views: &views,
+        capacity: &capacity,
+        retractions: &retractions,
+    };
+
+    // The verdict: each scheduler's, then the server's.
+    let reasons: Vec<Reason> = views
+        .iter()
+        .map(|v| verdict::classify(v, &capacity))
+        .collect();
+    let slow_decode = rules::decode_compute::check(&views);
+    let slow_prefill = rules::prefill_compute::check(&input);
+    let long_stall = rules::stall::has_long_stall(&views);
+    let votes: Vec<(Bottleneck, u64)> = views
+        .iter()
+        .zip(&reasons)
+        .map(|(v, r)| (r.bottleneck(), v.steady.len() as u64))
+        .collect();
+    let bottleneck = verdict::decide(
+        &votes,
+        Overrides {
+            slow_decode: slow_decode.is_some(),
+            slow_prefill: slow_prefill.is_some(),
+            long_stall,
+            watchdog: ev.watchdog.count > 0,
+            retractions: retractions.events > 0,
+        },
+    );
+    let carrier = views
+        .iter()
+        .zip(&reasons)
+        .find(|(_, r)| r.bottleneck() == bottleneck);
+
+    // Findings, most important first.
+    let mut findings = Vec::new();
+    if let Some((v, r)) = carrier {
+        findings.extend(narrative::bottleneck(
+            v,
+            r,
+            &capacity,
+            &retractions,
+            input.timeline_range(v.tl),
+        ));
+    }
+    // In a stall the crawl is a symptom of the hang, reported by the stall findings.
+    if bottleneck != Bottleneck::Stall {
+        findings.extend(slow_decode.as_ref().map(narrative::decode_compute));
+    }
+    findings.extend(slow_prefill.as_ref().map(narrative::prefill_compute));
+    findings.extend(
+        rules::prefill_interference::check(&input)
+            .map(|f| narrative::prefill_interference(&f, &capacity)),
+    );
+    findings.extend(rules::stall::check(&input).iter().map(narrative::stall));
+    findings
+        .extend(rules::retraction::check(&input).map(|f| narrative::retraction(&f, &retractions)));
+    findings.extend(rules::watchdog::check(&input).map(|f| narrative::watchdog(&f)));
+    findings.extend(rules::kv_transfer::check(&input).map(|f| narrative::kv_transfer(&f)));
+    findings.extend(rules::idle_window::check(&input).map(|f| narrative::idle_window(&f)));
+    findings.extend(rules::cuda_graph::check(&input).map(|f| narrative::cuda_graph(&f)));
+    findings.extend(rules::dp_imbalance::check(&views).map(|f| narrative::dp_imbalance(&f)));
+    let ramp = rules::ramp_only::check(&input);
+    findings.extend(ramp.as_ref().map(narrative::ramp_only));
+    findings.extend(rules::tiny_pool::check(&input).map(|f| narrative::tiny_pool(&f)));
+
+    // The server's rate and the client's view of it.
+    let steady_gen_throughput = view::steady_throughput(&views);
+    let primary = views.iter().max_by_key(|v| v.tl.decode.pushed());
+    let benchmark_runs = bench::collect_runs(ev, ctx);
+    let client = if benchmark_runs.is_empty() || bench::clients_have_times(ctx) {
+        client_findings(ctx, primary, steady_gen_throughput.as_ref(), &mut findings)
+    } else {
+        bench::client_summary(&benchmark_runs, steady_gen_throughput.as_ref())
+    };
+    benchmark_findings(
+        &benchmark_runs,
+        bottleneck,
+        capacity.max_running_requests,
+        &mut findings,
+    );
+
+    // Capacity, projection, recommendations.
+    let mut not_concluded = Vec::new();
+    let cached_share = primary.and_then(|v| {
+        let agg = &v.tl.agg;
+        let total = agg.prefill_cached_tokens + agg.prefill_new_tokens;
+        (total > 0).then(|| agg.prefill_cached_tokens as f64 / total as f64)
+    });
+    let capacity_model = match capacity::capacity_model(ev, ctx, &capacity, cached_share) {
+        Ok(b) => {
+            let mut cm = b.model;
+            cm.pre_source = narrative::memory_source(&b.pre);
+            cm.free_now_source = b.free_now.as_ref().map(narrative::memory_source);
+            findings.extend(narrative::capacity(&cm));
+            Some(cm)
+        }
+        Err(why) => {
+            not_concluded.push(narrative::not_concluded(
+                NotConcludedReason::NoWhatIfTable,
+                Some(&why.to_string()),
+            ));
+            None
+        }
+    };
+    let projection = primary
+        .and_then(|v| projection::projection(v.tl.decode.samples(), capacity_model.as_ref()));
+    let load = primary.and_then(|v| {
+        Some(Load {
+            running_median: v.running.median?,
+            usage_median: v.usage.median?,
+            usage_p90: v.usage.p90,
+            max_running_requests: capacity.max_running_requests.filter(|&c| c > 0),
+        })
+    });
+    let recommendations = recommend::plans(&recommend::Input {
+        bottleneck,
+        capacity: capacity_model.as_ref(),
+        projection: projection.as_ref(),
+        client: client.as_ref(),
+        retractions: &retractions,
+        load,
+        mem_fraction_static: capacity.mem_fraction_static,
+    })
+    .iter()
+    .map(narrative::recommendation)
+    .collect();
+
+    let inputs = input_summaries(ev);
+    not_concluded.extend(missing(
+        ev,
+        ctx,
+        &inputs,
+        &capacity,
+        steady_gen_throughput.is_some(),
+        client.as_ref(),
+        benchmark_runs.is_empty(),
+    ));
+    // What went wrong with the inputs themselves comes first: it explains the rest.
+    not_concluded.sort_by_key(|n| {
+        !matches!(
+            n.reason,
+            NotConcludedReason::EmptyInput { .. } | NotConcludedReason::SourceError
+        )
+    });
+
+    let mut sources: Vec<String> = joins.iter().map(narrative::join_note).collect();
+    sources.extend(narrative::sources(ctx));
+    sources.extend(
+        benchmark_runs
+            .iter()
+            .filter(|r| ev.sources.iter().any(|s| s.name == r.source.source))
+            .map(|r| {
+                format!(
+                    "benchmark summary: {}:{}-{}",
+                    r.source.source, r.source.first_line, r.source.last_line
+                )
+            }),
+    );
+
+    // The headline: the verdict and the figures of the scheduler that carries it.
+    let dp_ranks = views.iter().filter(|v| v.key.dp.is_some()).count();
+    let a = carrier.map(|(v, _)| v);
+    let mut headline = Headline {
+        verdict: bottleneck,
+        label: String::new(),
+        summary: String::new(),
+        text: String::new(),
+        running_median: a.and_then(|a| a.running.median),
+        running_peak: a.and_then(|a| a.running.max),
+        running_total: (dp_ranks > 1).then(|| views.iter().filter_map(|v| v.running.median).sum()),
+        dp_ranks,
+        queued_median: a.and_then(|a| a.queued.median),
+        queued_peak: a.and_then(|a| a.queued.max),
+        token_usage_median: a.and_then(|a| a.usage.median),
+        gen_throughput: steady_gen_throughput.clone(),
+        busy_gen_tok_per_s: a.and_then(|a| a.gen_tps.median),
+        ramp_only: ramp.map(|r| r.ramp),
+        retraction_events: (a.is_none()
+            && bottleneck == Bottleneck::KvCacheBound
+            && retractions.events > 0)
+            .then_some(retractions.events),
+        slow_prefill: slow_prefill.map(|p| p.slow),
+        pd_prefill_tok_per_s: None,
+        pd_prefill_tokens: None,
+    };
+    if matches!(
+        bottleneck,
+        Bottleneck::ClientBound | Bottleneck::Inconclusive
+    ) && let Some((tokens, rate)) = rules::pd_transfer::prefill_instance(&input)
+    {
+        headline.pd_prefill_tokens = Some(tokens);
+        headline.pd_prefill_tok_per_s = Some(rate);
+    }
+    let (label, summary) = narrative::headline(&headline, long_stall, &benchmark_runs);
+    headline.text = format!("{label}: {summary}");
+    (headline.label, headline.summary) = (label, summary);
+
+    let mut report = Report {
+        schema_version: SCHEMA_VERSION,
+        inputs,
+        bottleneck,
+        headline,
+        schedulers: views
+            .iter()
+            .zip(&reasons)
+            .map(|(v, r)| scheduler_summary(ev, v, r.bottleneck()))
+            .collect(),
+        steady_gen_throughput,
+        capacity,
+        retractions,
+        findings,
+        not_concluded,
+        client,
+        benchmark_runs,
+        capacity_model,
+        projection,
+        recommendations,
+        sources,
+        server_metrics: ctx.metrics.as_ref().and_then(metrics_summary),
+    };
+    narrative::fill_methods(&mut report);
+    report
+}
+
+/// The client summary, and the findings on it: Little's law, the gap, a short sample's adequacy.
+fn client_findings(
+    ctx: &Context,
+    primary: Option<&SchedulerView<'_>>,
+    server_tps: Option<&Rate>,
+    findings: &mut Vec<Finding>,
+) -> Option<ClientSummary> {
+    // The steady span as the log's clock can place it: a line stamped in whole seconds happened
+    // somewhere within that second, so the span reaches to the end of its last second.
+    let steady = primary.and_then(|v| {
+        v.span.as_ref().map(|s| client_view::SteadyClock {
+            start_s: s.steady_start_s,
+            end_s: s.steady_end_s + s.timestamp_resolution_s,
+            resolution_s: s.timestamp_resolution_s,
+        })
+    });
+    let s = client_view::client_summary(ctx, steady, server_tps)?;
+    let c = client_view::primary_client(ctx)?;
+    let in_system = primary.and_then(|v| Some(v.running.mean? + v.queued.mean.unwrap_or(0.0)));
+    if let (Some(f), Some(w)) = (
+        rules::littles_law::check(&s, c, in_system),
+        &s.windowed_req_per_s,
+    ) {
+        findings.push(narrative::littles_law(&f, w.value));
+    }
+    let waits: Vec<f64> = c
+        .requests
+        .iter()
+        .filter_map(|r| r.permit_wait_s)
+        .filter(|x| x.is_finite())
+        .collect();
+    if let Some(gap) = rules::client_gap::check(&s, primary.and_then(|v| v.running.median), &waits)
+    {
+        findings.extend(narrative::client_gap(&s, &gap));
+        if matches!(gap, rules::client_gap::Facts::Gap(_)) {
+            findings.extend(s.adequacy.as_ref().map(narrative::sample_adequacy));
+        }
+    }
+    Some(s)
+}
+
+/// The benchmark rules over every run; failures that dominate a run come before everything
+/// else (the run measured is not the one asked for).
+fn benchmark_findings(
+    runs: &[BenchmarkRun],
+    bottleneck: Bottleneck,
+    cap: Option<u64>,
+    findings: &mut Vec<Finding>,
+) {
+    let mut first = Vec::new();
+    let mut rest = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let n = |f| narrative::numbered(f, i + 1, runs.len());
+        if let Some(f) = rules::bench_failures::check(run) {
+            let dominant = f.dominate;
+            let finding = n(narrative::bench_failures(run, &f));
+            if dominant {
+                first.push(finding)
+            } else {
+                rest.push(finding)
+            }
+        }
+        rest.extend(
+            rules::bench_queueing::check(run)
+                .map(|f| n(narrative::bench_queueing(run, &f, bottleneck))),
+        );
+        rest.extend(
+            rules::bench_concurrency_limit::check(run, bottleneck, cap)
+                .map(|f| n(narrative::bench_concurrency_limit(run, &f))),
+        );
+    }
+    findings.splice(0..0, first);
+    findings.extend(rest);
+}
+
+fn input_summaries(ev: &Evidence) -> Vec<InputSummary> {
+    ev.sources
+        .iter()
+        .map(|s| {
+            let st = s.stats.clone().unwrap_or_default();
+            InputSummary {
+                name: s.name.clone(),
+                kind: s.kind,
+                lines: st.lines,
+                events: st.events,
+                prefill_lines: st.prefill_lines,
+                decode_lines: st.decode_lines,
+                other_lines: st.other_lines,
+                malformed_lines: st.malformed_lines,
+                malformed: st
+                    .malformed
+                    .into_iter()
+                    .map(|(line, reason, excerpt)| MalformedLine {
+                        line,
+                        reason,
+                        excerpt,
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// What the inputs could not say, in the order it is reported.
+fn missing(
+    ev: &Evidence,
+    ctx: &Context,
+    inputs: &[InputSummary],
+    capacity: &CapacitySummary,
+    have_rate: bool,
+    client: Option<&ClientSummary>,
+    no_benchmarks: bool,
+) -> Vec<NotConcluded> {
+    use NotConcludedReason as R;
+    let nc = narrative::not_concluded;
+    let mut out = Vec::new();
+    for i in inputs
+        .iter()
+        .filter(|i| i.lines == 0 && i.kind == InputKind::Log)
+    {
+        out.push(nc(
+            R::EmptyInput {
+                input: i.name.clone(),
+            },
+            None,
+        ));
+    }
+    if ev.schedulers.is_empty() {
+        out.push(nc(R::NoSchedulerLines, None));
+    } else if !have_rate {
+        out.push(nc(R::NoTimedDecodeLines, None));
+    }
+    if capacity.max_total_num_tokens.is_none() {
+        out.push(nc(R::NoPoolSize, None));
+    }
+    match (&ctx.gpu, &ctx.gpu_unavailable) {
+        (Some(_), _) => {}
+        (None, Some(why)) => out.push(nc(R::GpuUnreadable, Some(why))),
+        (None, None) => out.push(nc(R::NoGpuData, None)),
+    }
+    if ctx.clients.is_empty() && no_benchmarks {
+        out.push(nc(R::NoClientRecords, None));
+    } else if client.is_some_and(|c| c.format == sglang_log::ClientFormat::BenchmarkSummary) {
+        out.push(nc(R::ClientIsBenchmarkSummary, None));
+    } else if client.is_none_or(|c| c.windowed_req_per_s.is_none()) {
+        out.push(nc(R::ClientUntimed, None));
+    }
+    if let Some(e) = &ctx.model_error {
+        out.push(nc(R::ModelConfigUnusable, Some(e)));
+    }
+    out.extend(
+        ctx.source_errors
+            .iter()
+            .map(|e| nc(R::SourceError, Some(e))),
+    );
+    out
+}
+
+fn scheduler_summary(
+    ev: &Evidence,
+    v: &SchedulerView<'_>,
+    bottleneck: Bottleneck,
+) -> SchedulerSummary {
+    let agg = &v.tl.agg;
+    let total_prompt = agg.prefill_cached_tokens + agg.prefill_new_tokens;
+    SchedulerSummary {
+        name: v.key.to_string(),
+        source: v
+            .key
+            .source
+            .and_then(|s| ev.sources.get(s))
+            .map(|s| s.name.clone()),
+        tp: v.tl.tp,
+        decode_lines: v.tl.decode.pushed(),
+        prefill_lines: v.tl.prefill.pushed(),
+        duplicate_lines: v.tl.duplicate_lines,
+        span: v.span.clone(),
+        running: v.running,
+        queued: v.queued,
+        token_usage: v.usage,
+        gen_throughput: v.gen_tps,
+        peak_running: agg.max_running,
+        peak_queued: agg.max_queue,
+        peak_token_usage: agg.max_usage,
+        peak_gen_throughput: agg.max_gen_tps,
+        prefix_cache_share: (total_prompt > 0)
+            .then(|| agg.prefill_cached_tokens as f64 / total_prompt as f64),
+        bottleneck,
+    }
+}
+
+fn metrics_summary(m: &MetricsFacts) -> Option<MetricsSummary> {
+    let first = m.samples.first()?;
+    let last = m.samples.last()?;
+    let span_s = last.t - first.t;
+    let generated_tok_per_s = match (first.generation_tokens_total, last.generation_tokens_total) {
+        (Some(a), Some(b)) if span_s > 0.0 && b >= a => Some((b - a) / span_s),
+        _ => None,
+    };
+    Some(MetricsSummary {
+        source: m.source.clone(),
+        samples: m.samples.len(),
+        span_s,
+        running: last.running,
+        queued: last.queued,
+        token_usage: last.token_usage,
+        gen_throughput: last.gen_throughput,
+        generated_tok_per_s,
+        ttft_p50_s: last.ttft_p50_s,
+        ttft_p90_s: last.ttft_p90_s,
+        itl_p50_s: last.itl_p50_s,
+        e2e_p50_s: last.e2e_p50_s,
+    })
+}

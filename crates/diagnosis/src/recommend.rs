@@ -1,0 +1,287 @@
+//! What to change, as typed plans ordered by expected gain. Plans match on
+//! `kv_capacity::Change` and the bottleneck, never on labels; `narrative` words them.
+
+use kv_capacity::{Change, Feasibility, FeasibilityThresholds};
+
+use crate::client_view::lifetime_misleads;
+use crate::report::{
+    Bottleneck, CapacityModel, ClientSummary, Projection, ProjectionRow, RecommendationKind,
+    RetractionSummary,
+};
+use crate::thresholds as th;
+
+/// How loaded the primary scheduler is over its steady span.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Load {
+    /// Median running requests.
+    pub running_median: f64,
+    /// Median token usage (fraction of the KV pool).
+    pub usage_median: f64,
+    /// 90th percentile token usage (fraction).
+    pub usage_p90: Option<f64>,
+    /// `max_running_requests` per DP rank, when known.
+    pub max_running_requests: Option<u64>,
+}
+
+/// Which limit stops more requests from running at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// The running-request cap.
+    RunningCap,
+    /// The KV cache at [`th::HEADROOM_USAGE`].
+    KvCache,
+}
+
+impl Load {
+    /// Extra requests that could run at once before the running cap or a KV pool at
+    /// [`th::HEADROOM_USAGE`] stops them (KV tokens per request assumed as today's), and which
+    /// limit comes first.
+    pub fn headroom(&self) -> Option<(f64, Limit)> {
+        let kv = (self.usage_median > 0.0)
+            .then(|| self.running_median * (th::HEADROOM_USAGE / self.usage_median - 1.0));
+        let cap = self
+            .max_running_requests
+            .map(|c| c as f64 - self.running_median);
+        match (kv, cap) {
+            (Some(k), Some(c)) if c <= k => Some((c.max(0.0), Limit::RunningCap)),
+            (Some(k), _) => Some((k.max(0.0), Limit::KvCache)),
+            (None, Some(c)) => Some((c.max(0.0), Limit::RunningCap)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// A what-if row worth applying, with its projection relative to today's row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Apply {
+    /// The projected row (gain relative to today's row, per GPU for a larger TP).
+    pub row: ProjectionRow,
+    /// Its pool (tokens) and change (percent).
+    pub pool: Option<(u64, f64)>,
+    /// Free GPU memory per GPU after the change (GiB).
+    pub free_after_gib: Option<f64>,
+    /// Today's row: projected tok/s and concurrency.
+    pub base: (f64, f64),
+}
+
+/// A fraction that would not fit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DoNotRaise {
+    /// The first fraction above today's that would not fit.
+    pub to: f64,
+    /// `(extra GiB, free after, free now)` per GPU, when the free memory is known.
+    pub memory: Option<(f64, f64, f64)>,
+    /// Extra GiB per GPU of the pool.
+    pub extra_gib_per_gpu: f64,
+    /// Free memory below which an OOM is likely (GiB).
+    pub tight_free_gib: f64,
+}
+
+/// What filling today's pool would give (below the pool).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fill {
+    /// Requests the pool could hold decoding at once.
+    pub concurrency: f64,
+    /// Projected tok/s.
+    pub tok_per_s: f64,
+    /// Gain over the fit's throughput now (percent).
+    pub gain_pct: f64,
+    /// Beyond the observed batch sizes.
+    pub extrapolated: bool,
+    /// Observed mean running requests, and the fit's tok/s now.
+    pub now: (f64, f64),
+}
+
+/// One recommendation, as data.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plan {
+    /// Apply a what-if change.
+    Apply(Apply),
+    /// Do not raise the fraction this far.
+    DoNotRaise(DoNotRaise),
+    /// HiCache will not raise decode concurrency.
+    HiCacheNoGain,
+    /// Raise conservativeness: the run retracted this many times.
+    RaiseConservativeness(u64),
+    /// Lower conservativeness, with what filling the pool would give.
+    LowerConservativeness(Option<Fill>),
+    /// Raise `--max-running-requests`.
+    RaiseMaxRunning,
+    /// Raise the client's concurrency.
+    RaiseClientConcurrency(Option<Load>),
+    /// Judge progress by the windowed rate.
+    UseWindowedRate,
+}
+
+impl Plan {
+    /// Its kind in the report.
+    pub fn kind(&self) -> RecommendationKind {
+        match self {
+            Plan::Apply(a) => RecommendationKind::Apply {
+                change: a.row.change,
+            },
+            Plan::DoNotRaise(d) => RecommendationKind::DoNotRaiseFraction { to: d.to },
+            Plan::HiCacheNoGain => RecommendationKind::HiCacheNoGain,
+            Plan::RaiseConservativeness(_) => RecommendationKind::RaiseConservativeness,
+            Plan::LowerConservativeness(_) => RecommendationKind::LowerConservativeness,
+            Plan::RaiseMaxRunning => RecommendationKind::RaiseMaxRunningRequests,
+            Plan::RaiseClientConcurrency(_) => RecommendationKind::RaiseClientConcurrency,
+            Plan::UseWindowedRate => RecommendationKind::UseWindowedRate,
+        }
+    }
+
+    /// Expected gain in percent of throughput (for ordering).
+    pub fn gain_pct(&self) -> Option<f64> {
+        match self {
+            Plan::Apply(a) => Some(a.row.gain_pct),
+            Plan::LowerConservativeness(f) => f.map(|f| f.gain_pct),
+            _ => None,
+        }
+    }
+}
+
+/// Which family of change a row makes (one recommendation per family).
+fn family(c: Change) -> u8 {
+    match c {
+        Change::Current => 0,
+        Change::Fraction { .. } => 1,
+        Change::KvDtype { .. } => 2,
+        Change::TpSize { .. } => 3,
+    }
+}
+
+/// What the recommendations read.
+#[derive(Clone, Copy)]
+pub struct Input<'a> {
+    /// The verdict.
+    pub bottleneck: Bottleneck,
+    /// The capacity model.
+    pub capacity: Option<&'a CapacityModel>,
+    /// The step-time projection.
+    pub projection: Option<&'a Projection>,
+    /// The client's view.
+    pub client: Option<&'a ClientSummary>,
+    /// Retractions.
+    pub retractions: &'a RetractionSummary,
+    /// The load of the primary scheduler.
+    pub load: Option<Load>,
+    /// Today's `mem_fraction_static`.
+    pub mem_fraction_static: Option<f64>,
+}
+
+fn kv_plans(cm: &CapacityModel, p: &Projection, fraction: Option<f64>, out: &mut Vec<Plan>) {
+    let now = cm.what_if.rows.iter().find(|w| w.change == Change::Current);
+    // Gains relative to the current row's projection (same formula, so like with like).
+    let base = now
+        .and_then(|w| p.rows.iter().find(|r| r.change == w.change))
+        .map(|r| (r.tok_per_s, r.concurrency))
+        .unwrap_or((p.current_tok_per_s, p.observed_mean_running));
+    // A larger TP needs proportionally more GPUs, so its gain is counted per GPU.
+    let gpu_factor = |c: Change| match c {
+        Change::TpSize { to } => f64::from(to) / f64::from(cm.tp_size.max(1)),
+        _ => 1.0,
+    };
+    let mut candidates: Vec<ProjectionRow> = p
+        .rows
+        .iter()
+        .filter(|r| r.change != Change::Current)
+        .map(|r| {
+            let mut r = r.clone();
+            r.gain_pct = (r.tok_per_s / gpu_factor(r.change) / base.0 - 1.0) * 100.0;
+            r
+        })
+        .filter(|r| r.feasibility != Some(Feasibility::OomLikely) && r.gain_pct > th::MIN_GAIN_PCT)
+        .collect();
+    candidates.sort_by(|a, b| b.gain_pct.total_cmp(&a.gain_pct));
+    let mut seen = Vec::new();
+    for r in candidates {
+        if seen.contains(&family(r.change)) {
+            continue;
+        }
+        seen.push(family(r.change));
+        let w = cm.what_if.rows.iter().find(|w| w.change == r.change);
+        out.push(Plan::Apply(Apply {
+            pool: w.map(|w| (w.pool_tokens, w.change_pct)),
+            free_after_gib: w
+                .and_then(|w| w.feasibility.as_ref())
+                .map(|f| f.free_after_gib),
+            base,
+            row: r,
+        }));
+    }
+    // The first fraction above today's that would not fit: the usual first idea.
+    let above = |to: f64| fraction.is_none_or(|f| to > f + 1e-9);
+    if let Some(bad) = cm.what_if.rows.iter().find(|w| {
+        matches!(w.change, Change::Fraction { to } if above(to))
+            && w.feasibility
+                .as_ref()
+                .is_some_and(|f| f.verdict == Feasibility::OomLikely)
+    }) {
+        out.push(Plan::DoNotRaise(DoNotRaise {
+            to: bad.mem_fraction_static,
+            memory: bad
+                .feasibility
+                .as_ref()
+                .map(|f| (f.extra_gib, f.free_after_gib, f.free_now_gib)),
+            extra_gib_per_gpu: bad.extra_gib_per_gpu,
+            tight_free_gib: FeasibilityThresholds::default().tight_free_gib,
+        }));
+    }
+}
+
+/// What filling today's pool would give, when admission lets fewer run than it holds.
+fn fill(cap: Option<&CapacityModel>, proj: Option<&Projection>) -> Option<Fill> {
+    let (cm, p) = (cap?, proj?);
+    let now = cm
+        .what_if
+        .rows
+        .iter()
+        .find(|w| w.change == Change::Current)?;
+    let n = now.decode_concurrency?;
+    let r = p.rows.iter().find(|r| r.change == Change::Current)?;
+    (n > p.observed_mean_running).then(|| Fill {
+        concurrency: n,
+        tok_per_s: r.tok_per_s,
+        gain_pct: (r.tok_per_s / p.current_tok_per_s - 1.0) * 100.0,
+        extrapolated: r.extrapolated,
+        now: (p.observed_mean_running, p.current_tok_per_s),
+    })
+}
+
+/// The plans, ordered by expected gain (those without a gain last, in the order made).
+pub fn plans(i: &Input<'_>) -> Vec<Plan> {
+    let mut out = Vec::new();
+    if i.bottleneck == Bottleneck::KvCacheBound {
+        if let (Some(cm), Some(p)) = (i.capacity, i.projection) {
+            kv_plans(cm, p, i.mem_fraction_static, &mut out);
+        }
+        if i.capacity.is_some() {
+            out.push(Plan::HiCacheNoGain);
+        }
+        if i.retractions.events > 0 {
+            out.push(Plan::RaiseConservativeness(i.retractions.events));
+        }
+    }
+    match i.bottleneck {
+        Bottleneck::SchedulerConservative => {
+            out.push(Plan::LowerConservativeness(fill(i.capacity, i.projection)))
+        }
+        Bottleneck::RunningCapBound => out.push(Plan::RaiseMaxRunning),
+        // Nothing runs (a PD prefill instance, an idle server): the batch model does not apply.
+        Bottleneck::ClientBound if i.load.is_some_and(|l| l.running_median < 1.0) => {}
+        Bottleneck::ClientBound => out.push(Plan::RaiseClientConcurrency(i.load)),
+        _ => {}
+    }
+    if let Some(c) = i.client
+        && c.printed_req_per_s.is_some()
+        && lifetime_misleads(c)
+    {
+        out.push(Plan::UseWindowedRate);
+    }
+    out.sort_by(|a, b| {
+        b.gain_pct()
+            .unwrap_or(f64::NEG_INFINITY)
+            .total_cmp(&a.gain_pct().unwrap_or(f64::NEG_INFINITY))
+    });
+    out
+}

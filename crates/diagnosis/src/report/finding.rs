@@ -1,0 +1,154 @@
+//! Findings: what a rule concluded, with the figures and lines behind it.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// How sure a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// Weak or indirect evidence.
+    Low,
+    /// Consistent evidence from one source.
+    Medium,
+    /// Strong, consistent evidence.
+    High,
+}
+
+/// One number supporting a finding.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Figure {
+    /// What it is, e.g. `median token usage`.
+    pub name: String,
+    /// The value (`null` in JSON when unknown or not finite).
+    pub value: Option<f64>,
+    /// Its unit.
+    pub unit: Unit,
+}
+
+impl Figure {
+    /// A figure; a value that is not finite is kept as unknown (`null`), never as NaN.
+    pub fn new(name: impl Into<String>, value: f64, unit: Unit) -> Self {
+        Self {
+            name: name.into(),
+            value: value.is_finite().then_some(value),
+            unit,
+        }
+    }
+}
+
+/// The unit of a [`Figure`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// A fraction 0-1 (printed as a percentage).
+    Fraction,
+    /// Requests.
+    Requests,
+    /// Tokens.
+    Tokens,
+    /// Tokens per second.
+    TokPerS,
+    /// Requests per second.
+    ReqPerS,
+    /// Seconds.
+    Seconds,
+    /// Bytes.
+    Bytes,
+    /// GiB (2^30 bytes).
+    Gib,
+    /// Log lines.
+    Lines,
+    /// Events (e.g. retractions).
+    Events,
+    /// Events per hour.
+    EventsPerHour,
+    /// A dimensionless ratio.
+    Ratio,
+}
+
+/// A range of lines in one source that supports a finding.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct SourceRange {
+    /// The source name (path).
+    pub source: String,
+    /// First line (1-based).
+    pub first_line: u64,
+    /// Last line (inclusive).
+    pub last_line: u64,
+}
+
+/// Stable identifiers of finding kinds (the JSON `kind` field).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    /// See [`crate::Bottleneck::KvCacheBound`].
+    KvCacheBound,
+    /// See [`crate::Bottleneck::RunningCapBound`].
+    RunningCapBound,
+    /// See [`crate::Bottleneck::PrefillBound`].
+    PrefillBound,
+    /// See [`crate::Bottleneck::SchedulerConservative`].
+    SchedulerConservative,
+    /// See [`crate::Bottleneck::PdTransferBound`].
+    PdTransferBound,
+    /// See [`crate::Bottleneck::ClientBound`].
+    ClientBound,
+    /// Running requests but `#token` frozen or gen throughput near zero.
+    Stall,
+    /// See [`crate::Bottleneck::DecodeComputeBound`].
+    DecodeComputeBound,
+    /// See [`crate::Bottleneck::PrefillComputeBound`].
+    PrefillComputeBound,
+    /// KV cache pool exhausted during decode; requests retracted.
+    Retraction,
+    /// A watchdog timeout: the scheduler hung.
+    WatchdogTimeout,
+    /// KV transfers failed (PD disaggregation).
+    KvTransferFailure,
+    /// The first decode line after an idle gap reads low: SGLang's window includes the idle time.
+    IdleWindowArtifact,
+    /// Decode batches larger than the captured CUDA-graph batch size ran without graphs.
+    NoCudaGraph,
+    /// The log covers only the ramp-up; no steady state.
+    RampOnly,
+    /// Load is spread unevenly over DP ranks.
+    DpImbalance,
+    /// The KV pool is very small for the model/context, e.g. `--max-total-tokens` set.
+    TinyKvPool,
+    /// The client's rate differs from the server's: why.
+    ClientGap,
+    /// Prefill batches interrupt decode and cost decode throughput.
+    PrefillInterference,
+    /// Little's law: the server holds fewer (or more) requests than the client's rate × latency implies.
+    LittlesLaw,
+    /// A proposed sample window is too short for the rate.
+    SampleAdequacy,
+    /// What a bigger KV pool would take (SGLang's formula, free memory).
+    CapacityWhatIf,
+    /// Host-RAM hierarchical cache: what it would and would not do.
+    HiCache,
+    /// A benchmark run lost requests: its figures cover only the successes.
+    BenchmarkFailures,
+    /// A benchmark's requests spent much of their latency before the first token (queueing).
+    BenchmarkQueueing,
+    /// A benchmark kept its `--max-concurrency` limit full.
+    BenchmarkConcurrencyLimit,
+}
+
+/// A conclusion with the numbers and lines that support it.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Finding {
+    /// Stable kind.
+    pub kind: FindingKind,
+    /// One-line statement (English, from `narrative`).
+    pub title: String,
+    /// Explanation, with what to change where that follows (English, from `narrative`).
+    pub detail: String,
+    /// Supporting numbers.
+    pub figures: Vec<Figure>,
+    /// Supporting line ranges.
+    pub evidence: Vec<SourceRange>,
+    /// How sure.
+    pub confidence: Confidence,
+}

@@ -1,0 +1,668 @@
+//! The report: what `diagnose` found, as data only. This module is a leaf: it imports nothing
+//! of this crate, only the data types of the crates it reports on (`kv-capacity`,
+//! `sglang-log`). Rendering (text, Markdown) is the binary's job; English sentences inside the
+//! report (`headline.summary`, finding titles and details, `method`s) come from
+//! `crate::narrative`, and no code decides on them.
+//!
+//! The JSON form is this structure serialised with serde; its schema is generated from these
+//! types (`schemars`) into `docs/report.schema.json` and versioned by [`SCHEMA_VERSION`]. Every
+//! enum has one spelling (`snake_case`). Unknown values are `null`, never 0 and never NaN.
+
+mod finding;
+
+pub use finding::{Confidence, Figure, Finding, FindingKind, SourceRange, Unit};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// Version of the JSON report schema. Bump on any breaking change of field names or meaning.
+/// 2: the headline is an object, enums have one spelling, `not_concluded` items carry a
+/// reason, rates and spans carry their basis, recommendations their kind.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The main cause of lost throughput, as far as the evidence shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Bottleneck {
+    /// The KV cache is (nearly) full while requests queue: only as many requests run as fit in the pool.
+    KvCacheBound,
+    /// The running batch is pinned at `max_running_requests` (or the mamba-state slots) while requests queue.
+    RunningCapBound,
+    /// Requests queue while prefill batches run at their size limit (`chunked_prefill_size` / `max_prefill_tokens`).
+    PrefillBound,
+    /// Requests queue although the KV cache is well below full: admission reserves too much.
+    SchedulerConservative,
+    /// PD disaggregation: requests pile up waiting for KV pre-allocation / bootstrap.
+    PdTransferBound,
+    /// Nearly nothing waits: the client sends too little load for the server.
+    ClientBound,
+    /// Requests run but tokens stop moving.
+    Stall,
+    /// Decode itself is extremely slow per running request (well under 1 tok/s each): a hung or
+    /// eager (no CUDA graph) decode, CPU offload, or a broken kernel, not load or memory.
+    DecodeComputeBound,
+    /// Prefill itself is extremely slow: one request's consecutive prefill chunks take tens of
+    /// seconds each (tens of tok/s) with nothing queued: CPU/host offload, kernels falling back,
+    /// or a broken device, not load or memory.
+    PrefillComputeBound,
+    /// Batch lines are present but the signals disagree or are too few.
+    Inconclusive,
+    /// No SGLang scheduler lines were found.
+    NoSchedulerLines,
+}
+
+/// The answer in one line: the verdict and the key figures behind it.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Headline {
+    /// The verdict (the same as [`Report::bottleneck`]).
+    pub verdict: Bottleneck,
+    /// The verdict's name for people, e.g. `KV-cache bound`.
+    pub label: String,
+    /// The rest of the answer, after the label (English, from `narrative`).
+    pub summary: String,
+    /// `label: summary`, the whole answer in one string.
+    pub text: String,
+    /// Median running requests of the scheduler behind the verdict, over its steady span (requests).
+    pub running_median: Option<f64>,
+    /// Highest running requests of that scheduler over its steady span (requests).
+    pub running_peak: Option<f64>,
+    /// Sum of the median running requests over DP ranks, when there are several (requests).
+    pub running_total: Option<f64>,
+    /// DP ranks with their own batch lines (0 without DP tags).
+    pub dp_ranks: usize,
+    /// Median queued requests over the steady span (requests).
+    pub queued_median: Option<f64>,
+    /// Highest queued requests over the steady span (requests).
+    pub queued_peak: Option<f64>,
+    /// Median token usage over the steady span (fraction of the KV pool).
+    pub token_usage_median: Option<f64>,
+    /// The server's generation throughput, summed over DP ranks (see [`Report::steady_gen_throughput`]).
+    pub gen_throughput: Option<Rate>,
+    /// Median logged gen throughput while decoding (tok/s), idle gaps excluded.
+    pub busy_gen_tok_per_s: Option<f64>,
+    /// The ramp, when the log holds only the ramp-up of a burst.
+    pub ramp_only: Option<Ramp>,
+    /// Retraction events, when the verdict rests on them (no scheduler carries the verdict).
+    pub retraction_events: Option<u64>,
+    /// The prefill crawl, for a prefill compute bound verdict.
+    pub slow_prefill: Option<SlowPrefill>,
+    /// New prompt tokens prefilled per second, for a PD prefill instance (tok/s).
+    pub pd_prefill_tok_per_s: Option<f64>,
+    /// New prompt tokens prefilled, for a PD prefill instance (tokens).
+    pub pd_prefill_tokens: Option<u64>,
+}
+
+/// A burst's ramp-up: running requests climbing while the queue drains.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Ramp {
+    /// Running requests at the ramp's start (requests).
+    pub running_start: u64,
+    /// Running requests at its end (requests).
+    pub running_end: u64,
+    /// Queued requests at its start (requests).
+    pub queued_start: u64,
+    /// Queued requests at its end (requests).
+    pub queued_end: u64,
+}
+
+/// Prefill chunks of one long prompt that crawl on an otherwise idle server.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct SlowPrefill {
+    /// The scheduler (`rank 0`, `DP1`, ...).
+    pub scheduler: String,
+    /// Prefill speed (tok/s), the median over chunk pairs.
+    pub tok_per_s: f64,
+    /// The chunk size (tokens).
+    pub chunk_tokens: u64,
+    /// Seconds between consecutive chunks.
+    pub seconds_per_chunk: f64,
+    /// Chunk pairs measured.
+    pub pairs: usize,
+}
+
+/// Time-weighted summary of one gauge over a span (see `throughput_stats::time_weighted_summary`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, JsonSchema)]
+pub struct GaugeStats {
+    /// Samples used.
+    pub n: usize,
+    /// Minimum.
+    pub min: Option<f64>,
+    /// Time-weighted median.
+    pub median: Option<f64>,
+    /// Time-weighted 90th percentile.
+    pub p90: Option<f64>,
+    /// Maximum.
+    pub max: Option<f64>,
+    /// Time-weighted mean.
+    pub mean: Option<f64>,
+}
+
+/// How a scheduler's span was divided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SpanBasis {
+    /// MSER-5 found a steady state after the ramp (and before the drain).
+    Steady {
+        /// Batches of 5 lines cut as the ramp.
+        ramp_batches: usize,
+        /// Batches of 5 lines cut as the drain.
+        drain_batches: usize,
+    },
+    /// The run is burst-shaped (MSER stopped at its search limit): no steady state; the whole
+    /// log is used.
+    NoSteadyState {
+        /// Batches MSER would have cut.
+        ramp_batches: usize,
+    },
+    /// Too few points for phase detection: the whole log is used.
+    TooFewPoints,
+}
+
+impl SpanBasis {
+    /// Whether a steady state was found (not the whole log taken for want of one).
+    pub fn is_steady(self) -> bool {
+        matches!(self, SpanBasis::Steady { .. })
+    }
+}
+
+/// The spans a scheduler's run divides into.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Span {
+    /// Start of the log's batch lines (seconds, log clock).
+    pub start_s: f64,
+    /// End of the log's batch lines (seconds).
+    pub end_s: f64,
+    /// Start of the steady span (seconds).
+    pub steady_start_s: f64,
+    /// End of the steady span (seconds).
+    pub steady_end_s: f64,
+    /// How finely the log's clock resolves time (seconds): 1.0 when every timestamp in the series
+    /// is a whole second (the usual `[YYYY-MM-DD HH:MM:SS]` prefix), so a line stamped `t`
+    /// happened somewhere in `[t, t + 1)`; 0.0 when the timestamps carry fractions.
+    pub timestamp_resolution_s: f64,
+    /// How the span was found.
+    pub basis: SpanBasis,
+    /// The same, in words.
+    pub method: String,
+}
+
+/// What a [`Rate`] was measured over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RateBasis {
+    /// The server's logged gen throughput over its steady span.
+    SteadySpan,
+    /// The server's logged gen throughput over the whole log (no steady state found).
+    WholeLog,
+    /// Client completions inside the server's steady span.
+    ClientSteadyWindow,
+    /// Client completions in the second half of the client's run.
+    ClientSecondHalf,
+    /// Client completions since its start over the time since then.
+    ClientLifetime,
+    /// The server's steady token rate over the mean completion length.
+    ImpliedByServerTokens,
+    /// A benchmark's successful requests over its whole duration.
+    BenchmarkWholeRun,
+}
+
+impl Rate {
+    /// Whether it was measured over a steady span (not a whole log, for want of one).
+    pub fn basis_is_steady(&self) -> bool {
+        self.basis != RateBasis::WholeLog
+    }
+}
+
+/// A rate with its interval.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Rate {
+    /// The estimate.
+    pub value: f64,
+    /// Lower bound of the interval.
+    pub low: Option<f64>,
+    /// Upper bound of the interval.
+    pub high: Option<f64>,
+    /// Confidence level of the interval (e.g. 0.95).
+    pub confidence: f64,
+    /// Unit.
+    pub unit: Unit,
+    /// Window it was measured over (seconds).
+    pub window_s: f64,
+    /// What it was measured over.
+    pub basis: RateBasis,
+    /// How it was computed, in words.
+    pub method: String,
+}
+
+/// What one scheduler (DP rank / PP stage) did.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct SchedulerSummary {
+    /// `DP1`, `PP0`, `rank 0`, ...
+    pub name: String,
+    /// The source whose lines were used, when the scheduler has no DP tag.
+    pub source: Option<String>,
+    /// The TP rank whose lines were kept.
+    pub tp: Option<u32>,
+    /// Decode lines.
+    pub decode_lines: u64,
+    /// Prefill lines.
+    pub prefill_lines: u64,
+    /// Lines from other TP ranks skipped as duplicates of this scheduler's.
+    pub duplicate_lines: u64,
+    /// Run spans, when lines carry timestamps.
+    pub span: Option<Span>,
+    /// `#running-req` over the steady span (requests).
+    pub running: GaugeStats,
+    /// `#queue-req` over the steady span (requests).
+    pub queued: GaugeStats,
+    /// `token usage` over the steady span (fraction 0-1).
+    pub token_usage: GaugeStats,
+    /// `gen throughput` over the steady span (tok/s).
+    pub gen_throughput: GaugeStats,
+    /// Peak `#running-req` over the whole log.
+    pub peak_running: Option<u64>,
+    /// Peak `#queue-req` over the whole log.
+    pub peak_queued: Option<u64>,
+    /// Peak `token usage` over the whole log.
+    pub peak_token_usage: Option<f64>,
+    /// Peak `gen throughput` over the whole log (tok/s).
+    pub peak_gen_throughput: Option<f64>,
+    /// Share of prompt tokens served from the prefix cache: Σcached / Σ(cached + new) (fraction).
+    pub prefix_cache_share: Option<f64>,
+    /// The verdict for this scheduler alone.
+    pub bottleneck: Bottleneck,
+}
+
+/// What kind of input a [`InputSummary`] describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    /// A log file (or stdin).
+    Log,
+    /// A live server's `/metrics` polls, read as a scheduler.
+    MetricsPolls,
+}
+
+/// Counts of one input.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct InputSummary {
+    /// Path or `-`.
+    pub name: String,
+    /// What it is.
+    pub kind: InputKind,
+    /// Lines read.
+    pub lines: u64,
+    /// SGLang events recognised.
+    pub events: u64,
+    /// Prefill batch lines.
+    pub prefill_lines: u64,
+    /// Decode batch lines.
+    pub decode_lines: u64,
+    /// Lines not from SGLang's scheduler.
+    pub other_lines: u64,
+    /// Lines that could not be parsed.
+    pub malformed_lines: u64,
+    /// The first malformed lines.
+    pub malformed: Vec<MalformedLine>,
+}
+
+/// One malformed line, where it is and why.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct MalformedLine {
+    /// 1-based line number.
+    pub line: u64,
+    /// Why it could not be parsed.
+    pub reason: String,
+    /// Its start, shortened.
+    pub excerpt: String,
+}
+
+/// KV pool facts read from the log's startup lines.
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+pub struct CapacitySummary {
+    /// `max_total_num_tokens` (tokens per DP rank).
+    pub max_total_num_tokens: Option<u64>,
+    /// `max_running_requests` (per DP rank).
+    pub max_running_requests: Option<u64>,
+    /// `chunked_prefill_size` (tokens).
+    pub chunked_prefill_size: Option<u64>,
+    /// `max_prefill_tokens` (tokens).
+    pub max_prefill_tokens: Option<u64>,
+    /// `context_len` (tokens).
+    pub context_len: Option<u64>,
+    /// `mem_fraction_static` from `server_args`.
+    pub mem_fraction_static: Option<f64>,
+    /// Free GPU memory after CUDA-graph capture (GiB per GPU; SGLang prints it as "GB").
+    pub available_gpu_mem_gb: Option<f64>,
+    /// KV cache size (GiB per GPU).
+    pub kv_cache_gb: Option<f64>,
+    /// Weights (GiB per GPU).
+    pub weights_gb: Option<f64>,
+}
+
+/// Retractions, deduplicated across TP ranks.
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+pub struct RetractionSummary {
+    /// Distinct retraction events.
+    pub events: u64,
+    /// Retraction lines before deduplication (every TP rank prints one).
+    pub lines: u64,
+    /// Σ `#retracted_reqs` (requests).
+    pub retracted_requests: u64,
+    /// Σ `#new_tokens_gained` (tokens), when the version prints it.
+    pub tokens_freed: Option<u64>,
+    /// Events per hour over the logged span.
+    pub per_hour: Option<f64>,
+    /// Highest `#new_token_ratio` after a retraction.
+    pub max_ratio_after: Option<f64>,
+}
+
+/// Why something could not be concluded.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NotConcludedReason {
+    /// A named source could not be read (unreachable server, bad file).
+    SourceError,
+    /// An input holds no lines at all.
+    EmptyInput {
+        /// The input's name.
+        input: String,
+    },
+    /// No scheduler (batch) lines anywhere.
+    NoSchedulerLines,
+    /// No scheduler has two timestamped decode lines.
+    NoTimedDecodeLines,
+    /// The KV pool size is unknown (no startup lines, no server info).
+    NoPoolSize,
+    /// GPU memory was asked for and could not be read.
+    GpuUnreadable,
+    /// No GPU memory source was given.
+    NoGpuData,
+    /// No client records or logs were given.
+    NoClientRecords,
+    /// The client evidence is a benchmark's whole-run summary.
+    ClientIsBenchmarkSummary,
+    /// The client records carry no completion times.
+    ClientUntimed,
+    /// The model config could not be used.
+    ModelConfigUnusable,
+    /// The KV what-if table could not be built.
+    NoWhatIfTable,
+}
+
+/// One thing the report could not conclude.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct NotConcluded {
+    /// Why, as data.
+    pub reason: NotConcludedReason,
+    /// Why, in words.
+    pub text: String,
+}
+
+/// One benchmark run the report read, and where it came from.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct BenchmarkRun {
+    /// The file and lines of the summary block.
+    pub source: SourceRange,
+    /// The block's figures (latencies in seconds).
+    pub summary: sglang_log::BenchSummary,
+}
+
+impl BenchmarkRun {
+    /// Mean end-to-end latency (seconds): the printed mean, else TTFT + TPOT × (mean output
+    /// tokens − 1), the identity bench_serving's TPOT is defined by (spec §7).
+    pub fn mean_e2e_s(&self) -> Option<f64> {
+        let b = &self.summary;
+        b.e2e.mean_s.or_else(|| {
+            let out = b.mean_completion_tokens()?;
+            Some(b.ttft.mean_s? + b.tpot.mean_s? * (out - 1.0).max(0.0))
+        })
+    }
+}
+
+/// The whole diagnosis.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The inputs and their parse counts.
+    pub inputs: Vec<InputSummary>,
+    /// The main bottleneck.
+    pub bottleneck: Bottleneck,
+    /// The answer: the verdict and its key figures.
+    pub headline: Headline,
+    /// Per scheduler.
+    pub schedulers: Vec<SchedulerSummary>,
+    /// Server generation throughput over the steady span, summed over DP ranks.
+    pub steady_gen_throughput: Option<Rate>,
+    /// Startup capacity facts.
+    pub capacity: CapacitySummary,
+    /// Retractions.
+    pub retractions: RetractionSummary,
+    /// Findings, most important first.
+    pub findings: Vec<Finding>,
+    /// What could not be concluded from this input, and why (input problems first).
+    pub not_concluded: Vec<NotConcluded>,
+    /// The client's view reconciled with the server's, when client records were given.
+    pub client: Option<ClientSummary>,
+    /// Benchmark summary blocks read from the logs and client files (whole-run figures).
+    pub benchmark_runs: Vec<BenchmarkRun>,
+    /// KV capacity model and what-if projections, when enough facts were given.
+    pub capacity_model: Option<CapacityModel>,
+    /// Decode step-time fit and the throughput it projects.
+    pub projection: Option<Projection>,
+    /// What to change, ordered by expected gain.
+    pub recommendations: Vec<Recommendation>,
+    /// The sources that were used beside the logs, in words.
+    pub sources: Vec<String>,
+    /// What the server's `/metrics` said, when it was polled.
+    pub server_metrics: Option<MetricsSummary>,
+}
+
+/// The server's `/metrics` over the polls.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct MetricsSummary {
+    /// Server URL.
+    pub source: String,
+    /// Polls.
+    pub samples: usize,
+    /// Seconds between the first and last poll.
+    pub span_s: f64,
+    /// Last running requests.
+    pub running: Option<f64>,
+    /// Last queued requests.
+    pub queued: Option<f64>,
+    /// Last token usage (fraction).
+    pub token_usage: Option<f64>,
+    /// Last logged gen throughput (tok/s).
+    pub gen_throughput: Option<f64>,
+    /// Increase of `generation_tokens_total` over the polls divided by their span (tok/s).
+    pub generated_tok_per_s: Option<f64>,
+    /// Median TTFT (seconds, histogram estimate, since server start).
+    pub ttft_p50_s: Option<f64>,
+    /// 90th percentile TTFT (seconds).
+    pub ttft_p90_s: Option<f64>,
+    /// Median inter-token latency (seconds).
+    pub itl_p50_s: Option<f64>,
+    /// Median end-to-end latency (seconds).
+    pub e2e_p50_s: Option<f64>,
+}
+
+/// Whether a short window can pin down a rate (exact Poisson, Garwood).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct SampleAdequacy {
+    /// The window considered (seconds).
+    pub window_s: f64,
+    /// The rate assumed (req/s).
+    pub rate_per_s: f64,
+    /// Completions such a window is expected to hold.
+    pub expected_count: f64,
+    /// Lower end of the rate interval that count would give (req/s).
+    pub low: f64,
+    /// Upper end (req/s).
+    pub high: f64,
+    /// Confidence level of the interval.
+    pub confidence: f64,
+    /// Seconds a window must last for ±10% at that confidence.
+    pub window_needed_s: f64,
+    /// Whether the window is long enough.
+    pub adequate: bool,
+    /// The same, in words.
+    pub text: String,
+}
+
+/// The client's view and how it relates to the server's.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ClientSummary {
+    /// The client file.
+    pub source: String,
+    /// How it was read.
+    pub format: sglang_log::ClientFormat,
+    /// Completed requests seen.
+    pub completed: u64,
+    /// Failed requests seen.
+    pub failed: u64,
+    /// Total requests of the job, when the client printed it.
+    pub total: Option<u64>,
+    /// The last rate the client printed (req/s), when it printed one.
+    pub printed_req_per_s: Option<f64>,
+    /// Completions since the client's start divided by the time since then: the lifetime average.
+    pub lifetime_req_per_s: Option<Rate>,
+    /// Completions in the steady window divided by its length, with a Poisson interval.
+    pub windowed_req_per_s: Option<Rate>,
+    /// The server's steady gen throughput divided by the mean completion length (delta-method interval).
+    pub implied_req_per_s: Option<Rate>,
+    /// Seconds from the client's start to its first completion.
+    pub first_completion_after_s: Option<f64>,
+    /// Mean completion tokens per request.
+    pub mean_completion_tokens: Option<f64>,
+    /// Mean prompt tokens per request.
+    pub mean_prompt_tokens: Option<f64>,
+    /// Sample adequacy of a short window at the best rate known.
+    pub adequacy: Option<SampleAdequacy>,
+    /// Time to finish the remaining requests at the windowed rate.
+    pub eta: Option<EtaSummary>,
+}
+
+/// Estimated time to completion.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct EtaSummary {
+    /// Requests left.
+    pub remaining: u64,
+    /// Seconds, at the point estimate of the rate.
+    pub seconds: f64,
+    /// Seconds at the upper end of the rate interval (optimistic).
+    pub low_s: f64,
+    /// Seconds at the lower end of the rate interval (pessimistic; may be infinite → null).
+    pub high_s: Option<f64>,
+}
+
+/// KV capacity: the pool model and its what-if table (from `kv-capacity`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct CapacityModel {
+    /// TP size the model was computed for.
+    pub tp_size: u32,
+    /// Bytes per token slot per GPU.
+    pub cell_bytes: u64,
+    /// `pre` (free GPU memory before weights load), GiB per GPU.
+    pub pre_gib: f64,
+    /// Where `pre` came from, in words.
+    pub pre_source: String,
+    /// Free GPU memory at run time, GiB per GPU.
+    pub free_now_gib: Option<f64>,
+    /// Source of the free-memory figure, in words.
+    pub free_now_source: Option<String>,
+    /// Tokens added per +0.01 of `mem_fraction_static`.
+    pub tokens_per_hundredth: f64,
+    /// The what-if table.
+    pub what_if: kv_capacity::WhatIfTable,
+    /// The HiCache verdict, when it could be computed.
+    pub hicache: Option<kv_capacity::HiCacheVerdict>,
+}
+
+/// Decode step time as a function of batch size and KV tokens, and projected throughput.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Projection {
+    /// Model: `step_s = a + b × running + c × kv_tokens` (least squares over decode lines).
+    pub formula: String,
+    /// `a` (seconds per step).
+    pub a: f64,
+    /// `b` (seconds per step per running request).
+    pub b: f64,
+    /// `c` (seconds per step per KV token).
+    pub c: f64,
+    /// Coefficient of determination of the fit.
+    pub r2: f64,
+    /// Decode lines used.
+    pub n: usize,
+    /// Lowest and highest running requests observed.
+    pub running_range: (f64, f64),
+    /// Throughput at the observed mean running requests, by the fit (tok/s).
+    pub current_tok_per_s: f64,
+    /// Mean running requests over the decode lines used.
+    pub observed_mean_running: f64,
+    /// Projected rows, one per what-if row with a decode concurrency.
+    pub rows: Vec<ProjectionRow>,
+}
+
+/// Throughput projected for one what-if row.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct ProjectionRow {
+    /// The what-if row's label.
+    pub label: String,
+    /// The change the row makes.
+    pub change: kv_capacity::Change,
+    /// Requests that could decode at once.
+    pub concurrency: f64,
+    /// Projected gen throughput (tok/s).
+    pub tok_per_s: f64,
+    /// Change versus the fit's throughput now (percent).
+    pub gain_pct: f64,
+    /// True when the concurrency is outside the observed range (extrapolation).
+    pub extrapolated: bool,
+    /// Feasibility of the row, when known.
+    pub feasibility: Option<kv_capacity::Feasibility>,
+}
+
+/// What a [`Recommendation`] changes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RecommendationKind {
+    /// Apply a what-if row's change (`mem_fraction_static`, `kv_cache_dtype`, `tp_size`).
+    Apply {
+        /// The change.
+        change: kv_capacity::Change,
+    },
+    /// Do not raise `mem_fraction_static` to this fraction or beyond: it would not fit.
+    DoNotRaiseFraction {
+        /// The first fraction that would not fit.
+        to: f64,
+    },
+    /// HiCache would not raise decode concurrency.
+    HiCacheNoGain,
+    /// Raise `--schedule-conservativeness` (fewer retractions).
+    RaiseConservativeness,
+    /// Lower `--schedule-conservativeness` (admit more while the pool has room).
+    LowerConservativeness,
+    /// Raise `--max-running-requests`.
+    RaiseMaxRunningRequests,
+    /// Send more requests at once from the client.
+    RaiseClientConcurrency,
+    /// Judge progress by the windowed rate, not the lifetime average.
+    UseWindowedRate,
+}
+
+/// One concrete change.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Recommendation {
+    /// What it changes, as data.
+    pub kind: RecommendationKind,
+    /// What to do.
+    pub action: String,
+    /// Expected gain, in words with numbers.
+    pub expected_gain: String,
+    /// Expected gain in percent of throughput, for ordering (`null` when none is expected).
+    pub gain_pct: Option<f64>,
+    /// Risk.
+    pub risk: String,
+}

@@ -1,0 +1,102 @@
+//! # `bench_failures`: a benchmark run lost requests
+//!
+//! **What it detects.** A benchmark summary whose failed requests (printed, or `--num-prompts`
+//! less the successful) are more than zero; from [`th::FAILURES_DOMINATE`] of the requested
+//! they are the first thing to fix.
+//!
+//! **Why it matters.** bench_serving's throughput and latencies cover only the successful
+//! requests, so they describe a lighter run than the one asked for.
+//!
+//! **Evidence it needs.** A `Serving Benchmark Result` block with `Successful requests` and
+//! `Failed requests` or the `--num-prompts` of its command.
+//!
+//! **What to change.** Find why requests failed first: the benchmark's error output, the
+//! server log for aborted requests (`--max-queued-requests`, prompts over the context length,
+//! out of memory).
+//!
+//! **Source.** SGLang `bench_serving.py` (`calculate_metrics`: metrics over `outputs[i].success`
+//! only); spec §7.
+
+use crate::report::BenchmarkRun;
+use crate::thresholds as th;
+
+/// What the rule saw.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Facts {
+    /// Failed requests.
+    pub failed: u64,
+    /// Requested.
+    pub requested: u64,
+    /// Successful, when printed.
+    pub successful: Option<u64>,
+    /// Failed over requested (fraction).
+    pub share: f64,
+    /// Whether the block printed `Failed requests` (else derived from `--num-prompts`).
+    pub printed: bool,
+    /// Whether failures dominate ([`th::FAILURES_DOMINATE`]).
+    pub dominate: bool,
+}
+
+/// The rule on one run.
+pub fn check(run: &BenchmarkRun) -> Option<Facts> {
+    let b = &run.summary;
+    let (failed, requested) = (b.failed()?, b.requested()?);
+    if failed == 0 || requested == 0 {
+        return None;
+    }
+    let share = failed as f64 / requested as f64;
+    Some(Facts {
+        failed,
+        requested,
+        successful: b.successful_requests,
+        share,
+        printed: b.failed_requests.is_some(),
+        dominate: share >= th::FAILURES_DOMINATE,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::report::SourceRange;
+    use crate::rules::testing::whole;
+
+    /// The benchmark runs of a file under `tests/data/`.
+    pub(crate) fn runs(rel: &str) -> Vec<BenchmarkRun> {
+        sglang_log::parse_bench_summaries(&whole(rel))
+            .into_iter()
+            .map(|summary| BenchmarkRun {
+                source: SourceRange {
+                    source: rel.into(),
+                    first_line: summary.first_line,
+                    last_line: summary.last_line,
+                },
+                summary,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn almost_half_of_sharegpt_failed() {
+        let r = runs("real/bench/001-i2805-sglang-0.4.0-sharegpt-partial-success.txt");
+        let f = check(&r[0]).expect("failures");
+        assert_eq!((f.failed, f.requested), (1352, 3000));
+        assert!(f.dominate && !f.printed);
+    }
+
+    #[test]
+    fn a_clean_run_has_none() {
+        let r = runs("real/bench/002-i8285-sglang-ttft-unstable-rate330.txt");
+        assert_eq!(check(&r[0]), None);
+    }
+
+    #[test]
+    fn one_in_five_dominates() {
+        let mut r =
+            runs("real/bench/001-i2805-sglang-0.4.0-sharegpt-partial-success.txt").remove(0);
+        r.summary.successful_requests = Some(2400);
+        assert!(check(&r).is_some_and(|f| f.dominate && f.share == 0.2));
+        r.summary.successful_requests = Some(2401);
+        assert!(check(&r).is_some_and(|f| !f.dominate));
+    }
+}

@@ -1,0 +1,83 @@
+//! # `bench_queueing`: requests waited for their first token
+//!
+//! **What it detects.** A benchmark whose mean TTFT is at least [`th::TTFT_REPORTED_S`] and at
+//! least [`th::TTFT_SHARE_REPORTED`] of the mean end-to-end latency (printed, or TTFT + TPOT ×
+//! (mean output − 1) when the block prints no E2E).
+//!
+//! **Why it matters.** A request's time to first token is its wait in the server's queue plus
+//! its prefill; a large share means requests were sent faster than the server admits them.
+//!
+//! **Evidence it needs.** A benchmark block with TTFT and E2E (or TPOT and output tokens).
+//!
+//! **What to change.** Read the server log for why admission stalls (the KV cache,
+//! `max_running_requests`); more requests in flight only lengthen the wait.
+//!
+//! **Source.** SGLang `bench_serving.py` (`calculate_metrics`; TPOT = (E2E − TTFT) / (output − 1));
+//! spec §7.
+
+use crate::report::BenchmarkRun;
+use crate::thresholds as th;
+
+/// What the rule saw.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Facts {
+    /// Mean TTFT (seconds).
+    pub ttft_s: f64,
+    /// Mean end-to-end latency (seconds).
+    pub e2e_s: f64,
+    /// TTFT over E2E (fraction).
+    pub share: f64,
+    /// Whether E2E was estimated from TTFT and TPOT.
+    pub e2e_estimated: bool,
+    /// Whether the share is large enough to be sure ([`th::TTFT_SHARE_SURE`]).
+    pub sure: bool,
+}
+
+/// The rule on one run.
+pub fn check(run: &BenchmarkRun) -> Option<Facts> {
+    let b = &run.summary;
+    let (ttft, e2e) = (b.ttft.mean_s?, run.mean_e2e_s()?);
+    if e2e <= 0.0 || ttft < th::TTFT_REPORTED_S {
+        return None;
+    }
+    let share = ttft / e2e;
+    (share >= th::TTFT_SHARE_REPORTED).then_some(Facts {
+        ttft_s: ttft,
+        e2e_s: e2e,
+        share,
+        e2e_estimated: b.e2e.mean_s.is_none(),
+        sure: share >= th::TTFT_SHARE_SURE,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::bench_failures::tests::runs;
+
+    #[test]
+    fn more_than_half_of_the_latency_before_the_first_token() {
+        let r = runs("real/bench/001-i2805-sglang-0.4.0-sharegpt-partial-success.txt");
+        let f = check(&r[0]).expect("queueing");
+        assert!((f.share - 0.55).abs() < 0.01, "{f:?}");
+        assert!(f.sure && !f.e2e_estimated);
+    }
+
+    #[test]
+    fn a_tenth_is_not_reported() {
+        let r = runs("real/bench/002-i8285-sglang-ttft-unstable-rate330.txt");
+        assert_eq!(check(&r[0]), None);
+    }
+
+    #[test]
+    fn e2e_estimated_from_tpot_when_not_printed() {
+        // vLLM's `bench serve` prints no E2E line: TTFT + TPOT × (output − 1) stands for it.
+        let r = runs("real/bench/004-vllm-pr40852-2x-rtx-pro-6000-maxq-dsv4.txt");
+        let f = check(&r[0]).expect("queueing");
+        assert!(f.e2e_estimated);
+        let r = runs("real/bench/005-pr17216-sglang-decode-offload-16k-peak-fields.txt");
+        let f = check(&r[0]).expect("queueing");
+        assert!(!f.e2e_estimated);
+        assert!((f.share - 0.29).abs() < 0.01, "{f:?}");
+    }
+}

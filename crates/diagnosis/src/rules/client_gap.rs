@@ -1,0 +1,126 @@
+//! # `client_gap`: why the client's rate differs from the server's
+//!
+//! **What it detects.** With a lifetime average and a steady-window rate from the client:
+//! either that they agree (a client that prints its rate, whose lifetime average lies inside
+//! the window's interval and within [`th::LIFETIME_AGREES`] of it), or the gap and its parts:
+//! the lifetime average's ramp (time to the first completion), the rounding of a printed rate
+//! ([`th::PRINTED_ROUNDING`]), the rate the server's tokens imply, tokens in flight that the
+//! client has not counted, and time spent waiting for a client concurrency slot.
+//!
+//! **Why it matters.** A client's req/s is usually completions since its start over the time
+//! since then: 150 long requests fired at once make it read low for hours. Judging the server by
+//! it sends the user to the wrong lever.
+//!
+//! **Evidence it needs.** A progress log or timed records (lifetime and windowed rates); the
+//! server's steady rate and completion lengths for the implied rate.
+//!
+//! **What to change.** Judge progress by the windowed rate, not the lifetime average.
+//!
+//! **Source.** Poisson rates and Garwood intervals (`throughput-stats`); a retracted request
+//! keeps its generated tokens (SGLang `schedule_batch.py` `reset_for_retract`), so retractions
+//! re-prefill, they do not make the server generate tokens twice.
+
+use crate::client_view::lifetime_misleads;
+use crate::report::{ClientSummary, Rate};
+use crate::thresholds as th;
+
+/// The gap's parts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gap {
+    /// The client prints a rate and its lifetime average misleads.
+    pub printed_misleads: bool,
+    /// `(printed, lifetime)` when the printed figure is off the lifetime average by rounding (req/s).
+    pub rounding: Option<(f64, f64)>,
+    /// The rate the server's tokens imply, and whether it lies above the window's interval.
+    pub implied: Option<(Rate, bool)>,
+    /// `(running requests, generated tokens in flight)` not yet counted by the client.
+    pub uncounted: Option<(f64, f64)>,
+    /// Mean wait for a client concurrency slot (seconds), when recorded.
+    pub mean_slot_wait_s: Option<f64>,
+}
+
+/// What the rule concludes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Facts {
+    /// The lifetime average agrees with the steady rate.
+    Agrees,
+    /// They differ, for these reasons.
+    Gap(Gap),
+}
+
+/// The rule. `running_median`: the server's median running requests; `slot_waits`: the
+/// client's recorded waits for a concurrency slot (seconds).
+pub fn check(s: &ClientSummary, running_median: Option<f64>, slot_waits: &[f64]) -> Option<Facts> {
+    let (Some(life), Some(win)) = (&s.lifetime_req_per_s, &s.windowed_req_per_s) else {
+        return None;
+    };
+    let printed_misleads = s.printed_req_per_s.is_some() && lifetime_misleads(s);
+    if s.printed_req_per_s.is_some() && !printed_misleads {
+        return Some(Facts::Agrees);
+    }
+    let rounding = s
+        .printed_req_per_s
+        .filter(|p| (p - life.value).abs() > th::PRINTED_ROUNDING * life.value)
+        .map(|p| (p, life.value));
+    let implied = s.implied_req_per_s.clone().map(|imp| {
+        let above = imp
+            .low
+            .is_some_and(|l| l > win.high.unwrap_or(f64::INFINITY));
+        (imp, above)
+    });
+    // A client counts a request's tokens only when it completes: at any instant the running
+    // requests hold about half a completion each that it has not counted yet.
+    let uncounted = match (running_median, s.mean_completion_tokens) {
+        (Some(run), Some(m)) => Some((run, run * m / 2.0)),
+        _ => None,
+    };
+    Some(Facts::Gap(Gap {
+        printed_misleads,
+        rounding,
+        implied,
+        uncounted,
+        mean_slot_wait_s: throughput_stats::mean_sd(slot_waits).map(|x| x.0),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client_view::client_summary;
+    use crate::context::Context;
+    use crate::rules::testing::whole;
+
+    const B2: &str = "scenarios/kimi-k25-b2/client.log";
+
+    fn summary(text: &str) -> ClientSummary {
+        let ctx = Context {
+            clients: vec![sglang_log::parse_client("client.log", text)],
+            ..Context::default()
+        };
+        client_summary(&ctx, None, None).expect("summary")
+    }
+
+    #[test]
+    fn a_printed_lifetime_average_that_rounds_down() {
+        let s = summary(&whole(B2));
+        let Some(Facts::Gap(g)) = check(&s, Some(41.0), &[]) else {
+            panic!("gap expected")
+        };
+        assert!(g.printed_misleads);
+        assert_eq!(g.rounding.map(|r| r.0), Some(0.1));
+        assert_eq!(g.uncounted, None);
+    }
+
+    #[test]
+    fn agreeing_rates_say_so() {
+        // The same progress, printed with its real lifetime rate: nothing misleads.
+        let s = summary(&whole(B2).replace(" 0.1 req/s", " 0.14 req/s"));
+        assert_eq!(check(&s, None, &[]), Some(Facts::Agrees));
+    }
+
+    #[test]
+    fn no_times_no_gap() {
+        let s = summary(&whole("scenarios/kimi-k25-b2/responses.jsonl"));
+        assert_eq!(check(&s, None, &[]), None);
+    }
+}

@@ -1,0 +1,109 @@
+//! # `cuda_graph`: decode runs without CUDA graphs
+//!
+//! **What it detects.** A scheduler on which at least [`th::NO_GRAPH_SHARE`] of the decode
+//! lines report `cuda graph: False` (or `npu graph` / `cpu graph`), with the largest batch that
+//! did run as a graph, and whether the server was started with `disable_cuda_graph=True`.
+//!
+//! **Why it matters.** Batches larger than `--cuda-graph-max-bs` (or all of them, with graphs
+//! disabled) run eagerly, and each decode step pays the kernel-launch overhead: slower steps at
+//! the same batch.
+//!
+//! **Evidence it needs.** Decode lines that print the graph flag; `server_args` for the
+//! disabled case.
+//!
+//! **What to change.** Raise `--cuda-graph-max-bs` to the running batch size if memory allows;
+//! remove `--disable-cuda-graph` unless it works around a bug.
+//!
+//! **Source.** SGLang `model_executor/cuda_graph_runner.py` (`can_run`: batch size ≤ the
+//! largest captured), `scheduler_metrics_mixin.py` (`cuda graph:` field); spec §2.1.
+
+use crate::report::SourceRange;
+use crate::rules::Input;
+use crate::thresholds as th;
+
+/// What the rule saw on the first scheduler that qualifies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Facts {
+    /// The scheduler.
+    pub scheduler: String,
+    /// Share of its decode lines without a graph (fraction).
+    pub share: f64,
+    /// The largest batch that ran with a graph (requests).
+    pub largest_with_graph: Option<u64>,
+    /// Whether `server_args` has `disable_cuda_graph=True`.
+    pub disabled: bool,
+    /// Its batch lines.
+    pub evidence: Option<SourceRange>,
+}
+
+/// The rule.
+pub fn check(input: &Input<'_>) -> Option<Facts> {
+    let disabled = input
+        .ev
+        .startup
+        .server_args
+        .get("disable_cuda_graph")
+        .is_some_and(|v| v.trim() == "True");
+    input.views.iter().find_map(|v| {
+        let d = v.tl.decode.samples();
+        let total = v.tl.decode.pushed();
+        let without = v.tl.agg.decode_without_graph;
+        if total == 0 || without == 0 || !d.iter().any(|s| s.graph.is_some()) {
+            return None;
+        }
+        let share = without as f64 / total as f64;
+        (share >= th::NO_GRAPH_SHARE).then(|| Facts {
+            scheduler: v.key.to_string(),
+            share,
+            largest_with_graph: d
+                .iter()
+                .filter(|s| s.graph == Some(true))
+                .filter_map(|s| s.running)
+                .max(),
+            disabled,
+            evidence: v
+                .tl
+                .first
+                .map(|f| input.range(f.source, f.line, v.tl.last.map_or(f.line, |l| l.line))),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{edit, only, whole, with_input};
+
+    const NPU: &str = "real/058-pr29853-npu-grok2-128running-14tps-no-graph.log";
+    const RDNA: &str = "real-long/rdna4-2xr9700-qwen3coder-tp2-single-stream.log";
+
+    #[test]
+    fn every_decode_batch_ran_eagerly() {
+        with_input(&whole(NPU), |i| {
+            let f = check(i).expect("no graph");
+            assert_eq!(
+                (f.share, f.largest_with_graph, f.disabled),
+                (1.0, None, false)
+            );
+        });
+    }
+
+    #[test]
+    fn graphs_that_ran_are_no_finding() {
+        with_input(
+            &edit(&whole(NPU), "npu graph: False", "npu graph: True"),
+            |i| assert_eq!(check(i), None),
+        );
+    }
+
+    #[test]
+    fn disabled_graphs_are_told_apart() {
+        let lines = whole(RDNA);
+        assert!(lines.contains("disable_cuda_graph=True"));
+        with_input(&lines, |i| assert!(check(i).is_some_and(|f| f.disabled)));
+        // Decode lines alone: the flag cannot be seen.
+        with_input(&only(&lines, "Decode batch"), |i| {
+            assert!(check(i).is_some_and(|f| !f.disabled))
+        });
+    }
+}

@@ -1,0 +1,96 @@
+//! # `decode_compute`: each decode step crawls
+//!
+//! **What it detects.** The scheduler whose decode is slowest per running request: the median
+//! over its decode lines of `gen throughput / #running-req`, reported when it is below
+//! [`th::SLOW_DECODE_TOK_PER_REQ`].
+//!
+//! **Why it matters.** A healthy server gives each running request several tokens per second
+//! even in large batches. Far below that, decode itself is broken or starved (eager mode, CPU
+//! offload, a hung collective), and no load or memory lever helps.
+//!
+//! **Evidence it needs.** Decode lines with `#running-req` > 0 and `gen throughput` > 0.
+//!
+//! **What to change.** Look for decode without CUDA graphs (`cuda graph: False`,
+//! `--cuda-graph-max-bs` below the batch), CPU or host offload, a broken kernel.
+//!
+//! **Source.** SGLang `scheduler_metrics_mixin.py` (`gen throughput` is tokens generated since
+//! the last decode line over the wall time since then); spec §2.1.2.
+
+use crate::evidence::view::SchedulerView;
+use crate::thresholds as th;
+
+/// The slowest scheduler's decode speed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Facts {
+    /// The scheduler (`rank 0`, `DP1`, ...).
+    pub scheduler: String,
+    /// Median decode speed per running request (tok/s).
+    pub tok_per_s_per_request: f64,
+}
+
+/// The rule over all schedulers: `Some` only when the slowest is below the threshold.
+pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
+    views
+        .iter()
+        .filter_map(|v| {
+            let per_req: Vec<f64> =
+                v.tl.decode
+                    .samples()
+                    .iter()
+                    .filter_map(|d| {
+                        let r = d.running? as f64;
+                        let g = d.gen_tps?;
+                        (r > 0.0 && g > 0.0).then(|| g / r)
+                    })
+                    .collect();
+            Some((v.key.to_string(), throughput_stats::median_f64(&per_req)?))
+        })
+        .min_by(|x, y| x.1.total_cmp(&y.1))
+        .filter(|s| s.1 < th::SLOW_DECODE_TOK_PER_REQ)
+        .map(|(scheduler, tok_per_s_per_request)| Facts {
+            scheduler,
+            tok_per_s_per_request,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{set_field, whole, with_input};
+
+    const NPU_NO_GRAPH: &str = "real/058-pr29853-npu-grok2-128running-14tps-no-graph.log";
+
+    #[test]
+    fn grok_on_npu_gains_a_tenth_of_a_token_per_request() {
+        with_input(&whole(NPU_NO_GRAPH), |i| {
+            let f = check(i.views).expect("slow decode");
+            assert_eq!(f.scheduler, "rank 0");
+            assert!(f.tok_per_s_per_request < 0.2, "{f:?}");
+        });
+    }
+
+    #[test]
+    fn a_healthy_decode_is_not_reported() {
+        with_input(
+            &whole("real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log"),
+            |i| assert_eq!(check(i.views), None),
+        );
+    }
+
+    #[test]
+    fn one_token_per_request_is_the_boundary() {
+        // 128 running at 128 tok/s is exactly 1 tok/s each: not reported; 127 tok/s is.
+        let lines = set_field(
+            &set_field(&whole(NPU_NO_GRAPH), "#running-req", "128"),
+            "gen throughput (token/s)",
+            "128.00",
+        );
+        with_input(&lines, |i| assert_eq!(check(i.views), None));
+        let lines = set_field(
+            &set_field(&whole(NPU_NO_GRAPH), "#running-req", "128"),
+            "gen throughput (token/s)",
+            "127.00",
+        );
+        with_input(&lines, |i| assert!(check(i.views).is_some()));
+    }
+}

@@ -1,0 +1,86 @@
+//! # `dp_imbalance`: load is uneven across DP ranks
+//!
+//! **What it detects.** With two or more DP ranks, the idlest rank's mean running requests
+//! below [`th::DP_IMBALANCE_RATIO`] of the busiest's (which runs at least
+//! [`th::DP_IMBALANCE_MIN_RUNNING`]).
+//!
+//! **Why it matters.** Under DP attention all ranks step together, so the busiest rank sets the
+//! pace and the idle ranks' capacity is wasted.
+//!
+//! **Evidence it needs.** Decode lines tagged `DPn` for several ranks.
+//!
+//! **What to change.** The router's load-balance method (`--load-balance-method round_robin` /
+//! `shortest_queue`), or the client's spread of long requests.
+//!
+//! **Source.** SGLang `managers/data_parallel_controller.py` (dispatch), sgl-router policies.
+
+use crate::evidence::view::SchedulerView;
+use crate::thresholds as th;
+
+/// The spread.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Facts {
+    /// Lowest mean running requests on a DP rank (requests).
+    pub min: f64,
+    /// Highest (requests).
+    pub max: f64,
+    /// DP ranks compared.
+    pub ranks: usize,
+}
+
+/// The rule.
+pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
+    let means: Vec<f64> = views
+        .iter()
+        .filter(|v| v.key.dp.is_some())
+        .filter_map(|v| v.running.mean)
+        .collect();
+    if means.len() < 2 {
+        return None;
+    }
+    let max = means.iter().copied().fold(f64::MIN, f64::max);
+    let min = means.iter().copied().fold(f64::MAX, f64::min);
+    (max >= th::DP_IMBALANCE_MIN_RUNNING && min <= th::DP_IMBALANCE_RATIO * max).then_some(Facts {
+        min,
+        max,
+        ranks: means.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{edit, only, whole, with_input};
+
+    const DP_EP: &str = "real/023-pr17392-dp-ep-decode-prealloc-generate.log";
+
+    #[test]
+    fn six_against_eleven_running() {
+        with_input(&whole(DP_EP), |i| {
+            assert_eq!(
+                check(i.views),
+                Some(Facts {
+                    min: 6.0,
+                    max: 11.0,
+                    ranks: 3
+                })
+            );
+        });
+    }
+
+    #[test]
+    fn one_rank_cannot_be_imbalanced() {
+        with_input(&only(&whole(DP_EP), "DP0"), |i| {
+            assert_eq!(check(i.views), None)
+        });
+    }
+
+    #[test]
+    fn within_two_thirds_is_balanced() {
+        // 8 against 11: 0.73 of the busiest, above the ratio.
+        with_input(
+            &edit(&whole(DP_EP), "#running-req: 6,", "#running-req: 8,"),
+            |i| assert_eq!(check(i.views), None),
+        );
+    }
+}

@@ -1,0 +1,96 @@
+//! # `kv_cache_bound`: the KV pool is full and decides how many requests run
+//!
+//! **What it detects.** Token usage at or above [`th::KV_FULL_USAGE`] (p90 over the steady
+//! span, or on at least [`th::FULL_SHARE`] of its lines) while requests queue on most lines; on
+//! a PD decode server, the pool full while the pre-allocation queue holds requests; or the pool
+//! full with nothing waiting yet.
+//!
+//! **Why it matters.** SGLang admits a request only when the pool can hold its prompt plus its
+//! reserved output, so at a full pool only what fits decodes at once, whatever the client
+//! sends. Faster kernels or more client concurrency change nothing; more KV slots do.
+//!
+//! **Evidence it needs.** Decode or prefill lines with `token usage` and `#queue-req` over a
+//! steady span.
+//!
+//! **What to change.** More KV slots per GPU: a larger `mem_fraction_static` (as far as free
+//! memory allows; see the what-if table), `--kv-cache-dtype fp8_e4m3`, more GPUs, shorter
+//! `max_tokens`. Not HiCache: it extends the prefix cache, not the running batch.
+//!
+//! **Source.** SGLang `schedule_policy.py` (`PrefillAdder`: admission against the pool's
+//! available tokens), hyperparameter-tuning guide (token usage above 0.9 means the pool is
+//! the limit); spec §2.1.
+
+use crate::evidence::view::{SchedulerView, share};
+use crate::thresholds as th;
+
+/// Which shape of a full pool was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// The pool is full and requests queue.
+    QueuedAtFullPool,
+    /// PD decode: the pool is full and requests wait for pre-allocation (`#prealloc-req` > 0).
+    PreallocAtFullPool,
+    /// The pool is full, nothing waits (yet).
+    FullWithoutQueue,
+}
+
+/// The rule's verdict on a scheduler with a standing queue (or a PD pre-allocation queue).
+pub fn queued_at_full_pool(v: &SchedulerView<'_>) -> Option<Pattern> {
+    if !v.kv_full() {
+        return None;
+    }
+    if v.queued() {
+        return Some(Pattern::QueuedAtFullPool);
+    }
+    let prealloc = share(&v.steady_decode, |d| d.prealloc_req.map(|p| p > 0));
+    prealloc
+        .is_some_and(|s| s >= th::QUEUED_SHARE)
+        .then_some(Pattern::PreallocAtFullPool)
+}
+
+/// The rule's verdict on a scheduler that nothing else explains: a full pool without a queue.
+pub fn full_without_queue(v: &SchedulerView<'_>) -> Option<Pattern> {
+    v.kv_full().then_some(Pattern::FullWithoutQueue)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{excerpt, set_field, with_input};
+
+    const DP_ATTN: &str = "real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log";
+    const FULL_QUEUE: &str = "real/001-i938-a100-llama13b-queue12k.log";
+
+    fn check_lines(lines: &str, expected: Option<Pattern>) {
+        with_input(lines, |i| {
+            let v = &i.views[0];
+            assert_eq!(queued_at_full_pool(v).or(full_without_queue(v)), expected);
+        });
+    }
+
+    #[test]
+    fn full_pool_with_a_queue() {
+        check_lines(&excerpt(DP_ATTN, 1..=5), Some(Pattern::QueuedAtFullPool));
+        check_lines(&excerpt(FULL_QUEUE, 1..=1), Some(Pattern::QueuedAtFullPool));
+    }
+
+    #[test]
+    fn a_queue_with_room_in_the_pool_is_not_kv_bound() {
+        check_lines(
+            &set_field(&excerpt(DP_ATTN, 1..=5), "token usage", "0.70"),
+            None,
+        );
+    }
+
+    #[test]
+    fn the_full_line_is_at_ninety_percent() {
+        let lines = excerpt(FULL_QUEUE, 1..=1);
+        check_lines(
+            &set_field(&lines, "token usage", "0.90"),
+            Some(Pattern::QueuedAtFullPool),
+        );
+        check_lines(&set_field(&lines, "token usage", "0.89"), None);
+        let idle = set_field(&set_field(&lines, "token usage", "0.95"), "#queue-req", "0");
+        check_lines(&idle, Some(Pattern::FullWithoutQueue));
+    }
+}

@@ -1,0 +1,59 @@
+//! # `kv_transfer`: PD disaggregation could not move KV
+//!
+//! **What it detects.** KV transfer failure lines (`KV transfer failed`, `KVTransferError`,
+//! `… transfer failed for request …`), counted over all ranks.
+//!
+//! **Why it matters.** The affected requests fail or retry; the decode side waits for KV that
+//! does not come, and throughput drops however the batch is tuned.
+//!
+//! **Evidence it needs.** Transfer failure lines on the prefill or decode server.
+//!
+//! **What to change.** Check the transfer backend (Mooncake, NIXL) and the network between the
+//! prefill and decode nodes.
+//!
+//! **Source.** SGLang `disaggregation/decode.py` and `disaggregation/prefill.py` (transfer
+//! status `Failed`); spec §1.5.
+
+use super::watchdog::{Facts, facts};
+use crate::rules::Input;
+
+/// The rule.
+pub fn check(input: &Input<'_>) -> Option<Facts> {
+    facts(input, &input.ev.kv_transfer_failures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{excerpt, with_input};
+
+    // No log in tests/data prints a transfer failure; these lines follow the message SGLang's
+    // decode side writes (`Decode transfer failed for request rank=…`), under a real envelope.
+    const FAILED: &str = "[2026-01-04 02:03:56 DP1 TP2 EP2] Decode transfer failed for request rank=2 req.rid='3f2a' req.bootstrap_room=7 with exception KVTransferError\n";
+
+    #[test]
+    fn a_failed_transfer_is_counted() {
+        with_input(FAILED, |i| {
+            let f = check(i).expect("transfer failure");
+            assert_eq!(f.count, 1);
+            assert_eq!(f.evidence.map(|e| e.first_line), Some(1));
+        });
+    }
+
+    #[test]
+    fn two_ranks_count_twice() {
+        let two = format!("{FAILED}{}", FAILED.replace("DP1 TP2 EP2", "DP0 TP0 EP0"));
+        with_input(&two, |i| assert_eq!(check(i).map(|f| f.count), Some(2)));
+    }
+
+    #[test]
+    fn decode_lines_are_not_failures() {
+        with_input(
+            &excerpt(
+                "real-long/ascend-dsr1-pd-decode-maxrun2-queued.log",
+                2225..=2225,
+            ),
+            |i| assert_eq!(check(i), None),
+        );
+    }
+}

@@ -1,0 +1,109 @@
+//! # `prefill_compute`: prefill chunks crawl on an idle server
+//!
+//! **What it detects.** Consecutive prefill lines that are chunks of one long prompt on an
+//! otherwise idle server (`#new-seq: 1`, the same `#new-token` of at least
+//! [`th::MIN_CHUNK_TOKENS`], nothing running or queued): chunk tokens over the time to the next
+//! chunk is the prefill speed. Reported when its median over at least [`th::MIN_CHUNK_PAIRS`]
+//! pairs is below [`th::SLOW_PREFILL_TOK_PER_S`].
+//!
+//! **Why it matters.** A GPU prefills thousands of tokens per second even for one request;
+//! tens of tok/s means offloaded layers or experts, kernels on a slow path, or the wrong device.
+//! Every prompt of N tokens then waits N / speed seconds for its first token.
+//!
+//! **Evidence it needs.** Timestamped prefill lines with `#new-seq`, `#new-token`,
+//! `#running-req`, `#queue-req`.
+//!
+//! **What to change.** Look for `--cpu-offload-gb` or expert offload, fallbacks in the
+//! attention/MoE kernels, the device actually used.
+//!
+//! **Source.** SGLang `scheduler.py` (chunked prefill runs one chunk per forward pass, with no
+//! decode step in between when nothing runs); spec §6.
+
+use crate::report::{SlowPrefill, SourceRange};
+use crate::rules::Input;
+use crate::thresholds as th;
+
+/// The slowest crawl, and the lines it spans.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Facts {
+    /// The crawl.
+    pub slow: SlowPrefill,
+    /// The chunk lines measured.
+    pub evidence: Option<SourceRange>,
+}
+
+/// The rule over all schedulers.
+pub fn check(input: &Input<'_>) -> Option<Facts> {
+    input
+        .views
+        .iter()
+        .filter_map(|v| {
+            let p = v.tl.prefill.samples();
+            let mut rates = Vec::new();
+            let mut lines = (u64::MAX, 0u64);
+            for w in p.windows(2) {
+                let (x, y) = (&w[0], &w[1]);
+                let (Some(chunk), Some(t0), Some(t1)) =
+                    (x.new_token.filter(|&n| n >= th::MIN_CHUNK_TOKENS), x.t, y.t)
+                else {
+                    continue;
+                };
+                let same = x.new_seq == Some(1)
+                    && y.new_token == Some(chunk)
+                    && x.queue.unwrap_or(0) == 0
+                    && x.running == Some(0)
+                    && y.running == Some(0);
+                let dt = t1 - t0;
+                if same && dt > 0.0 {
+                    rates.push((chunk as f64 / dt, chunk, dt));
+                    lines = (lines.0.min(x.line), lines.1.max(y.line));
+                }
+            }
+            if rates.len() < th::MIN_CHUNK_PAIRS {
+                return None;
+            }
+            rates.sort_by(|x, y| x.0.total_cmp(&y.0));
+            let (tok_per_s, chunk_tokens, seconds_per_chunk) = rates[rates.len() / 2];
+            (tok_per_s < th::SLOW_PREFILL_TOK_PER_S).then(|| Facts {
+                slow: SlowPrefill {
+                    scheduler: v.key.to_string(),
+                    tok_per_s,
+                    chunk_tokens,
+                    seconds_per_chunk,
+                    pairs: rates.len(),
+                },
+                evidence: v.tl.first.map(|l| input.range(l.source, lines.0, lines.1)),
+            })
+        })
+        .min_by(|x, y| x.slow.tok_per_s.total_cmp(&y.slow.tok_per_s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{excerpt, set_field, whole, with_input};
+
+    const SLOW: &str = "real/037-llama-benchy-i15-swa-prefill-slow-46tps.log";
+
+    #[test]
+    fn chunks_of_2048_tokens_take_44_seconds() {
+        with_input(&whole(SLOW), |i| {
+            let f = check(i).expect("slow prefill");
+            assert_eq!(f.slow.chunk_tokens, 2048);
+            assert!((40.0..50.0).contains(&f.slow.tok_per_s), "{f:?}");
+            assert!(f.slow.pairs >= 2);
+        });
+    }
+
+    #[test]
+    fn busy_prefills_are_not_measured() {
+        with_input(&set_field(&whole(SLOW), "#running-req", "3"), |i| {
+            assert_eq!(check(i), None)
+        });
+    }
+
+    #[test]
+    fn one_pair_is_not_enough() {
+        with_input(&excerpt(SLOW, 1..=2), |i| assert_eq!(check(i), None));
+    }
+}

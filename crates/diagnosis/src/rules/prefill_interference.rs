@@ -1,0 +1,132 @@
+//! # `prefill_interference`: prefill passes cost decode throughput
+//!
+//! **What it detects.** On the first scheduler where it exceeds
+//! [`th::PREFILL_INTERFERENCE_MIN_LOSS`]: decode throughput lost while prefills run. SGLang's
+//! gen throughput of a decode line covers the wall time since the previous decode line, prefill
+//! passes included, so intervals that held a prefill read lower. Loss = 1 − (time-weighted mean
+//! over all decode intervals) / (mean over intervals without a prefill), over intervals
+//! shorter than [`th::IDLE_GAP_S`], with at least [`th::MIN_INTERFERENCE_INTERVALS`] of each kind.
+//!
+//! **Why it matters.** Each prefill pass stops decode (unless mixed chunks are enabled): long
+//! prompts arriving steadily slow every running request.
+//!
+//! **Evidence it needs.** Timestamped decode and prefill lines of one scheduler.
+//!
+//! **What to change.** A smaller `--chunked-prefill-size` spreads long prompts thinner;
+//! `--enable-mixed-chunk`; PD disaggregation removes the interference.
+//!
+//! **Source.** SGLang `scheduler.py` (`get_next_batch_to_run`: a prefill batch runs before
+//! decode), `scheduler_metrics_mixin.py`; spec §2.1.2.
+
+use std::collections::HashMap;
+
+use crate::evidence::DecodeSample;
+use crate::evidence::view::merged_obs;
+use crate::report::SourceRange;
+use crate::rules::Input;
+use crate::thresholds as th;
+
+/// What the rule measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Facts {
+    /// The scheduler.
+    pub scheduler: String,
+    /// Decode throughput lost (fraction).
+    pub loss: f64,
+    /// Share of decode wall time with a prefill in it (fraction).
+    pub share_with_prefill: f64,
+    /// Gen throughput over intervals without a prefill (tok/s).
+    pub clean_tok_per_s: f64,
+    /// Gen throughput over intervals with one (tok/s).
+    pub mixed_tok_per_s: f64,
+    /// The scheduler's batch lines.
+    pub evidence: Option<SourceRange>,
+}
+
+/// The rule.
+pub fn check(input: &Input<'_>) -> Option<Facts> {
+    input.views.iter().find_map(|v| {
+        let decode: HashMap<u64, &DecodeSample> =
+            v.tl.decode.samples().iter().map(|d| (d.line, d)).collect();
+        let (mut clean, mut mixed) = (Vec::new(), Vec::new());
+        let mut prefill_since_last = false;
+        let mut prev_t: Option<f64> = None;
+        for o in merged_obs(v.tl) {
+            match decode.get(&o.line) {
+                Some(d) if d.t.is_some() => {
+                    if let (Some(g), Some(t), Some(p)) = (d.gen_tps, d.t, prev_t) {
+                        let dt = t - p;
+                        if dt > 0.0 && dt < th::IDLE_GAP_S {
+                            if prefill_since_last {
+                                mixed.push((g, dt))
+                            } else {
+                                clean.push((g, dt))
+                            }
+                        }
+                    }
+                    prev_t = d.t;
+                    prefill_since_last = false;
+                }
+                Some(_) => {}
+                None => prefill_since_last = true,
+            }
+        }
+        if clean.len() < th::MIN_INTERFERENCE_INTERVALS
+            || mixed.len() < th::MIN_INTERFERENCE_INTERVALS
+        {
+            return None;
+        }
+        let all: Vec<(f64, f64)> = clean.iter().chain(mixed.iter()).copied().collect();
+        let c = throughput_stats::weighted_mean(&clean).filter(|&c| c > 0.0)?;
+        let m = throughput_stats::weighted_mean(&mixed)?;
+        let t = throughput_stats::weighted_mean(&all)?;
+        let loss = 1.0 - t / c;
+        if loss < th::PREFILL_INTERFERENCE_MIN_LOSS {
+            return None;
+        }
+        let wall = |x: &[(f64, f64)]| x.iter().map(|p| p.1).sum::<f64>();
+        Some(Facts {
+            scheduler: v.key.to_string(),
+            loss,
+            share_with_prefill: wall(&mixed) / wall(&all),
+            clean_tok_per_s: c,
+            mixed_tok_per_s: m,
+            evidence: input.timeline_range(v.tl),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{excerpt, only, with_input};
+
+    const MIXED: &str = "real-long/ascend-dsr1-dp16-mtp-mixed.log";
+
+    fn dp0(range: std::ops::RangeInclusive<usize>) -> String {
+        only(&excerpt(MIXED, range), "DP0 ")
+    }
+
+    #[test]
+    fn prefills_between_decode_lines_cost_throughput() {
+        with_input(&dp0(1..=8877), |i| {
+            let f = check(i).expect("interference");
+            assert!(
+                f.loss >= 0.10 && f.mixed_tok_per_s < f.clean_tok_per_s,
+                "{f:?}"
+            );
+        });
+    }
+
+    #[test]
+    fn decode_lines_alone_show_none() {
+        with_input(&only(&dp0(1..=8877), "Decode batch"), |i| {
+            assert_eq!(check(i), None)
+        });
+    }
+
+    #[test]
+    fn a_few_intervals_are_not_enough() {
+        with_input(&dp0(1..=400), |i| assert_eq!(check(i), None));
+    }
+}

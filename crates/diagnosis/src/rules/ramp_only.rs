@@ -1,0 +1,120 @@
+//! # `ramp_only`: the log holds only the start of a burst
+//!
+//! **What it detects.** From the queue's peak on (a few warm-up lines before it may be
+//! skipped: at most [`th::RAMP_MAX_SKIPPED_SHARE`] of the lines, or
+//! [`th::RAMP_MAX_SKIPPED_LINES`]), running requests climb by more than [`th::RAMP_MIN_RISE`]
+//! and rarely fall ([`th::RAMP_RISING_SHARE`] of the steps) while the queue drains by more than
+//! [`th::RAMP_MIN_RISE`], and at most half the lines sit at the final ceiling (a run that
+//! reaches its ceiling early and stays there has a steady state).
+//!
+//! **Why it matters.** Rates measured over a ramp understate the steady rate, and the verdict
+//! holds for the ramp only: the report must say that the steady state is not in the log.
+//!
+//! **Evidence it needs.** At least [`th::RAMP_MIN_LINES`] batch lines with `#running-req` and
+//! `#queue-req` after the queue's peak.
+//!
+//! **What to change.** Capture a longer log.
+//!
+//! **Source.** Phases of a burst as MSER-5 sees them (White 1997); SGLang's admission fills the
+//! batch one prefill pass at a time (`schedule_policy.py`).
+
+use crate::evidence::view::merged_obs;
+use crate::report::{Ramp, SourceRange};
+use crate::rules::Input;
+use crate::thresholds as th;
+
+/// The ramp, on the first scheduler that shows one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Facts {
+    /// The scheduler.
+    pub scheduler: String,
+    /// Running and queued requests at the ramp's ends.
+    pub ramp: Ramp,
+    /// Its batch lines.
+    pub evidence: Option<SourceRange>,
+}
+
+/// The rule.
+pub fn check(input: &Input<'_>) -> Option<Facts> {
+    input.views.iter().find_map(|v| {
+        let pairs: Vec<(u64, u64)> = merged_obs(v.tl)
+            .iter()
+            .filter_map(|o| Some((o.running?, o.queue?)))
+            .collect();
+        let peak = pairs
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, p)| (p.1, std::cmp::Reverse(*i)))
+            .map_or(0, |(i, _)| i);
+        let max_skip = ((pairs.len() as f64 * th::RAMP_MAX_SKIPPED_SHARE) as usize)
+            .max(th::RAMP_MAX_SKIPPED_LINES);
+        if peak > max_skip {
+            return None;
+        }
+        let run: Vec<u64> = pairs[peak..].iter().map(|p| p.0).collect();
+        let q: Vec<u64> = pairs[peak..].iter().map(|p| p.1).collect();
+        if run.len() < th::RAMP_MIN_LINES {
+            return None;
+        }
+        let (r0, r1, q0, q1) = (run[0], run[run.len() - 1], q[0], q[q.len() - 1]);
+        let non_falling = run.windows(2).filter(|w| w[1] >= w[0]).count();
+        let rising = r1 > r0 + th::RAMP_MIN_RISE
+            && non_falling as f64 >= th::RAMP_RISING_SHARE * (run.len() - 1) as f64;
+        let draining = q1 + th::RAMP_MIN_RISE < q0;
+        let top = run.iter().copied().max().unwrap_or(0);
+        let on_plateau = run.iter().filter(|&&r| r == top).count();
+        (rising && draining && on_plateau * 2 <= run.len()).then(|| Facts {
+            scheduler: v.key.to_string(),
+            ramp: Ramp {
+                running_start: r0,
+                running_end: r1,
+                queued_start: q0,
+                queued_end: q1,
+            },
+            evidence: input.timeline_range(v.tl).map(|mut r| {
+                r.source = input.source_name(input.source_of(v.tl));
+                r
+            }),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{excerpt, set_field, whole, with_input};
+
+    const BURST: &str = "real/035-pr13023-prefill-burst-with-benchmark-marker.log";
+    const CHUNKS: &str = "real/041-i11970-v0.5.3post3-prefill-queue114-chunk8192.log";
+
+    #[test]
+    fn a_burst_after_a_warm_up() {
+        with_input(&whole(BURST), |i| {
+            let f = check(i).expect("ramp");
+            assert_eq!(
+                f.ramp,
+                Ramp {
+                    running_start: 4,
+                    running_end: 74,
+                    queued_start: 186,
+                    queued_end: 120
+                }
+            );
+        });
+        with_input(&whole(CHUNKS), |i| {
+            assert_eq!(check(i).map(|f| f.ramp.running_end), Some(64));
+        });
+    }
+
+    #[test]
+    fn a_flat_run_is_no_ramp() {
+        with_input(&set_field(&whole(CHUNKS), "#running-req", "40"), |i| {
+            assert_eq!(check(i), None)
+        });
+    }
+
+    #[test]
+    fn too_few_lines_after_the_peak() {
+        with_input(&excerpt(CHUNKS, 1..=3), |i| assert_eq!(check(i), None));
+    }
+}

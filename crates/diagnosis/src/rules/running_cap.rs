@@ -1,0 +1,155 @@
+//! # `running_cap`: the running batch is pinned at a ceiling while requests wait
+//!
+//! **What it detects.** `#running-req` at `max_running_requests` on at least
+//! [`th::AT_CAP_SHARE`] of the steady lines; or, with a standing queue, the mamba state slots
+//! of a hybrid SSM model full (`mamba usage` ≥ [`th::MAMBA_FULL_USAGE`]); or, with a standing
+//! queue and the KV pool below [`th::CONSERVATIVE_USAGE`], a flat ceiling: the running count at
+//! its maximum on at least [`th::PLATEAU_SHARE`] of the lines (a cap the log does not print).
+//!
+//! **Why it matters.** Whatever the client sends and whatever the pool holds, no more than the
+//! cap run at once; the queue only lengthens the time to first token.
+//!
+//! **Evidence it needs.** Steady batch lines with `#running-req` (and `#queue-req`,
+//! `token usage`, `mamba usage`); `max_running_requests` from the startup line, server args or
+//! server info for the first form.
+//!
+//! **What to change.** Raise `--max-running-requests` (per DP rank) if the KV cache has room,
+//! together with the client's concurrency when it equals the cap; for hybrid models the mamba
+//! state cache must grow with it.
+//!
+//! **Source.** SGLang `schedule_policy.py` (`PrefillAdder` stops at `max_running_requests`),
+//! `mem_cache/memory_pool.py` (`MambaPool` slots per request); spec §2.1 and §5.3.
+
+use crate::evidence::view::{SchedulerView, share};
+use crate::report::CapacitySummary;
+use crate::thresholds as th;
+
+/// Which ceiling holds the batch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Limit {
+    /// `max_running_requests`, as configured.
+    Configured {
+        /// The cap (requests per DP rank).
+        cap: u64,
+        /// Share of steady lines at the cap (fraction).
+        share: f64,
+    },
+    /// The mamba state slots are full.
+    MambaSlots {
+        /// Share of steady decode lines with full slots (fraction).
+        share: f64,
+    },
+    /// A flat ceiling the log does not name.
+    Plateau {
+        /// The ceiling (requests).
+        ceiling: u64,
+        /// Share of steady lines at it (fraction).
+        share: f64,
+    },
+}
+
+/// Pinned at the configured `max_running_requests`.
+pub fn at_configured_cap(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limit> {
+    let c = cap.max_running_requests.filter(|&c| c > 0)?;
+    let s = share(&v.steady, |o| o.running.map(|r| r >= c))?;
+    (s >= th::AT_CAP_SHARE).then_some(Limit::Configured { cap: c, share: s })
+}
+
+/// Requests wait while the mamba state slots are full.
+pub fn mamba_slots_full(v: &SchedulerView<'_>) -> Option<Limit> {
+    if !v.queued() {
+        return None;
+    }
+    let s = share(&v.steady_decode, |d| {
+        d.mamba_usage.map(|m| m >= th::MAMBA_FULL_USAGE)
+    })?;
+    (s >= th::MAMBA_FULL_SHARE).then_some(Limit::MambaSlots { share: s })
+}
+
+/// Requests wait at a flat running ceiling while the KV pool has room.
+pub fn flat_plateau(v: &SchedulerView<'_>) -> Option<Limit> {
+    if !v.queued() || v.steady.len() < th::MIN_PLATEAU_LINES {
+        return None;
+    }
+    if !v.median_usage().is_some_and(|u| u < th::CONSERVATIVE_USAGE) {
+        return None;
+    }
+    let ceiling = v.steady.iter().filter_map(|o| o.running).max()?;
+    let s = share(&v.steady, |o| o.running.map(|r| r == ceiling))?;
+    (s >= th::PLATEAU_SHARE).then_some(Limit::Plateau { ceiling, share: s })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{excerpt, only, set_field, with_input};
+
+    const MAXRUN2: &str = "real-long/ascend-dsr1-pd-decode-maxrun2-queued.log";
+    const MAMBA: &str = "real-long/ascend-qwen3next-80b-hybrid-mamba.log";
+
+    fn cap(n: u64) -> CapacitySummary {
+        CapacitySummary {
+            max_running_requests: Some(n),
+            ..CapacitySummary::default()
+        }
+    }
+
+    fn dp1() -> String {
+        only(&excerpt(MAXRUN2, 2200..=2600), "DP1 TP2")
+    }
+
+    #[test]
+    fn pinned_at_the_configured_cap() {
+        with_input(&dp1(), |i| {
+            let got = at_configured_cap(&i.views[0], &cap(2));
+            assert!(
+                matches!(got, Some(Limit::Configured { cap: 2, share }) if share == 1.0),
+                "{got:?}"
+            );
+        });
+    }
+
+    #[test]
+    fn below_the_cap_is_not_pinned() {
+        with_input(&dp1(), |i| {
+            assert_eq!(at_configured_cap(&i.views[0], &cap(3)), None)
+        });
+        with_input(&dp1(), |i| {
+            assert_eq!(
+                at_configured_cap(&i.views[0], &CapacitySummary::default()),
+                None
+            )
+        });
+    }
+
+    #[test]
+    fn full_mamba_slots_cap_the_batch_only_when_requests_wait() {
+        let lines = only(&excerpt(MAMBA, 600..=700), "Decode batch");
+        with_input(&lines, |i| assert_eq!(mamba_slots_full(&i.views[0]), None));
+        let queued = set_field(&lines, "#queue-req", "5");
+        with_input(&queued, |i| {
+            assert!(matches!(
+                mamba_slots_full(&i.views[0]),
+                Some(Limit::MambaSlots { .. })
+            ));
+        });
+    }
+
+    #[test]
+    fn a_flat_ceiling_at_low_usage_is_a_cap() {
+        with_input(&dp1(), |i| {
+            let v = &i.views[0];
+            assert!(v.queued());
+            assert_eq!(
+                flat_plateau(v),
+                Some(Limit::Plateau {
+                    ceiling: 2,
+                    share: 1.0
+                })
+            );
+        });
+        // The same lines at a nearly full pool: the pool, not a cap, is the question.
+        let full = set_field(&dp1(), "token usage", "0.85");
+        with_input(&full, |i| assert_eq!(flat_plateau(&i.views[0]), None));
+    }
+}

@@ -1,0 +1,181 @@
+//! # `stall`: requests run but tokens stop moving
+//!
+//! **What it detects.** Runs of consecutive decode lines with `#running-req` > 0 and the same
+//! `#token`: at least [`th::MIN_FROZEN_LINES`] lines, or two lines at least
+//! [`th::STALL_MIN_S`] apart. A run lasting [`th::STALL_MIN_S`] or longer is a stall; a
+//! shorter one while every line still logs a healthy gen throughput is `#token` counted in
+//! pages (SWA / paged pools move it in steps of a page) and is not reported.
+//!
+//! **Why it matters.** Decode steps that add no KV tokens are a hung step or collective, a model
+//! emitting nothing new, or a logging bug: no throughput lever applies until it is understood.
+//!
+//! **Evidence it needs.** Decode lines with `#running-req`, `#token` and (for the page check)
+//! `gen throughput`; timestamps for the duration.
+//!
+//! **What to change.** Look at what the server printed around these lines (NCCL, OOM, a stuck
+//! rank); a watchdog dump, when there is one, shows where it hung.
+//!
+//! **Source.** SGLang `scheduler_metrics_mixin.py` (`#token` is the KV slots in use when the
+//! line is printed, every `decode_log_interval` steps); spec §2.1.
+
+use crate::evidence::DecodeSample;
+use crate::evidence::view::SchedulerView;
+use crate::report::SourceRange;
+use crate::rules::Input;
+use crate::thresholds as th;
+
+/// A run of consecutive decode lines with running > 0 and the same `#token` (indices into the
+/// decode samples).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrozenRun {
+    /// First sample index.
+    pub first: usize,
+    /// Last sample index (inclusive).
+    pub last: usize,
+    /// The frozen `#token` (tokens).
+    pub tokens: u64,
+    /// `#running-req` at its start (requests).
+    pub running: u64,
+    /// Seconds from its first to its last line, when timestamped.
+    pub duration_s: Option<f64>,
+}
+
+impl FrozenRun {
+    /// Whether it lasts at least [`th::STALL_MIN_S`].
+    pub fn is_long(&self) -> bool {
+        self.duration_s.is_some_and(|d| d >= th::STALL_MIN_S)
+    }
+}
+
+/// Frozen runs of a decode series.
+pub fn frozen_runs(d: &[DecodeSample]) -> Vec<FrozenRun> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < d.len() {
+        let (Some(tok), Some(run)) = (d[i].tokens, d[i].running) else {
+            i += 1;
+            continue;
+        };
+        if run == 0 {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < d.len() && d[j].tokens == Some(tok) && d[j].running.unwrap_or(0) > 0 {
+            j += 1;
+        }
+        let duration_s = match (d[i].t, d[j - 1].t) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        };
+        let run_ = FrozenRun {
+            first: i,
+            last: j - 1,
+            tokens: tok,
+            running: run,
+            duration_s,
+        };
+        let n = j - i;
+        if n >= th::MIN_FROZEN_LINES || (n >= 2 && run_.is_long()) {
+            out.push(run_);
+        }
+        i = j;
+    }
+    out
+}
+
+/// Whether any scheduler has a frozen run of [`th::STALL_MIN_S`] or more.
+pub fn has_long_stall(views: &[SchedulerView<'_>]) -> bool {
+    views.iter().any(|v| {
+        frozen_runs(v.tl.decode.samples())
+            .iter()
+            .any(FrozenRun::is_long)
+    })
+}
+
+/// One scheduler's longest frozen run that is reported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Facts {
+    /// The scheduler.
+    pub scheduler: String,
+    /// The run.
+    pub run: FrozenRun,
+    /// Decode lines in it.
+    pub lines: usize,
+    /// Its lines.
+    pub evidence: SourceRange,
+}
+
+/// The rule: per scheduler, its longest frozen run, unless it is short and decode kept moving.
+pub fn check(input: &Input<'_>) -> Vec<Facts> {
+    let mut out = Vec::new();
+    for v in input.views {
+        let d = v.tl.decode.samples();
+        let runs = frozen_runs(d);
+        let Some(r) = runs.iter().max_by(|x, y| {
+            (x.last - x.first).cmp(&(y.last - y.first)).then(
+                x.duration_s
+                    .unwrap_or(0.0)
+                    .total_cmp(&y.duration_s.unwrap_or(0.0)),
+            )
+        }) else {
+            continue;
+        };
+        let moving = (r.first..=r.last).all(|i| {
+            d[i].gen_tps
+                .is_some_and(|g| g > r.running as f64 * th::SLOW_DECODE_TOK_PER_REQ)
+        });
+        if !r.is_long() && moving {
+            continue;
+        }
+        out.push(Facts {
+            scheduler: v.key.to_string(),
+            run: *r,
+            lines: r.last - r.first + 1,
+            evidence: input.range(input.source_of(v.tl), d[r.first].line, d[r.last].line),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{edit, whole, with_input};
+
+    const JAX: &str = "real/020-sglang-jax-pr564-prefill-bid-cache-miss.log";
+
+    #[test]
+    fn three_frozen_lines_with_a_zero_reading_are_reported() {
+        with_input(&whole(JAX), |i| {
+            let f = check(i);
+            assert_eq!(f.len(), 1);
+            assert_eq!((f[0].lines, f[0].run.tokens, f[0].run.running), (3, 64, 1));
+            assert!(!f[0].run.is_long());
+            assert!(!has_long_stall(i.views));
+        });
+    }
+
+    #[test]
+    fn a_short_freeze_at_full_speed_is_paging_not_a_stall() {
+        let moving = edit(
+            &whole(JAX),
+            "gen throughput (token/s): 0.00",
+            "gen throughput (token/s): 88.00",
+        );
+        with_input(&moving, |i| assert!(check(i).is_empty()));
+    }
+
+    #[test]
+    fn a_freeze_of_a_minute_is_a_stall() {
+        let long = edit(
+            &whole(JAX),
+            "05:10:47] Decode batch. #running-req: 1, #token: 64, token usage: 0.00, gen throughput (token/s): 84.65",
+            "05:11:47] Decode batch. #running-req: 1, #token: 64, token usage: 0.00, gen throughput (token/s): 84.65",
+        );
+        with_input(&long, |i| {
+            assert!(has_long_stall(i.views));
+            assert!(check(i)[0].run.is_long());
+        });
+    }
+}

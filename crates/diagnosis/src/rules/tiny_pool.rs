@@ -1,0 +1,86 @@
+//! # `tiny_pool`: the KV pool holds only a few thousand tokens
+//!
+//! **What it detects.** A pool below [`th::TINY_POOL_TOKENS`] (from `max_total_num_tokens`, or
+//! inferred as `#token / token usage` from a decode line at [`th::POOL_INFERENCE_MIN_USAGE`] or
+//! more) on a scheduler whose usage peaks at [`th::TINY_POOL_MIN_USAGE`] or more.
+//!
+//! **Why it matters.** Far below what any GPU gives: `--max-total-tokens` or a very low
+//! `mem_fraction_static` is set, or the run is a reproduction with an artificial cap. Any real
+//! load will be KV-bound, whatever else is tuned.
+//!
+//! **Evidence it needs.** The pool size (startup line or server info) or decode lines with
+//! `#token` and `token usage`.
+//!
+//! **What to change.** Remove `--max-total-tokens`, or give the pool its memory back.
+//!
+//! **Source.** SGLang `model_runner.py` (`profile_max_num_token`, capped by
+//! `max_total_tokens`); `token usage = #token / max_total_num_tokens`, spec §2.1.
+
+use crate::report::SourceRange;
+use crate::rules::Input;
+use crate::thresholds as th;
+
+/// The pool, and where it was seen.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Facts {
+    /// Pool size (tokens).
+    pub pool_tokens: f64,
+    /// Whether it was inferred from `#token / token usage` (else read from the startup line).
+    pub inferred: bool,
+    /// The scheduler's batch lines.
+    pub evidence: Option<SourceRange>,
+}
+
+/// The rule.
+pub fn check(input: &Input<'_>) -> Option<Facts> {
+    input.views.iter().find_map(|v| {
+        let inferred =
+            v.tl.decode
+                .samples()
+                .iter()
+                .filter_map(|d| Some((d.tokens? as f64, d.usage?)))
+                .find(|(_, u)| *u >= th::POOL_INFERENCE_MIN_USAGE)
+                .map(|(t, u)| t / u);
+        let configured = input.capacity.max_total_num_tokens.map(|p| p as f64);
+        let pool = configured.or(inferred)?;
+        let busy = v.tl.agg.max_usage.unwrap_or(0.0) >= th::TINY_POOL_MIN_USAGE;
+        (pool < th::TINY_POOL_TOKENS && busy).then(|| Facts {
+            pool_tokens: pool,
+            inferred: configured.is_none(),
+            evidence: input.timeline_range(v.tl),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{set_field, whole, with_input};
+
+    const TINY: &str = "real/008-i14972-overlap-retract-alloc-fail.log";
+
+    #[test]
+    fn two_thousand_tokens_is_tiny() {
+        with_input(&whole(TINY), |i| {
+            let f = check(i).expect("tiny pool");
+            assert!((f.pool_tokens - 1920.0 / 0.94).abs() < 0.5, "{f:?}");
+            assert!(f.inferred);
+        });
+    }
+
+    #[test]
+    fn a_normal_pool_is_not_tiny() {
+        with_input(
+            &whole("real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log"),
+            |i| assert_eq!(check(i), None),
+        );
+    }
+
+    #[test]
+    fn an_idle_tiny_pool_does_not_matter() {
+        // #token 1920 at usage 0.40: a 4,800-token pool, but it never fills past half.
+        with_input(&set_field(&whole(TINY), "token usage", "0.40"), |i| {
+            assert_eq!(check(i), None)
+        });
+    }
+}

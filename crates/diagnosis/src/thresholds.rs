@@ -1,0 +1,132 @@
+//! Every threshold the diagnosis uses, in one place: its unit, why it has that value, and
+//! where the value comes from. Rules import these; no rule writes a literal threshold.
+//!
+//! Sources: SGLang's hyperparameter-tuning guide (`docs/advanced_features/hyperparameter_tuning.md`:
+//! "token usage ... above 0.9 ... good"; a queue below that means the scheduler holds back),
+//! SGLang's scheduler (`scheduler_metrics_mixin.py` for what the batch lines mean,
+//! `schedule_policy.py` for admission), bench_serving's `calculate_metrics` (spec §7), and,
+//! where SGLang says nothing, what separates healthy from broken runs in the real logs of
+//! `tests/data/real/` (said so on the constant).
+
+/// Confidence level of every interval the report prints (fraction).
+pub const CONFIDENCE: f64 = 0.95;
+
+/// Token usage at or above which the KV cache counts as full (fraction; SGLang tuning guide).
+pub const KV_FULL_USAGE: f64 = 0.9;
+/// Share of steady lines at [`KV_FULL_USAGE`] or more that also makes the pool full, whatever
+/// its p90 (fraction).
+pub const FULL_SHARE: f64 = 0.5;
+/// Token usage below which a queue means the scheduler holds back (fraction; SGLang tuning
+/// guide's "below 0.9" with a margin for the window's jitter).
+pub const CONSERVATIVE_USAGE: f64 = 0.8;
+/// Share of batch lines with `#queue-req` > 0 for requests to count as "queued" (fraction).
+pub const QUEUED_SHARE: f64 = 0.5;
+/// Share of batch lines with `#queue-req` > 0 below which load counts as too low (fraction).
+pub const LOW_LOAD_QUEUED_SHARE: f64 = 0.1;
+/// Share of steady lines at the running cap for the cap to bind (fraction).
+pub const AT_CAP_SHARE: f64 = 0.5;
+/// `mamba usage` at which the mamba state slots count as full (fraction).
+pub const MAMBA_FULL_USAGE: f64 = 0.99;
+/// Share of decode lines with full mamba slots for them to cap the batch (fraction).
+pub const MAMBA_FULL_SHARE: f64 = 0.5;
+/// Share of steady lines at the running maximum for a flat ceiling (a cap the log does not
+/// print) to be read (fraction).
+pub const PLATEAU_SHARE: f64 = 0.8;
+/// Steady lines a flat ceiling needs before it is read as a cap (lines).
+pub const MIN_PLATEAU_LINES: usize = 5;
+/// A prefill batch within this fraction of the prefill size limit counts as at the limit (fraction).
+pub const PREFILL_AT_LIMIT_FRACTION: f64 = 0.9;
+/// Share of prefill batches at the limit for prefill to bound admission (fraction).
+pub const PREFILL_AT_LIMIT_SHARE: f64 = 0.5;
+/// A prefill size limit below this is not a throughput limit worth naming (tokens).
+pub const MIN_PREFILL_LIMIT_TOKENS: u64 = 512;
+/// Prefill lines the prefill limit rule needs (lines).
+pub const MIN_PREFILL_LINES: usize = 2;
+/// A decode line this much later than the previous batch line follows an idle gap (seconds;
+/// SGLang's window then includes the idle time, spec §2.1.2).
+pub const IDLE_GAP_S: f64 = 30.0;
+/// A first reading after idle below this fraction of the median is the idle-window artifact (fraction).
+pub const IDLE_LOW_READING: f64 = 0.25;
+/// Stalls shorter than this are reported as suspicious, not as a stall (seconds).
+pub const STALL_MIN_S: f64 = 60.0;
+/// Consecutive decode lines with `#token` frozen that are reported even when short (lines).
+pub const MIN_FROZEN_LINES: usize = 3;
+/// Decode speed per running request below which decode itself is the problem (tok/s per
+/// request). A healthy server gives each running request several tokens per second even in
+/// large batches (every real log in `tests/data/real/` but the CPU-offload one).
+pub const SLOW_DECODE_TOK_PER_REQ: f64 = 1.0;
+/// Prefill speed below which prefill itself is the problem (tok/s): a GPU prefills thousands
+/// of tokens per second even for one request; CPU-offloaded experts manage tens.
+pub const SLOW_PREFILL_TOK_PER_S: f64 = 256.0;
+/// Prefill chunks at least this large are read as a long prompt cut at the chunk size (tokens).
+pub const MIN_CHUNK_TOKENS: u64 = 512;
+/// Chunk pairs the slow-prefill rule needs (pairs).
+pub const MIN_CHUNK_PAIRS: usize = 2;
+/// Chunk pairs from which a slow prefill is held with high confidence (pairs).
+pub const SURE_CHUNK_PAIRS: usize = 3;
+/// Batch lines a verdict needs before it can be held with high confidence (lines).
+pub const MIN_LINES_FOR_HIGH_CONFIDENCE: usize = 5;
+/// Decode lines needed before a rate gets an interval (batch means need several batches).
+pub const MIN_LINES_FOR_INTERVAL: usize = 20;
+/// Decode throughput lost to interleaved prefills above which it is reported (fraction).
+pub const PREFILL_INTERFERENCE_MIN_LOSS: f64 = 0.10;
+/// Decode intervals of each kind (with and without a prefill) the interference rule needs.
+pub const MIN_INTERFERENCE_INTERVALS: usize = 5;
+/// Retraction events per hour above which retraction is called thrashing (events/h).
+pub const THRASH_PER_HOUR: f64 = 30.0;
+/// Share of decode lines without a CUDA graph from which it is reported (fraction).
+pub const NO_GRAPH_SHARE: f64 = 0.2;
+/// DP imbalance is not reported below this mean running count on the busiest rank (requests).
+pub const DP_IMBALANCE_MIN_RUNNING: f64 = 4.0;
+/// The idlest rank's mean running over the busiest's below which DP load is uneven (ratio).
+pub const DP_IMBALANCE_RATIO: f64 = 0.67;
+/// A KV pool below this is tiny for any real model and load (tokens).
+pub const TINY_POOL_TOKENS: f64 = 8192.0;
+/// Peak token usage a tiny pool must reach to matter (fraction).
+pub const TINY_POOL_MIN_USAGE: f64 = 0.5;
+/// Token usage from which `#token / token usage` estimates the pool size (fraction; below it
+/// the rounding of the printed usage dominates).
+pub const POOL_INFERENCE_MIN_USAGE: f64 = 0.05;
+/// A KV-bound scheduler carrying at least this share of the lines makes the whole server
+/// KV-bound (fraction; under DP attention any full rank caps them all).
+pub const KV_VOTE_SHARE: f64 = 0.25;
+/// Ramp: running must rise by more than this over the excerpt (requests).
+pub const RAMP_MIN_RISE: u64 = 4;
+/// Ramp: share of steps where running does not fall (fraction).
+pub const RAMP_RISING_SHARE: f64 = 0.8;
+/// Ramp: lines at most that may precede the queue's peak (a warm-up) as a share of the log
+/// (fraction; at least [`RAMP_MAX_SKIPPED_LINES`]).
+pub const RAMP_MAX_SKIPPED_SHARE: f64 = 0.1;
+/// Ramp: lines that may always precede the queue's peak (lines).
+pub const RAMP_MAX_SKIPPED_LINES: usize = 3;
+/// Ramp: lines a ramp needs (lines).
+pub const RAMP_MIN_LINES: usize = 4;
+/// Relative difference between lifetime and windowed client rates within which they agree (fraction).
+pub const LIFETIME_AGREES: f64 = 0.1;
+/// A printed rate this far from the lifetime average is a rounding artifact (fraction).
+pub const PRINTED_ROUNDING: f64 = 0.2;
+/// The sample window someone plans to measure with, when not given (seconds).
+pub const DEFAULT_SAMPLE_WINDOW_S: f64 = 60.0;
+/// Mean wait for a client concurrency slot from which it is called out (seconds).
+pub const CLIENT_SLOT_WAIT_S: f64 = 1.0;
+/// Token usage treated as full when estimating headroom (fraction).
+pub const HEADROOM_USAGE: f64 = 0.95;
+/// The logged rate while decoding above which the wall-time average is said to include idle
+/// gaps (ratio of the average to the busy median).
+pub const BUSY_VS_AVERAGE: f64 = 0.5;
+/// A what-if row must gain more than this to be recommended (percent).
+pub const MIN_GAIN_PCT: f64 = 1.0;
+/// Projections beyond the observed running range by more than this are extrapolations (fraction).
+pub const EXTRAPOLATION_MARGIN: f64 = 0.05;
+/// Share of failed benchmark requests from which failures are the first thing to fix (fraction).
+pub const FAILURES_DOMINATE: f64 = 0.2;
+/// Mean TTFT over mean end-to-end latency from which waiting for the first token is reported (fraction).
+pub const TTFT_SHARE_REPORTED: f64 = 0.2;
+/// ... held with high confidence from this share (fraction).
+pub const TTFT_SHARE_SURE: f64 = 0.4;
+/// ... and only when the mean TTFT is at least this long (seconds).
+pub const TTFT_REPORTED_S: f64 = 1.0;
+/// Mean prompt length from which prefill is a real part of the time to first token (tokens).
+pub const LONG_PROMPT_TOKENS: f64 = 4096.0;
+/// Mean requests in flight over `--max-concurrency` from which the limit counts as held full (fraction).
+pub const LIMIT_HELD_FULL: f64 = 0.9;

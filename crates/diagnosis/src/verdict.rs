@@ -1,0 +1,295 @@
+//! The one place that turns rule results into the bottleneck.
+//!
+//! **Per scheduler** the first rule of [`SCHEDULER_PRECEDENCE`] that holds names its
+//! bottleneck:
+//!
+//! | # | rule | bottleneck |
+//! |---|---|---|
+//! | 1 | no steady lines | `no_scheduler_lines` |
+//! | 2 | `pd_transfer` | `pd_transfer_bound` |
+//! | 3 | `kv_cache_bound::queued_at_full_pool` | `kv_cache_bound` |
+//! | 4 | `running_cap::at_configured_cap` | `running_cap_bound` |
+//! | 5 | `running_cap::mamba_slots_full` (queued) | `running_cap_bound` |
+//! | 6 | `prefill_limit` (queued) | `prefill_bound` |
+//! | 7 | `running_cap::flat_plateau` (queued) | `running_cap_bound` |
+//! | 8 | `conservative_admission` (queued) | `scheduler_conservative` |
+//! | 9 | queued, nothing above | `inconclusive` |
+//! | 10 | `client_bound` | `client_bound` |
+//! | 11 | `kv_cache_bound::full_without_queue` | `kv_cache_bound` |
+//! | 12 | otherwise | `inconclusive` |
+//!
+//! **Over schedulers** each verdict gets the steady lines of its schedulers as votes; the most
+//! votes win, ties broken by [`priority`]. A KV-bound scheduler holding at least
+//! [`th::KV_VOTE_SHARE`] of the votes makes the server KV-bound (under DP attention any full
+//! rank caps them all).
+//!
+//! **Overrides**, in this order, for a weak verdict (`client_bound`, `inconclusive`, none; for
+//! the compute rules also `prefill_bound` and `scheduler_conservative`), when no long stall and
+//! no watchdog explain the slowness: `decode_compute` → `decode_compute_bound`;
+//! `prefill_compute` → `prefill_compute_bound`. Then, for a weak vote (whatever the compute
+//! rules said): a long stall or a watchdog timeout → `stall`; else retractions →
+//! `kv_cache_bound` (the pool ran out at the run's peak even if the queue was short).
+
+use crate::evidence::view::SchedulerView;
+use crate::report::{Bottleneck, CapacitySummary};
+use crate::rules::{
+    client_bound, conservative_admission, kv_cache_bound, pd_transfer, prefill_limit, running_cap,
+};
+use crate::thresholds as th;
+
+/// Why one scheduler got its verdict: the facts of the rule that held.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reason {
+    /// No steady batch lines.
+    NoLines,
+    /// `pd_transfer`.
+    PdTransfer(pd_transfer::Facts),
+    /// `kv_cache_bound`.
+    KvCache(kv_cache_bound::Pattern),
+    /// `running_cap`.
+    RunningCap(running_cap::Limit),
+    /// `prefill_limit`.
+    PrefillLimit(prefill_limit::Facts),
+    /// `conservative_admission`, with the median token usage (fraction).
+    Conservative(f64),
+    /// Requests wait but no rule explains why.
+    QueuedUnexplained,
+    /// `client_bound`.
+    ClientBound,
+    /// Nothing holds.
+    Unexplained,
+}
+
+impl Reason {
+    /// The bottleneck this reason names.
+    pub fn bottleneck(&self) -> Bottleneck {
+        match self {
+            Reason::NoLines => Bottleneck::NoSchedulerLines,
+            Reason::PdTransfer(_) => Bottleneck::PdTransferBound,
+            Reason::KvCache(_) => Bottleneck::KvCacheBound,
+            Reason::RunningCap(_) => Bottleneck::RunningCapBound,
+            Reason::PrefillLimit(_) => Bottleneck::PrefillBound,
+            Reason::Conservative(_) => Bottleneck::SchedulerConservative,
+            Reason::ClientBound => Bottleneck::ClientBound,
+            Reason::QueuedUnexplained | Reason::Unexplained => Bottleneck::Inconclusive,
+        }
+    }
+}
+
+/// One step of the per-scheduler precedence.
+type Step = fn(&SchedulerView<'_>, &CapacitySummary) -> Option<Reason>;
+
+/// The per-scheduler precedence table (see the module doc), first match wins.
+pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
+    ("no steady lines", |v, _| {
+        v.steady.is_empty().then_some(Reason::NoLines)
+    }),
+    ("pd_transfer", |v, _| {
+        pd_transfer::check(v).map(Reason::PdTransfer)
+    }),
+    ("kv_cache_bound (queued)", |v, _| {
+        kv_cache_bound::queued_at_full_pool(v).map(Reason::KvCache)
+    }),
+    ("running_cap (configured)", |v, c| {
+        running_cap::at_configured_cap(v, c).map(Reason::RunningCap)
+    }),
+    ("running_cap (mamba slots)", |v, _| {
+        running_cap::mamba_slots_full(v).map(Reason::RunningCap)
+    }),
+    ("prefill_limit", |v, c| {
+        prefill_limit::check(v, c).map(Reason::PrefillLimit)
+    }),
+    ("running_cap (flat ceiling)", |v, _| {
+        running_cap::flat_plateau(v).map(Reason::RunningCap)
+    }),
+    ("conservative_admission", |v, _| {
+        conservative_admission::check(v).map(Reason::Conservative)
+    }),
+    ("queued, unexplained", |v, _| {
+        v.queued().then_some(Reason::QueuedUnexplained)
+    }),
+    ("client_bound", |v, _| {
+        client_bound::check(v).then_some(Reason::ClientBound)
+    }),
+    ("kv_cache_bound (no queue)", |v, _| {
+        kv_cache_bound::full_without_queue(v).map(Reason::KvCache)
+    }),
+];
+
+/// One scheduler's verdict.
+pub fn classify(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Reason {
+    SCHEDULER_PRECEDENCE
+        .iter()
+        .find_map(|(_, step)| step(v, cap))
+        .unwrap_or(Reason::Unexplained)
+}
+
+/// Tie-break order between verdicts with equal votes (lower wins).
+pub fn priority(b: Bottleneck) -> u8 {
+    match b {
+        Bottleneck::KvCacheBound => 0,
+        Bottleneck::RunningCapBound => 1,
+        Bottleneck::PdTransferBound => 2,
+        Bottleneck::PrefillBound => 3,
+        Bottleneck::SchedulerConservative => 4,
+        Bottleneck::Stall | Bottleneck::DecodeComputeBound | Bottleneck::PrefillComputeBound => 5,
+        Bottleneck::ClientBound => 6,
+        Bottleneck::Inconclusive => 7,
+        Bottleneck::NoSchedulerLines => 8,
+    }
+}
+
+/// The verdict over schedulers from their verdicts, weighted by their steady lines.
+pub fn vote(votes: &[(Bottleneck, u64)]) -> Bottleneck {
+    let mut tally: Vec<(Bottleneck, u64)> = Vec::new();
+    for &(b, w) in votes {
+        match tally.iter_mut().find(|(x, _)| *x == b) {
+            Some(t) => t.1 += w,
+            None => tally.push((b, w)),
+        }
+    }
+    let total: u64 = tally.iter().map(|t| t.1).sum();
+    if let Some(kv) = tally.iter().find(|t| t.0 == Bottleneck::KvCacheBound)
+        && kv.1 as f64 >= th::KV_VOTE_SHARE * total as f64
+    {
+        return Bottleneck::KvCacheBound;
+    }
+    tally.sort_by(|a, b| b.1.cmp(&a.1).then(priority(a.0).cmp(&priority(b.0))));
+    tally.first().map_or(Bottleneck::NoSchedulerLines, |t| t.0)
+}
+
+/// What the overrides read.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Overrides {
+    /// `decode_compute` holds.
+    pub slow_decode: bool,
+    /// `prefill_compute` holds.
+    pub slow_prefill: bool,
+    /// A frozen run of [`th::STALL_MIN_S`] or more.
+    pub long_stall: bool,
+    /// Watchdog timeout lines.
+    pub watchdog: bool,
+    /// Retraction events.
+    pub retractions: bool,
+}
+
+/// The server's bottleneck: the vote, then the overrides (see the module doc).
+pub fn decide(votes: &[(Bottleneck, u64)], o: Overrides) -> Bottleneck {
+    let voted = vote(votes);
+    let weak = matches!(
+        voted,
+        Bottleneck::ClientBound | Bottleneck::Inconclusive | Bottleneck::NoSchedulerLines
+    );
+    let decode_weak = weak
+        || matches!(
+            voted,
+            Bottleneck::PrefillBound | Bottleneck::SchedulerConservative
+        );
+    let hung = o.long_stall || o.watchdog;
+    let mut b = voted;
+    if decode_weak && !hung && o.slow_decode {
+        b = Bottleneck::DecodeComputeBound;
+    } else if decode_weak && !hung && o.slow_prefill {
+        b = Bottleneck::PrefillComputeBound;
+    }
+    if weak && hung {
+        b = Bottleneck::Stall;
+    } else if weak && o.retractions {
+        b = Bottleneck::KvCacheBound;
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{whole, with_input};
+
+    #[test]
+    fn the_precedence_table_on_real_logs() {
+        let cases = [
+            (
+                "real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log",
+                Bottleneck::KvCacheBound,
+            ),
+            (
+                "real/031-i22877-pd-prefill-prealloc-rising-custom-fmt.log",
+                Bottleneck::PdTransferBound,
+            ),
+            (
+                "real/041-i11970-v0.5.3post3-prefill-queue114-chunk8192.log",
+                Bottleneck::PrefillBound,
+            ),
+            (
+                "real/025-sgl-kernel-npu-pr608-tp-ep-prefix-mtp.log",
+                Bottleneck::SchedulerConservative,
+            ),
+            (
+                "real/017-i3243-amd-rx7900xtx-rocm.log",
+                Bottleneck::ClientBound,
+            ),
+        ];
+        for (file, want) in cases {
+            with_input(&whole(file), |i| {
+                assert_eq!(
+                    classify(&i.views[0], i.capacity).bottleneck(),
+                    want,
+                    "{file}"
+                )
+            });
+        }
+    }
+
+    #[test]
+    fn a_kv_bound_quarter_wins_the_vote() {
+        let votes = [
+            (Bottleneck::ClientBound, 30),
+            (Bottleneck::KvCacheBound, 10),
+        ];
+        assert_eq!(vote(&votes), Bottleneck::KvCacheBound);
+        let votes = [
+            (Bottleneck::ClientBound, 31),
+            (Bottleneck::KvCacheBound, 10),
+        ];
+        assert_eq!(vote(&votes), Bottleneck::ClientBound);
+        assert_eq!(
+            vote(&[(Bottleneck::ClientBound, 5), (Bottleneck::PrefillBound, 5)]),
+            Bottleneck::PrefillBound
+        );
+        assert_eq!(vote(&[]), Bottleneck::NoSchedulerLines);
+    }
+
+    #[test]
+    fn overrides_apply_to_weak_verdicts_only() {
+        let slow = Overrides {
+            slow_decode: true,
+            ..Overrides::default()
+        };
+        assert_eq!(
+            decide(&[(Bottleneck::ClientBound, 3)], slow),
+            Bottleneck::DecodeComputeBound
+        );
+        assert_eq!(
+            decide(&[(Bottleneck::KvCacheBound, 3)], slow),
+            Bottleneck::KvCacheBound
+        );
+        let hung = Overrides {
+            slow_decode: true,
+            watchdog: true,
+            ..Overrides::default()
+        };
+        assert_eq!(
+            decide(&[(Bottleneck::ClientBound, 3)], hung),
+            Bottleneck::Stall
+        );
+        let retracted = Overrides {
+            retractions: true,
+            ..Overrides::default()
+        };
+        assert_eq!(decide(&[], retracted), Bottleneck::KvCacheBound);
+        assert_eq!(
+            decide(&[(Bottleneck::PrefillBound, 3)], retracted),
+            Bottleneck::PrefillBound
+        );
+    }
+}
