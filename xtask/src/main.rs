@@ -58,7 +58,8 @@ fn usage() -> ExitCode {
            diagnose [ARGS]   build and run `throughput-doctor diagnose ARGS` (no ARGS: the embedded sample)\n  \
            gpu-check         on a GPU host: NVML probe figures beside nvidia-smi's (exit 1 on mismatch)\n  \
            bench-parse [MB]  parse speed vs cat, wc -l, rg -c and the Python baseline on a generated log\n  \
-           bench-client [N]  our batch client vs benches/python_client.py against the simulator (req/s, CPU per request)\n"
+           bench-client [N]  our batch client vs benches/python_client.py against the simulator (req/s, CPU per request)\n  \
+           schema            regenerate docs/report.schema.json from the report's types\n"
     );
     ExitCode::from(2)
 }
@@ -72,6 +73,12 @@ fn main() -> ExitCode {
         "diagnose" => doctor("diagnose", rest),
         "bench-parse" => bench_parse::run(&root(), rest),
         "bench-client" => bench_client::run(&root(), rest),
+        "schema" => {
+            let mut c = cargo();
+            c.args(["test", "--quiet", "-p", "diagnosis", "--test", "schema"])
+                .env("UPDATE_SCHEMA", "1");
+            run(c)
+        }
         "gpu-check" => doctor(
             "gpu",
             &[vec!["--check".to_string()], rest.to_vec()].concat(),
