@@ -1,6 +1,6 @@
 //! Rendering a [`Report`] for people: terminal text (optionally coloured) and Markdown.
 //!
-//! Both are written from one model of the report's sections ([`sections`]): the verdict, the
+//! Both are written from one model of the report's sections (`sections`): the verdict, the
 //! recommendations, the findings, then the evidence and the details (client view, benchmark
 //! runs, `/metrics`, the what-if table, per-scheduler figures, inputs). A table is built once
 //! and laid out by each writer. Numbers always carry their unit; unknown values print as `?`.

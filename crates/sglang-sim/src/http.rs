@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -658,6 +658,3 @@ fn json_response_body(body: Body) -> Response {
     );
     r
 }
-
-#[allow(dead_code)]
-fn _assert_duration(_: Duration) {}

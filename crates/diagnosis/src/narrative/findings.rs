@@ -237,7 +237,7 @@ pub fn bottleneck(
     ))
 }
 
-/// [`decode_compute`].
+/// The finding of [`crate::rules::decode_compute`].
 pub fn decode_compute(f: &decode_compute::Facts) -> Finding {
     let per_req = f.tok_per_s_per_request;
     finding(
@@ -259,7 +259,7 @@ pub fn decode_compute(f: &decode_compute::Facts) -> Finding {
     )
 }
 
-/// [`prefill_compute`].
+/// The finding of [`crate::rules::prefill_compute`].
 pub fn prefill_compute(f: &prefill_compute::Facts) -> Finding {
     let p = &f.slow;
     finding(
@@ -287,7 +287,7 @@ pub fn prefill_compute(f: &prefill_compute::Facts) -> Finding {
     )
 }
 
-/// [`prefill_interference`].
+/// The finding of [`crate::rules::prefill_interference`].
 pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySummary) -> Finding {
     let mut figures = vec![
         Figure::new(
@@ -331,7 +331,7 @@ pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySumma
     )
 }
 
-/// [`stall`].
+/// The finding of [`crate::rules::stall`].
 pub fn stall(f: &stall::Facts) -> Finding {
     let r = &f.run;
     let long = r.is_long();
@@ -375,7 +375,7 @@ pub fn stall(f: &stall::Facts) -> Finding {
     )
 }
 
-/// [`retraction`].
+/// The finding of [`crate::rules::retraction`].
 pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
     let mut figures = vec![
         Figure::new("retraction events", r.events as f64, Unit::Events),
@@ -420,7 +420,7 @@ pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
     )
 }
 
-/// [`watchdog`].
+/// The finding of [`crate::rules::watchdog`].
 pub fn watchdog(f: &watchdog::Facts) -> Finding {
     failure(
         f,
@@ -451,7 +451,7 @@ fn failure(f: &watchdog::Facts, kind: FindingKind, title: &str, detail: &str) ->
     )
 }
 
-/// [`idle_window`].
+/// The finding of [`crate::rules::idle_window`].
 pub fn idle_window(f: &idle_window::Facts) -> Finding {
     finding(
         FindingKind::IdleWindowArtifact,
@@ -473,7 +473,7 @@ pub fn idle_window(f: &idle_window::Facts) -> Finding {
     )
 }
 
-/// [`cuda_graph`].
+/// The finding of [`crate::rules::cuda_graph`].
 pub fn cuda_graph(f: &cuda_graph::Facts) -> Finding {
     let mut figures = vec![Figure::new(
         "share of decode lines without a graph",
@@ -514,7 +514,7 @@ pub fn cuda_graph(f: &cuda_graph::Facts) -> Finding {
     )
 }
 
-/// [`dp_imbalance`].
+/// The finding of [`crate::rules::dp_imbalance`].
 pub fn dp_imbalance(f: &dp_imbalance::Facts) -> Finding {
     finding(
         FindingKind::DpImbalance,
@@ -540,7 +540,7 @@ pub fn dp_imbalance(f: &dp_imbalance::Facts) -> Finding {
     )
 }
 
-/// [`ramp_only`].
+/// The finding of [`crate::rules::ramp_only`].
 pub fn ramp_only(f: &ramp_only::Facts) -> Finding {
     let r = &f.ramp;
     finding(
@@ -577,7 +577,7 @@ pub fn ramp_only(f: &ramp_only::Facts) -> Finding {
     )
 }
 
-/// [`tiny_pool`].
+/// The finding of [`crate::rules::tiny_pool`].
 pub fn tiny_pool(f: &tiny_pool::Facts) -> Finding {
     finding(
         FindingKind::TinyKvPool,
@@ -597,7 +597,7 @@ pub fn tiny_pool(f: &tiny_pool::Facts) -> Finding {
     )
 }
 
-/// [`bench_failures`].
+/// The finding of [`crate::rules::bench_failures`].
 pub fn bench_failures(run: &BenchmarkRun, f: &bench_failures::Facts) -> Finding {
     let from = if f.printed {
         "the block's `Failed requests`".to_string()
@@ -640,7 +640,7 @@ pub fn bench_failures(run: &BenchmarkRun, f: &bench_failures::Facts) -> Finding 
     )
 }
 
-/// [`bench_queueing`]; `bottleneck` is the server-side verdict from the logs.
+/// The finding of [`crate::rules::bench_queueing`]; `bottleneck` is the server-side verdict from the logs.
 pub fn bench_queueing(
     run: &BenchmarkRun,
     f: &bench_queueing::Facts,
@@ -716,7 +716,7 @@ pub fn bench_queueing(
     )
 }
 
-/// [`bench_concurrency_limit`].
+/// The finding of [`crate::rules::bench_concurrency_limit`].
 pub fn bench_concurrency_limit(run: &BenchmarkRun, f: &bench_concurrency_limit::Facts) -> Finding {
     use bench_concurrency_limit::Meaning;
     let limit = f.limit;
@@ -778,7 +778,7 @@ pub fn numbered(mut f: Finding, run: usize, runs: usize) -> Finding {
     f
 }
 
-/// [`client_gap`].
+/// The finding of [`crate::rules::client_gap`].
 pub fn client_gap(s: &ClientSummary, f: &client_gap::Facts) -> Option<Finding> {
     let (life, win) = (
         s.lifetime_req_per_s.as_ref()?,
@@ -924,7 +924,7 @@ pub fn sample_adequacy(a: &SampleAdequacy) -> Finding {
     )
 }
 
-/// [`littles_law`].
+/// The finding of [`crate::rules::littles_law`].
 pub fn littles_law(f: &littles_law::Facts, window_rate: f64) -> Finding {
     let l = &f.check;
     let (observed, mean) = (f.observed, f.mean_latency_s);
@@ -1002,8 +1002,7 @@ pub fn capacity(cm: &CapacityModel) -> Vec<Finding> {
     let largest_fitting = rows
         .iter()
         .filter(above)
-        .filter(|w| verdict(w).is_some_and(|v| v != Feasibility::OomLikely))
-        .last();
+        .rfind(|w| verdict(w).is_some_and(|v| v != Feasibility::OomLikely));
     let first_oom = rows
         .iter()
         .filter(above)
