@@ -321,7 +321,8 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<Report> {
     Ok(diagnose_full(args)?.1)
 }
 
-/// Like [`diagnose`], also returning the evidence (for plots).
+/// Like [`diagnose`], also returning the evidence as the diagnosis read it (joined and in
+/// time order, see `Evidence::consolidated`), for plots.
 ///
 /// # Errors
 /// See [`read_logs`].
@@ -337,7 +338,7 @@ pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
     // ...and in the report's "not concluded", beside the other sources' problems.
     ctx.source_errors.extend(warnings);
     let report = diagnosis::diagnose_with(&ev, &ctx);
-    Ok((ev, report))
+    Ok((ev.consolidated().0.into_owned(), report))
 }
 
 /// Run `gpu`: print the snapshot, or exit 1 with a one-line reason.

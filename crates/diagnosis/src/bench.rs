@@ -89,5 +89,6 @@ pub fn client_summary(runs: &[BenchmarkRun], server_tps: Option<&Rate>) -> Optio
         mean_prompt_tokens: b.mean_prompt_tokens(),
         adequacy: None,
         eta: None,
+        set_aside: Vec::new(),
     })
 }

@@ -6,7 +6,10 @@
 use sglang_log::{ClientEvidence, ClientFormat};
 
 use crate::context::Context;
-use crate::report::{ClientSummary, EtaSummary, Rate, RateBasis, SampleAdequacy, Unit};
+use crate::report::{
+    ClientSetAside, ClientSummary, EtaSummary, Rate, RateBasis, SampleAdequacy, SetAsideReason,
+    Unit,
+};
 use crate::thresholds as th;
 
 /// The server's steady span on the log's clock (seconds), as finely as that clock places it.
@@ -145,6 +148,7 @@ pub fn client_summary(
         mean_prompt_tokens: throughput_stats::mean_sd(&prompts).map(|x| x.0),
         adequacy: None,
         eta: None,
+        set_aside: Vec::new(),
     };
 
     // Cumulative completions over time, from either shape.
@@ -159,15 +163,21 @@ pub fn client_summary(
             }
         }
         ClientFormat::TimedRecords => {
-            let times = c.completion_times();
-            s.completed = times.len() as u64;
+            let (times, set_aside, plausible) = timed_completions(c);
+            s.set_aside = set_aside;
+            s.completed = c.requests.iter().filter(|r| r.ok).count() as u64;
             cum = times
                 .iter()
                 .enumerate()
                 .map(|(i, &t)| (t, i as u64 + 1))
                 .collect();
-            // the client's start: its first submit, else the first completion
-            if let Some(first_submit) = c.requests.iter().filter_map(|r| r.submit).reduce(f64::min)
+            // the client's start: its first plausible submit, else the first completion
+            if let Some(first_submit) = c
+                .requests
+                .iter()
+                .filter_map(|r| r.submit)
+                .filter(|&t| plausible(t))
+                .reduce(f64::min)
             {
                 cum.insert(0, (first_submit, 0));
             }
@@ -252,6 +262,58 @@ pub fn client_summary(
     Some(s)
 }
 
+/// The completion times the rates count, sorted (seconds), what was set aside, and the test of
+/// a plausible time: end times further than `max(`[`th::CLIENT_OUTLIER_MIN_S`]`,
+/// `[`th::CLIENT_OUTLIER_IQRS`]` × IQR)` from the median end time are clock errors, and
+/// completed records without an end time are counted as set aside (the rates are then a lower
+/// bound).
+fn timed_completions(c: &ClientEvidence) -> (Vec<f64>, Vec<ClientSetAside>, impl Fn(f64) -> bool) {
+    let ok: Vec<&sglang_log::ClientRequest> = c.requests.iter().filter(|r| r.ok).collect();
+    let mut ends: Vec<f64> = ok
+        .iter()
+        .filter_map(|r| r.end)
+        .filter(|t| t.is_finite())
+        .collect();
+    ends.sort_by(f64::total_cmp);
+    let q = |p: f64| {
+        ends.get(((ends.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+    };
+    let (median, iqr) = match (q(0.5), q(0.25), q(0.75)) {
+        (Some(m), Some(a), Some(b)) => (m, b - a),
+        _ => (0.0, 0.0),
+    };
+    let cutoff_s = th::CLIENT_OUTLIER_MIN_S.max(th::CLIENT_OUTLIER_IQRS * iqr);
+    let plausible = move |t: f64| t.is_finite() && (t - median).abs() <= cutoff_s;
+    let mut set_aside = Vec::new();
+    let far: Vec<u64> = ok
+        .iter()
+        .filter(|r| r.end.is_some_and(|t| !plausible(t)))
+        .map(|r| r.line)
+        .collect();
+    if !far.is_empty() {
+        set_aside.push(ClientSetAside {
+            reason: SetAsideReason::EndFarFromOthers { cutoff_s },
+            records: far.len() as u64,
+            first_line: far.first().copied(),
+        });
+    }
+    let untimed: Vec<u64> = ok
+        .iter()
+        .filter(|r| r.end.is_none())
+        .map(|r| r.line)
+        .collect();
+    if !untimed.is_empty() {
+        set_aside.push(ClientSetAside {
+            reason: SetAsideReason::NoEndTime,
+            records: untimed.len() as u64,
+            first_line: untimed.first().copied(),
+        });
+    }
+    let times: Vec<f64> = ends.into_iter().filter(|&t| plausible(t)).collect();
+    (times, set_aside, plausible)
+}
+
 /// Whether the client's lifetime average (or the rate it printed) misleads: the lifetime
 /// average lies outside the windowed rate's interval or more than [`th::LIFETIME_AGREES`] from
 /// it, or the printed rate is more than [`th::PRINTED_ROUNDING`] off the lifetime average.
@@ -266,4 +328,76 @@ pub fn lifetime_misleads(s: &ClientSummary) -> bool {
         .printed_req_per_s
         .is_some_and(|p| (p - life.value).abs() > th::PRINTED_ROUNDING * life.value);
     outside || far || rounded
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` records ending one per 10 s from t = 1000 s, each submitted 100 s before.
+    fn records(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let end = 1_000.0 + 10.0 * i as f64;
+                format!(
+                    "{{\"id\":\"r{i}\",\"submit_unix_s\":{},\"end_unix_s\":{end}}}",
+                    end - 100.0
+                )
+            })
+            .collect()
+    }
+
+    fn summary(lines: &[String]) -> ClientSummary {
+        let ctx = Context {
+            clients: vec![sglang_log::parse_client(
+                "responses.jsonl",
+                &lines.join("\n"),
+            )],
+            ..Context::default()
+        };
+        client_summary(&ctx, None, None).expect("summary")
+    }
+
+    #[test]
+    fn an_end_time_ten_years_ahead_is_set_aside_and_named() {
+        let clean = summary(&records(40));
+        let mut lines = records(40);
+        lines[7] = lines[7].replace("\"end_unix_s\":1070", "\"end_unix_s\":315361070");
+        let s = summary(&lines);
+        assert_eq!(s.set_aside.len(), 1);
+        assert_eq!(s.set_aside[0].records, 1);
+        assert_eq!(s.set_aside[0].first_line, Some(8));
+        assert!(
+            matches!(s.set_aside[0].reason, SetAsideReason::EndFarFromOthers { cutoff_s } if cutoff_s == 86_400.0)
+        );
+        // The rate over the others is what it was, not 0.000 req/s over 87,600 h.
+        let (a, b) = (
+            clean.lifetime_req_per_s.expect("rate").value,
+            s.lifetime_req_per_s.expect("rate").value,
+        );
+        assert!((a - b).abs() < 0.05 * a, "{a} vs {b}");
+    }
+
+    #[test]
+    fn records_without_an_end_time_are_counted_and_said() {
+        let mut lines = records(40);
+        for l in lines.iter_mut().skip(1).step_by(2) {
+            *l = l.replace("\"end_unix_s\"", "\"no_end\"");
+        }
+        let s = summary(&lines);
+        assert_eq!(s.completed, 40);
+        assert_eq!(
+            s.set_aside,
+            vec![ClientSetAside {
+                reason: SetAsideReason::NoEndTime,
+                records: 20,
+                first_line: Some(2)
+            }]
+        );
+    }
+
+    #[test]
+    fn clean_records_set_nothing_aside() {
+        assert!(summary(&records(40)).set_aside.is_empty());
+    }
 }

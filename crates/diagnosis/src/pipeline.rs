@@ -417,6 +417,14 @@ fn missing(
     if let Some(e) = &ctx.model_error {
         out.push(nc(R::ModelConfigUnusable, Some(e)));
     }
+    if let Some(c) = client {
+        for a in &c.set_aside {
+            out.push(nc(
+                R::ClientRecordsSetAside,
+                Some(&narrative::set_aside(c, a)),
+            ));
+        }
+    }
     out.extend(
         ctx.source_errors
             .iter()

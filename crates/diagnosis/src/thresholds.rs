@@ -42,6 +42,10 @@ pub const PREFILL_AT_LIMIT_SHARE: f64 = 0.5;
 pub const MIN_PREFILL_LIMIT_TOKENS: u64 = 512;
 /// Prefill lines the prefill limit rule needs (lines).
 pub const MIN_PREFILL_LINES: usize = 2;
+/// Batch lines of one scheduler out of time order by less than this are reordered (swapped
+/// lines, a reversed paste); a step back by more is a restart (seconds: SGLang logs a decode
+/// line every `decode_log_interval` steps, about a second, so a minute is many intervals).
+pub const JITTER_WINDOW_S: f64 = 60.0;
 /// A decode line this much later than the previous batch line follows an idle gap (seconds;
 /// SGLang's window then includes the idle time, spec §2.1.2).
 pub const IDLE_GAP_S: f64 = 30.0;
@@ -105,6 +109,11 @@ pub const RAMP_MIN_LINES: usize = 4;
 pub const LIFETIME_AGREES: f64 = 0.1;
 /// A printed rate this far from the lifetime average is a rounding artifact (fraction).
 pub const PRINTED_ROUNDING: f64 = 0.2;
+/// A client end time further than this from the median end time (or than
+/// [`CLIENT_OUTLIER_IQRS`] interquartile ranges, whichever is more) is a clock error (seconds).
+pub const CLIENT_OUTLIER_MIN_S: f64 = 86_400.0;
+/// ... in interquartile ranges of the end times.
+pub const CLIENT_OUTLIER_IQRS: f64 = 10.0;
 /// The sample window someone plans to measure with, when not given (seconds).
 pub const DEFAULT_SAMPLE_WINDOW_S: f64 = 60.0;
 /// Mean wait for a client concurrency slot from which it is called out (seconds).

@@ -63,6 +63,8 @@ pub struct ClientRequest {
     pub completion_tokens: Option<u64>,
     /// Whether the request succeeded (`ok` field; absent means yes).
     pub ok: bool,
+    /// 1-based line number of the record in its file.
+    pub line: u64,
 }
 
 /// Everything read from one client file.
@@ -204,6 +206,7 @@ fn record_from_json(v: &Value) -> Option<ClientRequest> {
         prompt_tokens: tok("prompt_tokens"),
         completion_tokens: tok("completion_tokens"),
         ok: obj.get("ok").and_then(|v| v.as_bool()).unwrap_or(true),
+        line: 0,
     })
 }
 
@@ -264,8 +267,9 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
         }
         if line.starts_with('{') {
             if let Ok(v) = serde_json::from_str::<Value>(line)
-                && let Some(r) = record_from_json(&v)
+                && let Some(mut r) = record_from_json(&v)
             {
+                r.line = i as u64 + 1;
                 requests.push(r);
                 continue;
             }

@@ -113,7 +113,7 @@ impl std::fmt::Display for SchedulerKey {
 
 /// One `Decode batch` line, owned. Times are seconds (see [`sglang_log::Timestamp::seconds`],
 /// unwrapped across midnight for date-less logs); `None` when the line has no timestamp.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct DecodeSample {
     /// Seconds.
     pub t: Option<f64>,
@@ -144,7 +144,7 @@ pub struct DecodeSample {
 }
 
 /// One `Prefill batch` line, owned.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct PrefillSample {
     /// Seconds (see [`DecodeSample::t`]).
     pub t: Option<f64>,
@@ -415,7 +415,7 @@ pub struct Evidence {
 }
 
 /// What [`Evidence::consolidated`] joined.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum JoinNote {
     /// `file` repeats `of` (the same lines): counted once.
@@ -431,6 +431,26 @@ pub enum JoinNote {
         file: String,
         /// The earlier part.
         of: String,
+    },
+    /// Lines of a scheduler were out of time order by less than the jitter window and were
+    /// put in order.
+    Reordered {
+        /// The scheduler.
+        scheduler: String,
+        /// Steps back in time between consecutive lines.
+        steps_back: usize,
+    },
+    /// The clock of a scheduler steps back by more than the jitter window: a restart or a
+    /// second run; only the last run is diagnosed.
+    EarlierRunsSetAside {
+        /// The scheduler.
+        scheduler: String,
+        /// Runs seen.
+        runs: usize,
+        /// Seconds the clock stepped back at the last restart.
+        step_back_s: f64,
+        /// First line of the run kept.
+        from_line: u64,
     },
 }
 
@@ -486,6 +506,115 @@ impl SchedulerTimeline {
         agg.max_prefill_new_tokens = max_opt(agg.max_prefill_new_tokens, p.new_token);
         agg.max_prealloc_req = max_opt(agg.max_prealloc_req, p.prealloc_req);
         self.prefill.push(p);
+    }
+
+    /// Whether both sample lists are in time order (untimed samples do not count).
+    pub fn is_time_ordered(&self) -> bool {
+        fn ordered(ts: impl Iterator<Item = f64>) -> bool {
+            let mut prev = f64::NEG_INFINITY;
+            ts.into_iter().all(|t| {
+                let ok = t >= prev;
+                prev = t;
+                ok
+            })
+        }
+        ordered(self.decode.samples().iter().filter_map(|d| d.t))
+            && ordered(self.prefill.samples().iter().filter_map(|p| p.t))
+    }
+
+    /// Whether `other` holds the same lines (the same file read twice, or its `.gz`): the same
+    /// counts, TP rank and samples.
+    pub fn same_lines(&self, other: &SchedulerTimeline) -> bool {
+        self.tp == other.tp
+            && self.decode.pushed() == other.decode.pushed()
+            && self.prefill.pushed() == other.prefill.pushed()
+            && self.decode.samples() == other.decode.samples()
+            && self.prefill.samples() == other.prefill.samples()
+    }
+
+    /// Put the samples in time order: steps back shorter than the jitter window are reordered;
+    /// after a longer step back (a restart) only the last run is kept. Returns what was done.
+    fn put_in_time_order(&mut self, key: &SchedulerKey) -> Option<JoinNote> {
+        if self.is_time_ordered() {
+            return None;
+        }
+        let window = crate::thresholds::JITTER_WINDOW_S;
+        // Steps back in push order over both lists, merged by line (one source: line order is
+        // write order).
+        let mut marks: Vec<(u64, f64)> = self
+            .decode
+            .samples()
+            .iter()
+            .filter_map(|d| Some((d.line, d.t?)))
+            .chain(
+                self.prefill
+                    .samples()
+                    .iter()
+                    .filter_map(|p| Some((p.line, p.t?))),
+            )
+            .collect();
+        marks.sort_by_key(|m| m.0);
+        let mut steps_back = 0;
+        let mut restarts: Vec<(u64, f64)> = Vec::new();
+        for w in marks.windows(2) {
+            if w[1].1 < w[0].1 {
+                steps_back += 1;
+                if w[0].1 - w[1].1 > window {
+                    restarts.push((w[1].0, w[0].1 - w[1].1));
+                }
+            }
+        }
+        // Most steps back: the lines are in reverse order (a reversed paste), not restarts.
+        let reversed = steps_back * 2 > marks.len().saturating_sub(1);
+        if reversed {
+            restarts.clear();
+        }
+        let single_source = self
+            .first
+            .zip(self.last)
+            .is_some_and(|(a, b)| a.source == b.source);
+        let mut decode: Vec<DecodeSample> = self.decode.samples().to_vec();
+        let mut prefill: Vec<PrefillSample> = self.prefill.samples().to_vec();
+        let note = match restarts.last() {
+            Some(&(from_line, step_back_s)) if single_source => {
+                decode.retain(|d| d.line >= from_line);
+                prefill.retain(|p| p.line >= from_line);
+                if let Some(first) = self.first.as_mut() {
+                    first.line = from_line;
+                }
+                JoinNote::EarlierRunsSetAside {
+                    scheduler: key.to_string(),
+                    runs: restarts.len() + 1,
+                    step_back_s,
+                    from_line,
+                }
+            }
+            _ => JoinNote::Reordered {
+                scheduler: key.to_string(),
+                steps_back,
+            },
+        };
+        let by_time = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(x), Some(y)) => x.total_cmp(&y),
+            _ => std::cmp::Ordering::Equal,
+        };
+        decode.sort_by(|a, b| by_time(a.t, b.t));
+        prefill.sort_by(|a, b| by_time(a.t, b.t));
+        let (tp, first, last, dup) = (self.tp, self.first, self.last, self.duplicate_lines);
+        *self = SchedulerTimeline {
+            tp,
+            first,
+            last,
+            duplicate_lines: dup,
+            ..SchedulerTimeline::default()
+        };
+        for d in decode {
+            self.push_decode(d);
+        }
+        for p in prefill {
+            self.push_prefill(p);
+        }
+        Some(note)
     }
 
     /// First and last timestamp of its batch lines (seconds).
@@ -553,64 +682,112 @@ impl Evidence {
         ev
     }
 
-    /// Join the schedulers that several files describe once: a file that repeats another (the
-    /// same log given twice, or plain and `.gz`) is counted once, and files that follow one
-    /// another in time (rotated parts) become one scheduler. Files that overlap in time with
-    /// different lines stay separate servers. Returns what was joined.
-    /// Borrowed (no copy) when no two files describe the same scheduler.
+    /// Join the schedulers that several files describe once, and put each in time order:
+    /// - a file that repeats another (the same log given twice, or plain and `.gz`) is counted
+    ///   once: its schedulers, retractions and benchmark blocks are set aside;
+    /// - files that follow one another in time (rotated parts) become one scheduler;
+    /// - a DP rank's lines from several files (one file per node or TP rank) are one scheduler,
+    ///   the lowest TP rank's lines kept and the others counted as duplicates;
+    /// - files without DP tags that overlap in time with different lines stay separate servers;
+    /// - lines out of time order by less than [`crate::thresholds::JITTER_WINDOW_S`] (swapped
+    ///   lines, a reversed file) are put in order; a step back by more is a restart, and only the
+    ///   last run of that scheduler is kept (said in a [`JoinNote::EarlierRunsSetAside`]).
+    ///
+    /// Borrowed (no copy) when there is nothing to join or reorder.
     pub fn consolidated(&self) -> (std::borrow::Cow<'_, Evidence>, Vec<JoinNote>) {
-        let mut per_key: BTreeMap<(Option<u32>, Option<u32>), usize> = BTreeMap::new();
-        for k in self.schedulers.keys().filter(|k| k.source.is_some()) {
-            *per_key.entry((k.dp, k.pp)).or_default() += 1;
+        let mut per_group: BTreeMap<(Option<u32>, Option<u32>), usize> = BTreeMap::new();
+        for k in self.schedulers.keys() {
+            *per_group.entry((k.dp, k.pp)).or_default() += 1;
         }
-        if per_key.values().all(|&n| n < 2) {
+        let rekey = self
+            .schedulers
+            .keys()
+            .any(|k| k.dp.is_some() && k.source.is_some());
+        let unordered = self.schedulers.values().any(|t| !t.is_time_ordered());
+        if per_group.values().all(|&n| n < 2) && !rekey && !unordered {
             return (std::borrow::Cow::Borrowed(self), Vec::new());
         }
         let mut ev = self.clone();
-        let mut notes = Vec::new();
+        let mut notes: Vec<JoinNote> = Vec::new();
+        let mut note = |n: JoinNote| {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        };
         let name = |ev: &Evidence, s: Option<SourceId>| {
             s.and_then(|s| ev.sources.get(s))
                 .map(|x| x.name.clone())
                 .unwrap_or_default()
         };
+        // Sources with at least one scheduler, and those whose every scheduler repeated another.
+        let mut contributing: BTreeMap<SourceId, (usize, usize)> = BTreeMap::new();
+        for k in ev.schedulers.keys() {
+            if let Some(s) = k.source {
+                contributing.entry(s).or_default().0 += 1;
+            }
+        }
         let mut groups: BTreeMap<(Option<u32>, Option<u32>), Vec<SchedulerKey>> = BTreeMap::new();
-        for k in ev.schedulers.keys().filter(|k| k.source.is_some()) {
+        for k in ev.schedulers.keys() {
             groups.entry((k.dp, k.pp)).or_default().push(*k);
         }
-        for (_, mut keys) in groups {
-            if keys.len() < 2 {
-                continue;
-            }
+        for ((dp, pp), mut keys) in groups {
             keys.sort_by(|a, b| {
-                let ta = ev
-                    .schedulers
-                    .get(a)
-                    .and_then(|t| t.time_range())
-                    .map(|r| r.0);
-                let tb = ev
-                    .schedulers
-                    .get(b)
-                    .and_then(|t| t.time_range())
-                    .map(|r| r.0);
-                ta.partial_cmp(&tb).unwrap_or(std::cmp::Ordering::Equal)
+                let start = |k: &SchedulerKey| {
+                    ev.schedulers
+                        .get(k)
+                        .and_then(|t| t.time_range())
+                        .map(|r| r.0)
+                };
+                start(a)
+                    .partial_cmp(&start(b))
+                    .unwrap_or(std::cmp::Ordering::Equal)
             });
-            let mut cur = keys[0];
-            for next in keys.into_iter().skip(1) {
+            let mut kept: Vec<SchedulerKey> = Vec::new();
+            for next in keys {
+                let Some(b) = ev.schedulers.get(&next) else {
+                    continue;
+                };
+                if let Some(of) = kept
+                    .iter()
+                    .find(|k| ev.schedulers.get(k).is_some_and(|a| a.same_lines(b)))
+                    .copied()
+                {
+                    note(JoinNote::Repeats {
+                        file: name(&ev, next.source),
+                        of: name(&ev, of.source),
+                    });
+                    if let Some(s) = next.source {
+                        contributing.entry(s).or_default().1 += 1;
+                    }
+                    ev.schedulers.remove(&next);
+                    continue;
+                }
+                let Some(&cur) = kept.last() else {
+                    kept.push(next);
+                    continue;
+                };
                 let (Some(a), Some(b)) = (ev.schedulers.get(&cur), ev.schedulers.get(&next)) else {
                     continue;
                 };
-                let (ra, rb) = (a.time_range(), b.time_range());
-                let same = ra == rb
-                    && a.decode.pushed() == b.decode.pushed()
-                    && a.prefill.pushed() == b.prefill.pushed();
-                let follows = matches!((ra, rb), (Some(x), Some(y)) if y.0 >= x.1 - 1.0);
-                if same {
-                    notes.push(JoinNote::Repeats {
-                        file: name(&ev, next.source),
-                        of: name(&ev, cur.source),
-                    });
-                    ev.schedulers.remove(&next);
-                } else if follows {
+                let follows = matches!((a.time_range(), b.time_range()), (Some(x), Some(y)) if y.0 >= x.1 - 1.0);
+                if dp.is_some() && a.tp != b.tp {
+                    // Another TP rank of the same DP scheduler: keep the lowest TP rank's lines.
+                    let (keep, drop) = if b.tp < a.tp {
+                        (next, cur)
+                    } else {
+                        (cur, next)
+                    };
+                    if let Some(d) = ev.schedulers.remove(&drop)
+                        && let Some(k) = ev.schedulers.get_mut(&keep)
+                    {
+                        k.duplicate_lines +=
+                            d.decode.pushed() + d.prefill.pushed() + d.duplicate_lines;
+                    }
+                    kept.retain(|k| *k != drop);
+                    if !kept.contains(&keep) {
+                        kept.push(keep);
+                    }
+                } else if follows || dp.is_some() {
                     if let Some(b) = ev.schedulers.remove(&next)
                         && let Some(a) = ev.schedulers.get_mut(&cur)
                     {
@@ -620,13 +797,51 @@ impl Evidence {
                         a.duplicate_lines += b.duplicate_lines;
                         a.last = b.last.or(a.last);
                     }
-                    notes.push(JoinNote::Continues {
-                        file: name(&ev, next.source),
-                        of: name(&ev, cur.source),
-                    });
+                    if follows {
+                        note(JoinNote::Continues {
+                            file: name(&ev, next.source),
+                            of: name(&ev, cur.source),
+                        });
+                    }
                 } else {
-                    cur = next;
+                    kept.push(next);
                 }
+            }
+            // A DP rank is one scheduler whatever file its lines came from.
+            if dp.is_some() {
+                for k in kept {
+                    if let Some(tl) = ev.schedulers.remove(&k) {
+                        ev.schedulers.insert(
+                            SchedulerKey {
+                                source: None,
+                                dp,
+                                pp,
+                            },
+                            tl,
+                        );
+                    }
+                }
+            }
+        }
+        // A file that only repeated others adds nothing else either.
+        let repeated: Vec<SourceId> = contributing
+            .iter()
+            .filter(|(_, (n, dup))| *n > 0 && n == dup)
+            .map(|(s, _)| *s)
+            .collect();
+        if !repeated.is_empty() {
+            ev.retractions.retain(|r| !repeated.contains(&r.loc.source));
+            ev.retraction_lines = ev
+                .retractions
+                .iter()
+                .map(|r| u64::from(r.ranks_reporting))
+                .sum();
+            ev.retraction_totals = RetractionTotals::of(&ev.retractions);
+            ev.benchmarks.retain(|b| !repeated.contains(&b.source));
+        }
+        for (key, tl) in ev.schedulers.iter_mut() {
+            if let Some(n) = tl.put_in_time_order(key) {
+                note(n);
             }
         }
         (std::borrow::Cow::Owned(ev), notes)
@@ -778,12 +993,9 @@ impl EvidenceBuilder {
     }
 
     fn key_for(source: SourceId, ranks: &RankTags) -> SchedulerKey {
+        // Per source while reading (a DP rank's files are joined by `Evidence::consolidated`).
         SchedulerKey {
-            source: if ranks.dp.is_none() {
-                Some(source)
-            } else {
-                None
-            },
+            source: Some(source),
             dp: ranks.dp,
             pp: ranks.pp,
         }

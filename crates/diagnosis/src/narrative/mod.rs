@@ -9,7 +9,7 @@ mod recommendations;
 
 pub use findings::*;
 pub use headline::headline;
-pub use notes::{join_note, not_concluded, sources};
+pub use notes::{join_note, not_concluded, set_aside, sources};
 pub use recommendations::recommendation;
 
 use sglang_log::ClientFormat;

@@ -21,9 +21,29 @@ pub fn not_concluded(reason: NotConcludedReason, detail: Option<&str>) -> NotCon
         NotConcludedReason::ClientIsBenchmarkSummary => "The client evidence is a benchmark's summary: whole-run figures only, so the client's rate over time (and its steady window) cannot be measured.".into(),
         NotConcludedReason::ClientUntimed => "The client records carry no completion times, so the client's own rate over time cannot be measured (lengths are still used).".into(),
         NotConcludedReason::ModelConfigUnusable => format!("The model config could not be used: {d}."),
+        NotConcludedReason::ClientRecordsSetAside => d.to_string(),
         NotConcludedReason::NoWhatIfTable => format!("No KV what-if table: {d}."),
     };
     NotConcluded { reason, text }
+}
+
+/// Client records the rates leave out, in words.
+pub fn set_aside(s: &crate::report::ClientSummary, a: &crate::report::ClientSetAside) -> String {
+    let at = a
+        .first_line
+        .map(|l| format!(", the first at {}:{l}", s.source))
+        .unwrap_or_default();
+    match a.reason {
+        crate::report::SetAsideReason::EndFarFromOthers { cutoff_s } => format!(
+            "{} client record(s){at} end more than {} from the others' median end: set aside as clock errors, not counted in the client's rates.",
+            a.records,
+            super::fmt_duration(cutoff_s)
+        ),
+        crate::report::SetAsideReason::NoEndTime => format!(
+            "{} of {} completed client records{at} carry no end time: the client's rates count only the timed ones, so they are a lower bound.",
+            a.records, s.completed
+        ),
+    }
 }
 
 /// What [`crate::Evidence::consolidated`] joined, in words.
@@ -35,6 +55,21 @@ pub fn join_note(n: &JoinNote) -> String {
         JoinNote::Continues { file, of } => {
             format!("{file} continues {of} (rotated parts): read as one scheduler")
         }
+        JoinNote::Reordered {
+            scheduler,
+            steps_back,
+        } => format!(
+            "{scheduler}: {steps_back} line(s) out of time order by under {:.0} s were put in order",
+            crate::thresholds::JITTER_WINDOW_S
+        ),
+        JoinNote::EarlierRunsSetAside {
+            scheduler,
+            runs,
+            step_back_s,
+            from_line,
+        } => format!(
+            "{scheduler}: the clock steps back by {step_back_s:.0} s ({runs} runs: a restart or a second run in one log); only the last run, from line {from_line}, is diagnosed"
+        ),
     }
 }
 

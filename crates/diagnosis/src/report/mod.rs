@@ -386,6 +386,8 @@ pub enum NotConcludedReason {
     ClientUntimed,
     /// The model config could not be used.
     ModelConfigUnusable,
+    /// Client records were left out of the rates.
+    ClientRecordsSetAside,
     /// The KV what-if table could not be built.
     NoWhatIfTable,
 }
@@ -542,6 +544,33 @@ pub struct ClientSummary {
     pub adequacy: Option<SampleAdequacy>,
     /// Time to finish the remaining requests at the windowed rate.
     pub eta: Option<EtaSummary>,
+    /// Client records the rates do not count, and why.
+    pub set_aside: Vec<ClientSetAside>,
+}
+
+/// Client records left out of the rates.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct ClientSetAside {
+    /// Why.
+    pub reason: SetAsideReason,
+    /// How many records.
+    pub records: u64,
+    /// The first such record's line in the client file.
+    pub first_line: Option<u64>,
+}
+
+/// Why client records were left out of the rates.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SetAsideReason {
+    /// The end time lies further than `cutoff_s` from the median end time: a clock error.
+    EndFarFromOthers {
+        /// The distance beyond which an end time is set aside (seconds).
+        cutoff_s: f64,
+    },
+    /// A completed record without an end time: the rates count only timed records, so they
+    /// are a lower bound.
+    NoEndTime,
 }
 
 /// Estimated time to completion.

@@ -1,0 +1,183 @@
+//! Damaged inputs must not change the headline silently: the same log given twice is counted
+//! once, lines out of order are put in order, a clock that steps back splits runs and says so,
+//! and random damage (impossible values, swapped lines, duplicated files, over-long lines)
+//! either leaves the verdict and rate of the undamaged lines as they were or is reported.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use diagnosis::{Bottleneck, EvidenceBuilder, Report};
+use proptest::prelude::*;
+use sglang_log::LogReader;
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(rel)
+}
+
+/// Diagnose `texts`, each read as its own source.
+fn diagnose(texts: &[&[u8]]) -> Report {
+    let mut b = EvidenceBuilder::new();
+    for (i, t) in texts.iter().enumerate() {
+        let name = format!("log{i}");
+        let id = b.add_source(&name);
+        let mut r = LogReader::from_reader(name, *t);
+        let stats = r.for_each(|rec| b.push(id, rec)).expect("in memory");
+        b.finish_source(id, &stats);
+    }
+    diagnosis::diagnose(&b.build())
+}
+
+fn rate(r: &Report) -> Option<f64> {
+    r.steady_gen_throughput.as_ref().map(|t| t.value)
+}
+
+fn read(rel: &str) -> Vec<u8> {
+    std::fs::read(data(rel)).expect("test data")
+}
+
+const DP16: &str = "real-long/ascend-dsr1-dp16-mtp-mixed.log";
+const RTX: &str = "real-long/rtx4090-qwen3-4b-kv-retraction.log";
+
+#[test]
+fn the_same_dp_log_twice_is_counted_once() {
+    let log = read(DP16);
+    let once = diagnose(&[&log]);
+    let twice = diagnose(&[&log, &log]);
+    assert_eq!(once.bottleneck, twice.bottleneck);
+    assert_eq!(rate(&once), rate(&twice));
+    assert!((rate(&once).expect("rate") - 4412.6).abs() < 0.1);
+    assert_eq!(once.schedulers.len(), twice.schedulers.len());
+    assert!(
+        twice
+            .sources
+            .iter()
+            .any(|s| s == "log1 repeats log0: its lines were counted once"),
+        "{:?}",
+        twice.sources
+    );
+    // Plain and .gz: the same lines, counted once.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&log).expect("gzip");
+    let gz = gz.finish().expect("gzip");
+    let mut b = EvidenceBuilder::new();
+    for (name, path_bytes) in [("plain.log", None), ("plain.log.gz", Some(gz))] {
+        let id = b.add_source(name);
+        let stats = match path_bytes {
+            None => LogReader::from_reader(name, &log[..]).for_each(|r| b.push(id, r)),
+            Some(bytes) => LogReader::from_reader(name, flate2::read::GzDecoder::new(&bytes[..]))
+                .for_each(|r| b.push(id, r)),
+        }
+        .expect("read");
+        b.finish_source(id, &stats);
+    }
+    assert_eq!(rate(&diagnosis::diagnose(&b.build())), rate(&once));
+}
+
+#[test]
+fn a_reversed_log_reads_as_the_log() {
+    let log = read(DP16);
+    let mut lines: Vec<&[u8]> = log.split(|&c| c == b'\n').collect();
+    lines.reverse();
+    let reversed = lines.join(&b'\n');
+    let fwd = diagnose(&[&log]);
+    let rev = diagnose(&[&reversed]);
+    assert_eq!(fwd.bottleneck, rev.bottleneck);
+    assert_eq!(rate(&fwd), rate(&rev));
+    assert!(
+        rev.sources
+            .iter()
+            .any(|s| s.contains("out of time order by under 60 s were put in order"))
+    );
+}
+
+#[test]
+fn a_log_concatenated_with_itself_is_one_run_said_so() {
+    let log = read(RTX);
+    let twice = [log.clone(), log.clone()].concat();
+    let once = diagnose(&[&log]);
+    let r = diagnose(&[&twice]);
+    assert_eq!(once.bottleneck, r.bottleneck);
+    assert_eq!(rate(&once), rate(&r));
+    assert!(
+        r.sources
+            .iter()
+            .any(|s| s.contains("the clock steps back by") && s.contains("only the last run")),
+        "{:?}",
+        r.sources
+    );
+}
+
+/// Random damage to a real log.
+#[derive(Clone, Debug)]
+enum Damage {
+    /// Replace a batch line's gen throughput with an impossible value.
+    Impossible(usize, &'static str),
+    /// Swap two adjacent lines.
+    Swap(usize),
+    /// Give the file twice.
+    Duplicate,
+    /// Insert a line of 2 MiB without a batch marker.
+    LongLine(usize),
+}
+
+fn damage() -> impl Strategy<Value = Damage> {
+    prop_oneof![
+        (
+            any::<usize>(),
+            prop::sample::select(vec!["NaN", "1e309", "-5", "inf"])
+        )
+            .prop_map(|(i, v)| Damage::Impossible(i, v)),
+        any::<usize>().prop_map(Damage::Swap),
+        Just(Damage::Duplicate),
+        any::<usize>().prop_map(Damage::LongLine),
+    ]
+}
+
+fn apply(log: &[u8], d: &Damage) -> Vec<Vec<u8>> {
+    let mut lines: Vec<Vec<u8>> = log.split(|&c| c == b'\n').map(<[u8]>::to_vec).collect();
+    let n = lines.len();
+    match d {
+        Damage::Impossible(i, v) => {
+            let batch: Vec<usize> = (0..n)
+                .filter(|&k| {
+                    String::from_utf8_lossy(&lines[k]).contains("gen throughput (token/s): ")
+                })
+                .collect();
+            let k = batch[i % batch.len()];
+            let text = String::from_utf8_lossy(&lines[k]).into_owned();
+            let at = text.find("gen throughput (token/s): ").expect("field")
+                + "gen throughput (token/s): ".len();
+            let end = text[at..].find(',').map_or(text.len(), |e| at + e);
+            lines[k] = format!("{}{v}{}", &text[..at], &text[end..]).into_bytes();
+        }
+        Damage::Swap(i) => lines.swap(i % (n - 1), i % (n - 1) + 1),
+        Damage::Duplicate => return vec![log.to_vec(), log.to_vec()],
+        Damage::LongLine(i) => lines.insert(i % n, vec![b'x'; 2 << 20]),
+    }
+    vec![lines.join(&b'\n')]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn damage_leaves_the_headline_or_is_reported(d in damage()) {
+        let log = read(RTX);
+        let base = diagnose(&[&log]);
+        prop_assert_eq!(base.bottleneck, Bottleneck::KvCacheBound);
+        let texts = apply(&log, &d);
+        let refs: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
+        let r = diagnose(&refs);
+        let same = r.bottleneck == base.bottleneck
+            && match (rate(&r), rate(&base)) {
+                (Some(a), Some(b)) => (a - b).abs() <= 0.02 * b,
+                (a, b) => a == b,
+            };
+        let reported = r.inputs.iter().any(|i| i.malformed_lines > 0) || !r.sources.is_empty();
+        prop_assert!(same || reported, "{:?}: {} vs {}", d, r.headline.text, base.headline.text);
+        if matches!(d, Damage::Duplicate) {
+            prop_assert!(same, "a duplicated file must be counted once: {}", r.headline.text);
+        }
+    }
+}
