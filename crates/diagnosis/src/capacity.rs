@@ -2,7 +2,7 @@
 //! (`kv-capacity`), its what-if table checked against the free memory, and the HiCache verdict.
 
 use kv_capacity::{
-    CapacityInput, FeasibilityThresholds, GIB, HiCacheInput, HiCacheSizing, InFlightLoad, KvDtype,
+    CapacityInput, GIB, Headroom, HiCacheInput, HiCacheSizing, InFlightLoad, KvDtype,
     ParallelConfig, PoolModel, PreSource,
 };
 
@@ -18,11 +18,25 @@ pub enum MemorySource {
     GpuTotal(String),
     /// `avail mem + mem usage` of the log's `Load weight end` line.
     LoadWeightLine,
-    /// The log's `available_gpu_mem` after CUDA graph capture.
-    LogAvailableAfterGraphs,
-    /// The minimum free memory of a GPU snapshot (the source's name).
+    /// The log's `available_gpu_mem` after CUDA graph capture, less an estimate of the first
+    /// prefill's activations (GiB) for a chunk of this many tokens.
+    LogAvailableAfterGraphs {
+        /// The activation estimate, GiB.
+        reserve_gib: f64,
+        /// The prefill chunk it assumes (tokens).
+        chunk_tokens: u64,
+        /// Whether the chunk is the configured `chunked_prefill_size` (else SGLang's default).
+        chunk_configured: bool,
+    },
+    /// The minimum free memory of a GPU snapshot taken while the server runs (the source's name).
     GpuFree(String),
 }
+
+/// The prefill chunk assumed when the log and server info do not give one (tokens): SGLang's
+/// default `chunked_prefill_size` on large GPUs (`server_args.py`).
+pub const DEFAULT_CHUNK_TOKENS: u64 = 8192;
+/// Activation reserve assumed when the model's hidden size is unknown (GiB).
+pub const FALLBACK_RESERVE_GIB: f64 = 2.0;
 
 /// The capacity model and where its memory figures came from.
 #[derive(Clone, Debug)]
@@ -33,7 +47,29 @@ pub struct Built {
     pub pre: MemorySource,
     /// Where the free memory came from.
     pub free_now: Option<MemorySource>,
+    /// Where the bytes per token came from.
+    pub cell: CellSource,
 }
+
+/// Where the bytes per token (the KV cell) came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellSource {
+    /// The model config, and the log agrees (or says nothing).
+    ModelConfig,
+    /// The log's KV allocation line (no model config).
+    Log,
+    /// The log's: the model config gives another size, so it is not this server's model.
+    LogDisagreesWithConfig {
+        /// Bytes per token from the config.
+        config: u64,
+        /// Bytes per token from the log.
+        log: u64,
+    },
+}
+
+/// The config's and the log's bytes per token agree within this fraction (the log rounds the
+/// pool to 0.01 GiB).
+pub const CELL_AGREES: f64 = 0.02;
 
 /// Parallel layout from server facts or the log's server args.
 pub fn parallel(ev: &Evidence, ctx: &Context) -> ParallelConfig {
@@ -82,7 +118,16 @@ pub fn capacity_model(
     cap: &CapacitySummary,
     cached_share: Option<f64>,
 ) -> Result<Built, WhatIfUnavailable> {
-    let model = ctx.model.as_ref().ok_or(WhatIfUnavailable::NoModelConfig)?;
+    let model = ctx.model.as_ref();
+    // Bytes per token from the log's `KV Cache is allocated. #tokens: N, K size: a GB, V size:
+    // b GB` line (SGLang's "GB" is GiB): the running server's own cell, rounded to 0.01 GiB.
+    let log_cell = match (ev.startup.kv_alloc_gb, ev.startup.kv_alloc_tokens) {
+        (Some(gb), Some(n)) if n > 0 && gb > 0.0 => Some((gb * GIB / n as f64).round() as u64),
+        _ => None,
+    };
+    if model.is_none() && log_cell.is_none() {
+        return Err(WhatIfUnavailable::NoModelConfig);
+    }
     let fraction = cap
         .mem_fraction_static
         .ok_or(WhatIfUnavailable::NoMemFraction)?;
@@ -97,7 +142,20 @@ pub fn capacity_model(
         .or_else(|| ev.startup.server_args.get("kv_cache_dtype").cloned())
         .unwrap_or_else(|| "auto".into());
     let kv_dtype = KvDtype::from_sglang(&kv_dtype_s)?;
-    let cell = kv_capacity::cell_size_bytes(&model.config, &par, kv_dtype)?;
+    let config_cell = match model {
+        Some(m) => Some(kv_capacity::cell_size_bytes(&m.config, &par, kv_dtype)?.bytes),
+        None => None,
+    };
+    // The config's exact figure when it agrees with the log (within its 0.01 GiB rounding and
+    // a margin), the log's when they disagree: the config then describes another model.
+    let (cell_bytes, cell_source) = match (config_cell, log_cell) {
+        (Some(c), Some(l)) if (c as f64 - l as f64).abs() > CELL_AGREES * l as f64 => {
+            (l, CellSource::LogDisagreesWithConfig { config: c, log: l })
+        }
+        (Some(c), _) => (c, CellSource::ModelConfig),
+        (None, Some(l)) => (l, CellSource::Log),
+        (None, None) => return Err(WhatIfUnavailable::NoModelConfig),
+    };
     let gpu = ctx.gpu.as_ref();
     let (pre_bytes, pre_kind, pre) = match gpu.and_then(|g| g.min_total_bytes()) {
         Some(t) => (
@@ -114,46 +172,65 @@ pub fn capacity_model(
             _ => return Err(WhatIfUnavailable::NoGpuMemory),
         },
     };
-    let pool = PoolModel::calibrated(fraction, tokens, pre_bytes, pre_kind, cell.bytes)?;
-    let (free_now, free_src) = match (
-        cap.available_gpu_mem_gb,
+    let pool = PoolModel::calibrated(fraction, tokens, pre_bytes, pre_kind, cell_bytes)?;
+    // Free memory under load (a GPU snapshot while requests run) already holds the activation
+    // peak; the log's start-up figure must still hold the first large prefill's activations.
+    let (headroom, free_src) = match (
         gpu.and_then(|g| g.min_free_bytes()),
+        cap.available_gpu_mem_gb,
     ) {
-        (Some(gb), _) => (Some(gb * GIB), Some(MemorySource::LogAvailableAfterGraphs)),
-        (None, Some(b)) => (
-            Some(b as f64),
+        (Some(b), _) => (
+            Some(Headroom::under_load(b as f64)),
             Some(MemorySource::GpuFree(
                 gpu.map(|g| g.source.clone()).unwrap_or_default(),
             )),
         ),
+        (None, Some(gb)) => {
+            let configured = cap.chunked_prefill_size.or(cap.max_prefill_tokens);
+            let chunk = configured.unwrap_or(DEFAULT_CHUNK_TOKENS);
+            let attn_tp = f64::from(par.attn_tp_size.unwrap_or(par.tp_size).max(1));
+            let reserve = model
+                .and_then(|m| m.config.hidden_size)
+                .map(|h| kv_capacity::activation_estimate_bytes(chunk, h) / attn_tp)
+                .unwrap_or(FALLBACK_RESERVE_GIB * GIB);
+            (
+                Some(Headroom::after_startup(gb * GIB, reserve)),
+                Some(MemorySource::LogAvailableAfterGraphs {
+                    reserve_gib: reserve / GIB,
+                    chunk_tokens: chunk,
+                    chunk_configured: configured.is_some(),
+                }),
+            )
+        }
         _ => (None, None),
     };
+    let free_now = headroom.map(|h| h.free_bytes);
     let lengths: Vec<(u64, u64)> = ctx.clients.iter().flat_map(|c| c.lengths()).collect();
     let input = CapacityInput {
-        model: model.config.clone(),
+        model: model.map(|m| m.config.clone()),
         parallel: par,
         kv_dtype,
         mem_fraction_static: fraction,
         pool: pool.clone(),
-        free_now_bytes: free_now,
+        headroom,
         load: InFlightLoad::from_samples(&lengths).ok(),
-        thresholds: FeasibilityThresholds::default(),
         gpus_on_host: gpu.map(|g| g.devices.len() as u32),
     };
     Ok(Built {
         model: CapacityModel {
             tp_size: par.tp_size,
-            cell_bytes: cell.bytes,
+            cell_bytes,
             pre_gib: pre_bytes / GIB,
             pre_source: String::new(),
             free_now_gib: free_now.map(|b| b / GIB),
             free_now_source: None,
             tokens_per_hundredth: pool.tokens_per_hundredth(),
             what_if: kv_capacity::what_if(&input),
-            hicache: hicache(ev, ctx, tokens, cell.bytes, par, cached_share),
+            hicache: hicache(ev, ctx, tokens, cell_bytes, par, cached_share),
         },
         pre,
         free_now: free_src,
+        cell: cell_source,
     })
 }
 

@@ -136,6 +136,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             let mut cm = b.model;
             cm.pre_source = narrative::memory_source(&b.pre);
             cm.free_now_source = b.free_now.as_ref().map(narrative::memory_source);
+            if let capacity::CellSource::LogDisagreesWithConfig { config, log } = b.cell {
+                not_concluded.push(narrative::not_concluded(
+                    NotConcludedReason::ModelConfigDisagrees,
+                    Some(&narrative::cell_disagreement(config, log)),
+                ));
+            }
             findings.extend(narrative::capacity(&cm));
             Some(cm)
         }

@@ -1,7 +1,7 @@
 //! What to change, as typed plans ordered by expected gain. Plans match on
 //! `kv_capacity::Change` and the bottleneck, never on labels; `narrative` words them.
 
-use kv_capacity::{Change, Feasibility, FeasibilityThresholds};
+use kv_capacity::{Change, Feasibility};
 
 use crate::client_view::lifetime_misleads;
 use crate::report::{
@@ -69,12 +69,12 @@ pub struct Apply {
 pub struct DoNotRaise {
     /// The first fraction above today's that would not fit.
     pub to: f64,
-    /// `(extra GiB, free after, free now)` per GPU, when the free memory is known.
-    pub memory: Option<(f64, f64, f64)>,
+    /// The memory check of that fraction (GiB per GPU).
+    pub check: Option<kv_capacity::FeasibilityCheck>,
     /// Extra GiB per GPU of the pool.
     pub extra_gib_per_gpu: f64,
-    /// Free memory below which an OOM is likely (GiB).
-    pub tight_free_gib: f64,
+    /// The largest fraction above today's that fits, when one does.
+    pub edge: Option<f64>,
 }
 
 /// What filling today's pool would give (below the pool).
@@ -190,9 +190,24 @@ fn kv_plans(cm: &CapacityModel, p: &Projection, fraction: Option<f64>, out: &mut
             r.gain_pct = (r.tok_per_s / gpu_factor(r.change) / base.0 - 1.0) * 100.0;
             r
         })
-        .filter(|r| r.feasibility != Some(Feasibility::OomLikely) && r.gain_pct > th::MIN_GAIN_PCT)
+        // A change is offered when it fits with the margin (or takes no memory and its memory
+        // is unknown); a larger TP needs more GPUs and is not a free change: it stays in the table.
+        .filter(|r| !matches!(r.change, Change::TpSize { .. }))
+        .filter(|r| {
+            let w = cm.what_if.rows.iter().find(|w| w.change == r.change);
+            r.feasibility == Some(Feasibility::Fits)
+                || (r.feasibility.is_none() && w.is_some_and(|w| w.extra_gib_per_gpu <= 0.0))
+        })
+        .filter(|r| r.gain_pct > th::MIN_GAIN_PCT)
         .collect();
-    candidates.sort_by(|a, b| b.gain_pct.total_cmp(&a.gain_pct));
+    // Changes without a cost in output quality come first (fp8 KV changes numerics: for
+    // distillation data that is output fidelity), then by gain.
+    let quality_cost = |c: Change| matches!(c, Change::KvDtype { .. });
+    candidates.sort_by(|a, b| {
+        quality_cost(a.change)
+            .cmp(&quality_cost(b.change))
+            .then(b.gain_pct.total_cmp(&a.gain_pct))
+    });
     let mut seen = Vec::new();
     for r in candidates {
         if seen.contains(&family(r.change)) {
@@ -211,20 +226,30 @@ fn kv_plans(cm: &CapacityModel, p: &Projection, fraction: Option<f64>, out: &mut
     }
     // The first fraction above today's that would not fit: the usual first idea.
     let above = |to: f64| fraction.is_none_or(|f| to > f + 1e-9);
-    if let Some(bad) = cm.what_if.rows.iter().find(|w| {
-        matches!(w.change, Change::Fraction { to } if above(to))
-            && w.feasibility
+    let fraction_rows = || {
+        cm.what_if
+            .rows
+            .iter()
+            .filter(move |w| matches!(w.change, Change::Fraction { to } if above(to)))
+    };
+    let edge = fraction_rows()
+        .take_while(|w| {
+            w.feasibility
                 .as_ref()
-                .is_some_and(|f| f.verdict == Feasibility::OomLikely)
+                .is_some_and(|f| f.verdict == Feasibility::Fits)
+        })
+        .last()
+        .map(|w| w.mem_fraction_static);
+    if let Some(bad) = fraction_rows().find(|w| {
+        w.feasibility
+            .as_ref()
+            .is_some_and(|f| f.verdict == Feasibility::OomLikely)
     }) {
         out.push(Plan::DoNotRaise(DoNotRaise {
             to: bad.mem_fraction_static,
-            memory: bad
-                .feasibility
-                .as_ref()
-                .map(|f| (f.extra_gib, f.free_after_gib, f.free_now_gib)),
+            check: bad.feasibility,
             extra_gib_per_gpu: bad.extra_gib_per_gpu,
-            tight_free_gib: FeasibilityThresholds::default().tight_free_gib,
+            edge,
         }));
     }
 }
@@ -278,10 +303,19 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
     {
         out.push(Plan::UseWindowedRate);
     }
+    // Plans with a gain first; among them changes without a cost in output quality first
+    // (fp8 KV changes numerics), then by gain; the rest in the order made.
     out.sort_by(|a, b| {
-        b.gain_pct()
-            .unwrap_or(f64::NEG_INFINITY)
-            .total_cmp(&a.gain_pct().unwrap_or(f64::NEG_INFINITY))
+        let key = |p: &Plan| {
+            let quality =
+                matches!(p, Plan::Apply(x) if matches!(x.row.change, Change::KvDtype { .. }));
+            (p.gain_pct().is_none(), quality)
+        };
+        key(a).cmp(&key(b)).then(
+            b.gain_pct()
+                .unwrap_or(f64::NEG_INFINITY)
+                .total_cmp(&a.gain_pct().unwrap_or(f64::NEG_INFINITY)),
+        )
     });
     out
 }

@@ -8,8 +8,8 @@
 //! Without arguments it uses the kimi-k25-b2 scenario figures above.
 
 use kv_capacity::{
-    CapacityInput, FeasibilityThresholds, GIB, KvDtype, ModelConfig, ParallelConfig, PoolModel,
-    PreSource, cell_size_bytes, what_if,
+    CapacityInput, GIB, Headroom, KvDtype, ModelConfig, ParallelConfig, PoolModel, PreSource,
+    cell_size_bytes, what_if,
 };
 
 fn main() {
@@ -44,14 +44,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         cell.bytes,
     )?;
     let table = what_if(&CapacityInput {
-        model,
+        model: Some(model),
         parallel,
         kv_dtype: KvDtype::Auto,
         mem_fraction_static: fraction,
         pool,
-        free_now_bytes: Some(free_gib * GIB),
+        headroom: Some(Headroom::after_startup(free_gib * GIB, 0.0)),
         load: None,
-        thresholds: FeasibilityThresholds::default(),
         gpus_on_host: None,
     });
     println!(

@@ -37,7 +37,10 @@ mod whatif;
 
 pub use cell::{CellSize, KvDtype, ParallelConfig, cell_size_bytes};
 pub use error::CapacityError;
-pub use feasibility::{Feasibility, FeasibilityCheck, FeasibilityThresholds, check_feasibility};
+pub use feasibility::{
+    ACTIVATION_TENSORS_PER_TOKEN, DEFAULT_MARGIN_GIB, Feasibility, FeasibilityCheck, FreeSource,
+    Headroom, activation_estimate_bytes, check_feasibility,
+};
 pub use hicache::{
     HOST_RESERVE_BYTES, HiCacheInput, HiCacheSizing, HiCacheVerdict, MIN_USEFUL_CACHED_SHARE,
     MemInfo, PrefixReuse, hicache_verdict,

@@ -3,15 +3,15 @@
 use serde::Serialize;
 
 use crate::{
-    AttentionKind, CellSize, FeasibilityCheck, FeasibilityThresholds, GIB, InFlightLoad, KvDtype,
-    ModelConfig, ParallelConfig, PoolModel, cell_size_bytes, check_feasibility,
+    AttentionKind, CellSize, FeasibilityCheck, GIB, Headroom, InFlightLoad, KvDtype, ModelConfig,
+    ParallelConfig, PoolModel, cell_size_bytes, check_feasibility,
 };
 
 /// Everything [`what_if`] needs, all per rank (per DP group for the pool).
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CapacityInput {
     /// Model geometry.
-    pub model: ModelConfig,
+    pub model: Option<ModelConfig>,
     /// Current parallel layout.
     pub parallel: ParallelConfig,
     /// Current `kv_cache_dtype`.
@@ -20,14 +20,11 @@ pub struct CapacityInput {
     pub mem_fraction_static: f64,
     /// Pool model (calibrated on the running server, or from memory figures).
     pub pool: PoolModel,
-    /// GPU memory free at run time, bytes per GPU: the log's `available_gpu_mem` (after CUDA
-    /// graph capture) or a GPU snapshot's minimum free memory while the server runs. `None`
-    /// leaves feasibility unknown.
-    pub free_now_bytes: Option<f64>,
+    /// Room on the GPU for more memory (free memory, where measured, the activation reserve
+    /// and margin). `None` = unknown: rows get no feasibility verdict.
+    pub headroom: Option<Headroom>,
     /// Observed request lengths, for the concurrency column. `None` leaves it empty.
     pub load: Option<InFlightLoad>,
-    /// Feasibility bands.
-    pub thresholds: FeasibilityThresholds,
     /// GPUs on the host, to say whether a larger TP fits on one node. `None` = unknown.
     pub gpus_on_host: Option<u32>,
 }
@@ -136,7 +133,17 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
             };
         }
     };
-    let cell = match cell_size_bytes(&input.model, &input.parallel, input.kv_dtype) {
+    let model_cell = match &input.model {
+        Some(m) => cell_size_bytes(m, &input.parallel, input.kv_dtype),
+        None => {
+            assumptions.push(format!(
+                "no model config: the cell is the log's KV allocation, {} B per token per GPU; no TP row",
+                pool.cell_bytes
+            ));
+            Err(crate::CapacityError::Json("no model config".into()))
+        }
+    };
+    let cell = match model_cell {
         Ok(c) => {
             if c.bytes != pool.cell_bytes {
                 assumptions.push(format!(
@@ -147,7 +154,9 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
             Some(c)
         }
         Err(e) => {
-            skipped.push(format!("model cell: {e}"));
+            if input.model.is_some() {
+                skipped.push(format!("model cell: {e}"));
+            }
             None
         }
     };
@@ -176,11 +185,21 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
             "decode concurrency = pool tokens / H with H = E[C·(P + C/2)] / E[C] (time-averaged tokens held per in-flight request); the admission reserve (new_token_ratio) lowers it in practice".into(),
         );
     }
-    let th = input.thresholds;
-    assumptions.push(format!(
-        "feasibility: free after change ≥ {} GiB fits, {}–{} GiB tight, below {} GiB OOM likely",
-        th.fits_free_gib, th.tight_free_gib, th.fits_free_gib, th.tight_free_gib
-    ));
+    if let Some(h) = input.headroom {
+        assumptions.push(match h.source {
+            crate::FreeSource::UnderLoad => format!(
+                "feasibility from {:.2} GiB free under load (a GPU snapshot while requests run: the activation peak is already in use): a change fits when {:.1} GiB stay free after it; today's configuration and changes that take no more memory fit",
+                h.free_bytes / GIB,
+                h.margin_bytes / GIB
+            ),
+            crate::FreeSource::AfterStartup => format!(
+                "feasibility from {:.2} GiB free after start-up (available_gpu_mem) less {:.2} GiB of prefill activations (an estimate): a change fits when {:.1} GiB stay free after both; today's configuration and changes that take no more memory fit",
+                h.free_bytes / GIB,
+                h.reserve_bytes / GIB,
+                h.margin_bytes / GIB
+            ),
+        });
+    }
 
     let row = |label: String,
                change: Change,
@@ -202,9 +221,7 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
             pool_tokens: tokens,
             change_pct,
             extra_gib_per_gpu: extra_bytes / GIB,
-            feasibility: input
-                .free_now_bytes
-                .map(|free| check_feasibility(free, extra_bytes, &input.thresholds)),
+            feasibility: input.headroom.map(|h| check_feasibility(&h, extra_bytes)),
             decode_concurrency: input.load.map(|l| l.concurrency(tokens)),
             note,
         }
@@ -260,13 +277,18 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
             input.kv_dtype
         ));
     } else {
-        match cell_size_bytes(&input.model, &input.parallel, KvDtype::Fp8E4m3) {
-            Ok(c8) => match pool.tokens_with_cell(f_now, c8.bytes) {
+        // Without a model config, a 16-bit cell halves (the log's dtype is bf16 or fp16).
+        let c8 = match &input.model {
+            Some(m) => cell_size_bytes(m, &input.parallel, KvDtype::Fp8E4m3).map(|c| c.bytes),
+            None => Ok(pool.cell_bytes / 2),
+        };
+        match c8 {
+            Ok(c8_bytes) => match pool.tokens_with_cell(f_now, c8_bytes) {
                 Ok(tokens) => rows.push(row(
                     format!("kv_cache_dtype fp8_e4m3 at mem_fraction_static {}", fmt_fraction(f_now)),
                     Change::KvDtype { to: KvDtype::Fp8E4m3 },
                     f_now,
-                    c8.bytes,
+                    c8_bytes,
                     tokens,
                     0.0,
                     Some("same memory, 1-byte KV values: check accuracy and that the attention backend supports fp8 KV for this model".into()),
@@ -279,18 +301,20 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
 
     // 3. twice the TP size
     let new_tp = input.parallel.tp_size.saturating_mul(2);
-    if !input.model.num_attention_heads.is_multiple_of(new_tp) {
+    if let Some(model) = &input.model
+        && !model.num_attention_heads.is_multiple_of(new_tp)
+    {
         skipped.push(format!(
             "tp_size {new_tp}: {} attention heads do not split evenly",
-            input.model.num_attention_heads
+            model.num_attention_heads
         ));
-    } else {
+    } else if let Some(model) = &input.model {
         let new_parallel = ParallelConfig {
             tp_size: new_tp,
             attn_tp_size: input.parallel.attn_tp_size.map(|a| a.saturating_mul(2)),
             pp_size: input.parallel.pp_size,
         };
-        match cell_size_bytes(&input.model, &new_parallel, input.kv_dtype) {
+        match cell_size_bytes(model, &new_parallel, input.kv_dtype) {
             Ok(c2) => {
                 let used = pool.used_since_pre_bytes();
                 let kv = f_now * pool.pre_bytes - used / 2.0;
@@ -310,14 +334,14 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
                 {
                     note.push_str(&format!("; the host has {h} GPUs, so this spans nodes"));
                 }
-                if input.model.attention_kind() == AttentionKind::Mla {
+                if model.attention_kind() == AttentionKind::Mla {
                     note.push_str("; MLA: the KV cell is not split by TP, the gain comes only from the freed weight memory");
                 } else if c2.kv_heads_replicated {
                     note.push_str("; fewer KV heads than ranks: heads are replicated, the cell does not shrink further");
                 }
                 rows.push(row(
                     format!(
-                        "tp_size {new_tp} at mem_fraction_static {}",
+                        "tp_size {new_tp} at mem_fraction_static {} ({new_tp} GPUs per replica)",
                         fmt_fraction(f_now)
                     ),
                     Change::TpSize { to: new_tp },

@@ -1,9 +1,9 @@
 //! Pool model, feasibility, in-flight load and HiCache on constructed numbers.
 
 use kv_capacity::{
-    CapacityError, Feasibility, FeasibilityThresholds, GIB, HiCacheInput, HiCacheSizing,
-    InFlightLoad, LoadMethod, MemInfo, PoolModel, PreSource, PrefixReuse, check_feasibility,
-    hicache_verdict,
+    CapacityError, Feasibility, GIB, Headroom, HiCacheInput, HiCacheSizing, InFlightLoad,
+    LoadMethod, MemInfo, PoolModel, PreSource, PrefixReuse, activation_estimate_bytes,
+    check_feasibility, hicache_verdict,
 };
 
 #[test]
@@ -44,16 +44,31 @@ fn calibrated_pool_is_exact_at_the_observation() {
 }
 
 #[test]
-fn feasibility_bands() {
-    let th = FeasibilityThresholds::default();
-    let c = check_feasibility(20.0 * GIB, 12.0 * GIB, &th);
-    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Fits, 8.0));
-    let c = check_feasibility(20.0 * GIB, 12.5 * GIB, &th);
-    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Tight, 7.5));
-    let c = check_feasibility(20.0 * GIB, 15.5 * GIB, &th);
-    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::OomLikely, 4.5));
-    let c = check_feasibility(3.0 * GIB, -6.0 * GIB, &th);
-    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Fits, 9.0));
+fn feasibility_keeps_a_margin_and_trusts_what_runs() {
+    let h = Headroom::under_load(5.0 * GIB);
+    let c = check_feasibility(&h, 3.0 * GIB);
+    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Fits, 2.0));
+    let c = check_feasibility(&h, 4.0 * GIB);
+    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Tight, 1.0));
+    let c = check_feasibility(&h, 6.0 * GIB);
+    assert_eq!(
+        (c.verdict, c.free_after_gib),
+        (Feasibility::OomLikely, -1.0)
+    );
+    // The running configuration, and a change that frees memory, fit whatever is free: a
+    // 24 GB card serving a 4B model runs with 1.91 GiB left.
+    let tight = Headroom::after_startup(1.91 * GIB, 0.5 * GIB);
+    assert_eq!(check_feasibility(&tight, 0.0).verdict, Feasibility::Fits);
+    assert_eq!(
+        check_feasibility(&tight, -2.0 * GIB).verdict,
+        Feasibility::Fits
+    );
+    // At start-up the activations come on top: 1.91 − 0.5 − 1.0 = 0.41 GiB → tight.
+    let c = check_feasibility(&tight, GIB);
+    assert_eq!(c.verdict, Feasibility::Tight);
+    assert!((c.free_after_gib - 0.41).abs() < 1e-9);
+    // 8192-token chunks of hidden size 2560 (Qwen3-4B): 8192 × 2560 × 2 × 16 B = 0.625 GiB
+    assert_eq!(activation_estimate_bytes(8192, 2560) / GIB, 0.625);
 }
 
 #[test]

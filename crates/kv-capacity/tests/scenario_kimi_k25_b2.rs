@@ -3,8 +3,9 @@
 //! Files: `tests/data/scenarios/kimi-k25-b2/` (read here with std::fs; the crate takes values).
 
 use kv_capacity::{
-    CapacityInput, Change, Feasibility, FeasibilityThresholds, GIB, InFlightLoad, KvDtype,
-    ModelConfig, ParallelConfig, PoolModel, PreSource, cell_size_bytes, what_if,
+    CapacityInput, Change, Feasibility, FreeSource, GIB, Headroom, InFlightLoad, KvDtype,
+    ModelConfig, ParallelConfig, PoolModel, PreSource, activation_estimate_bytes, cell_size_bytes,
+    what_if,
 };
 
 const MIB: f64 = 1_048_576.0;
@@ -81,14 +82,18 @@ fn scenario() -> Scenario {
         .collect();
     Scenario {
         input: CapacityInput {
-            model,
+            model: Some(model),
             parallel,
             kv_dtype,
             mem_fraction_static: fraction,
             pool,
-            free_now_bytes: Some(free_gib * GIB),
+            // The log's available_gpu_mem is measured at start-up: the first large prefill's
+            // activations (an 8192-token chunk of hidden size 7168) still have to fit.
+            headroom: Some(Headroom::after_startup(
+                free_gib * GIB,
+                activation_estimate_bytes(8192, 7168),
+            )),
             load: Some(InFlightLoad::from_samples(&samples).unwrap()),
-            thresholds: FeasibilityThresholds::default(),
             gpus_on_host: Some(csv.lines().skip(1).count() as u32),
         },
         observed_tokens,
@@ -115,7 +120,13 @@ fn inputs_read_from_the_scenario() {
     );
     // pre = 97,887 MiB = 102,641,958,912 B = 95.59 GiB
     assert_eq!(i.pool.pre_bytes, 102_641_958_912.0);
-    assert_eq!(i.free_now_bytes, Some(5.16 * GIB));
+    let h = i.headroom.expect("headroom");
+    assert_eq!(
+        (h.free_bytes, h.source),
+        (5.16 * GIB, FreeSource::AfterStartup)
+    );
+    // 8192 × 7168 × 2 B × 16 = 1,879,048,192 B = 1.75 GiB of prefill activations
+    assert_eq!(h.reserve_bytes, 1_879_048_192.0);
     assert_eq!(i.gpus_on_host, Some(8));
 }
 
@@ -135,9 +146,9 @@ fn raising_the_fraction_projection() {
         t.fraction_row(0.80).unwrap().label,
         "mem_fraction_static 0.80"
     );
+    // The running configuration fits: that is an observation.
     let f = now.feasibility.unwrap();
-    // 5.16 GiB free now: inside SGLang's 5–8 GB band
-    assert_eq!((f.verdict, f.extra_gib), (Feasibility::Tight, 0.0));
+    assert_eq!((f.verdict, f.extra_gib), (Feasibility::Fits, 0.0));
 
     // 0.88: extra = 0.03 × 102,641,958,912 = 3,079,258,767.36 B (2.868 GiB);
     // 3,079,258,767.36 / 70,272 = 43,819.14 → 116,171 + 43,819 = 159,990 tokens (+37.7 %)
@@ -145,27 +156,29 @@ fn raising_the_fraction_projection() {
     assert_eq!(r88.pool_tokens, 159_990);
     assert_eq!(format!("{:.1}", r88.change_pct), "37.7");
     assert_eq!(format!("{:.3}", r88.extra_gib_per_gpu), "2.868");
-    // free after = 5.16 − 2.868 = 2.29 GiB < 5 GiB → OOM likely (even +0.01 leaves only 4.20)
+    // free after = 5.16 − 1.75 (activations) − 2.868 = 0.54 GiB: something left, under the
+    // 1.5 GiB margin → tight from the start-up figure alone (a snapshot under load decides)
     let f88 = r88.feasibility.unwrap();
-    assert_eq!(f88.verdict, Feasibility::OomLikely);
-    assert_eq!(format!("{:.2}", f88.free_after_gib), "2.29");
+    assert_eq!(f88.verdict, Feasibility::Tight);
+    assert_eq!(format!("{:.2}", f88.free_after_gib), "0.54");
 
     // 0.93: extra = 0.08 × pre = 8,211,356,712.96 B (7.647 GiB);
     // 8,211,356,712.96 / 70,272 = 116,851.6 → 116,171 + 116,851 = 233,022 tokens (+100.6 %)
     let r93 = t.fraction_row(0.93).unwrap();
     assert_eq!(r93.pool_tokens, 233_022);
     assert_eq!(format!("{:.1}", r93.change_pct), "100.6");
-    // 5.16 − 7.647 = −2.49 GiB: the pool alone would not fit beside the graphs → OOM likely
+    // 5.16 − 1.75 − 7.647 = −4.24 GiB: the pool would not fit → OOM likely
     let f93 = r93.feasibility.unwrap();
     assert_eq!(f93.verdict, Feasibility::OomLikely);
-    assert_eq!(format!("{:.2}", f93.free_after_gib), "-2.49");
+    assert_eq!(format!("{:.2}", f93.free_after_gib), "-4.24");
 
     // 0.95 is +125.7 %, not 0.95/0.85 − 1 = +11.8 %: each +0.01 is 1 % of the card
     let r95 = t.fraction_row(0.95).unwrap();
     assert_eq!(r95.pool_tokens, 262_234);
     assert_eq!(format!("{:.1}", r95.change_pct), "125.7");
 
-    // every band appears: 0.80–0.82 fit, 0.83–0.85 tight, above 0.85 OOM likely
+    // up to 0.85 (today and below) fits, 0.86-0.88 fit with what is left after activations
+    // shrinking below the margin, then nothing is left
     let verdicts: Vec<(u64, Feasibility)> = t
         .rows
         .iter()
@@ -182,9 +195,9 @@ fn raising_the_fraction_projection() {
         .map(|k| {
             (
                 k,
-                if k <= 82 {
+                if k <= 86 {
                     Fits
-                } else if k <= 85 {
+                } else if k <= 88 {
                     Tight
                 } else {
                     OomLikely
@@ -193,6 +206,24 @@ fn raising_the_fraction_projection() {
         })
         .collect();
     assert_eq!(verdicts, want);
+}
+
+#[test]
+fn under_load_the_snapshot_decides() {
+    // The scenario's nvidia-smi was taken while requests ran: 5,089 MiB free on the fullest GPU.
+    let mut s = scenario();
+    s.input.headroom = Some(Headroom::under_load(5_089.0 * MIB));
+    let t = what_if(&s.input);
+    let v = |f: f64| t.fraction_row(f).unwrap().feasibility.unwrap();
+    // 0.88: 4.97 − 2.87 = 2.10 GiB left ≥ 1.5 → fits; 0.89: 1.15 → tight; 0.90: 0.19 → tight;
+    // 0.91: −0.77 → OOM; 0.93 needs 7.65 GiB more than the 4.97 free.
+    assert_eq!(v(0.88).verdict, Feasibility::Fits);
+    assert_eq!(format!("{:.2}", v(0.88).free_after_gib), "2.10");
+    assert_eq!(v(0.89).verdict, Feasibility::Tight);
+    assert_eq!(v(0.90).verdict, Feasibility::Tight);
+    assert_eq!(v(0.91).verdict, Feasibility::OomLikely);
+    assert_eq!(v(0.93).verdict, Feasibility::OomLikely);
+    assert_eq!(format!("{:.2}", v(0.93).extra_gib), "7.65");
 }
 
 #[test]
@@ -205,7 +236,8 @@ fn fp8_and_tp_rows() {
         .unwrap();
     assert_eq!((fp8.cell_bytes, fp8.pool_tokens), (35_136, 232_342));
     assert_eq!(fp8.extra_gib_per_gpu, 0.0);
-    assert_eq!(fp8.feasibility.unwrap().verdict, Feasibility::Tight);
+    // No more memory than today: it fits.
+    assert_eq!(fp8.feasibility.unwrap().verdict, Feasibility::Fits);
     // TP16: the MLA cell stays 70,272 B; memory taken since pre (weights) is inferred as
     // 0.85 × pre − 116,171 × 70,272 = 79,082,096,563.2 B (73.65 GiB) and halves;
     // 0.85 × pre − 39,541,048,281.6 = 47,704,616,793.6 B → / 70,272 = 678,856 tokens
@@ -290,5 +322,5 @@ fn table_serialises_for_json_reports() {
         .unwrap();
     assert_eq!(r88["pool_tokens"], 159_990);
     assert_eq!(r88["change"]["kind"], "fraction");
-    assert_eq!(r88["feasibility"]["verdict"], "oom_likely");
+    assert_eq!(r88["feasibility"]["verdict"], "tight");
 }

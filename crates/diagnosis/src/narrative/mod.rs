@@ -9,7 +9,7 @@ mod recommendations;
 
 pub use findings::*;
 pub use headline::headline;
-pub use notes::{join_note, not_concluded, set_aside, sources};
+pub use notes::{cell_disagreement, join_note, not_concluded, set_aside, sources};
 pub use recommendations::recommendation;
 
 use sglang_log::ClientFormat;
@@ -159,10 +159,23 @@ pub fn memory_source(m: &MemorySource) -> String {
         MemorySource::LoadWeightLine => {
             "avail mem + mem usage of the log's `Load weight end` line".into()
         }
-        MemorySource::LogAvailableAfterGraphs => {
-            "the log's available_gpu_mem after CUDA graph capture".into()
+        MemorySource::LogAvailableAfterGraphs {
+            reserve_gib,
+            chunk_tokens,
+            chunk_configured,
+        } => format!(
+            "the log's available_gpu_mem after CUDA graph capture, at start-up: {reserve_gib:.2} GiB of it is reserved for the activations of a {chunk_tokens}-token prefill chunk{} (an estimate)",
+            if *chunk_configured {
+                ""
+            } else {
+                ", SGLang's default chunk"
+            }
+        ),
+        MemorySource::GpuFree(src) => {
+            format!(
+                "minimum free GPU memory under load ({src}): the activation peak is already in use"
+            )
         }
-        MemorySource::GpuFree(src) => format!("minimum free GPU memory ({src})"),
     }
 }
 

@@ -21,10 +21,17 @@ pub fn not_concluded(reason: NotConcludedReason, detail: Option<&str>) -> NotCon
         NotConcludedReason::ClientIsBenchmarkSummary => "The client evidence is a benchmark's summary: whole-run figures only, so the client's rate over time (and its steady window) cannot be measured.".into(),
         NotConcludedReason::ClientUntimed => "The client records carry no completion times, so the client's own rate over time cannot be measured (lengths are still used).".into(),
         NotConcludedReason::ModelConfigUnusable => format!("The model config could not be used: {d}."),
-        NotConcludedReason::ClientRecordsSetAside => d.to_string(),
+        NotConcludedReason::ClientRecordsSetAside | NotConcludedReason::ModelConfigDisagrees => d.to_string(),
         NotConcludedReason::NoWhatIfTable => format!("No KV what-if table: {d}."),
     };
     NotConcluded { reason, text }
+}
+
+/// The model config and the log disagree on bytes per token, in words.
+pub fn cell_disagreement(config: u64, log: u64) -> String {
+    format!(
+        "The model config gives {config} bytes per token per GPU but the log's KV allocation gives {log}: the config is not this server's model; the what-if table uses the log's figure, and its fp8 and TP rows come from the config and may be wrong."
+    )
 }
 
 /// Client records the rates leave out, in words.

@@ -40,8 +40,8 @@ pub fn recommendation(p: &Plan) -> Recommendation {
                     extrapolated(r.extrapolated)
                 ),
                 match r.change {
-                    Change::KvDtype { .. } => "fp8 KV slightly changes numerics: check output quality on a sample; no extra memory".to_string(),
-                    Change::TpSize { .. } => "needs twice the GPUs per replica".to_string(),
+                    Change::KvDtype { .. } => "fp8 KV changes numerics: outputs differ from the 16-bit cache's (for distillation or evaluation data that is output fidelity); check quality on a sample first; no extra memory".to_string(),
+                    Change::TpSize { to } => format!("needs {to} GPUs per replica"),
                     _ => format!(
                         "{}: {}",
                         feasibility_words(r.feasibility),
@@ -52,11 +52,18 @@ pub fn recommendation(p: &Plan) -> Recommendation {
         }
         Plan::DoNotRaise(d) => (
             format!("Do not raise mem_fraction_static to {:.2} or beyond", d.to),
-            match d.memory {
-                Some((extra, after, now)) => format!(
-                    "none: the pool would take {extra:.2} GiB more per GPU, leaving {after:.2} of the {now:.2} GiB free after CUDA graphs, \
-                     under the {:.0} GiB that prefill activations need",
-                    d.tight_free_gib
+            match d.check {
+                Some(c) => format!(
+                    "none: {} needs {:.2} GiB more per GPU than the {:.2} free{}{}",
+                    format_args!("{:.2}", d.to),
+                    c.extra_gib,
+                    c.free_now_gib,
+                    if c.reserve_gib > 0.0 {
+                        format!(" (less {:.2} GiB for prefill activations)", c.reserve_gib)
+                    } else {
+                        String::new()
+                    },
+                    d.edge.map(|e| format!("; up to about {e:.2} fits")).unwrap_or_default()
                 ),
                 None => format!(
                     "none: the pool would take {:.2} GiB more per GPU than is safe to give it",

@@ -388,6 +388,8 @@ pub enum NotConcludedReason {
     ModelConfigUnusable,
     /// Client records were left out of the rates.
     ClientRecordsSetAside,
+    /// The model config's KV cell disagrees with the log's: it is another model's config.
+    ModelConfigDisagrees,
     /// The KV what-if table could not be built.
     NoWhatIfTable,
 }
