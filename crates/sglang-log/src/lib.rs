@@ -78,6 +78,7 @@
 mod batch;
 pub mod bench;
 mod events;
+mod grammar;
 mod line;
 mod num;
 mod ranks;
