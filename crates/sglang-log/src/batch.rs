@@ -2,9 +2,16 @@
 //! v0.1 forms.
 
 use crate::Event;
+use crate::grammar::{PResult, byte, byte_if, offset_of, pos_in};
 use crate::num::{
     parse_bool, parse_f64, parse_f64_bytes, parse_percent_fraction, parse_u64, parse_u64_bytes,
 };
+use nom::Parser;
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_until};
+use nom::character::complete::digit1;
+use nom::combinator::{opt, peek, rest, value, verify};
+use nom::sequence::{delimited, preceded, terminated};
 
 /// Most `key: value` fields kept per batch line; further ones are counted in
 /// [`BatchLine::overflow_fields`]. The longest SGLang line has about 30.
@@ -697,61 +704,25 @@ pub(crate) fn parse_standard_into<'a>(text: &'a str, out: &mut Event<'a>, order:
         return;
     }
     let b = text.as_bytes();
-    let (kind, mut i) = if b.starts_with(b"Decode batch") {
-        (BatchKind::Decode, "Decode batch".len())
-    } else if b.starts_with(b"Prefill batch") {
-        (BatchKind::Prefill, "Prefill batch".len())
-    } else if b.starts_with(b"Prefil batch") {
-        (BatchKind::Prefill, "Prefil batch".len())
-    } else {
-        *out = Event::Malformed {
-            reason: "batch marker without a batch head",
-        };
-        return;
-    };
-    let digits_at = |from: usize| {
-        b[from.min(b.len())..]
-            .iter()
-            .take_while(|c| c.is_ascii_digit())
-            .count()
-    };
-    // ` [N]`
-    let mut iter = None;
-    if b[i..].starts_with(b" [") {
-        let n = digits_at(i + 2);
-        if n > 0 && b.get(i + 2 + n) == Some(&b']') {
-            iter = Some(&text[i + 2..i + 2 + n]);
-            i += n + 3;
-        }
-    }
-    // `(mixed #running-req: N)`
-    let mut mixed = None;
-    const MIXED: &[u8] = b"(mixed #running-req: ";
-    if b[i..].starts_with(MIXED) {
-        let v0 = i + MIXED.len();
-        let n = digits_at(v0);
-        if n > 0 && b.get(v0 + n) == Some(&b')') {
-            let k0 = i + "(mixed ".len();
-            mixed = Some((k0, k0 + "#running-req".len(), v0, v0 + n));
-            i = v0 + n + 1;
-        }
-    }
-    let body = match b.get(i) {
-        None => {
+    let head = match batch_head(b) {
+        Ok((rest, head)) => (offset_of(b, rest), head),
+        Err(_) => {
             *out = Event::Malformed {
-                reason: "batch head without fields",
-            };
-            return;
-        }
-        Some(b'.' | b',' | b':') => i + 1,
-        Some(b' ') if b.get(i + 1) == Some(&b'#') => i,
-        Some(_) => {
-            *out = Event::Malformed {
-                reason: "batch marker not followed by a separator",
+                reason: "batch marker without a batch head",
             };
             return;
         }
     };
+    let (i, (kind, iter, mixed)) = head;
+    let body = match batch_separator(&b[i..]) {
+        Ok((rest, ())) => offset_of(b, rest),
+        Err(reason) => {
+            *out = Event::Malformed { reason };
+            return;
+        }
+    };
+    let iter = iter.map(|d| &text[d.0..d.1]);
+    let mixed = mixed.map(|(k0, v0, v1)| (k0, k0 + "#running-req".len(), v0, v1));
     let form = if mixed.is_some() {
         BatchForm::Mixed
     } else {
@@ -784,6 +755,50 @@ pub(crate) fn parse_standard_into<'a>(text: &'a str, out: &mut Event<'a>, order:
     }
     if let Err(reason) = validate(line) {
         *out = Event::Malformed { reason };
+    }
+}
+
+/// Offsets `(start, end)` of a part of the batch text.
+type Range = (usize, usize);
+
+/// `Decode batch` / `Prefill batch` / `Prefil batch`, an optional iteration counter ` [N]`
+/// (its digits' offsets) and an optional `(mixed #running-req: N)` (offsets of the key, the
+/// value start and end). Offsets are into the input `b`, the message from the head on.
+#[allow(clippy::type_complexity)]
+fn batch_head(b: &[u8]) -> PResult<'_, (BatchKind, Option<Range>, Option<(usize, usize, usize)>)> {
+    let kind = alt((
+        value(BatchKind::Decode, tag(&b"Decode batch"[..])),
+        value(BatchKind::Prefill, tag(&b"Prefill batch"[..])),
+        value(BatchKind::Prefill, tag(&b"Prefil batch"[..])),
+    ));
+    let at = |r: &[u8]| pos_in(b, r);
+    let iter = delimited(tag(&b" ["[..]), digit1, byte(b']')).map(|d: &[u8]| {
+        let s = at(d);
+        (s, s + d.len())
+    });
+    let mixed = delimited(
+        tag(&b"(mixed "[..]),
+        preceded(tag(&b"#running-req: "[..]), digit1),
+        byte(b')'),
+    )
+    .map(|d: &[u8]| {
+        let v0 = at(d);
+        (v0 - "#running-req: ".len(), v0, v0 + d.len())
+    });
+    (kind, opt(iter), opt(mixed)).parse(b)
+}
+
+/// What separates the batch head from its fields: `.`, `,` or `:` (consumed), or ` #` (kept:
+/// the first key starts with it). The error is the reason the line is malformed.
+fn batch_separator(i: &[u8]) -> Result<(&[u8], ()), BatchError> {
+    let mut sep = alt((
+        value((), byte_if(|c| matches!(c, b'.' | b',' | b':'))),
+        value((), peek(tag(&b" #"[..]))),
+    ));
+    match sep.parse(i) {
+        Ok(r) => Ok(r),
+        Err(_) if i.is_empty() => Err("batch head without fields"),
+        Err(_) => Err("batch marker not followed by a separator"),
     }
 }
 
@@ -821,13 +836,14 @@ pub(crate) fn parse_legacy_fill_into<'a>(text: &'a str, out: &mut Event<'a>) {
         };
         return;
     }
-    let Some(rest) = text.strip_prefix("new fill batch") else {
+    let mut head = tag::<_, _, ()>(&b"new fill batch"[..]);
+    let Ok((rest, _)) = head.parse(text.as_bytes()) else {
         *out = Event::Malformed {
             reason: "batch marker without a batch head",
         };
         return;
     };
-    if !rest.starts_with('.') {
+    if byte(b'.').parse(rest).is_err() {
         *out = Event::Malformed {
             reason: "batch marker not followed by a separator",
         };
@@ -1160,9 +1176,8 @@ fn split_padded<const C: usize>(
 /// Splits `line.text[start..]` into `key: value` fragments separated by `sep` + space (`", "`
 /// or `". "`), after trimming trailing whitespace and separator characters.
 ///
-/// One pass over the body: a `sep` followed by a space ends a fragment, the first `": "` of a
-/// fragment ends its key. The candidates (`:` or `sep`, followed by a space) come from
-/// [`hits`], 64 bytes at a time.
+/// A fragment is everything up to the next `sep` + space ([`fragment_of`]); its key ends at its
+/// first `": "`. Both are found with `nom`'s `take_until` (memchr underneath).
 fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: u8) {
     let text = line.text;
     let b = text.as_bytes();
@@ -1180,127 +1195,26 @@ fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: u8) {
     if start >= end {
         return;
     }
-    let mut frag_start = start;
-    let mut colon = usize::MAX;
-    let mut blk = start;
-    while blk < end {
-        // the window `b[blk..blk + WIN]` plus one byte of look-ahead, zero-padded past `end`
-        // (a zero is never a space, so no candidate reaches past the body)
-        let mut buf = [0u8; WIN + 16];
-        let stop = end.min(blk + WIN + 1);
-        buf[..stop - blk].copy_from_slice(&b[blk..stop]);
-        let masks = window_hits(&buf, stop - blk, sep);
-        for (w, &(mut m, seps)) in masks.iter().enumerate() {
-            while m != 0 {
-                let bit = m & m.wrapping_neg();
-                let i = blk + 64 * w + m.trailing_zeros() as usize;
-                m ^= bit;
-                if seps & bit != 0 {
-                    fragment(line, frag_start, i, colon);
-                    frag_start = i + 2;
-                    colon = usize::MAX;
-                } else if colon == usize::MAX && i >= frag_start {
-                    colon = i;
-                }
-            }
-        }
-        blk += WIN;
-    }
-    if frag_start < end {
-        fragment(line, frag_start, end, colon);
-    }
-}
-
-/// Bytes scanned per window by [`split_fields`].
-const WIN: usize = 256;
-
-/// For each 64-byte word `w` of the window: (bit `j` set where byte `64w + j` is `:` or `sep`
-/// and byte `64w + j + 1` is a space; the same for `sep` alone). `len` bytes of `buf` are data
-/// (at most `WIN + 1`: the last is look-ahead only).
-#[inline(always)]
-fn window_hits(buf: &[u8; WIN + 16], len: usize, sep: u8) -> [(u64, u64); WIN / 64] {
-    let (colon, seps, space) = classes(buf, len, sep);
-    let mut out = [(0u64, 0u64); WIN / 64];
-    for w in 0..WIN / 64 {
-        let next_space = if w + 1 < WIN / 64 {
-            space[w + 1] & 1
-        } else {
-            u64::from(buf[WIN] == b' ')
+    let mut frags = nom::combinator::iterator(&b[start..end], |i| fragment_of(i, sep));
+    for f in &mut frags {
+        let a = pos_in(b, f);
+        let colon = match take_until::<_, _, ()>(&b": "[..]).parse(f) {
+            Ok((at, _)) => pos_in(b, at),
+            Err(_) => usize::MAX,
         };
-        let space_next = (space[w] >> 1) | (next_space << 63);
-        let m = (colon[w] | seps[w]) & space_next;
-        out[w] = (m, seps[w] & m);
+        fragment(line, a, a + f.len(), colon);
     }
-    out
 }
 
-type Masks = [u64; WIN / 64];
-
-/// Masks of `:`, `sep` and space over `buf[..WIN]` (only the first `len` bytes are looked at;
-/// the rest of `buf` is zero).
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[inline(always)]
-fn classes(buf: &[u8; WIN + 16], len: usize, sep: u8) -> (Masks, Masks, Masks) {
-    // SAFETY: `classes_sse2` only needs SSE2, which this cfg guarantees is enabled (it is part
-    // of the x86_64 baseline); it reads `buf` through safe array indexing only.
-    unsafe { classes_sse2(buf, len, sep) }
-}
-
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[target_feature(enable = "sse2")]
-#[inline]
-fn classes_sse2(buf: &[u8; WIN + 16], len: usize, sep: u8) -> (Masks, Masks, Masks) {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set_epi64x, _mm_set1_epi8};
-    let (c, s, sp) = (
-        _mm_set1_epi8(b':' as i8),
-        _mm_set1_epi8(sep as i8),
-        _mm_set1_epi8(b' ' as i8),
-    );
-    let (mut mc, mut ms, mut msp) = ([0u64; WIN / 64], [0u64; WIN / 64], [0u64; WIN / 64]);
-    let vectors = len.div_ceil(16).min(WIN / 16);
-    for k in 0..vectors {
-        let o = 16 * k;
-        let lo = u64::from_le_bytes([
-            buf[o],
-            buf[o + 1],
-            buf[o + 2],
-            buf[o + 3],
-            buf[o + 4],
-            buf[o + 5],
-            buf[o + 6],
-            buf[o + 7],
-        ]);
-        let hi = u64::from_le_bytes([
-            buf[o + 8],
-            buf[o + 9],
-            buf[o + 10],
-            buf[o + 11],
-            buf[o + 12],
-            buf[o + 13],
-            buf[o + 14],
-            buf[o + 15],
-        ]);
-        let v = _mm_set_epi64x(hi as i64, lo as i64);
-        let (w, sh) = (k / 4, 16 * (k % 4));
-        mc[w] |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, c)) as u16) << sh;
-        ms[w] |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, s)) as u16) << sh;
-        msp[w] |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, sp)) as u16) << sh;
-    }
-    (mc, ms, msp)
-}
-
-/// Masks of `:`, `sep` and space over `buf[..WIN]` (portable form).
-#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-#[inline(always)]
-fn classes(buf: &[u8; WIN + 16], len: usize, sep: u8) -> (Masks, Masks, Masks) {
-    let (mut mc, mut ms, mut msp) = ([0u64; WIN / 64], [0u64; WIN / 64], [0u64; WIN / 64]);
-    for (j, &c) in buf[..len.min(WIN)].iter().enumerate() {
-        let (w, bit) = (j / 64, 1u64 << (j % 64));
-        mc[w] |= if c == b':' { bit } else { 0 };
-        ms[w] |= if c == sep { bit } else { 0 };
-        msp[w] |= if c == b' ' { bit } else { 0 };
-    }
-    (mc, ms, msp)
+/// One fragment of a batch body: up to (and consuming) `sep` + space (`", "`), or the non-empty
+/// rest.
+fn fragment_of(i: &[u8], sep: u8) -> PResult<'_, &[u8]> {
+    let pair = [sep, b' '];
+    alt((
+        terminated(take_until(&pair[..]), tag(&pair[..])),
+        verify(rest, |r: &[u8]| !r.is_empty()),
+    ))
+    .parse(i)
 }
 
 /// One fragment `b[a..z]`; `colon` is the position of its first `": "` (`usize::MAX`: none).

@@ -36,6 +36,12 @@ pub(crate) fn offset_of(whole: &[u8], rest: &[u8]) -> usize {
     whole.len().saturating_sub(rest.len())
 }
 
+/// Offset of `part` (a subslice, e.g. a parser's output) inside `whole` (bytes).
+#[inline(always)]
+pub(crate) fn pos_in(whole: &[u8], part: &[u8]) -> usize {
+    (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize)
+}
+
 /// Two ASCII digits as a number 0 ..= 99.
 #[inline(always)]
 pub(crate) fn digit2(i: &[u8]) -> PResult<'_, u32> {

@@ -326,7 +326,8 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
     let Some(&first) = msg.as_bytes().first() else {
         return;
     };
-    let starts = |p: &str| msg.starts_with(p);
+    // the first byte picks the arm (a jump table); each head is a nom `tag`
+    let starts = |p: &'static str| tag::<_, _, ()>(p.as_bytes()).parse(msg.as_bytes()).is_ok();
     let retraction = || events::parse_retraction(msg).map_or(Event::Other, Event::Retraction);
     *out = match first {
         b'D' if starts("Decode batch") => return batch::parse_standard_into(msg, out, keys),
