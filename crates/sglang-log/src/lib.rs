@@ -93,7 +93,8 @@ pub use events::{
 pub use line::{find_batch_marker, parse_line};
 pub use ranks::RankTags;
 pub use reader::{
-    HEAD_BYTES, HeadStats, KEPT_LINES, LogReader, MalformedLine, ParseStats, ReadError,
+    HEAD_BYTES, HeadStats, KEPT_LINES, LONG_LINE_REASON, LogReader, MAX_LINE, MalformedLine,
+    ParseStats, ReadError,
 };
 pub use timestamp::Timestamp;
 
