@@ -6,6 +6,7 @@ use crate::grammar::{PResult, byte, byte_if, offset_of, pos_in};
 use crate::num::{
     parse_bool, parse_f64, parse_f64_bytes, parse_percent_fraction, parse_u64, parse_u64_bytes,
 };
+use crate::values::{RejectedField, Rejection, ValueClass, class_of};
 use nom::Parser;
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_until};
@@ -242,6 +243,29 @@ fn key_id(k: &[u8]) -> Option<usize> {
     same.then_some(id)
 }
 
+/// The [`ValueClass`] of each of [`KNOWN_KEYS`], by index.
+const KEY_CLASS: [ValueClass; N_KNOWN] = {
+    let mut t = [ValueClass::Unchecked; N_KNOWN];
+    let mut i = 0;
+    while i < N_KNOWN {
+        t[i] = class_of(KNOWN_KEYS[i]);
+        i += 1;
+    }
+    t
+};
+
+/// Whether the integer `n` is a sound value of known key `id`.
+#[inline(always)]
+fn admits_u64(id: usize, n: u64) -> bool {
+    KEY_CLASS.get(id).is_some_and(|c| c.admits_u64(n))
+}
+
+/// Whether `x` is a sound value of known key `id`.
+#[inline(always)]
+fn admits_f64(id: usize, x: f64) -> bool {
+    KEY_CLASS.get(id).is_some_and(|c| c.admits_f64(x))
+}
+
 /// Compile-time index of a key in [`KNOWN_KEYS`] (a typo stops the build).
 const fn kid(name: &str) -> usize {
     let n = name.as_bytes();
@@ -400,18 +424,70 @@ impl<'a> BatchLine<'a> {
         self.broken
     }
 
+    /// The first present key of `ids` as an integer, if it parses and is sound for the key
+    /// ([`crate::values`]).
     #[inline(always)]
     fn u64_of(&self, ids: &[usize]) -> Option<u64> {
-        ids.iter()
-            .find_map(|&k| self.bytes_by_id(k))
-            .and_then(parse_u64_bytes)
+        let (k, v) = ids.iter().find_map(|&k| Some((k, self.bytes_by_id(k)?)))?;
+        parse_u64_bytes(v).filter(|&n| admits_u64(k, n))
     }
 
+    /// The first present key of `ids` as a number, if it parses and is sound for the key.
     #[inline(always)]
     fn f64_of(&self, ids: &[usize]) -> Option<f64> {
-        ids.iter()
-            .find_map(|&k| self.bytes_by_id(k))
-            .and_then(parse_f64_bytes)
+        let (k, v) = ids.iter().find_map(|&k| Some((k, self.bytes_by_id(k)?)))?;
+        parse_f64_bytes(v).filter(|&x| admits_f64(k, x))
+    }
+
+    /// The fields whose values were set aside as impossible (non-finite, negative, above the
+    /// quantity's range, or not a number of the key's kind; see [`crate::values`]), in the order
+    /// of [`KNOWN_KEYS`]; only the first field of each key counts (as for the accessors, which
+    /// return `None` for these). Unknown keys and flags are never rejected.
+    pub fn rejected_fields(&self) -> impl Iterator<Item = RejectedField<'a>> + '_ {
+        let mut words = self.slot.chunks(8).enumerate();
+        let mut w = 0u64;
+        let mut base = 0usize;
+        std::iter::from_fn(move || {
+            loop {
+                while w == 0 {
+                    let (i, c) = words.next()?;
+                    let mut b = [0u8; 8];
+                    b[..c.len()].copy_from_slice(c);
+                    w = u64::from_le_bytes(b);
+                    base = 8 * i;
+                }
+                let id = base + (w.trailing_zeros() / 8) as usize;
+                w &= !(0xffu64 << (8 * (id - base)));
+                let at = usize::from(self.slot[id]);
+                let s = self.spans.get(at.checked_sub(1)?)?;
+                let v = self.slice(s.v0, s.v1);
+                if let Some(reason) = self.rejection(id, v) {
+                    return Some(RejectedField {
+                        key: self.slice(s.k0, self.key_end(s)),
+                        value: v,
+                        reason,
+                    });
+                }
+            }
+        })
+    }
+
+    /// Why the value `v` of known key `id` is not sound, if it is not. The hybrid forms
+    /// `#token: full=N, swa=M` and `token usage: full=X, swa=Y` are checked part by part.
+    fn rejection(&self, id: usize, v: &str) -> Option<Rejection> {
+        let class = KEY_CLASS[id];
+        if class == ValueClass::Unchecked {
+            return None;
+        }
+        if (id == const { kid("#token") } || id == const { kid("token usage") })
+            && memchr::memchr(b'=', v.as_bytes()).is_some()
+        {
+            return ["full", "swa"]
+                .iter()
+                .filter_map(|p| sub_value(v, p))
+                .find_map(|x| class.check(x.as_bytes()));
+        }
+        class.check(v.as_bytes())
     }
 
     /// `#running-req` (v0.1: `#running_req`; mixed prefill: the head's count): requests in the
@@ -431,14 +507,16 @@ impl<'a> BatchLine<'a> {
     /// v0.4.9's `#token: full=N, swa=M`. Unit: tokens.
     #[inline]
     pub fn num_token(&self) -> Option<u64> {
-        if let Some(v) = self.bytes_by_id(const { kid("#token") }) {
+        const K: usize = kid("#token");
+        if let Some(v) = self.bytes_by_id(K) {
             return match parse_u64_bytes(v) {
                 Some(n) => Some(n),
                 None => self
-                    .by_id(const { kid("#token") })
+                    .by_id(K)
                     .and_then(|v| sub_value(v, "full"))
                     .and_then(parse_u64),
-            };
+            }
+            .filter(|&n| admits_u64(K, n));
         }
         self.u64_of(&[const { kid("#full token") }])
     }
@@ -446,26 +524,30 @@ impl<'a> BatchLine<'a> {
     /// KV slots in use in the sliding-window pool: `#swa token` or the `swa=` part of
     /// `#token: full=N, swa=M`. Unit: tokens.
     pub fn num_swa_token(&self) -> Option<u64> {
+        const K: usize = kid("#token");
         if let Some(v) = self.by_id(const { kid("#swa token") }) {
-            return parse_u64(v);
+            return parse_u64(v).filter(|&n| admits_u64(K, n));
         }
-        self.by_id(const { kid("#token") })
+        self.by_id(K)
             .and_then(|v| sub_value(v, "swa"))
             .and_then(parse_u64)
+            .filter(|&n| admits_u64(K, n))
     }
 
     /// KV pool usage `#token / max_total_num_tokens`: `token usage`, or `full token usage`
     /// (hybrid), or the `full=` part of `token usage: full=X, swa=Y`. Unit: fraction 0–1.
     #[inline]
     pub fn token_usage(&self) -> Option<f64> {
-        if let Some(v) = self.bytes_by_id(const { kid("token usage") }) {
+        const K: usize = kid("token usage");
+        if let Some(v) = self.bytes_by_id(K) {
             return match parse_f64_bytes(v) {
                 Some(x) => Some(x),
                 None => self
-                    .by_id(const { kid("token usage") })
+                    .by_id(K)
                     .and_then(|v| sub_value(v, "full"))
                     .and_then(parse_f64),
-            };
+            }
+            .filter(|&x| admits_f64(K, x));
         }
         self.f64_of(&[const { kid("full token usage") }])
     }
@@ -473,12 +555,14 @@ impl<'a> BatchLine<'a> {
     /// Sliding-window pool usage: `swa token usage` or the `swa=` part of `token usage`.
     /// Unit: fraction 0–1.
     pub fn swa_token_usage(&self) -> Option<f64> {
+        const K: usize = kid("token usage");
         if let Some(v) = self.by_id(const { kid("swa token usage") }) {
-            return parse_f64(v);
+            return parse_f64(v).filter(|&x| admits_f64(K, x));
         }
-        self.by_id(const { kid("token usage") })
+        self.by_id(K)
             .and_then(|v| sub_value(v, "swa"))
             .and_then(parse_f64)
+            .filter(|&x| admits_f64(K, x))
     }
 
     /// `mamba num`: used mamba-state slots (hybrid SSM). Unit: slots (requests).
@@ -532,6 +616,7 @@ impl<'a> BatchLine<'a> {
         .iter()
         .find_map(|&k| self.by_id(k))
         .and_then(parse_percent_fraction)
+        .filter(|&x| ValueClass::Fraction.admits_f64(x))
     }
 
     /// `#pending-token` (v0.5.11+): tokens of all waiting requests plus the rest of the
@@ -642,6 +727,7 @@ impl<'a> BatchLine<'a> {
     pub fn fwd_occupancy(&self) -> Option<f64> {
         self.by_id(const { kid("fwd occupancy") })
             .and_then(parse_percent_fraction)
+            .filter(|&x| ValueClass::Fraction.admits_f64(x))
     }
 
     /// MFU suffix `est. decode TFLOPS/s (per GPU)` or `est. prefill TFLOPS/s (per GPU)`

@@ -84,6 +84,7 @@ mod num;
 mod ranks;
 mod reader;
 mod timestamp;
+pub mod values;
 
 pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
 pub use bench::{BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
@@ -94,9 +95,10 @@ pub use line::{find_batch_marker, parse_line};
 pub use ranks::RankTags;
 pub use reader::{
     HEAD_BYTES, HeadStats, KEPT_LINES, LONG_LINE_REASON, LogReader, MAX_LINE, MalformedLine,
-    ParseStats, ReadError,
+    ParseStats, ReadError, RejectedValue,
 };
 pub use timestamp::Timestamp;
+pub use values::{RejectedField, Rejection};
 
 /// One parsed log line.
 #[derive(Clone, Debug, PartialEq)]

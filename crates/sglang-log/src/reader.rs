@@ -1,7 +1,7 @@
 //! Buffered line reader over plain files, gzip files and stdin, feeding [`crate::parse_line`].
 
 use crate::line::{LineCache, parse_clean_line_into, parse_line_cached};
-use crate::{Event, Record};
+use crate::{Event, Record, Rejection};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -84,6 +84,20 @@ pub struct MalformedLine {
     pub excerpt: String,
 }
 
+/// One batch-line field whose value was set aside as impossible (see [`crate::values`]),
+/// kept for the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectedValue {
+    /// 1-based line number.
+    pub line_no: u64,
+    /// The key as printed, e.g. `gen throughput (token/s)`.
+    pub key: String,
+    /// The value as printed (its first 40 characters), e.g. `NaN`.
+    pub value: String,
+    /// Why it was set aside.
+    pub reason: Rejection,
+}
+
 /// Counts of what a read produced; reaches the report.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ParseStats {
@@ -111,6 +125,13 @@ pub struct ParseStats {
     pub overflow_batch_lines: u64,
     /// Lines cut at [`MAX_LINE`] bytes (each also counted in `malformed_lines`).
     pub long_lines: u64,
+    /// Batch records with at least one field set aside as impossible (NaN, infinite, negative,
+    /// out of range; [`crate::BatchLine::rejected_fields`]). Their other fields are used.
+    pub rejected_lines: u64,
+    /// Fields set aside, over all batch records.
+    pub rejected_fields: u64,
+    /// The first [`KEPT_LINES`] fields set aside, with their line numbers.
+    pub rejected: Vec<RejectedValue>,
     /// The first [`KEPT_LINES`] malformed lines.
     pub malformed: Vec<MalformedLine>,
     /// The first [`KEPT_LINES`] partial batch lines.
@@ -223,6 +244,21 @@ impl ParseStats {
                         if b.overflow_fields() > 0 {
                             self.overflow_batch_lines += 1;
                         }
+                        let before = self.rejected_fields;
+                        for r in b.rejected_fields() {
+                            self.rejected_fields += 1;
+                            if self.rejected.len() < KEPT_LINES {
+                                self.rejected.push(RejectedValue {
+                                    line_no: rec.line_no,
+                                    key: r.key.to_string(),
+                                    value: r.value.chars().take(40).collect(),
+                                    reason: r.reason,
+                                });
+                            }
+                        }
+                        if self.rejected_fields > before {
+                            self.rejected_lines += 1;
+                        }
                     }
                     Event::Retraction(_) => self.retraction_lines += 1,
                     _ => {}
@@ -245,6 +281,13 @@ impl ParseStats {
         self.partial_batch_lines += other.partial_batch_lines;
         self.overflow_batch_lines += other.overflow_batch_lines;
         self.long_lines += other.long_lines;
+        self.rejected_lines += other.rejected_lines;
+        self.rejected_fields += other.rejected_fields;
+        for r in &other.rejected {
+            if self.rejected.len() < KEPT_LINES {
+                self.rejected.push(r.clone());
+            }
+        }
         for m in &other.malformed {
             if self.malformed.len() < KEPT_LINES {
                 self.malformed.push(m.clone());
