@@ -139,6 +139,10 @@ pub struct CapacityLine {
     /// `available_gpu_mem` (v0.4.7+; `available_cpu_mem` on CPU). Unit: GB as SGLang prints it
     /// (GiB: SGLang divides bytes by 1 << 30).
     pub available_gpu_mem_gb: Option<f64>,
+    /// The memory figures of a startup line (`Capture … graph end`, `Load weight end`, `Memory
+    /// pool end`) this capacity summary was glued behind on one line, if it was (a paste or a
+    /// lost newline joined the two records).
+    pub glued_memory: Option<MemoryLine>,
 }
 
 pub(crate) fn parse_capacity(msg: &str) -> CapacityLine {

@@ -12,7 +12,7 @@ use crate::{Event, Record};
 use memchr::memmem;
 use nom::Parser;
 use nom::branch::alt;
-use nom::bytes::complete::{tag, take_till, take_while1};
+use nom::bytes::complete::{tag, take_till, take_till1, take_until, take_while1};
 use nom::character::complete::digit1;
 use nom::combinator::{opt, peek, value, verify};
 use nom::multi::many0_count;
@@ -252,16 +252,23 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
     let (s, outer_ts, ts, ranks, mut msg, enveloped) = match fast_envelope(line, cache) {
         Some((ts, ranks, msg)) => (line, None, Some(ts), ranks, msg, true),
         None => {
+            if let Some(tail) = after_progress_bar(line) {
+                // `…100%|██| 3/3 [00:30<00:00, 10.00s/it][2026-… TP0] msg`: the record is the
+                // text after the last tqdm bar (the tail holds no further bar)
+                return parse_str(tail, rec, cache);
+            }
             let (s, outer_ts) = strip_wrappers(line);
             let (ts, ranks, msg, enveloped) = match envelope(s) {
                 Some((ts, ranks, msg)) => (ts, ranks, msg, true),
                 None => match outer_ts {
-                    // `2025-10-20T03:02:22Z INFO 31223 [DP3 TP3 file.py:222] msg` style
+                    // `2025-10-20T03:02:22Z INFO 31223 [DP3 TP3 file.py:222] msg` style, and
+                    // the tracing form `2026-01-05T08:00:00.123Z  INFO module.func: msg`
                     Some(_) => {
-                        let (ranks, msg) = match after_timestamp(s.as_bytes()) {
-                            Ok((rest, ranks)) => (ranks, str_tail(s, rest)),
-                            Err(_) => (RankTags::default(), s),
-                        };
+                        let (ranks, msg) =
+                            match alt((after_timestamp, level_body)).parse(s.as_bytes()) {
+                                Ok((rest, ranks)) => (ranks, str_tail(s, rest)),
+                                Err(_) => (RankTags::default(), s),
+                            };
                         (None, ranks, msg, !ranks.is_empty())
                     }
                     None => (None, RankTags::default(), s, false),
@@ -354,10 +361,14 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         b'T' if starts("The server is fired up and ready to roll") => Event::ServerReady,
         b'T' if starts("Testing retraction.") => retraction(),
         b'T' if starts("Transfer failed") => Event::KvTransferFailed(msg),
-        b'L' if starts("Load weight end") => Event::LoadWeightEnd(events::parse_memory(msg)),
-        b'M' if starts("Memory pool end") => Event::MemoryPoolEnd(events::parse_memory(msg)),
+        b'L' if starts("Load weight end") => {
+            glued_capacity(msg).unwrap_or_else(|| Event::LoadWeightEnd(events::parse_memory(msg)))
+        }
+        b'M' if starts("Memory pool end") => {
+            glued_capacity(msg).unwrap_or_else(|| Event::MemoryPoolEnd(events::parse_memory(msg)))
+        }
         b'C' if starts("Capture ") && memmem::find(msg.as_bytes(), b"graph end").is_some() => {
-            Event::CudaGraphEnd(events::parse_memory(msg))
+            glued_capacity(msg).unwrap_or_else(|| Event::CudaGraphEnd(events::parse_memory(msg)))
         }
         b'm' if starts("max_total_num_tokens=") => Event::Capacity(events::parse_capacity(msg)),
         b's' if starts("server_args=") => {
@@ -376,6 +387,43 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         b'W' if starts("Watchdog timeout") => Event::WatchdogTimeout(msg),
         _ => return,
     };
+}
+
+/// A startup memory line with the capacity summary glued to its end (two records joined by a
+/// paste or a lost newline: `… avail mem=6.95 GB max_total_num_tokens=2980168, …`): the
+/// capacity line, which carries the figures the diagnosis needs, with the memory figures of
+/// the line it was glued to in [`events::CapacityLine::glued_memory`].
+fn glued_capacity(msg: &str) -> Option<Event<'_>> {
+    let (before, glued) = (
+        take_until::<_, _, ()>(&b" max_total_num_tokens="[..]),
+        byte(b' '),
+    )
+        .parse(msg.as_bytes())
+        .ok()
+        .map(|(rest, (before, _))| (before, rest))?;
+    let memory = events::parse_memory(msg.get(..before.len())?);
+    let mut cap = events::parse_capacity(str_tail(msg, glued));
+    cap.glued_memory = Some(memory);
+    Some(Event::Capacity(cap))
+}
+
+static BAR_END: LazyLock<memmem::FinderRev<'static>> =
+    LazyLock::new(|| memmem::FinderRev::new(b"/s]["));
+static BAR_END_SLOW: LazyLock<memmem::FinderRev<'static>> =
+    LazyLock::new(|| memmem::FinderRev::new(b"s/it]["));
+
+/// The text after the last tqdm progress bar of `line` (`… ?it/s]` / `… 2.74it/s]` /
+/// `… 30.48s/it]`) when a bracket follows it directly: a record glued behind the bar.
+fn after_progress_bar(line: &str) -> Option<&str> {
+    let b = line.as_bytes();
+    // `it/s][`: the needle `/s][` ends 2 bytes before the `[`; `s/it][`: 5 bytes
+    let fast = BAR_END
+        .rfind(b)
+        .filter(|&i| i >= 2 && &b[i - 2..i] == b"it")
+        .map(|i| i + 3);
+    let slow = BAR_END_SLOW.rfind(b).map(|i| i + 5);
+    let at = fast.max(slow)?;
+    line.get(at..)
 }
 
 static WATCHDOG: LazyLock<memmem::Finder<'static>> =
@@ -565,13 +613,18 @@ fn lost_bracket_tags(i: &[u8]) -> PResult<'_, RankTags> {
 
 /// ` LEVEL[:] [PID] [[TAG… file:N]][:] msg` after a timestamp, or ` msg`, or nothing.
 fn level_prefix(i: &[u8]) -> PResult<'_, RankTags> {
-    let mut ranks = RankTags::default();
     match i.first() {
-        Some(b' ' | b'\t') => {}
-        None => return Ok((i, ranks)),
-        _ => return fail(),
+        Some(b' ' | b'\t') => level_body(skip_ws(i)),
+        None => Ok((i, RankTags::default())),
+        _ => fail(),
     }
-    let w = skip_ws(i);
+}
+
+/// `LEVEL[:] [PID] [[TAG… file:N]][:] [target: ]msg` (the level optional: without it the
+/// input is the message). `target` is a tracing subscriber's module path (`dynamo.sglang:`,
+/// `sglang::srt:`), recognised by a `.` or `::` in it.
+fn level_body(w: &[u8]) -> PResult<'_, RankTags> {
+    let mut ranks = RankTags::default();
     let mut level = terminated(
         alt((
             tag(&b"INFO"[..]),
@@ -599,6 +652,22 @@ fn level_prefix(i: &[u8]) -> PResult<'_, RankTags> {
             all_tokens(inner, |t| ranks.apply_token_bytes(t));
             skip_ws(skip_colons(r))
         }
+        Err(_) => w,
+    };
+    let mut target = terminated(
+        verify(take_till1(|c| c == b' '), |t: &[u8]| {
+            let Some(path) = t.strip_suffix(b":") else {
+                return false;
+            };
+            path.iter()
+                .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':'))
+                && (memchr::memchr(b'.', path).is_some()
+                    || memchr::memmem::find(path, b"::").is_some())
+        }),
+        byte(b' '),
+    );
+    let w = match target.parse(w) {
+        Ok((r, _)) => skip_ws(r),
         Err(_) => w,
     };
     Ok((w, ranks))
