@@ -2,7 +2,7 @@
 //! v0.1 forms.
 
 use crate::Event;
-use crate::grammar::{PResult, byte, byte_if, offset_of, pos_in};
+use crate::grammar::{PResult, byte, byte_if, lit, offset_of, pos_in};
 use crate::num::{
     parse_bool, parse_f64, parse_f64_bytes, parse_percent_fraction, parse_u64, parse_u64_bytes,
 };
@@ -62,7 +62,7 @@ pub const MAX_BATCH_LINE: usize = u16::MAX as usize;
 /// Keys are the literal SGLang keys (spec §2.1.2 / §2.2.2), e.g. `#running-req`,
 /// `gen throughput (token/s)`. Values are trimmed; a trailing `", "` / `","` / `" "` is removed.
 /// The hybrid form `#token: full=N, swa=M` keeps `full=N, swa=M` as the value of `#token`.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct BatchLine<'a> {
     /// Prefill or decode.
     pub kind: BatchKind,
@@ -78,6 +78,28 @@ pub struct BatchLine<'a> {
     len: u8,
     overflow: u16,
     broken: u16,
+    /// Bit `id` set: the first field of known key `id` must be looked at by
+    /// [`BatchLine::rejected_fields`] (set by the splitters: every fraction, percentage, step
+    /// length and MFU value, and the counts and rates that are not a short digit run; a clear
+    /// bit means the value is sound or the key unchecked).
+    check: u64,
+}
+
+/// Equal when the lines were read alike: kind, form, iteration, text and fields (the screening
+/// hint of [`BatchLine::rejected_fields`] differs between the splitters and is no part of it;
+/// the rejected fields themselves are equal whenever the fields are).
+impl PartialEq for BatchLine<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        self.kind == o.kind
+            && self.iter == o.iter
+            && self.form == o.form
+            && self.text == o.text
+            && self.spans == o.spans
+            && self.slot == o.slot
+            && self.len == o.len
+            && self.overflow == o.overflow
+            && self.broken == o.broken
+    }
 }
 
 impl std::fmt::Debug for BatchLine<'_> {
@@ -313,6 +335,7 @@ impl<'a> BatchLine<'a> {
             len: 0,
             overflow: 0,
             broken: 0,
+            check: 0,
         }
     }
 
@@ -331,6 +354,7 @@ impl<'a> BatchLine<'a> {
                 && self.slot[id] == 0
             {
                 self.slot[id] = self.len;
+                self.check |= u64::from(FAST_SAFE[id] != UNCHECKED) << id;
             }
         } else {
             self.overflow = self.overflow.saturating_add(1);
@@ -444,31 +468,37 @@ impl<'a> BatchLine<'a> {
     /// of [`KNOWN_KEYS`]; only the first field of each key counts (as for the accessors, which
     /// return `None` for these). Unknown keys and flags are never rejected.
     pub fn rejected_fields(&self) -> impl Iterator<Item = RejectedField<'a>> + '_ {
-        let mut words = self.slot.chunks(8).enumerate();
-        let mut w = 0u64;
-        let mut base = 0usize;
+        let mut bits = self.check;
         std::iter::from_fn(move || {
-            loop {
-                while w == 0 {
-                    let (i, c) = words.next()?;
-                    let mut b = [0u8; 8];
-                    b[..c.len()].copy_from_slice(c);
-                    w = u64::from_le_bytes(b);
-                    base = 8 * i;
-                }
-                let id = base + (w.trailing_zeros() / 8) as usize;
-                w &= !(0xffu64 << (8 * (id - base)));
-                let at = usize::from(self.slot[id]);
-                let s = self.spans.get(at.checked_sub(1)?)?;
-                let v = self.slice(s.v0, s.v1);
-                if let Some(reason) = self.rejection(id, v) {
-                    return Some(RejectedField {
-                        key: self.slice(s.k0, self.key_end(s)),
-                        value: v,
-                        reason,
-                    });
+            while bits != 0 {
+                let id = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(r) = self.rejected(id) {
+                    return Some(r);
                 }
             }
+            None
+        })
+    }
+
+    /// The first field of known key `id`, if its value is not sound.
+    #[inline]
+    fn rejected(&self, id: usize) -> Option<RejectedField<'a>> {
+        let at = usize::from(*self.slot.get(id)?);
+        let s = self.spans.get(at.checked_sub(1)?)?;
+        let class = *KEY_CLASS.get(id)?;
+        let bytes = self
+            .text
+            .as_bytes()
+            .get(usize::from(s.v0)..usize::from(s.v1))?;
+        // the common case first: a sound value, seen on its bytes alone
+        class.check(bytes)?;
+        let v = self.slice(s.v0, s.v1);
+        let reason = self.rejection(id, v)?;
+        Some(RejectedField {
+            key: self.slice(s.k0, self.key_end(s)),
+            value: v,
+            reason,
         })
     }
 
@@ -479,15 +509,16 @@ impl<'a> BatchLine<'a> {
         if class == ValueClass::Unchecked {
             return None;
         }
+        let r = class.check(v.as_bytes())?;
         if (id == const { kid("#token") } || id == const { kid("token usage") })
-            && memchr::memchr(b'=', v.as_bytes()).is_some()
+            && v.as_bytes().contains(&b'=')
         {
             return ["full", "swa"]
                 .iter()
                 .filter_map(|p| sub_value(v, p))
                 .find_map(|x| class.check(x.as_bytes()));
         }
-        class.check(v.as_bytes())
+        Some(r)
     }
 
     /// `#running-req` (v0.1: `#running_req`; mixed prefill: the head's count): requests in the
@@ -853,9 +884,9 @@ type Range = (usize, usize);
 #[allow(clippy::type_complexity)]
 fn batch_head(b: &[u8]) -> PResult<'_, (BatchKind, Option<Range>, Option<(usize, usize, usize)>)> {
     let kind = alt((
-        value(BatchKind::Decode, tag(&b"Decode batch"[..])),
-        value(BatchKind::Prefill, tag(&b"Prefill batch"[..])),
-        value(BatchKind::Prefill, tag(&b"Prefil batch"[..])),
+        value(BatchKind::Decode, lit(b"Decode batch")),
+        value(BatchKind::Prefill, lit(b"Prefill batch")),
+        value(BatchKind::Prefill, lit(b"Prefil batch")),
     ));
     let at = |r: &[u8]| pos_in(b, r);
     let iter = delimited(tag(&b" ["[..]), digit1, byte(b']')).map(|d: &[u8]| {
@@ -1099,9 +1130,9 @@ fn key_at<const C: usize, const M: usize>(b: &[u8; M], p: usize, k: &KeyPat) -> 
 }
 
 /// Length of the run of ASCII digits and `.` at the start of the little-endian word `w`
-/// (bytes), 0 ..= 8.
+/// (bytes), 0 ..= 8, and whether that run holds at most one `.` (none when `integer`).
 #[inline(always)]
-fn digit_dot_run(w: u64) -> usize {
+fn digit_dot_run(w: u64, integer: bool) -> (usize, bool) {
     const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     const HI: u64 = 0x8080_8080_8080_8080;
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -1111,8 +1142,49 @@ fn digit_dot_run(w: u64) -> usize {
     // `.`: byte == 0x2e; high bit set where it is not
     let d = w ^ (ONES * 0x2e);
     let not_dot = (((d & LO7) + LO7) | d) & HI;
-    ((not_digit & not_dot).trailing_zeros() / 8) as usize
+    let stop = not_digit & not_dot;
+    let run = (stop.trailing_zeros() / 8) as usize;
+    // the `.`s before the first byte that stops the run (all of them when none does)
+    let dots = !not_dot & HI & (stop & stop.wrapping_neg()).wrapping_sub(1);
+    let one = if integer {
+        dots == 0
+    } else {
+        dots & dots.wrapping_sub(1) == 0
+    };
+    (run, one)
 }
+
+/// [`FAST_SAFE`]: a count (requests, tokens): a run of at most 7 digits is sound (below 10^7).
+const SAFE_INTEGER: u8 = 0;
+/// [`FAST_SAFE`]: tokens/s: a run of at most 7 digits with at most one `.` is sound.
+const SAFE_FLOAT: u8 = 1;
+/// [`FAST_SAFE`]: a fraction, percentage, step length or MFU estimate: sound or not by its
+/// value, always looked at by [`BatchLine::rejected_fields`].
+const ALWAYS: u8 = 2;
+/// [`FAST_SAFE`] of a key whose values are not checked (unknown keys, flags, stamps).
+const UNCHECKED: u8 = 3;
+
+/// How the fast splitter screens each of [`KNOWN_KEYS`] (and one more entry for unknown
+/// keys): [`SAFE_INTEGER`], [`SAFE_FLOAT`], [`ALWAYS`] or [`UNCHECKED`].
+const FAST_SAFE: [u8; N_KNOWN + 1] = {
+    let mut t = [UNCHECKED; N_KNOWN + 1];
+    let mut i = 0;
+    while i < N_KNOWN {
+        t[i] = match KEY_CLASS[i] {
+            ValueClass::Requests | ValueClass::Tokens => SAFE_INTEGER,
+            ValueClass::Rate => SAFE_FLOAT,
+            ValueClass::Fraction
+            | ValueClass::Percent
+            | ValueClass::StepTokens
+            | ValueClass::Hardware => ALWAYS,
+            ValueClass::Unchecked => UNCHECKED,
+        };
+        i += 1;
+    }
+    t
+};
+
+const _: () = assert!(N_KNOWN <= 64, "BatchLine::check is a u64 over KNOWN_KEYS");
 
 /// Bytes a value may hold on the fast path: ASCII letters, digits, `.`, `%`, `+`, `-` (numbers,
 /// percentages, `True`/`False`). Anything else (spaces, `,`, `:`, `=`) sends the line to the
@@ -1214,7 +1286,8 @@ fn split_padded<const C: usize>(
         // digits and dots word-wise; the usual `,` after them ends the value, else any
         // other value bytes one by one
         let w = ld(v0);
-        let run = digit_dot_run(w);
+        let safe = FAST_SAFE.get(id).copied().unwrap_or(UNCHECKED);
+        let (run, sound) = digit_dot_run(w, safe == SAFE_INTEGER);
         let mut v1 = v0 + run;
         if run == 8 || (w >> (8 * run)) as u8 != b',' {
             while VALUE_BYTE[usize::from(at(v1))] {
@@ -1224,6 +1297,13 @@ fn split_padded<const C: usize>(
         if v1 == v0 {
             return None;
         }
+        // a short digit run of at most one `.` (none for counts) is sound for a screened key
+        // (see FAST_SAFE); anything else is looked at by `rejected_fields`
+        let look = match safe {
+            SAFE_INTEGER | SAFE_FLOAT => !(sound && run < 8 && v1 - v0 == run),
+            ALWAYS => true,
+            _ => false,
+        };
         data |= at(v0).is_ascii_digit();
         // ok: n < C <= 1024, so offsets fit in u16
         line.spans[count] = Span {
@@ -1236,6 +1316,7 @@ fn split_padded<const C: usize>(
             && *s == 0
         {
             *s = count as u8;
+            line.check |= u64::from(look) << id;
         }
         let t = ld(v1);
         if t & 0xffff == u64::from(u16::from_le_bytes(*b", ")) {

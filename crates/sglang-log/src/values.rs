@@ -208,8 +208,17 @@ impl ValueClass {
     }
 
     /// Why `v` (a value as printed) is not sound for this class, or `None` when it is.
+    #[inline]
     pub(crate) fn check(self, v: &[u8]) -> Option<Rejection> {
         if self == ValueClass::Unchecked {
+            return None;
+        }
+        // SGLang's `0.92`: below 1 on sight
+        if self == ValueClass::Fraction
+            && let [b'0', b'.', d @ ..] = v
+            && d.len() <= 6
+            && d.iter().all(u8::is_ascii_digit)
+        {
             return None;
         }
         let integer = matches!(self, ValueClass::Requests | ValueClass::Tokens);
