@@ -81,6 +81,7 @@ mod events;
 mod grammar;
 mod line;
 mod num;
+pub mod parallel;
 mod ranks;
 mod reader;
 mod timestamp;

@@ -537,6 +537,13 @@ impl<R: Read> LogReader<R> {
         self
     }
 
+    /// Numbers the lines as if `lines` lines came before this input (a chunk of a larger file,
+    /// see [`crate::parallel`]): the first record gets line number `lines + 1`.
+    pub fn starting_after(mut self, lines: u64) -> Self {
+        self.line_no = lines;
+        self
+    }
+
     /// Number of lines delivered so far (across calls).
     pub fn lines_read(&self) -> u64 {
         self.line_no
