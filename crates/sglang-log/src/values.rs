@@ -2,7 +2,7 @@
 //!
 //! One bad number (`gen throughput (token/s): NaN`, `1e309`, `#queue-req: -3`, `token usage:
 //! 97.00`, `#running-req: 184467440737`) must not change a headline silently. Every known numeric
-//! key of a batch line has a [`ValueClass`] with the range a real SGLang value can take; a value
+//! key of a batch line has a value class with the range a real SGLang value can take; a value
 //! outside it is *rejected*: the typed accessor returns `None` for it (so no sum, peak or mean
 //! ever sees it), [`crate::BatchLine::rejected_fields`] says which field and why, and
 //! [`crate::ParseStats`] counts it with its line number. The line's other fields are used as
