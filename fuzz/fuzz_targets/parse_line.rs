@@ -77,6 +77,12 @@ fuzz_target!(|data: &[u8]| {
             b.timestamp_field(),
         );
         let _ = format!("{b:?}");
+        // a rejected value is a field of the line, of a known key, and its key's first value
+        for r in b.rejected_fields() {
+            assert!(sglang_log::KNOWN_KEYS.contains(&r.key), "{r:?}");
+            assert_eq!(b.get(r.key), Some(r.value), "{r:?}");
+            let _ = r.reason.describe();
+        }
     }
     if let Some(t) = rec.timestamp {
         let _ = (t.seconds(), t.date(), t.to_string());

@@ -3,7 +3,8 @@
 //! every byte; live mode holds back exactly the unterminated tail; gzip input (magic `1f 8b`)
 //! either decodes or fails with a `Gzip` error, never a panic.
 //!
-//! Input: byte 0 seeds the read sizes (1..=64 bytes per read, varying), the rest is the log.
+//! Input: byte 0 seeds the read sizes (1..=64 bytes per read, varying), the rest is the log;
+//! with byte 0 = 0xFF the first line is repeated past the 1 MiB line cap.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -31,6 +32,18 @@ impl Read for Chunky<'_> {
 fuzz_target!(|data: &[u8]| {
     let Some((&seed, log)) = data.split_first() else {
         return;
+    };
+    // seed 0xFF: the log's first line is blown up past the 1 MiB line cap (a sparse file, a
+    // NUL hole), so the cut-and-skip path is fuzzed with the rest of the input behind it
+    let owned;
+    let log: &[u8] = if seed == 0xFF && !log.is_empty() {
+        let cut = log.iter().position(|&c| c == b'\n').unwrap_or(log.len());
+        let mut v = log[..cut].repeat((sglang_log::MAX_LINE / cut.max(1)) + 2);
+        v.extend_from_slice(&log[cut..]);
+        owned = v;
+        &owned
+    } else {
+        log
     };
     if log.starts_with(&[0x1f, 0x8b]) {
         let dec = flate2::read::MultiGzDecoder::new(Chunky { data: log, seed });
@@ -63,12 +76,18 @@ fuzz_target!(|data: &[u8]| {
         stats.events + stats.other_lines + stats.malformed_lines
     );
     assert_eq!(stats.batch_lines, stats.prefill_lines + stats.decode_lines);
+    // a line cut at the cap is malformed; the rejected values are on batch lines
+    assert!(stats.long_lines <= stats.malformed_lines);
+    assert!(stats.rejected_lines <= stats.batch_lines);
+    assert!(stats.rejected_fields >= stats.rejected_lines);
 
     // live mode: the unterminated tail is held back, everything before it delivered
     let mut live = LogReader::from_reader("fuzz.log", Chunky { data: log, seed }).live(true);
     let s = live
         .for_each(|_| {})
         .expect("an in-memory reader cannot fail");
-    assert_eq!(s.lines, newlines);
-    assert_eq!(s.held_back_bytes, tail as u64);
+    // (an unterminated tail that reached the 1 MiB cap is delivered as malformed, not held)
+    let capped = tail >= sglang_log::MAX_LINE;
+    assert_eq!(s.lines, newlines + u64::from(capped));
+    assert_eq!(s.held_back_bytes, if capped { 0 } else { tail as u64 });
 });

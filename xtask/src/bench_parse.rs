@@ -1,7 +1,8 @@
 //! `cargo xtask bench-parse [SIZE_MB]`: generates a SIZE_MB MiB SGLang log with
 //! `tools/gen_sglang_log.py` (default 512, cached under `target/bench-parse/`), then times on it,
 //! side by side: `cat`, `wc -l`, `rg -c 'Decode batch'`, our full parse + aggregate (the
-//! `sglang-log` `aggregate` example: every field of every line), `throughput-doctor diagnose`
+//! `sglang-log` `aggregate` example: every field of every line; once on one thread, once with
+//! `--threads 2`, `sglang_log::parallel`), `throughput-doctor diagnose`
 //! (the whole pipeline), and the hand-written Python regex parser
 //! (`tools/baseline_regex_parse.py`). Each tool runs `BENCH_RUNS` times (default 3); the best
 //! wall time counts. Prints each time, MB/s, and the ratios against `rg -c` and Python.
@@ -133,7 +134,7 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
     let _ = time(&["cat", &l], 1);
 
     println!(
-        "bench-parse: {} ({:.0} MiB, {} bytes), best of {runs} run(s), one core per tool",
+        "bench-parse: {} ({:.0} MiB, {} bytes), best of {runs} run(s), one core per tool (but log x2)",
         log.display(),
         bytes as f64 / 1048576.0,
         bytes
@@ -155,6 +156,11 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
         "sglang-log",
         "aggregate example: LogReader, every field".into(),
         time(&[&aggregate, &l], runs),
+    ));
+    rows.push((
+        "log x2",
+        "aggregate --threads 2: chunks at line boundaries on 2 threads".into(),
+        time(&[&aggregate, "--threads", "2", &l], runs),
     ));
     if doctor {
         rows.push((

@@ -242,7 +242,7 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
             .context("reading the embedded sample")?;
         b.finish_source(id, &stats);
     }
-    for path in &args.logs {
+    for path in &logfile::expand_log_dirs(&args.logs)? {
         let name = path.display().to_string();
         let id = b.add_source(name);
         // The reader's errors name the path (and line) themselves.

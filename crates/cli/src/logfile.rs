@@ -3,11 +3,105 @@
 //! is corrupt mid-way keeps every whole line decoded before the damage (the reader delivers
 //! them and never the cut line): they are diagnosed, and a warning names the file, the lines
 //! read and the compressed byte offset. A file whose start is not text (NUL bytes, control
-//! bytes; [`sglang_log::HeadStats`]) gets a warning too.
+//! bytes; [`sglang_log::HeadStats`]) gets a warning too. A directory given as a log is the
+//! list of its log files ([`expand_log_dirs`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sglang_log::{LogReader, ParseStats, ReadError, Record};
+
+/// The log inputs `paths` stand for: a file (or `-`) is itself; a directory (a job's log
+/// directory: every rank's and node's log, `.gz`, rotated parts) is every log file under it,
+/// subdirectories included, in a stable order: by directory, then by log name, a name's rotated
+/// parts oldest first (`server.log.3`, `.2`, `.1`, then `server.log`; a `.gz` beside its plain
+/// name). A log file is a file whose name holds `.log` (`server.log`, `rank0.log.1`,
+/// `node1.log.gz`, `sglang.log-20260105`) or ends in `.out`, `.err` or `.txt` (optionally
+/// `.gz`); hidden files are skipped. Paths named twice are kept (the evidence builder counts
+/// a repeated file once).
+///
+/// # Errors
+/// A directory that cannot be read, or holds no log file (the message names it).
+pub fn expand_log_dirs(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.as_os_str() != "-" && p.is_dir() {
+            let mut found = Vec::new();
+            collect_logs(p, &mut found, 0)?;
+            if found.is_empty() {
+                anyhow::bail!(
+                    "{} is a directory without log files (*.log*, *.out, *.err, *.txt, optionally .gz)",
+                    p.display()
+                );
+            }
+            found.sort_by_cached_key(|f| log_order(f));
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Log files under `dir` (at most 8 directory levels deep).
+fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> anyhow::Result<()> {
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| anyhow::anyhow!("cannot read the directory {}: {e}", dir.display()))?;
+    for entry in rd {
+        let entry = entry
+            .map_err(|e| anyhow::anyhow!("cannot read the directory {}: {e}", dir.display()))?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            if depth < 8 {
+                collect_logs(&path, out, depth + 1)?;
+            }
+        } else if is_log_name(&name) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Whether a file name looks like a log (see [`expand_log_dirs`]).
+fn is_log_name(name: &str) -> bool {
+    let plain = name.strip_suffix(".gz").unwrap_or(name);
+    plain.contains(".log") || [".out", ".err", ".txt"].iter().any(|s| plain.ends_with(s))
+}
+
+/// Sort key of a log file: its directory, its name without the rotation suffix and `.gz`,
+/// then its rotated parts oldest first (a higher number is older; a dated suffix sorts by
+/// date; the live file, without a suffix, last), plain before `.gz`.
+fn log_order(path: &Path) -> (PathBuf, String, u8, std::cmp::Reverse<u64>, String, bool) {
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let gz = name.ends_with(".gz");
+    let plain = name.strip_suffix(".gz").unwrap_or(&name).to_string();
+    let (base, suffix) = match plain.find(".log") {
+        Some(i) => plain.split_at(i + ".log".len()),
+        None => (plain.as_str(), ""),
+    };
+    let suffix = suffix.trim_start_matches(['.', '-', '_']);
+    let (rank, number, dated) = match suffix.parse::<u64>() {
+        _ if suffix.is_empty() => (2, 0, String::new()),
+        Ok(n) if suffix.len() < 8 => (0, n, String::new()),
+        _ => (1, 0, suffix.to_string()),
+    };
+    // `.N` parts (0, by number descending), then dated parts (1, ascending), then the live file
+    (
+        dir,
+        base.to_string(),
+        rank,
+        std::cmp::Reverse(number),
+        dated,
+        gz,
+    )
+}
 
 /// What reading one log produced.
 #[derive(Debug, Default)]
@@ -79,5 +173,75 @@ fn check_text(out: &mut LogRead, name: &str) {
             head.bytes.div_ceil(1024),
             out.stats.events
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job directory: two nodes, rotated and compressed parts, files that are not logs.
+    #[test]
+    fn a_directory_is_its_logs_in_a_stable_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for f in [
+            "node1/server.log",
+            "node1/server.log.1",
+            "node1/server.log.2.gz",
+            "node1/server.log.10",
+            "node0/rank0.out",
+            "node0/sglang.log-20260105.gz",
+            "node0/sglang.log-20260104",
+            "node0/sglang.log",
+            "node0/client_records.jsonl",
+            "node0/.hidden.log",
+            "node0/plot.svg",
+            "README.md",
+        ] {
+            let p = root.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, b"x\n").unwrap();
+        }
+        let got = expand_log_dirs(&[root.to_path_buf(), PathBuf::from("-")]).unwrap();
+        let rel: Vec<String> = got
+            .iter()
+            .map(|p| {
+                p.strip_prefix(root)
+                    .map(|r| r.display().to_string())
+                    .unwrap_or_else(|_| p.display().to_string())
+            })
+            .collect();
+        assert_eq!(
+            rel,
+            [
+                "node0/rank0.out",
+                "node0/sglang.log-20260104",
+                "node0/sglang.log-20260105.gz",
+                "node0/sglang.log",
+                "node1/server.log.10",
+                "node1/server.log.2.gz",
+                "node1/server.log.1",
+                "node1/server.log",
+                "-",
+            ]
+        );
+        // the same every time
+        assert_eq!(
+            got,
+            expand_log_dirs(&[root.to_path_buf(), PathBuf::from("-")]).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_directory_without_logs_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.md"), b"x").unwrap();
+        let e = expand_log_dirs(&[dir.path().to_path_buf()]).unwrap_err();
+        assert!(
+            e.to_string().contains(&dir.path().display().to_string()),
+            "{e}"
+        );
+        assert!(e.to_string().contains("without log files"), "{e}");
     }
 }

@@ -2,9 +2,17 @@
 //! v0.1 forms.
 
 use crate::Event;
+use crate::grammar::{PResult, byte, byte_if, lit, offset_of, pos_in};
 use crate::num::{
     parse_bool, parse_f64, parse_f64_bytes, parse_percent_fraction, parse_u64, parse_u64_bytes,
 };
+use crate::values::{RejectedField, Rejection, ValueClass, class_of};
+use nom::Parser;
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_until};
+use nom::character::complete::digit1;
+use nom::combinator::{opt, peek, rest, value, verify};
+use nom::sequence::{delimited, preceded, terminated};
 
 /// Most `key: value` fields kept per batch line; further ones are counted in
 /// [`BatchLine::overflow_fields`]. The longest SGLang line has about 30.
@@ -54,7 +62,7 @@ pub const MAX_BATCH_LINE: usize = u16::MAX as usize;
 /// Keys are the literal SGLang keys (spec §2.1.2 / §2.2.2), e.g. `#running-req`,
 /// `gen throughput (token/s)`. Values are trimmed; a trailing `", "` / `","` / `" "` is removed.
 /// The hybrid form `#token: full=N, swa=M` keeps `full=N, swa=M` as the value of `#token`.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct BatchLine<'a> {
     /// Prefill or decode.
     pub kind: BatchKind,
@@ -70,6 +78,28 @@ pub struct BatchLine<'a> {
     len: u8,
     overflow: u16,
     broken: u16,
+    /// Bit `id` set: the first field of known key `id` must be looked at by
+    /// [`BatchLine::rejected_fields`] (set by the splitters: every fraction, percentage, step
+    /// length and MFU value, and the counts and rates that are not a short digit run; a clear
+    /// bit means the value is sound or the key unchecked).
+    check: u64,
+}
+
+/// Equal when the lines were read alike: kind, form, iteration, text and fields (the screening
+/// hint of [`BatchLine::rejected_fields`] differs between the splitters and is no part of it;
+/// the rejected fields themselves are equal whenever the fields are).
+impl PartialEq for BatchLine<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        self.kind == o.kind
+            && self.iter == o.iter
+            && self.form == o.form
+            && self.text == o.text
+            && self.spans == o.spans
+            && self.slot == o.slot
+            && self.len == o.len
+            && self.overflow == o.overflow
+            && self.broken == o.broken
+    }
 }
 
 impl std::fmt::Debug for BatchLine<'_> {
@@ -235,6 +265,29 @@ fn key_id(k: &[u8]) -> Option<usize> {
     same.then_some(id)
 }
 
+/// The [`ValueClass`] of each of [`KNOWN_KEYS`], by index.
+const KEY_CLASS: [ValueClass; N_KNOWN] = {
+    let mut t = [ValueClass::Unchecked; N_KNOWN];
+    let mut i = 0;
+    while i < N_KNOWN {
+        t[i] = class_of(KNOWN_KEYS[i]);
+        i += 1;
+    }
+    t
+};
+
+/// Whether the integer `n` is a sound value of known key `id`.
+#[inline(always)]
+fn admits_u64(id: usize, n: u64) -> bool {
+    KEY_CLASS.get(id).is_some_and(|c| c.admits_u64(n))
+}
+
+/// Whether `x` is a sound value of known key `id`.
+#[inline(always)]
+fn admits_f64(id: usize, x: f64) -> bool {
+    KEY_CLASS.get(id).is_some_and(|c| c.admits_f64(x))
+}
+
 /// Compile-time index of a key in [`KNOWN_KEYS`] (a typo stops the build).
 const fn kid(name: &str) -> usize {
     let n = name.as_bytes();
@@ -282,6 +335,7 @@ impl<'a> BatchLine<'a> {
             len: 0,
             overflow: 0,
             broken: 0,
+            check: 0,
         }
     }
 
@@ -300,6 +354,7 @@ impl<'a> BatchLine<'a> {
                 && self.slot[id] == 0
             {
                 self.slot[id] = self.len;
+                self.check |= u64::from(FAST_SAFE[id] != UNCHECKED) << id;
             }
         } else {
             self.overflow = self.overflow.saturating_add(1);
@@ -393,18 +448,77 @@ impl<'a> BatchLine<'a> {
         self.broken
     }
 
+    /// The first present key of `ids` as an integer, if it parses and is sound for the key
+    /// ([`crate::values`]).
     #[inline(always)]
     fn u64_of(&self, ids: &[usize]) -> Option<u64> {
-        ids.iter()
-            .find_map(|&k| self.bytes_by_id(k))
-            .and_then(parse_u64_bytes)
+        let (k, v) = ids.iter().find_map(|&k| Some((k, self.bytes_by_id(k)?)))?;
+        parse_u64_bytes(v).filter(|&n| admits_u64(k, n))
     }
 
+    /// The first present key of `ids` as a number, if it parses and is sound for the key.
     #[inline(always)]
     fn f64_of(&self, ids: &[usize]) -> Option<f64> {
-        ids.iter()
-            .find_map(|&k| self.bytes_by_id(k))
-            .and_then(parse_f64_bytes)
+        let (k, v) = ids.iter().find_map(|&k| Some((k, self.bytes_by_id(k)?)))?;
+        parse_f64_bytes(v).filter(|&x| admits_f64(k, x))
+    }
+
+    /// The fields whose values were set aside as impossible (non-finite, negative, above the
+    /// quantity's range, or not a number of the key's kind; see [`crate::values`]), in the order
+    /// of [`KNOWN_KEYS`]; only the first field of each key counts (as for the accessors, which
+    /// return `None` for these). Unknown keys and flags are never rejected.
+    pub fn rejected_fields(&self) -> impl Iterator<Item = RejectedField<'a>> + '_ {
+        let mut bits = self.check;
+        std::iter::from_fn(move || {
+            while bits != 0 {
+                let id = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(r) = self.rejected(id) {
+                    return Some(r);
+                }
+            }
+            None
+        })
+    }
+
+    /// The first field of known key `id`, if its value is not sound.
+    #[inline]
+    fn rejected(&self, id: usize) -> Option<RejectedField<'a>> {
+        let at = usize::from(*self.slot.get(id)?);
+        let s = self.spans.get(at.checked_sub(1)?)?;
+        let class = *KEY_CLASS.get(id)?;
+        let bytes = self
+            .text
+            .as_bytes()
+            .get(usize::from(s.v0)..usize::from(s.v1))?;
+        // the common case first: a sound value, seen on its bytes alone
+        class.check(bytes)?;
+        let v = self.slice(s.v0, s.v1);
+        let reason = self.rejection(id, v)?;
+        Some(RejectedField {
+            key: self.slice(s.k0, self.key_end(s)),
+            value: v,
+            reason,
+        })
+    }
+
+    /// Why the value `v` of known key `id` is not sound, if it is not. The hybrid forms
+    /// `#token: full=N, swa=M` and `token usage: full=X, swa=Y` are checked part by part.
+    fn rejection(&self, id: usize, v: &str) -> Option<Rejection> {
+        let class = KEY_CLASS[id];
+        if class == ValueClass::Unchecked {
+            return None;
+        }
+        let r = class.check(v.as_bytes())?;
+        if (id == const { kid("#token") } || id == const { kid("token usage") })
+            && v.as_bytes().contains(&b'=')
+        {
+            return ["full", "swa"]
+                .iter()
+                .filter_map(|p| sub_value(v, p))
+                .find_map(|x| class.check(x.as_bytes()));
+        }
+        Some(r)
     }
 
     /// `#running-req` (v0.1: `#running_req`; mixed prefill: the head's count): requests in the
@@ -424,14 +538,16 @@ impl<'a> BatchLine<'a> {
     /// v0.4.9's `#token: full=N, swa=M`. Unit: tokens.
     #[inline]
     pub fn num_token(&self) -> Option<u64> {
-        if let Some(v) = self.bytes_by_id(const { kid("#token") }) {
+        const K: usize = kid("#token");
+        if let Some(v) = self.bytes_by_id(K) {
             return match parse_u64_bytes(v) {
                 Some(n) => Some(n),
                 None => self
-                    .by_id(const { kid("#token") })
+                    .by_id(K)
                     .and_then(|v| sub_value(v, "full"))
                     .and_then(parse_u64),
-            };
+            }
+            .filter(|&n| admits_u64(K, n));
         }
         self.u64_of(&[const { kid("#full token") }])
     }
@@ -439,26 +555,30 @@ impl<'a> BatchLine<'a> {
     /// KV slots in use in the sliding-window pool: `#swa token` or the `swa=` part of
     /// `#token: full=N, swa=M`. Unit: tokens.
     pub fn num_swa_token(&self) -> Option<u64> {
+        const K: usize = kid("#token");
         if let Some(v) = self.by_id(const { kid("#swa token") }) {
-            return parse_u64(v);
+            return parse_u64(v).filter(|&n| admits_u64(K, n));
         }
-        self.by_id(const { kid("#token") })
+        self.by_id(K)
             .and_then(|v| sub_value(v, "swa"))
             .and_then(parse_u64)
+            .filter(|&n| admits_u64(K, n))
     }
 
     /// KV pool usage `#token / max_total_num_tokens`: `token usage`, or `full token usage`
     /// (hybrid), or the `full=` part of `token usage: full=X, swa=Y`. Unit: fraction 0–1.
     #[inline]
     pub fn token_usage(&self) -> Option<f64> {
-        if let Some(v) = self.bytes_by_id(const { kid("token usage") }) {
+        const K: usize = kid("token usage");
+        if let Some(v) = self.bytes_by_id(K) {
             return match parse_f64_bytes(v) {
                 Some(x) => Some(x),
                 None => self
-                    .by_id(const { kid("token usage") })
+                    .by_id(K)
                     .and_then(|v| sub_value(v, "full"))
                     .and_then(parse_f64),
-            };
+            }
+            .filter(|&x| admits_f64(K, x));
         }
         self.f64_of(&[const { kid("full token usage") }])
     }
@@ -466,12 +586,14 @@ impl<'a> BatchLine<'a> {
     /// Sliding-window pool usage: `swa token usage` or the `swa=` part of `token usage`.
     /// Unit: fraction 0–1.
     pub fn swa_token_usage(&self) -> Option<f64> {
+        const K: usize = kid("token usage");
         if let Some(v) = self.by_id(const { kid("swa token usage") }) {
-            return parse_f64(v);
+            return parse_f64(v).filter(|&x| admits_f64(K, x));
         }
-        self.by_id(const { kid("token usage") })
+        self.by_id(K)
             .and_then(|v| sub_value(v, "swa"))
             .and_then(parse_f64)
+            .filter(|&x| admits_f64(K, x))
     }
 
     /// `mamba num`: used mamba-state slots (hybrid SSM). Unit: slots (requests).
@@ -525,6 +647,7 @@ impl<'a> BatchLine<'a> {
         .iter()
         .find_map(|&k| self.by_id(k))
         .and_then(parse_percent_fraction)
+        .filter(|&x| ValueClass::Fraction.admits_f64(x))
     }
 
     /// `#pending-token` (v0.5.11+): tokens of all waiting requests plus the rest of the
@@ -635,6 +758,7 @@ impl<'a> BatchLine<'a> {
     pub fn fwd_occupancy(&self) -> Option<f64> {
         self.by_id(const { kid("fwd occupancy") })
             .and_then(parse_percent_fraction)
+            .filter(|&x| ValueClass::Fraction.admits_f64(x))
     }
 
     /// MFU suffix `est. decode TFLOPS/s (per GPU)` or `est. prefill TFLOPS/s (per GPU)`
@@ -697,61 +821,25 @@ pub(crate) fn parse_standard_into<'a>(text: &'a str, out: &mut Event<'a>, order:
         return;
     }
     let b = text.as_bytes();
-    let (kind, mut i) = if b.starts_with(b"Decode batch") {
-        (BatchKind::Decode, "Decode batch".len())
-    } else if b.starts_with(b"Prefill batch") {
-        (BatchKind::Prefill, "Prefill batch".len())
-    } else if b.starts_with(b"Prefil batch") {
-        (BatchKind::Prefill, "Prefil batch".len())
-    } else {
-        *out = Event::Malformed {
-            reason: "batch marker without a batch head",
-        };
-        return;
-    };
-    let digits_at = |from: usize| {
-        b[from.min(b.len())..]
-            .iter()
-            .take_while(|c| c.is_ascii_digit())
-            .count()
-    };
-    // ` [N]`
-    let mut iter = None;
-    if b[i..].starts_with(b" [") {
-        let n = digits_at(i + 2);
-        if n > 0 && b.get(i + 2 + n) == Some(&b']') {
-            iter = Some(&text[i + 2..i + 2 + n]);
-            i += n + 3;
-        }
-    }
-    // `(mixed #running-req: N)`
-    let mut mixed = None;
-    const MIXED: &[u8] = b"(mixed #running-req: ";
-    if b[i..].starts_with(MIXED) {
-        let v0 = i + MIXED.len();
-        let n = digits_at(v0);
-        if n > 0 && b.get(v0 + n) == Some(&b')') {
-            let k0 = i + "(mixed ".len();
-            mixed = Some((k0, k0 + "#running-req".len(), v0, v0 + n));
-            i = v0 + n + 1;
-        }
-    }
-    let body = match b.get(i) {
-        None => {
+    let head = match batch_head(b) {
+        Ok((rest, head)) => (offset_of(b, rest), head),
+        Err(_) => {
             *out = Event::Malformed {
-                reason: "batch head without fields",
-            };
-            return;
-        }
-        Some(b'.' | b',' | b':') => i + 1,
-        Some(b' ') if b.get(i + 1) == Some(&b'#') => i,
-        Some(_) => {
-            *out = Event::Malformed {
-                reason: "batch marker not followed by a separator",
+                reason: "batch marker without a batch head",
             };
             return;
         }
     };
+    let (i, (kind, iter, mixed)) = head;
+    let body = match batch_separator(&b[i..]) {
+        Ok((rest, ())) => offset_of(b, rest),
+        Err(reason) => {
+            *out = Event::Malformed { reason };
+            return;
+        }
+    };
+    let iter = iter.map(|d| &text[d.0..d.1]);
+    let mixed = mixed.map(|(k0, v0, v1)| (k0, k0 + "#running-req".len(), v0, v1));
     let form = if mixed.is_some() {
         BatchForm::Mixed
     } else {
@@ -784,6 +872,50 @@ pub(crate) fn parse_standard_into<'a>(text: &'a str, out: &mut Event<'a>, order:
     }
     if let Err(reason) = validate(line) {
         *out = Event::Malformed { reason };
+    }
+}
+
+/// Offsets `(start, end)` of a part of the batch text.
+type Range = (usize, usize);
+
+/// `Decode batch` / `Prefill batch` / `Prefil batch`, an optional iteration counter ` [N]`
+/// (its digits' offsets) and an optional `(mixed #running-req: N)` (offsets of the key, the
+/// value start and end). Offsets are into the input `b`, the message from the head on.
+#[allow(clippy::type_complexity)]
+fn batch_head(b: &[u8]) -> PResult<'_, (BatchKind, Option<Range>, Option<(usize, usize, usize)>)> {
+    let kind = alt((
+        value(BatchKind::Decode, lit(b"Decode batch")),
+        value(BatchKind::Prefill, lit(b"Prefill batch")),
+        value(BatchKind::Prefill, lit(b"Prefil batch")),
+    ));
+    let at = |r: &[u8]| pos_in(b, r);
+    let iter = delimited(tag(&b" ["[..]), digit1, byte(b']')).map(|d: &[u8]| {
+        let s = at(d);
+        (s, s + d.len())
+    });
+    let mixed = delimited(
+        tag(&b"(mixed "[..]),
+        preceded(tag(&b"#running-req: "[..]), digit1),
+        byte(b')'),
+    )
+    .map(|d: &[u8]| {
+        let v0 = at(d);
+        (v0 - "#running-req: ".len(), v0, v0 + d.len())
+    });
+    (kind, opt(iter), opt(mixed)).parse(b)
+}
+
+/// What separates the batch head from its fields: `.`, `,` or `:` (consumed), or ` #` (kept:
+/// the first key starts with it). The error is the reason the line is malformed.
+fn batch_separator(i: &[u8]) -> Result<(&[u8], ()), BatchError> {
+    let mut sep = alt((
+        value((), byte_if(|c| matches!(c, b'.' | b',' | b':'))),
+        value((), peek(tag(&b" #"[..]))),
+    ));
+    match sep.parse(i) {
+        Ok(r) => Ok(r),
+        Err(_) if i.is_empty() => Err("batch head without fields"),
+        Err(_) => Err("batch marker not followed by a separator"),
     }
 }
 
@@ -821,13 +953,14 @@ pub(crate) fn parse_legacy_fill_into<'a>(text: &'a str, out: &mut Event<'a>) {
         };
         return;
     }
-    let Some(rest) = text.strip_prefix("new fill batch") else {
+    let mut head = tag::<_, _, ()>(&b"new fill batch"[..]);
+    let Ok((rest, _)) = head.parse(text.as_bytes()) else {
         *out = Event::Malformed {
             reason: "batch marker without a batch head",
         };
         return;
     };
-    if !rest.starts_with('.') {
+    if byte(b'.').parse(rest).is_err() {
         *out = Event::Malformed {
             reason: "batch marker not followed by a separator",
         };
@@ -997,9 +1130,9 @@ fn key_at<const C: usize, const M: usize>(b: &[u8; M], p: usize, k: &KeyPat) -> 
 }
 
 /// Length of the run of ASCII digits and `.` at the start of the little-endian word `w`
-/// (bytes), 0 ..= 8.
+/// (bytes), 0 ..= 8, and whether that run holds at most one `.` (none when `integer`).
 #[inline(always)]
-fn digit_dot_run(w: u64) -> usize {
+fn digit_dot_run(w: u64, integer: bool) -> (usize, bool) {
     const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     const HI: u64 = 0x8080_8080_8080_8080;
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -1009,8 +1142,49 @@ fn digit_dot_run(w: u64) -> usize {
     // `.`: byte == 0x2e; high bit set where it is not
     let d = w ^ (ONES * 0x2e);
     let not_dot = (((d & LO7) + LO7) | d) & HI;
-    ((not_digit & not_dot).trailing_zeros() / 8) as usize
+    let stop = not_digit & not_dot;
+    let run = (stop.trailing_zeros() / 8) as usize;
+    // the `.`s before the first byte that stops the run (all of them when none does)
+    let dots = !not_dot & HI & (stop & stop.wrapping_neg()).wrapping_sub(1);
+    let one = if integer {
+        dots == 0
+    } else {
+        dots & dots.wrapping_sub(1) == 0
+    };
+    (run, one)
 }
+
+/// [`FAST_SAFE`]: a count (requests, tokens): a run of at most 7 digits is sound (below 10^7).
+const SAFE_INTEGER: u8 = 0;
+/// [`FAST_SAFE`]: tokens/s: a run of at most 7 digits with at most one `.` is sound.
+const SAFE_FLOAT: u8 = 1;
+/// [`FAST_SAFE`]: a fraction, percentage, step length or MFU estimate: sound or not by its
+/// value, always looked at by [`BatchLine::rejected_fields`].
+const ALWAYS: u8 = 2;
+/// [`FAST_SAFE`] of a key whose values are not checked (unknown keys, flags, stamps).
+const UNCHECKED: u8 = 3;
+
+/// How the fast splitter screens each of [`KNOWN_KEYS`] (and one more entry for unknown
+/// keys): [`SAFE_INTEGER`], [`SAFE_FLOAT`], [`ALWAYS`] or [`UNCHECKED`].
+const FAST_SAFE: [u8; N_KNOWN + 1] = {
+    let mut t = [UNCHECKED; N_KNOWN + 1];
+    let mut i = 0;
+    while i < N_KNOWN {
+        t[i] = match KEY_CLASS[i] {
+            ValueClass::Requests | ValueClass::Tokens => SAFE_INTEGER,
+            ValueClass::Rate => SAFE_FLOAT,
+            ValueClass::Fraction
+            | ValueClass::Percent
+            | ValueClass::StepTokens
+            | ValueClass::Hardware => ALWAYS,
+            ValueClass::Unchecked => UNCHECKED,
+        };
+        i += 1;
+    }
+    t
+};
+
+const _: () = assert!(N_KNOWN <= 64, "BatchLine::check is a u64 over KNOWN_KEYS");
 
 /// Bytes a value may hold on the fast path: ASCII letters, digits, `.`, `%`, `+`, `-` (numbers,
 /// percentages, `True`/`False`). Anything else (spaces, `,`, `:`, `=`) sends the line to the
@@ -1112,7 +1286,8 @@ fn split_padded<const C: usize>(
         // digits and dots word-wise; the usual `,` after them ends the value, else any
         // other value bytes one by one
         let w = ld(v0);
-        let run = digit_dot_run(w);
+        let safe = FAST_SAFE.get(id).copied().unwrap_or(UNCHECKED);
+        let (run, sound) = digit_dot_run(w, safe == SAFE_INTEGER);
         let mut v1 = v0 + run;
         if run == 8 || (w >> (8 * run)) as u8 != b',' {
             while VALUE_BYTE[usize::from(at(v1))] {
@@ -1122,6 +1297,13 @@ fn split_padded<const C: usize>(
         if v1 == v0 {
             return None;
         }
+        // a short digit run of at most one `.` (none for counts) is sound for a screened key
+        // (see FAST_SAFE); anything else is looked at by `rejected_fields`
+        let look = match safe {
+            SAFE_INTEGER | SAFE_FLOAT => !(sound && run < 8 && v1 - v0 == run),
+            ALWAYS => true,
+            _ => false,
+        };
         data |= at(v0).is_ascii_digit();
         // ok: n < C <= 1024, so offsets fit in u16
         line.spans[count] = Span {
@@ -1134,6 +1316,7 @@ fn split_padded<const C: usize>(
             && *s == 0
         {
             *s = count as u8;
+            line.check |= u64::from(look) << id;
         }
         let t = ld(v1);
         if t & 0xffff == u64::from(u16::from_le_bytes(*b", ")) {
@@ -1160,9 +1343,8 @@ fn split_padded<const C: usize>(
 /// Splits `line.text[start..]` into `key: value` fragments separated by `sep` + space (`", "`
 /// or `". "`), after trimming trailing whitespace and separator characters.
 ///
-/// One pass over the body: a `sep` followed by a space ends a fragment, the first `": "` of a
-/// fragment ends its key. The candidates (`:` or `sep`, followed by a space) come from
-/// [`hits`], 64 bytes at a time.
+/// A fragment is everything up to the next `sep` + space ([`fragment_of`]); its key ends at its
+/// first `": "`. Both are found with `nom`'s `take_until` (memchr underneath).
 fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: u8) {
     let text = line.text;
     let b = text.as_bytes();
@@ -1180,127 +1362,26 @@ fn split_fields(line: &mut BatchLine<'_>, start: usize, sep: u8) {
     if start >= end {
         return;
     }
-    let mut frag_start = start;
-    let mut colon = usize::MAX;
-    let mut blk = start;
-    while blk < end {
-        // the window `b[blk..blk + WIN]` plus one byte of look-ahead, zero-padded past `end`
-        // (a zero is never a space, so no candidate reaches past the body)
-        let mut buf = [0u8; WIN + 16];
-        let stop = end.min(blk + WIN + 1);
-        buf[..stop - blk].copy_from_slice(&b[blk..stop]);
-        let masks = window_hits(&buf, stop - blk, sep);
-        for (w, &(mut m, seps)) in masks.iter().enumerate() {
-            while m != 0 {
-                let bit = m & m.wrapping_neg();
-                let i = blk + 64 * w + m.trailing_zeros() as usize;
-                m ^= bit;
-                if seps & bit != 0 {
-                    fragment(line, frag_start, i, colon);
-                    frag_start = i + 2;
-                    colon = usize::MAX;
-                } else if colon == usize::MAX && i >= frag_start {
-                    colon = i;
-                }
-            }
-        }
-        blk += WIN;
-    }
-    if frag_start < end {
-        fragment(line, frag_start, end, colon);
-    }
-}
-
-/// Bytes scanned per window by [`split_fields`].
-const WIN: usize = 256;
-
-/// For each 64-byte word `w` of the window: (bit `j` set where byte `64w + j` is `:` or `sep`
-/// and byte `64w + j + 1` is a space; the same for `sep` alone). `len` bytes of `buf` are data
-/// (at most `WIN + 1`: the last is look-ahead only).
-#[inline(always)]
-fn window_hits(buf: &[u8; WIN + 16], len: usize, sep: u8) -> [(u64, u64); WIN / 64] {
-    let (colon, seps, space) = classes(buf, len, sep);
-    let mut out = [(0u64, 0u64); WIN / 64];
-    for w in 0..WIN / 64 {
-        let next_space = if w + 1 < WIN / 64 {
-            space[w + 1] & 1
-        } else {
-            u64::from(buf[WIN] == b' ')
+    let mut frags = nom::combinator::iterator(&b[start..end], |i| fragment_of(i, sep));
+    for f in &mut frags {
+        let a = pos_in(b, f);
+        let colon = match take_until::<_, _, ()>(&b": "[..]).parse(f) {
+            Ok((at, _)) => pos_in(b, at),
+            Err(_) => usize::MAX,
         };
-        let space_next = (space[w] >> 1) | (next_space << 63);
-        let m = (colon[w] | seps[w]) & space_next;
-        out[w] = (m, seps[w] & m);
+        fragment(line, a, a + f.len(), colon);
     }
-    out
 }
 
-type Masks = [u64; WIN / 64];
-
-/// Masks of `:`, `sep` and space over `buf[..WIN]` (only the first `len` bytes are looked at;
-/// the rest of `buf` is zero).
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[inline(always)]
-fn classes(buf: &[u8; WIN + 16], len: usize, sep: u8) -> (Masks, Masks, Masks) {
-    // SAFETY: `classes_sse2` only needs SSE2, which this cfg guarantees is enabled (it is part
-    // of the x86_64 baseline); it reads `buf` through safe array indexing only.
-    unsafe { classes_sse2(buf, len, sep) }
-}
-
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[target_feature(enable = "sse2")]
-#[inline]
-fn classes_sse2(buf: &[u8; WIN + 16], len: usize, sep: u8) -> (Masks, Masks, Masks) {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set_epi64x, _mm_set1_epi8};
-    let (c, s, sp) = (
-        _mm_set1_epi8(b':' as i8),
-        _mm_set1_epi8(sep as i8),
-        _mm_set1_epi8(b' ' as i8),
-    );
-    let (mut mc, mut ms, mut msp) = ([0u64; WIN / 64], [0u64; WIN / 64], [0u64; WIN / 64]);
-    let vectors = len.div_ceil(16).min(WIN / 16);
-    for k in 0..vectors {
-        let o = 16 * k;
-        let lo = u64::from_le_bytes([
-            buf[o],
-            buf[o + 1],
-            buf[o + 2],
-            buf[o + 3],
-            buf[o + 4],
-            buf[o + 5],
-            buf[o + 6],
-            buf[o + 7],
-        ]);
-        let hi = u64::from_le_bytes([
-            buf[o + 8],
-            buf[o + 9],
-            buf[o + 10],
-            buf[o + 11],
-            buf[o + 12],
-            buf[o + 13],
-            buf[o + 14],
-            buf[o + 15],
-        ]);
-        let v = _mm_set_epi64x(hi as i64, lo as i64);
-        let (w, sh) = (k / 4, 16 * (k % 4));
-        mc[w] |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, c)) as u16) << sh;
-        ms[w] |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, s)) as u16) << sh;
-        msp[w] |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, sp)) as u16) << sh;
-    }
-    (mc, ms, msp)
-}
-
-/// Masks of `:`, `sep` and space over `buf[..WIN]` (portable form).
-#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-#[inline(always)]
-fn classes(buf: &[u8; WIN + 16], len: usize, sep: u8) -> (Masks, Masks, Masks) {
-    let (mut mc, mut ms, mut msp) = ([0u64; WIN / 64], [0u64; WIN / 64], [0u64; WIN / 64]);
-    for (j, &c) in buf[..len.min(WIN)].iter().enumerate() {
-        let (w, bit) = (j / 64, 1u64 << (j % 64));
-        mc[w] |= if c == b':' { bit } else { 0 };
-        ms[w] |= if c == sep { bit } else { 0 };
-        msp[w] |= if c == b' ' { bit } else { 0 };
-    }
-    (mc, ms, msp)
+/// One fragment of a batch body: up to (and consuming) `sep` + space (`", "`), or the non-empty
+/// rest.
+fn fragment_of(i: &[u8], sep: u8) -> PResult<'_, &[u8]> {
+    let pair = [sep, b' '];
+    alt((
+        terminated(take_until(&pair[..]), tag(&pair[..])),
+        verify(rest, |r: &[u8]| !r.is_empty()),
+    ))
+    .parse(i)
 }
 
 /// One fragment `b[a..z]`; `colon` is the position of its first `": "` (`usize::MAX`: none).

@@ -1,6 +1,12 @@
 //! Non-batch events: retraction lines (spec §2.3) and startup capacity lines (spec §2.9).
 
-use crate::num::{parse_f64, parse_i64, parse_u64, parse_with_unit};
+use crate::grammar::{PResult, byte, byte_if};
+use crate::num::{parse_f64_bytes, parse_i64_bytes, parse_u64_bytes, parse_with_unit};
+use nom::Parser;
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_till, take_till1, take_until, take_while};
+use nom::combinator::{opt, rest, value, verify};
+use nom::sequence::{preceded, separated_pair, terminated};
 
 /// Which wording a retraction line used (spec §2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,20 +42,57 @@ pub struct Retraction<'a> {
     pub text: &'a str,
 }
 
+/// A retraction head and its wording: `KV cache pool is full. Retract requests.`,
+/// `Testing retraction.`, `Decode out of memory happened[.,]` / `decode out of memory happened[.,]`.
+fn retraction_head(i: &[u8]) -> PResult<'_, RetractionWording> {
+    let oom = terminated(
+        alt((
+            tag(&b"Decode out of memory happened"[..]),
+            tag(&b"decode out of memory happened"[..]),
+        )),
+        opt(byte_if(|c| c == b'.' || c == b',')),
+    );
+    alt((
+        value(
+            RetractionWording::KvCachePoolFull,
+            tag(&b"KV cache pool is full. Retract requests."[..]),
+        ),
+        value(RetractionWording::Testing, tag(&b"Testing retraction."[..])),
+        value(RetractionWording::DecodeOutOfMemory, oom),
+    ))
+    .parse(i)
+}
+
+/// One `sep`-separated fragment (`sep` consumed), or the rest (possibly empty, then the
+/// iteration ends).
+fn piece<'a>(i: &'a [u8], sep: &'static [u8]) -> PResult<'a, &'a [u8]> {
+    alt((
+        terminated(take_until(sep), tag(sep)),
+        verify(rest, |r: &[u8]| !r.is_empty()),
+    ))
+    .parse(i)
+}
+
+/// Calls `f(key, value)` for each `key<kv>value` fragment of `body` separated by `sep`, keys
+/// and values trimmed of ASCII whitespace (fragments without `kv` are skipped).
+fn for_each_pair<'a>(
+    body: &'a [u8],
+    sep: &'static [u8],
+    kv: u8,
+    mut f: impl FnMut(&'a [u8], &'a [u8]),
+) {
+    let mut it = nom::combinator::iterator(body, |i| piece(i, sep));
+    for frag in &mut it {
+        let mut pair = separated_pair(take_till(|c| c == kv), byte(kv), rest);
+        if let Ok((_, (k, v))) = pair.parse(frag) {
+            f(k.trim_ascii(), v.trim_ascii());
+        }
+    }
+}
+
 /// Parses a retraction message (the message must start with one of the retraction heads).
 pub(crate) fn parse_retraction(msg: &str) -> Option<Retraction<'_>> {
-    let (wording, body) =
-        if let Some(b) = msg.strip_prefix("KV cache pool is full. Retract requests.") {
-            (RetractionWording::KvCachePoolFull, b)
-        } else if let Some(b) = msg.strip_prefix("Testing retraction.") {
-            (RetractionWording::Testing, b)
-        } else {
-            let b = msg
-                .strip_prefix("Decode out of memory happened")
-                .or_else(|| msg.strip_prefix("decode out of memory happened"))?;
-            let b = b.strip_prefix(['.', ',']).unwrap_or(b);
-            (RetractionWording::DecodeOutOfMemory, b)
-        };
+    let (body, wording) = retraction_head(msg.as_bytes()).ok()?;
     let mut r = Retraction {
         wording,
         retracted_reqs: None,
@@ -60,25 +103,21 @@ pub(crate) fn parse_retraction(msg: &str) -> Option<Retraction<'_>> {
         new_token_ratio_after: None,
         text: msg,
     };
-    for frag in body.split(", ") {
-        let Some((k, v)) = frag.split_once(':') else {
-            continue;
-        };
-        let v = v.trim();
-        match k.trim() {
-            "#retracted_reqs" => r.retracted_reqs = parse_u64(v),
-            "#aborted_retracted_reqs" => r.aborted_retracted_reqs = parse_u64(v),
-            "#new_tokens_gained" => r.new_tokens_gained = parse_u64(v),
-            "#mamba_num_gained" => r.mamba_num_gained = parse_u64(v),
-            "#new_token_ratio" => {
-                if let Some((a, b)) = v.split_once("->") {
-                    r.new_token_ratio_before = parse_f64(a.trim());
-                    r.new_token_ratio_after = parse_f64(b.trim());
-                }
+    for_each_pair(body, b", ", b':', |k, v| match k {
+        b"#retracted_reqs" => r.retracted_reqs = parse_u64_bytes(v),
+        b"#aborted_retracted_reqs" => r.aborted_retracted_reqs = parse_u64_bytes(v),
+        b"#new_tokens_gained" => r.new_tokens_gained = parse_u64_bytes(v),
+        b"#mamba_num_gained" => r.mamba_num_gained = parse_u64_bytes(v),
+        b"#new_token_ratio" => {
+            let mut arrow =
+                separated_pair(take_until::<_, _, ()>(&b"->"[..]), tag(&b"->"[..]), rest);
+            if let Ok((_, (a, b))) = arrow.parse(v) {
+                r.new_token_ratio_before = parse_f64_bytes(a.trim_ascii());
+                r.new_token_ratio_after = parse_f64_bytes(b.trim_ascii());
             }
-            _ => {}
         }
-    }
+        _ => {}
+    });
     Some(r)
 }
 
@@ -100,28 +139,35 @@ pub struct CapacityLine {
     /// `available_gpu_mem` (v0.4.7+; `available_cpu_mem` on CPU). Unit: GB as SGLang prints it
     /// (GiB: SGLang divides bytes by 1 << 30).
     pub available_gpu_mem_gb: Option<f64>,
+    /// The memory figures of a startup line (`Capture … graph end`, `Load weight end`, `Memory
+    /// pool end`) this capacity summary was glued behind on one line, if it was (a paste or a
+    /// lost newline joined the two records).
+    pub glued_memory: Option<MemoryLine>,
 }
 
 pub(crate) fn parse_capacity(msg: &str) -> CapacityLine {
     let mut c = CapacityLine::default();
-    for frag in msg.trim_end().trim_end_matches(',').split(", ") {
-        let Some((k, v)) = frag.split_once('=') else {
-            continue;
-        };
-        let v = v.trim();
-        match k.trim() {
-            "max_total_num_tokens" => c.max_total_num_tokens = parse_u64(v),
-            "chunked_prefill_size" => c.chunked_prefill_size = parse_i64(v),
-            "max_prefill_tokens" => c.max_prefill_tokens = parse_u64(v),
-            "max_running_requests" => c.max_running_requests = parse_u64(v),
-            "context_len" => c.context_len = parse_u64(v),
-            "available_gpu_mem" | "available_cpu_mem" => {
-                c.available_gpu_mem_gb = parse_with_unit(v, "GB")
-            }
-            _ => {}
+    let body = msg.trim_end().trim_end_matches(',');
+    for_each_pair(body.as_bytes(), b", ", b'=', |k, v| match k {
+        b"max_total_num_tokens" => c.max_total_num_tokens = parse_u64_bytes(v),
+        b"chunked_prefill_size" => c.chunked_prefill_size = parse_i64_bytes(v),
+        b"max_prefill_tokens" => c.max_prefill_tokens = parse_u64_bytes(v),
+        b"max_running_requests" => c.max_running_requests = parse_u64_bytes(v),
+        b"context_len" => c.context_len = parse_u64_bytes(v),
+        b"available_gpu_mem" | b"available_cpu_mem" => {
+            c.available_gpu_mem_gb = quantity(v, "GB");
         }
-    }
+        _ => {}
+    });
     c
+}
+
+/// A quantity with its unit word, e.g. `58.76 GB` (`unit` = `GB`); the unit may be glued to
+/// the number and a trailing `.` is ignored ([`parse_with_unit`] on bytes).
+fn quantity(v: &[u8], unit: &str) -> Option<f64> {
+    std::str::from_utf8(v)
+        .ok()
+        .and_then(|v| parse_with_unit(v, unit))
 }
 
 /// `KV Cache is allocated. [dtype: D, ]#tokens: N, K size: X GB, V size: Y GB` (MLA models:
@@ -150,18 +196,14 @@ impl KvCacheAllocated {
 
 pub(crate) fn parse_kv_allocated(body: &str) -> KvCacheAllocated {
     let mut kv = KvCacheAllocated::default();
-    for frag in body.trim().trim_end_matches(['.', ',']).split(", ") {
-        let Some((k, v)) = frag.split_once(':') else {
-            continue;
-        };
-        match k.trim() {
-            "#tokens" => kv.tokens = parse_u64(v.trim()),
-            "K size" => kv.k_size_gb = parse_with_unit(v, "GB"),
-            "V size" => kv.v_size_gb = parse_with_unit(v, "GB"),
-            "KV size" => kv.kv_size_gb = parse_with_unit(v, "GB"),
-            _ => {}
-        }
-    }
+    let body = body.trim().trim_end_matches(['.', ',']);
+    for_each_pair(body.as_bytes(), b", ", b':', |k, v| match k {
+        b"#tokens" => kv.tokens = parse_u64_bytes(v),
+        b"K size" => kv.k_size_gb = quantity(v, "GB"),
+        b"V size" => kv.v_size_gb = quantity(v, "GB"),
+        b"KV size" => kv.kv_size_gb = quantity(v, "GB"),
+        _ => {}
+    });
     kv
 }
 
@@ -177,11 +219,15 @@ pub struct MemoryLine {
     pub elapsed_s: Option<f64>,
 }
 
+/// The number after the first `key` in `msg`, up to `unit` (or the end), trimmed.
 fn number_after(msg: &str, key: &str, unit: &str) -> Option<f64> {
-    let i = memchr::memmem::find(msg.as_bytes(), key.as_bytes())?;
-    let rest = &msg[i + key.len()..];
-    let end = rest.find(unit).unwrap_or(rest.len());
-    parse_f64(rest[..end].trim())
+    let (key, unit) = (key.as_bytes(), unit.as_bytes());
+    let mut num = preceded(
+        (take_until::<_, _, ()>(key), tag(key)),
+        alt((take_until(unit), rest)),
+    );
+    let (_, v) = num.parse(msg.as_bytes()).ok()?;
+    parse_f64_bytes(v.trim_ascii())
 }
 
 pub(crate) fn parse_memory(msg: &str) -> MemoryLine {
@@ -196,22 +242,24 @@ pub(crate) fn parse_memory(msg: &str) -> MemoryLine {
 /// HiCache host pool: `Allocating {F2} GB host memory for hierarchical KV cache.` (v0.4.x) or
 /// `Allocating kv hierarchical KV host pool: {N} tokens, {F2} GB host memory.` (main).
 pub(crate) fn parse_hicache(msg: &str) -> Option<(Option<f64>, Option<u64>)> {
-    let rest = msg.strip_prefix("Allocating ")?;
-    if !rest.contains("host") {
-        return None;
-    }
+    let (rest, _) = tag::<_, _, ()>(&b"Allocating "[..])
+        .parse(msg.as_bytes())
+        .ok()?;
+    memchr::memmem::find(rest, b"host")?;
     let mut gb = None;
     let mut tokens = None;
-    let words: Vec<&str> = rest
-        .split([' ', ',', ':'])
-        .filter(|w| !w.is_empty())
-        .collect();
-    for pair in words.windows(2) {
-        match pair[1] {
-            "GB" if gb.is_none() => gb = parse_f64(pair[0]),
-            "tokens" if tokens.is_none() => tokens = parse_u64(pair[0]),
+    // words separated by spaces, `,` and `:`; a number is the word before its unit
+    let sep = |c: u8| matches!(c, b' ' | b',' | b':');
+    let word = preceded(take_while::<_, _, ()>(sep), take_till1(sep));
+    let mut prev: &[u8] = b"";
+    let mut words = nom::combinator::iterator(rest, word);
+    for w in &mut words {
+        match w {
+            b"GB" if gb.is_none() => gb = parse_f64_bytes(prev),
+            b"tokens" if tokens.is_none() => tokens = parse_u64_bytes(prev),
             _ => {}
         }
+        prev = w;
     }
     Some((gb, tokens))
 }

@@ -8,6 +8,19 @@
 //!
 //! # Design decisions and their cost
 //!
+//! **The grammar is `nom`.** Envelopes (every stamp form, rank tags in any order, the
+//! wrappers: docker-compose, Ray, blockquotes, ANSI, a container's or a tracing subscriber's
+//! ISO stamp), message heads (batch lines of every version, retractions, startup and memory
+//! lines) and fields are `nom` 8 parsers over `&[u8]` with the unit error `()` (`grammar.rs`
+//! holds the shared pieces; `rank_tag`, `timestamp`, `bracket_envelope`, `level_body`,
+//! `batch_head`, `fragment_of`, `retraction_head`, … in their modules). Leaves that `nom` has no
+//! faster form of are our own parser functions (two digits, a literal compared as one slice,
+//! memchr searches). The parse of a line never fails as a whole: when no parser accepts it, it
+//! is [`Event::Other`] or [`Event::Malformed`]. In front of the grammar sit two caches that
+//! only short-cut work whose result is known (the fixed-offset envelope, the predicted-key
+//! field splitter); a unit test requires them to give the grammar's records on every test log
+//! line and on mutated copies.
+//!
 //! **Records borrow the input.** A [`Record`] holds `&str` slices of the line: field keys and
 //! values of a batch line are byte offsets into the message kept in a fixed inline array of
 //! [`MAX_FIELDS`] entries, so parsing a line allocates nothing and numbers are parsed from digit
@@ -28,15 +41,26 @@
 //! digits, `.%+-`) is copied into a reused zero-padded buffer (so word loads and scans need no
 //! bounds checks) and split by predicting each key from the two keys that followed the
 //! previous one on earlier lines of the same kind, checked with masked word compares where it
-//! must start; digit runs are found 8 bytes at a time. Anything off the strict form goes
-//! through the general splitter (256-byte SSE2 mask windows, keys identified by a length +
-//! first/last-8-bytes hash into a collision-free table checked at compile time); a unit test
-//! requires both paths to give equal records on every test log line and mutated copies. Batch
-//! records are built in place; typed accessors are a table load plus a digit parse on the
-//! value's bytes (`%.2f` values have a fixed-point fast path). Measured with callgrind on a
-//! 20 MB slice of a generated log (`tools/gen_sglang_log.py … 256 --seed 7`), full-field
-//! aggregate example: ~1,765 instructions/line (was ~2,064, ~3,200 before that); on the
-//! 256 MB log ~950 MB/s on one core of a shared 2-core VM (best of 3).
+//! must start; digit runs are found 8 bytes at a time, and the same word says whether the value
+//! is a short digit run known to be sound ([`values`]). Anything off the strict form goes
+//! through the `nom` splitter (`take_until` on `", "` and `": "`; keys identified by a length +
+//! first/last-8-bytes hash into a collision-free table checked at compile time). Typed
+//! accessors are a table load plus a digit parse on the value's bytes (`%.2f` values have a
+//! fixed-point fast path) and a range check. Measured with callgrind on a 20 MB slice of a
+//! generated log (`tools/gen_sglang_log.py … 512 --seed 7`, first 20 MB), full-field aggregate
+//! example: ~2,089 instructions/line (~1,771 before the value checks of issue 13 and the `nom`
+//! grammar; ~3,200 two versions before). One large file can be parsed on several cores with
+//! [`parallel::parse_file_parallel`].
+//!
+//! **Bounded memory.** A line is held whole only up to [`MAX_LINE`] (1 MiB); a longer one is
+//! [`Event::Malformed`] (`"line longer than 1 MiB"`, with its line number and first bytes) and
+//! the rest of it is skipped. A long line read from a pipe in many pieces is searched for its
+//! newline once.
+//!
+//! **Impossible values are set aside, not used.** A value that is not finite, negative, or
+//! beyond what the quantity can be (see [`values`] for the limits and their reasons) makes its
+//! accessor return `None`; [`BatchLine::rejected_fields`] says which field and why, and
+//! [`ParseStats`] counts them with line numbers. The line's other fields are used.
 //!
 //! **Lines first, then complete parsers.** The reader splits the input on `\n` first and
 //! only then runs the (nom, `complete`) parsers on whole lines. No parser ever sees half a line,
@@ -79,11 +103,14 @@ mod batch;
 pub mod bench;
 pub mod client;
 mod events;
+mod grammar;
 mod line;
 mod num;
+pub mod parallel;
 mod ranks;
 mod reader;
 mod timestamp;
+pub mod values;
 
 pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
 pub use bench::{BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
@@ -94,9 +121,11 @@ pub use events::{
 pub use line::{find_batch_marker, parse_line};
 pub use ranks::RankTags;
 pub use reader::{
-    HEAD_BYTES, HeadStats, KEPT_LINES, LogReader, MalformedLine, ParseStats, ReadError,
+    HEAD_BYTES, HeadStats, KEPT_LINES, LONG_LINE_REASON, LogReader, MAX_LINE, MalformedLine,
+    ParseStats, ReadError, RejectedValue,
 };
 pub use timestamp::Timestamp;
+pub use values::{RejectedField, Rejection};
 
 /// One parsed log line.
 #[derive(Clone, Debug, PartialEq)]

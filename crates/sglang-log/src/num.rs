@@ -30,12 +30,18 @@ pub(crate) fn parse_u64_bytes(b: &[u8]) -> Option<u64> {
 }
 
 /// Parses a signed decimal integer (`-1` is a valid `chunked_prefill_size`).
+#[cfg(test)]
 pub(crate) fn parse_i64(s: &str) -> Option<i64> {
-    match s.strip_prefix('-') {
-        Some(rest) => parse_u64(rest)
+    parse_i64_bytes(s.as_bytes())
+}
+
+/// [`parse_i64`] on bytes.
+pub(crate) fn parse_i64_bytes(b: &[u8]) -> Option<i64> {
+    match b.strip_prefix(b"-") {
+        Some(rest) => parse_u64_bytes(rest)
             .and_then(|v| i64::try_from(v).ok())
             .map(|v| -v),
-        None => parse_u64(s).and_then(|v| i64::try_from(v).ok()),
+        None => parse_u64_bytes(b).and_then(|v| i64::try_from(v).ok()),
     }
 }
 

@@ -1,5 +1,42 @@
 //! Rank tags of the log prefix (`DP1 TP3 EP3`, spec §1.2) and the old in-message `[gpu=N]`.
 
+use crate::grammar::PResult;
+use nom::Parser;
+use nom::branch::alt;
+use nom::bytes::complete::tag;
+use nom::character::complete::digit1;
+use nom::combinator::{all_consuming, value, verify};
+
+/// Which rank a tag names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rank {
+    Dp,
+    Tp,
+    Ep,
+    Pp,
+    AttnCp,
+    MoeDp,
+    Gpu,
+}
+
+/// One rank tag: a name (`DP`, `TP`, `EP`, `PP`, `ATTN_CP`, `MOE_DP`, `gpu=`, `gpu_id=`) and
+/// 1 to 9 digits.
+pub(crate) fn rank_tag(i: &[u8]) -> PResult<'_, (Rank, u32)> {
+    let name = alt((
+        value(Rank::Tp, tag(&b"TP"[..])),
+        value(Rank::Dp, tag(&b"DP"[..])),
+        value(Rank::Ep, tag(&b"EP"[..])),
+        value(Rank::Pp, tag(&b"PP"[..])),
+        value(Rank::AttnCp, tag(&b"ATTN_CP"[..])),
+        value(Rank::MoeDp, tag(&b"MOE_DP"[..])),
+        value(Rank::Gpu, tag(&b"gpu="[..])),
+        value(Rank::Gpu, tag(&b"gpu_id="[..])),
+    ));
+    let number = verify(digit1, |d: &[u8]| d.len() <= 9)
+        .map(|d: &[u8]| d.iter().fold(0u32, |n, c| n * 10 + u32::from(c - b'0')));
+    (name, number).parse(i)
+}
+
 /// The ranks a line was printed by, taken from the prefix tokens `DP{d}`, `PP{p}`, `ATTN_CP{c}`,
 /// `MOE_DP{m}`, `TP{t}`, `EP{e}` (any order, any subset) or from the v0.1.17 – v0.2.13
 /// in-message tag `[gpu_id=N]` / `[gpu=N]` (`gpu`). A field is `None` when the line did not
@@ -32,27 +69,31 @@ impl RankTags {
     /// Applies one prefix token such as `DP1`, `TP3`, `ATTN_CP0`. Returns `false` (and changes
     /// nothing) when the token is not a rank tag.
     pub(crate) fn apply_token(&mut self, tok: &str) -> bool {
-        let b = tok.as_bytes();
-        let split = b.iter().position(u8::is_ascii_digit).unwrap_or(b.len());
-        if split == 0 || split == b.len() || b.len() - split > 9 {
-            return false;
+        self.apply_token_bytes(tok.as_bytes())
+    }
+
+    /// [`RankTags::apply_token`] on bytes: the whole token must be one [`rank_tag`].
+    #[inline]
+    pub(crate) fn apply_token_bytes(&mut self, tok: &[u8]) -> bool {
+        match all_consuming(rank_tag).parse(tok) {
+            Ok((_, (which, n))) => {
+                *self.slot(which) = Some(n);
+                true
+            }
+            Err(_) => false,
         }
-        let (name, num) = tok.split_at(split);
-        let Some(n) = crate::num::parse_u64(num).and_then(|n| u32::try_from(n).ok()) else {
-            return false;
-        };
-        let slot = match name {
-            "DP" => &mut self.dp,
-            "TP" => &mut self.tp,
-            "EP" => &mut self.ep,
-            "PP" => &mut self.pp,
-            "ATTN_CP" => &mut self.attn_cp,
-            "MOE_DP" => &mut self.moe_dp,
-            "gpu=" | "gpu_id=" => &mut self.gpu,
-            _ => return false,
-        };
-        *slot = Some(n);
-        true
+    }
+
+    fn slot(&mut self, which: Rank) -> &mut Option<u32> {
+        match which {
+            Rank::Dp => &mut self.dp,
+            Rank::Tp => &mut self.tp,
+            Rank::Ep => &mut self.ep,
+            Rank::Pp => &mut self.pp,
+            Rank::AttnCp => &mut self.attn_cp,
+            Rank::MoeDp => &mut self.moe_dp,
+            Rank::Gpu => &mut self.gpu,
+        }
     }
 
     /// Fills the fields that are `None` here from `other`.

@@ -1,7 +1,7 @@
 //! Buffered line reader over plain files, gzip files and stdin, feeding [`crate::parse_line`].
 
 use crate::line::{LineCache, parse_clean_line_into, parse_line_cached};
-use crate::{Event, Record};
+use crate::{Event, Record, Rejection};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,6 +12,18 @@ use thiserror::Error;
 pub const KEPT_LINES: usize = 100;
 
 const INITIAL_BUF: usize = 256 * 1024;
+
+/// Longest line the reader holds (bytes, 1 MiB): a line that reaches it without a newline is
+/// delivered as [`Event::Malformed`] with the reason "line longer than 1 MiB" and its first
+/// bytes as the excerpt, and the rest of it is skipped up to the next newline. This bounds the
+/// reader's memory on a sparse file, a NUL-filled rotation hole or a gzip bomb of one line.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// The reason of a line cut at [`MAX_LINE`].
+pub const LONG_LINE_REASON: &str = "line longer than 1 MiB";
+
+/// Bytes of a line the excerpt of a malformed line is taken from.
+const EXCERPT_BYTES: usize = 640;
 
 /// Errors from opening or reading a log. Parsing itself never fails: bad lines are counted in
 /// [`ParseStats`].
@@ -72,6 +84,20 @@ pub struct MalformedLine {
     pub excerpt: String,
 }
 
+/// One batch-line field whose value was set aside as impossible (see [`crate::values`]),
+/// kept for the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectedValue {
+    /// 1-based line number.
+    pub line_no: u64,
+    /// The key as printed, e.g. `gen throughput (token/s)`.
+    pub key: String,
+    /// The value as printed (its first 40 characters), e.g. `NaN`.
+    pub value: String,
+    /// Why it was set aside.
+    pub reason: Rejection,
+}
+
 /// Counts of what a read produced; reaches the report.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ParseStats {
@@ -97,6 +123,15 @@ pub struct ParseStats {
     pub partial_batch_lines: u64,
     /// Batch records with more than [`crate::MAX_FIELDS`] fields (extra fields dropped).
     pub overflow_batch_lines: u64,
+    /// Lines cut at [`MAX_LINE`] bytes (each also counted in `malformed_lines`).
+    pub long_lines: u64,
+    /// Batch records with at least one field set aside as impossible (NaN, infinite, negative,
+    /// out of range; [`crate::BatchLine::rejected_fields`]). Their other fields are used.
+    pub rejected_lines: u64,
+    /// Fields set aside, over all batch records.
+    pub rejected_fields: u64,
+    /// The first [`KEPT_LINES`] fields set aside, with their line numbers.
+    pub rejected: Vec<RejectedValue>,
     /// The first [`KEPT_LINES`] malformed lines.
     pub malformed: Vec<MalformedLine>,
     /// The first [`KEPT_LINES`] partial batch lines.
@@ -165,7 +200,7 @@ impl HeadStats {
 }
 
 fn excerpt(raw: &[u8]) -> String {
-    let cut = &raw[..raw.len().min(640)];
+    let cut = &raw[..raw.len().min(EXCERPT_BYTES)];
     String::from_utf8_lossy(cut).chars().take(160).collect()
 }
 
@@ -209,6 +244,21 @@ impl ParseStats {
                         if b.overflow_fields() > 0 {
                             self.overflow_batch_lines += 1;
                         }
+                        let before = self.rejected_fields;
+                        for r in b.rejected_fields() {
+                            self.rejected_fields += 1;
+                            if self.rejected.len() < KEPT_LINES {
+                                self.rejected.push(RejectedValue {
+                                    line_no: rec.line_no,
+                                    key: r.key.to_string(),
+                                    value: r.value.chars().take(40).collect(),
+                                    reason: r.reason,
+                                });
+                            }
+                        }
+                        if self.rejected_fields > before {
+                            self.rejected_lines += 1;
+                        }
                     }
                     Event::Retraction(_) => self.retraction_lines += 1,
                     _ => {}
@@ -230,6 +280,14 @@ impl ParseStats {
         self.events += other.events;
         self.partial_batch_lines += other.partial_batch_lines;
         self.overflow_batch_lines += other.overflow_batch_lines;
+        self.long_lines += other.long_lines;
+        self.rejected_lines += other.rejected_lines;
+        self.rejected_fields += other.rejected_fields;
+        for r in &other.rejected {
+            if self.rejected.len() < KEPT_LINES {
+                self.rejected.push(r.clone());
+            }
+        }
         for m in &other.malformed {
             if self.malformed.len() < KEPT_LINES {
                 self.malformed.push(m.clone());
@@ -394,9 +452,12 @@ fn scan64(c: &[u8; 64]) -> (u64, u8) {
 
 /// Reads a log line by line and parses every line.
 ///
-/// Lines are split with `memchr` in one reusable buffer that grows to fit the longest line (a
-/// 16 MB `server_args` or request dump works); records borrow from that buffer and live only for
-/// the callback. In live mode ([`LogReader::live`]) an unterminated last line is held back and
+/// Lines are split with `memchr` in one reusable buffer that grows to fit the longest line, up
+/// to [`MAX_LINE`] (1 MiB): a longer line is delivered as [`Event::Malformed`] ("line longer
+/// than 1 MiB", with its line number and first bytes) and the rest of it is skipped, so memory
+/// stays bounded on any input. A long line read in many pieces (a pipe, a FIFO) is searched for
+/// its newline once, not once per read. Records borrow from that buffer and live only for the
+/// callback. In live mode ([`LogReader::live`]) an unterminated last line is held back and
 /// completed by the next [`LogReader::for_each`] call, so a half-written line of a growing log is
 /// never parsed.
 pub struct LogReader<R> {
@@ -418,6 +479,10 @@ pub struct LogReader<R> {
     head: Vec<u8>,
     /// Whether [`HeadStats`] were reported.
     head_done: bool,
+    /// `buf[start..scanned]` holds no `\n` (searched already).
+    scanned: usize,
+    /// The rest of a line cut at [`MAX_LINE`] is being skipped.
+    skipping: bool,
 }
 
 impl LogReader<Box<dyn Read>> {
@@ -460,6 +525,8 @@ impl<R: Read> LogReader<R> {
             nl_bits: Vec::new(),
             head: Vec::new(),
             head_done: false,
+            scanned: 0,
+            skipping: false,
         }
     }
 
@@ -467,6 +534,13 @@ impl<R: Read> LogReader<R> {
     /// instead of parsing it; the next [`LogReader::for_each`] call continues from it.
     pub fn live(mut self, live: bool) -> Self {
         self.live = live;
+        self
+    }
+
+    /// Numbers the lines as if `lines` lines came before this input (a chunk of a larger file,
+    /// see [`crate::parallel`]): the first record gets line number `lines + 1`.
+    pub fn starting_after(mut self, lines: u64) -> Self {
+        self.line_no = lines;
         self
     }
 
@@ -485,12 +559,32 @@ impl<R: Read> LogReader<R> {
     pub fn for_each<F: FnMut(&Record<'_>)>(&mut self, mut f: F) -> Result<ParseStats, ReadError> {
         let mut stats = ParseStats::default();
         loop {
+            if self.skipping {
+                // the rest of an over-long line (already delivered as malformed): dropped
+                let window = &self.buf[self.start..self.end];
+                match memchr::memchr(b'\n', window) {
+                    Some(i) => {
+                        stats.bytes += i as u64 + 1;
+                        self.start += i + 1;
+                        self.skipping = false;
+                    }
+                    None => {
+                        stats.bytes += window.len() as u64;
+                        self.start = self.end;
+                    }
+                }
+                self.scanned = self.start;
+            }
             // deliver every complete line in buf[start..end]
             let mut pos = self.start;
+            // bytes before `scanned` are known to hold no `\n` (a long line read in pieces
+            // is searched once, not once per read)
+            let from = self.scanned.max(pos);
             let window = &self.buf[pos..self.end];
             // Fast path: a block of whole lines that is valid UTF-8 and has no `\r` is checked
             // once, not line by line.
-            let block = memchr::memrchr(b'\n', window).map(|i| &window[..=i]);
+            let block = memchr::memrchr(b'\n', &self.buf[from..self.end])
+                .map(|i| &window[..=from - pos + i]);
             if let Some(block) = block
                 && memchr::memchr(b'\r', block).is_none()
             {
@@ -533,8 +627,12 @@ impl<R: Read> LogReader<R> {
                     pos += block.len();
                 }
             }
-            while let Some(i) = memchr::memchr(b'\n', &self.buf[pos..self.end]) {
-                let nl = pos + i;
+            loop {
+                let from = pos.max(self.scanned);
+                let Some(i) = memchr::memchr(b'\n', &self.buf[from..self.end]) else {
+                    break;
+                };
+                let nl = from + i;
                 self.line_no += 1;
                 let raw = &self.buf[pos..nl];
                 let rec = parse_line_cached(raw, self.line_no, &mut self.cache);
@@ -549,6 +647,10 @@ impl<R: Read> LogReader<R> {
                 self.buf.copy_within(self.start..self.end, 0);
                 self.end -= self.start;
                 self.start = 0;
+            }
+            self.scanned = self.end;
+            if self.end - self.start >= MAX_LINE {
+                self.cap_long_line(&mut stats, &mut f);
             }
             if self.end == self.buf.len() {
                 let new_len = self.buf.len() * 2;
@@ -596,6 +698,32 @@ impl<R: Read> LogReader<R> {
         Ok(stats)
     }
 
+    /// The partial line in `buf[start..end]` reached [`MAX_LINE`] bytes without a newline:
+    /// deliver it now as [`Event::Malformed`] ("line longer than 1 MiB", its first bytes kept
+    /// as the excerpt), drop its bytes, and skip the rest of it up to the next newline.
+    fn cap_long_line<F: FnMut(&Record<'_>)>(&mut self, stats: &mut ParseStats, f: &mut F) {
+        self.line_no += 1;
+        let rec = Record {
+            line_no: self.line_no,
+            timestamp: None,
+            ranks: Default::default(),
+            message: "",
+            event: Event::Malformed {
+                reason: LONG_LINE_REASON,
+            },
+        };
+        f(&rec);
+        let raw = &self.buf[self.start..self.end];
+        let head = &raw[..raw.len().min(EXCERPT_BYTES)];
+        stats.observe(&rec, head);
+        stats.bytes += (raw.len() - head.len()) as u64;
+        stats.long_lines += 1;
+        self.start = 0;
+        self.end = 0;
+        self.scanned = 0;
+        self.skipping = true;
+    }
+
     /// Report the head's byte classes once, from what was seen of it.
     fn finish_head(&mut self, stats: &mut ParseStats) {
         if !self.head_done && !self.head.is_empty() {
@@ -622,5 +750,51 @@ impl<R: Read> LogReader<R> {
                 delivered,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `len` bytes of `x` without a newline, then `\n` and one decode line, handed out in
+    /// pieces of at most 64 KiB (a pipe); nothing of it is ever held whole.
+    struct Endless {
+        left: usize,
+        tail: &'static [u8],
+    }
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(64 << 10);
+            if self.left > 0 {
+                let k = n.min(self.left);
+                buf[..k].fill(b'x');
+                self.left -= k;
+                return Ok(k);
+            }
+            let k = n.min(self.tail.len());
+            buf[..k].copy_from_slice(&self.tail[..k]);
+            self.tail = &self.tail[k..];
+            Ok(k)
+        }
+    }
+
+    /// Issue 13 item 1: a 256 MiB line from a pipe leaves the reader's buffer at 1 MiB at
+    /// most, and the line after it is read.
+    #[test]
+    fn the_buffer_stays_bounded_on_an_endless_line() {
+        let tail = b"\n[2025-06-01 12:00:00 TP0] Decode batch, #running-req: 7, #token: 700, token usage: 0.50, gen throughput (token/s): 99.50, #queue-req: 3\n";
+        let mut r = LogReader::from_reader(
+            "pipe",
+            Endless {
+                left: 256 << 20,
+                tail,
+            },
+        );
+        let mut seen = Vec::new();
+        let stats = r.for_each(|rec| seen.push(rec.event.name())).unwrap();
+        assert_eq!(seen, ["malformed", "batch"]);
+        assert_eq!(stats.bytes, (256 << 20) + tail.len() as u64);
+        assert!(r.buf.len() <= MAX_LINE, "{}", r.buf.len());
     }
 }

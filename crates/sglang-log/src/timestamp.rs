@@ -1,5 +1,12 @@
 //! Log timestamps: `YYYY-MM-DD HH:MM:SS[.mmm|,mmm]`, ISO `YYYY-MM-DDTHH:MM:SS[.ffffff][Z]`,
-//! and the date-less `HH:MM:SS` of SGLang v0.2.14 – v0.3.3.post1.
+//! and the date-less `HH:MM:SS` of SGLang v0.2.14 – v0.3.3.post1, as `nom` parsers.
+
+use crate::grammar::{PResult, byte, byte_if, digit2, fail, str_tail};
+use nom::Parser;
+use nom::branch::alt;
+use nom::character::complete::digit1;
+use nom::combinator::{map_opt, opt, recognize};
+use nom::sequence::preceded;
 
 /// A timestamp as written in the log: the server's local wall clock, no time zone (SGLang's
 /// `configure_logger` uses `datefmt="%Y-%m-%d %H:%M:%S"`, spec §1.1). Resolution is whatever the
@@ -161,43 +168,68 @@ fn d2(b: &[u8], i: usize) -> Option<u32> {
     Some(u32::from(a) * 10 + u32::from(c))
 }
 
-/// Parses `HH:MM:SS` plus an optional `.f`/`,f` fraction (1–9 digits) and an optional `Z`.
-/// Returns the timestamp (date-less) and the number of bytes used.
-fn time_part(b: &[u8]) -> Option<(Timestamp, usize)> {
-    let h = d2(b, 0)?;
-    if b.get(2) != Some(&b':') {
-        return None;
+/// `.f` / `,f`: a fraction of a second (1 or more digits; the first 9 count). Returns
+/// nanoseconds.
+fn fraction(i: &[u8]) -> PResult<'_, u32> {
+    preceded(alt((byte(b'.'), byte(b','))), digit1)
+        .map(|d: &[u8]| {
+            let k = d.len().min(9);
+            let n = d[..k]
+                .iter()
+                .fold(0u32, |n, c| n * 10 + u32::from(c - b'0'));
+            // ok: k <= 9
+            n * 10u32.pow(9 - k as u32)
+        })
+        .parse(i)
+}
+
+/// `HH:MM:SS` plus an optional fraction and an optional `Z`, not followed by a digit (so
+/// `12:00:001` is no stamp). The value is date-less.
+fn time_of_day(i: &[u8]) -> PResult<'_, Timestamp> {
+    let (rest, (h, _, mi, _, s, nanos, z)) = (
+        digit2,
+        byte(b':'),
+        digit2,
+        byte(b':'),
+        digit2,
+        opt(fraction),
+        opt(byte(b'Z')),
+    )
+        .parse(i)?;
+    if rest.first().is_some_and(u8::is_ascii_digit) {
+        return fail();
     }
-    let mi = d2(b, 3)?;
-    if b.get(5) != Some(&b':') {
-        return None;
-    }
-    let s = d2(b, 6)?;
-    let mut i = 8;
-    let mut nanos = 0u32;
-    if matches!(b.get(i), Some(b'.') | Some(b',')) && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-        i += 1;
-        let mut n = 0u32;
-        let mut k = 0u32;
-        while let Some(c) = b.get(i).filter(|c| c.is_ascii_digit()) {
-            if k < 9 {
-                n = n * 10 + u32::from(c - b'0');
-                k += 1;
-            }
-            i += 1;
-        }
-        nanos = n * 10u32.pow(9 - k);
-    }
-    let mut t = Timestamp::from_hms(h, mi, s, nanos)?;
-    if b.get(i) == Some(&b'Z') {
-        t.utc = true;
-        i += 1;
-    }
-    // a digit right after the stamp means this was not a stamp (e.g. `12:00:001`)
-    if b.get(i).is_some_and(u8::is_ascii_digit) {
-        return None;
-    }
-    Some((t, i))
+    let mut t = Timestamp::from_hms(h, mi, s, nanos.unwrap_or(0)).ok_or(nom::Err::Error(()))?;
+    t.utc = z.is_some();
+    Ok((rest, t))
+}
+
+/// `YYYY-MM-DD` as days since 1970-01-01 (an impossible date fails).
+fn date(i: &[u8]) -> PResult<'_, i32> {
+    map_opt(
+        recognize((digit2, digit2, byte(b'-'), digit2, byte(b'-'), digit2)),
+        date_days,
+    )
+    .parse(i)
+}
+
+/// `YYYY-MM-DD` + one of `seps` + [`time_of_day`].
+fn dated<'a>(seps: &'static [u8]) -> impl Parser<&'a [u8], Output = Timestamp, Error = ()> {
+    (date, byte_if(move |c| seps.contains(&c)), time_of_day).map(|(days, _, t)| Timestamp {
+        days: Some(days),
+        ..t
+    })
+}
+
+/// Any stamp form: `YYYY-MM-DD[ T]HH:MM:SS[.f|,f][Z]` or `HH:MM:SS[.f][Z]`.
+pub(crate) fn timestamp(i: &[u8]) -> PResult<'_, Timestamp> {
+    alt((dated(b" T"), time_of_day)).parse(i)
+}
+
+/// The ISO form with the `T` separator only (`2025-10-20T03:02:22.123Z`): a container
+/// runtime's or a tracing subscriber's stamp.
+pub(crate) fn iso_t_timestamp(i: &[u8]) -> PResult<'_, Timestamp> {
+    dated(b"T").parse(i)
 }
 
 thread_local! {
@@ -231,21 +263,11 @@ fn date_days(b: &[u8]) -> Option<i32> {
     Some(days)
 }
 
-/// Parses a timestamp at the start of `s`: `YYYY-MM-DD[ T]HH:MM:SS[.f|,f][Z]` or `HH:MM:SS[.f]`.
-/// Returns the timestamp and the rest of the input after it.
+/// Parses a timestamp at the start of `s` ([`timestamp`]). Returns the timestamp and the
+/// rest of the input after it.
 pub(crate) fn parse_timestamp(s: &str) -> Option<(Timestamp, &str)> {
-    let b = s.as_bytes();
-    if b.len() >= 19 && b[4] == b'-' && b[7] == b'-' && (b[10] == b' ' || b[10] == b'T') {
-        let (t, used) = time_part(&b[11..])?;
-        let t = Timestamp {
-            days: Some(date_days(b)?),
-            ..t
-        };
-        // ok: 11 + used is within `s` and lands after an ASCII byte
-        return Some((t, &s[11 + used..]));
-    }
-    let (t, used) = time_part(b)?;
-    Some((t, &s[used..]))
+    let (rest, t) = timestamp(s.as_bytes()).ok()?;
+    Some((t, str_tail(s, rest)))
 }
 
 /// Parses exactly `YYYY-MM-DD HH:MM:SS` (SGLang's default stamp, 19 bytes): the same value as
@@ -260,12 +282,6 @@ pub(crate) fn parse_stamp19(b: &[u8; 19]) -> Option<Timestamp> {
         days: Some(date_days(b)?),
         ..t
     })
-}
-
-/// Whether `s` starts with an ISO stamp using the `T` separator (a container runtime's prefix).
-pub(crate) fn starts_with_iso_t(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() >= 19 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[0].is_ascii_digit()
 }
 
 #[cfg(test)]

@@ -435,3 +435,46 @@ fn other_and_malformed() {
         "other @2025-06-01 12:00:00",
     );
 }
+
+/// Issue 15 item 4: the formats the parser used to miss.
+#[test]
+fn issue_15_formats() {
+    // real: shared/testdata/real-2/120-i33483-…, line 2: the capacity summary glued to the end
+    // of the CUDA-graph line by the user's paste (was `cuda_graph_end`, the capacity lost)
+    check(
+        "Capture target decode CUDA graph end. elapsed=0.89 s, mem usage=0.15 GB, avail mem=6.95 GB max_total_num_tokens=2980168, chunked_prefill_size=4096, max_prefill_tokens=16384, max_running_requests=4096, context_len=32768, available_gpu_mem=6.95 GB",
+        "capacity max_total=2980168 chunked=4096 max_prefill=16384 max_running=4096 context=32768 avail_gb=6.95 glued_avail_gb=6.95 glued_usage_gb=0.15 glued_elapsed_s=0.89",
+    );
+    // line 1 of the same file stays what it was
+    check(
+        "Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 4, 8, 12, 16, 24, 32], avail mem=7.10 GB",
+        "other",
+    );
+    // the tracing format of SGLang inside NVIDIA Dynamo (ISO stamp with `Z`, level, module
+    // path), as issue 15 quotes it; no log of this form is in shared/testdata, the messages
+    // are real ones (real-long/ascend-dsr1-dp16-mtp-mixed.log line 1294, and the decode line
+    // of real/019)
+    check(
+        "2026-01-05T08:00:00.123Z  INFO dynamo_sglang.worker: KV Cache is allocated. #tokens: 76032, KV size: 4.98 GB",
+        "kv_cache_allocated @2026-01-05 08:00:00.123Z tokens=76032 kv_gb=4.98",
+    );
+    check(
+        "2026-01-05T08:00:01.500Z  INFO dynamo.sglang::scheduler: Decode batch. #running-req: 92, #token: 264288, token usage: 0.92, gen throughput (token/s): 324.86, #queue-req: 990, ",
+        "decode @2026-01-05 08:00:01.500Z running=92 queue=990 token=264288 usage=0.92 gen=324.86",
+    );
+    // a record glued behind a tqdm bar that lost its `\r` (the bar: real-long/ascend-…
+    // line 1394; the record: line 1294 of the same file)
+    check(
+        "Capturing batches (bs=16 avail_mem=15.48 GB):  33%|███▎      | 1/3 [00:30<01:00, 30.48s/it][2026-01-04 07:05:26 DP10 TP10 EP10] KV Cache is allocated. #tokens: 76032, KV size: 4.98 GB",
+        "kv_cache_allocated @2026-01-04 07:05:26 [DP10 TP10 EP10] tokens=76032 kv_gb=4.98",
+    );
+    check(
+        "Capturing batches (bs=16 avail_mem=15.48 GB):   0%|          | 0/3 [00:00<?, ?it/s][2026-01-04 07:05:26 DP10 TP10 EP10] KV Cache is allocated. #tokens: 76032, KV size: 4.98 GB",
+        "kv_cache_allocated @2026-01-04 07:05:26 [DP10 TP10 EP10] tokens=76032 kv_gb=4.98",
+    );
+    // a torch warning glued behind a bar stays other (real-long/ascend-… line 1345)
+    check(
+        "Capturing batches (bs=16 avail_mem=15.48 GB):   0%|          | 0/3 [00:00<?, ?it/s][rank14]:[W104 07:05:30.021503222 compiler_depend.ts:83] Warning: [Check][offset] Check input storage_offset[%ld] = 0 failed",
+        "other",
+    );
+}

@@ -107,3 +107,59 @@ proptest! {
         prop_assert_eq!(stats.lines, stats.events + stats.other_lines + stats.malformed_lines);
     }
 }
+
+/// The five fields of the real DP0 line of `tests/data/real/019-…` (key, sound value).
+const SOUND: [(&str, &str); 5] = [
+    ("#running-req", "92"),
+    ("#token", "264288"),
+    ("token usage", "0.92"),
+    ("gen throughput (token/s)", "324.86"),
+    ("#queue-req", "990"),
+];
+
+/// Values that no field may hold (issue 13 item 4).
+fn damage() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("NaN".to_string()),
+        Just("inf".to_string()),
+        Just("-inf".to_string()),
+        Just("1e309".to_string()),
+        (1u64..1_000_000).prop_map(|n| format!("-{n}")),
+        (20_000_000u64..u64::MAX).prop_map(|n| format!("{n}{n}")),
+        (2.0f64..1e6).prop_map(|x| format!("{x:.2}e300")),
+    ]
+}
+
+proptest! {
+    /// One damaged value on a real line: that field is rejected with its key, every other field
+    /// keeps its sound value, and the reader counts exactly one rejected field.
+    #[test]
+    fn one_damaged_value_leaves_the_others_alone(which in 0usize..5, bad in damage()) {
+        let fields: Vec<String> = SOUND
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| format!("{k}: {}", if i == which { bad.as_str() } else { v }))
+            .collect();
+        let line = format!("[2025-04-15 17:25:16 DP0 TP0] Decode batch. {}, ", fields.join(", "));
+        let rec = parse_line(line.as_bytes(), 1);
+        let b = rec.event.as_batch().expect("still a batch line");
+        let got = [
+            b.running_req().map(|v| v.to_string()),
+            b.num_token().map(|v| v.to_string()),
+            b.token_usage().map(|v| format!("{v:.2}")),
+            b.gen_throughput().map(|v| format!("{v:.2}")),
+            b.queue_req().map(|v| v.to_string()),
+        ];
+        for (i, g) in got.iter().enumerate() {
+            if i == which {
+                prop_assert_eq!(g, &None, "{}", line);
+            } else {
+                prop_assert_eq!(g.as_deref(), Some(SOUND[i].1), "{}", line);
+            }
+        }
+        let rejected: Vec<_> = b.rejected_fields().map(|r| r.key).collect();
+        prop_assert_eq!(rejected, vec![SOUND[which].0]);
+        let stats = LogReader::from_reader("p", line.as_bytes()).for_each(|_| {}).unwrap();
+        prop_assert_eq!((stats.rejected_lines, stats.rejected_fields), (1, 1));
+    }
+}

@@ -1,4 +1,4 @@
-//! `LogReader`: gzip (single and multi-member), CRLF, invalid UTF-8, a 16 MB line, live mode
+//! `LogReader`: gzip (single and multi-member), CRLF, invalid UTF-8, the 1 MiB line cap, live mode
 //! (held-back partial last line), and the typed I/O errors.
 
 use flate2::Compression;
@@ -114,28 +114,107 @@ fn invalid_utf8_is_malformed_only_with_a_batch_marker() {
     assert_eq!(stats.malformed[0].excerpt.chars().count(), 160);
 }
 
+/// Issue 13 item 1: a line of 16 MiB is cut at 1 MiB: delivered as malformed with its line
+/// number and head, the rest skipped up to its newline, and the lines around it unharmed;
+/// every byte is still counted.
 #[test]
-fn a_16_mb_line_works() {
+fn a_line_longer_than_1_mib_is_malformed_and_skipped() {
     let big = format!(
         "[2026-02-10 13:58:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.88, blob='{}')",
         "x".repeat(16 << 20)
     );
     let input = format!("{DECODE}\n{big}\n{PREFILL}\n");
+    // from a file-like reader (one read) and from a pipe (64 KiB per read)
+    let pipe = Chunks(
+        input
+            .as_bytes()
+            .chunks(64 << 10)
+            .map(<[u8]>::to_vec)
+            .collect(),
+    );
+    let readers: [Box<dyn Read>; 2] = [Box::new(input.as_bytes()), Box::new(pipe)];
+    for r in readers {
+        let mut seen = Vec::new();
+        let stats = LogReader::from_reader("big", r)
+            .for_each(|rec| seen.push((rec.line_no, rec.event.name())))
+            .unwrap();
+        assert_eq!(seen, [(1, "batch"), (2, "malformed"), (3, "batch")]);
+        assert_eq!(stats.bytes, input.len() as u64);
+        assert_eq!(
+            (stats.lines, stats.malformed_lines, stats.long_lines),
+            (3, 1, 1)
+        );
+        let m = &stats.malformed[0];
+        assert_eq!((m.line_no, m.reason), (2, sglang_log::LONG_LINE_REASON));
+        assert!(
+            m.excerpt
+                .starts_with("[2026-02-10 13:58:00] server_args=ServerArgs(")
+        );
+    }
+}
+
+/// A line just under the cap is an ordinary line; one just over it is cut (the cap counts the
+/// bytes before the newline).
+#[test]
+fn the_cap_is_exactly_1_mib() {
+    let under = "y".repeat(sglang_log::MAX_LINE - 1);
+    let over = "z".repeat(sglang_log::MAX_LINE);
+    let input = format!("{under}\n{over}\n{DECODE}");
     let mut seen = Vec::new();
-    let stats = LogReader::from_reader("big", input.as_bytes())
-        .for_each(|rec| {
-            seen.push(match &rec.event {
-                Event::ServerArgs(a) => {
-                    assert_eq!(a.get("mem_fraction_static"), Some("0.88"));
-                    assert_eq!(a.get("blob").map(str::len), Some(16 << 20));
-                    "args"
-                }
-                e => e.name(),
-            })
-        })
+    let stats = LogReader::from_reader("edge", input.as_bytes())
+        .for_each(|rec| seen.push(rec.event.name()))
         .unwrap();
-    assert_eq!(seen, ["batch", "args", "batch"]);
+    assert_eq!(seen, ["other", "malformed", "batch"]);
     assert_eq!(stats.bytes, input.len() as u64);
+}
+
+/// A sparse file or a rotation hole: megabytes of NUL bytes without a newline, then the log
+/// goes on. Read from a FIFO-like source in small pieces, and in live mode across calls.
+#[test]
+fn a_hole_of_nul_bytes_is_one_malformed_line() {
+    let mut data = vec![0u8; 5 << 20];
+    data.push(b'\n');
+    data.extend_from_slice(DECODE.as_bytes());
+    data.push(b'\n');
+    let mut pieces: Vec<Vec<u8>> = data.chunks(4096).map(<[u8]>::to_vec).collect();
+    // an empty piece: the writer has not written more yet (the first call ends there)
+    pieces.insert(pieces.len() / 2, Vec::new());
+    let mut reader = LogReader::from_reader("hole", Pausing(pieces)).live(true);
+    let mut seen = Vec::new();
+    let a = reader
+        .for_each(|rec| seen.push((rec.line_no, rec.event.name())))
+        .unwrap();
+    assert_eq!(seen, [(1, "malformed")]);
+    assert_eq!(a.held_back_bytes, 0);
+    // the rest of the hole and the next line arrive later
+    let b = reader
+        .for_each(|rec| seen.push((rec.line_no, rec.event.name())))
+        .unwrap();
+    assert_eq!(seen, [(1, "malformed"), (2, "batch")]);
+    assert_eq!(a.bytes + b.bytes, data.len() as u64);
+    assert_eq!((a.long_lines, b.long_lines, b.lines), (1, 0, 1));
+}
+
+/// Like [`Chunks`], but an empty chunk is an end of input for now (a log not yet appended to).
+struct Pausing(Vec<Vec<u8>>);
+impl Read for Pausing {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.0.is_empty() {
+            return Ok(0);
+        }
+        if self.0[0].is_empty() {
+            self.0.remove(0);
+            return Ok(0);
+        }
+        let c = &mut self.0[0];
+        let n = c.len().min(buf.len());
+        buf[..n].copy_from_slice(&c[..n]);
+        c.drain(..n);
+        if c.is_empty() {
+            self.0.remove(0);
+        }
+        Ok(n)
+    }
 }
 
 /// A reader that hands out its data in the given chunks, like a log being appended to.

@@ -119,6 +119,11 @@ pub fn render(rec: &Record<'_>) -> String {
             kv("max_running", c.max_running_requests.map(|v| v.to_string()));
             kv("context", c.context_len.map(|v| v.to_string()));
             kv("avail_gb", c.available_gpu_mem_gb.map(f));
+            if let Some(m) = &c.glued_memory {
+                kv("glued_avail_gb", m.avail_mem_gb.map(f));
+                kv("glued_usage_gb", m.mem_usage_gb.map(f));
+                kv("glued_elapsed_s", m.elapsed_s.map(f));
+            }
         }
         Event::KvCacheAllocated(k) => {
             kv("tokens", k.tokens.map(|v| v.to_string()));

@@ -1,0 +1,210 @@
+//! One large log parsed on several cores: the file is split at line boundaries, each chunk is
+//! read and parsed on its own thread (its own file handle, buffer and [`LogReader`] caches, so
+//! memory stays bounded: one 1 MiB-at-most buffer per thread, nothing held whole), and the
+//! results come back in file order for the caller to merge.
+//!
+//! Line numbers are exact: a first pass counts each chunk's newlines (in parallel too), so the
+//! records of chunk `k` carry the line numbers they would have in a sequential read.
+//!
+//! The per-chunk state `S` is the caller's (for the diagnosis: an evidence builder per chunk);
+//! merging the states in order is the caller's too, which is what makes the split exact: a
+//! builder that can append a later chunk's state to an earlier one's gives the sequential
+//! result.
+
+use crate::reader::{LogReader, ParseStats, ReadError};
+use crate::{MAX_LINE, Record};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// Smallest chunk worth a thread of its own (bytes, 4 MiB): smaller files are read by one.
+pub const MIN_CHUNK: u64 = 4 << 20;
+
+/// What one chunk of a file gave.
+#[derive(Debug)]
+pub struct ChunkResult<S> {
+    /// The chunk's bytes in the file (start inclusive, end exclusive; bytes).
+    pub bytes: Range<u64>,
+    /// Lines of the file before the chunk (its first record has line number `lines_before + 1`).
+    pub lines_before: u64,
+    /// The caller's state after every record of the chunk.
+    pub state: S,
+    /// The chunk's counts (line numbers in them are the file's).
+    pub stats: ParseStats,
+}
+
+/// Splits the plain file `path` into at most `parts` byte ranges that each start at the start
+/// of a line and end after a `\n` (the last one at the end of the file). Chunks smaller than
+/// [`MIN_CHUNK`] are not made; a file that is not a plain regular file (gzip, a FIFO) is one
+/// range.
+///
+/// Errors: [`ReadError::Open`] when the file cannot be opened or read.
+pub fn split_at_lines(path: &Path, parts: usize) -> Result<Vec<Range<u64>>, ReadError> {
+    let open_err = |source| ReadError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = File::open(path).map_err(open_err)?;
+    let meta = f.metadata().map_err(open_err)?;
+    let len = meta.len();
+    let mut magic = [0u8; 2];
+    let gzip = meta.is_file() && f.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
+    let parts = parts.max(1).min((len / MIN_CHUNK).max(1) as usize);
+    if !meta.is_file() || gzip || parts == 1 {
+        return Ok(std::iter::once(0..len).collect());
+    }
+    let mut cuts = vec![0u64];
+    let mut buf = vec![0u8; 64 << 10];
+    for k in 1..parts as u64 {
+        let target = (len * k / parts as u64).max(*cuts.last().unwrap_or(&0));
+        let cut = next_line_start(&mut f, target, len, &mut buf).map_err(open_err)?;
+        if cut > *cuts.last().unwrap_or(&0) && cut < len {
+            cuts.push(cut);
+        }
+    }
+    cuts.push(len);
+    Ok(cuts.windows(2).map(|w| w[0]..w[1]).collect())
+}
+
+/// The offset just after the first `\n` at or after `from` (or `len`).
+fn next_line_start(f: &mut File, from: u64, len: u64, buf: &mut [u8]) -> io::Result<u64> {
+    f.seek(SeekFrom::Start(from))?;
+    let mut at = from;
+    while at < len {
+        let n = f.read(buf)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+            return Ok(at + i as u64 + 1);
+        }
+        at += n as u64;
+    }
+    Ok(len)
+}
+
+/// Newlines in `range` of the file (bytes read with a 1 MiB buffer).
+fn count_lines(path: &Path, range: &Range<u64>) -> io::Result<u64> {
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(range.start))?;
+    let mut r = f.take(range.end - range.start);
+    let mut buf = vec![0u8; MAX_LINE];
+    let mut n = 0u64;
+    loop {
+        let k = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        n += memchr::memchr_iter(b'\n', &buf[..k]).count() as u64;
+    }
+    Ok(n)
+}
+
+/// Parses the plain log file `path` on up to `threads` threads: [`split_at_lines`], then for
+/// each chunk a [`LogReader`] on its own thread calls `each(&mut state, record)` for every
+/// record of the chunk in order, `state` starting as `init()`. Returns the chunks' results in
+/// file order; a gzip file, a FIFO or a small file is one chunk (read as [`LogReader::open`]
+/// would). A line that ends in a chunk's last byte without a `\n` (the file's last line) is
+/// delivered like the sequential reader does.
+///
+/// Errors: [`ReadError::Open`] when the file cannot be opened; the first chunk's error (in file
+/// order) when reading fails (the other chunks' results are then dropped).
+pub fn parse_file_parallel<S, I, F>(
+    path: &Path,
+    threads: usize,
+    init: I,
+    each: F,
+) -> Result<Vec<ChunkResult<S>>, ReadError>
+where
+    S: Send,
+    I: Fn() -> S + Sync,
+    F: Fn(&mut S, &Record<'_>) + Sync,
+{
+    let ranges = split_at_lines(path, threads)?;
+    if ranges.len() == 1 {
+        let mut state = init();
+        let stats = LogReader::open(path)?.for_each(|r| each(&mut state, r))?;
+        return Ok(vec![ChunkResult {
+            bytes: ranges[0].clone(),
+            lines_before: 0,
+            state,
+            stats,
+        }]);
+    }
+    let read_err = |line_no, source| ReadError::Read {
+        path: path.to_path_buf(),
+        line_no,
+        source,
+        delivered: Box::default(),
+    };
+    // pass 1: newlines per chunk, for exact line numbers
+    let counts: Vec<io::Result<u64>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = ranges
+            .iter()
+            .map(|r| sc.spawn(move || count_lines(path, r)))
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("thread panicked")))
+            })
+            .collect()
+    });
+    let mut before = Vec::with_capacity(counts.len());
+    let mut total = 0u64;
+    for c in counts {
+        before.push(total);
+        total += c.map_err(|e| read_err(total, e))?;
+    }
+    // pass 2: parse
+    let (init, each) = (&init, &each);
+    let name: PathBuf = path.to_path_buf();
+    let results: Vec<Result<ChunkResult<S>, ReadError>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = ranges
+            .iter()
+            .zip(&before)
+            .map(|(r, &lines_before)| {
+                let name = &name;
+                sc.spawn(move || -> Result<ChunkResult<S>, ReadError> {
+                    let mut f = File::open(name).map_err(|source| ReadError::Open {
+                        path: name.clone(),
+                        source,
+                    })?;
+                    f.seek(SeekFrom::Start(r.start))
+                        .map_err(|e| read_err(lines_before, e))?;
+                    let mut state = init();
+                    let mut reader =
+                        LogReader::from_reader(name.display().to_string(), f.take(r.end - r.start))
+                            .starting_after(lines_before);
+                    let stats = reader.for_each(|rec| each(&mut state, rec))?;
+                    Ok(ChunkResult {
+                        bytes: r.clone(),
+                        lines_before,
+                        state,
+                        stats,
+                    })
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(read_err(0, io::Error::other("thread panicked"))))
+            })
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// The counts of all chunks, merged in file order (as one sequential read would give them).
+pub fn merged_stats<S>(chunks: &[ChunkResult<S>]) -> ParseStats {
+    let mut all = ParseStats::default();
+    for c in chunks {
+        all.merge(&c.stats);
+    }
+    all.held_back_bytes = 0;
+    all
+}

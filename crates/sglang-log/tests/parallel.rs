@@ -1,0 +1,115 @@
+//! `parallel::parse_file_parallel`: a file split at line boundaries and parsed on threads
+//! gives, merged in order, exactly what one sequential read gives (records, line numbers,
+//! counts), from a log built of the real test logs.
+
+use sglang_log::LogReader;
+use sglang_log::parallel::{MIN_CHUNK, merged_stats, parse_file_parallel, split_at_lines};
+
+/// What a record contributes to the comparison.
+fn key(rec: &sglang_log::Record<'_>) -> (u64, &'static str, Option<u64>, Option<String>) {
+    (
+        rec.line_no,
+        rec.event.name(),
+        rec.event.as_batch().and_then(|b| b.running_req()),
+        rec.timestamp.map(|t| t.to_string()),
+    )
+}
+
+/// The real logs of `tests/data/real`, concatenated until the file holds more than `bytes`,
+/// with a malformed long line and an impossible value inside, and no newline at the end.
+fn build_log(bytes: u64) -> Vec<u8> {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/real");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    let mut round = 0;
+    while (out.len() as u64) < bytes {
+        for f in &files {
+            out.extend(std::fs::read(f).unwrap());
+            if !out.ends_with(b"\n") {
+                out.push(b'\n');
+            }
+        }
+        if round == 1 {
+            out.extend(vec![b'x'; 2 << 20]);
+            out.extend(b"\n[2025-04-15 17:25:16 DP0 TP0] Decode batch. #running-req: 92, #token: 264288, token usage: 0.92, gen throughput (token/s): NaN, #queue-req: 990, \n");
+        }
+        round += 1;
+    }
+    out.extend(b"[2025-04-15 17:25:17 DP0 TP0] Decode batch. #running-req: 93, #token: 264300, token usage: 0.92, gen throughput (token/s): 325.00, #queue-req: 989");
+    out
+}
+
+#[test]
+fn chunks_merged_in_order_equal_one_sequential_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.log");
+    std::fs::write(&path, build_log(4 * MIN_CHUNK + 12345)).unwrap();
+
+    let mut seq = Vec::new();
+    let seq_stats = LogReader::open(&path)
+        .unwrap()
+        .for_each(|r| seq.push(key(r)))
+        .unwrap();
+
+    for threads in [2, 3, 4] {
+        let ranges = split_at_lines(&path, threads).unwrap();
+        assert_eq!(ranges.len(), threads, "{ranges:?}");
+        let chunks = parse_file_parallel(&path, threads, Vec::new, |v, r| v.push(key(r))).unwrap();
+        assert_eq!(chunks.len(), threads);
+        let par: Vec<_> = chunks
+            .iter()
+            .flat_map(|c| c.state.iter().cloned())
+            .collect();
+        assert_eq!(par.len(), seq.len());
+        assert!(par == seq, "records differ with {threads} threads");
+        let st = merged_stats(&chunks);
+        assert_eq!(
+            (
+                st.lines,
+                st.bytes,
+                st.batch_lines,
+                st.decode_lines,
+                st.other_lines
+            ),
+            (
+                seq_stats.lines,
+                seq_stats.bytes,
+                seq_stats.batch_lines,
+                seq_stats.decode_lines,
+                seq_stats.other_lines
+            )
+        );
+        assert_eq!(st.malformed, seq_stats.malformed);
+        assert_eq!(st.rejected, seq_stats.rejected);
+        assert_eq!((st.long_lines, st.rejected_fields), (1, 1));
+        assert_eq!(st.head, seq_stats.head);
+        // each chunk starts at a line start, right after the previous one
+        for w in chunks.windows(2) {
+            assert_eq!(w[0].bytes.end, w[1].bytes.start);
+            assert_eq!(w[0].lines_before + w[0].stats.lines, w[1].lines_before);
+        }
+    }
+}
+
+#[test]
+fn small_and_gzip_files_are_one_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.log");
+    std::fs::write(&small, b"[2025-04-15 17:25:16] Decode batch. #running-req: 1, #token: 5, token usage: 0.01, gen throughput (token/s): 1.00, #queue-req: 0\n").unwrap();
+    let chunks = parse_file_parallel(&small, 8, || 0u64, |n, _| *n += 1).unwrap();
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(chunks[0].state, 1);
+    let gz = dir.path().join("x.log.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut e, &build_log(MIN_CHUNK * 2)).unwrap();
+    std::fs::write(&gz, e.finish().unwrap()).unwrap();
+    assert_eq!(split_at_lines(&gz, 4).unwrap().len(), 1);
+    let chunks = parse_file_parallel(&gz, 4, || 0u64, |n, _| *n += 1).unwrap();
+    assert_eq!(chunks.len(), 1);
+    assert!(chunks[0].state > 10_000);
+}
