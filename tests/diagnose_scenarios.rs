@@ -102,11 +102,17 @@ fn b2_is_kv_bound_and_explains_the_client_rate() {
     assert_eq!(f93.source, kv_capacity::FreeSource::UnderLoad);
     assert!((f93.free_now_gib - 5_089.0 / 1024.0).abs() < 1e-9);
     // 0.88 (which ran in the founding case) fits with its margin: 4.97 − 2.87 = 2.10 GiB left.
-    let f88 = row(&r, "mem_fraction_static 0.88").feasibility.as_ref().expect("feasibility");
+    let f88 = row(&r, "mem_fraction_static 0.88")
+        .feasibility
+        .as_ref()
+        .expect("feasibility");
     assert_eq!(f88.verdict, kv_capacity::Feasibility::Fits);
     assert_eq!(format!("{:.2}", f88.free_after_gib), "2.10");
     // The running configuration fits: that is an observation.
-    let now = row(&r, "mem_fraction_static 0.85").feasibility.as_ref().expect("feasibility");
+    let now = row(&r, "mem_fraction_static 0.85")
+        .feasibility
+        .as_ref()
+        .expect("feasibility");
     assert_eq!(now.verdict, kv_capacity::Feasibility::Fits);
 
     // HiCache would not raise decode concurrency.
@@ -127,8 +133,16 @@ fn b2_is_kv_bound_and_explains_the_client_rate() {
     assert_eq!(fp8.feasibility, Some(kv_capacity::Feasibility::Fits));
     // The first recommendation raises mem_fraction_static to the largest fraction that fits,
     // 0.88; fp8 KV follows (it costs output fidelity, which matters for distillation data).
-    assert_eq!(r.recommendations[0].action, "Set mem_fraction_static 0.88", "{:?}", r.recommendations[0]);
-    assert!(r.recommendations[1].action.contains("fp8"), "{:?}", r.recommendations[1]);
+    assert_eq!(
+        r.recommendations[0].action, "Set mem_fraction_static 0.88",
+        "{:?}",
+        r.recommendations[0]
+    );
+    assert!(
+        r.recommendations[1].action.contains("fp8"),
+        "{:?}",
+        r.recommendations[1]
+    );
     assert!(
         r.recommendations
             .iter()

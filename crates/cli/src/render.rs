@@ -484,8 +484,19 @@ fn sections(r: &Report) -> Vec<Section> {
         .iter()
         .map(|i| {
             format!(
-                "input {}: {} lines, {} SGLang events ({} prefill, {} decode), {} other, {} malformed",
-                i.name, i.lines, i.events, i.prefill_lines, i.decode_lines, i.other_lines, i.malformed_lines
+                "input {}: {} lines, {} SGLang events ({} prefill, {} decode), {} other, {} malformed{}",
+                i.name,
+                i.lines,
+                i.events,
+                i.prefill_lines,
+                i.decode_lines,
+                i.other_lines,
+                i.malformed_lines,
+                if i.rejected_lines > 0 {
+                    format!(", {} with an impossible value set aside", i.rejected_lines)
+                } else {
+                    String::new()
+                }
             )
         })
         .collect();
@@ -508,6 +519,12 @@ fn sections(r: &Report) -> Vec<Section> {
             i.malformed
                 .iter()
                 .map(move |m| format!("{}:{}: {}: {}", i.name, m.line, m.reason, m.excerpt))
+                .chain(i.rejected.iter().map(move |r| {
+                    format!(
+                        "{}:{}: {} `{}` set aside: {}",
+                        i.name, r.line, r.key, r.value, r.reason
+                    )
+                }))
         })
         .take(10)
         .collect();

@@ -371,6 +371,18 @@ fn input_summaries(ev: &Evidence) -> Vec<InputSummary> {
                         excerpt,
                     })
                     .collect(),
+                long_lines: st.long_lines,
+                rejected_lines: st.rejected_lines,
+                rejected: st
+                    .rejected
+                    .into_iter()
+                    .map(|(line, key, value, reason)| RejectedValue {
+                        line,
+                        key,
+                        value,
+                        reason,
+                    })
+                    .collect(),
             }
         })
         .collect()

@@ -174,7 +174,8 @@ proptest! {
                 (Some(a), Some(b)) => (a - b).abs() <= 0.02 * b,
                 (a, b) => a == b,
             };
-        let reported = r.inputs.iter().any(|i| i.malformed_lines > 0) || !r.sources.is_empty();
+        let reported = r.inputs.iter().any(|i| i.malformed_lines > 0 || i.rejected_lines > 0 || i.long_lines > 0)
+            || !r.sources.is_empty();
         prop_assert!(same || reported, "{:?}: {} vs {}", d, r.headline.text, base.headline.text);
         if matches!(d, Damage::Duplicate) {
             prop_assert!(same, "a duplicated file must be counted once: {}", r.headline.text);

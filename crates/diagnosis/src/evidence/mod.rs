@@ -58,6 +58,14 @@ pub struct SourceStats {
     pub malformed_lines: u64,
     /// The first malformed lines: (line number, reason, excerpt).
     pub malformed: Vec<(u64, String, String)>,
+    /// Lines cut at the line-length cap (also counted as malformed).
+    pub long_lines: u64,
+    /// Batch lines with a field set aside as impossible (NaN, infinite, negative, out of range).
+    pub rejected_lines: u64,
+    /// Fields set aside.
+    pub rejected_fields: u64,
+    /// The first fields set aside: (line number, key, value, why).
+    pub rejected: Vec<(u64, String, String, String)>,
 }
 
 impl From<&ParseStats> for SourceStats {
@@ -74,6 +82,21 @@ impl From<&ParseStats> for SourceStats {
                 .malformed
                 .iter()
                 .map(|m| (m.line_no, m.reason.to_string(), m.excerpt.clone()))
+                .collect(),
+            long_lines: s.long_lines,
+            rejected_lines: s.rejected_lines,
+            rejected_fields: s.rejected_fields,
+            rejected: s
+                .rejected
+                .iter()
+                .map(|r| {
+                    (
+                        r.line_no,
+                        r.key.clone(),
+                        r.value.clone(),
+                        r.reason.to_string(),
+                    )
+                })
                 .collect(),
         }
     }

@@ -304,6 +304,25 @@ pub struct InputSummary {
     pub malformed_lines: u64,
     /// The first malformed lines.
     pub malformed: Vec<MalformedLine>,
+    /// Lines cut at the 1 MiB line-length cap (also counted as malformed).
+    pub long_lines: u64,
+    /// Batch lines with a value set aside as impossible; their other fields were used.
+    pub rejected_lines: u64,
+    /// The first values set aside.
+    pub rejected: Vec<RejectedValue>,
+}
+
+/// A batch-line value set aside as impossible (NaN, infinite, negative, out of range).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct RejectedValue {
+    /// 1-based line number.
+    pub line: u64,
+    /// The field as printed.
+    pub key: String,
+    /// The value as printed.
+    pub value: String,
+    /// Why it was set aside.
+    pub reason: String,
 }
 
 /// One malformed line, where it is and why.
