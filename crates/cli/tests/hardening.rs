@@ -552,3 +552,45 @@ fn run_batch_retries_failed_records_and_counts_failures_from_the_file() {
     assert!(recs.iter().all(|r| r["ok"] == true), "{text}");
     rt.block_on(sim.shutdown());
 }
+
+#[test]
+fn diagnose_never_prints_url_credentials() {
+    for json in [false, true] {
+        let mut c = bin();
+        c.args([
+            "diagnose",
+            "--metrics-polls",
+            "1",
+            "--server",
+            "http://admin:hunter2@127.0.0.1:9",
+        ])
+        .arg(log());
+        if json {
+            c.arg("--json");
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(!all.contains("hunter2") && !all.contains("admin@"), "{all}");
+        assert!(
+            stderr(&o).contains("warning: server http://127.0.0.1:9: cannot connect"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // Alone (exit 1), the error names the server without its password.
+    let o = run(&[
+        "diagnose",
+        "--metrics-polls",
+        "1",
+        "--server",
+        "http://admin:hunter2@127.0.0.1:9",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("error: --server http://127.0.0.1:9: cannot connect"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("hunter2"));
+}

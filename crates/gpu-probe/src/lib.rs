@@ -173,7 +173,10 @@ impl GpuSnapshot {
     /// Smallest total memory over the devices that report it, bytes (`None` without any). SGLang
     /// sizes the KV pool on the minimum over TP ranks, so this is the per-rank figure to use.
     pub fn min_total_bytes(&self) -> Option<u64> {
-        self.devices.iter().filter_map(GpuDevice::memory_total).min()
+        self.devices
+            .iter()
+            .filter_map(GpuDevice::memory_total)
+            .min()
     }
 
     /// Smallest free memory over the devices that report it, bytes (`None` without any).

@@ -70,6 +70,8 @@ pub fn parse_nvidia_smi(text: &str, path: &str) -> Result<GpuSnapshot, GpuError>
             .collect();
         if t.devices.is_empty() && outside.iter().any(|(_, l)| l.contains(',')) {
             let mut c = parse_csv(&outside, path)?;
+            c.driver_version = c.driver_version.or(t.driver_version);
+            c.cuda_version = c.cuda_version.or(t.cuda_version);
             c.notes.push(
                 "the nvidia-smi table in this file lists no GPU; the --query-gpu CSV rows before it were read".into(),
             );

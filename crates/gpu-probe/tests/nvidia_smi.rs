@@ -340,6 +340,9 @@ fn gb10_unified_memory_csv_is_a_gpu_with_unknown_memory() {
     let d = &s.devices[0];
     assert_eq!((d.index, d.name.as_str()), (0, "NVIDIA GB10"));
     assert!(!d.memory_reported);
+    // the driver comes from the table header after the CSV
+    assert_eq!(s.driver_version.as_deref(), Some("580.95.05"));
+    assert_eq!(s.cuda_version.as_deref(), Some("13.0"));
     assert_eq!((d.memory_total(), d.memory_free()), (None, None));
     assert_eq!(s.min_total_bytes(), None);
     assert!(

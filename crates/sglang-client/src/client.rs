@@ -2,6 +2,8 @@
 //! typed calls for the info, metrics and generation endpoints.
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::stream::{BoxStream, StreamExt};
@@ -50,13 +52,21 @@ fn scrub(key: Option<&ApiKey>, text: String) -> String {
     }
 }
 
-/// Default cap on a JSON body (`/server_info`, `/model_info`, a
-/// non-streaming completion): 16 MiB.
+/// Default cap on a non-streaming completion body: 16 MiB.
 pub const DEFAULT_MAX_JSON_BYTES: u64 = 16 << 20;
+/// Default cap on an info payload (`/server_info`, `/model_info`): 2 MiB.
+/// Real payloads are tens of KiB; these are decoded into a JSON tree, which
+/// can take 16 times the text (`[0,0,0,…]`: 32 bytes per 2-byte element),
+/// so the cap keeps that tree under about 32 MiB.
+pub const DEFAULT_MAX_INFO_BYTES: u64 = 2 << 20;
 /// Default cap on a `/metrics` body: 64 MiB.
 pub const DEFAULT_MAX_METRICS_BYTES: u64 = 64 << 20;
 /// Default cap on one server-sent event (and one line of a stream): 1 MiB.
 pub const DEFAULT_MAX_SSE_EVENT_BYTES: u64 = 1 << 20;
+/// Default cap on the bodies being received at once by one client, all
+/// requests together: 64 MiB. With 64 requests in flight each may still
+/// take the whole per-body cap, just not all at the same moment.
+pub const DEFAULT_MAX_IN_FLIGHT_BODY_BYTES: u64 = 32 << 20;
 /// How much of an error (non-2xx) body is read for its excerpt: 64 KiB.
 pub const ERROR_BODY_READ_BYTES: u64 = 64 << 10;
 
@@ -84,9 +94,16 @@ pub struct ClientConfig {
     /// Before the first byte only `generate_timeout` applies, since a
     /// queued request is silent until its prefill runs.
     pub stall_timeout: Duration,
-    /// Cap on JSON bodies: info payloads and non-streaming completions
-    /// (bytes, default [`DEFAULT_MAX_JSON_BYTES`]).
+    /// Cap on a non-streaming completion body (bytes, default
+    /// [`DEFAULT_MAX_JSON_BYTES`]).
     pub max_json_bytes: u64,
+    /// Cap on an info payload (bytes, default [`DEFAULT_MAX_INFO_BYTES`]).
+    pub max_info_bytes: u64,
+    /// Cap on the non-streaming bodies being received at once, all requests
+    /// of this client together (bytes, default
+    /// [`DEFAULT_MAX_IN_FLIGHT_BODY_BYTES`]): a body that would pass it fails
+    /// as [`ClientError::TooLarge`].
+    pub max_in_flight_body_bytes: u64,
     /// Cap on a `/metrics` body (bytes, default [`DEFAULT_MAX_METRICS_BYTES`]).
     pub max_metrics_bytes: u64,
     /// Cap on one server-sent event or stream line (bytes, default
@@ -109,6 +126,8 @@ impl ClientConfig {
             generate_timeout: Duration::from_secs(600),
             stall_timeout: Duration::from_secs(60),
             max_json_bytes: DEFAULT_MAX_JSON_BYTES,
+            max_info_bytes: DEFAULT_MAX_INFO_BYTES,
+            max_in_flight_body_bytes: DEFAULT_MAX_IN_FLIGHT_BODY_BYTES,
             max_metrics_bytes: DEFAULT_MAX_METRICS_BYTES,
             max_sse_event_bytes: DEFAULT_MAX_SSE_EVENT_BYTES,
             api_key: None,
@@ -147,6 +166,7 @@ impl Endpoint {
 pub struct SglangClient {
     http: reqwest::Client,
     cfg: ClientConfig,
+    budget: Arc<Budget>,
 }
 
 fn map_reqwest(e: reqwest::Error, url: &str) -> ClientError {
@@ -178,7 +198,11 @@ impl SglangClient {
             .tcp_nodelay(true)
             .build()
             .map_err(|e| ClientError::Io(std::io::Error::other(e.without_url().to_string())))?;
-        Ok(SglangClient { http, cfg })
+        let budget = Arc::new(Budget {
+            used: AtomicU64::new(0),
+            limit: cfg.max_in_flight_body_bytes,
+        });
+        Ok(SglangClient { http, cfg, budget })
     }
 
     /// The configuration in use.
@@ -229,7 +253,7 @@ impl SglangClient {
         let resp = self
             .send(self.http.get(&url), &url, self.cfg.info_timeout)
             .await?;
-        let bytes = read_capped(resp, cap, &url, "response body").await?;
+        let bytes = read_capped(resp, cap, &url, "response body", &self.budget).await?;
         Ok(match String::from_utf8(bytes) {
             Ok(s) => s,
             Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
@@ -237,7 +261,7 @@ impl SglangClient {
     }
 
     async fn get_json(&self, path: &str) -> Result<Value, ClientError> {
-        let text = self.get_text(path, self.cfg.max_json_bytes).await?;
+        let text = self.get_text(path, self.cfg.max_info_bytes).await?;
         decode(path, &text).map_err(|e| self.scrub_decode(e))
     }
 
@@ -340,7 +364,14 @@ impl SglangClient {
     ) -> Result<T, ClientError> {
         let url = self.url(path);
         let resp = self.post_raw(path, body).await?;
-        let bytes = read_capped(resp, self.cfg.max_json_bytes, &url, "response body").await?;
+        let bytes = read_capped(
+            resp,
+            self.cfg.max_json_bytes,
+            &url,
+            "response body",
+            &self.budget,
+        )
+        .await?;
         serde_json::from_slice(&bytes).map_err(|source| ClientError::Decode {
             endpoint: path.to_string(),
             excerpt: self.scrub(excerpt(&String::from_utf8_lossy(&bytes), 200)),
@@ -386,6 +417,7 @@ impl SglangClient {
             self.cfg.max_json_bytes,
             ep.url.as_str(),
             "response body",
+            &self.budget,
         )
         .await?;
         serde_json::from_slice(&bytes).map_err(|source| ClientError::Decode {
@@ -496,26 +528,138 @@ async fn read_capped(
     cap: u64,
     url: &str,
     what: &'static str,
+    budget: &Arc<Budget>,
 ) -> Result<Vec<u8>, ClientError> {
-    let too_large = || ClientError::TooLarge {
-        url: redact_url(url),
-        what,
-        limit_bytes: cap,
-    };
-    let mut buf = Vec::new();
-    if let Some(len) = resp.content_length() {
-        if len > cap {
-            return Err(too_large());
-        }
-        buf.reserve(len as usize);
+    if resp.content_length().is_some_and(|len| len > cap) {
+        return Err(ClientError::TooLarge {
+            url: redact_url(url),
+            what,
+            limit_bytes: cap,
+        });
     }
+    let mut parts = Parts::new(budget.clone());
     while let Some(chunk) = resp.chunk().await.map_err(|e| map_reqwest(e, url))? {
-        if (buf.len() + chunk.len()) as u64 > cap {
-            return Err(too_large());
+        if let Err(over) = parts.push(chunk, cap) {
+            return Err(over.error(url, what, cap, budget));
         }
-        buf.extend_from_slice(&chunk);
     }
-    Ok(buf)
+    Ok(parts.into_vec())
+}
+
+/// Bytes of bodies being received, all requests of one client together.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    used: AtomicU64,
+    limit: u64,
+}
+
+/// Which cap a chunk would pass.
+#[derive(Debug)]
+pub(crate) enum Over {
+    /// This body's own cap.
+    Body,
+    /// The client's in-flight budget.
+    Budget,
+}
+
+impl Over {
+    fn error(&self, url: &str, what: &'static str, cap: u64, budget: &Budget) -> ClientError {
+        match self {
+            Over::Body => ClientError::TooLarge {
+                url: redact_url(url),
+                what,
+                limit_bytes: cap,
+            },
+            Over::Budget => ClientError::TooLarge {
+                url: redact_url(url),
+                what: "response body (with the other answers in flight)",
+                limit_bytes: budget.limit,
+            },
+        }
+    }
+}
+
+/// A body copied into blocks that grow geometrically up to 64 KiB, joined
+/// once at the end (and charged to the client's in-flight budget until
+/// then). The received chunks are copied, not kept: a chunk from hyper can
+/// hold on to its whole read buffer, so keeping chunks measured twice the
+/// data in RSS. A body cut at the cap costs about the cap, no more (a
+/// growing `Vec` would hold up
+/// to 1.5 times it while reallocating).
+pub(crate) struct Parts {
+    blocks: Vec<Vec<u8>>,
+    len: usize,
+    budget: Arc<Budget>,
+}
+
+/// Largest block of [`Parts`]: 64 KiB (small enough for the allocator to reuse at once).
+const MAX_BLOCK: usize = 64 << 10;
+
+impl Parts {
+    fn new(budget: Arc<Budget>) -> Self {
+        Parts {
+            blocks: Vec::new(),
+            len: 0,
+            budget,
+        }
+    }
+
+    fn copy_in(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let full = self.blocks.last().is_none_or(|b| b.len() == b.capacity());
+            if full {
+                let size = self
+                    .len
+                    .clamp(16 << 10, MAX_BLOCK)
+                    .max(data.len().min(MAX_BLOCK));
+                self.blocks.push(Vec::with_capacity(size));
+            }
+            let Some(b) = self.blocks.last_mut() else {
+                return;
+            };
+            let take = (b.capacity() - b.len()).min(data.len());
+            b.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+    }
+
+    /// Adds a chunk; an error (and nothing added) when it would pass `cap`
+    /// bytes or the client's budget.
+    pub(crate) fn push(&mut self, chunk: bytes::Bytes, cap: u64) -> Result<(), Over> {
+        let n = chunk.len() as u64;
+        if self.len as u64 + n > cap {
+            return Err(Over::Body);
+        }
+        let before = self.budget.used.fetch_add(n, Ordering::Relaxed);
+        if before + n > self.budget.limit {
+            self.budget.used.fetch_sub(n, Ordering::Relaxed);
+            return Err(Over::Budget);
+        }
+        self.copy_in(&chunk);
+        self.len += chunk.len();
+        Ok(())
+    }
+
+    /// The body, in one buffer (the block itself when there is one).
+    pub(crate) fn into_vec(mut self) -> Vec<u8> {
+        let mut blocks = std::mem::take(&mut self.blocks);
+        if blocks.len() == 1 {
+            return blocks.pop().unwrap_or_default();
+        }
+        let mut v = Vec::with_capacity(self.len);
+        for b in blocks {
+            v.extend_from_slice(&b);
+        }
+        v
+    }
+}
+
+impl Drop for Parts {
+    fn drop(&mut self) {
+        self.budget
+            .used
+            .fetch_sub(self.len as u64, Ordering::Relaxed);
+    }
 }
 
 /// The first `cap` bytes of a body (for an error excerpt); what cannot be
@@ -676,6 +820,7 @@ pub struct BatchConnection {
     connect_timeout: Duration,
     total_timeout: Duration,
     max_body_bytes: u64,
+    budget: Arc<Budget>,
     key: Option<ApiKey>,
     sender: Option<hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>>,
 }
@@ -738,6 +883,7 @@ impl SglangClient {
             connect_timeout: self.cfg.connect_timeout,
             total_timeout: self.cfg.generate_timeout,
             max_body_bytes: self.cfg.max_json_bytes,
+            budget: self.budget.clone(),
             key: self.cfg.api_key.clone(),
             sender: None,
         })
@@ -874,8 +1020,8 @@ impl BatchConnection {
             return Err(too_large(self));
         }
         let mut body = resp.into_body();
-        let mut bytes: Vec<u8> = Vec::new();
-        let mut cut = false;
+        let mut parts = Parts::new(self.budget.clone());
+        let mut cut = None;
         while let Some(frame) = body.frame().await {
             let frame = match frame {
                 Ok(f) => f,
@@ -884,21 +1030,19 @@ impl BatchConnection {
                     return Err(self.transport(&e));
                 }
             };
-            if let Ok(data) = frame.into_data() {
-                if (bytes.len() + data.len()) as u64 > cap {
-                    let room = cap as usize - bytes.len();
-                    bytes.extend_from_slice(&data[..room]);
-                    cut = true;
-                    break;
-                }
-                bytes.extend_from_slice(&data);
+            if let Ok(data) = frame.into_data()
+                && let Err(over) = parts.push(data, cap)
+            {
+                cut = Some(over);
+                break;
             }
         }
-        if cut {
+        let bytes = parts.into_vec();
+        if let Some(over) = cut {
             // the rest of the body is still coming: this connection is spent
             self.sender = None;
             if status.is_success() {
-                return Err(too_large(self));
+                return Err(over.error(&self.url, "response body", cap, &self.budget));
             }
         }
         if !status.is_success() {

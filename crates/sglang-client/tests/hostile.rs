@@ -28,6 +28,8 @@ enum Mode {
     },
     /// Sends `prefix`, then holds the connection silent for `hold`.
     Stall { prefix: Vec<u8>, hold: Duration },
+    /// The first mode whose path prefix matches the request's path.
+    Route(Vec<(&'static str, Mode)>),
 }
 
 /// Reads a request head and its body (by Content-Length); returns the head.
@@ -68,10 +70,19 @@ async fn read_request(s: &mut TcpStream) -> Option<String> {
 }
 
 async fn answer(mut s: TcpStream, mode: Mode) {
-    if read_request(&mut s).await.is_none() {
+    let Some(head) = read_request(&mut s).await else {
         return;
-    }
+    };
+    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+    let mode = match mode {
+        Mode::Route(routes) => match routes.into_iter().find(|(p, _)| path.starts_with(p)) {
+            Some((_, m)) => m,
+            None => return,
+        },
+        m => m,
+    };
     match mode {
+        Mode::Route(_) => {}
         Mode::Raw(bytes) => {
             let _ = s.write_all(&bytes).await;
             let _ = s.shutdown().await;
@@ -146,7 +157,7 @@ async fn a_chunked_server_info_past_the_cap_stops_at_the_cap() {
         total: 64 << 20,
     })
     .await;
-    let c = client(&url, |c| c.max_json_bytes = 1 << 20);
+    let c = client(&url, |c| c.max_info_bytes = 1 << 20);
     let e = c.server_info().await.unwrap_err();
     assert_eq!(e.kind(), "too_large");
     let msg = e.to_string();
@@ -436,4 +447,41 @@ async fn the_prompts_file_as_output_is_refused() {
         .unwrap_err();
     assert!(matches!(e, BatchError::OutputIsInput(_)), "{e:?}");
     assert_eq!(std::fs::read(&input).unwrap(), before);
+}
+
+#[tokio::test]
+async fn bodies_in_flight_share_one_budget_that_is_given_back() {
+    let url = serve(Mode::Route(vec![
+        (
+            "/server_info",
+            Mode::Chunked {
+                head: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".into(),
+                chunk: vec![b' '; 64 * 1024],
+                total: 4 << 20,
+            },
+        ),
+        (
+            "/model_info",
+            ok_json(r#"{"model_path": "m", "is_generation": true}"#),
+        ),
+    ]))
+    .await;
+    let c = client(&url, |c| {
+        c.max_info_bytes = 16 << 20;
+        c.max_in_flight_body_bytes = 1 << 20;
+    });
+    for _ in 0..3 {
+        let e = c.server_info().await.unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{url}/server_info: response body (with the other answers in flight) larger than the cap of 1 MiB (stopped reading there)"
+            )
+        );
+        // What the failed body held was given back: a small answer still fits.
+        assert_eq!(
+            c.model_info().await.unwrap().model_path.as_deref(),
+            Some("m")
+        );
+    }
 }
