@@ -537,7 +537,7 @@ async fn read_capped(
             limit_bytes: cap,
         });
     }
-    let mut parts = Parts::new(budget.clone());
+    let mut parts = Parts::new(budget.clone(), resp.content_length());
     while let Some(chunk) = resp.chunk().await.map_err(|e| map_reqwest(e, url))? {
         if let Err(over) = parts.push(chunk, cap) {
             return Err(over.error(url, what, cap, budget));
@@ -590,17 +590,20 @@ pub(crate) struct Parts {
     blocks: Vec<Vec<u8>>,
     len: usize,
     budget: Arc<Budget>,
+    /// The declared length (`Content-Length`), sizing the first block.
+    hint: Option<usize>,
 }
 
 /// Largest block of [`Parts`]: 64 KiB (small enough for the allocator to reuse at once).
 const MAX_BLOCK: usize = 64 << 10;
 
 impl Parts {
-    fn new(budget: Arc<Budget>) -> Self {
+    fn new(budget: Arc<Budget>, declared: Option<u64>) -> Self {
         Parts {
             blocks: Vec::new(),
             len: 0,
             budget,
+            hint: declared.map(|n| (n as usize).clamp(1, MAX_BLOCK)),
         }
     }
 
@@ -608,10 +611,12 @@ impl Parts {
         while !data.is_empty() {
             let full = self.blocks.last().is_none_or(|b| b.len() == b.capacity());
             if full {
-                let size = self
+                // A small body of declared length is one exact block (returned as is).
+                let grown = self
                     .len
                     .clamp(16 << 10, MAX_BLOCK)
                     .max(data.len().min(MAX_BLOCK));
+                let size = self.hint.take().unwrap_or(grown);
                 self.blocks.push(Vec::with_capacity(size));
             }
             let Some(b) = self.blocks.last_mut() else {
@@ -1020,7 +1025,7 @@ impl BatchConnection {
             return Err(too_large(self));
         }
         let mut body = resp.into_body();
-        let mut parts = Parts::new(self.budget.clone());
+        let mut parts = Parts::new(self.budget.clone(), declared);
         let mut cut = None;
         while let Some(frame) = body.frame().await {
             let frame = match frame {
@@ -1099,5 +1104,58 @@ impl BatchConnection {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    fn budget(limit: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            used: AtomicU64::new(0),
+            limit,
+        })
+    }
+
+    #[test]
+    fn bodies_are_joined_whole_and_their_budget_given_back() {
+        let b = budget(1 << 20);
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut p = Parts::new(b.clone(), None);
+        for c in data.chunks(7_000) {
+            p.push(bytes::Bytes::copy_from_slice(c), 1 << 20).unwrap();
+        }
+        assert!(p.blocks.iter().all(|x| x.capacity() <= MAX_BLOCK));
+        assert_eq!(b.used.load(Ordering::Relaxed), 200_000);
+        assert_eq!(p.into_vec(), data);
+        assert_eq!(b.used.load(Ordering::Relaxed), 0);
+
+        // A declared small body is one exact block, handed over without a copy.
+        let mut p = Parts::new(b.clone(), Some(450));
+        p.push(bytes::Bytes::from(vec![b'x'; 450]), 1 << 20)
+            .unwrap();
+        let v = p.into_vec();
+        assert_eq!((v.len(), v.capacity()), (450, 450));
+    }
+
+    #[test]
+    fn the_body_cap_and_the_shared_budget_are_both_enforced() {
+        let b = budget(100);
+        let mut p = Parts::new(b.clone(), None);
+        assert!(matches!(
+            p.push(bytes::Bytes::from(vec![0; 60]), 50),
+            Err(Over::Body)
+        ));
+        p.push(bytes::Bytes::from(vec![0; 60]), 1000).unwrap();
+        let mut q = Parts::new(b.clone(), None);
+        assert!(matches!(
+            q.push(bytes::Bytes::from(vec![0; 60]), 1000),
+            Err(Over::Budget)
+        ));
+        drop(p);
+        q.push(bytes::Bytes::from(vec![0; 60]), 1000).unwrap();
+        drop(q);
+        assert_eq!(b.used.load(Ordering::Relaxed), 0);
     }
 }
