@@ -171,11 +171,13 @@ pub struct SglangClient {
 
 fn map_reqwest(e: reqwest::Error, url: &str) -> ClientError {
     let url = redact_url(url);
-    if e.is_timeout() {
-        return ClientError::Timeout { url };
-    }
+    // A connect that timed out never sent the request: a connect error (retried), not a
+    // request timeout.
     if e.is_connect() {
         return ClientError::Connect { url };
+    }
+    if e.is_timeout() {
+        return ClientError::Timeout { url };
     }
     let e = e.without_url();
     let mut detail = e.to_string();
@@ -909,8 +911,9 @@ impl BatchConnection {
         )
         .await
         {
-            Err(_) => return Err(ClientError::Timeout { url: url() }),
-            Ok(Err(_)) => return Err(ClientError::Connect { url: url() }),
+            // Not connected within the connect timeout (a full accept backlog drops SYNs): the
+            // request was never sent, so this is a connect error, which is retried.
+            Err(_) | Ok(Err(_)) => return Err(ClientError::Connect { url: url() }),
             Ok(Ok(s)) => s,
         };
         // Nagle off: each request is one small write, answered at once.

@@ -7,13 +7,14 @@
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The TCP/HTTP connection could not be established (refused, DNS,
-    /// unreachable). Retried by the batch runner.
+    /// unreachable, or not within the connect timeout). Retried by the batch
+    /// runner: the request was never sent.
     #[error("cannot connect to {url}")]
     Connect {
         /// Redacted URL that was requested.
         url: String,
     },
-    /// The connect or total timeout of the request elapsed.
+    /// The total timeout of the request elapsed (after it was sent).
     #[error("timed out waiting for {url}")]
     Timeout {
         /// Redacted URL that was requested.

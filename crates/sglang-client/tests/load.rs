@@ -96,6 +96,16 @@ async fn one_batch(
         s.ok,
         s.ok as f64 / secs
     );
+    if s.failed > 0 {
+        // Say why: the first errors of the failed records.
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        let errors: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("\"ok\":false"))
+            .take(5)
+            .collect();
+        eprintln!("failed records (first 5): {errors:#?}");
+    }
     assert_eq!((s.ok, s.failed, s.not_finished), (50_000, 0, 0));
     assert_eq!(s.completion_tokens, 50_000 * 8);
     let lines = std::fs::read_to_string(&out).unwrap().lines().count();
