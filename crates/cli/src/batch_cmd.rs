@@ -21,20 +21,29 @@ use sglang_client::{API_KEY_ENV, ClientConfig};
 #[derive(Debug, Args)]
 pub struct RunBatchArgs {
     /// Server base URL, e.g. http://127.0.0.1:30000. The API key, if any, comes from SGLANG_API_KEY.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = crate::flags::server_url)]
     pub server: String,
     /// Input prompts, JSONL: {"id": ..., "prompt": ...} or {"id": ..., "messages": [...]}.
     #[arg(long, value_name = "FILE")]
     pub prompts: PathBuf,
-    /// Output records, JSONL (appended; ids already there are skipped: resume).
+    /// Output records, JSONL (appended; ids already there with a success are skipped: resume; ids whose record is a failure are sent again). One run at a time per file (OUT.lock).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Requests in flight at once; the others wait for a slot.
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    /// On resume, keep the failed records as they are instead of sending their ids again (they still count as failed).
+    #[arg(long)]
+    pub no_retry_failed: bool,
+    /// Requests in flight at once (1 to 100000); the others wait for a slot.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub concurrency: usize,
-    /// max_tokens sent with every request (tokens; without it none is sent and the server's default applies).
-    #[arg(long, value_name = "TOKENS")]
+    /// max_tokens sent with every request (tokens, 1 to 10000000; without it none is sent and the server's default applies).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub max_tokens: Option<u64>,
+    /// Longest a request may take in all, streamed answer included (seconds, or with ms/s/m/h; 1 s to 30 days). A request past it is recorded as failed (kind timeout), not retried.
+    #[arg(long, value_name = "SECONDS", default_value = "600", value_parser = crate::flags::duration_between(1.0, crate::flags::MAX_DURATION_S))]
+    pub timeout: Duration,
+    /// A stream that sends no byte for this long after its first one is stalled (seconds, or with ms/s/m/h; 1 s to 1 h): retried, then recorded as failed.
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = crate::flags::duration_between(1.0, 3600.0))]
+    pub stall_timeout: Duration,
     /// Use /v1/chat/completions (default /v1/completions).
     #[arg(long)]
     pub chat: bool,
@@ -47,11 +56,11 @@ pub struct RunBatchArgs {
     /// Create every request at t=0 (they then wait for a slot), like an asyncio.gather script.
     #[arg(long)]
     pub burst: bool,
-    /// Length of the sliding window the progress rates (req/s, tok/s) are measured over (seconds).
-    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    /// Length of the sliding window the progress rates (req/s, tok/s) are measured over (seconds, 1 s to 1 day).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = crate::flags::seconds_between(1.0, 86_400.0))]
     pub window: f64,
-    /// After Ctrl-C, how long in-flight requests may still finish before the client exits (seconds).
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    /// After Ctrl-C, how long in-flight requests may still finish before the client exits (seconds, 0 to 1 h).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = crate::flags::seconds_between(0.0, 3600.0))]
     pub grace: f64,
 }
 
@@ -65,6 +74,8 @@ struct Progress {
     window_s: f64,
     /// (t since start, completion tokens) of recent successful completions.
     recent: VecDeque<(f64, u64)>,
+    /// Redacted from every warning printed.
+    key: Option<sglang_client::ApiKey>,
 }
 
 impl Progress {
@@ -150,7 +161,7 @@ impl ProgressSink for Progress {
         }
     }
     fn on_warning(&mut self, m: &str) {
-        self.say(format!("warning: {m}"));
+        self.say(format!("warning: {}", redact(self.key.as_ref(), m)));
     }
 }
 
@@ -159,8 +170,14 @@ impl ProgressSink for Progress {
 /// # Errors
 /// Input/output files that cannot be read or written, a bad server URL.
 pub fn run(args: &RunBatchArgs) -> Result<i32> {
-    let client = ClientConfig::new(args.server.clone()).api_key_from_env(API_KEY_ENV);
+    let mut client = ClientConfig::new(args.server.clone()).api_key_from_env(API_KEY_ENV);
+    client.generate_timeout = args.timeout;
+    client.stall_timeout = args.stall_timeout;
+    let key = client.api_key.clone();
+    // What is printed never carries the URL's password or the API key.
+    let server = sglang_client::error::redact_url(&args.server);
     let mut cfg = BatchConfig::new(client, &args.prompts, &args.out);
+    cfg.retry_failed_on_resume = !args.no_retry_failed;
     cfg.api = if args.native {
         BatchApi::Generate
     } else if args.chat {
@@ -179,7 +196,7 @@ pub fn run(args: &RunBatchArgs) -> Result<i32> {
     cfg.stream = args.stream;
     cfg.concurrency = args.concurrency;
     cfg.burst = args.burst;
-    cfg.grace = Duration::from_secs_f64(args.grace.max(0.0));
+    cfg.grace = Duration::from_secs_f64(args.grace);
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{pos}/{len} {wide_msg}")
@@ -191,7 +208,8 @@ pub fn run(args: &RunBatchArgs) -> Result<i32> {
         plain,
         last_plain_s: f64::NEG_INFINITY,
         plain_every_s: 10.0,
-        window_s: args.window.max(1.0),
+        window_s: args.window,
+        key: key.clone(),
         recent: VecDeque::new(),
     };
     let cancel = CancelToken::new();
@@ -211,7 +229,9 @@ pub fn run(args: &RunBatchArgs) -> Result<i32> {
         sglang_client::batch::run_batch(cfg, progress, cancel.clone()).await
     });
     bar.finish();
-    let summary = summary.with_context(|| format!("batch run against {}", args.server))?;
+    let summary = summary
+        .map_err(|e| anyhow::anyhow!(redact(key.as_ref(), &e.to_string())))
+        .with_context(|| format!("batch run against {server}"))?;
     eprintln!(
         "done: {} ok, {} failed, {} retries, {} not finished, {} resumed; {} completion tokens in {:.1} s ({:.0} tok/s)",
         summary.ok,
@@ -229,11 +249,27 @@ pub fn run(args: &RunBatchArgs) -> Result<i32> {
     for p in summary.output_problems.iter().take(20) {
         eprintln!("output {}: {p}", args.out.display());
     }
+    let kept = summary.failed_in_file.saturating_sub(summary.failed);
+    if kept > 0 {
+        eprintln!(
+            "note {}: {kept} earlier failed record(s) kept and not sent again (--no-retry-failed); {} failed in the file in all",
+            args.out.display(),
+            summary.failed_in_file
+        );
+    }
     Ok(if summary.cancelled {
         130
-    } else if summary.failed > 0 {
+    } else if summary.failed_in_file > 0 {
         1
     } else {
         0
     })
+}
+
+/// `text` with the API key (when set) replaced by `<redacted>`.
+fn redact(key: Option<&sglang_client::ApiKey>, text: &str) -> String {
+    match key {
+        Some(k) => k.redact(text).into_owned(),
+        None => text.to_string(),
+    }
 }

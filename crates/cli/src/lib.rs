@@ -5,6 +5,7 @@
 //! diagnostics to stderr; exit codes are 0 (ok), 1 (failure), 2 (bad arguments).
 
 pub mod batch_cmd;
+pub mod flags;
 pub mod logfile;
 pub mod plot;
 pub mod render;
@@ -70,7 +71,7 @@ fn add_sample_context(ctx: &mut Context) {
         ctx.server = Some(sources::server_facts(&info, &name("server_info.json")));
     }
     if let Ok(snap) = gpu_probe::parse_nvidia_smi(SAMPLE_NVIDIA_SMI, &name("nvidia-smi.csv")) {
-        ctx.gpu = Some(sources::gpu_facts(&snap, &name("nvidia-smi.csv")));
+        sources::add_gpu_snapshot(ctx, &snap, &name("nvidia-smi.csv"));
     }
     if let Ok(config) = kv_capacity::ModelConfig::from_hf_json(SAMPLE_CONFIG) {
         ctx.model = Some(diagnosis::ModelFacts {
@@ -96,9 +97,41 @@ fn add_sample_context(ctx: &mut Context) {
     about = "Why is my SGLang server slower than I expect? Numbers, causes, and what to change."
 )]
 pub struct Cli {
+    /// When to colour the output: auto (a terminal, unless NO_COLOR is set), always, or never.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        default_value_t = ColorWhen::Auto,
+        global = true,
+        hide_possible_values = true
+    )]
+    pub color: ColorWhen,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color WHEN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// Colour when stdout/stderr is a terminal and NO_COLOR is not set.
+    Auto,
+    /// Always colour (even into a pipe, and over NO_COLOR).
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl ColorWhen {
+    fn apply(self) {
+        let c = match self {
+            ColorWhen::Auto => anstream::ColorChoice::Auto,
+            ColorWhen::Always => anstream::ColorChoice::Always,
+            ColorWhen::Never => anstream::ColorChoice::Never,
+        };
+        c.write_global();
+    }
 }
 
 /// Subcommands.
@@ -110,6 +143,62 @@ pub enum Command {
     Gpu(GpuArgs),
     /// Send a JSONL of prompts with bounded concurrency; record every response with its timings.
     RunBatch(batch_cmd::RunBatchArgs),
+    /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(CompletionsArgs),
+    /// Write the man pages (roff) into DIR: throughput-doctor.1 and one page per subcommand (used by `cargo xtask man`).
+    #[command(hide = true)]
+    Man(ManArgs),
+}
+
+/// Arguments of the hidden `man` subcommand.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Directory to write the pages into (created when missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// Writes `throughput-doctor.1` and `throughput-doctor-SUB.1` for each visible subcommand into
+/// `dir`; returns the paths written.
+///
+/// # Errors
+/// The directory cannot be created or a page cannot be written (the message names the path).
+pub fn write_man_pages(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let cmd = command();
+    let mut written = Vec::new();
+    let mut page = |name: String, c: clap::Command| -> Result<()> {
+        let path = dir.join(format!("{name}.1"));
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(c.display_name(name.clone()))
+            .render(&mut buf)
+            .with_context(|| format!("rendering {}", path.display()))?;
+        std::fs::write(&path, buf).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+        Ok(())
+    };
+    page("throughput-doctor".into(), cmd.clone())?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let bin = format!("throughput-doctor {}", sub.get_name());
+        page(
+            format!("throughput-doctor-{}", sub.get_name()),
+            sub.clone().bin_name(bin),
+        )?;
+    }
+    Ok(written)
+}
+
+/// Arguments of `completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell, e.g. bash (save to a file your shell sources: `throughput-doctor completions bash > ~/.local/share/bash-completion/completions/throughput-doctor`).
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// The clap definition, for completions and the man page (`cargo xtask man`).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
 }
 
 /// Arguments of `diagnose`.
@@ -118,10 +207,10 @@ pub struct DiagnoseArgs {
     /// SGLang server logs: plain text, .gz, or `-` for stdin; several files (ranks, nodes) may be given. With no input at all (no log, --server, --server-info, --gpu, --gpu-snapshot, --model-config, --client-log or --client-records), the embedded sample is diagnosed.
     pub logs: Vec<PathBuf>,
     /// A live SGLang server's base URL (e.g. http://127.0.0.1:30000): reads /server_info (or /get_server_info) and polls /metrics. The API key, if any, comes from SGLANG_API_KEY. If it is the only input and cannot be reached, diagnose exits 1.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = flags::server_url)]
     pub server: Option<String>,
-    /// With --server: how many /metrics polls to take, one second apart (0: none).
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    /// With --server: how many /metrics polls to take, one second apart (0: none; at most 3600).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=3600))]
     pub metrics_polls: u32,
     /// A saved /server_info (or /get_server_info) JSON response.
     #[arg(long, value_name = "FILE")]
@@ -142,25 +231,25 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "FILE")]
     pub client_records: Option<PathBuf>,
     /// Length in seconds of a short measurement someone plans (e.g. 60 s of the request rate): the report says how uncertain a rate measured over that long is, and how long a window a ±10% answer needs.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = flags::seconds_between(1.0, flags::MAX_DURATION_S))]
     pub sample_window: f64,
     /// Print the report as JSON (schema: docs/report-schema.md).
     #[arg(long)]
     pub json: bool,
-    /// Also write the report as Markdown to this file.
+    /// Also write the report as Markdown to this file (`-`: to stdout, in place of the text report).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
-    /// Also write a timeline picture (throughput, requests, token usage) as SVG to this file.
-    #[arg(long, value_name = "FILE.svg")]
+    /// Also write a timeline picture (throughput, requests, token usage) as SVG to this file (its name must end in .svg).
+    #[arg(long, value_name = "FILE.svg", value_parser = flags::svg_path)]
     pub plot: Option<PathBuf>,
     /// A log to read (same as a positional LOG; may repeat). With --watch it is followed.
     #[arg(long = "log", value_name = "PATH")]
     pub log_flag: Vec<PathBuf>,
     /// Live mode: follow the logs, poll /metrics of --server, print a rolling verdict every DURATION (a number with ms, s, m or h, e.g. 10s; bare = seconds) until Ctrl-C.
-    #[arg(long, value_name = "DURATION", value_parser = watch::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration_between(0.1, flags::MAX_DURATION_S))]
     pub watch: Option<std::time::Duration>,
     /// With --watch: stop after this many reports (default: until Ctrl-C).
-    #[arg(long, value_name = "N", requires = "watch")]
+    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
     pub watch_count: Option<u64>,
 }
 
@@ -194,12 +283,12 @@ fn gpu_check() -> Result<()> {
     let text = String::from_utf8_lossy(&out.stdout);
     let smi = gpu_probe::parse_nvidia_smi(&text, "nvidia-smi")?;
     let mut o = anstream::stdout();
-    writeln!(o, "NVML:\n{}", render::gpu_text(&nvml))?;
+    writeln!(o, "NVML:\n{}", gpu_text(&nvml))?;
     writeln!(
         o,
         "nvidia-smi {}:\n{}",
         gpu_probe::NVIDIA_SMI_QUERY_ARGS.join(" "),
-        render::gpu_text(&smi)
+        gpu_text(&smi)
     )?;
     let mismatches = gpu_probe::cross_check(&nvml, &smi, 64 * 1024 * 1024);
     if mismatches.is_empty() {
@@ -295,8 +384,15 @@ pub fn build_context(args: &DiagnoseArgs) -> Result<Context> {
         } else {
             args.metrics_polls
         };
-        let failure =
-            sources::add_server_url(&mut ctx, url, polls, std::time::Duration::from_secs(1));
+        // Live mode bounds each call by one period: a silent server must not hold up the reports.
+        let call_timeout = args.watch.map(watch::poll_timeout);
+        let failure = sources::add_server_url_within(
+            &mut ctx,
+            url,
+            polls,
+            std::time::Duration::from_secs(1),
+            call_timeout,
+        );
         // With other evidence an unreachable server only narrows the report; alone, there is
         // nothing to diagnose, and a "no scheduler lines" verdict with exit 0 would hide that
         // the URL is wrong or the server is down. (Live mode keeps polling: it may come up.)
@@ -305,8 +401,9 @@ pub fn build_context(args: &DiagnoseArgs) -> Result<Context> {
             && server_is_the_only_source(args)
         {
             anyhow::bail!(
-                "--server {url}: {cause}; it was the only input, so there is nothing to diagnose \
-                 (check the URL and that the server is up, or also give its log)"
+                "--server {}: {cause}; it was the only input, so there is nothing to diagnose \
+                 (check the URL and that the server is up, or also give its log)",
+                sglang_client::error::redact_url(url)
             );
         }
     }
@@ -357,9 +454,35 @@ pub fn run_gpu(args: &GpuArgs) -> Result<()> {
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&snap)?)?;
     } else {
-        write!(out, "{}", render::gpu_text(&snap))?;
+        write!(out, "{}", gpu_text(&snap))?;
     }
     Ok(())
+}
+
+/// [`render::gpu_text`], with a GPU that reports no memory (unified memory, e.g. GB10) shown as
+/// "memory not reported" instead of 0 MiB.
+// For the lead: this belongs in render.rs (gpu_text reading `GpuDevice::memory_total()`).
+fn gpu_text(s: &gpu_probe::GpuSnapshot) -> String {
+    if s.devices.iter().all(|d| d.memory_reported) {
+        return render::gpu_text(s);
+    }
+    let mut known = s.clone();
+    known.devices.retain(|d| d.memory_reported);
+    let text = render::gpu_text(&known);
+    let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
+    let mut o = format!("{head}\n");
+    for d in s.devices.iter().filter(|d| !d.memory_reported) {
+        o.push_str(&format!(
+            "  GPU {} {} ({}): memory not reported (unified memory?): total, used and free unknown\n",
+            d.index,
+            d.name,
+            d.architecture
+                .map(|a| format!("{a:?}"))
+                .unwrap_or_else(|| "architecture ?".into()),
+        ));
+    }
+    o.push_str(rest);
+    o
 }
 
 /// Run `diagnose` and print the report.
@@ -380,12 +503,26 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
     if let Some(period) = args.watch {
         return watch::run(args, period, args.watch_count);
     }
+    // Output paths are checked before the work: a typo must not cost a whole diagnosis.
+    let md_stdout = args.markdown.as_deref().is_some_and(flags::is_stdout);
+    anyhow::ensure!(
+        !(md_stdout && args.json),
+        "--markdown - and --json both write to stdout; give --markdown a file"
+    );
+    if let Some(p) = &args.plot {
+        flags::check_writable("--plot", p)?;
+    }
+    if let Some(p) = &args.markdown {
+        flags::check_writable("--markdown", p)?;
+    }
     let (ev, report) = diagnose_full(args)?;
-    // The report first: a bad --plot or --markdown path must not hide it.
+    // The report first: a --plot or --markdown write that still fails must not hide it.
     let mut out = anstream::stdout();
     if args.json {
         let s = serde_json::to_string_pretty(&report).context("serialising the report")?;
         writeln!(out, "{s}")?;
+    } else if md_stdout {
+        write!(out, "{}", render::markdown(&report))?;
     } else {
         write!(out, "{}", render::text(&report, true))?;
     }
@@ -394,7 +531,7 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
         // PlotError::Io names the path itself.
         plot::write_svg(&ev, &report, path).context("--plot")?;
     }
-    if let Some(path) = &args.markdown {
+    if let Some(path) = args.markdown.as_ref().filter(|_| !md_stdout) {
         std::fs::write(path, render::markdown(&report))
             .with_context(|| format!("--markdown {}", path.display()))?;
     }
@@ -439,7 +576,23 @@ where
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    cli.color.apply();
     let result = match &cli.command {
+        Command::Completions(a) => {
+            let mut cmd = command();
+            clap_complete::generate(
+                a.shell,
+                &mut cmd,
+                "throughput-doctor",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
+        Command::Man(a) => write_man_pages(&a.dir).map(|paths| {
+            for p in paths {
+                println!("{}", p.display());
+            }
+        }),
         Command::Diagnose(a) => run_diagnose(a),
         Command::Gpu(a) => run_gpu(a),
         Command::RunBatch(a) => match batch_cmd::run(a) {

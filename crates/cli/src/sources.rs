@@ -37,13 +37,15 @@ pub fn server_facts(info: &ServerInfo, source: &str) -> ServerFacts {
     }
 }
 
-/// GPU facts from a snapshot (NVML or a copied nvidia-smi file).
+/// GPU facts from a snapshot (NVML or a copied nvidia-smi file). GPUs that report no memory
+/// (unified memory, e.g. GB10) are left out: their memory is unknown, not 0.
 pub fn gpu_facts(s: &GpuSnapshot, source: &str) -> GpuFacts {
     GpuFacts {
         source: source.to_string(),
         devices: s
             .devices
             .iter()
+            .filter(|d| d.memory_reported)
             .map(|d| GpuMemory {
                 index: d.index,
                 name: d.name.clone(),
@@ -54,36 +56,96 @@ pub fn gpu_facts(s: &GpuSnapshot, source: &str) -> GpuFacts {
     }
 }
 
+/// Puts a snapshot into the context: its GPUs with memory figures as `ctx.gpu`; when none has
+/// any (a unified-memory GPU such as GB10), `ctx.gpu_unavailable` says which GPUs were found and
+/// that their memory is unknown (never "no GPU", never 0 MiB).
+pub fn add_gpu_snapshot(ctx: &mut Context, s: &GpuSnapshot, source: &str) {
+    let unknown: Vec<String> = s
+        .devices
+        .iter()
+        .filter(|d| !d.memory_reported)
+        .map(|d| format!("GPU {} {}", d.index, d.name))
+        .collect();
+    let facts = gpu_facts(s, source);
+    if !unknown.is_empty() {
+        let why = format!(
+            "{source}: {} found, but {} no memory figures (N/A or Not Supported, as unified-memory GPUs such as GB10 print): memory unknown",
+            unknown.join(", "),
+            if unknown.len() == 1 {
+                "it reports"
+            } else {
+                "they report"
+            }
+        );
+        if facts.devices.is_empty() {
+            ctx.gpu_unavailable = Some(why);
+        } else {
+            ctx.source_errors.push(why);
+        }
+    }
+    if !facts.devices.is_empty() {
+        ctx.gpu = Some(facts);
+    }
+}
+
 /// Read a saved `/server_info` JSON file into the context.
 ///
 /// # Errors
 /// The file cannot be read or is not a server info payload (the message names the file).
+/// A field whose value has the wrong type is named (with its value) in `ctx.source_errors` and
+/// left out; the other fields are used.
+///
+/// # Errors
+/// The file cannot be read or is not a server info payload, or a field holds an impossible value
+/// (`tp_size 0`, a fraction above 1, ...): the message names the file, each such field and its
+/// value.
 pub fn add_server_info_file(ctx: &mut Context, path: &Path) -> anyhow::Result<()> {
     let name = path.display().to_string();
     let text =
         std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--server-info {name}: {e}"))?;
-    let info = ServerInfo::from_json_str(&text)
+    let mut info = ServerInfo::from_json_str(&text)
         .map_err(|e| anyhow::anyhow!("--server-info {name}: not a /server_info payload: {e}"))?;
+    let bad = info.validate();
+    anyhow::ensure!(
+        bad.is_empty(),
+        "--server-info {name}: impossible value{}: {}",
+        if bad.len() == 1 { "" } else { "s" },
+        bad.join("; ")
+    );
+    for p in &info.problems {
+        ctx.source_errors
+            .push(format!("--server-info {name}: {p}; that field is not used"));
+    }
     ctx.server = Some(server_facts(&info, &name));
     Ok(())
 }
 
-/// Read a copied nvidia-smi output into the context.
+/// Read a copied nvidia-smi output into the context. Content that is not understood (a format
+/// that is not nvidia-smi's, a row that does not parse, an absurd figure) narrows the diagnosis:
+/// it lands in `ctx.gpu_unavailable` and `ctx.source_errors`, naming the file and line.
 ///
 /// # Errors
-/// The file cannot be read or parsed (the message names the file and line).
+/// The file cannot be opened or read.
 pub fn add_gpu_snapshot_file(ctx: &mut Context, path: &Path) -> anyhow::Result<()> {
     let name = path.display().to_string();
-    let s =
-        gpu_probe::read_snapshot_file(path).map_err(|e| anyhow::anyhow!("--gpu-snapshot: {e}"))?;
-    ctx.gpu = Some(gpu_facts(&s, &name));
+    match gpu_probe::read_snapshot_file(path) {
+        Ok(s) => add_gpu_snapshot(ctx, &s, &name),
+        // A file that cannot be opened is a wrong path: an error.
+        Err(e @ GpuError::Io { .. }) => anyhow::bail!("--gpu-snapshot: {e}"),
+        // One whose content cannot be read narrows the diagnosis: the rest still stands.
+        Err(e) => {
+            let why = format!("--gpu-snapshot {e}");
+            ctx.source_errors.push(why.clone());
+            ctx.gpu_unavailable = Some(why);
+        }
+    }
     Ok(())
 }
 
 /// Probe this machine's GPUs (NVML) into the context; no GPU is not an error.
 pub fn add_gpu_probe(ctx: &mut Context) {
     match gpu_probe::probe() {
-        Ok(s) => ctx.gpu = Some(gpu_facts(&s, "NVML")),
+        Ok(s) => add_gpu_snapshot(ctx, &s, "NVML"),
         Err(GpuError::GpuUnavailable { reason }) => ctx.gpu_unavailable = Some(reason),
         Err(e) => ctx.gpu_unavailable = Some(e.to_string()),
     }
@@ -155,6 +217,21 @@ pub fn add_server_url(
     polls: u32,
     interval: std::time::Duration,
 ) -> Option<String> {
+    add_server_url_within(ctx, url, polls, interval, None)
+}
+
+/// [`add_server_url`] with each call bounded by `call_timeout` (the client's default, 30 s, when
+/// `None`); live mode uses one period so a silent server does not hold up the first report.
+/// URLs in what lands in `ctx` carry no credentials; impossible server-info values are named in
+/// `ctx.source_errors` and left out.
+pub fn add_server_url_within(
+    ctx: &mut Context,
+    url: &str,
+    polls: u32,
+    interval: std::time::Duration,
+    call_timeout: Option<std::time::Duration>,
+) -> Option<String> {
+    let shown = sglang_client::error::redact_url(url);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -162,28 +239,40 @@ pub fn add_server_url(
         Ok(rt) => rt,
         Err(e) => {
             let cause = format!("could not start the async runtime: {e}");
-            ctx.source_errors.push(format!("server {url}: {cause}"));
+            ctx.source_errors.push(format!("server {shown}: {cause}"));
             return Some(cause);
         }
     };
-    let cfg = sglang_client::ClientConfig::new(url).api_key_from_env(sglang_client::API_KEY_ENV);
+    let mut cfg =
+        sglang_client::ClientConfig::new(url).api_key_from_env(sglang_client::API_KEY_ENV);
+    if let Some(t) = call_timeout {
+        cfg.info_timeout = t;
+        cfg.connect_timeout = cfg.connect_timeout.min(t);
+    }
     let client = match sglang_client::SglangClient::new(cfg) {
         Ok(c) => c,
         Err(e) => {
-            ctx.source_errors.push(format!("server {url}: {e}"));
+            ctx.source_errors.push(format!("server {shown}: {e}"));
             return Some(e.to_string());
         }
     };
     let mut first_error = None;
     match rt.block_on(client.server_info()) {
-        Ok(info) => ctx.server = Some(server_facts(&info, url)),
+        Ok(mut info) => {
+            for p in info.validate().iter().chain(&info.problems) {
+                ctx.source_errors.push(format!(
+                    "server {shown}/server_info: {p}; that field is not used"
+                ));
+            }
+            ctx.server = Some(server_facts(&info, &shown));
+        }
         Err(e) => {
-            ctx.source_errors.push(format!("server {url}: {e}"));
+            ctx.source_errors.push(format!("server {shown}: {e}"));
             first_error = Some(e.to_string());
         }
     }
     let mut facts = MetricsFacts {
-        source: url.to_string(),
+        source: shown.clone(),
         samples: Vec::new(),
     };
     for i in 0..polls {
@@ -193,7 +282,8 @@ pub fn add_server_url(
         match rt.block_on(client.metrics()) {
             Ok(m) => facts.samples.push(metrics_sample(&m)),
             Err(e) => {
-                ctx.source_errors.push(format!("server {url}/metrics: {e}"));
+                ctx.source_errors
+                    .push(format!("server {shown}/metrics: {e}"));
                 first_error.get_or_insert_with(|| e.to_string());
                 break;
             }

@@ -29,31 +29,31 @@ fn utc_clock() -> String {
     )
 }
 
-/// Parse `10s`, `2m`, `1h`, `500ms` or a bare number of seconds.
+/// Parse `10s`, `2m`, `1h`, `500ms` or a bare number of seconds (more than 0, at most
+/// [`crate::flags::MAX_DURATION_S`]).
 ///
 /// # Errors
-/// Anything else.
+/// Anything else, including values that do not fit a `Duration` (never a panic).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = s.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (s, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("not a duration: {s:?} (use e.g. 10s, 2m)"))?;
-    if !(v.is_finite() && v > 0.0) {
-        return Err(format!("duration must be > 0: {s:?}"));
-    }
-    Ok(Duration::from_secs_f64(v * mult))
+    crate::flags::duration_between(0.001, crate::flags::MAX_DURATION_S)(s)
+}
+
+/// True when the file starts with the gzip magic bytes.
+fn is_gzip(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut magic = [0u8; 2];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == [0x1f, 0x8b]
+}
+
+/// What identifies a compressed file's content: (device, inode), length, modification time.
+type Stamp = (Option<(u64, u64)>, u64, Option<std::time::SystemTime>);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((file_ident(path), m.len(), m.modified().ok()))
 }
 
 /// One followed log: its reader, and what identifies the file it reads (for rotation).
@@ -64,6 +64,11 @@ struct Followed {
     ident: Option<(u64, u64)>,
     offset: u64,
     stats: ParseStats,
+    /// A compressed file is read once, whole: the stamp it had then (None: not read yet, or not
+    /// compressed).
+    compressed_read: Option<Stamp>,
+    /// A changed compressed file was noted already.
+    compressed_change_noted: bool,
 }
 
 fn file_ident(path: &Path) -> Option<(u64, u64)> {
@@ -83,6 +88,37 @@ fn file_ident(path: &Path) -> Option<(u64, u64)> {
 impl Followed {
     /// Read what was appended; reopen when the file was rotated (new inode) or truncated.
     fn poll(&mut self, b: &mut EvidenceBuilder, notes: &mut Vec<String>) {
+        // A compressed log cannot be followed by offset (its decompressed length is not the
+        // file's): it is read once; a change afterwards is said, not read again (that would
+        // count its lines twice).
+        if let Some(read) = &self.compressed_read {
+            if stamp(&self.path).as_ref() != Some(read) && !self.compressed_change_noted {
+                self.compressed_change_noted = true;
+                notes.push(format!(
+                    "{}: changed since it was read; a compressed log is read once in live mode (restart to read it again)",
+                    self.path.display()
+                ));
+            }
+            return;
+        }
+        if self.reader.is_none() && is_gzip(&self.path) {
+            let before = stamp(&self.path);
+            match LogReader::open(&self.path) {
+                Ok(mut r) => {
+                    let id = self.source;
+                    match r.for_each(|rec| b.push(id, rec)) {
+                        Ok(s) => {
+                            self.stats.merge(&s);
+                            b.finish_source(id, &self.stats);
+                        }
+                        Err(e) => notes.push(format!("{e}")),
+                    }
+                    self.compressed_read = before;
+                }
+                Err(e) => notes.push(format!("{e}")),
+            }
+            return;
+        }
         let ident = file_ident(&self.path);
         let len = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
         let rotated = self.reader.is_some() && (ident != self.ident || len < self.offset);
@@ -120,6 +156,12 @@ impl Followed {
     }
 }
 
+/// How long one `/metrics` poll (and the server-info fetch) may take in live mode: one period,
+/// at least 1 s and at most 30 s.
+pub fn poll_timeout(period: Duration) -> Duration {
+    period.clamp(Duration::from_secs(1), Duration::from_secs(30))
+}
+
 /// Run the live loop. `max_reports` stops after that many reports (tests); `None` runs until Ctrl-C.
 ///
 /// # Errors
@@ -140,6 +182,8 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
             ident: None,
             offset: 0,
             stats: ParseStats::default(),
+            compressed_read: None,
+            compressed_change_noted: false,
         })
         .collect();
     // The static context (server info, GPU, model, client) is read once; /metrics every period.
@@ -148,12 +192,15 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    // A poll may take at most one period (at least 1 s): a server that does not answer must not
+    // hold up the report.
+    let poll_timeout = poll_timeout(period);
     let client = args.server.as_ref().and_then(|url| {
-        sglang_client::SglangClient::new(
-            sglang_client::ClientConfig::new(url.clone())
-                .api_key_from_env(sglang_client::API_KEY_ENV),
-        )
-        .ok()
+        let mut cfg = sglang_client::ClientConfig::new(url.clone())
+            .api_key_from_env(sglang_client::API_KEY_ENV);
+        cfg.info_timeout = poll_timeout;
+        cfg.connect_timeout = cfg.connect_timeout.min(poll_timeout);
+        sglang_client::SglangClient::new(cfg).ok()
     });
     let mut last_gen_total: Option<(std::time::Instant, f64)> = None;
     let mut reports = 0u64;
@@ -192,6 +239,10 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
                         f(rate, 1)
                     )
                 }
+                Err(e @ sglang_client::ClientError::Timeout { .. }) => format!(
+                    "/metrics: poll timed out after {:.1} s ({e}); the report goes on without it",
+                    poll_timeout.as_secs_f64()
+                ),
                 Err(e) => format!("/metrics: {e}"),
             },
             None => String::new(),

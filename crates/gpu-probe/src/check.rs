@@ -67,6 +67,18 @@ pub fn cross_check(nvml: &GpuSnapshot, smi: &GpuSnapshot, tolerance_bytes: u64) 
         {
             push(Some(d.index), "uuid", a.clone(), b.clone());
         }
+        if d.memory_reported != s.memory_reported {
+            push(
+                Some(d.index),
+                "memory_reported",
+                d.memory_reported.to_string(),
+                s.memory_reported.to_string(),
+            );
+            continue;
+        }
+        if !d.memory_reported {
+            continue;
+        }
         if d.memory_total_bytes.abs_diff(s.memory_total_bytes) > MIB {
             push(
                 Some(d.index),

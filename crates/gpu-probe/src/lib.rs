@@ -81,8 +81,15 @@ pub struct GpuProcess {
     pub name: Option<String>,
 }
 
+/// The most memory a GPU figure may claim: 1 PiB (2^50 bytes). A larger figure in a file is a
+/// damaged or hand-edited snapshot and is refused rather than saturated.
+pub const MAX_GPU_MEMORY_BYTES: u64 = 1 << 50;
+
 /// One GPU's identity and memory at the time of the snapshot.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+///
+/// Serialised with the three memory figures as `null` when [`GpuDevice::memory_reported`] is
+/// false.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpuDevice {
     /// GPU index as `nvidia-smi` / NVML number it (not `CUDA_VISIBLE_DEVICES` order).
     pub index: u32,
@@ -102,9 +109,47 @@ pub struct GpuDevice {
     pub memory_free_bytes: u64,
     /// Driver/firmware reserved memory, bytes; `None` when the source does not report it.
     pub memory_reserved_bytes: Option<u64>,
+    /// False when the source gave no memory figures for this GPU (`[N/A]`, `Not Supported`,
+    /// NVML `NotSupported`), as unified-memory parts (NVIDIA GB10, whose GPU shares the host's
+    /// LPDDR) do. The three `memory_*_bytes` figures are then 0 and mean *unknown*, never zero:
+    /// use [`GpuDevice::memory_total`] and friends.
+    pub memory_reported: bool,
     /// Processes holding memory on this GPU (empty when none, or when the source lists none; a
     /// failed process query is noted in [`GpuSnapshot::notes`]).
     pub processes: Vec<GpuProcess>,
+}
+
+impl GpuDevice {
+    /// Total memory, bytes; `None` when not reported (unified memory).
+    pub fn memory_total(&self) -> Option<u64> {
+        self.memory_reported.then_some(self.memory_total_bytes)
+    }
+    /// Used memory, bytes; `None` when not reported.
+    pub fn memory_used(&self) -> Option<u64> {
+        self.memory_reported.then_some(self.memory_used_bytes)
+    }
+    /// Free memory, bytes; `None` when not reported.
+    pub fn memory_free(&self) -> Option<u64> {
+        self.memory_reported.then_some(self.memory_free_bytes)
+    }
+}
+
+impl Serialize for GpuDevice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("GpuDevice", 10)?;
+        st.serialize_field("index", &self.index)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("uuid", &self.uuid)?;
+        st.serialize_field("architecture", &self.architecture)?;
+        st.serialize_field("memory_total_bytes", &self.memory_total())?;
+        st.serialize_field("memory_used_bytes", &self.memory_used())?;
+        st.serialize_field("memory_free_bytes", &self.memory_free())?;
+        st.serialize_field("memory_reserved_bytes", &self.memory_reserved_bytes)?;
+        st.serialize_field("memory_reported", &self.memory_reported)?;
+        st.serialize_field("processes", &self.processes)?;
+        st.end()
+    }
 }
 
 /// The GPUs of one host at one moment, with the driver that reported them.
@@ -125,15 +170,18 @@ pub struct GpuSnapshot {
 }
 
 impl GpuSnapshot {
-    /// Smallest total memory over the devices, bytes (`None` without devices). SGLang sizes the
-    /// KV pool on the minimum over TP ranks, so this is the per-rank figure to use.
+    /// Smallest total memory over the devices that report it, bytes (`None` without any). SGLang
+    /// sizes the KV pool on the minimum over TP ranks, so this is the per-rank figure to use.
     pub fn min_total_bytes(&self) -> Option<u64> {
-        self.devices.iter().map(|d| d.memory_total_bytes).min()
+        self.devices
+            .iter()
+            .filter_map(GpuDevice::memory_total)
+            .min()
     }
 
-    /// Smallest free memory over the devices, bytes (`None` without devices).
+    /// Smallest free memory over the devices that report it, bytes (`None` without any).
     pub fn min_free_bytes(&self) -> Option<u64> {
-        self.devices.iter().map(|d| d.memory_free_bytes).min()
+        self.devices.iter().filter_map(GpuDevice::memory_free).min()
     }
 
     /// The device with this index, if present.

@@ -98,11 +98,23 @@ pub fn probe() -> Result<GpuSnapshot, GpuError> {
             index,
             reason: nvml_reason(&e),
         })?;
-        let mem = dev.memory_info().map_err(|e| GpuError::Nvml {
-            call: "nvmlDeviceGetMemoryInfo_v2",
-            index,
-            reason: nvml_reason(&e),
-        })?;
+        // Unified-memory parts (GB10) answer NotSupported: the GPU is kept, memory unknown.
+        let mem = match dev.memory_info() {
+            Ok(m) => Some(m),
+            Err(nvml_wrapper::error::NvmlError::NotSupported) => {
+                notes.push(format!(
+                    "GPU {index}: memory not reported by NVML (NotSupported; unified memory?)"
+                ));
+                None
+            }
+            Err(e) => {
+                return Err(GpuError::Nvml {
+                    call: "nvmlDeviceGetMemoryInfo_v2",
+                    index,
+                    reason: nvml_reason(&e),
+                });
+            }
+        };
         let uuid = match dev.uuid() {
             Ok(u) => Some(u),
             Err(e) => {
@@ -155,10 +167,11 @@ pub fn probe() -> Result<GpuSnapshot, GpuError> {
             name,
             uuid,
             architecture,
-            memory_total_bytes: mem.total,
-            memory_used_bytes: mem.used,
-            memory_free_bytes: mem.free,
-            memory_reserved_bytes: Some(mem.reserved),
+            memory_total_bytes: mem.as_ref().map_or(0, |m| m.total),
+            memory_used_bytes: mem.as_ref().map_or(0, |m| m.used),
+            memory_free_bytes: mem.as_ref().map_or(0, |m| m.free),
+            memory_reserved_bytes: mem.as_ref().map(|m| m.reserved),
+            memory_reported: mem.is_some(),
             processes,
         });
     }

@@ -2,7 +2,10 @@
 
 use std::path::Path;
 
-use crate::{Architecture, GIB, GpuDevice, GpuError, GpuProcess, GpuSnapshot, MIB, SnapshotSource};
+use crate::{
+    Architecture, GIB, GpuDevice, GpuError, GpuProcess, GpuSnapshot, MAX_GPU_MEMORY_BYTES, MIB,
+    SnapshotSource,
+};
 
 /// Read a file holding `nvidia-smi` output and parse it with [`parse_nvidia_smi`].
 ///
@@ -57,7 +60,25 @@ pub fn parse_nvidia_smi(text: &str, path: &str) -> Result<GpuSnapshot, GpuError>
     let snap = if is_query(&lines) {
         parse_query(&lines, path)?
     } else if is_table(&lines) {
-        parse_table(&lines, path)?
+        let t = parse_table(&lines, path)?;
+        // A paste of the CSV query followed by a table header without rows (as forum posts
+        // hold): the CSV rows outside the table are the data.
+        let outside: Vec<(usize, &str)> = lines
+            .iter()
+            .copied()
+            .filter(|(_, l)| !l.trim_start().starts_with(['|', '+']))
+            .collect();
+        if t.devices.is_empty() && outside.iter().any(|(_, l)| l.contains(',')) {
+            let mut c = parse_csv(&outside, path)?;
+            c.driver_version = c.driver_version.or(t.driver_version);
+            c.cuda_version = c.cuda_version.or(t.cuda_version);
+            c.notes.push(
+                "the nvidia-smi table in this file lists no GPU; the --query-gpu CSV rows before it were read".into(),
+            );
+            c
+        } else {
+            t
+        }
     } else if lines.iter().any(|(_, l)| l.contains(',')) {
         parse_csv(&lines, path)?
     } else {
@@ -97,13 +118,19 @@ fn perr(path: &str, line: usize, message: impl Into<String>) -> GpuError {
     }
 }
 
-/// A memory figure such as `97887 MiB`, `97887` (unit from `default_unit`), `[N/A]`.
-/// Returns bytes, `Ok(None)` for "not available" markers.
+/// A memory figure such as `97887 MiB`, `97887` (unit from `default_unit`), `[N/A]`,
+/// `Not Supported`. Returns bytes, `Ok(None)` for "not available" markers; a figure above
+/// [`MAX_GPU_MEMORY_BYTES`] is an error.
 fn parse_mem(s: &str, default_unit: u64) -> Result<Option<u64>, String> {
     let s = s.trim();
-    if s.is_empty() || s.starts_with('[') || s.eq_ignore_ascii_case("N/A") {
+    if s.is_empty()
+        || s.starts_with('[')
+        || s.eq_ignore_ascii_case("N/A")
+        || s.eq_ignore_ascii_case("Not Supported")
+    {
         return Ok(None);
     }
+    let absurd = || format!("memory figure {s:?} is more than 1 PiB: not a GPU's memory");
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
@@ -120,14 +147,42 @@ fn parse_mem(s: &str, default_unit: u64) -> Result<Option<u64>, String> {
         other => return Err(format!("unknown memory unit {other:?} in {s:?}")),
     };
     if let Ok(n) = num.parse::<u64>() {
-        return n
-            .checked_mul(unit_bytes)
-            .map(Some)
-            .ok_or_else(|| format!("memory figure {s:?} overflows"));
+        return match n.checked_mul(unit_bytes) {
+            Some(b) if b <= MAX_GPU_MEMORY_BYTES => Ok(Some(b)),
+            _ => Err(absurd()),
+        };
     }
     match num.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 => Ok(Some((x * unit_bytes as f64).round() as u64)),
+        Ok(x) if x.is_finite() && x >= 0.0 => {
+            let b = x * unit_bytes as f64;
+            if b > MAX_GPU_MEMORY_BYTES as f64 {
+                return Err(absurd());
+            }
+            Ok(Some(b.round() as u64))
+        }
+        Ok(x) if x.is_infinite() => Err(absurd()),
         _ => Err(format!("not a memory figure: {s:?}")),
+    }
+}
+
+fn unknown_memory_note(index: u32, name: &str, line: usize) -> String {
+    format!(
+        "GPU {index} ({name}): memory not reported (line {line}: N/A or Not Supported, as unified-memory GPUs such as GB10 print); its memory is unknown"
+    )
+}
+
+fn unknown_memory_device(index: u32, name: String, uuid: Option<String>) -> GpuDevice {
+    GpuDevice {
+        index,
+        architecture: Architecture::from_name(&name),
+        name,
+        uuid,
+        memory_total_bytes: 0,
+        memory_used_bytes: 0,
+        memory_free_bytes: 0,
+        memory_reserved_bytes: None,
+        memory_reported: false,
+        processes: Vec::new(),
     }
 }
 
@@ -294,12 +349,24 @@ fn parse_csv(lines: &[(usize, &str)], path: &str) -> Result<GpuSnapshot, GpuErro
         let uuid = get("uuid")
             .map(|(v, _)| v.to_string())
             .filter(|v| !v.is_empty() && !v.starts_with('['));
-        let total =
-            mem("memory.total")?.ok_or_else(|| perr(path, n, "memory.total is not available"))?;
+        let total = mem("memory.total")?;
         let used = mem("memory.used")?;
         let free = mem("memory.free")?;
         let reserved = mem("memory.reserved")?;
         reserved_seen |= reserved.is_some();
+        if let Some((v, _)) = get("driver_version")
+            && !v.is_empty()
+            && !v.starts_with('[')
+            && !drivers.iter().any(|d| d == v)
+        {
+            drivers.push(v.to_string());
+        }
+        let Some(total) = total else {
+            // Unified memory (GB10): `[N/A]` for every memory figure. The GPU is there.
+            notes.push(unknown_memory_note(index, &name, n));
+            devices.push(unknown_memory_device(index, name, uuid));
+            continue;
+        };
         let (used, free) = match (used, free) {
             (Some(u), Some(f)) => (u, f),
             (Some(u), None) => {
@@ -318,13 +385,6 @@ fn parse_csv(lines: &[(usize, &str)], path: &str) -> Result<GpuSnapshot, GpuErro
                 ));
             }
         };
-        if let Some((v, _)) = get("driver_version")
-            && !v.is_empty()
-            && !v.starts_with('[')
-            && !drivers.iter().any(|d| d == v)
-        {
-            drivers.push(v.to_string());
-        }
         devices.push(GpuDevice {
             index,
             architecture: Architecture::from_name(&name),
@@ -334,6 +394,7 @@ fn parse_csv(lines: &[(usize, &str)], path: &str) -> Result<GpuSnapshot, GpuErro
             memory_used_bytes: normalise_used(total, used, free, reserved),
             memory_free_bytes: free,
             memory_reserved_bytes: reserved,
+            memory_reported: true,
             processes: Vec::new(),
         });
     }
@@ -468,6 +529,20 @@ fn parse_table(lines: &[(usize, &str)], path: &str) -> Result<GpuSnapshot, GpuEr
                     pending = Some((n, index, words.join(" ")));
                     continue;
                 }
+                let memory_not_reported = c.get(1).is_some_and(|m| {
+                    let m = m.trim();
+                    m.eq_ignore_ascii_case("Not Supported")
+                        || m.eq_ignore_ascii_case("N/A")
+                        || m.starts_with("[N/A]")
+                });
+                if memory_not_reported && pending.is_some() {
+                    // Unified memory (GB10): the memory cell says `Not Supported`.
+                    if let Some((_, index, name)) = pending.take() {
+                        notes.push(unknown_memory_note(index, &name, n));
+                        devices.push(unknown_memory_device(index, name, None));
+                    }
+                    continue;
+                }
                 if let Some(mem_cell) = c
                     .get(1)
                     .filter(|m| m.contains("MiB /") || m.contains("MiB/"))
@@ -493,6 +568,7 @@ fn parse_table(lines: &[(usize, &str)], path: &str) -> Result<GpuSnapshot, GpuEr
                         memory_used_bytes: used,
                         memory_free_bytes: total.saturating_sub(used),
                         memory_reserved_bytes: None,
+                        memory_reported: true,
                         processes: Vec::new(),
                     });
                 }
@@ -526,7 +602,7 @@ fn parse_table(lines: &[(usize, &str)], path: &str) -> Result<GpuSnapshot, GpuEr
             format!("GPU {idx}: no memory line (\"used MiB / total MiB\") follows this row"),
         ));
     }
-    if !devices.is_empty() {
+    if devices.iter().any(|d| d.memory_reported) {
         notes.push(
             "free memory derived as total - used (the table prints neither free nor reserved)"
                 .into(),
@@ -689,6 +765,13 @@ fn parse_query(lines: &[(usize, &str)], path: &str) -> Result<GpuSnapshot, GpuEr
     }
     let mut devices = Vec::with_capacity(gpus.len());
     for (i, g) in gpus.into_iter().enumerate() {
+        let name = g.name.clone().unwrap_or_default();
+        if g.fb_seen && g.total.is_none() && g.used.is_none() && g.free.is_none() {
+            // Unified memory (GB10): FB Memory Usage says N/A throughout.
+            notes.push(unknown_memory_note(i as u32, &name, g.line));
+            devices.push(unknown_memory_device(i as u32, name, g.uuid));
+            continue;
+        }
         let total = g
             .total
             .ok_or_else(|| perr(path, g.line, "this GPU has no FB Memory Usage Total"))?;
@@ -719,6 +802,7 @@ fn parse_query(lines: &[(usize, &str)], path: &str) -> Result<GpuSnapshot, GpuEr
             memory_used_bytes: normalise_used(total, used, free, g.reserved),
             memory_free_bytes: free,
             memory_reserved_bytes: g.reserved,
+            memory_reported: true,
             processes: g.processes,
         });
     }

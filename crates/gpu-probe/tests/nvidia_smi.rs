@@ -328,3 +328,82 @@ fn snapshot_serialises_to_json() {
         serde_json::Value::Null
     );
 }
+
+/// GB10 (DGX Spark, unified memory): the real paste of the CSV query (`[N/A]` for every memory
+/// figure) followed by a table header without rows. The GPU is found, its memory is unknown.
+#[test]
+fn gb10_unified_memory_csv_is_a_gpu_with_unknown_memory() {
+    let s = read(repo_data(
+        "real/nvidia-smi/101-marimo-pr6822-gb10-csv-na-and-table-header.txt",
+    ));
+    assert_eq!(s.devices.len(), 1);
+    let d = &s.devices[0];
+    assert_eq!((d.index, d.name.as_str()), (0, "NVIDIA GB10"));
+    assert!(!d.memory_reported);
+    // the driver comes from the table header after the CSV
+    assert_eq!(s.driver_version.as_deref(), Some("580.95.05"));
+    assert_eq!(s.cuda_version.as_deref(), Some("13.0"));
+    assert_eq!((d.memory_total(), d.memory_free()), (None, None));
+    assert_eq!(s.min_total_bytes(), None);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.starts_with("GPU 0 (NVIDIA GB10): memory not reported (line 2:")),
+        "{:?}",
+        s.notes
+    );
+    // JSON says null, never 0.
+    let v = serde_json::to_value(&s).unwrap();
+    assert!(v["devices"][0]["memory_total_bytes"].is_null(), "{v}");
+    assert!(v["devices"][0]["memory_free_bytes"].is_null(), "{v}");
+    assert_eq!(v["devices"][0]["memory_reported"], false);
+}
+
+/// The plain table of a unified-memory GPU prints `Not Supported` in the memory cell
+/// (constructed in nvidia-smi 580's layout; the GB10 row of a DGX Spark).
+#[test]
+fn table_memory_not_supported_is_a_gpu_with_unknown_memory() {
+    let text = "\
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |
++-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|                                         |                        |               MIG M. |
+|=========================================+========================+======================|
+|   0  NVIDIA GB10                    On  |   0000000F:01:00.0  On |                  N/A |
+| N/A   41C    P8              4W /  N/A  | Not Supported          |      0%      Default |
+|                                         |                        |                  N/A |
++-----------------------------------------+------------------------+----------------------+
+";
+    let s = parse_nvidia_smi(text, "gb10-table").unwrap();
+    assert_eq!(s.devices.len(), 1);
+    assert_eq!(s.devices[0].name, "NVIDIA GB10");
+    assert!(!s.devices[0].memory_reported);
+    assert_eq!(s.driver_version.as_deref(), Some("580.95.05"));
+}
+
+/// A total of 10^23 MiB is a damaged file, not u64::MAX bytes.
+#[test]
+fn an_absurd_total_is_an_error_not_a_saturated_figure() {
+    let text = "index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n\
+                0, NVIDIA H100 80GB HBM3, 100000000000000000000000 MiB, 1 MiB, 2 MiB\n";
+    match parse_nvidia_smi(text, "absurd.csv").unwrap_err() {
+        GpuError::Parse { line, message, .. } => {
+            assert_eq!(line, 2);
+            assert_eq!(
+                message,
+                "memory.total: memory figure \"100000000000000000000000 MiB\" is more than 1 PiB: not a GPU's memory"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Also through the integer path (fits u64 as MiB count, overflows as bytes).
+    let text = "0, X, 18446744073709551615, 1, 2\n";
+    assert!(
+        parse_nvidia_smi(text, "big.csv")
+            .unwrap_err()
+            .to_string()
+            .contains("is more than 1 PiB"),
+    );
+}

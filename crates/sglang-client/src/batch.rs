@@ -14,10 +14,24 @@
 //!
 //! **Output**: one [`BatchRecord`] per line. Only one task (the writer)
 //! owns the file; each record is one `write` of a complete line. On start,
-//! an existing output file is read: ids found there are skipped (resume),
-//! and a torn last line (no trailing newline, left by a kill mid-write) is
-//! cut off with a warning. So killing the process at any instant and
-//! rerunning loses no written record and writes none twice.
+//! an existing output file is read: ids found there with a successful
+//! record are skipped (resume), ids whose record is a failure are sent
+//! again (unless [`BatchConfig::retry_failed_on_resume`] is off) and their
+//! failed records are removed first (the file is rewritten to a temporary
+//! file and renamed over the output, so a kill leaves the old or the new
+//! file whole), so each id keeps the record of its last attempt. A torn
+//! last line (no trailing newline, left by a kill mid-write) is cut off
+//! with a warning. So killing the process at any instant and rerunning
+//! loses no written success and writes none twice.
+//!
+//! **One run per output**: a run holds an exclusive lock on `OUT.lock`
+//! beside the output for its whole length (an OS file lock, released when
+//! the process ends, even by `kill -9`); a second run on the same output
+//! fails at once with [`BatchError::Locked`]. An output that is the input
+//! file is refused ([`BatchError::OutputIsInput`]).
+//!
+//! **Redaction**: the API key is replaced by `<redacted>` in every record
+//! (error, answer, reasoning), and URLs in errors carry no credentials.
 //!
 //! **Concurrency**: at most `concurrency` requests in flight: a fixed pool
 //! of `concurrency` worker tasks, each taking the next prompt (in input
@@ -27,7 +41,7 @@
 //! free worker (what a hand-written `asyncio.gather` script does), and that
 //! wait is recorded as `permit_wait_s`, apart from the request latency.
 //!
-//! **Retries**: connect errors, transfer breaks, HTTP 429 and 5xx are
+//! **Retries**: connect errors, transfer breaks, stalled streams, HTTP 429 and 5xx are
 //! retried up to `retry.max_attempts` attempts in all, with exponential
 //! backoff and full jitter (`delay = U(0, min(max_delay, base·2^(n−1)))`,
 //! and at least a 429's `Retry-After`). The permit is held during backoff so
@@ -117,9 +131,11 @@ pub struct BatchConfig {
     /// After cancellation, how long in-flight requests may still finish
     /// (default 30 s); the rest are dropped unwritten and rerun on resume.
     pub grace: Duration,
-    /// On resume, send again the ids whose only record is a failure (a new
-    /// record is appended; readers take the last record of an id). Default
-    /// false: every id already in the output is skipped.
+    /// On resume, send again the ids whose only record is a failure; their
+    /// failed records are removed from the output before the run, so the
+    /// file keeps each id's last attempt. Default true; false skips every id
+    /// already in the output (its failure stays, and counts in
+    /// [`BatchSummary::failed_in_file`]).
     pub retry_failed_on_resume: bool,
 }
 
@@ -144,7 +160,7 @@ impl BatchConfig {
             progress_interval: Duration::from_millis(500),
             rate_window: Duration::from_secs(10),
             grace: Duration::from_secs(30),
-            retry_failed_on_resume: false,
+            retry_failed_on_resume: true,
         }
     }
 }
@@ -317,6 +333,12 @@ pub struct BatchSummary {
     pub ok: u64,
     /// Failed in this run (recorded with their error).
     pub failed: u64,
+    /// Ids of the input whose record in the output file is a failure after
+    /// this run: this run's failures plus the earlier ones kept (not retried).
+    /// What the exit status goes by.
+    pub failed_in_file: u64,
+    /// Earlier failed records that were removed because their id was sent again.
+    pub retried_from_file: u64,
     /// Retries made (attempts beyond the first).
     pub retries: u64,
     /// Not sent or not finished because of cancellation (rerun to finish).
@@ -352,6 +374,21 @@ pub enum BatchError {
     /// `concurrency` is 0.
     #[error("concurrency must be at least 1")]
     BadConcurrency,
+    /// Another run holds the output's lock.
+    #[error(
+        "{}: another run-batch is writing this output (its lock {} is held); wait for it to end or use another --out",
+        output.display(),
+        lock.display()
+    )]
+    Locked {
+        /// The output file.
+        output: PathBuf,
+        /// The lock file beside it.
+        lock: PathBuf,
+    },
+    /// The output is the input file: the records would be appended to the prompts.
+    #[error("the output {} is the prompts file itself; give another --out", .0.display())]
+    OutputIsInput(PathBuf),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BatchError + '_ {
@@ -434,6 +471,88 @@ struct Existing {
     ok_ids: HashSet<String>,
     failed_ids: HashSet<String>,
     problems: Vec<String>,
+}
+
+/// `OUT.lock`, the lock file beside the output.
+fn lock_path(out: &Path) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    out.with_file_name(name)
+}
+
+/// Takes the exclusive lock of `out` (held while the returned file lives).
+fn lock_output(out: &Path) -> Result<File, BatchError> {
+    let lock = lock_path(out);
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .map_err(io_err(&lock))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(BatchError::Locked {
+            output: out.to_path_buf(),
+            lock,
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io_err(&lock)(e)),
+    }
+}
+
+/// True when `a` and `b` name the same file (same device and inode, or the
+/// same canonical path when `b` does not exist yet).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Rewrites `path` without the failed records of the ids in `drop_ids`
+/// (to `path.tmp`, fsynced, renamed over `path`). Returns how many records
+/// were removed.
+fn remove_failed_records(path: &Path, drop_ids: &HashSet<String>) -> Result<u64, BatchError> {
+    #[derive(Deserialize)]
+    struct Head {
+        id: String,
+        ok: bool,
+    }
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = path.with_file_name(tmp_name);
+    let src = File::open(path).map_err(io_err(path))?;
+    let mut reader = BufReader::with_capacity(1 << 20, src);
+    let out = File::create(&tmp).map_err(io_err(&tmp))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, out);
+    let mut line = Vec::new();
+    let mut removed = 0;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(io_err(path))? == 0 {
+            break;
+        }
+        let drop = matches!(
+            serde_json::from_slice::<Head>(&line),
+            Ok(h) if !h.ok && drop_ids.contains(&h.id)
+        );
+        if drop {
+            removed += 1;
+        } else {
+            w.write_all(&line).map_err(io_err(&tmp))?;
+        }
+    }
+    let out = w.into_inner().map_err(|e| io_err(&tmp)(e.into_error()))?;
+    out.sync_all().map_err(io_err(&tmp))?;
+    drop(out);
+    std::fs::rename(&tmp, path).map_err(io_err(path))?;
+    Ok(removed)
 }
 
 /// Reads an existing output file; cuts a torn last line off.
@@ -522,6 +641,7 @@ struct Ctx {
     body_prefix: Vec<u8>,
     retry: RetryPolicy,
     live: Live,
+    key: Option<crate::client::ApiKey>,
 }
 
 impl Ctx {
@@ -569,7 +689,19 @@ impl Ctx {
             body_prefix,
             retry: cfg.retry.clone(),
             live: Live::default(),
+            key: cfg.client.api_key.clone(),
         })
+    }
+
+    /// `s` with the API key redacted.
+    fn scrub(&self, s: Option<String>) -> Option<String> {
+        match (&self.key, s) {
+            (Some(k), Some(s)) => Some(match k.redact(&s) {
+                std::borrow::Cow::Borrowed(_) => s,
+                std::borrow::Cow::Owned(o) => o,
+            }),
+            (_, s) => s,
+        }
     }
 
     /// The JSON body for one prompt.
@@ -645,7 +777,7 @@ mod lean {
     #[derive(Deserialize, Default)]
     pub struct Openai {
         #[serde(default)]
-        pub choices: Vec<Choice>,
+        pub choices: Option<Vec<Choice>>,
         #[serde(default)]
         pub usage: Option<Usage>,
     }
@@ -670,7 +802,7 @@ mod lean {
     #[derive(Deserialize, Default)]
     pub struct Generate {
         #[serde(default)]
-        pub text: String,
+        pub text: Option<String>,
         #[serde(default)]
         pub meta_info: MetaInfo,
     }
@@ -717,7 +849,14 @@ async fn attempt(
     match (ctx.api, ctx.stream) {
         (BatchApi::Chat | BatchApi::Completions, false) => {
             let r: lean::Openai = conn.post_json(body).await?;
-            if let Some(ch) = r.choices.into_iter().next() {
+            let choices = match r.choices {
+                None => return Err(no_answer(ep, "no \"choices\" in the response")),
+                Some(c) if c.is_empty() => {
+                    return Err(no_answer(ep, "\"choices\" is empty"));
+                }
+                Some(c) => c,
+            };
+            if let Some(ch) = choices.into_iter().next() {
                 match ch.message {
                     Some(m) => {
                         a.content = m.content;
@@ -731,12 +870,15 @@ async fn attempt(
         }
         (BatchApi::Chat | BatchApi::Completions, true) => {
             let mut s = c.post_stream_bytes::<lean::Openai>(ep, body).await?;
+            let mut any_choice = false;
             while let Some(chunk) = s.next().await {
                 let chunk = chunk?;
                 if chunk.usage.is_some() {
                     a.usage = usage_of(chunk.usage);
                 }
-                for ch in chunk.choices {
+                let choices = chunk.choices.unwrap_or_default();
+                any_choice |= !choices.is_empty();
+                for ch in choices {
                     let (content, reasoning) = match ch.delta {
                         Some(d) => (d.content, d.reasoning_content),
                         None => (ch.text, None),
@@ -751,21 +893,30 @@ async fn attempt(
                     }
                 }
             }
+            if !any_choice {
+                return Err(no_answer(ep, "no chunk of the stream had \"choices\""));
+            }
         }
         (BatchApi::Generate, false) => {
             let r: lean::Generate = conn.post_json(body).await?;
+            let Some(text) = r.text else {
+                return Err(no_answer(ep, "no \"text\" in the response"));
+            };
             a.finish_reason = r.meta_info.finish_reason.and_then(|f| f.kind);
             a.usage = RecordUsage {
                 prompt_tokens: r.meta_info.prompt_tokens,
                 completion_tokens: r.meta_info.completion_tokens,
             };
-            a.content = Some(r.text);
+            a.content = Some(text);
         }
         (BatchApi::Generate, true) => {
             let mut s = c.post_stream_bytes::<lean::Generate>(ep, body).await?;
             while let Some(chunk) = s.next().await {
                 let chunk = chunk?;
-                mark(&mut a, !chunk.text.is_empty());
+                let Some(text) = chunk.text else {
+                    return Err(no_answer(ep, "a stream chunk has no \"text\""));
+                };
+                mark(&mut a, !text.is_empty());
                 if let Some(f) = chunk.meta_info.finish_reason.and_then(|f| f.kind) {
                     a.finish_reason = Some(f);
                 }
@@ -776,11 +927,18 @@ async fn attempt(
                         .completion_tokens
                         .or(a.usage.completion_tokens),
                 };
-                a.content = Some(chunk.text); // cumulative
+                a.content = Some(text); // cumulative
             }
         }
     }
     Ok(a)
+}
+
+fn no_answer(ep: &Endpoint, reason: &str) -> ClientError {
+    ClientError::NoAnswer {
+        url: crate::error::redact_url(ep.url_str()),
+        reason: reason.to_string(),
+    }
 }
 
 fn backoff(policy: &RetryPolicy, attempt: u32, retry_after_s: Option<f64>) -> Duration {
@@ -815,8 +973,8 @@ async fn run_one(
                 return BatchRecord {
                     id: p.id,
                     ok: true,
-                    content: a.content,
-                    reasoning_content: a.reasoning,
+                    content: ctx.scrub(a.content),
+                    reasoning_content: ctx.scrub(a.reasoning),
                     finish_reason: a.finish_reason,
                     usage: a.usage,
                     submit_unix_s,
@@ -848,7 +1006,7 @@ async fn run_one(
                     end_unix_s,
                     latency_s: Some(latency_s),
                     attempts,
-                    error: Some(e.to_string()),
+                    error: ctx.scrub(Some(e.to_string())),
                     error_kind: Some(e.kind().to_string()),
                     ..Default::default()
                 };
@@ -1011,21 +1169,49 @@ pub async fn run_batch(
     if cfg.concurrency == 0 {
         return Err(BatchError::BadConcurrency);
     }
+    if same_file(&cfg.input, &cfg.output) {
+        return Err(BatchError::OutputIsInput(cfg.output.clone()));
+    }
     let started = Instant::now();
     let mut progress = progress;
     let (prompts, input_problems) = read_input(&cfg.input, cfg.api)?;
+    // Held until this function returns (dropping the file releases it).
+    let _lock = lock_output(&cfg.output)?;
     let existing = scan_output(&cfg.output)?;
     for p in &existing.problems {
         progress.on_warning(p);
     }
     let input_prompts = prompts.len() as u64;
+    let mut kept_failed = 0u64;
+    let mut retry_ids = HashSet::new();
     let todo: Vec<Prompt> = prompts
         .into_iter()
         .filter(|p| {
-            !(existing.ok_ids.contains(&p.id)
-                || (!cfg.retry_failed_on_resume && existing.failed_ids.contains(&p.id)))
+            if existing.ok_ids.contains(&p.id) {
+                return false;
+            }
+            if existing.failed_ids.contains(&p.id) {
+                if !cfg.retry_failed_on_resume {
+                    kept_failed += 1;
+                    return false;
+                }
+                retry_ids.insert(p.id.clone());
+            }
+            true
         })
         .collect();
+    let retried_from_file = if retry_ids.is_empty() {
+        0
+    } else {
+        remove_failed_records(&cfg.output, &retry_ids)?
+    };
+    if retried_from_file > 0 {
+        progress.on_warning(&format!(
+            "{} earlier failed record(s) removed from {}: their ids are sent again",
+            retried_from_file,
+            cfg.output.display()
+        ));
+    }
     let resumed = input_prompts - todo.len() as u64;
     let total = todo.len() as u64;
     progress.on_start(total, resumed);
@@ -1141,6 +1327,8 @@ pub async fn run_batch(
         attempted: dispatched,
         ok: w.tally.ok,
         failed: w.tally.failed,
+        failed_in_file: w.tally.failed + kept_failed,
+        retried_from_file,
         retries,
         not_finished: total - done,
         cancelled: cancel.is_cancelled(),

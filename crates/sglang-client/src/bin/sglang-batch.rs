@@ -109,7 +109,7 @@ async fn main() {
             }
             std::process::exit(if s.cancelled {
                 130
-            } else if s.failed > 0 {
+            } else if s.failed_in_file > 0 {
                 1
             } else {
                 0

@@ -1,0 +1,205 @@
+//! Value parsers for the command line's numbers, durations, URLs and output paths: every value
+//! is checked against a range when clap reads it, so no flag value can panic later (a
+//! `Duration` built from `1e30` seconds, a 300-digit window) and each refusal says what the flag
+//! takes.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Longest duration any flag takes: 30 days (seconds).
+pub const MAX_DURATION_S: f64 = 30.0 * 86_400.0;
+
+/// `10s`, `2m`, `1h`, `500ms`, or a bare number of seconds, as seconds.
+fn seconds_of(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| "not a duration (use e.g. 10s, 2m, 1h, 500ms, or a number of seconds)")?;
+    let secs = v * mult;
+    if !secs.is_finite() {
+        return Err("not a finite duration".into());
+    }
+    Ok(secs)
+}
+
+fn fmt_s(x: f64) -> String {
+    if x >= 86_400.0 && (x / 86_400.0).fract() == 0.0 {
+        format!("{} days", x / 86_400.0)
+    } else if x >= 3600.0 && (x / 3600.0).fract() == 0.0 {
+        format!("{} h", x / 3600.0)
+    } else {
+        format!("{x} s")
+    }
+}
+
+/// A duration between `min_s` and `max_s` seconds (inclusive), as seconds.
+///
+/// # Errors
+/// Not a number or a duration with a unit, not finite, or outside the range (the message gives
+/// the range).
+pub fn seconds_between(
+    min_s: f64,
+    max_s: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s| {
+        let v = seconds_of(s)?;
+        if v < min_s || v > max_s {
+            return Err(format!(
+                "must be between {} and {}",
+                fmt_s(min_s),
+                fmt_s(max_s)
+            ));
+        }
+        Ok(v)
+    }
+}
+
+/// A duration between `min_s` and `max_s` seconds, as a [`Duration`].
+///
+/// # Errors
+/// As [`seconds_between`].
+pub fn duration_between(
+    min_s: f64,
+    max_s: f64,
+) -> impl Fn(&str) -> Result<Duration, String> + Clone + Send + Sync + 'static {
+    let f = seconds_between(min_s, max_s);
+    move |s| f(s).map(Duration::from_secs_f64)
+}
+
+/// A server base URL: `http://host[:port][/prefix]`.
+///
+/// # Errors
+/// No scheme (says to add `http://`), another scheme than `http` (this build has no TLS), or
+/// no host.
+pub fn server_url(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let Some((scheme, rest)) = t.split_once("://") else {
+        return Err(format!(
+            "no scheme: add http:// (e.g. http://{t}); the URL is the server's base URL"
+        ));
+    };
+    if scheme.eq_ignore_ascii_case("https") {
+        return Err(
+            "https is not supported by this build (no TLS); use http:// or a local TLS-terminating proxy"
+                .into(),
+        );
+    }
+    if !scheme.eq_ignore_ascii_case("http") {
+        return Err(format!("scheme {scheme}:// is not supported; use http://"));
+    }
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    if host.is_empty() || host.starts_with(':') {
+        return Err("no host after http://".into());
+    }
+    Ok(t.to_string())
+}
+
+/// A `--plot` path: SVG only.
+///
+/// # Errors
+/// A path whose extension is not `.svg` (a `.png` would hold SVG text under the wrong name).
+pub fn svg_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    match p.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") => Ok(p),
+        Some(e) => Err(format!(
+            "the plot is written as SVG, not .{e}; give a path ending in .svg (convert it afterwards, e.g. rsvg-convert -o x.png x.svg)"
+        )),
+        None => Err("the plot is written as SVG; give a path ending in .svg".into()),
+    }
+}
+
+/// True when `p` means standard output (`-`).
+pub fn is_stdout(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// Checks, before any work, that `path` can be written: opens it for writing (creating it) and
+/// removes it again when it did not exist, so a bad path fails in a second instead of after the
+/// whole diagnosis.
+///
+/// # Errors
+/// The path cannot be created or written (the message names the flag and the path).
+pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
+    if is_stdout(path) {
+        return Ok(());
+    }
+    let existed = path.exists();
+    if path.is_dir() {
+        anyhow::bail!("{flag} {}: is a directory", path.display());
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("{flag} {}: cannot write there: {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_outside_their_range_are_refused_without_panicking() {
+        let f = duration_between(0.01, MAX_DURATION_S);
+        assert_eq!(f("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(f("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(f("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(f("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in [
+            "99999999999999999999h",
+            "1e300",
+            "1e30s",
+            "inf",
+            "NaN",
+            "-60",
+            "0",
+        ] {
+            let e = f(bad).unwrap_err();
+            assert!(
+                e == "must be between 0.01 s and 30 days" || e == "not a finite duration",
+                "{bad}: {e}"
+            );
+        }
+        assert!(f("ten").unwrap_err().starts_with("not a duration"));
+    }
+
+    #[test]
+    fn a_url_without_scheme_says_add_http() {
+        assert_eq!(
+            server_url("localhost:30000").unwrap_err(),
+            "no scheme: add http:// (e.g. http://localhost:30000); the URL is the server's base URL"
+        );
+        assert!(server_url("https://x").unwrap_err().contains("no TLS"));
+        assert_eq!(server_url("http://").unwrap_err(), "no host after http://");
+        assert_eq!(
+            server_url("http://127.0.0.1:30000").unwrap(),
+            "http://127.0.0.1:30000"
+        );
+    }
+
+    #[test]
+    fn plot_paths_must_be_svg() {
+        assert!(svg_path("x.png").unwrap_err().contains("not .png"));
+        assert!(svg_path("x").is_err());
+        assert_eq!(svg_path("out/X.SVG").unwrap(), PathBuf::from("out/X.SVG"));
+    }
+}
