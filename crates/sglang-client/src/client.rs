@@ -226,10 +226,26 @@ impl SglangClient {
         self.get_text("/metrics").await
     }
 
-    /// `GET /metrics`, parsed into [`MetricsSnapshot`] (never fails on
-    /// content; bad lines are in `problems`).
+    /// `GET /metrics`, parsed into [`MetricsSnapshot`]; bad lines and
+    /// rejected values are in its `problems`.
+    ///
+    /// Errors as [`SglangClient::health`], and [`ClientError::NoMetrics`]
+    /// when the body holds no usable `sglang:` series (HTML, junk).
     pub async fn metrics(&self) -> Result<MetricsSnapshot, ClientError> {
-        Ok(MetricsSnapshot::parse(&self.metrics_text().await?))
+        let m = MetricsSnapshot::parse(&self.metrics_text().await?);
+        if !m.has_data() {
+            return Err(ClientError::NoMetrics {
+                url: crate::error::redact_url(&self.url("/metrics")),
+                lines: m.lines,
+                problems: m.problems_total,
+                first: m
+                    .problems
+                    .first()
+                    .map(|p| format!("; first: {p}"))
+                    .unwrap_or_default(),
+            });
+        }
+        Ok(m)
     }
 
     /// POSTs `body` to `path` with the generation timeout and returns the

@@ -26,6 +26,7 @@ pub mod api;
 pub mod batch;
 mod client;
 pub mod error;
+pub mod exposition;
 pub mod info;
 pub mod metrics;
 
