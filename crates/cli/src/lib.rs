@@ -5,6 +5,7 @@
 //! diagnostics to stderr; exit codes are 0 (ok), 1 (failure), 2 (bad arguments).
 
 pub mod batch_cmd;
+pub mod fleet;
 pub mod logfile;
 pub mod plot;
 pub mod render;
@@ -52,6 +53,7 @@ fn uses_sample(args: &DiagnoseArgs) -> bool {
         && args.model_config.is_none()
         && args.client_log.is_none()
         && args.client_records.is_none()
+        && args.prometheus.prometheus.is_none()
 }
 
 /// True when `--server` is given and no other evidence is.
@@ -162,6 +164,9 @@ pub struct DiagnoseArgs {
     /// With --watch: stop after this many reports (default: until Ctrl-C).
     #[arg(long, value_name = "N", requires = "watch")]
     pub watch_count: Option<u64>,
+    /// `--prometheus` and its options (a fleet read from Prometheus).
+    #[command(flatten)]
+    pub prometheus: Box<fleet::PrometheusArgs>,
 }
 
 /// Arguments of `gpu`.
@@ -378,6 +383,9 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
     };
     if let Some(period) = args.watch {
         return watch::run(args, period, args.watch_count);
+    }
+    if args.prometheus.prometheus.is_some() {
+        return fleet::run(args);
     }
     let (ev, report) = diagnose_full(args)?;
     // The report first: a bad --plot or --markdown path must not hide it.

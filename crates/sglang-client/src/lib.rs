@@ -7,6 +7,8 @@
 //!   `/v1/completions`, streaming (SSE) and not. One `reqwest::Client`
 //!   with connect and total timeouts; an optional bearer key that is never
 //!   printed.
+//! * [`PrometheusClient`]: `/api/v1/series` and `/api/v1/query_range` of
+//!   the Prometheus that scrapes a fleet, split so no request is too large.
 //! * [`ServerInfo`] decodes the info payload of every SGLang version
 //!   field by field; what it does not know is kept, what has the wrong type
 //!   is reported, nothing fails the whole payload.
@@ -29,9 +31,11 @@ pub mod error;
 pub mod exposition;
 pub mod info;
 pub mod metrics;
+pub mod prometheus;
 
 pub use api::{ChatCompletion, Completion, GenerateResponse, Usage};
 pub use client::{API_KEY_ENV, ApiKey, BatchConnection, ClientConfig, Endpoint, SglangClient};
 pub use error::ClientError;
 pub use info::{InfoError, InternalState, MemoryUsage, ModelInfo, ServerInfo};
 pub use metrics::{Histogram, LabeledMetrics, MetricsSnapshot};
+pub use prometheus::{PromError, PrometheusClient, RangeSeries};
