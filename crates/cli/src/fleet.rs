@@ -391,10 +391,7 @@ fn median(v: &mut [f64]) -> Option<f64> {
 /// (instance, DP rank, mean queue, mean usage) of one peer.
 type Peer = (String, Option<String>, Option<f64>, Option<f64>);
 
-fn outliers_among(
-    items: &[Peer],
-    min_peers: usize,
-) -> Vec<Outlier> {
+fn outliers_among(items: &[Peer], min_peers: usize) -> Vec<Outlier> {
     let mut out = Vec::new();
     if items.len() < min_peers {
         return out;

@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod logfile;
 pub mod plot;
 pub mod render;
+pub mod serve;
 pub mod sources;
 pub mod watch;
 
@@ -112,6 +113,8 @@ pub enum Command {
     Gpu(GpuArgs),
     /// Send a JSONL of prompts with bounded concurrency; record every response with its timings.
     RunBatch(batch_cmd::RunBatchArgs),
+    /// Sidecar: re-diagnose servers and logs every interval and serve the findings as Prometheus metrics (/metrics) and JSON (/report.json) until Ctrl-C.
+    Serve(serve::ServeArgs),
 }
 
 /// Arguments of `diagnose`.
@@ -449,6 +452,7 @@ where
     let result = match &cli.command {
         Command::Diagnose(a) => run_diagnose(a),
         Command::Gpu(a) => run_gpu(a),
+        Command::Serve(a) => serve::run(a),
         Command::RunBatch(a) => match batch_cmd::run(a) {
             Ok(code) => return code,
             Err(e) => Err(e),
