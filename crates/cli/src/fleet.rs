@@ -387,7 +387,9 @@ fn median(v: &mut [f64]) -> Option<f64> {
 
 /// Queue: at least twice the peers' median and 5 requests above it. Usage: 0.25 apart from
 /// the median (either way). Peers: the ranks of one instance (2 or more), or the instances
-/// (3 or more).
+/// (3 or more). An outlier is a few standing apart: when more than a tenth of the peers (and
+/// more than one) would be flagged for the same measure, they are a group, not outliers, and
+/// none is flagged for it.
 /// (instance, DP rank, mean queue, mean usage) of one peer.
 type Peer = (String, Option<String>, Option<f64>, Option<f64>);
 
@@ -400,12 +402,14 @@ fn outliers_among(items: &[Peer], min_peers: usize) -> Vec<Outlier> {
     let mut usages: Vec<f64> = items.iter().filter_map(|i| i.3).collect();
     let mq = median(&mut queues);
     let mu = median(&mut usages);
+    let mut by_queue = Vec::new();
+    let mut by_usage = Vec::new();
     for (inst, rank, q, u) in items {
         if let (Some(q), Some(m)) = (q, mq)
             && *q >= 2.0 * m
             && *q >= m + 5.0
         {
-            out.push(Outlier {
+            by_queue.push(Outlier {
                 instance: inst.clone(),
                 dp_rank: rank.clone(),
                 what: "queue".into(),
@@ -416,7 +420,7 @@ fn outliers_among(items: &[Peer], min_peers: usize) -> Vec<Outlier> {
         if let (Some(u), Some(m)) = (u, mu)
             && (u - m).abs() >= 0.25
         {
-            out.push(Outlier {
+            by_usage.push(Outlier {
                 instance: inst.clone(),
                 dp_rank: rank.clone(),
                 what: "usage".into(),
@@ -425,6 +429,13 @@ fn outliers_among(items: &[Peer], min_peers: usize) -> Vec<Outlier> {
             });
         }
     }
+    let few = (items.len() / 10).max(1);
+    for group in [by_queue, by_usage] {
+        if group.len() <= few {
+            out.extend(group);
+        }
+    }
+    out.sort_by(|a, b| (&a.instance, &a.dp_rank).cmp(&(&b.instance, &b.dp_rank)));
     out
 }
 
@@ -938,5 +949,17 @@ mod tests {
             .collect();
         assert_eq!(got, [("2", "queue"), ("2", "usage")]);
         assert_eq!(o[0].peers_median, 1.75);
+        // A third of the fleet apart is a group, not outliers.
+        let fleet: Vec<Peer> = (0..9)
+            .map(|i| {
+                (
+                    format!("h{i}"),
+                    None,
+                    Some(0.0),
+                    Some(if i < 3 { 0.97 } else { 0.1 }),
+                )
+            })
+            .collect();
+        assert!(outliers_among(&fleet, 3).is_empty());
     }
 }
