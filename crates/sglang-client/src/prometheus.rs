@@ -108,7 +108,35 @@ struct MatrixData {
 struct MatrixItem {
     metric: Labels,
     #[serde(default)]
-    values: Vec<(f64, String)>,
+    values: Vec<Point>,
+}
+
+/// `[unix_seconds, "value"]`, decoded without keeping the string.
+struct Point(f64, f64);
+
+impl<'de> Deserialize<'de> for Point {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Point;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("[time, \"value\"]")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Point, A::Error> {
+                let t: f64 = seq
+                    .next_element()?
+                    .ok_or_else(|| serde::de::Error::invalid_length(0, &self))?;
+                let v: &'de str = seq
+                    .next_element()?
+                    .ok_or_else(|| serde::de::Error::invalid_length(1, &self))?;
+                Ok(Point(t, parse_point(v)))
+            }
+        }
+        d.deserialize_seq(V)
+    }
 }
 
 /// `application/x-www-form-urlencoded` encoding of one value.
@@ -326,11 +354,7 @@ impl PrometheusClient {
             .into_iter()
             .map(|m| RangeSeries {
                 labels: m.metric,
-                points: m
-                    .values
-                    .into_iter()
-                    .map(|(t, v)| (t, parse_point(&v)))
-                    .collect(),
+                points: m.values.into_iter().map(|p| (p.0, p.1)).collect(),
             })
             .collect())
     }
