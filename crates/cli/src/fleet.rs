@@ -22,21 +22,20 @@ use serde::Serialize;
 use sglang_client::PrometheusClient;
 use sglang_client::prometheus::{Labels, RangeSeries, promql_string, selector_with};
 
-/// The SGLang series read per instance.
+/// The SGLang series read per instance with a range query. The pool size
+/// (`sglang:max_total_num_tokens`, constant while a server runs) is read for the whole fleet
+/// with one instant query instead.
 pub const SERIES: &[&str] = &[
     "sglang:num_running_reqs",
     "sglang:num_queue_reqs",
     "sglang:token_usage",
     "sglang:gen_throughput",
     "sglang:generation_tokens_total",
-    "sglang:prompt_tokens_total",
     "sglang:num_requests_total",
-    "sglang:max_total_num_tokens",
-    "sglang:num_retracted_requests_total",
 ];
 
 /// Requests to Prometheus in flight at once.
-const CONCURRENCY: usize = 8;
+const CONCURRENCY: usize = 6;
 
 /// The `--prometheus` options of `diagnose`.
 #[derive(Debug, Args, Default, Clone)]
@@ -472,14 +471,20 @@ fn mean_of(s: &[MetricsSample], f: impl Fn(&MetricsSample) -> Option<f64>) -> Op
 }
 
 /// Diagnose one instance from its series.
+///
+/// `pool_tokens` is the instance's `sglang:max_total_num_tokens` when read apart from `series`.
 pub fn diagnose_instance(
     instance: &str,
     prometheus: &str,
     window: &Window,
     series: &[RangeSeries],
+    pool_tokens: Option<u64>,
     sample_window_s: f64,
 ) -> InstanceReport {
-    let (facts, server, ranks, rejected) = instance_facts(instance, prometheus, window, series);
+    let (facts, mut server, ranks, rejected) = instance_facts(instance, prometheus, window, series);
+    if server.max_total_num_tokens.is_none() {
+        server.max_total_num_tokens = pool_tokens;
+    }
     let running_mean = mean_of(&facts.samples, |s| s.running);
     let queued_mean = mean_of(&facts.samples, |s| s.queued);
     let usage_mean = mean_of(&facts.samples, |s| s.token_usage);
@@ -585,6 +590,29 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
         w.end
     );
     let mut problems = Vec::new();
+    // The pool size of every instance in one instant query.
+    let pool_q = format!(
+        "max by (instance) (max_over_time(sglang:max_total_num_tokens{}[{}s]))",
+        selector_with(&selector, &[]).map_err(|e| anyhow::anyhow!("--selector: {e}"))?,
+        ((w.end - w.start).ceil() as u64).max(1)
+    );
+    let pools: BTreeMap<String, u64> = match rt.block_on(client.query(&pool_q, w.end)) {
+        Ok(v) => v
+            .into_iter()
+            .filter(|(_, x)| x.is_finite() && *x > 0.0 && *x <= 1e12)
+            .map(|(l, x)| {
+                (
+                    l.get("instance").cloned().unwrap_or_default(),
+                    x.round() as u64,
+                )
+            })
+            .collect(),
+        Err(e) => {
+            problems.push(format!("pool sizes ({pool_q}): {e}"));
+            BTreeMap::new()
+        }
+    };
+    let pools = std::sync::Arc::new(pools);
     let mut reports: Vec<InstanceReport> = rt.block_on(async {
         let mut set = tokio::task::JoinSet::new();
         let mut out = Vec::new();
@@ -599,6 +627,7 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
             )?;
             let c = client.clone();
             let shown = shown.clone();
+            let pool = pools.get(&inst).copied();
             set.spawn(async move {
                 let r = c.query_range(&q, w.start, w.end, w.step_s).await;
                 match r {
@@ -606,7 +635,7 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
                         // Converting on a blocking thread keeps the runtime's workers on I/O.
                         let inst2 = inst.clone();
                         tokio::task::spawn_blocking(move || {
-                            diagnose_instance(&inst2, &shown, &w, &series, sample_window_s)
+                            diagnose_instance(&inst2, &shown, &w, &series, pool, sample_window_s)
                         })
                         .await
                         .map_err(|e| format!("instance {inst}: {e}"))

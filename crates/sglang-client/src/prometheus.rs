@@ -105,6 +105,19 @@ struct MatrixData {
 }
 
 #[derive(Deserialize)]
+struct VectorData {
+    #[serde(rename = "resultType")]
+    result_type: String,
+    result: Vec<VectorItem>,
+}
+
+#[derive(Deserialize)]
+struct VectorItem {
+    metric: Labels,
+    value: Point,
+}
+
+#[derive(Deserialize)]
 struct MatrixItem {
     metric: Labels,
     #[serde(default)]
@@ -325,6 +338,27 @@ impl PrometheusClient {
         form.push(("start", format!("{start:.3}")));
         form.push(("end", format!("{end:.3}")));
         self.post("/api/v1/series", &form).await
+    }
+
+    /// `POST /api/v1/query`: an instant query at `time` (Unix seconds); each result's labels
+    /// and value.
+    ///
+    /// Errors: any [`PromError`]; a result that is not an instant vector is
+    /// [`PromError::Decode`].
+    pub async fn query(&self, query: &str, time: f64) -> Result<Vec<(Labels, f64)>, PromError> {
+        let form = [("query", query.to_string()), ("time", format!("{time:.3}"))];
+        let data: VectorData = self.post("/api/v1/query", &form).await?;
+        if data.result_type != "vector" {
+            return Err(PromError::Decode {
+                url: redact_url(&format!("{}/api/v1/query", self.base)),
+                detail: format!("resultType {} (expected vector)", data.result_type),
+            });
+        }
+        Ok(data
+            .result
+            .into_iter()
+            .map(|r| (r.metric, r.value.1))
+            .collect())
     }
 
     /// `POST /api/v1/query_range` over one piece of time (at most
