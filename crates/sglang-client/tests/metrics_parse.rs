@@ -220,3 +220,29 @@ fn many_series_are_grouped_by_label_set() {
     assert_eq!(m.sets.len(), 5000);
     assert_eq!(m.total(|s| s.kv_evictable_tokens), Some(2500.0));
 }
+
+/// PD transfer metrics: histograms from v0.5.10, gauges before (`sglang-observables.md` §3.3).
+#[test]
+fn kv_transfer_histograms_and_gauges() {
+    let text = "# TYPE sglang:kv_transfer_latency_ms histogram\n\
+        sglang:kv_transfer_latency_ms_bucket{engine_type=\"prefill\",le=\"10.0\"} 3.0\n\
+        sglang:kv_transfer_latency_ms_bucket{engine_type=\"prefill\",le=\"100.0\"} 9.0\n\
+        sglang:kv_transfer_latency_ms_bucket{engine_type=\"prefill\",le=\"+Inf\"} 10.0\n\
+        sglang:kv_transfer_latency_ms_sum{engine_type=\"prefill\"} 420.0\n\
+        sglang:kv_transfer_latency_ms_count{engine_type=\"prefill\"} 10.0\n\
+        # TYPE sglang:kv_transfer_speed_gb_s gauge\n\
+        sglang:kv_transfer_speed_gb_s{engine_type=\"prefill\"} 12.5\n";
+    let m = MetricsSnapshot::parse(text);
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+    assert_eq!(m.sets.len(), 1);
+    let h = &m.sets[0].kv_transfer["latency_ms"];
+    assert_eq!(
+        h.buckets,
+        vec![(10.0, 3.0), (100.0, 9.0), (f64::INFINITY, 10.0)]
+    );
+    assert_eq!(
+        (h.sum, h.count, h.mean()),
+        (Some(420.0), Some(10.0), Some(42.0))
+    );
+    assert_eq!(m.sets[0].kv_transfer_gauges.get("speed_gb_s"), Some(&12.5));
+}
