@@ -330,7 +330,15 @@ impl MetricsSnapshot {
         let mut hist_order: Vec<(usize, Labels)> = Vec::new();
         for s in &e.samples {
             let fam = &e.families[s.family];
-            let name = fam.name.as_str();
+            // A counter typed OpenMetrics-style (`# TYPE x counter`, sample `x_total`) is
+            // looked up by its sample name, as the 0.0.4 format (`# TYPE x_total counter`) has it.
+            let full;
+            let name = if s.suffix == Suffix::Total {
+                full = format!("{}_total", fam.name);
+                full.as_str()
+            } else {
+                fam.name.as_str()
+            };
             let mut labels: Labels = s
                 .labels
                 .iter()

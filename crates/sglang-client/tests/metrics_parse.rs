@@ -246,3 +246,22 @@ fn kv_transfer_histograms_and_gauges() {
     );
     assert_eq!(m.sets[0].kv_transfer_gauges.get("speed_gb_s"), Some(&12.5));
 }
+
+/// The OpenMetrics shape of a counter (`# TYPE x counter`, samples `x_total` and
+/// `x_created`) is typed like the 0.0.4 shape (`# TYPE x_total counter`).
+#[test]
+fn openmetrics_counter_shape() {
+    let text = "# TYPE sglang:generation_tokens counter\n\
+        sglang:generation_tokens_total{model_name=\"m\"} 900.0\n\
+        sglang:generation_tokens_created{model_name=\"m\"} 1.7e9\n\
+        # TYPE sglang:realtime_tokens counter\n\
+        sglang:realtime_tokens_total{model_name=\"m\",mode=\"decode\"} 12.0\n\
+        # EOF\n";
+    let m = MetricsSnapshot::parse(text);
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+    assert_eq!(m.total(|s| s.generation_tokens_total), Some(900.0));
+    let (_, rt) = m
+        .first(|s| s.realtime_tokens_total.get("decode").copied())
+        .unwrap();
+    assert_eq!(rt, 12.0);
+}
