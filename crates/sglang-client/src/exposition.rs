@@ -18,7 +18,7 @@
 //! `docs/instrumenting/exposition_formats.md` (`expfmt` in
 //! `prometheus/common`): `name{label="value",...} value [timestamp_ms]`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use nom::branch::alt;
 use nom::bytes::complete::{is_not, tag, take_while, take_while1};
@@ -206,7 +206,9 @@ impl Exposition {
             lines: text.split('\n').count() - usize::from(text.ends_with('\n') || text.is_empty()),
             ..Exposition::default()
         };
-        let mut seen: HashSet<(usize, Suffix, LabelPairs)> = HashSet::new();
+        // Series seen so far: a fingerprint of (family, suffix, sorted labels) → the samples
+        // with it (compared in full, so a fingerprint collision never drops a sample).
+        let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
         for (i, raw) in text.split('\n').enumerate() {
             let line_no = i + 1;
             let line = raw.strip_suffix('\r').unwrap_or(raw);
@@ -226,12 +228,19 @@ impl Exposition {
             match sample_line(t) {
                 Ok(s) => {
                     let (family, suffix) = p.family_of(s.name);
-                    let mut labels = s.labels.clone();
-                    labels.sort();
-                    if !seen.insert((family, suffix, labels)) {
+                    let key = fingerprint(family, suffix, &s.labels);
+                    let same = |o: &Sample| {
+                        o.family == family
+                            && o.suffix == suffix
+                            && o.labels.len() == s.labels.len()
+                            && s.labels.iter().all(|l| o.labels.contains(l))
+                    };
+                    let slot = seen.entry(key).or_default();
+                    if slot.iter().any(|&i| same(&p.samples[i])) {
                         p.problem(line_no, "duplicate series (same name and labels)".into(), t);
                         continue;
                     }
+                    slot.push(p.samples.len());
                     p.has_samples[family] = true;
                     p.samples.push(Sample {
                         family,
@@ -341,6 +350,21 @@ impl Exposition {
         }
         (self.intern(name, MetricType::Untyped), Suffix::None)
     }
+}
+
+/// An order-independent fingerprint of a series (labels may be written in any order).
+fn fingerprint(family: usize, suffix: Suffix, labels: &[(String, String)]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut acc: u64 = 0;
+    for l in labels {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        l.hash(&mut h);
+        // Summing per-label hashes makes the order irrelevant.
+        acc = acc.wrapping_add(h.finish());
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (family, suffix, acc, labels.len()).hash(&mut h);
+    h.finish()
 }
 
 /// `# HELP` text escapes: `\\` and `\n`.
@@ -590,6 +614,15 @@ mod tests {
         assert_eq!(e.problems_total, 8);
         assert_eq!(e.samples.len(), 1);
         assert_eq!(e.samples[0].value, 1.0);
+    }
+
+    #[test]
+    fn a_duplicate_is_found_whatever_the_label_order() {
+        let e =
+            Exposition::parse("a{x=\"1\",y=\"2\"} 1\na{y=\"2\",x=\"1\"} 2\na{y=\"1\",x=\"2\"} 3\n");
+        let lines: Vec<usize> = e.problems.iter().map(|p| p.line).collect();
+        assert_eq!(lines, [2]);
+        assert_eq!(e.samples.len(), 2);
     }
 
     #[test]

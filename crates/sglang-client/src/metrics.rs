@@ -503,13 +503,15 @@ fn set_of_labels(
     index: &mut std::collections::HashMap<Labels, usize>,
     labels: &Labels,
 ) -> usize {
-    *index.entry(labels.clone()).or_insert_with(|| {
-        snap.sets.push(LabeledMetrics {
-            labels: labels.clone(),
-            ..Default::default()
-        });
-        snap.sets.len() - 1
-    })
+    if let Some(&i) = index.get(labels) {
+        return i;
+    }
+    snap.sets.push(LabeledMetrics {
+        labels: labels.clone(),
+        ..Default::default()
+    });
+    index.insert(labels.clone(), snap.sets.len() - 1);
+    snap.sets.len() - 1
 }
 
 /// A bucket bound: a number or `+Inf`.
