@@ -220,6 +220,20 @@ impl SglangClient {
         }
     }
 
+    /// `GET /v1/loads` (v0.5.8+): each DP rank's running and waiting
+    /// requests, tokens, memory and queue breakdown.
+    ///
+    /// Errors as [`SglangClient::health`] (404 before v0.5.8), and
+    /// [`ClientError::Decode`] when the body is not a list of loads.
+    pub async fn loads(&self) -> Result<crate::loads::Loads, ClientError> {
+        let v = self.get_json("/v1/loads").await?;
+        crate::loads::Loads::from_json(&v).map_err(|e| ClientError::Decode {
+            endpoint: "/v1/loads".into(),
+            excerpt: crate::error::excerpt(&v.to_string(), 200),
+            source: <serde_json::Error as serde::de::Error>::custom(e),
+        })
+    }
+
     /// `GET /metrics` as raw Prometheus text. Errors as [`SglangClient::health`]
     /// (404 when the server runs without `--enable-metrics`).
     pub async fn metrics_text(&self) -> Result<String, ClientError> {

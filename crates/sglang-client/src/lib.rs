@@ -30,6 +30,7 @@ mod client;
 pub mod error;
 pub mod exposition;
 pub mod info;
+pub mod loads;
 pub mod metrics;
 pub mod prometheus;
 
@@ -37,5 +38,6 @@ pub use api::{ChatCompletion, Completion, GenerateResponse, Usage};
 pub use client::{API_KEY_ENV, ApiKey, BatchConnection, ClientConfig, Endpoint, SglangClient};
 pub use error::ClientError;
 pub use info::{InfoError, InternalState, MemoryUsage, ModelInfo, ServerInfo};
+pub use loads::{Loads, RankLoad};
 pub use metrics::{Histogram, LabeledMetrics, MetricsSnapshot};
 pub use prometheus::{PromError, PrometheusClient, RangeSeries};

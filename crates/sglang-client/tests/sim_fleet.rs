@@ -65,6 +65,21 @@ async fn fleet_scrapes_parse_whole_and_show_each_state() {
     let idle = &snaps[2];
     assert!(idle.total(|s| s.num_running_reqs).unwrap() <= 2.0);
     assert_eq!(idle.total(|s| s.num_queue_reqs), Some(0.0));
+    // /v1/loads: one entry per DP rank, agreeing with /metrics on the pool and the cap.
+    let c = SglangClient::new(ClientConfig::new(fleet[0].base_url())).unwrap();
+    let l = c.loads().await.unwrap();
+    assert!(l.problems.is_empty(), "{:?}", l.problems);
+    let ranks: Vec<Option<u64>> = l.ranks.iter().map(|r| r.dp_rank).collect();
+    assert_eq!(ranks, [Some(0), Some(1)]);
+    assert!(
+        l.ranks
+            .iter()
+            .all(|r| r.max_total_num_tokens == Some(24_000))
+    );
+    let c = SglangClient::new(ClientConfig::new(fleet[1].base_url())).unwrap();
+    let l = c.loads().await.unwrap();
+    assert_eq!(l.ranks[0].max_running_requests, Some(16));
+    assert_eq!(l.ranks[0].num_running_reqs, Some(16));
     for h in fleet {
         h.shutdown().await;
     }

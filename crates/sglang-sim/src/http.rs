@@ -123,7 +123,8 @@ pub fn router(state: Arc<AppState>) -> Router {
     if !state.cfg.legacy_endpoints_only {
         r = r
             .route("/server_info", get(server_info))
-            .route("/model_info", get(model_info));
+            .route("/model_info", get(model_info))
+            .route("/v1/loads", get(loads));
     }
     r.with_state(state)
 }
@@ -197,6 +198,44 @@ async fn server_info(State(s): S, headers: HeaderMap) -> Response {
         }],
         "version": c.version,
     });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// `/v1/loads` (v0.5.8+): one snapshot per DP rank.
+async fn loads(State(s): S, headers: HeaderMap) -> Response {
+    if !authorized(&s, &headers) {
+        return error_json(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    let c = &s.cfg;
+    let now = unix_now();
+    let ranks: Vec<Value> = s
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(r, m)| {
+            let used = m.num_used_tokens.get();
+            let waiting = m.num_queue_reqs.get();
+            json!({
+                "dp_rank": r, "timestamp": now,
+                "num_running_reqs": m.num_running_reqs.get() as u64,
+                "num_waiting_reqs": waiting as u64,
+                "num_used_tokens": used as u64,
+                "num_total_tokens": used as u64,
+                "max_total_num_tokens": c.kv_tokens,
+                "token_usage": m.token_usage.get(),
+                "gen_throughput": m.gen_throughput.get(),
+                "cache_hit_rate": 0.0, "utilization": 0.0,
+                "max_running_requests": c.max_running_requests,
+                "queues": {"waiting": waiting as u64, "grammar": 0, "paused": 0, "retracted": 0},
+            })
+        })
+        .collect();
+    let body = json!({ "timestamp": now, "dp_rank_count": ranks.len(), "loads": ranks });
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
