@@ -6,9 +6,11 @@
 
 pub mod batch_cmd;
 pub mod flags;
+pub mod fleet;
 pub mod logfile;
 pub mod plot;
 pub mod render;
+pub mod serve;
 pub mod sources;
 pub mod watch;
 
@@ -53,6 +55,7 @@ fn uses_sample(args: &DiagnoseArgs) -> bool {
         && args.model_config.is_none()
         && args.client_log.is_none()
         && args.client_records.is_none()
+        && args.prometheus.prometheus.is_none()
 }
 
 /// True when `--server` is given and no other evidence is.
@@ -143,6 +146,8 @@ pub enum Command {
     Gpu(GpuArgs),
     /// Send a JSONL of prompts with bounded concurrency; record every response with its timings.
     RunBatch(batch_cmd::RunBatchArgs),
+    /// Sidecar: re-diagnose servers and logs every interval and serve the findings as Prometheus metrics (/metrics) and JSON (/report.json) until Ctrl-C.
+    Serve(serve::ServeArgs),
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(CompletionsArgs),
     /// Write the man pages (roff) into DIR: throughput-doctor.1 and one page per subcommand (used by `cargo xtask man`).
@@ -251,6 +256,9 @@ pub struct DiagnoseArgs {
     /// With --watch: stop after this many reports (default: until Ctrl-C).
     #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
     pub watch_count: Option<u64>,
+    /// `--prometheus` and its options (a fleet read from Prometheus).
+    #[command(flatten)]
+    pub prometheus: Box<fleet::PrometheusArgs>,
 }
 
 /// Arguments of `gpu`.
@@ -515,6 +523,9 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
     if let Some(p) = &args.markdown {
         flags::check_writable("--markdown", p)?;
     }
+    if args.prometheus.prometheus.is_some() {
+        return fleet::run(args);
+    }
     let (ev, report) = diagnose_full(args)?;
     // The report first: a --plot or --markdown write that still fails must not hide it.
     let mut out = anstream::stdout();
@@ -595,6 +606,7 @@ where
         }),
         Command::Diagnose(a) => run_diagnose(a),
         Command::Gpu(a) => run_gpu(a),
+        Command::Serve(a) => serve::run(a),
         Command::RunBatch(a) => match batch_cmd::run(a) {
             Ok(code) => return code,
             Err(e) => Err(e),

@@ -280,7 +280,16 @@ pub fn add_server_url_within(
             std::thread::sleep(interval);
         }
         match rt.block_on(client.metrics()) {
-            Ok(m) => facts.samples.push(metrics_sample(&m)),
+            Ok(m) => {
+                // Unreadable lines and rejected values are warnings, named once per poll.
+                if let Some(first) = m.problems.first() {
+                    ctx.source_errors.push(format!(
+                        "server {url}/metrics: {} line(s) unreadable or values rejected; first: {first}",
+                        m.problems_total
+                    ));
+                }
+                facts.samples.push(metrics_sample(&m))
+            }
             Err(e) => {
                 ctx.source_errors
                     .push(format!("server {shown}/metrics: {e}"));

@@ -330,6 +330,20 @@ impl SglangClient {
         }
     }
 
+    /// `GET /v1/loads` (v0.5.8+): each DP rank's running and waiting
+    /// requests, tokens, memory and queue breakdown.
+    ///
+    /// Errors as [`SglangClient::health`] (404 before v0.5.8), and
+    /// [`ClientError::Decode`] when the body is not a list of loads.
+    pub async fn loads(&self) -> Result<crate::loads::Loads, ClientError> {
+        let v = self.get_json("/v1/loads").await?;
+        crate::loads::Loads::from_json(&v).map_err(|e| ClientError::Decode {
+            endpoint: "/v1/loads".into(),
+            excerpt: crate::error::excerpt(&v.to_string(), 200),
+            source: <serde_json::Error as serde::de::Error>::custom(e),
+        })
+    }
+
     /// `GET /metrics` as raw Prometheus text. Errors as [`SglangClient::health`]
     /// (404 when the server runs without `--enable-metrics`), and
     /// [`ClientError::TooLarge`] past `max_metrics_bytes`.
@@ -337,10 +351,26 @@ impl SglangClient {
         self.get_text("/metrics", self.cfg.max_metrics_bytes).await
     }
 
-    /// `GET /metrics`, parsed into [`MetricsSnapshot`] (never fails on
-    /// content; bad lines are in `problems`).
+    /// `GET /metrics`, parsed into [`MetricsSnapshot`]; bad lines and
+    /// rejected values are in its `problems`.
+    ///
+    /// Errors as [`SglangClient::health`], and [`ClientError::NoMetrics`]
+    /// when the body holds no usable `sglang:` series (HTML, junk).
     pub async fn metrics(&self) -> Result<MetricsSnapshot, ClientError> {
-        Ok(MetricsSnapshot::parse(&self.metrics_text().await?))
+        let m = MetricsSnapshot::parse(&self.metrics_text().await?);
+        if !m.has_data() {
+            return Err(ClientError::NoMetrics {
+                url: crate::error::redact_url(&self.url("/metrics")),
+                lines: m.lines,
+                problems: m.problems_total,
+                first: m
+                    .problems
+                    .first()
+                    .map(|p| format!("; first: {p}"))
+                    .unwrap_or_default(),
+            });
+        }
+        Ok(m)
     }
 
     /// POSTs `body` to `path` with the generation timeout and returns the

@@ -43,6 +43,19 @@ pub enum ClientError {
         #[source]
         source: serde_json::Error,
     },
+    /// `/metrics` answered 2xx but held no usable `sglang:` series (an HTML
+    /// page, junk, a proxy's error text): no data, never zeros.
+    #[error("{url} holds no SGLang metrics ({lines} lines, {problems} unreadable{first})")]
+    NoMetrics {
+        /// Redacted URL that was requested.
+        url: String,
+        /// Lines in the body.
+        lines: usize,
+        /// Unreadable lines or rejected values.
+        problems: usize,
+        /// `; first: line N: reason` when there is a problem to show.
+        first: String,
+    },
     /// The connection broke after the response started (reset mid-stream,
     /// truncated body, a stream that ended before `[DONE]`). Retried by the
     /// batch runner.
@@ -119,13 +132,14 @@ impl ClientError {
     }
 
     /// A short machine-friendly kind: `connect`, `timeout`, `status`,
-    /// `decode`, `transport`, `too_large`, `stalled`, `no_answer`, `io`.
+    /// `decode`, `no_data`, `transport`, `too_large`, `stalled`, `no_answer`, `io`.
     pub fn kind(&self) -> &'static str {
         match self {
             ClientError::Connect { .. } => "connect",
             ClientError::Timeout { .. } => "timeout",
             ClientError::Status { .. } => "status",
             ClientError::Decode { .. } => "decode",
+            ClientError::NoMetrics { .. } => "no_data",
             ClientError::Transport { .. } => "transport",
             ClientError::TooLarge { .. } => "too_large",
             ClientError::Stalled { .. } => "stalled",

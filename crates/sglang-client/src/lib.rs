@@ -10,6 +10,8 @@
 //!   server echoes back). Every body is read under a cap (2 MiB info JSON,
 //!   16 MiB completion JSON, 64 MiB `/metrics`, 1 MiB per server-sent event,
 //!   64 KiB of an error body), so a hostile server cannot grow this process's memory.
+//! * [`PrometheusClient`]: `/api/v1/series` and `/api/v1/query_range` of
+//!   the Prometheus that scrapes a fleet, split so no request is too large.
 //! * [`ServerInfo`] decodes the info payload of every SGLang version
 //!   field by field; what it does not know is kept, what has the wrong type
 //!   is reported, nothing fails the whole payload.
@@ -29,8 +31,11 @@ pub mod api;
 pub mod batch;
 mod client;
 pub mod error;
+pub mod exposition;
 pub mod info;
+pub mod loads;
 pub mod metrics;
+pub mod prometheus;
 mod sse;
 
 pub use api::{ChatCompletion, Completion, GenerateResponse, Usage};
@@ -41,4 +46,6 @@ pub use client::{
 };
 pub use error::ClientError;
 pub use info::{InfoError, InternalState, MemoryUsage, ModelInfo, ServerInfo};
+pub use loads::{Loads, RankLoad};
 pub use metrics::{Histogram, LabeledMetrics, MetricsSnapshot};
+pub use prometheus::{PromError, PrometheusClient, RangeSeries};

@@ -25,6 +25,8 @@ const PREFILL_BUDGET: u64 = 8192;
 const CLIP_MAX_NEW: u64 = 4096;
 
 pub struct Job {
+    /// When it was queued (for `sglang:queue_time_seconds`).
+    pub submitted: std::time::Instant,
     pub prompt: u64,
     pub max_new: u64,
     pub target: u64,
@@ -45,6 +47,8 @@ struct State {
 
 pub struct Engine {
     cfg: Arc<SimConfig>,
+    /// `DP{n}` in log prefixes when the server has several DP ranks.
+    tag: String,
     metrics: Arc<Metrics>,
     stats: Arc<SimStats>,
     state: Mutex<State>,
@@ -56,7 +60,12 @@ impl Engine {
         cfg: Arc<SimConfig>,
         metrics: Arc<Metrics>,
         stats: Arc<SimStats>,
+        dp_rank: Option<u32>,
     ) -> std::io::Result<Self> {
+        let tag = match dp_rank {
+            Some(r) => format!("DP{r} TP0"),
+            None => "TP0".to_string(),
+        };
         let mut log = match &cfg.log_path {
             Some(p) => Some(
                 std::fs::OpenOptions::new()
@@ -70,8 +79,8 @@ impl Engine {
             let ts = logfmt::now();
             let cap = cfg.kv_tokens;
             let text = format!(
-                "[{ts} TP0] KV Cache is allocated. #tokens: {cap}, KV size: {:.2} GB\n\
-                 [{ts} TP0] max_total_num_tokens={cap}, chunked_prefill_size=8192, max_prefill_tokens=16384, \
+                "[{ts} {tag}] KV Cache is allocated. #tokens: {cap}, KV size: {:.2} GB\n\
+                 [{ts} {tag}] max_total_num_tokens={cap}, chunked_prefill_size=8192, max_prefill_tokens=16384, \
                  max_running_requests={}, context_len=262144, available_gpu_mem=5.16 GB\n",
                 cap as f64 * 70272.0 / (1u64 << 30) as f64,
                 cfg.max_running_requests
@@ -80,6 +89,7 @@ impl Engine {
         }
         Ok(Engine {
             cfg,
+            tag,
             metrics,
             stats,
             state: Mutex::new(State {
@@ -110,6 +120,7 @@ impl Engine {
         {
             let mut st = self.lock();
             st.queue.push_back(Job {
+                submitted: std::time::Instant::now(),
                 prompt,
                 max_new,
                 target,
@@ -158,7 +169,7 @@ impl Engine {
 
     fn log_line(&self, st: &mut State, body: String) {
         if let Some(f) = st.log.as_mut() {
-            let line = format!("[{} TP0] {body}\n", logfmt::now());
+            let line = format!("[{} {}] {body}\n", logfmt::now(), self.tag);
             let _ = f.write_all(line.as_bytes());
         }
     }
@@ -208,6 +219,8 @@ impl Engine {
                 }
                 // ok: front() was Some just above.
                 let Some(j) = st.queue.pop_front() else { break };
+                let waited = j.submitted.elapsed().as_secs_f64() / self.cfg.time_scale.max(1e-9);
+                self.metrics.queue_time.observe(waited);
                 new_tokens += j.prompt + j.generated;
                 admitted += 1;
                 st.running.push(j);
@@ -217,6 +230,9 @@ impl Engine {
                 secs += t;
                 self.metrics
                     .prompt_tokens_total
+                    .fetch_add(new_tokens, Ordering::Relaxed);
+                self.metrics
+                    .realtime_prefill_compute
                     .fetch_add(new_tokens, Ordering::Relaxed);
                 let kv: u64 = st.running.iter().map(|r| r.prompt + r.generated).sum();
                 self.update_gauges(st, kv, None);
@@ -247,6 +263,9 @@ impl Engine {
             let old = st.ratio;
             st.ratio = (st.ratio + 0.2).min(RATIO_INIT);
             self.stats.retractions.fetch_add(1, Ordering::Relaxed);
+            self.metrics
+                .num_retracted_requests_total
+                .fetch_add(1, Ordering::Relaxed);
             let body = format!(
                 "KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: {gained}, \
                  #new_token_ratio: {old:.4} -> {:.4}",
@@ -331,8 +350,8 @@ mod tests {
     fn a_finished_request_is_counted_before_its_channel_closes() {
         let cfg = Arc::new(SimConfig::default());
         let metrics = Arc::new(Metrics::new());
-        let engine =
-            Engine::new(cfg, metrics.clone(), Arc::new(SimStats::default())).expect("no log file");
+        let engine = Engine::new(cfg, metrics.clone(), Arc::new(SimStats::default()), None)
+            .expect("no log file");
         let mut one = engine.submit(10, 4, 1);
         let mut two = engine.submit(10, 4, 2);
         let (_, finished) = engine.step(&mut engine.lock());

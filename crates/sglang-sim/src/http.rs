@@ -25,8 +25,15 @@ const WORDS: &[&str] = &[
 
 pub struct AppState {
     pub cfg: Arc<SimConfig>,
-    pub engine: Option<Arc<Engine>>,
-    metrics: Arc<Metrics>,
+    /// One scheduler per DP rank (none in [`Mode::NearZero`]).
+    pub engines: Vec<Arc<Engine>>,
+    /// Each rank's scheduler metrics.
+    ranks: Vec<Arc<Metrics>>,
+    /// The tokenizer's metrics (HTTP side).
+    pub metrics: Arc<Metrics>,
+    /// The `instance` label, once the address is known.
+    pub instance: Mutex<Option<String>>,
+    next_rank: AtomicU64,
     stats: Arc<SimStats>,
     fault_rng: Mutex<StdRng>,
     len_rng: Mutex<StdRng>,
@@ -37,23 +44,67 @@ impl AppState {
     pub fn new(cfg: SimConfig, stats: Arc<SimStats>) -> Result<Arc<Self>, SimError> {
         let cfg = Arc::new(cfg);
         let metrics = Arc::new(Metrics::new());
-        let engine = match cfg.mode {
-            Mode::Scheduled => Some(Arc::new(Engine::new(
-                cfg.clone(),
-                metrics.clone(),
-                stats.clone(),
-            )?)),
-            Mode::NearZero => None,
+        let dp = cfg.dp_size.max(1);
+        let ranks: Vec<Arc<Metrics>> = match cfg.mode {
+            Mode::Scheduled => (0..dp).map(|_| Arc::new(Metrics::new())).collect(),
+            Mode::NearZero => vec![metrics.clone()],
         };
+        let mut engines = Vec::new();
+        if cfg.mode == Mode::Scheduled {
+            for (r, m) in ranks.iter().enumerate() {
+                let tag = (dp > 1).then_some(r as u32);
+                engines.push(Arc::new(Engine::new(
+                    cfg.clone(),
+                    m.clone(),
+                    stats.clone(),
+                    tag,
+                )?));
+            }
+        }
         Ok(Arc::new(AppState {
+            engines,
+            ranks,
+            instance: Mutex::new(None),
+            next_rank: AtomicU64::new(0),
             fault_rng: Mutex::new(StdRng::seed_from_u64(cfg.faults.seed)),
             len_rng: Mutex::new(StdRng::seed_from_u64(cfg.seed)),
             cfg,
-            engine,
             metrics,
             stats,
             next_id: AtomicU64::new(0),
         }))
+    }
+}
+
+impl AppState {
+    /// The scheduler the next request goes to (round robin over DP ranks,
+    /// as SGLang's data-parallel controller does by default).
+    pub fn engine(&self) -> Option<&Arc<Engine>> {
+        if self.engines.is_empty() {
+            return None;
+        }
+        let n = self.next_rank.fetch_add(1, Ordering::Relaxed) as usize;
+        self.engines.get(n % self.engines.len())
+    }
+
+    /// The whole `/metrics` text.
+    pub fn render_metrics(&self) -> String {
+        let inst = match self.instance.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        let tok: &Metrics = &self.metrics;
+        let info = crate::metrics::RenderInfo {
+            model: &self.cfg.model,
+            kv_tokens: self.cfg.kv_tokens,
+            instance: inst.as_deref(),
+        };
+        if self.cfg.mode == Mode::NearZero {
+            // One process does it all: its counters are the tokenizer's.
+            crate::metrics::render(&Metrics::new(), &self.ranks, &info)
+        } else {
+            crate::metrics::render(tok, &self.ranks, &info)
+        }
     }
 }
 
@@ -72,7 +123,8 @@ pub fn router(state: Arc<AppState>) -> Router {
     if !state.cfg.legacy_endpoints_only {
         r = r
             .route("/server_info", get(server_info))
-            .route("/model_info", get(model_info));
+            .route("/model_info", get(model_info))
+            .route("/v1/loads", get(loads));
     }
     r.with_state(state)
 }
@@ -113,7 +165,7 @@ async fn health_generate(State(s): S, headers: HeaderMap) -> Response {
     if !authorized(&s, &headers) {
         return error_json(StatusCode::UNAUTHORIZED, "Unauthorized");
     }
-    if let Some(e) = &s.engine {
+    if let Some(e) = s.engine() {
         let mut rx = e.submit(4, 1, 1);
         while rx.recv().await.is_some() {}
     }
@@ -128,7 +180,7 @@ async fn server_info(State(s): S, headers: HeaderMap) -> Response {
     let kv_gb = c.kv_tokens as f64 * 70272.0 / (1u64 << 30) as f64;
     let body = json!({
         "model_path": c.model, "tokenizer_path": c.model, "served_model_name": c.model,
-        "tp_size": 8, "dp_size": 1, "pp_size": 1, "ep_size": 1, "enable_dp_attention": false,
+        "tp_size": 8, "dp_size": c.dp_size.max(1), "pp_size": 1, "ep_size": 1, "enable_dp_attention": false,
         "mem_fraction_static": 0.85, "max_total_tokens": null, "chunked_prefill_size": 8192,
         "max_prefill_tokens": 16384, "max_running_requests": c.max_running_requests,
         "max_queued_requests": null, "schedule_policy": "fcfs", "schedule_conservativeness": 1.0,
@@ -138,7 +190,7 @@ async fn server_info(State(s): S, headers: HeaderMap) -> Response {
         "enable_metrics": true, "stream_interval": 1,
         "status": "ready", "max_total_num_tokens": c.kv_tokens, "max_req_input_len": 262138,
         "internal_states": [{
-            "last_gen_throughput": s.metrics.last_gen_throughput.get(),
+            "last_gen_throughput": s.ranks.iter().map(|m| m.last_gen_throughput.get()).sum::<f64>(),
             "memory_usage": {"weight": 71.2, "kvcache": (kv_gb * 1000.0).round() / 1000.0,
                               "token_capacity": c.kv_tokens, "graph": 1.62},
             "effective_max_running_requests_per_dp": c.max_running_requests,
@@ -146,6 +198,44 @@ async fn server_info(State(s): S, headers: HeaderMap) -> Response {
         }],
         "version": c.version,
     });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// `/v1/loads` (v0.5.8+): one snapshot per DP rank.
+async fn loads(State(s): S, headers: HeaderMap) -> Response {
+    if !authorized(&s, &headers) {
+        return error_json(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    let c = &s.cfg;
+    let now = unix_now();
+    let ranks: Vec<Value> = s
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(r, m)| {
+            let used = m.num_used_tokens.get();
+            let waiting = m.num_queue_reqs.get();
+            json!({
+                "dp_rank": r, "timestamp": now,
+                "num_running_reqs": m.num_running_reqs.get() as u64,
+                "num_waiting_reqs": waiting as u64,
+                "num_used_tokens": used as u64,
+                "num_total_tokens": used as u64,
+                "max_total_num_tokens": c.kv_tokens,
+                "token_usage": m.token_usage.get(),
+                "gen_throughput": m.gen_throughput.get(),
+                "cache_hit_rate": 0.0, "utilization": 0.0,
+                "max_running_requests": c.max_running_requests,
+                "queues": {"waiting": waiting as u64, "grammar": 0, "paused": 0, "retracted": 0},
+            })
+        })
+        .collect();
+    let body = json!({ "timestamp": now, "dp_rank_count": ranks.len(), "loads": ranks });
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
@@ -169,7 +259,7 @@ async fn model_info(State(s): S, headers: HeaderMap) -> Response {
 }
 
 async fn metrics(State(s): S) -> Response {
-    let text = s.metrics.render(&s.cfg.model, s.cfg.kv_tokens);
+    let text = s.render_metrics();
     (
         StatusCode::OK,
         [(
@@ -545,7 +635,7 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
     };
     s.metrics.num_requests_total.fetch_add(1, Ordering::Relaxed);
 
-    match &s.engine {
+    match s.engine() {
         None => {
             // Near-zero latency: everything at once.
             s.metrics

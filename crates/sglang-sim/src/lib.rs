@@ -23,6 +23,12 @@
 //! RNG: HTTP 500, HTTP 429, a slow first byte, a connection reset in the
 //! middle of the body, malformed JSON.
 //!
+//! A fleet ([`spawn_fleet`]) is several simulators at once, each on its own
+//! port with its own configuration ([`SimConfig::kv_bound`],
+//! [`SimConfig::running_cap_bound`], [`SimConfig::nearly_idle`]), each
+//! driven by a built-in client ([`LoadConfig`]) and labelling its series
+//! with `instance="127.0.0.1:PORT"` and, with `dp_size` > 1, `dp_rank`.
+//!
 //! Numbers are a model, not a measurement.
 #![deny(missing_docs)]
 
@@ -128,6 +134,30 @@ pub struct SimConfig {
     pub faults: FaultConfig,
     /// Seed of the completion-length RNG.
     pub seed: u64,
+    /// Data-parallel ranks: one scheduler (KV pool of `kv_tokens`, running
+    /// cap of `max_running_requests`) per rank, requests dealt round robin;
+    /// `/metrics` then labels scheduler series with `dp_rank`.
+    pub dp_size: u32,
+    /// Label every `/metrics` series with `instance="127.0.0.1:PORT"`
+    /// (the bound address), as a fleet member does.
+    pub instance_label: bool,
+    /// A built-in client that keeps requests in flight (none: only HTTP
+    /// requests are served).
+    pub load: Option<LoadConfig>,
+}
+
+/// A built-in closed-loop client: `concurrency` requests in flight at all
+/// times, each with `prompt_tokens` and exactly `output_tokens` to generate.
+/// Requests go straight to the schedulers (no HTTP), and are counted in
+/// `sglang:num_requests_total` and the latency histograms like HTTP ones.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadConfig {
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Prompt length, tokens.
+    pub prompt_tokens: u64,
+    /// Completion length, tokens (also the request's `max_new_tokens`).
+    pub output_tokens: u64,
 }
 
 impl Default for SimConfig {
@@ -150,11 +180,66 @@ impl Default for SimConfig {
             legacy_endpoints_only: false,
             faults: FaultConfig::default(),
             seed: 1,
+            dp_size: 1,
+            instance_label: false,
+            load: None,
         }
     }
 }
 
 impl SimConfig {
+    /// A fleet member whose KV pool is the limit: a 24,000-token pool,
+    /// 128 requests of 600 + 600 tokens in flight (≈ 154,000 tokens wanted),
+    /// so the pool stays near full while requests queue.
+    pub fn kv_bound() -> Self {
+        SimConfig {
+            kv_tokens: 24_000,
+            max_running_requests: 4096,
+            time_scale: 0.05,
+            instance_label: true,
+            load: Some(LoadConfig {
+                concurrency: 128,
+                prompt_tokens: 600,
+                output_tokens: 600,
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// A fleet member pinned at its running cap: `max_running_requests` 16,
+    /// 64 requests in flight, a pool (400,000 tokens) that stays almost empty.
+    pub fn running_cap_bound() -> Self {
+        SimConfig {
+            kv_tokens: 400_000,
+            max_running_requests: 16,
+            time_scale: 0.05,
+            instance_label: true,
+            load: Some(LoadConfig {
+                concurrency: 64,
+                prompt_tokens: 300,
+                output_tokens: 300,
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// A nearly idle fleet member: 2 requests in flight on a large pool;
+    /// the client, not the server, sets the pace.
+    pub fn nearly_idle() -> Self {
+        SimConfig {
+            kv_tokens: 400_000,
+            max_running_requests: 4096,
+            time_scale: 0.05,
+            instance_label: true,
+            load: Some(LoadConfig {
+                concurrency: 2,
+                prompt_tokens: 300,
+                output_tokens: 300,
+            }),
+            ..Default::default()
+        }
+    }
+
     /// Near-zero-latency settings for load tests and benchmarks: 8 tokens
     /// per answer, no scheduler, no faults.
     pub fn near_zero() -> Self {
@@ -214,7 +299,8 @@ pub struct SimHandle {
     pub stats: Arc<SimStats>,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<()>>,
-    engine: Option<JoinHandle<()>>,
+    engines: Vec<JoinHandle<()>>,
+    load: Vec<JoinHandle<()>>,
 }
 
 impl SimHandle {
@@ -238,7 +324,10 @@ impl SimHandle {
                 // ok: the task is dropped with the runtime.
             }
         }
-        if let Some(e) = self.engine.take() {
+        for l in self.load.drain(..) {
+            l.abort();
+        }
+        for e in self.engines.drain(..) {
             e.abort();
         }
     }
@@ -260,8 +349,27 @@ pub async fn spawn(cfg: SimConfig) -> Result<SimHandle, SimError> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", cfg.port)).await?;
     let addr = listener.local_addr()?;
     let stats = Arc::new(SimStats::default());
+    let load_cfg = cfg.load;
+    let label = cfg.instance_label;
     let state = http::AppState::new(cfg, stats.clone())?;
-    let engine = state.engine.clone().map(|e| tokio::spawn(e.run()));
+    if label {
+        let mut g = match state.instance.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        *g = Some(addr.to_string());
+    }
+    let engines = state
+        .engines
+        .iter()
+        .map(|e| tokio::spawn(e.clone().run()))
+        .collect();
+    let load = match load_cfg {
+        Some(l) if !state.engines.is_empty() => (0..l.concurrency)
+            .map(|_| tokio::spawn(client_loop(state.clone(), l)))
+            .collect(),
+        _ => Vec::new(),
+    };
     let app = http::router(state);
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
@@ -276,6 +384,58 @@ pub async fn spawn(cfg: SimConfig) -> Result<SimHandle, SimError> {
         stats,
         shutdown: Some(tx),
         server: Some(server),
-        engine,
+        engines,
+        load,
     })
+}
+
+/// Starts one simulator per configuration (each on its own port).
+///
+/// Errors: the first [`SimError`]; the simulators already started are shut down.
+pub async fn spawn_fleet(cfgs: Vec<SimConfig>) -> Result<Vec<SimHandle>, SimError> {
+    let mut out = Vec::with_capacity(cfgs.len());
+    for c in cfgs {
+        match spawn(c).await {
+            Ok(h) => out.push(h),
+            Err(e) => {
+                for h in out {
+                    h.shutdown().await;
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One slot of the built-in client: submit, wait for the last token, repeat.
+async fn client_loop(state: std::sync::Arc<http::AppState>, l: LoadConfig) {
+    let scale = state.cfg.time_scale.max(1e-9);
+    loop {
+        let Some(engine) = state.engine() else { return };
+        let start = std::time::Instant::now();
+        let mut rx = engine.submit(
+            l.prompt_tokens.max(1),
+            l.output_tokens.max(1),
+            l.output_tokens.max(1),
+        );
+        state
+            .metrics
+            .num_requests_total
+            .fetch_add(1, Ordering::Relaxed);
+        let mut first = true;
+        while rx.recv().await.is_some() {
+            if first {
+                state
+                    .metrics
+                    .ttft
+                    .observe(start.elapsed().as_secs_f64() / scale);
+                first = false;
+            }
+        }
+        state
+            .metrics
+            .e2e
+            .observe(start.elapsed().as_secs_f64() / scale);
+    }
 }

@@ -51,11 +51,65 @@ struct Args {
     /// RNG seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Data-parallel ranks (one scheduler each; `dp_rank` labels).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    dp: u32,
+    /// Run a fleet instead: a comma-separated list of kv-bound, cap-bound,
+    /// idle; each member gets its own port from `--port` up (0 = random),
+    /// its built-in client, and `instance` labels.
+    #[arg(long, value_delimiter = ',')]
+    fleet: Vec<String>,
+}
+
+fn preset(name: &str) -> Option<SimConfig> {
+    Some(match name {
+        "kv-bound" => SimConfig::kv_bound(),
+        "cap-bound" => SimConfig::running_cap_bound(),
+        "idle" => SimConfig::nearly_idle(),
+        _ => return None,
+    })
+}
+
+async fn run_fleet(a: &Args) {
+    let mut cfgs = Vec::new();
+    for (i, name) in a.fleet.iter().enumerate() {
+        let Some(mut c) = preset(name) else {
+            eprintln!("sglang-sim: --fleet {name}: not one of kv-bound, cap-bound, idle");
+            std::process::exit(2);
+        };
+        c.port = if a.port == 0 {
+            0
+        } else {
+            a.port.saturating_add(i as u16)
+        };
+        c.dp_size = a.dp;
+        c.seed = a.seed + i as u64;
+        cfgs.push(c);
+    }
+    match sglang_sim::spawn_fleet(cfgs).await {
+        Ok(hs) => {
+            for (h, name) in hs.iter().zip(&a.fleet) {
+                println!("sglang-sim {name} listening on {}", h.base_url());
+            }
+            let _ = tokio::signal::ctrl_c().await;
+            for h in hs {
+                h.shutdown().await;
+            }
+        }
+        Err(e) => {
+            eprintln!("sglang-sim: {e}");
+            std::process::exit(1);
+        }
+    }
 }
 
 #[tokio::main]
 async fn main() {
     let a = Args::parse();
+    if !a.fleet.is_empty() {
+        run_fleet(&a).await;
+        return;
+    }
     let mut cfg = if a.near_zero {
         SimConfig::near_zero()
     } else {
@@ -70,6 +124,7 @@ async fn main() {
         cfg.completion_tokens_mean = a.completion_mean;
     }
     cfg.seed = a.seed;
+    cfg.dp_size = a.dp;
     cfg.faults = FaultConfig {
         p_500: a.p500,
         p_429: a.p429,
