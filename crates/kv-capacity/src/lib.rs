@@ -19,7 +19,7 @@
 //!
 //! Which inputs are estimates: `pre` taken from the GPU total ([`PreSource::GpuTotal`]), the
 //! weight memory inferred by a calibrated model ([`PoolModel::used_since_pre_bytes`]) and used
-//! by the TP row, the feasibility bands ([`FeasibilityThresholds`]) and the concurrency model's
+//! by the TP row, the headroom model ([`Headroom`]) and the concurrency model's
 //! assumptions. The observed `max_total_num_tokens` and the cell size are exact.
 //!
 //! Units: bytes in fields named `_bytes`, GiB (2^30 bytes, what SGLang prints as "GB") in fields
