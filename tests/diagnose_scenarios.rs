@@ -151,6 +151,27 @@ fn b2_is_kv_bound_and_explains_the_client_rate() {
 }
 
 #[test]
+fn b2_four_times_faster_is_not_reachable_and_says_what_could() {
+    let mut a = args("kimi-k25-b2");
+    a.expect = Some(diagnosis::Expectation::Multiple(4.0));
+    let r = diagnose(&a).expect("diagnose");
+    let e = r.expectation.as_ref().expect("expectation check");
+    assert_eq!(e.reach, Some(diagnosis::report::Reach::BeyondCeiling));
+    let ceiling = e.ceiling_tok_per_s.expect("ceiling");
+    assert!((1200.0..1450.0).contains(&ceiling), "{ceiling}");
+    assert_eq!(
+        e.best_change.as_ref().map(|b| b.0.as_str()),
+        Some("mem_fraction_static 0.88")
+    );
+    assert!(
+        e.text.contains("is not reachable on this setup"),
+        "{}",
+        e.text
+    );
+    assert!(e.text.contains("speculative decoding"), "{}", e.text);
+}
+
+#[test]
 fn b1_differs_where_the_data_differ() {
     // Shorter completions (~1,577 tokens): the pool is not full, requests still queue.
     let r = run("kimi-k25-b1");

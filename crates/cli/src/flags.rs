@@ -153,8 +153,54 @@ pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--expect`: `4x` (a multiple of the measured steady rate, above 0 and at most 1000) or
+/// `2500tok/s` / `2500` (a generation rate in tok/s, above 0 and at most 10^9).
+///
+/// # Errors
+/// Not of either form, not finite, or out of range.
+pub fn expectation(s: &str) -> Result<diagnosis::Expectation, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let (num, multiple) = if let Some(x) = lower.strip_suffix('x').or_else(|| t.strip_suffix('×'))
+    {
+        (x.trim().to_string(), true)
+    } else {
+        let x = lower
+            .strip_suffix("tok/s")
+            .or_else(|| lower.strip_suffix("tokens/s"))
+            .unwrap_or(&lower);
+        (x.trim().to_string(), false)
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}`: give a multiple such as 4x or a rate such as 2500tok/s"))?;
+    let max = if multiple { 1000.0 } else { 1e9 };
+    if !(v.is_finite() && v > 0.0 && v <= max) {
+        return Err(format!("`{s}`: must be above 0 and at most {max}"));
+    }
+    Ok(if multiple {
+        diagnosis::Expectation::Multiple(v)
+    } else {
+        diagnosis::Expectation::TokPerS(v)
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn expectation_multiples_and_rates() {
+        use diagnosis::Expectation;
+        assert_eq!(super::expectation("4x"), Ok(Expectation::Multiple(4.0)));
+        assert_eq!(
+            super::expectation("2500tok/s"),
+            Ok(Expectation::TokPerS(2500.0))
+        );
+        assert_eq!(super::expectation("2500"), Ok(Expectation::TokPerS(2500.0)));
+        for bad in ["inf", "NaNx", "0x", "-3x", "1e300", "fast"] {
+            assert!(super::expectation(bad).is_err(), "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -570,6 +570,9 @@ pub fn text(r: &Report, color: bool) -> String {
         paint(style_for(r.bottleneck), &format!("Verdict: {}:", h.label)),
         h.summary
     );
+    if let Some(e) = &r.expectation {
+        let _ = writeln!(o, "{} {}", paint(BOLD, "Answer:"), e.text);
+    }
     for s in sections(r) {
         if let Some(t) = &s.title {
             let _ = writeln!(o, "{}", paint(BOLD, t));
@@ -655,6 +658,9 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(o, "# throughput-doctor diagnosis\n");
     let h = &r.headline;
     let _ = writeln!(o, "**Verdict: {}:** {}\n", h.label, h.summary);
+    if let Some(e) = &r.expectation {
+        let _ = writeln!(o, "**Answer:** {}\n", e.text);
+    }
     for s in sections(r) {
         if let Some(t) = &s.title {
             let _ = writeln!(o, "## {t}\n");

@@ -124,6 +124,16 @@ pub struct MetricsFacts {
     pub samples: Vec<MetricsSample>,
 }
 
+/// What the user expects the server to do, to be checked against what this setup can reach.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Expectation {
+    /// A multiple of the measured steady rate (`--expect 4x`).
+    Multiple(f64),
+    /// A generation rate, tok/s (`--expect 2500tok/s`).
+    TokPerS(f64),
+}
+
 /// Every optional source of evidence beside the logs.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Context {
@@ -147,4 +157,6 @@ pub struct Context {
     pub sample_window_s: Option<f64>,
     /// Problems reading other sources (server unreachable, bad file), each naming its source.
     pub source_errors: Vec<String>,
+    /// What the user expects (`--expect`), when given.
+    pub expectation: Option<Expectation>,
 }

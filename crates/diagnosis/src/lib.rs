@@ -18,6 +18,7 @@ pub mod client_view;
 pub mod context;
 pub mod error;
 pub mod evidence;
+pub mod expectation;
 pub mod narrative;
 pub mod pipeline;
 pub mod projection;
@@ -28,7 +29,7 @@ pub mod thresholds;
 pub mod verdict;
 
 pub use context::{
-    Context, GpuFacts, GpuMemory, MetricsFacts, MetricsSample, ModelFacts, ServerFacts,
+    Context, Expectation, GpuFacts, GpuMemory, MetricsFacts, MetricsSample, ModelFacts, ServerFacts,
 };
 pub use error::WhatIfUnavailable;
 pub use evidence::{Evidence, EvidenceBuilder, Loc, SchedulerKey, SourceId};

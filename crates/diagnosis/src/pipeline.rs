@@ -246,6 +246,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     headline.text = format!("{label}: {summary}");
     (headline.label, headline.summary) = (label, summary);
 
+    let mut expectation = steady_gen_throughput
+        .as_ref()
+        .and_then(|m| crate::expectation::check(m, projection.as_ref(), ctx.expectation));
+    if let Some(e) = expectation.as_mut() {
+        e.text = narrative::expectation(e);
+    }
     let mut report = Report {
         schema_version: SCHEMA_VERSION,
         inputs,
@@ -268,6 +274,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         recommendations,
         sources,
         server_metrics: ctx.metrics.as_ref().and_then(metrics_summary),
+        expectation,
     };
     narrative::fill_methods(&mut report);
     report

@@ -54,7 +54,9 @@ pub fn projection(decode: &[DecodeSample], cap: Option<&CapacityModel>) -> Optio
             feasibility: row.feasibility.as_ref().map(|f| f.verdict),
         });
     }
+    let per_request = fit.b + fit.c * held;
     Some(Projection {
+        ceiling_tok_per_s: (per_request > 0.0).then(|| 1.0 / per_request),
         observed_mean_running: rmean,
         formula: "step_s = a + b × running + c × kv_tokens; tok/s = running / step_s, with kv_tokens = running × (observed KV tokens per running request)".into(),
         a: fit.a,

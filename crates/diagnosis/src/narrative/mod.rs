@@ -2,11 +2,13 @@
 //! recommendations' words, the "not concluded" sentences, the `method` of every rate and span,
 //! and the words for enums. Everything here turns typed facts into text; nothing here decides.
 
+mod expectation;
 mod findings;
 mod headline;
 mod notes;
 mod recommendations;
 
+pub use expectation::expectation;
 pub use findings::*;
 pub use headline::headline;
 pub use notes::{cell_disagreement, join_note, not_concluded, set_aside, sources};

@@ -480,6 +480,48 @@ pub struct Report {
     pub sources: Vec<String>,
     /// What the server's `/metrics` said, when it was polled.
     pub server_metrics: Option<MetricsSummary>,
+    /// The measured rate against the ceiling of this setup and the user's expectation.
+    pub expectation: Option<ExpectationCheck>,
+}
+
+/// Whether an expected rate is within reach, and of what.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reach {
+    /// Already reached: the measured rate is at or above it.
+    AlreadyThere,
+    /// A feasible change reaches it.
+    ByChange {
+        /// The what-if row's label.
+        change: String,
+    },
+    /// Below the ceiling but beyond every change that fits: more KV slots than this memory
+    /// allows (more GPUs, a smaller or quantised model).
+    NeedsMoreMemory,
+    /// Beyond the ceiling: only faster decode steps reach it (speculative decoding, more GPUs
+    /// as replicas, a smaller or quantised model).
+    BeyondCeiling,
+}
+
+/// The answer to "it should be N times faster": the measured steady rate, the ceiling of this
+/// setup, the best feasible change, and whether the expectation is reachable.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ExpectationCheck {
+    /// The expectation as given (`null` without `--expect`).
+    pub asked: Option<serde_json::Value>,
+    /// The expected rate (tok/s).
+    pub expected_tok_per_s: Option<f64>,
+    /// The measured steady rate (tok/s).
+    pub measured_tok_per_s: f64,
+    /// The ceiling of this setup on the measured rate's scale (tok/s): the step-time fit's
+    /// limit as more requests decode at once with unlimited KV.
+    pub ceiling_tok_per_s: Option<f64>,
+    /// The best change that fits, and its projected rate on the measured rate's scale (tok/s).
+    pub best_change: Option<(String, f64)>,
+    /// Whether the expectation is reachable (`null` without `--expect`).
+    pub reach: Option<Reach>,
+    /// The answer, in words.
+    pub text: String,
 }
 
 /// The server's `/metrics` over the polls.
@@ -651,6 +693,9 @@ pub struct Projection {
     pub current_tok_per_s: f64,
     /// Mean running requests over the decode lines used.
     pub observed_mean_running: f64,
+    /// The rate the fit approaches as more requests decode at once with unlimited KV,
+    /// `1 / (b + c × KV tokens per request)` (tok/s); `None` when the fit has no such limit.
+    pub ceiling_tok_per_s: Option<f64>,
     /// Projected rows, one per what-if row with a decode concurrency.
     pub rows: Vec<ProjectionRow>,
 }

@@ -1,0 +1,190 @@
+//! The answer to "it should be N times faster": the measured steady rate against the ceiling of
+//! this setup (the decode step-time fit's limit, `crate::projection`) and the best change that
+//! fits (`crate::recommend`'s candidates), on the measured rate's scale.
+//!
+//! Projections come from the fit; the fit's rate at today's pool differs a little from the
+//! measured rate (it averages over decode lines, the measured rate over time), so every
+//! projected figure is scaled by `measured / fit(today)`: gains are read against the measured
+//! rate, one "now" figure everywhere.
+
+use kv_capacity::{Change, Feasibility};
+
+use crate::context::Expectation;
+use crate::report::{ExpectationCheck, Projection, Rate, Reach};
+
+/// The check, when the measured rate and the fit are known. `expected`: the user's, if given.
+/// The `text` is filled by `crate::narrative`.
+pub fn check(
+    measured: &Rate,
+    projection: Option<&Projection>,
+    expected: Option<Expectation>,
+) -> Option<ExpectationCheck> {
+    let m = measured.value;
+    if !(m.is_finite() && m > 0.0) {
+        return None;
+    }
+    let p = projection?;
+    let base = p
+        .rows
+        .iter()
+        .find(|r| r.change == Change::Current)
+        .map_or(p.current_tok_per_s, |r| r.tok_per_s);
+    let scale = if base > 0.0 { m / base } else { 1.0 };
+    let ceiling = p.ceiling_tok_per_s.map(|c| c * scale);
+    // Changes that fit and gain, those without a cost in output quality (fp8 KV changes
+    // numerics) first, then by rate: the order the recommendations use.
+    let mut candidates: Vec<(bool, String, f64)> = p
+        .rows
+        .iter()
+        .filter(|r| !matches!(r.change, Change::Current | Change::TpSize { .. }))
+        .filter(|r| r.feasibility == Some(Feasibility::Fits) && r.tok_per_s > base)
+        .map(|r| {
+            let quality_cost = matches!(r.change, Change::KvDtype { .. });
+            (quality_cost, r.label.clone(), r.tok_per_s * scale)
+        })
+        .collect();
+    candidates.sort_by(|a, b| a.0.cmp(&b.0).then(b.2.total_cmp(&a.2)));
+    let best = candidates.first().map(|c| (c.1.clone(), c.2));
+    let target = expected.map(|e| match e {
+        Expectation::Multiple(x) => x * m,
+        Expectation::TokPerS(t) => t,
+    });
+    let reach = target.map(|t| {
+        if t <= m {
+            Reach::AlreadyThere
+        } else if let Some(c) = candidates.iter().find(|c| c.2 >= t) {
+            Reach::ByChange {
+                change: c.1.clone(),
+            }
+        } else if ceiling.is_some_and(|c| t <= c) {
+            Reach::NeedsMoreMemory
+        } else {
+            Reach::BeyondCeiling
+        }
+    });
+    Some(ExpectationCheck {
+        asked: expected.and_then(|e| serde_json::to_value(e).ok()),
+        expected_tok_per_s: target,
+        measured_tok_per_s: m,
+        ceiling_tok_per_s: ceiling,
+        best_change: best,
+        reach,
+        text: String::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{ProjectionRow, RateBasis, Unit};
+
+    /// The founding case's fit in miniature: today's row projects 779 tok/s against a measured
+    /// 727; 0.88 fits (888), fp8 fits (1004), the ceiling is 1408.
+    fn projection() -> Projection {
+        let row = |label: &str, change, tok: f64, f| ProjectionRow {
+            label: label.into(),
+            change,
+            concurrency: 0.0,
+            tok_per_s: tok,
+            gain_pct: 0.0,
+            extrapolated: false,
+            feasibility: Some(f),
+        };
+        Projection {
+            formula: String::new(),
+            a: 0.0274,
+            b: 5.3e-4,
+            c: 7.25e-8,
+            r2: 0.92,
+            n: 3175,
+            running_range: (18.0, 68.0),
+            current_tok_per_s: 770.0,
+            observed_mean_running: 44.0,
+            ceiling_tok_per_s: Some(1408.0),
+            rows: vec![
+                row("now", Change::Current, 779.0, Feasibility::Fits),
+                row(
+                    "mem_fraction_static 0.88",
+                    Change::Fraction { to: 0.88 },
+                    888.0,
+                    Feasibility::Fits,
+                ),
+                row(
+                    "mem_fraction_static 0.93",
+                    Change::Fraction { to: 0.93 },
+                    1005.0,
+                    Feasibility::OomLikely,
+                ),
+                row(
+                    "fp8",
+                    Change::KvDtype {
+                        to: kv_capacity::KvDtype::Fp8E4m3,
+                    },
+                    1004.0,
+                    Feasibility::Fits,
+                ),
+            ],
+        }
+    }
+
+    fn measured() -> Rate {
+        Rate {
+            value: 727.0,
+            low: Some(707.0),
+            high: Some(747.0),
+            confidence: 0.95,
+            unit: Unit::TokPerS,
+            window_s: 7087.0,
+            basis: RateBasis::SteadySpan,
+            method: String::new(),
+        }
+    }
+
+    #[test]
+    fn four_times_is_beyond_the_ceiling() {
+        let e = check(
+            &measured(),
+            Some(&projection()),
+            Some(Expectation::Multiple(4.0)),
+        )
+        .expect("check");
+        assert_eq!(e.expected_tok_per_s, Some(2908.0));
+        assert_eq!(e.reach, Some(Reach::BeyondCeiling));
+        // 1408 × 727 / 779 = 1314 tok/s on the measured scale
+        assert!((e.ceiling_tok_per_s.expect("ceiling") - 1314.0).abs() < 1.0);
+        let (label, rate) = e.best_change.expect("best");
+        assert_eq!(label, "mem_fraction_static 0.88");
+        assert!((rate - 828.7).abs() < 0.1, "{rate}");
+    }
+
+    #[test]
+    fn a_tenth_more_is_one_change_away_and_a_third_needs_memory() {
+        let p = projection();
+        let e = check(&measured(), Some(&p), Some(Expectation::TokPerS(800.0))).expect("check");
+        assert_eq!(
+            e.reach,
+            Some(Reach::ByChange {
+                change: "mem_fraction_static 0.88".into()
+            })
+        );
+        // fp8 (937 on the measured scale) reaches 900 when 0.88 does not
+        let e = check(&measured(), Some(&p), Some(Expectation::TokPerS(900.0))).expect("check");
+        assert_eq!(
+            e.reach,
+            Some(Reach::ByChange {
+                change: "fp8".into()
+            })
+        );
+        let e = check(&measured(), Some(&p), Some(Expectation::Multiple(1.5))).expect("check");
+        assert_eq!(e.reach, Some(Reach::NeedsMoreMemory));
+        let e = check(&measured(), Some(&p), Some(Expectation::Multiple(0.9))).expect("check");
+        assert_eq!(e.reach, Some(Reach::AlreadyThere));
+    }
+
+    #[test]
+    fn without_a_fit_there_is_no_answer() {
+        assert!(check(&measured(), None, Some(Expectation::Multiple(4.0))).is_none());
+        let e = check(&measured(), Some(&projection()), None).expect("check");
+        assert_eq!((e.reach, e.expected_tok_per_s), (None, None));
+    }
+}

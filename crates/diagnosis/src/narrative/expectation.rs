@@ -1,0 +1,52 @@
+//! The expectation check in words.
+
+use crate::report::{ExpectationCheck, Reach};
+
+/// The answer: the ceiling, the best feasible change and, with an expectation, whether it is
+/// reachable and what could reach it.
+pub fn expectation(e: &ExpectationCheck) -> String {
+    let m = e.measured_tok_per_s;
+    let ceiling = e.ceiling_tok_per_s.map(|c| {
+        format!(
+            "this setup's ceiling is ~{c:.0} tok/s ({:.1}x the measured {m:.0} tok/s: the rate the fitted decode step time approaches as more requests decode at once, with unlimited KV)",
+            c / m
+        )
+    });
+    let best = e.best_change.as_ref().map(|(label, rate)| {
+        format!(
+            "the best change that fits, {label}, gives ~{rate:.0} tok/s ({:+.0}%)",
+            (rate / m - 1.0) * 100.0
+        )
+    });
+    let facts = [ceiling, best]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("; ");
+    let Some(target) = e.expected_tok_per_s else {
+        return if facts.is_empty() {
+            format!("The server generates {m:.0} tok/s in steady state.")
+        } else {
+            format!("{}{}.", facts[..1].to_uppercase(), &facts[1..])
+        };
+    };
+    let asked = format!(
+        "{target:.0} tok/s ({:.1}x the measured {m:.0} tok/s)",
+        target / m
+    );
+    let verdict = match &e.reach {
+        Some(Reach::AlreadyThere) => format!("{asked} is what the server already does."),
+        Some(Reach::ByChange { change }) => format!("{asked} is reachable: {change} gets there."),
+        Some(Reach::NeedsMoreMemory) => format!(
+            "{asked} is not reachable with the memory this setup has, but lies below its ceiling: more KV slots than fit (more GPUs, a smaller or quantised model, shorter completions) could reach it."
+        ),
+        Some(Reach::BeyondCeiling) | None => format!(
+            "{asked} is not reachable on this setup: it lies beyond the ceiling, so no memory or scheduling setting gets there; only faster decode steps can: speculative decoding (EAGLE/MTP), more GPUs as extra replicas (data parallel), or a smaller or quantised model."
+        ),
+    };
+    if facts.is_empty() {
+        verdict
+    } else {
+        format!("{verdict} Why: {facts}.")
+    }
+}
