@@ -192,7 +192,9 @@ pub fn capacity_model(
             let reserve = model
                 .and_then(|m| m.config.hidden_size)
                 .map(|h| kv_capacity::activation_estimate_bytes(chunk, h) / attn_tp)
-                .unwrap_or(FALLBACK_RESERVE_GIB * GIB);
+                // Unknown hidden size: a fixed guess, never more than half of what is free
+                // (the running server's first prefills fit in it).
+                .unwrap_or((FALLBACK_RESERVE_GIB * GIB).min(gb * GIB / 2.0));
             (
                 Some(Headroom::after_startup(gb * GIB, reserve)),
                 Some(MemorySource::LogAvailableAfterGraphs {

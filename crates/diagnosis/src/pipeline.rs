@@ -171,6 +171,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         retractions: &retractions,
         load,
         mem_fraction_static: capacity.mem_fraction_static,
+        measured_tok_per_s: steady_gen_throughput.as_ref().map(|r| r.value),
     })
     .iter()
     .map(narrative::recommendation)

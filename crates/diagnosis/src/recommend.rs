@@ -62,6 +62,8 @@ pub struct Apply {
     pub free_after_gib: Option<f64>,
     /// Today's row: projected tok/s and concurrency.
     pub base: (f64, f64),
+    /// The measured steady rate (tok/s), against which the gain is read.
+    pub measured: Option<f64>,
 }
 
 /// A fraction that would not fit.
@@ -101,6 +103,8 @@ pub enum Plan {
     DoNotRaise(DoNotRaise),
     /// HiCache will not raise decode concurrency.
     HiCacheNoGain,
+    /// More KV slots, without a what-if table to size them (no model config or memory figures).
+    MoreKvSlots,
     /// Raise conservativeness: the run retracted this many times.
     RaiseConservativeness(u64),
     /// Lower conservativeness, with what filling the pool would give.
@@ -122,6 +126,7 @@ impl Plan {
             },
             Plan::DoNotRaise(d) => RecommendationKind::DoNotRaiseFraction { to: d.to },
             Plan::HiCacheNoGain => RecommendationKind::HiCacheNoGain,
+            Plan::MoreKvSlots => RecommendationKind::MoreKvSlots,
             Plan::RaiseConservativeness(_) => RecommendationKind::RaiseConservativeness,
             Plan::LowerConservativeness(_) => RecommendationKind::LowerConservativeness,
             Plan::RaiseMaxRunning => RecommendationKind::RaiseMaxRunningRequests,
@@ -167,9 +172,17 @@ pub struct Input<'a> {
     pub load: Option<Load>,
     /// Today's `mem_fraction_static`.
     pub mem_fraction_static: Option<f64>,
+    /// The measured steady rate (tok/s).
+    pub measured_tok_per_s: Option<f64>,
 }
 
-fn kv_plans(cm: &CapacityModel, p: &Projection, fraction: Option<f64>, out: &mut Vec<Plan>) {
+fn kv_plans(
+    cm: &CapacityModel,
+    p: &Projection,
+    fraction: Option<f64>,
+    measured: Option<f64>,
+    out: &mut Vec<Plan>,
+) {
     let now = cm.what_if.rows.iter().find(|w| w.change == Change::Current);
     // Gains relative to the current row's projection (same formula, so like with like).
     let base = now
@@ -221,6 +234,7 @@ fn kv_plans(cm: &CapacityModel, p: &Projection, fraction: Option<f64>, out: &mut
                 .and_then(|w| w.feasibility.as_ref())
                 .map(|f| f.free_after_gib),
             base,
+            measured,
             row: r,
         }));
     }
@@ -278,10 +292,12 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
     let mut out = Vec::new();
     if i.bottleneck == Bottleneck::KvCacheBound {
         if let (Some(cm), Some(p)) = (i.capacity, i.projection) {
-            kv_plans(cm, p, i.mem_fraction_static, &mut out);
+            kv_plans(cm, p, i.mem_fraction_static, i.measured_tok_per_s, &mut out);
         }
         if i.capacity.is_some() {
             out.push(Plan::HiCacheNoGain);
+        } else {
+            out.push(Plan::MoreKvSlots);
         }
         if i.retractions.events > 0 {
             out.push(Plan::RaiseConservativeness(i.retractions.events));

@@ -228,7 +228,9 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
     };
 
     // 1. mem_fraction_static grid (hundredths, so 0.88 is exactly 88/100)
-    let mut fractions: Vec<f64> = (80..=95).map(|k| f64::from(k) / 100.0).collect();
+    // From 0.05 below today's fraction (at most 0.80) to 0.95: every step up from today shows.
+    let low = ((f_now * 100.0).floor() as i64 - 5).clamp(1, 80) as u32;
+    let mut fractions: Vec<f64> = (low..=95).map(|k| f64::from(k) / 100.0).collect();
     if !fractions.iter().any(|f| (f - f_now).abs() < SAME) {
         fractions.push(f_now);
         fractions.sort_by(f64::total_cmp);

@@ -810,10 +810,17 @@ pub fn client_gap(s: &ClientSummary, f: &client_gap::Facts) -> Option<Finding> {
                 "The client's lifetime rate agrees with its steady rate",
                 format!(
                     "Its lifetime average ({:.3} req/s) lies within the steady window's {} and within {:.0}% of it: \
-                     the client's number is not distorted by a ramp or by rounding here.",
+                     the client's number is not distorted by a ramp here{}.",
                     life.value,
                     interval(win, 3),
-                    th::LIFETIME_AGREES * 100.0
+                    th::LIFETIME_AGREES * 100.0,
+                    match s.printed_req_per_s {
+                        Some(p) if (p - life.value).abs() > 0.05 * life.value => format!(
+                            "; the {p} req/s it prints is that average rounded ({:+.0}%)",
+                            (p / life.value - 1.0) * 100.0
+                        ),
+                        _ => String::new(),
+                    }
                 ),
                 figures,
                 Vec::new(),

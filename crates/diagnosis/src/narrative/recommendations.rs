@@ -29,14 +29,22 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             (
                 format!("Set {}", r.label),
                 format!(
-                    "pool {} tokens ({}%), ~{:.0} requests decoding at once, ~{:.0} tok/s ({:+.0}% over the step-time fit's ~{:.0} tok/s for today's pool, ~{:.0} decoding at once){}",
+                    "pool {} tokens ({}%), ~{:.0} requests decoding at once instead of ~{:.0}, {}{}",
                     a.pool.map(|x| x.0.to_string()).unwrap_or_else(|| "?".into()),
                     a.pool.map(|x| format!("{:+.0}", x.1)).unwrap_or_else(|| "?".into()),
                     r.concurrency,
-                    r.tok_per_s,
-                    r.gain_pct,
-                    a.base.0,
                     a.base.1,
+                    match a.measured {
+                        Some(m) => format!(
+                            "~{:.0} tok/s against the measured {m:.0} ({:+.0}%, by the step-time fit)",
+                            m * (1.0 + r.gain_pct / 100.0),
+                            r.gain_pct
+                        ),
+                        None => format!(
+                            "~{:.0} tok/s ({:+.0}% over the step-time fit's ~{:.0} tok/s for today's pool)",
+                            r.tok_per_s, r.gain_pct, a.base.0
+                        ),
+                    },
                     extrapolated(r.extrapolated)
                 ),
                 match r.change {
@@ -53,16 +61,20 @@ pub fn recommendation(p: &Plan) -> Recommendation {
         Plan::DoNotRaise(d) => (
             format!("Do not raise mem_fraction_static to {:.2} or beyond", d.to),
             match d.check {
-                Some(c) => format!(
-                    "none: {} needs {:.2} GiB more per GPU than the {:.2} free{}{}",
-                    format_args!("{:.2}", d.to),
+                Some(c) if c.reserve_gib > 0.0 => format!(
+                    "none: {:.2} needs {:.2} GiB more per GPU, but of the {:.2} GiB free at start-up only {:.2} remain after the prefill activations (~{:.2} GiB, an estimate){}",
+                    d.to,
                     c.extra_gib,
                     c.free_now_gib,
-                    if c.reserve_gib > 0.0 {
-                        format!(" (less {:.2} GiB for prefill activations)", c.reserve_gib)
-                    } else {
-                        String::new()
-                    },
+                    c.free_now_gib - c.reserve_gib,
+                    c.reserve_gib,
+                    d.edge.map(|e| format!("; up to about {e:.2} fits")).unwrap_or_default()
+                ),
+                Some(c) => format!(
+                    "none: {:.2} needs {:.2} GiB more per GPU than the {:.2} free under load{}",
+                    d.to,
+                    c.extra_gib,
+                    c.free_now_gib,
                     d.edge.map(|e| format!("; up to about {e:.2} fits")).unwrap_or_default()
                 ),
                 None => format!(
@@ -71,6 +83,11 @@ pub fn recommendation(p: &Plan) -> Recommendation {
                 ),
             },
             "out of memory at start-up or under the first large prefill".to_string(),
+        ),
+        Plan::MoreKvSlots => (
+            "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or use an fp8 KV cache, or cap max_tokens".into(),
+            "more requests decoding at once; with --model-config and a GPU snapshot (--gpu-snapshot) the what-if table sizes each change against the free memory".into(),
+            "a larger pool leaves less memory for activations (out of memory under a large prefill); fp8 KV changes numerics".into(),
         ),
         Plan::HiCacheNoGain => (
             "Do not expect host-RAM hierarchical cache (HiCache) to raise throughput here".into(),

@@ -735,6 +735,8 @@ pub enum RecommendationKind {
     },
     /// HiCache would not raise decode concurrency.
     HiCacheNoGain,
+    /// Give the KV cache more slots (no what-if table to size the change).
+    MoreKvSlots,
     /// Raise `--schedule-conservativeness` (fewer retractions).
     RaiseConservativeness,
     /// Lower `--schedule-conservativeness` (admit more while the pool has room).
