@@ -64,6 +64,9 @@ pub struct Apply {
     pub base: (f64, f64),
     /// The measured steady rate (tok/s), against which the gain is read.
     pub measured: Option<f64>,
+    /// The client's completion rate now (req/s: its steady-window rate, else the rate the
+    /// server's tokens imply) and the requests left, for the gain in req/s and the ETA.
+    pub user: Option<(f64, Option<u64>)>,
 }
 
 /// A fraction that would not fit.
@@ -181,8 +184,17 @@ fn kv_plans(
     p: &Projection,
     fraction: Option<f64>,
     measured: Option<f64>,
+    client: Option<&ClientSummary>,
     out: &mut Vec<Plan>,
 ) {
+    let user = client.and_then(|c| {
+        let now = c
+            .windowed_req_per_s
+            .as_ref()
+            .or(c.implied_req_per_s.as_ref())?
+            .value;
+        (now > 0.0).then(|| (now, c.eta.as_ref().map(|e| e.remaining)))
+    });
     let now = cm.what_if.rows.iter().find(|w| w.change == Change::Current);
     // Gains relative to the current row's projection (same formula, so like with like).
     let base = now
@@ -235,6 +247,7 @@ fn kv_plans(
                 .map(|f| f.free_after_gib),
             base,
             measured,
+            user,
             row: r,
         }));
     }
@@ -292,7 +305,14 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
     let mut out = Vec::new();
     if i.bottleneck == Bottleneck::KvCacheBound {
         if let (Some(cm), Some(p)) = (i.capacity, i.projection) {
-            kv_plans(cm, p, i.mem_fraction_static, i.measured_tok_per_s, &mut out);
+            kv_plans(
+                cm,
+                p,
+                i.mem_fraction_static,
+                i.measured_tok_per_s,
+                i.client,
+                &mut out,
+            );
         }
         if i.capacity.is_some() {
             out.push(Plan::HiCacheNoGain);

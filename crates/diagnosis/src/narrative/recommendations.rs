@@ -20,6 +20,27 @@ fn extrapolated(e: bool) -> &'static str {
     }
 }
 
+/// A gain in the user's units: the client's completion rate scaled by the gain, and the time to
+/// finish the requests left (the same "now" as the client section's ETA).
+fn user_units(gain_pct: f64, user: Option<(f64, Option<u64>)>) -> String {
+    let Some((now, remaining)) = user else {
+        return String::new();
+    };
+    let new = now * (1.0 + gain_pct / 100.0);
+    let eta = remaining
+        .filter(|_| new > 0.0)
+        .map(|n| {
+            format!(
+                ", the remaining {} requests in ~{} instead of ~{}",
+                super::count(n),
+                super::fmt_duration(n as f64 / new),
+                super::fmt_duration(n as f64 / now)
+            )
+        })
+        .unwrap_or_default();
+    format!("; for the client ~{new:.3} req/s instead of ~{now:.3}{eta}")
+}
+
 /// A recommendation from its plan.
 pub fn recommendation(p: &Plan) -> Recommendation {
     use kv_capacity::Change;
@@ -35,11 +56,14 @@ pub fn recommendation(p: &Plan) -> Recommendation {
                     r.concurrency,
                     a.base.1,
                     match a.measured {
-                        Some(m) => format!(
-                            "~{:.0} tok/s against the measured {m:.0} ({:+.0}%, by the step-time fit)",
-                            m * (1.0 + r.gain_pct / 100.0),
-                            r.gain_pct
-                        ),
+                        Some(m) => {
+                            let new = m * (1.0 + r.gain_pct / 100.0);
+                            format!(
+                                "~{new:.0} tok/s against the measured {m:.0} ({:+.0}%, by the step-time fit){}",
+                                r.gain_pct,
+                                user_units(r.gain_pct, a.user)
+                            )
+                        }
                         None => format!(
                             "~{:.0} tok/s ({:+.0}% over the step-time fit's ~{:.0} tok/s for today's pool)",
                             r.tok_per_s, r.gain_pct, a.base.0
