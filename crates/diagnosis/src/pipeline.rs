@@ -428,6 +428,19 @@ fn missing(
     if capacity.max_total_num_tokens.is_none() {
         out.push(nc(R::NoPoolSize, None));
     }
+    let dp_size = ctx.server.as_ref().and_then(|s| s.dp_size).or_else(|| {
+        ev.startup
+            .server_args
+            .get("dp_size")
+            .and_then(|v| v.parse().ok())
+    });
+    let dp_seen = ev.schedulers.keys().filter(|k| k.dp.is_some()).count();
+    if let Some(of) = dp_size
+        && dp_seen > 0
+        && (dp_seen as u64) < u64::from(of)
+    {
+        out.push(nc(R::SomeRanksOnly { seen: dp_seen, of }, None));
+    }
     match (&ctx.gpu, &ctx.gpu_unavailable) {
         (Some(_), _) => {}
         (None, Some(why)) => out.push(nc(R::GpuUnreadable, Some(why))),

@@ -886,6 +886,30 @@ pub fn client_gap(s: &ClientSummary, f: &client_gap::Facts) -> Option<Finding> {
             uncounted / win.window_s.max(1.0)
         ));
     }
+    let words = |p: &client_gap::Part| match *p {
+        client_gap::Part::Rounding(x) => format!("rounding of the printed figure {x:+.3}"),
+        client_gap::Part::LifetimeRamp(x) => format!("the lifetime average's ramp {x:+.3}"),
+        client_gap::Part::TokensInFlight(x) => {
+            format!("tokens of running requests not yet counted {x:+.3}")
+        }
+        client_gap::Part::ClientFailures(x) => format!(
+            "requests the client recorded as failed (work the server did and the client dropped) {x:+.3}"
+        ),
+        client_gap::Part::Unexplained(x) => format!(
+            "not explained by these {x:+.3} (another client on this server, aborted requests, or ranks missing from the log)"
+        ),
+    };
+    if !g.parts.is_empty() {
+        detail.push_str(&format!(
+            " The gap{} in parts (req/s): {}.",
+            if g.implied.is_some() {
+                " up to the rate the server's tokens imply,"
+            } else {
+                ","
+            },
+            g.parts.iter().map(words).collect::<Vec<_>>().join("; ")
+        ));
+    }
     if let Some(mean) = g.mean_slot_wait_s {
         figures.push(Figure::new(
             "mean wait for a client concurrency slot",

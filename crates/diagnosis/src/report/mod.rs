@@ -409,6 +409,13 @@ pub enum NotConcludedReason {
     ClientRecordsSetAside,
     /// The model config's KV cell disagrees with the log's: it is another model's config.
     ModelConfigDisagrees,
+    /// The log holds only some of the server's DP ranks.
+    SomeRanksOnly {
+        /// DP ranks with batch lines in the log.
+        seen: usize,
+        /// `dp_size` of the server.
+        of: u32,
+    },
     /// The KV what-if table could not be built.
     NoWhatIfTable,
 }

@@ -37,6 +37,25 @@ pub struct Gap {
     pub uncounted: Option<(f64, f64)>,
     /// Mean wait for a client concurrency slot (seconds), when recorded.
     pub mean_slot_wait_s: Option<f64>,
+    /// The gap from the printed figure to the server's implied rate, in parts (req/s).
+    pub parts: Vec<Part>,
+}
+
+/// One part of the gap between the client's printed figure and the rate the server's tokens
+/// imply, with its size (req/s).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Part {
+    /// The printed figure rounds the lifetime average.
+    Rounding(f64),
+    /// The lifetime average counts the ramp (time before completions came in).
+    LifetimeRamp(f64),
+    /// Tokens of requests still running, not yet counted by the client, over the window.
+    TokensInFlight(f64),
+    /// Requests the client recorded as failed: work the server did that the client dropped.
+    ClientFailures(f64),
+    /// What none of the above explains: another client on the same server, aborted requests,
+    /// or ranks missing from the log.
+    Unexplained(f64),
 }
 
 /// What the rule concludes.
@@ -74,12 +93,35 @@ pub fn check(s: &ClientSummary, running_median: Option<f64>, slot_waits: &[f64])
         (Some(run), Some(m)) => Some((run, run * m / 2.0)),
         _ => None,
     };
+    let mut parts = Vec::new();
+    if let Some(p) = s.printed_req_per_s {
+        parts.push(Part::Rounding(life.value - p));
+    }
+    parts.push(Part::LifetimeRamp(win.value - life.value));
+    if let Some((imp, _)) = &implied {
+        let window = win.window_s.max(1.0);
+        let mean = s.mean_completion_tokens.filter(|&m| m > 0.0);
+        let in_flight = match (uncounted, mean) {
+            (Some((_, tokens)), Some(m)) => tokens / m / window,
+            _ => 0.0,
+        };
+        let failures = (s.completed + s.failed > 0)
+            .then(|| win.value * s.failed as f64 / s.completed.max(1) as f64)
+            .unwrap_or(0.0);
+        let rest = imp.value - win.value - in_flight - failures;
+        parts.push(Part::TokensInFlight(in_flight));
+        if failures > 0.0 {
+            parts.push(Part::ClientFailures(failures));
+        }
+        parts.push(Part::Unexplained(rest));
+    }
     Some(Facts::Gap(Gap {
         printed_misleads,
         rounding,
         implied,
         uncounted,
         mean_slot_wait_s: throughput_stats::mean_sd(slot_waits).map(|x| x.0),
+        parts,
     }))
 }
 
@@ -109,6 +151,12 @@ mod tests {
         assert!(g.printed_misleads);
         assert_eq!(g.rounding.map(|r| r.0), Some(0.1));
         assert_eq!(g.uncounted, None);
+        // From the printed 0.1 req/s up: rounding 0.041, then the lifetime's ramp.
+        let Part::Rounding(r) = g.parts[0] else {
+            panic!("{:?}", g.parts)
+        };
+        assert!((r - 0.041).abs() < 0.001, "{r}");
+        assert!(matches!(g.parts[1], Part::LifetimeRamp(x) if x.abs() < 0.01));
     }
 
     #[test]
