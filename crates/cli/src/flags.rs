@@ -185,6 +185,72 @@ pub fn expectation(s: &str) -> Result<diagnosis::Expectation, String> {
     })
 }
 
+/// Whether `a` and `b` name the same existing file (same device and inode; else the same
+/// canonical path).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
+    matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+}
+
+/// Read a side input (server info, model config, GPU snapshot, client file) of at most
+/// `cap_bytes`; a longer one, or one that is not a regular file, is an error naming the flag.
+///
+/// # Errors
+/// The file cannot be opened, is not a regular file, or is larger than the cap.
+pub fn read_capped(flag: &str, path: &Path, cap_bytes: u64) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let f =
+        std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
+    let m = f
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
+    anyhow::ensure!(
+        m.is_file(),
+        "{flag} {}: not a regular file (a device or FIFO is read forever)",
+        path.display()
+    );
+    let mut buf = Vec::new();
+    f.take(cap_bytes + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
+    anyhow::ensure!(
+        buf.len() as u64 <= cap_bytes,
+        "{flag} {}: larger than {} MiB, more than such a file can hold",
+        path.display(),
+        cap_bytes >> 20
+    );
+    Ok(buf)
+}
+
+/// `text` safe to print on a terminal: control characters other than newline and tab (escape
+/// sequences a server or file may carry: a window-title change, a screen clear, a carriage
+/// return that overwrites the line) are shown as `\u{..}` escapes.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if c.is_control() && c != '\n' && c != '\t' {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -247,5 +313,16 @@ mod tests {
         assert!(svg_path("x.png").unwrap_err().contains("not .png"));
         assert!(svg_path("x").is_err());
         assert_eq!(svg_path("out/X.SVG").unwrap(), PathBuf::from("out/X.SVG"));
+    }
+}
+
+#[cfg(test)]
+mod printable_tests {
+    #[test]
+    fn escape_sequences_are_shown_not_run() {
+        assert_eq!(super::printable("plain\ttext\n"), "plain\ttext\n");
+        let s = super::printable("\u{1b}]0;PWNED\u{7}\u{1b}[2J\rOVER");
+        assert!(!s.contains('\u{1b}') && !s.contains('\r'), "{s}");
+        assert!(s.contains("\\u{1b}]0;PWNED"), "{s}");
     }
 }

@@ -525,6 +525,9 @@ pub fn kind(b: Bottleneck) -> String {
         .unwrap_or_else(|| format!("{b:?}"))
 }
 
+/// Most points one series may take over the window (a day at a 1 s step fits).
+pub const MAX_POINTS_PER_SERIES: f64 = 100_000.0;
+
 /// The window from the options: `--start/--end`, or `--since` (default 1h) back from now.
 pub fn window(p: &PrometheusArgs, now: f64) -> Result<Window> {
     let step_s = p.step.map(|d| d.as_secs_f64()).unwrap_or(15.0);
@@ -537,6 +540,12 @@ pub fn window(p: &PrometheusArgs, now: f64) -> Result<Window> {
         }
     };
     anyhow::ensure!(end > start, "--end must be after --start");
+    let points = (end - start) / step_s;
+    anyhow::ensure!(
+        points <= MAX_POINTS_PER_SERIES,
+        "--step {step_s} s over a {:.0} s window is {points:.0} points per series, more than {MAX_POINTS_PER_SERIES:.0}: give a larger --step or a shorter window",
+        end - start
+    );
     Ok(Window { start, end, step_s })
 }
 
@@ -861,7 +870,7 @@ pub fn markdown(f: &FleetReport) -> String {
 pub fn run(args: &crate::DiagnoseArgs) -> Result<()> {
     let f = read_fleet(&args.prometheus, args.sample_window)?;
     for p in &f.problems {
-        eprintln!("warning: {p}");
+        eprintln!("warning: {}", crate::flags::printable(p));
     }
     let mut out = anstream::stdout();
     if args.json {

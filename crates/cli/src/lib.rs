@@ -442,7 +442,7 @@ pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
     // Sources that failed (an unreachable server beside a log, ...) are said at once, not only
     // at the end of the report.
     for w in ctx.source_errors.iter().chain(&warnings) {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", flags::printable(w));
     }
     // ...and in the report's "not concluded", beside the other sources' problems.
     ctx.source_errors.extend(warnings);
@@ -524,6 +524,37 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
     if let Some(p) = &args.plot {
         flags::check_writable("--plot", p)?;
     }
+    // An output that is one of the inputs would be overwritten by the report.
+    let inputs: Vec<&std::path::Path> = args
+        .logs
+        .iter()
+        .chain(&args.log_flag)
+        .map(PathBuf::as_path)
+        .chain(
+            [
+                &args.server_info,
+                &args.gpu_snapshot,
+                &args.model_config,
+                &args.client_log,
+                &args.client_records,
+            ]
+            .into_iter()
+            .flatten()
+            .map(PathBuf::as_path),
+        )
+        .collect();
+    for (flag, out) in [("--markdown", &args.markdown), ("--plot", &args.plot)] {
+        if let Some(out) = out
+            && !flags::is_stdout(out)
+            && let Some(input) = inputs.iter().find(|i| flags::same_file(i, out))
+        {
+            anyhow::bail!(
+                "{flag} {} is also an input ({}): the report would overwrite it; give another path",
+                out.display(),
+                input.display()
+            );
+        }
+    }
     if let Some(p) = &args.markdown {
         flags::check_writable("--markdown", p)?;
     }
@@ -556,6 +587,11 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
 /// One line for an error: the chain of causes, leaving out a cause whose text the line
 /// already holds (typed errors often print their source too).
 pub fn error_line(e: &anyhow::Error) -> String {
+    flags::printable(&error_chain(e)).into_owned()
+}
+
+/// The error's chain of causes as one line (see [`error_line`]).
+fn error_chain(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain() {
         let text = cause.to_string();

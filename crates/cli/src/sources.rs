@@ -88,21 +88,25 @@ pub fn add_gpu_snapshot(ctx: &mut Context, s: &GpuSnapshot, source: &str) {
     }
 }
 
+/// Largest server info or model config read (bytes): real ones are a few KiB.
+pub const JSON_CAP: u64 = 16 << 20;
+/// Largest client file read whole (bytes): a million records of a few hundred bytes.
+pub const CLIENT_CAP: u64 = 1 << 30;
+
 /// Read a saved `/server_info` JSON file into the context.
 ///
 /// # Errors
 /// The file cannot be read or is not a server info payload (the message names the file).
 /// A field whose value has the wrong type is named (with its value) in `ctx.source_errors` and
 /// left out; the other fields are used.
-///
-/// # Errors
 /// The file cannot be read or is not a server info payload, or a field holds an impossible value
 /// (`tp_size 0`, a fraction above 1, ...): the message names the file, each such field and its
 /// value.
 pub fn add_server_info_file(ctx: &mut Context, path: &Path) -> anyhow::Result<()> {
     let name = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--server-info {name}: {e}"))?;
+    let bytes = crate::flags::read_capped("--server-info", path, JSON_CAP)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("--server-info {name}: not UTF-8 text: {e}"))?;
     let mut info = ServerInfo::from_json_str(&text)
         .map_err(|e| anyhow::anyhow!("--server-info {name}: not a /server_info payload: {e}"))?;
     let bad = info.validate();
@@ -157,8 +161,9 @@ pub fn add_gpu_probe(ctx: &mut Context) {
 /// The file cannot be read, or is not a config whose KV geometry is understood.
 pub fn add_model_config(ctx: &mut Context, path: &Path) -> anyhow::Result<()> {
     let name = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--model-config {name}: {e}"))?;
+    let bytes = crate::flags::read_capped("--model-config", path, JSON_CAP)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("--model-config {name}: not UTF-8 text: {e}"))?;
     match kv_capacity::ModelConfig::from_hf_json(&text) {
         Ok(config) => {
             ctx.model = Some(ModelFacts {
@@ -181,7 +186,7 @@ pub fn add_model_config(ctx: &mut Context, path: &Path) -> anyhow::Result<()> {
 /// The file cannot be read, or holds no record, progress line or benchmark summary.
 pub fn add_client_file(ctx: &mut Context, path: &Path, flag: &str) -> anyhow::Result<()> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{flag} {name}: {e}"))?;
+    let bytes = crate::flags::read_capped(flag, path, CLIENT_CAP)?;
     let text = String::from_utf8_lossy(&bytes);
     let c = sglang_log::parse_client(name.clone(), &text);
     if c.requests.is_empty() && c.progress.is_empty() && c.bench.is_empty() {

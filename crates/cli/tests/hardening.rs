@@ -594,3 +594,50 @@ fn diagnose_never_prints_url_credentials() {
     );
     assert!(!stderr(&o).contains("hunter2"));
 }
+
+#[test]
+fn an_output_that_is_an_input_or_a_device_input_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("server.log");
+    std::fs::copy(data("real/001-i938-a100-llama13b-queue12k.log"), &log).expect("copy");
+    let before = std::fs::read(&log).expect("log");
+    let out = bin()
+        .arg("diagnose")
+        .arg(&log)
+        .arg("--markdown")
+        .arg(&log)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is also an input"), "{err}");
+    assert_eq!(
+        std::fs::read(&log).expect("log"),
+        before,
+        "the log was overwritten"
+    );
+    // A device as a side input is read forever: refused at once.
+    let out = bin()
+        .arg("diagnose")
+        .arg(&log)
+        .args(["--model-config", "/dev/zero"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"));
+    // run-batch refuses a device as --out before connecting anywhere.
+    let prompts = dir.path().join("p.jsonl");
+    std::fs::write(&prompts, "{\"id\":\"a\",\"prompt\":\"hi\"}\n").expect("prompts");
+    let out = bin()
+        .args(["run-batch", "--server", "http://127.0.0.1:9", "--prompts"])
+        .arg(&prompts)
+        .args(["--out", "/dev/null"])
+        .output()
+        .expect("run");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a regular file"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -46,6 +46,12 @@ pub const MIN_PREFILL_LINES: usize = 2;
 /// lines, a reversed paste); a step back by more is a restart (seconds: SGLang logs a decode
 /// line every `decode_log_interval` steps, about a second, so a minute is many intervals).
 pub const JITTER_WINDOW_S: f64 = 60.0;
+/// Decode lines of a second file inside a first file's time range needed to judge whether it
+/// copies the first (lines).
+pub const MIN_OVERLAP_LINES: usize = 5;
+/// Share of those lines found identical in the first file from which the second is a copy of
+/// the same log, not another server (fraction).
+pub const OVERLAP_SAME_SHARE: f64 = 0.9;
 /// A decode line this much later than the previous batch line follows an idle gap (seconds;
 /// SGLang's window then includes the idle time, spec §2.1.2).
 pub const IDLE_GAP_S: f64 = 30.0;

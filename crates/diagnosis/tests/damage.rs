@@ -182,3 +182,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn overlapping_parts_and_another_tp_ranks_copy_are_one_scheduler() {
+    let log = String::from_utf8(read("scenarios/kimi-k25-b2/server.log")).expect("utf8");
+    let lines: Vec<&str> = log.lines().collect();
+    let part =
+        |a: usize, b: usize| -> String { lines[a..b].iter().map(|l| format!("{l}\n")).collect() };
+    let once = diagnose(&[log.as_bytes()]);
+    // Two parts cut with 1,000 lines of overlap.
+    let (p1, p2) = (part(0, 4000), part(3000, lines.len()));
+    let r = diagnose(&[p1.as_bytes(), p2.as_bytes()]);
+    assert_eq!(r.schedulers.len(), 1);
+    assert_eq!(rate(&r), rate(&once));
+    assert_eq!(r.retractions.events, once.retractions.events);
+    assert!(
+        r.sources
+            .iter()
+            .any(|s| s.contains("overlaps") && s.contains("each line counted once"))
+    );
+    // The same batches logged by TP8 in a second file: not a second server.
+    let tp8 = log.replace(" TP0]", " TP8]");
+    let r = diagnose(&[log.as_bytes(), tp8.as_bytes()]);
+    assert_eq!(r.schedulers.len(), 1);
+    assert_eq!(rate(&r), rate(&once));
+}

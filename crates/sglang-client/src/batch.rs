@@ -389,6 +389,9 @@ pub enum BatchError {
     /// The output is the input file: the records would be appended to the prompts.
     #[error("the output {} is the prompts file itself; give another --out", .0.display())]
     OutputIsInput(PathBuf),
+    /// `--prompts` or `--out` is not a regular file (a device, a FIFO, a directory).
+    #[error("{} is not a regular file; --prompts and --out must be files", .0.display())]
+    NotAFile(PathBuf),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BatchError + '_ {
@@ -1171,6 +1174,14 @@ pub async fn run_batch(
     }
     if same_file(&cfg.input, &cfg.output) {
         return Err(BatchError::OutputIsInput(cfg.output.clone()));
+    }
+    // A device or FIFO as --prompts or --out reads forever (/dev/zero, /dev/full): refuse it.
+    for path in [&cfg.input, &cfg.output] {
+        if let Ok(m) = std::fs::metadata(path)
+            && !m.is_file()
+        {
+            return Err(BatchError::NotAFile(path.clone()));
+        }
     }
     let started = Instant::now();
     let mut progress = progress;

@@ -178,9 +178,28 @@ pub fn parse_datetime_prefix(s: &str) -> Option<(f64, usize)> {
     Some((ts.seconds() + frac, used))
 }
 
+/// Unix times above these are milliseconds, microseconds, nanoseconds (seconds reach 10^11 only
+/// in the year 5138).
+const MS_FROM: f64 = 1e11;
+const US_FROM: f64 = 1e14;
+const NS_FROM: f64 = 1e17;
+
+/// The most tokens one request can carry (a count above it is a broken record, not a request).
+pub const MAX_REQUEST_TOKENS: u64 = 100_000_000;
+
 fn as_time(v: &Value) -> Option<f64> {
     match v {
-        Value::Number(n) => n.as_f64().filter(|x| x.is_finite() && *x > 0.0),
+        Value::Number(n) => n.as_f64().filter(|x| x.is_finite() && *x > 0.0).map(|x| {
+            if x >= NS_FROM {
+                x / 1e9
+            } else if x >= US_FROM {
+                x / 1e6
+            } else if x >= MS_FROM {
+                x / 1e3
+            } else {
+                x
+            }
+        }),
         Value::String(s) => parse_datetime_prefix(s).map(|x| x.0),
         _ => None,
     }
@@ -191,6 +210,7 @@ fn as_u64(v: Option<&Value>) -> Option<u64> {
         v.as_u64()
             .or_else(|| v.as_f64().filter(|x| *x >= 0.0).map(|x| x as u64))
     })
+    .filter(|&n| n <= MAX_REQUEST_TOKENS)
 }
 
 fn record_from_json(v: &Value) -> Option<ClientRequest> {
@@ -327,6 +347,16 @@ mod tests {
         assert_eq!(c.lengths(), vec![(207, 1775)]);
         assert_eq!(c.failed(), 1);
         assert_eq!(c.requests[1].end, Some(100.5));
+    }
+
+    #[test]
+    fn millisecond_times_and_absurd_counts() {
+        let c = parse_client(
+            "x",
+            "{\"end_unix_s\": 1767225600123, \"completion_tokens\": 1000000000000000}\n",
+        );
+        assert_eq!(c.requests[0].end, Some(1_767_225_600.123));
+        assert_eq!(c.requests[0].completion_tokens, None);
     }
 
     #[test]

@@ -262,6 +262,25 @@ pub struct RetractionEvent {
     pub ranks_reporting: u32,
 }
 
+/// What identifies one decode line's content: time, running, queue, `#token`, gen throughput.
+type DecodeKey = (
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+);
+
+fn decode_key(d: &DecodeSample) -> DecodeKey {
+    (
+        d.t.map(f64::to_bits),
+        d.running,
+        d.queue,
+        d.tokens,
+        d.gen_tps.map(f64::to_bits),
+    )
+}
+
 /// Retraction events kept as a sample before older ones are thinned (events).
 pub const MAX_RETRACTION_SAMPLES: usize = 4096;
 /// The most recent events that thinning never touches: the window in which other TP ranks'
@@ -455,6 +474,14 @@ pub enum JoinNote {
         /// The earlier part.
         of: String,
     },
+    /// `file` overlaps `of` with the same lines (a part cut with overlap, another TP rank's
+    /// copy): one scheduler, each line counted once.
+    Overlaps {
+        /// The later file.
+        file: String,
+        /// The file it overlaps.
+        of: String,
+    },
     /// Lines of a scheduler were out of time order by less than the jitter window and were
     /// put in order.
     Reordered {
@@ -553,6 +580,77 @@ impl SchedulerTimeline {
             && self.prefill.pushed() == other.prefill.pushed()
             && self.decode.samples() == other.decode.samples()
             && self.prefill.samples() == other.prefill.samples()
+    }
+
+    /// The share of `other`'s decode lines inside this timeline's time range that this one holds
+    /// too (the same time, running, queue, `#token` and gen throughput), when at least
+    /// [`crate::thresholds::MIN_OVERLAP_LINES`] of them fall in the range: overlapping copies
+    /// of one log (a part cut with overlap, another TP rank's file of the same batches).
+    pub fn overlap_share(&self, other: &SchedulerTimeline) -> Option<f64> {
+        let (from, to) = self.time_range()?;
+        let mine: std::collections::HashSet<DecodeKey> =
+            self.decode.samples().iter().map(decode_key).collect();
+        let inside: Vec<DecodeKey> = other
+            .decode
+            .samples()
+            .iter()
+            .filter(|d| d.t.is_some_and(|t| t >= from && t <= to))
+            .map(decode_key)
+            .collect();
+        (inside.len() >= crate::thresholds::MIN_OVERLAP_LINES).then(|| {
+            inside.iter().filter(|k| mine.contains(k)).count() as f64 / inside.len() as f64
+        })
+    }
+
+    /// Join `other`, an overlapping copy of this scheduler's log: its lines that this one does
+    /// not hold are added, in time order; those it holds are counted as duplicates.
+    fn union_with(&mut self, other: &SchedulerTimeline) {
+        let mine: std::collections::HashSet<DecodeKey> =
+            self.decode.samples().iter().map(decode_key).collect();
+        let mine_p: std::collections::HashSet<(Option<u64>, u64, Option<u64>)> = self
+            .prefill
+            .samples()
+            .iter()
+            .map(|p| (p.t.map(f64::to_bits), p.new_token.unwrap_or(0), p.queue))
+            .collect();
+        let mut decode: Vec<DecodeSample> = self.decode.samples().to_vec();
+        let mut prefill: Vec<PrefillSample> = self.prefill.samples().to_vec();
+        let mut dup = 0;
+        for d in other.decode.samples() {
+            if mine.contains(&decode_key(d)) {
+                dup += 1;
+            } else {
+                decode.push(*d);
+            }
+        }
+        for p in other.prefill.samples() {
+            if mine_p.contains(&(p.t.map(f64::to_bits), p.new_token.unwrap_or(0), p.queue)) {
+                dup += 1;
+            } else {
+                prefill.push(*p);
+            }
+        }
+        let by_time = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(x), Some(y)) => x.total_cmp(&y),
+            _ => std::cmp::Ordering::Equal,
+        };
+        decode.sort_by(|a, b| by_time(a.t, b.t));
+        prefill.sort_by(|a, b| by_time(a.t, b.t));
+        let (tp, first, last) = (self.tp, self.first, other.last.or(self.last));
+        let dups = self.duplicate_lines + other.duplicate_lines + dup;
+        *self = SchedulerTimeline {
+            tp,
+            first,
+            last,
+            duplicate_lines: dups,
+            ..SchedulerTimeline::default()
+        };
+        for d in decode {
+            self.push_decode(d);
+        }
+        for p in prefill {
+            self.push_prefill(p);
+        }
     }
 
     /// Put the samples in time order: steps back shorter than the jitter window are reordered;
@@ -753,6 +851,7 @@ impl Evidence {
         for k in ev.schedulers.keys() {
             groups.entry((k.dp, k.pp)).or_default().push(*k);
         }
+        let mut overlapped = false;
         for ((dp, pp), mut keys) in groups {
             keys.sort_by(|a, b| {
                 let start = |k: &SchedulerKey| {
@@ -793,6 +892,24 @@ impl Evidence {
                     continue;
                 };
                 let follows = matches!((a.time_range(), b.time_range()), (Some(x), Some(y)) if y.0 >= x.1 - 1.0);
+                // An overlapping copy of the same lines (a part cut with overlap, another TP
+                // rank's file of the same batches): one scheduler, each line once.
+                let copy = !follows
+                    && a.overlap_share(b)
+                        .is_some_and(|s| s >= crate::thresholds::OVERLAP_SAME_SHARE);
+                if copy {
+                    if let Some(b) = ev.schedulers.remove(&next)
+                        && let Some(a) = ev.schedulers.get_mut(&cur)
+                    {
+                        a.union_with(&b);
+                    }
+                    note(JoinNote::Overlaps {
+                        file: name(&ev, next.source),
+                        of: name(&ev, cur.source),
+                    });
+                    overlapped = true;
+                    continue;
+                }
                 if dp.is_some() && a.tp != b.tp {
                     // Another TP rank of the same DP scheduler: keep the lowest TP rank's lines.
                     let (keep, drop) = if b.tp < a.tp {
@@ -852,6 +969,28 @@ impl Evidence {
             .filter(|(_, (n, dup))| *n > 0 && n == dup)
             .map(|(s, _)| *s)
             .collect();
+        if overlapped {
+            // The same retraction seen in two overlapping files: the same second and figures.
+            type Seen = (
+                Option<i64>,
+                Option<u64>,
+                Option<u64>,
+                Option<u64>,
+                Option<u64>,
+            );
+            let mut seen: std::collections::HashSet<Seen> = std::collections::HashSet::new();
+            ev.retractions.retain(|r| {
+                r.t.is_none()
+                    || seen.insert((
+                        r.t.map(|t| t.round() as i64),
+                        r.retracted_reqs,
+                        r.new_tokens_gained,
+                        r.ratio_before.map(f64::to_bits),
+                        r.ratio_after.map(f64::to_bits),
+                    ))
+            });
+            ev.retraction_totals = RetractionTotals::of(&ev.retractions);
+        }
         if !repeated.is_empty() {
             ev.retractions.retain(|r| !repeated.contains(&r.loc.source));
             ev.retraction_lines = ev

@@ -66,6 +66,9 @@ pub fn join_note(n: &JoinNote) -> String {
         JoinNote::Continues { file, of } => {
             format!("{file} continues {of} (rotated parts): read as one scheduler")
         }
+        JoinNote::Overlaps { file, of } => format!(
+            "{file} overlaps {of} with the same lines: read as one scheduler, each line counted once"
+        ),
         JoinNote::Reordered {
             scheduler,
             steps_back,

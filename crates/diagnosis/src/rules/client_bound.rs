@@ -1,7 +1,8 @@
 //! # `client_bound`: the server runs what it is given
 //!
 //! **What it detects.** Requests queue on fewer than [`th::LOW_LOAD_QUEUED_SHARE`] of the
-//! steady lines (or no line says) and the KV pool is not full.
+//! steady lines and the KV pool is not full. A queue nobody reported (no `#queue-req`, a NaN
+//! gauge) is unknown, not empty: then this rule does not hold.
 //!
 //! **Why it matters.** With nothing waiting and room in the pool, server tuning cannot raise
 //! throughput: only more concurrent requests can, until the pool or compute is the limit.
@@ -18,7 +19,9 @@ use crate::thresholds as th;
 
 /// The rule on one scheduler.
 pub fn check(v: &SchedulerView<'_>) -> bool {
-    v.queued_share.is_none_or(|s| s < th::LOW_LOAD_QUEUED_SHARE) && !v.kv_full()
+    v.queued_share
+        .is_some_and(|s| s < th::LOW_LOAD_QUEUED_SHARE)
+        && !v.kv_full()
 }
 
 #[cfg(test)]
@@ -43,6 +46,15 @@ mod tests {
             &set_field(&only(&whole(DP_EP), "DP0"), "#queue-req", "3"),
             false,
         );
+    }
+
+    #[test]
+    fn an_unknown_queue_is_not_an_empty_one() {
+        let no_queue: String = only(&whole(DP_EP), "DP0")
+            .lines()
+            .map(|l| format!("{}\n", l.replace(", #queue-req: 0", "")))
+            .collect();
+        check_lines(&no_queue, false);
     }
 
     #[test]
