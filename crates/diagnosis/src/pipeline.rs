@@ -31,15 +31,8 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     let (consolidated, joins) = ev.consolidated();
     let ev = &*consolidated;
     let capacity = view::capacity_summary(ev, ctx);
-    let views: Vec<SchedulerView<'_>> = ev
-        .schedulers
-        .iter()
-        .map(|(k, tl)| SchedulerView::new(*k, tl))
-        .collect();
-    let span_s = views
-        .iter()
-        .filter_map(|v| v.span.as_ref().map(|s| s.end_s - s.start_s))
-        .reduce(f64::max);
+    let views = view::views(ev);
+    let span_s = view::longest_span_s(&views);
     let retractions = view::retraction_summary(ev, span_s);
     let input = Input {
         ev,

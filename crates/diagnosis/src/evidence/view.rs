@@ -315,6 +315,22 @@ impl<'e> SchedulerView<'e> {
     }
 }
 
+/// One view per scheduler of `ev`, in key order.
+pub fn views(ev: &Evidence) -> Vec<SchedulerView<'_>> {
+    ev.schedulers
+        .iter()
+        .map(|(k, tl)| SchedulerView::new(*k, tl))
+        .collect()
+}
+
+/// The longest span of batch lines over the schedulers (seconds), the basis of rates per hour.
+pub fn longest_span_s(views: &[SchedulerView<'_>]) -> Option<f64> {
+    views
+        .iter()
+        .filter_map(|v| v.span.as_ref().map(|s| s.end_s - s.start_s))
+        .reduce(f64::max)
+}
+
 /// The capacity facts of the log's startup lines, completed by its `server_args` and the
 /// server info (in that order of preference).
 pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {

@@ -3,7 +3,7 @@
 use std::ops::RangeInclusive;
 
 use crate::context::Context;
-use crate::evidence::view::{self, SchedulerView};
+use crate::evidence::view;
 use crate::evidence::{Evidence, EvidenceBuilder};
 use crate::rules::Input;
 
@@ -38,15 +38,8 @@ pub fn evidence(text: &str) -> Evidence {
 pub fn with_input<R>(text: &str, f: impl FnOnce(&Input<'_>) -> R) -> R {
     let ev = evidence(text);
     let capacity = view::capacity_summary(&ev, &Context::default());
-    let views: Vec<SchedulerView<'_>> = ev
-        .schedulers
-        .iter()
-        .map(|(k, tl)| SchedulerView::new(*k, tl))
-        .collect();
-    let span_s = views
-        .iter()
-        .filter_map(|v| v.span.as_ref().map(|s| s.end_s - s.start_s))
-        .reduce(f64::max);
+    let views = view::views(&ev);
+    let span_s = view::longest_span_s(&views);
     let retractions = view::retraction_summary(&ev, span_s);
     f(&Input {
         ev: &ev,
