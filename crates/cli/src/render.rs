@@ -243,7 +243,11 @@ fn bench_lines(runs: &[BenchmarkRun]) -> Vec<String> {
 }
 
 /// The what-if table, built once for both writers.
-fn what_if(cm: &CapacityModel, proj: Option<&Projection>) -> Vec<Block> {
+fn what_if(
+    cm: &CapacityModel,
+    proj: Option<&Projection>,
+    now: Option<(f64, Option<f64>)>,
+) -> Vec<Block> {
     let mut blocks = vec![Block::Lines(vec![format!(
         "{} bytes per token per GPU; pre = {:.1} GiB ({}); +0.01 mem_fraction_static = +{:.0} tokens; free at run time {} GiB{}",
         cm.cell_bytes,
@@ -256,12 +260,40 @@ fn what_if(cm: &CapacityModel, proj: Option<&Projection>) -> Vec<Block> {
             .map(|s| format!(" ({s})"))
             .unwrap_or_default()
     )])];
+    // One "now" everywhere: today's row shows the measured rate and running requests, and the
+    // projections are read on the measured rate's scale (measured / the fit's rate today).
+    let base = proj.and_then(|p| {
+        p.rows
+            .iter()
+            .find(|x| x.change == kv_capacity::Change::Current)
+            .map(|x| x.tok_per_s)
+    });
+    let scale = match (now, base) {
+        (Some((m, _)), Some(b)) if b > 0.0 => m / b,
+        _ => 1.0,
+    };
+    // Concurrencies too: the model's for today's pool against the running requests observed.
+    let model_now = cm
+        .what_if
+        .rows
+        .iter()
+        .find(|x| x.change == kv_capacity::Change::Current)
+        .and_then(|x| x.decode_concurrency);
+    let c_scale = match (now.and_then(|n| n.1), model_now) {
+        (Some(seen), Some(m)) if m > 0.0 => seen / m,
+        _ => 1.0,
+    };
     let rows = cm
         .what_if
         .rows
         .iter()
         .map(|row| {
             let p = proj.and_then(|p| p.rows.iter().find(|x| x.change == row.change));
+            let today = row.change == kv_capacity::Change::Current;
+            let concurrency = match (today, now) {
+                (true, Some((_, Some(running)))) => Some(running),
+                _ => row.decode_concurrency.map(|c| c * c_scale),
+            };
             vec![
                 row.label.clone(),
                 row.pool_tokens.to_string(),
@@ -271,15 +303,16 @@ fn what_if(cm: &CapacityModel, proj: Option<&Projection>) -> Vec<Block> {
                     .as_ref()
                     .map_or("?", |x| feasibility_label(x.verdict))
                     .to_string(),
-                f(row.decode_concurrency, 1),
-                p.map(|p| {
-                    format!(
+                f(concurrency, 1),
+                match (today, now, p) {
+                    (true, Some((m, _)), _) => format!("{m:.0}"),
+                    (_, _, Some(p)) => format!(
                         "{:.0}{}",
-                        p.tok_per_s,
+                        p.tok_per_s * scale,
                         if p.extrapolated { "*" } else { "" }
-                    )
-                })
-                .unwrap_or_else(|| "?".into()),
+                    ),
+                    _ => "?".into(),
+                },
             ]
         })
         .collect();
@@ -290,8 +323,8 @@ fn what_if(cm: &CapacityModel, proj: Option<&Projection>) -> Vec<Block> {
             "change",
             "extra GiB/GPU",
             "feasibility",
-            "decode concurrency",
-            "projected tok/s",
+            "decode concurrency (measured scale)",
+            "tok/s (measured scale)",
         ],
         rows,
     });
@@ -457,7 +490,13 @@ fn sections(r: &Report) -> Vec<Section> {
     if let Some(cm) = &r.capacity_model {
         out.push(section(
             "KV capacity what-if (per GPU; SGLang's pool formula)",
-            what_if(cm, r.projection.as_ref()),
+            what_if(
+                cm,
+                r.projection.as_ref(),
+                r.steady_gen_throughput
+                    .as_ref()
+                    .map(|t| (t.value, r.headline.running_median)),
+            ),
         ));
     }
     if !r.schedulers.is_empty() {

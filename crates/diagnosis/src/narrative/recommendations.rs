@@ -50,11 +50,10 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             (
                 format!("Set {}", r.label),
                 format!(
-                    "pool {} tokens ({}%), ~{:.0} requests decoding at once instead of ~{:.0}, {}{}",
+                    "pool {} tokens ({}%), {:.0}% more requests decoding at once, {}{}",
                     a.pool.map(|x| x.0.to_string()).unwrap_or_else(|| "?".into()),
                     a.pool.map(|x| format!("{:+.0}", x.1)).unwrap_or_else(|| "?".into()),
-                    r.concurrency,
-                    a.base.1,
+                    (r.concurrency / a.base.1 - 1.0) * 100.0,
                     match a.measured {
                         Some(m) => {
                             let new = m * (1.0 + r.gain_pct / 100.0);
