@@ -41,6 +41,29 @@ impl ApiKey {
     }
 }
 
+/// What a server may echo of the base URL's credentials: the password, and the Basic-auth
+/// token `base64(user:password)` reqwest sends for them. Empty without a password.
+fn url_secrets(base_url: &str) -> Vec<String> {
+    use base64::Engine as _;
+    let Ok(u) = reqwest::Url::parse(base_url) else {
+        return Vec::new();
+    };
+    let Some(password) = u.password().filter(|p| !p.is_empty()) else {
+        return Vec::new();
+    };
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let (user, pass) = (decode(u.username()), decode(password));
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+    let mut out = vec![token, pass, password.to_string()];
+    out.retain(|s| s.len() >= 3);
+    out.dedup();
+    out
+}
+
 /// `text` with the key (when there is one) redacted, owned.
 fn scrub(key: Option<&ApiKey>, text: String) -> String {
     match key {
@@ -167,6 +190,8 @@ pub struct SglangClient {
     http: reqwest::Client,
     cfg: ClientConfig,
     budget: Arc<Budget>,
+    /// The base URL's password and Basic-auth token, redacted from what a server echoes.
+    url_secrets: Vec<String>,
 }
 
 fn map_reqwest(e: reqwest::Error, url: &str) -> ClientError {
@@ -204,7 +229,13 @@ impl SglangClient {
             used: AtomicU64::new(0),
             limit: cfg.max_in_flight_body_bytes,
         });
-        Ok(SglangClient { http, cfg, budget })
+        let url_secrets = url_secrets(&cfg.base_url);
+        Ok(SglangClient {
+            http,
+            cfg,
+            budget,
+            url_secrets,
+        })
     }
 
     /// The configuration in use.
@@ -247,7 +278,13 @@ impl SglangClient {
     }
 
     fn scrub(&self, text: String) -> String {
-        scrub(self.cfg.api_key.as_ref(), text)
+        let mut text = scrub(self.cfg.api_key.as_ref(), text);
+        for secret in &self.url_secrets {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), "<redacted>");
+            }
+        }
+        text
     }
 
     async fn get_text(&self, path: &str, cap: u64) -> Result<String, ClientError> {
@@ -1190,5 +1227,24 @@ mod parts_tests {
         q.push(bytes::Bytes::from(vec![0; 60]), 1000).unwrap();
         drop(q);
         assert_eq!(b.used.load(Ordering::Relaxed), 0);
+    }
+}
+
+#[cfg(test)]
+mod url_secret_tests {
+    #[test]
+    fn the_password_and_its_basic_auth_token_are_secrets() {
+        // base64("bob:hunter2") = Ym9iOmh1bnRlcjI=
+        let s = super::url_secrets("http://bob:hunter2@127.0.0.1:30000");
+        assert!(s.contains(&"Ym9iOmh1bnRlcjI=".to_string()), "{s:?}");
+        assert!(s.contains(&"hunter2".to_string()), "{s:?}");
+        assert!(super::url_secrets("http://127.0.0.1:30000").is_empty());
+        // percent-escaped passwords are decoded before encoding: base64("bob:p@ss")
+        assert_eq!(
+            super::url_secrets("http://bob:p%40ss@h:1")
+                .first()
+                .map(String::as_str),
+            Some("Ym9iOnBAc3M=")
+        );
     }
 }
