@@ -954,6 +954,39 @@ fn backoff(policy: &RetryPolicy, attempt: u32, retry_after_s: Option<f64>) -> Du
     Duration::from_secs_f64(jittered.max(floor))
 }
 
+/// The record of a request that failed (after its last attempt).
+fn failed_record(
+    ctx: &Ctx,
+    id: String,
+    e: ClientError,
+    submit_unix_s: f64,
+    permit_wait_s: f64,
+    (start_unix_s, end_unix_s, latency_s): (f64, f64, f64),
+    attempts: u32,
+) -> BatchRecord {
+    BatchRecord {
+        id,
+        ok: false,
+        submit_unix_s,
+        permit_wait_s,
+        start_unix_s: Some(start_unix_s),
+        end_unix_s,
+        latency_s: Some(latency_s),
+        attempts,
+        error: ctx.scrub(Some(e.to_string())),
+        error_kind: Some(e.kind().to_string()),
+        ..Default::default()
+    }
+}
+
+/// The `Retry-After` of a 429 or 503, seconds.
+fn retry_after(e: &ClientError) -> Option<f64> {
+    match e {
+        ClientError::Status { retry_after_s, .. } => *retry_after_s,
+        _ => None,
+    }
+}
+
 /// Runs one prompt to a record (holding its permit throughout).
 async fn run_one(
     ctx: &Ctx,
@@ -964,6 +997,9 @@ async fn run_one(
 ) -> BatchRecord {
     let body = ctx.body(&p.payload);
     let mut attempts = 0;
+    // `--timeout` bounds the request in all, its retries and their waits included.
+    let first_sent = Instant::now();
+    let budget = ctx.client.config().generate_timeout;
     loop {
         attempts += 1;
         let start_unix_s = unix_now();
@@ -992,27 +1028,32 @@ async fn run_one(
                 };
             }
             Err(e) if e.is_retryable() && attempts < ctx.retry.max_attempts => {
-                ctx.live.retries.fetch_add(1, Ordering::Relaxed);
-                let ra = match &e {
-                    ClientError::Status { retry_after_s, .. } => *retry_after_s,
-                    _ => None,
-                };
-                tokio::time::sleep(backoff(&ctx.retry, attempts, ra)).await;
-            }
-            Err(e) => {
-                return BatchRecord {
-                    id: p.id,
-                    ok: false,
+                let delay = backoff(&ctx.retry, attempts, retry_after(&e));
+                if first_sent.elapsed() + delay < budget {
+                    ctx.live.retries.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(delay).await;
+                    continue;
+                }
+                return failed_record(
+                    ctx,
+                    p.id,
+                    e,
                     submit_unix_s,
                     permit_wait_s,
-                    start_unix_s: Some(start_unix_s),
-                    end_unix_s,
-                    latency_s: Some(latency_s),
+                    (start_unix_s, end_unix_s, latency_s),
                     attempts,
-                    error: ctx.scrub(Some(e.to_string())),
-                    error_kind: Some(e.kind().to_string()),
-                    ..Default::default()
-                };
+                );
+            }
+            Err(e) => {
+                return failed_record(
+                    ctx,
+                    p.id,
+                    e,
+                    submit_unix_s,
+                    permit_wait_s,
+                    (start_unix_s, end_unix_s, latency_s),
+                    attempts,
+                );
             }
         }
     }
