@@ -39,7 +39,7 @@ pub fn check(
         .filter(|r| !matches!(r.change, Change::Current | Change::TpSize { .. }))
         .filter(|r| r.feasibility == Some(Feasibility::Fits) && r.tok_per_s > base)
         .map(|r| {
-            let quality_cost = matches!(r.change, Change::KvDtype { .. });
+            let quality_cost = crate::recommend::costs_output_quality(r.change);
             (quality_cost, r.label.clone(), r.tok_per_s * scale)
         })
         .collect();

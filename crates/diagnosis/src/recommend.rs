@@ -148,6 +148,12 @@ impl Plan {
     }
 }
 
+/// Whether a change costs output quality (fp8 KV changes numerics: for distillation data that is
+/// output fidelity): such changes come after those that do not, whatever their gain.
+pub fn costs_output_quality(c: Change) -> bool {
+    matches!(c, Change::KvDtype { .. })
+}
+
 /// Which family of change a row makes (one recommendation per family).
 fn family(c: Change) -> u8 {
     match c {
@@ -227,10 +233,9 @@ fn kv_plans(
         .collect();
     // Changes without a cost in output quality come first (fp8 KV changes numerics: for
     // distillation data that is output fidelity), then by gain.
-    let quality_cost = |c: Change| matches!(c, Change::KvDtype { .. });
     candidates.sort_by(|a, b| {
-        quality_cost(a.change)
-            .cmp(&quality_cost(b.change))
+        costs_output_quality(a.change)
+            .cmp(&costs_output_quality(b.change))
             .then(b.gain_pct.total_cmp(&a.gain_pct))
     });
     let mut seen = Vec::new();
@@ -343,8 +348,7 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
     // (fp8 KV changes numerics), then by gain; the rest in the order made.
     out.sort_by(|a, b| {
         let key = |p: &Plan| {
-            let quality =
-                matches!(p, Plan::Apply(x) if matches!(x.row.change, Change::KvDtype { .. }));
+            let quality = matches!(p, Plan::Apply(x) if costs_output_quality(x.row.change));
             (p.gain_pct().is_none(), quality)
         };
         key(a).cmp(&key(b)).then(
