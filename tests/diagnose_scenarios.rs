@@ -40,51 +40,34 @@ fn b2_is_kv_bound_and_explains_the_client_rate() {
     let r = run("kimi-k25-b2");
     assert_eq!(r.bottleneck, Bottleneck::KvCacheBound);
 
-    // The client printed 0.1 req/s: a lifetime average (1005 done since 14:00:30, printed with one decimal).
+    // Two hours in, the client prints 0.2 req/s: its lifetime average (1253 done since 14:00:30,
+    // one decimal), now close to the windowed rate as the ramp's weight fades.
     let c = r.client.as_ref().expect("client summary");
-    assert_eq!(c.printed_req_per_s, Some(0.1));
-    assert_eq!(c.completed, 1005);
+    assert_eq!(c.printed_req_per_s, Some(0.2));
+    assert_eq!(c.completed, 1253);
     assert_eq!(c.total, Some(11000));
     let life = c.lifetime_req_per_s.as_ref().expect("lifetime");
     assert!(
-        (life.value - 1005.0 / 7146.0).abs() < 1e-3,
+        (life.value - 1253.0 / 7147.0).abs() < 1e-3,
         "{}",
         life.value
     );
     let win = c.windowed_req_per_s.as_ref().expect("windowed");
     assert!(win.low.is_some() && win.high.is_some());
     assert!(win.window_s > 3600.0);
-    // The server's steady gen throughput implies ~727 / 4120 = 0.177 req/s, with an interval.
+    // The server's steady gen throughput implies ~727 / 4098 = 0.177 req/s, with an interval.
     let imp = c.implied_req_per_s.as_ref().expect("implied");
-    assert!((imp.value - 0.1765).abs() < 0.003, "{}", imp.value);
+    assert!((imp.value - 0.1774).abs() < 0.003, "{}", imp.value);
     assert!(imp.low.expect("low") < imp.value && imp.value < imp.high.expect("high"));
-    let gap = r
-        .findings
-        .iter()
-        .find(|f| f.kind == FindingKind::ClientGap)
-        .expect("gap finding");
-    assert!(gap.detail.contains("lifetime average"));
-    // Retracted requests keep their tokens and are re-prefilled (SGLang `reset_for_retract`):
-    // the gap is not decode work done twice.
-    assert!(
-        gap.detail
-            .contains("The server generates more tokens than the client receives")
-    );
-    assert!(!gap.detail.contains("redone"), "{}", gap.detail);
-
-    // A 60 s sample at that rate proves nothing.
+    // A 60 s sample at that rate proves nothing (said as a finding when the client's printed
+    // rate misleads, as in the early view below).
     let adequacy = &c.adequacy.as_ref().expect("adequacy").text;
     assert!(
-        adequacy.starts_with("60 s at 0.142 req/s holds ~8.5"),
+        adequacy.starts_with("60 s at 0.177 req/s holds ~10.6"),
         "{adequacy}"
     );
-    assert!(
-        r.findings
-            .iter()
-            .any(|f| f.kind == FindingKind::SampleAdequacy)
-    );
     let eta = c.eta.as_ref().expect("eta");
-    assert_eq!(eta.remaining, 9995);
+    assert_eq!(eta.remaining, 9747);
 
     // The pool at 0.85 and the projections at 0.88 and 0.93, by SGLang's formula.
     let cm = r.capacity_model.as_ref().expect("capacity model");
@@ -97,17 +80,17 @@ fn b2_is_kv_bound_and_explains_the_client_rate() {
         .feasibility
         .as_ref()
         .expect("feasibility");
-    // Free memory under load: the scenario's nvidia-smi snapshot, 5,089 MiB on its fullest GPU.
+    // Free memory under load: the scenario's nvidia-smi snapshot, 5,118 MiB on its fullest GPU.
     assert_eq!(f93.verdict, kv_capacity::Feasibility::OomLikely);
     assert_eq!(f93.source, kv_capacity::FreeSource::UnderLoad);
-    assert!((f93.free_now_gib - 5_089.0 / 1024.0).abs() < 1e-9);
-    // 0.88 (which ran in the founding case) fits with its margin: 4.97 − 2.87 = 2.10 GiB left.
+    assert!((f93.free_now_gib - 5_118.0 / 1024.0).abs() < 1e-9);
+    // 0.88 (which ran in the founding case) fits with its margin: 5.00 − 2.87 = 2.13 GiB left.
     let f88 = row(&r, "mem_fraction_static 0.88")
         .feasibility
         .as_ref()
         .expect("feasibility");
     assert_eq!(f88.verdict, kv_capacity::Feasibility::Fits);
-    assert_eq!(format!("{:.2}", f88.free_after_gib), "2.10");
+    assert_eq!(format!("{:.2}", f88.free_after_gib), "2.13");
     // The running configuration fits: that is an observation.
     let now = row(&r, "mem_fraction_static 0.85")
         .feasibility
@@ -123,7 +106,7 @@ fn b2_is_kv_bound_and_explains_the_client_rate() {
     // Throughput is projected for the rows, from a fit of decode step time.
     let p = r.projection.as_ref().expect("projection");
     assert!(p.r2 > 0.8, "R² {}", p.r2);
-    assert_eq!(p.running_range, (18.0, 68.0));
+    assert_eq!(p.running_range, (19.0, 76.0));
     let fp8 = p
         .rows
         .iter()
@@ -148,6 +131,43 @@ fn b2_is_kv_bound_and_explains_the_client_rate() {
             .iter()
             .any(|x| x.action == "Do not raise mem_fraction_static to 0.91 or beyond")
     );
+}
+
+#[test]
+fn b2_early_the_client_rate_is_a_lifetime_average_dragged_down_by_the_ramp() {
+    // The same run seen 15 minutes in: the client prints 0.1 req/s, its lifetime average
+    // (129 done in 840 s = 0.154, printed rounded down), while the server's steady rate implies
+    // ~0.185 req/s.
+    let r = run("kimi-k25-b2-early");
+    assert_eq!(r.bottleneck, Bottleneck::KvCacheBound);
+    let c = r.client.as_ref().expect("client summary");
+    assert_eq!(c.printed_req_per_s, Some(0.1));
+    assert_eq!(c.completed, 129);
+    let life = c.lifetime_req_per_s.as_ref().expect("lifetime");
+    assert!((life.value - 129.0 / 840.0).abs() < 1e-3, "{}", life.value);
+    let imp = c.implied_req_per_s.as_ref().expect("implied");
+    assert!((imp.value - 0.185).abs() < 0.005, "{}", imp.value);
+    let gap = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::ClientGap)
+        .expect("gap finding");
+    assert!(gap.detail.contains("lifetime average"), "{}", gap.detail);
+    // Retracted requests keep their tokens and are re-prefilled (SGLang `reset_for_retract`):
+    // the gap is not decode work done twice.
+    assert!(!gap.detail.contains("redone"), "{}", gap.detail);
+    let adequacy = &c.adequacy.as_ref().expect("adequacy").text;
+    assert!(
+        adequacy.starts_with("60 s at 0.171 req/s holds ~10.2"),
+        "{adequacy}"
+    );
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.kind == FindingKind::SampleAdequacy)
+    );
+    assert_eq!(c.eta.as_ref().expect("eta").remaining, 10871);
+    assert_eq!(r.recommendations[0].action, "Set mem_fraction_static 0.88");
 }
 
 #[test]

@@ -41,7 +41,7 @@ fn embedded_sample_gives_a_verdict() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Verdict: KV-cache bound:"), "{text}");
     assert!(
-        text.contains("<embedded sample: kimi-k25-b2/server.log>: 6284 lines"),
+        text.contains("<embedded sample: kimi-k25-b2/server.log>: 6191 lines"),
         "{text}"
     );
     // NO_COLOR: no escape sequences
@@ -49,7 +49,7 @@ fn embedded_sample_gives_a_verdict() {
     // the rest of the embedded scenario is read too (a broken fixture must not vanish silently)
     assert!(text.contains("KV capacity what-if"), "{text}");
     assert!(
-        text.contains("the client printed       0.1 req/s"),
+        text.contains("the client printed       0.2 req/s"),
         "{text}"
     );
     assert!(

@@ -75,9 +75,9 @@ fn b2_timeline_has_three_panels_lines_shading_and_retractions() {
     let dashes = count(&svg, r##"stroke="#5A5A5A""##);
     assert!((100..150).contains(&dashes), "{dashes} dashes");
 
-    // Retractions: 2024 lines in the log, one per TP rank; 8 TP ranks print each event.
+    // Retractions: 1752 lines in the log, one per TP rank; 8 TP ranks print each event.
     let timed = ev.retractions.iter().filter(|r| r.t.is_some()).count();
-    assert_eq!(report.retractions.lines, 2024);
+    assert_eq!(report.retractions.lines, 1752);
     assert_eq!(timed as u64, report.retractions.events);
     assert!(has_text(&svg, &format!("retraction ({timed})")));
     let red_polygons = count(&svg, r##"<polygon"##);

@@ -55,6 +55,27 @@ pub const OVERLAP_SAME_SHARE: f64 = 0.9;
 /// A decode line this much later than the previous batch line follows an idle gap (seconds;
 /// SGLang's window then includes the idle time, spec §2.1.2).
 pub const IDLE_GAP_S: f64 = 30.0;
+/// Log intervals (the median gap between decode lines) that make a gap idle time, beside
+/// [`IDLE_GAP_S`].
+pub const IDLE_GAP_INTERVALS: f64 = 10.0;
+/// A segment before the main one is a warm-up when its peak running is at most this (requests)
+/// or a quarter of the main segment's peak.
+pub const WARMUP_MAX_RUNNING: f64 = 2.0;
+/// Activity segments with at least this share of the largest one's decode lines compete for
+/// the main one; the last of them wins.
+pub const MAIN_SEGMENT_SHARE: f64 = 0.8;
+/// Decode lines a segment needs before its KV fill or drain is looked for.
+pub const MIN_PHASE_LINES: usize = 10;
+/// The KV pool has filled when token usage reaches this fraction of its later median.
+pub const KV_FILL_FRACTION: f64 = 0.9;
+/// A drain starts after the last line at or above this fraction of the plateau's running.
+pub const DRAIN_HIGH: f64 = 0.8;
+/// …and the segment must end at or below this fraction of it.
+pub const DRAIN_LOW: f64 = 0.5;
+/// Plateaus below this many running requests do not drain visibly (requests).
+pub const DRAIN_MIN_PLATEAU: f64 = 4.0;
+/// Lines a drain needs after its start.
+pub const MIN_DRAIN_LINES: usize = 3;
 /// A first reading after idle below this fraction of the median is the idle-window artifact (fraction).
 pub const IDLE_LOW_READING: f64 = 0.25;
 /// Stalls shorter than this are reported as suspicious, not as a stall (seconds).

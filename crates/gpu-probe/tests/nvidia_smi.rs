@@ -149,8 +149,8 @@ fn scenario_csv_b2_eight_rtx_pro_6000() {
     assert_eq!(s.driver_version.as_deref(), Some("580.95.05"));
     assert_eq!(s.cuda_version, None);
     let name = "NVIDIA RTX PRO 6000 Blackwell Server Edition";
-    let used = [92667, 92762, 92798, 92742, 92619, 92756, 92702, 92681];
-    let free = [5220, 5125, 5089, 5145, 5268, 5131, 5185, 5206];
+    let used = [92634, 92676, 92682, 92620, 92769, 92606, 92612, 92615];
+    let free = [5253, 5211, 5205, 5267, 5118, 5281, 5275, 5272];
     let want: Vec<_> = (0..8)
         .map(|i| (i as u32, name, 97887, used[i], free[i]))
         .collect();
@@ -161,7 +161,7 @@ fn scenario_csv_b2_eight_rtx_pro_6000() {
             .all(|d| d.architecture == Some(Architecture::Blackwell))
     );
     assert_eq!(s.min_total_bytes(), Some(97887 * MIB));
-    assert_eq!(s.min_free_bytes(), Some(5089 * MIB));
+    assert_eq!(s.min_free_bytes(), Some(5118 * MIB));
     assert!(s.notes.is_empty(), "{:?}", s.notes);
 }
 

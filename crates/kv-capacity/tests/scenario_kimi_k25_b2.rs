@@ -261,28 +261,28 @@ fn fp8_and_tp_rows() {
 fn decode_concurrency_from_observed_lengths() {
     let s = scenario();
     let load = s.input.load.unwrap();
-    // 1,006 responses: E[P] = 200.80, E[C] = 4,119.88 tokens
-    assert_eq!(load.requests, 1006);
-    assert_eq!(format!("{:.2}", load.mean_prompt_tokens), "200.80");
-    assert_eq!(format!("{:.2}", load.mean_completion_tokens), "4119.88");
-    // H = E[C·(P + C/2)] / E[C] = 2,447.05 tokens (naive E[P] + E[C]/2 = 2,260.74)
-    assert_eq!(format!("{:.2}", load.mean_held_tokens), "2447.05");
-    assert_eq!(format!("{:.2}", load.naive_held_tokens()), "2260.74");
+    // 1,253 responses: E[P] = 201.05, E[C] = 4,098.23 tokens
+    assert_eq!(load.requests, 1253);
+    assert_eq!(format!("{:.2}", load.mean_prompt_tokens), "201.05");
+    assert_eq!(format!("{:.2}", load.mean_completion_tokens), "4098.23");
+    // H = E[C·(P + C/2)] / E[C] = 2,446.08 tokens (naive E[P] + E[C]/2 = 2,250.17)
+    assert_eq!(format!("{:.2}", load.mean_held_tokens), "2446.08");
+    assert_eq!(format!("{:.2}", load.naive_held_tokens()), "2250.17");
     let t = what_if(&s.input);
-    // 116,171 / 2,447.05 = 47.47 requests decoding at once; at 0.88: 159,990 / 2,447.05 = 65.38
+    // 116,171 / 2,446.08 = 47.49 requests decoding at once; at 0.88: 159,990 / 2,446.08 = 65.41
     assert_eq!(
         format!(
             "{:.2}",
             t.fraction_row(0.85).unwrap().decode_concurrency.unwrap()
         ),
-        "47.47"
+        "47.49"
     );
     assert_eq!(
         format!(
             "{:.2}",
             t.fraction_row(0.88).unwrap().decode_concurrency.unwrap()
         ),
-        "65.38"
+        "65.41"
     );
 }
 

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use sglang_log::{BatchKind, BenchCollector, BenchSummary, Event, ParseStats, RankTags, Record};
 
+pub mod phases;
 pub mod timeline;
 pub mod view;
 

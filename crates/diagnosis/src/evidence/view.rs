@@ -3,9 +3,11 @@
 //! and the capacity facts that startup lines, server args and server info give together.
 
 use crate::context::Context;
+use crate::evidence::phases;
 use crate::evidence::{DecodeSample, Evidence, PrefillSample, SchedulerKey, SchedulerTimeline};
 use crate::report::{
-    CapacitySummary, GaugeStats, Rate, RateBasis, RetractionSummary, Span, SpanBasis, Unit,
+    CapacitySummary, GaugeStats, PhaseKind, Rate, RateBasis, RetractionSummary, Span, SpanBasis,
+    Unit,
 };
 use crate::thresholds as th;
 
@@ -160,6 +162,7 @@ pub fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
         timestamp_resolution_s,
         basis,
         method: String::new(),
+        phases: Vec::new(),
     };
     Some(match throughput_stats::detect_phases(&series) {
         Ok(p) => match p.method {
@@ -183,11 +186,39 @@ pub fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
                     drain_batches,
                 },
                 method: String::new(),
+                phases: Vec::new(),
             },
             throughput_stats::PhaseMethod::WholeSpan { .. } => whole(SpanBasis::TooFewPoints),
         },
         Err(_) => whole(SpanBasis::TooFewPoints),
     })
+}
+
+/// Narrows `span`'s steady window to the steady phase of [`phases::find`] (warm-up, idle
+/// gaps, other bursts, the KV fill and the drain left out) and records the phases. A span MSER
+/// judged burst-shaped keeps its basis; its phases are recorded all the same.
+fn apply_phases(span: &mut Span, decode: &[DecodeSample]) {
+    let ramp_end = span
+        .basis
+        .is_steady()
+        .then_some(span.steady_start_s)
+        .filter(|&t| t > span.start_s);
+    let Some(p) = phases::find(decode, ramp_end) else {
+        return;
+    };
+    if span.basis.is_steady() {
+        span.steady_start_s = p.steady_start_s.max(span.steady_start_s);
+        span.steady_end_s = p.steady_end_s.min(span.steady_end_s);
+        if span.steady_end_s < span.steady_start_s {
+            span.steady_end_s = span.steady_start_s;
+        }
+    } else if p.phases.iter().any(|x| x.kind != PhaseKind::Steady) {
+        // burst-shaped over the whole log, but the main segment stands apart (idle gaps, a
+        // warm-up): judge that segment
+        span.steady_start_s = p.steady_start_s;
+        span.steady_end_s = p.steady_end_s;
+    }
+    span.phases = p.phases;
 }
 
 /// One scheduler seen over its steady span: the samples inside it and the gauges over them.
@@ -225,18 +256,29 @@ impl<'e> SchedulerView<'e> {
     /// The view of one scheduler.
     pub fn new(key: SchedulerKey, tl: &'e SchedulerTimeline) -> Self {
         let obs = merged_obs(tl);
-        let span = find_span(tl, &obs);
+        let mut span = find_span(tl, &obs);
+        if let Some(sp) = span.as_mut() {
+            apply_phases(sp, tl.decode.samples());
+        }
+        let first_windows = phases::first_window_lines(tl.decode.samples());
         let steady: Vec<Obs> = obs
             .iter()
             .copied()
             .filter(|o| in_span(o.t, &span))
             .collect();
+        // a reading whose window includes idle time is no decode rate (`phases.rs`)
         let steady_decode: Vec<DecodeSample> = tl
             .decode
             .samples()
             .iter()
             .copied()
             .filter(|d| in_span(d.t, &span))
+            .map(|mut d| {
+                if first_windows.contains(&d.line) {
+                    d.gen_tps = None;
+                }
+                d
+            })
             .collect();
         let steady_prefill: Vec<PrefillSample> = tl
             .prefill

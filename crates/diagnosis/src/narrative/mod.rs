@@ -17,7 +17,7 @@ pub use recommendations::recommendation;
 use sglang_log::ClientFormat;
 
 use crate::capacity::MemorySource;
-use crate::report::{Bottleneck, Rate, RateBasis, Report, Span, SpanBasis};
+use crate::report::{Bottleneck, PhaseKind, Rate, RateBasis, Report, Span, SpanBasis};
 use crate::thresholds as th;
 
 /// The confidence level as people read it: `95%`.
@@ -133,8 +133,41 @@ pub fn rate_method(r: &Rate) -> String {
     }
 }
 
-/// How a span was found, in words.
+/// How a span was found, in words, with the phases left out of it.
 pub fn span_method(s: &Span) -> String {
+    let mut out = span_basis_words(s);
+    let left_out: Vec<String> = s
+        .phases
+        .iter()
+        .filter(|p| p.kind != PhaseKind::Steady)
+        .map(|p| {
+            let kind = match p.kind {
+                PhaseKind::WarmUp => "warm-up",
+                PhaseKind::Ramp => "ramp",
+                PhaseKind::Steady => "steady",
+                PhaseKind::Drain => "drain",
+                PhaseKind::Idle => "idle",
+                PhaseKind::OtherBurst => "another burst",
+            };
+            if p.lines > 0 {
+                format!(
+                    "{kind} {} ({} lines)",
+                    fmt_duration(p.end_s - p.start_s),
+                    p.lines
+                )
+            } else {
+                format!("{kind} {}", fmt_duration(p.end_s - p.start_s))
+            }
+        })
+        .collect();
+    if !left_out.is_empty() {
+        out.push_str("; left out of the steady figures: ");
+        out.push_str(&left_out.join(", "));
+    }
+    out
+}
+
+fn span_basis_words(s: &Span) -> String {
     match s.basis {
         SpanBasis::Steady {
             ramp_batches,

@@ -184,6 +184,41 @@ pub struct Span {
     pub basis: SpanBasis,
     /// The same, in words.
     pub method: String,
+    /// The run's phases from its decode lines, in time order (empty when the scheduler prints
+    /// no timestamped decode lines): warm-up, ramp, steady, drain, idle gaps and other bursts.
+    /// `steady_start_s`/`steady_end_s` are the steady phase's bounds when one is found.
+    pub phases: Vec<Phase>,
+}
+
+/// What part of a run a [`Phase`] is (`evidence/phases.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseKind {
+    /// Tiny batches before the main load (compile, health checks), followed by idle time.
+    WarmUp,
+    /// The running count or the KV pool still filling.
+    Ramp,
+    /// The window the headline figures come from.
+    Steady,
+    /// Nothing waits and the running count falls: the client has stopped sending.
+    Drain,
+    /// No decode line for many log intervals.
+    Idle,
+    /// Another activity segment, outside the main one (not used for the headline).
+    OtherBurst,
+}
+
+/// One phase of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Phase {
+    /// What it is.
+    pub kind: PhaseKind,
+    /// First line's time (seconds, log clock); for an idle gap, the last line before it.
+    pub start_s: f64,
+    /// Last line's time (seconds); for an idle gap, the first line after it.
+    pub end_s: f64,
+    /// Decode lines in it (0 for an idle gap).
+    pub lines: usize,
 }
 
 /// What a [`Rate`] was measured over.

@@ -1,0 +1,336 @@
+//! The phases of one scheduler's run beyond the ramp: warm-up, ramp, steady, drain and idle,
+//! found from the decode lines alone (running and queued requests, token usage, the gaps
+//! between lines).
+//!
+//! SGLang prints a decode line every `decode_log_interval` (default 40) decode steps while any
+//! request runs, and none while the scheduler is idle (`scheduler_metrics_mixin.py`
+//! `log_decode_stats`). So:
+//! - a gap of many log intervals between decode lines is **idle** time (or prefill-only time);
+//! - the first decode line after such a gap (and the log's first line) reports `gen throughput`
+//!   over a window that includes the idle time (`num_generated_tokens / (now -
+//!   last_decode_stats_tic)`): its reading is not a decode rate ([`first_window_lines`]);
+//! - activity segments before the main one that hold only a few tiny batches are a **warm-up**
+//!   (JIT/graph compile requests, a health check);
+//! - in the main segment, the **ramp** is cut by MSER on the running requests
+//!   ([`super::view::find_span`]) and, while requests wait, by the fill of the KV pool (token
+//!   usage reaching its plateau: until then every step is cheaper than the steady ones);
+//! - the **drain** is the tail where nothing waits and the running count falls to a fraction of
+//!   its plateau: the client has stopped sending, so the tail says nothing of the server.
+
+use serde::Serialize;
+
+use crate::evidence::DecodeSample;
+use crate::report::{Phase, PhaseKind};
+use crate::thresholds as th;
+
+/// The steady window of the main segment and every phase found, in time order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Phases {
+    /// Start of the window the headline figures come from (seconds, log clock).
+    pub steady_start_s: f64,
+    /// End of that window (seconds).
+    pub steady_end_s: f64,
+    /// Every phase, in time order (idle gaps included).
+    pub phases: Vec<Phase>,
+}
+
+/// Median of the positive gaps between consecutive decode lines (seconds), the log interval.
+fn median_interval(ts: &[f64]) -> Option<f64> {
+    let gaps: Vec<f64> = ts
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|g| *g > 0.0)
+        .collect();
+    throughput_stats::median_f64(&gaps)
+}
+
+/// The gap (seconds) above which two decode lines have idle time between them: at least
+/// [`th::IDLE_GAP_S`] and [`th::IDLE_GAP_INTERVALS`] log intervals.
+pub fn idle_gap_s(decode: &[DecodeSample]) -> f64 {
+    let ts: Vec<f64> = decode.iter().filter_map(|d| d.t).collect();
+    let interval = median_interval(&ts).unwrap_or(0.0);
+    th::IDLE_GAP_S.max(th::IDLE_GAP_INTERVALS * interval)
+}
+
+/// Line numbers of the decode lines whose `gen throughput` window includes idle time: the first
+/// line after an idle gap, and the log's first line when its reading is below
+/// [`th::IDLE_LOW_READING`] of the median of the others (an excerpt that starts mid-run keeps a
+/// normal first reading). Their readings are left out of every mean and median.
+pub fn first_window_lines(decode: &[DecodeSample]) -> Vec<u64> {
+    let gap = idle_gap_s(decode);
+    let readings: Vec<f64> = decode.iter().filter_map(|d| d.gen_tps).collect();
+    let mut out = Vec::new();
+    let mut prev: Option<f64> = None;
+    for (i, d) in decode.iter().enumerate() {
+        match (prev, d.t) {
+            (Some(p), Some(t)) if t - p >= gap => out.push(d.line),
+            (None, _) if i == 0 && readings.len() >= 3 => {
+                let rest: Vec<f64> = decode[1..].iter().filter_map(|d| d.gen_tps).collect();
+                let median = throughput_stats::median_f64(&rest).unwrap_or(0.0);
+                if d.gen_tps.is_some_and(|g| g < th::IDLE_LOW_READING * median) {
+                    out.push(d.line);
+                }
+            }
+            _ => {}
+        }
+        if d.t.is_some() {
+            prev = d.t;
+        }
+    }
+    out
+}
+
+/// Activity segments: index ranges of `decode` (timestamped, in time order) split at idle gaps.
+fn segments(decode: &[DecodeSample], gap: f64) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..decode.len() {
+        if let (Some(a), Some(b)) = (decode[i - 1].t, decode[i].t)
+            && b - a >= gap
+        {
+            out.push(start..i);
+            start = i;
+        }
+    }
+    if start < decode.len() {
+        out.push(start..decode.len());
+    }
+    out
+}
+
+fn peak_running(s: &[DecodeSample]) -> u64 {
+    s.iter().filter_map(|d| d.running).max().unwrap_or(0)
+}
+
+fn phase(kind: PhaseKind, s: &[DecodeSample]) -> Option<Phase> {
+    Some(Phase {
+        kind,
+        start_s: s.first()?.t?,
+        end_s: s.last()?.t?,
+        lines: s.len(),
+    })
+}
+
+/// The phases of one scheduler's decode lines. `ramp_end_s`: where MSER on the running
+/// requests ends the ramp (seconds; `None` when it found none). `None` when fewer than two
+/// decode lines carry timestamps or they are out of order.
+pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>) -> Option<Phases> {
+    let timed: Vec<DecodeSample> = decode.iter().copied().filter(|d| d.t.is_some()).collect();
+    if timed.len() < 2 || timed.windows(2).any(|w| w[1].t < w[0].t) {
+        return None;
+    }
+    let gap = idle_gap_s(&timed);
+    let segs = segments(&timed, gap);
+    // the main segment: the last of those with nearly the most decode lines (a benchmark run
+    // twice, a warm-up run then the measured one: the later)
+    let most = segs.iter().map(|r| r.len()).max()?;
+    let main = segs
+        .iter()
+        .rposition(|r| r.len() as f64 >= th::MAIN_SEGMENT_SHARE * most as f64)?;
+    let main_peak = peak_running(&timed[segs[main].clone()]);
+    let mut phases = Vec::new();
+    for (i, r) in segs.iter().enumerate() {
+        if i > 0 {
+            let (a, b) = (timed[r.start - 1].t?, timed[r.start].t?);
+            phases.push(Phase {
+                kind: PhaseKind::Idle,
+                start_s: a,
+                end_s: b,
+                lines: 0,
+            });
+        }
+        let s = &timed[r.clone()];
+        if i != main {
+            let tiny =
+                peak_running(s) as f64 <= (th::WARMUP_MAX_RUNNING).max(main_peak as f64 / 4.0);
+            let kind = if i < main && tiny {
+                PhaseKind::WarmUp
+            } else {
+                PhaseKind::OtherBurst
+            };
+            phases.extend(phase(kind, s));
+            continue;
+        }
+        let (steady_from, steady_to) = main_window(s, ramp_end_s);
+        let ramp: Vec<DecodeSample> = s
+            .iter()
+            .copied()
+            .filter(|d| d.t.is_some_and(|t| t < steady_from))
+            .collect();
+        let steady: Vec<DecodeSample> = s
+            .iter()
+            .copied()
+            .filter(|d| d.t.is_some_and(|t| t >= steady_from && t <= steady_to))
+            .collect();
+        let drain: Vec<DecodeSample> = s
+            .iter()
+            .copied()
+            .filter(|d| d.t.is_some_and(|t| t > steady_to))
+            .collect();
+        phases.extend(phase(PhaseKind::Ramp, &ramp));
+        phases.extend(phase(PhaseKind::Steady, &steady));
+        phases.extend(phase(PhaseKind::Drain, &drain));
+    }
+    let steady = phases.iter().find(|p| p.kind == PhaseKind::Steady)?;
+    Some(Phases {
+        steady_start_s: steady.start_s,
+        steady_end_s: steady.end_s,
+        phases,
+    })
+}
+
+/// The steady window of the main segment `s` (timestamped, in order): after the MSER ramp and
+/// the KV fill, before the drain.
+fn main_window(s: &[DecodeSample], ramp_end_s: Option<f64>) -> (f64, f64) {
+    let first = s[0].t.unwrap_or(0.0);
+    let last = s[s.len() - 1].t.unwrap_or(first);
+    let mut from = ramp_end_s.unwrap_or(first).clamp(first, last);
+    if let Some(fill) = kv_fill_end(s) {
+        from = from.max(fill);
+    }
+    let to = drain_start(s).unwrap_or(last).max(from);
+    (from, to)
+}
+
+/// Where the KV pool has filled (seconds): while requests wait on most lines, the first line
+/// whose token usage reaches [`th::KV_FILL_FRACTION`] of the median usage of the segment's
+/// second half, when that is within its first half (a later one is no ramp but the run).
+fn kv_fill_end(s: &[DecodeSample]) -> Option<f64> {
+    let queued = s.iter().filter(|d| d.queue.is_some_and(|q| q > 0)).count();
+    if s.len() < th::MIN_PHASE_LINES || (queued as f64) < th::QUEUED_SHARE * s.len() as f64 {
+        return None;
+    }
+    let half = &s[s.len() / 2..];
+    let later: Vec<f64> = half.iter().filter_map(|d| d.usage).collect();
+    let plateau = throughput_stats::median_f64(&later)?;
+    if plateau <= 0.0 {
+        return None;
+    }
+    let i = s
+        .iter()
+        .position(|d| d.usage.is_some_and(|u| u >= th::KV_FILL_FRACTION * plateau))?;
+    (i > 0 && i < s.len() / 2).then_some(s[i].t).flatten()
+}
+
+/// Where the drain starts (seconds): in the tail where nothing waits, the last line whose
+/// running count is still at least [`th::DRAIN_HIGH`] of the plateau (the median running of
+/// the segment's lines before that tail, else of its first half), when the segment ends at or
+/// below [`th::DRAIN_LOW`] of it and [`th::MIN_DRAIN_LINES`] lines fall after it.
+fn drain_start(s: &[DecodeSample]) -> Option<f64> {
+    if s.len() < th::MIN_PHASE_LINES {
+        return None;
+    }
+    let tail_from = s
+        .iter()
+        .rposition(|d| d.queue.is_some_and(|q| q > 0))
+        .map_or(0, |i| i + 1);
+    let before = if tail_from >= s.len() / 4 {
+        &s[..tail_from]
+    } else {
+        &s[..s.len() / 2]
+    };
+    let running: Vec<f64> = before
+        .iter()
+        .filter_map(|d| d.running.map(|r| r as f64))
+        .collect();
+    let plateau = throughput_stats::median_f64(&running)?;
+    let end = s[s.len() - 1].running? as f64;
+    if plateau < th::DRAIN_MIN_PLATEAU || end > th::DRAIN_LOW * plateau {
+        return None;
+    }
+    let tail = &s[tail_from..];
+    let k = tail.iter().rposition(|d| {
+        d.running
+            .is_some_and(|r| r as f64 >= th::DRAIN_HIGH * plateau)
+    })?;
+    (tail.len() - 1 - k >= th::MIN_DRAIN_LINES)
+        .then_some(tail[k].t)
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{excerpt, only, whole, with_input};
+
+    fn decode_of(lines: &str) -> Vec<DecodeSample> {
+        let mut out = Vec::new();
+        with_input(lines, |i| out = i.views[0].tl.decode.samples().to_vec());
+        out
+    }
+
+    fn kinds(p: &Phases) -> Vec<PhaseKind> {
+        p.phases.iter().map(|p| p.kind).collect()
+    }
+
+    #[test]
+    fn a_low_first_reading_is_a_first_window() {
+        // 017: the first line reads 3.50 tok/s (the window since start-up), the rest ~28.
+        let d = decode_of(&whole("real/017-i3243-amd-rx7900xtx-rocm.log"));
+        assert_eq!(first_window_lines(&d), vec![d[0].line]);
+        assert_eq!(d[0].gen_tps, Some(3.5));
+        // An excerpt that starts mid-run keeps its first reading.
+        let mid = decode_of(&excerpt("real/017-i3243-amd-rx7900xtx-rocm.log", 2..=99));
+        assert!(first_window_lines(&mid).is_empty());
+    }
+
+    #[test]
+    fn the_line_after_idle_is_a_first_window() {
+        // 007: an interactive chat, idle between turns; the line after each pause reads 1.06 and
+        // 3.17 tok/s against ~83 while decoding.
+        let d = decode_of(&whole("real/007-i10053-single-user-chat-prefix-cache.log"));
+        let lines = first_window_lines(&d);
+        let readings: Vec<f64> = d
+            .iter()
+            .filter(|s| lines.contains(&s.line))
+            .filter_map(|s| s.gen_tps)
+            .collect();
+        assert!(
+            readings.contains(&1.06) || readings.contains(&3.17),
+            "{readings:?}"
+        );
+        assert!(readings.iter().all(|&g| g < 10.0), "{readings:?}");
+    }
+
+    #[test]
+    fn a_steady_run_has_one_steady_phase() {
+        // 002: 8 running throughout, nothing waits, no drain in the excerpt.
+        let d = decode_of(&whole("real/002-i3909-throughput-steadily-decreases.log"));
+        let p = find(&d, None).expect("phases");
+        assert_eq!(kinds(&p), vec![PhaseKind::Steady]);
+    }
+
+    #[test]
+    fn the_kv_fill_is_a_ramp() {
+        // The founding case: 41 of 150 requests admitted at once, token usage 0.09 -> 0.86
+        // over the first minutes while ~109 wait: the steady window starts once the pool is full.
+        let d = decode_of(&whole("scenarios/kimi-k25-b2-early/server.log"));
+        let p = find(&d, None).expect("phases");
+        assert_eq!(kinds(&p), vec![PhaseKind::Ramp, PhaseKind::Steady]);
+        let ramp = p.steady_start_s - d[0].t.unwrap();
+        assert!((60.0..=400.0).contains(&ramp), "{ramp}");
+    }
+
+    #[test]
+    fn a_falling_tail_with_nothing_queued_is_a_drain() {
+        // One DP rank of a benchmark on a PD decode node: 26 running at the plateau, then the
+        // client stops and the count falls to 1 with nothing queued.
+        let lines = only(
+            &excerpt("real-long/ascend-dsr1-pd-decode-dp32.log", 4900..=6600),
+            "DP3 TP3",
+        );
+        let d = decode_of(&lines);
+        let p = find(&d, None).expect("phases");
+        assert!(kinds(&p).contains(&PhaseKind::Drain), "{:?}", p.phases);
+        let drain = p
+            .phases
+            .iter()
+            .find(|x| x.kind == PhaseKind::Drain)
+            .unwrap();
+        assert!(drain.lines >= th::MIN_DRAIN_LINES, "{drain:?}");
+        // A steady run does not drain: the same rank's lines with a standing queue.
+        let queued = crate::rules::testing::set_field(&lines, "#queue-req", "3");
+        let p = find(&decode_of(&queued), None).expect("phases");
+        assert!(!kinds(&p).contains(&PhaseKind::Drain), "{:?}", p.phases);
+    }
+}
