@@ -79,6 +79,19 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             &retractions,
             input.timeline_range(v.tl),
         ));
+        // a prefill budget that admits requests slowly is its own finding even when another
+        // limit names the verdict (one request per prefill pass fills a cap more slowly)
+        if !matches!(r, Reason::PrefillLimit(_))
+            && let Some(f) = rules::prefill_limit::check(v, &capacity)
+        {
+            findings.extend(narrative::bottleneck(
+                v,
+                &Reason::PrefillLimit(f),
+                &capacity,
+                &retractions,
+                input.timeline_range(v.tl),
+            ));
+        }
     }
     // In a stall the crawl is a symptom of the hang, reported by the stall findings.
     if bottleneck != Bottleneck::Stall {

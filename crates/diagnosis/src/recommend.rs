@@ -332,7 +332,25 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
         Bottleneck::SchedulerConservative => {
             out.push(Plan::LowerConservativeness(fill(i.capacity, i.projection)))
         }
-        Bottleneck::RunningCapBound => out.push(Plan::RaiseMaxRunning),
+        Bottleneck::RunningCapBound => {
+            out.push(Plan::RaiseMaxRunning);
+            // the pool binds too: a higher cap needs more KV slots with it
+            if i.load
+                .is_some_and(|l| l.usage_median >= th::CONSERVATIVE_USAGE)
+            {
+                match (i.capacity, i.projection) {
+                    (Some(cm), Some(p)) => kv_plans(
+                        cm,
+                        p,
+                        i.mem_fraction_static,
+                        i.measured_tok_per_s,
+                        i.client,
+                        &mut out,
+                    ),
+                    _ => out.push(Plan::MoreKvSlots),
+                }
+            }
+        }
         // Nothing runs (a PD prefill instance, an idle server): the batch model does not apply.
         Bottleneck::ClientBound if i.load.is_some_and(|l| l.running_median < 1.0) => {}
         Bottleneck::ClientBound => out.push(Plan::RaiseClientConcurrency(i.load)),

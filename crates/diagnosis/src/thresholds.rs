@@ -25,6 +25,9 @@ pub const QUEUED_SHARE: f64 = 0.5;
 pub const LOW_LOAD_QUEUED_SHARE: f64 = 0.1;
 /// Share of steady lines at the running cap for the cap to bind (fraction).
 pub const AT_CAP_SHARE: f64 = 0.5;
+/// …or the batch reaches the cap on at least this share of lines while running plus queued
+/// requests reach it on [`AT_CAP_SHARE`] of them (fraction).
+pub const AT_CAP_DEMAND_MIN_SHARE: f64 = 0.25;
 /// `mamba usage` at which the mamba state slots count as full (fraction).
 pub const MAMBA_FULL_USAGE: f64 = 0.99;
 /// Share of decode lines with full mamba slots for them to cap the batch (fraction).

@@ -10,8 +10,8 @@
 //! | 3 | `kv_cache_bound::queued_at_full_pool` | `kv_cache_bound` |
 //! | 4 | `running_cap::at_configured_cap` | `running_cap_bound` |
 //! | 5 | `running_cap::mamba_slots_full` (queued) | `running_cap_bound` |
-//! | 6 | `prefill_limit` (queued) | `prefill_bound` |
-//! | 7 | `running_cap::flat_plateau` (queued) | `running_cap_bound` |
+//! | 6 | `running_cap::flat_plateau` (queued) | `running_cap_bound` |
+//! | 7 | `prefill_limit` (queued) | `prefill_bound` |
 //! | 8 | `conservative_admission` (queued) | `scheduler_conservative` |
 //! | 9 | queued, nothing above | `inconclusive` |
 //! | 10 | `client_bound` | `client_bound` |
@@ -96,11 +96,11 @@ pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
     ("running_cap (mamba slots)", |v, _| {
         running_cap::mamba_slots_full(v).map(Reason::RunningCap)
     }),
+    ("running_cap (flat ceiling)", |v, c| {
+        running_cap::flat_plateau(v, c).map(Reason::RunningCap)
+    }),
     ("prefill_limit", |v, c| {
         prefill_limit::check(v, c).map(Reason::PrefillLimit)
-    }),
-    ("running_cap (flat ceiling)", |v, _| {
-        running_cap::flat_plateau(v).map(Reason::RunningCap)
     }),
     ("conservative_admission", |v, _| {
         conservative_admission::check(v).map(Reason::Conservative)

@@ -153,14 +153,26 @@ pub fn bottleneck(
             FindingKind::RunningCapBound,
             "Running-request cap bound".to_string(),
             format!(
-                "The running batch stays at its ceiling{} and the KV cache has room{}.{} Raise it if memory allows; \
-                 if the client's concurrency equals this cap, raise both together, since either alone changes nothing.",
+                "The running batch stays at its ceiling{}{}{}.{} {}",
                 if waits { " while requests queue" } else { "" },
                 cap.max_running_requests.map(|c| format!(" (max_running_requests={c} per DP rank)")).unwrap_or_default(),
+                if running_cap::pool_near_full(v) {
+                    format!(
+                        ", and the KV pool is nearly full too (token usage ~{:.2}): both limits bind, so raising the cap alone would run the pool out and retract requests",
+                        v.median_usage().unwrap_or(0.0)
+                    )
+                } else {
+                    " and the KV cache has room".to_string()
+                },
                 if matches!(limit, running_cap::Limit::MambaSlots { .. }) || v.tl.agg.max_mamba_usage.is_some_and(|m| m >= th::MAMBA_FULL_USAGE) {
                     " Mamba usage reaches 1.00: the mamba state slots of this hybrid model are full, so they cap the batch as much as max_running_requests: the mamba state cache must grow with it."
                 } else {
                     ""
+                },
+                if running_cap::pool_near_full(v) {
+                    "Raise it together with the KV pool (mem_fraction_static, fp8 KV cache), or leave it."
+                } else {
+                    "Raise it if memory allows; if the client's concurrency equals this cap, raise both together, since either alone changes nothing."
                 }
             ),
             Confidence::Medium,

@@ -48,11 +48,28 @@ pub enum Limit {
     },
 }
 
-/// Pinned at the configured `max_running_requests`.
+/// Pinned at the configured `max_running_requests`: the batch sits at the cap on at least
+/// [`th::AT_CAP_SHARE`] of the steady lines, or it reaches the cap on at least
+/// [`th::AT_CAP_DEMAND_MIN_SHARE`] of them while running plus queued requests reach it on at
+/// least [`th::AT_CAP_SHARE`] (the demand meets the cap; the requests below it wait for their
+/// prefill turn, and admitting them faster would only fill the cap sooner).
 pub fn at_configured_cap(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limit> {
     let c = cap.max_running_requests.filter(|&c| c > 0)?;
     let s = share(&v.steady, |o| o.running.map(|r| r >= c))?;
-    (s >= th::AT_CAP_SHARE).then_some(Limit::Configured { cap: c, share: s })
+    let demand = share(&v.steady, |o| {
+        o.running.map(|r| r + o.queue.unwrap_or(0) >= c)
+    })
+    .unwrap_or(0.0);
+    (s >= th::AT_CAP_SHARE || (s >= th::AT_CAP_DEMAND_MIN_SHARE && demand >= th::AT_CAP_SHARE))
+        .then_some(Limit::Configured { cap: c, share: s })
+}
+
+/// Whether the KV pool is nearly full as well as the cap reached (median token usage at least
+/// [`th::CONSERVATIVE_USAGE`]): then both limits bind, and raising the cap alone would run the
+/// pool out (retraction).
+pub fn pool_near_full(v: &SchedulerView<'_>) -> bool {
+    v.median_usage()
+        .is_some_and(|u| u >= th::CONSERVATIVE_USAGE)
 }
 
 /// Requests wait while the mamba state slots are full.
@@ -66,15 +83,18 @@ pub fn mamba_slots_full(v: &SchedulerView<'_>) -> Option<Limit> {
     (s >= th::MAMBA_FULL_SHARE).then_some(Limit::MambaSlots { share: s })
 }
 
-/// Requests wait at a flat running ceiling while the KV pool has room.
-pub fn flat_plateau(v: &SchedulerView<'_>) -> Option<Limit> {
+/// Requests wait at a flat running ceiling the log does not name: a cap (`max_running_requests`
+/// from an unlogged argument, the mamba state slots, a router's limit), whatever the pool's
+/// usage ([`pool_near_full`] says whether the pool binds too). Not when the log names a cap
+/// above the ceiling: then something else holds the batch there.
+pub fn flat_plateau(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limit> {
     if !v.queued() || v.steady.len() < th::MIN_PLATEAU_LINES {
         return None;
     }
-    if !v.median_usage().is_some_and(|u| u < th::CONSERVATIVE_USAGE) {
+    let ceiling = v.steady.iter().filter_map(|o| o.running).max()?;
+    if cap.max_running_requests.is_some_and(|c| c > ceiling) || ceiling == 0 {
         return None;
     }
-    let ceiling = v.steady.iter().filter_map(|o| o.running).max()?;
     let s = share(&v.steady, |o| o.running.map(|r| r == ceiling))?;
     (s >= th::PLATEAU_SHARE).then_some(Limit::Plateau { ceiling, share: s })
 }
@@ -136,20 +156,57 @@ mod tests {
     }
 
     #[test]
-    fn a_flat_ceiling_at_low_usage_is_a_cap() {
+    fn a_flat_ceiling_is_a_cap_whatever_the_usage() {
+        let none = CapacitySummary::default();
         with_input(&dp1(), |i| {
             let v = &i.views[0];
             assert!(v.queued());
             assert_eq!(
-                flat_plateau(v),
+                flat_plateau(v, &none),
                 Some(Limit::Plateau {
                     ceiling: 2,
                     share: 1.0
                 })
             );
+            assert!(!pool_near_full(v));
         });
-        // The same lines at a nearly full pool: the pool, not a cap, is the question.
+        // The same lines at a nearly full pool: still the cap, and the pool binds too.
         let full = set_field(&dp1(), "token usage", "0.85");
-        with_input(&full, |i| assert_eq!(flat_plateau(&i.views[0]), None));
+        with_input(&full, |i| {
+            assert!(flat_plateau(&i.views[0], &none).is_some());
+            assert!(pool_near_full(&i.views[0]));
+        });
+        // A cap named above the ceiling: the ceiling is not that cap.
+        with_input(&dp1(), |i| {
+            assert_eq!(flat_plateau(&i.views[0], &cap(16)), None)
+        });
+    }
+
+    #[test]
+    fn demand_at_the_cap_binds_it() {
+        // DP16 with 16 running requests per rank at most (max_running_requests=16 per rank):
+        // the batch sits at 16 on a third of the lines and running plus queued reach 16 on most.
+        let rank = only(
+            &excerpt("real-long/ascend-dsr1-dp16-mtp-mixed.log", 5000..=8000),
+            "DP5 TP5",
+        );
+        with_input(&rank, |i| {
+            let got = at_configured_cap(&i.views[0], &cap(16));
+            assert!(
+                matches!(got, Some(Limit::Configured { cap: 16, .. })),
+                "{got:?}"
+            );
+        });
+        // The same lines with nothing queued: the demand is below the cap.
+        let idle = set_field(&rank, "#queue-req", "0");
+        with_input(&idle, |i| {
+            let v = &i.views[0];
+            let at = share(&v.steady, |o| o.running.map(|r| r >= 16)).unwrap();
+            assert_eq!(
+                at_configured_cap(v, &cap(16)).is_some(),
+                at >= th::AT_CAP_SHARE,
+                "{at}"
+            );
+        });
     }
 }
