@@ -45,6 +45,8 @@ pub const PREFILL_AT_LIMIT_SHARE: f64 = 0.5;
 pub const MIN_PREFILL_LIMIT_TOKENS: u64 = 512;
 /// Prefill lines the prefill limit rule needs (lines).
 pub const MIN_PREFILL_LINES: usize = 2;
+/// Prefill batches of exactly the same power-of-two size that make it a chunk size.
+pub const MIN_EXACT_CHUNKS: usize = 2;
 /// Batch lines of one scheduler out of time order by less than this are reordered (swapped
 /// lines, a reversed paste); a step back by more is a restart (seconds: SGLang logs a decode
 /// line every `decode_log_interval` steps, about a second, so a minute is many intervals).

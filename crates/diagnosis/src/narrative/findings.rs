@@ -195,9 +195,16 @@ pub fn bottleneck(
                      Raise --max-prefill-tokens to a few prompts (e.g. {}) so that one pass admits several; it costs activation memory and longer decode pauses.",
                     p * 4
                 ),
-                None => "Prefill batches run at their token limit (chunked_prefill_size / max_prefill_tokens) while the queue waits and the KV cache has room: requests are admitted only as fast as prompts are prefilled. \
-                 A larger --chunked-prefill-size and --max-prefill-tokens admit more per batch (more activation memory; longer decode pauses), or PD disaggregation separates prefill from decode."
-                    .to_string(),
+                None => format!(
+                    "Prefill batches run at their token limit ({} tokens: {}) while the queue waits and the KV cache has room: requests are admitted only as fast as prompts are prefilled. \
+                 A larger --chunked-prefill-size and --max-prefill-tokens admit more per batch (more activation memory; longer decode pauses), or PD disaggregation separates prefill from decode.",
+                    f.limit_tokens,
+                    match f.source {
+                        prefill_limit::LimitSource::Configured => "the configured chunked_prefill_size / max_prefill_tokens",
+                        prefill_limit::LimitSource::RepeatedChunk => "batch after batch filled to exactly this size, SGLang's chunked prefill at work; the log does not print chunked_prefill_size",
+                        prefill_limit::LimitSource::DefaultBudget => "SGLang's default max_prefill_tokens; the log does not print the configured one",
+                    }
+                ),
             };
             (
                 FindingKind::PrefillBound,

@@ -24,6 +24,21 @@ use crate::evidence::view::{SchedulerView, share};
 use crate::report::CapacitySummary;
 use crate::thresholds as th;
 
+/// Where the prefill size limit came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitSource {
+    /// `chunked_prefill_size` / `max_prefill_tokens` from the log, server args or server info
+    /// (the smaller of those given).
+    Configured,
+    /// The same batch size, a power of two, filled exactly again and again (SGLang's
+    /// `PrefillAdder` fills a chunk to `rem_chunk_tokens` exactly, truncating the last request,
+    /// and its default chunk sizes are powers of two, `server_args.py`): the chunk size,
+    /// though the log does not print it.
+    RepeatedChunk,
+    /// Nothing says it: SGLang's default `max_prefill_tokens` (16384, `server_args.py`).
+    DefaultBudget,
+}
+
 /// What the rule saw.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Facts {
@@ -31,15 +46,20 @@ pub struct Facts {
     pub share_at_limit: f64,
     /// The limit they were judged against (tokens).
     pub limit_tokens: u64,
+    /// Where that limit came from.
+    pub source: LimitSource,
     /// `Some((max_prefill_tokens, median prompt))` when the budget is below every prompt and
     /// each prefill batch holds one request (tokens).
     pub budget_below_prompt: Option<(u64, u64)>,
 }
 
-/// The prefill size limit (tokens): the configured one, capped by what was seen, else the
-/// largest prefill seen.
-fn limit(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<u64> {
-    let observed_max = v.steady_prefill.iter().filter_map(|p| p.new_token).max()?;
+/// SGLang's default `max_prefill_tokens` (tokens; `server_args.py`).
+pub const DEFAULT_MAX_PREFILL_TOKENS: u64 = 16384;
+
+/// The prefill size limit (tokens) and where it came from: a chunk size the batches fill
+/// exactly and repeatedly, else the configured limit, else SGLang's default budget. Never the
+/// largest batch seen by itself: the largest of varying batches is no limit.
+fn limit(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u64, LimitSource)> {
     let configured = match (
         cap.chunked_prefill_size.filter(|&c| c > 0),
         cap.max_prefill_tokens,
@@ -47,11 +67,22 @@ fn limit(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<u64> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    Some(
-        configured
-            .map(|c| c.min(observed_max.max(1)))
-            .unwrap_or(observed_max),
-    )
+    let max = v.steady_prefill.iter().filter_map(|p| p.new_token).max()?;
+    let exact = v
+        .steady_prefill
+        .iter()
+        .filter(|p| p.new_token == Some(max))
+        .count();
+    if exact >= th::MIN_EXACT_CHUNKS
+        && max.is_power_of_two()
+        && configured.is_none_or(|c| max <= c)
+    {
+        return Some((max, LimitSource::RepeatedChunk));
+    }
+    Some(match configured {
+        Some(c) => (c, LimitSource::Configured),
+        None => (DEFAULT_MAX_PREFILL_TOKENS, LimitSource::DefaultBudget),
+    })
 }
 
 /// The rule on one scheduler.
@@ -59,14 +90,11 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
     if !v.queued() || v.steady_prefill.len() < th::MIN_PREFILL_LINES {
         return None;
     }
-    let limit_tokens = limit(v, cap).filter(|&l| l >= th::MIN_PREFILL_LIMIT_TOKENS)?;
+    let (limit_tokens, source) = limit(v, cap).filter(|l| l.0 >= th::MIN_PREFILL_LIMIT_TOKENS)?;
     let share_at_limit = share(&v.steady_prefill, |p| {
         p.new_token
             .map(|n| n as f64 >= th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64)
     })?;
-    if share_at_limit < th::PREFILL_AT_LIMIT_SHARE {
-        return None;
-    }
     let seqs: Vec<u64> = v.steady_prefill.iter().filter_map(|p| p.new_seq).collect();
     let prompts: Vec<u64> = v
         .steady_prefill
@@ -80,9 +108,13 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
         }
         _ => None,
     };
+    if share_at_limit < th::PREFILL_AT_LIMIT_SHARE && budget_below_prompt.is_none() {
+        return None;
+    }
     Some(Facts {
         share_at_limit,
         limit_tokens,
+        source,
         budget_below_prompt,
     })
 }
@@ -101,12 +133,37 @@ mod tests {
 
     #[test]
     fn full_chunks_while_the_queue_waits() {
+        // 041: 9 requests in exactly 8192 tokens, batch after batch: the chunk size.
         let f = check_lines(&whole(CHUNKS), &CapacitySummary::default()).expect("prefill bound");
         assert_eq!(f.limit_tokens, 8192);
+        assert_eq!(f.source, LimitSource::RepeatedChunk);
         assert_eq!(f.share_at_limit, 1.0);
         assert_eq!(f.budget_below_prompt, None);
+        // 026: three 5000-token prompts (15000) per batch, chunked prefill 32768: the default
+        // max_prefill_tokens (16384) holds the fourth back.
         let f = check_lines(&whole(COMPOSE), &CapacitySummary::default()).expect("prefill bound");
-        assert_eq!(f.limit_tokens, 15000);
+        assert_eq!(f.limit_tokens, 16384);
+        assert_eq!(f.source, LimitSource::DefaultBudget);
+    }
+
+    #[test]
+    fn the_largest_batch_seen_is_no_limit() {
+        // 026's batches against a configured limit far above them: not at the limit.
+        let big = CapacitySummary {
+            chunked_prefill_size: Some(65536),
+            max_prefill_tokens: Some(65536),
+            ..CapacitySummary::default()
+        };
+        assert_eq!(check_lines(&whole(COMPOSE), &big), None);
+        // Batches of 15000 tokens are not a repeated power-of-two chunk: with a 32768 chunk
+        // named, only the configured budget could bind.
+        let f = check_lines(&whole(COMPOSE), &CapacitySummary {
+            chunked_prefill_size: Some(32768),
+            max_prefill_tokens: Some(16384),
+            ..CapacitySummary::default()
+        })
+        .expect("prefill bound");
+        assert_eq!((f.limit_tokens, f.source), (16384, LimitSource::Configured));
     }
 
     #[test]
