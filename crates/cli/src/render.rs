@@ -128,6 +128,7 @@ fn figure_value(value: Option<f64>, unit: Unit) -> String {
         Unit::Events => "events",
         Unit::EventsPerHour => "events/h",
         Unit::Ratio => "ratio",
+        Unit::Iterations => "iterations",
     };
     format!("{} {u}", fmt_num(value))
 }

@@ -93,6 +93,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             ));
         }
     }
+    if matches!(carrier.map(|c| c.1), Some(Reason::QueuedUnexplained) | None) {
+        findings.extend(views.iter().find_map(|v| {
+            rules::held_admission::check(v, &capacity)
+                .map(|f| narrative::held_admission(&f, input.timeline_range(v.tl)))
+        }));
+    }
     // In a stall the crawl is a symptom of the hang, reported by the stall findings.
     if bottleneck != Bottleneck::Stall {
         findings.extend(slow_decode.as_ref().map(narrative::decode_compute));

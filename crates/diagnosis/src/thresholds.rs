@@ -19,6 +19,11 @@ pub const FULL_SHARE: f64 = 0.5;
 /// Token usage below which a queue means the scheduler holds back (fraction; SGLang tuning
 /// guide's "below 0.9" with a margin for the window's jitter).
 pub const CONSERVATIVE_USAGE: f64 = 0.8;
+/// The decode reservation could hold a queue back only if its largest possible size reaches
+/// this share of the free pool (fraction; `rules/conservative_admission.rs`).
+pub const RESERVATION_FREE_SHARE: f64 = 0.5;
+/// Held admission is looked for only below this median token usage (fraction).
+pub const HELD_MAX_USAGE: f64 = 0.5;
 /// Share of batch lines with `#queue-req` > 0 for requests to count as "queued" (fraction).
 pub const QUEUED_SHARE: f64 = 0.5;
 /// Share of batch lines with `#queue-req` > 0 below which load counts as too low (fraction).

@@ -190,6 +190,9 @@ pub struct PrefillSample {
     pub prealloc_req: Option<u64>,
     /// PD prefill: `#inflight-req` (requests).
     pub inflight_req: Option<u64>,
+    /// The forward-iteration counter of `Prefill batch [N]` (v0.5.4+, or
+    /// `SGLANG_LOG_FORWARD_ITERS=1`).
+    pub iter: Option<u64>,
 }
 
 /// Exact maxima and sums over every line of one scheduler (never decimated).
@@ -1226,6 +1229,7 @@ impl EvidenceBuilder {
                             usage: b.token_usage(),
                             prealloc_req: b.prealloc_req(),
                             inflight_req: b.inflight_req(),
+                            iter: b.iter,
                         };
                         sched.push_prefill(s);
                     }

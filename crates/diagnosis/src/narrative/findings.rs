@@ -8,9 +8,9 @@ use crate::report::{
 };
 use crate::rules::{
     bench_concurrency_limit, bench_failures, bench_queueing, client_gap, cuda_graph,
-    decode_compute, dp_imbalance, idle_window, kv_cache_bound, littles_law, prefill_compute,
-    prefill_interference, prefill_limit, ramp_only, retraction, running_cap, stall, tiny_pool,
-    watchdog,
+    decode_compute, dp_imbalance, held_admission, idle_window, kv_cache_bound, littles_law,
+    prefill_compute, prefill_interference, prefill_limit, ramp_only, retraction, running_cap,
+    stall, tiny_pool, watchdog,
 };
 use crate::thresholds as th;
 use crate::verdict::Reason;
@@ -612,6 +612,47 @@ pub fn tiny_pool(f: &tiny_pool::Facts) -> Finding {
         ),
         vec![Figure::new("KV pool size", f.pool_tokens, Unit::Tokens)],
         f.evidence.clone().into_iter().collect(),
+        Confidence::Medium,
+    )
+}
+
+/// The finding of [`crate::rules::held_admission`].
+pub fn held_admission(f: &held_admission::Facts, evidence: Option<SourceRange>) -> Finding {
+    let gap = match (f.prefill_gap_iters, f.prefill_gap_s) {
+        (Some(n), _) => format!(
+            " Prefill batches ran up to {n} forward iterations apart while requests waited."
+        ),
+        (None, Some(s)) if s > 0.0 => format!(
+            " Prefill batches ran up to {} apart while requests waited.",
+            super::fmt_duration(s)
+        ),
+        _ => String::new(),
+    };
+    let mut figures = vec![
+        Figure::new("median token usage", f.usage, Unit::Fraction),
+        Figure::new(
+            "most requests running",
+            f.running_max as f64,
+            Unit::Requests,
+        ),
+    ];
+    if let Some(n) = f.prefill_gap_iters {
+        figures.push(Figure::new(
+            "largest gap between prefill batches",
+            n as f64,
+            Unit::Iterations,
+        ));
+    }
+    finding(
+        FindingKind::HeldAdmission,
+        "Requests wait while the KV pool is nearly empty",
+        format!(
+            "Requests queue at token usage ~{:.2} with at most {} running: even the largest reservation those requests could hold (4096 tokens each, SGLang's clip) leaves most of the pool free, so neither the KV cache nor --schedule-conservativeness holds them back.{gap} \
+             Admission waits for a prefill pass: look at how often the server schedules prefill (an interval between prefill passes, the schedule policy) or at what the requests wait for outside the scheduler (a PD handshake, grammar compilation, a LoRA load).",
+            f.usage, f.running_max
+        ),
+        figures,
+        evidence.into_iter().collect(),
         Confidence::Medium,
     )
 }

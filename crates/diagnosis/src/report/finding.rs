@@ -65,6 +65,8 @@ pub enum Unit {
     EventsPerHour,
     /// A dimensionless ratio.
     Ratio,
+    /// Scheduler forward iterations.
+    Iterations,
 }
 
 /// A range of lines in one source that supports a finding.
@@ -134,6 +136,8 @@ pub enum FindingKind {
     BenchmarkQueueing,
     /// A benchmark kept its `--max-concurrency` limit full.
     BenchmarkConcurrencyLimit,
+    /// Requests wait while the KV pool is nearly empty: admission is held back elsewhere.
+    HeldAdmission,
 }
 
 /// A conclusion with the numbers and lines that support it.

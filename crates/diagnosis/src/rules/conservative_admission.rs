@@ -8,7 +8,12 @@
 //! (scaled by `new_token_ratio`) before admitting more; large `max_tokens` make it hold back
 //! while the pool is not full, so fewer requests decode at once than the pool could hold.
 //!
-//! **Evidence it needs.** Steady batch lines with `#queue-req` and `token usage`.
+//! **Evidence it needs.** Steady batch lines with `#queue-req` and `token usage`. When the
+//! pool's size is known (from `#token` / `token usage`) and even the largest reservation the
+//! running requests could hold (each at most `CLIP_MAX_NEW_TOKENS` = 4096 tokens at
+//! `new_token_ratio` 1.0), plus the waiting request's own, stays under half the free pool, the
+//! reservation cannot be what holds the queue back: the rule does not hold (the queue is
+//! something else: a prefill schedule policy, a PD handshake, a grammar or LoRA load).
 //!
 //! **What to change.** Lower `--schedule-conservativeness` (e.g. 0.7), or send `max_tokens`
 //! closer to the real completion lengths; watch for retractions afterwards.
@@ -19,10 +24,38 @@
 use crate::evidence::view::SchedulerView;
 use crate::thresholds as th;
 
-/// The rule on one scheduler: `Some(median token usage)` when requests wait with room left.
+/// SGLang's cap on one request's reserved output tokens in the admission budget (tokens;
+/// `schedule_policy.py`, `SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`, default 4096).
+pub const CLIP_MAX_NEW_TOKENS: f64 = 4096.0;
+
+/// A lower bound of the KV pool (tokens) from the steady decode lines: `#token / token usage`,
+/// the usage rounded up by the half-hundredth SGLang's two decimals may have dropped.
+fn pool_lower_bound(v: &SchedulerView<'_>) -> Option<f64> {
+    v.steady_decode
+        .iter()
+        .filter_map(|d| Some(d.tokens? as f64 / (d.usage? + 0.005)))
+        .reduce(f64::max)
+}
+
+/// Whether the decode reservation could hold the queue back (see the module doc); `true` when
+/// the pool's size is unknown.
+pub fn reservation_could_explain(v: &SchedulerView<'_>) -> bool {
+    let (Some(pool), Some(u), Some(running)) = (
+        pool_lower_bound(v),
+        v.median_usage(),
+        v.steady.iter().filter_map(|o| o.running).max(),
+    ) else {
+        return true;
+    };
+    let most_reserved = (running as f64 + 1.0) * CLIP_MAX_NEW_TOKENS;
+    most_reserved >= th::RESERVATION_FREE_SHARE * (1.0 - u) * pool
+}
+
+/// The rule on one scheduler: `Some(median token usage)` when requests wait with room left and
+/// the reservation could be why.
 pub fn check(v: &SchedulerView<'_>) -> Option<f64> {
     let u = v.median_usage()?;
-    (v.queued() && u < th::KV_FULL_USAGE).then_some(u)
+    (v.queued() && u < th::KV_FULL_USAGE && reservation_could_explain(v)).then_some(u)
 }
 
 #[cfg(test)]
@@ -41,6 +74,22 @@ mod tests {
         with_input(&whole(NPU_MTP), |i| {
             let u = check(&i.views[0]).expect("conservative");
             assert!((0.63..=0.66).contains(&u), "{u}");
+        });
+    }
+
+    #[test]
+    fn a_queue_at_an_empty_pool_is_not_the_reservation() {
+        // 059: one request runs (#token 128-512, usage 0.00) while one waits for ~400 forward
+        // iterations: no reservation of one running request fills a pool of 100k+ tokens.
+        let lines = whole("real/059-npu-doc-forward-iteration-numbers-prefill-decode-interval.log");
+        with_input(&lines, |i| {
+            assert!(i.views[0].queued());
+            assert!(!reservation_could_explain(&i.views[0]));
+            assert_eq!(check(&i.views[0]), None);
+        });
+        // 025: 24 running hold up to ~100k of the ~120k free tokens: it could.
+        with_input(&whole(NPU_MTP), |i| {
+            assert!(reservation_could_explain(&i.views[0]))
         });
     }
 

@@ -73,9 +73,7 @@ fn limit(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u64, LimitSour
         .iter()
         .filter(|p| p.new_token == Some(max))
         .count();
-    if exact >= th::MIN_EXACT_CHUNKS
-        && max.is_power_of_two()
-        && configured.is_none_or(|c| max <= c)
+    if exact >= th::MIN_EXACT_CHUNKS && max.is_power_of_two() && configured.is_none_or(|c| max <= c)
     {
         return Some((max, LimitSource::RepeatedChunk));
     }
@@ -157,11 +155,14 @@ mod tests {
         assert_eq!(check_lines(&whole(COMPOSE), &big), None);
         // Batches of 15000 tokens are not a repeated power-of-two chunk: with a 32768 chunk
         // named, only the configured budget could bind.
-        let f = check_lines(&whole(COMPOSE), &CapacitySummary {
-            chunked_prefill_size: Some(32768),
-            max_prefill_tokens: Some(16384),
-            ..CapacitySummary::default()
-        })
+        let f = check_lines(
+            &whole(COMPOSE),
+            &CapacitySummary {
+                chunked_prefill_size: Some(32768),
+                max_prefill_tokens: Some(16384),
+                ..CapacitySummary::default()
+            },
+        )
         .expect("prefill bound");
         assert_eq!((f.limit_tokens, f.source), (16384, LimitSource::Configured));
     }
