@@ -96,6 +96,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     findings.extend(rules::kv_transfer::check(&input).map(|f| narrative::kv_transfer(&f)));
     findings.extend(rules::idle_window::check(&input).map(|f| narrative::idle_window(&f)));
     findings.extend(rules::cuda_graph::check(&input).map(|f| narrative::cuda_graph(&f)));
+    findings.extend(rules::speculative::check(&input).map(|f| narrative::speculative(&f)));
     findings.extend(rules::dp_imbalance::check(&views).map(|f| narrative::dp_imbalance(&f)));
     let ramp = rules::ramp_only::check(&input);
     findings.extend(ramp.as_ref().map(narrative::ramp_only));

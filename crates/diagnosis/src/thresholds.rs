@@ -145,3 +145,10 @@ pub const TTFT_REPORTED_S: f64 = 1.0;
 pub const LONG_PROMPT_TOKENS: f64 = 4096.0;
 /// Mean requests in flight over `--max-concurrency` from which the limit counts as held full (fraction).
 pub const LIMIT_HELD_FULL: f64 = 0.9;
+/// Median `accept len` at or below which speculative decoding gains nothing (tokens per verify
+/// step). SGLang's accept length counts the bonus token, so 1.0 means every draft was rejected;
+/// at 1.2 a target forward yields 20% more tokens, which the draft passes (one per
+/// `speculative_num_steps`, each a forward of the draft model) and the larger verify batch
+/// consume (SGLang's EAGLE docs and the real logs: every healthy setup in `tests/data/real*/`
+/// reads 1.67 or more).
+pub const SPEC_NO_GAIN_ACCEPT_LEN: f64 = 1.2;

@@ -204,8 +204,7 @@ const CASES: &[Case] = &[
         B::ClientBound,
         p(1, 0, 0.00),
         &[Gen(413.0, 40.0), Accept(3.50, 3.96, 4.25)],
-    )
-    .pending("issue 11 pattern 6: no speculative-decoding finding"),
+    ),
     // No batch lines: one retraction raised new_token_ratio 0.8024 -> 0.9085.
     row(
         "real/011-pr6731-debug-decode-oom-retract.log",
@@ -240,8 +239,7 @@ const CASES: &[Case] = &[
         B::ClientBound,
         p(3, 0, 0.54),
         &[Gen(182.0, 4.0), Accept(1.67, 1.70, 1.73)],
-    )
-    .pending("issue 11 pattern 6: no speculative-decoding finding"),
+    ),
     row(
         "real/017-i3243-amd-rx7900xtx-rocm.log",
         B::ClientBound,
@@ -279,8 +277,7 @@ const CASES: &[Case] = &[
         B::ClientBound,
         p(8, 0, 0.13),
         &[Schedulers(5), Accept(2.58, 2.86, 2.94)],
-    )
-    .pending("issue 11 pattern 6: no speculative-decoding finding"),
+    ),
     row(
         "real/023-pr17392-dp-ep-decode-prealloc-generate.log",
         B::ClientBound,
@@ -296,8 +293,7 @@ const CASES: &[Case] = &[
         B::SchedulerConservative,
         p(24, 4, 0.66),
         &[Accept(2.63, 2.83, 3.05)],
-    )
-    .pending("issue 11 pattern 6: no speculative-decoding finding"),
+    ),
     row(
         "real/026-i6901-docker-compose-prefix-prefill.log",
         B::PrefillBound,
@@ -358,8 +354,7 @@ const CASES: &[Case] = &[
         B::ClientBound,
         p(1, 0, 0.00),
         &[Gen(177.0, 12.0), Accept(1.80, 1.95, 2.17)],
-    )
-    .pending("issue 11 pattern 6: no speculative-decoding finding"),
+    ),
     // Not a log: SGLang's Prometheus exposition (num_requests_total 217, num_aborted 157).
     row(
         "real/040-pr7944-prometheus-metrics-pd.log",
@@ -597,15 +592,13 @@ const CASES: &[Case] = &[
         B::RunningCapBound,
         p(24, 2, 0.54),
         &[Schedulers(16), Accept(2.72, 2.89, 3.09)],
-    )
-    .pending("issue 11 pattern 6: no speculative-decoding finding"),
+    ),
     row(
         "real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log",
         B::ClientBound,
         p(1, 0, 0.02),
         &[Gen(140.78, 0.01), Accept(3.55, 3.985, 4.42)],
-    )
-    .pending("issue 11 pattern 6: no speculative-decoding finding"),
+    ),
     row(
         "real-2/115-NEGATIVE-llamacpp-pr19408-slot-print-timing.log",
         B::NoSchedulerLines,
@@ -661,8 +654,7 @@ const CASES: &[Case] = &[
             Accept(1.80, 2.86, 3.77),
             Has(F::PrefillInterference),
         ],
-    )
-    .pending("issue 11 pattern 6: no speculative-decoding finding"),
+    ),
     row(
         "real-long/ascend-dsr1-pd-client-router.log",
         B::NoSchedulerLines,
@@ -679,8 +671,7 @@ const CASES: &[Case] = &[
         &[RanksOf(16, 32), Accept(2.00, 2.62, 2.94)],
     )
     .pending(
-        "issue 11 pattern 6: no speculative-decoding finding; pattern 10: 16 of dp_size 32 \
-         ranks are in the log and the report does not say so",
+        "issue 11 pattern 10: 16 of dp_size 32 ranks are in the log and the report does not say so",
     ),
     // dp_size 16, this node logs 8 ranks; running pinned at 2 with a queue in 3197 of 3355
     // decode lines.
@@ -691,8 +682,7 @@ const CASES: &[Case] = &[
         &[RanksOf(8, 16), Accept(1.82, 2.98, 3.91)],
     )
     .pending(
-        "issue 11 pattern 6: no speculative-decoding finding; pattern 10: 8 of dp_size 16 \
-         ranks are in the log and the report does not say so",
+        "issue 11 pattern 10: 8 of dp_size 16 ranks are in the log and the report does not say so",
     ),
     row(
         "real-long/ascend-dsr1-pd-prefill-dp2.log",
@@ -711,8 +701,7 @@ const CASES: &[Case] = &[
             BenchOutput(2988.04),
             Has(F::BenchmarkConcurrencyLimit),
         ],
-    )
-    .pending("issue 11 pattern 6: no speculative-decoding finding"),
+    ),
     row(
         "real-long/ascend-qwen3next-80b-hybrid-mamba.log",
         B::RunningCapBound,

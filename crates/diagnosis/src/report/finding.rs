@@ -134,6 +134,8 @@ pub enum FindingKind {
     BenchmarkQueueing,
     /// A benchmark kept its `--max-concurrency` limit full.
     BenchmarkConcurrencyLimit,
+    /// Speculative decoding's accept length: tokens per target forward, and what the drafts cost.
+    SpeculativeDecoding,
 }
 
 /// A conclusion with the numbers and lines that support it.
