@@ -177,7 +177,9 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         ctx,
         &inputs,
         &capacity,
-        steady_gen_throughput.is_some(),
+        steady_gen_throughput
+            .as_ref()
+            .is_some_and(|r| r.window_s > 0.0),
         client.as_ref(),
         benchmark_runs.is_empty(),
     ));
@@ -257,6 +259,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             .zip(&reasons)
             .map(|(v, r)| scheduler_summary(ev, v, r.bottleneck()))
             .collect(),
+        dp_totals: dp_totals(ev, ctx, &views),
         steady_gen_throughput,
         capacity,
         retractions,
@@ -390,6 +393,41 @@ fn input_summaries(ev: &Evidence) -> Vec<InputSummary> {
         .collect()
 }
 
+/// The server's `dp_size`: from its server info, else from the log's `server_args`.
+fn dp_size(ev: &Evidence, ctx: &Context) -> Option<u32> {
+    ctx.server.as_ref().and_then(|s| s.dp_size).or_else(|| {
+        ev.startup
+            .server_args
+            .get("dp_size")
+            .and_then(|v| v.parse().ok())
+    })
+}
+
+/// The DP ranks' steady medians added up; `None` with fewer than two DP ranks in the log.
+fn dp_totals(ev: &Evidence, ctx: &Context, views: &[SchedulerView<'_>]) -> Option<DpTotals> {
+    let ranks: Vec<&SchedulerView<'_>> = views.iter().filter(|v| v.key.dp.is_some()).collect();
+    if ranks.len() < 2 {
+        return None;
+    }
+    let sum = |f: &dyn Fn(&SchedulerView<'_>) -> Option<f64>| {
+        let vals: Vec<f64> = ranks.iter().filter_map(|v| f(v)).collect();
+        (!vals.is_empty()).then(|| vals.iter().sum())
+    };
+    Some(DpTotals {
+        ranks: ranks.len(),
+        dp_size: dp_size(ev, ctx),
+        ranks_at_least: ranks
+            .iter()
+            .filter_map(|v| v.key.dp)
+            .max()
+            .map(|m| m + 1)
+            .filter(|&n| n as usize > ranks.len()),
+        running_median: sum(&|v| v.running.median),
+        queued_median: sum(&|v| v.queued.median),
+        gen_throughput_mean: sum(&|v| v.gen_tps.mean),
+    })
+}
+
 /// What the inputs could not say, in the order it is reported.
 fn missing(
     ev: &Evidence,
@@ -422,12 +460,7 @@ fn missing(
     if capacity.max_total_num_tokens.is_none() {
         out.push(nc(R::NoPoolSize, None));
     }
-    let dp_size = ctx.server.as_ref().and_then(|s| s.dp_size).or_else(|| {
-        ev.startup
-            .server_args
-            .get("dp_size")
-            .and_then(|v| v.parse().ok())
-    });
+    let dp_size = dp_size(ev, ctx);
     let dp_seen = ev.schedulers.keys().filter(|k| k.dp.is_some()).count();
     if let Some(of) = dp_size
         && dp_seen > 0

@@ -64,8 +64,13 @@ enum Key {
     KvCacheGb(f64),
     /// Schedulers (DP ranks) the log holds.
     Schedulers(usize),
-    /// The log holds `.0` of `.1` DP ranks, and the report says so.
-    RanksOf(usize, u64),
+    /// The log holds `.0` of `.1` DP ranks (`dp_size`, or at least as many as the highest
+    /// rank number says), and the report says so.
+    RanksOf(usize, u32),
+    /// The DP ranks' steady medians added up: running, queued (requests, ±0.5).
+    DpTotal(f64, f64),
+    /// The headline's rate rests on this many decode lines (1: one sample).
+    Samples(u64),
     /// A finding of this kind is present.
     Has(FindingKind),
     /// No finding of this kind.
@@ -142,12 +147,12 @@ use Key::*;
 /// `tests/data/`), one row each; `every_shared_file_has_a_row` keeps it complete.
 const CASES: &[Case] = &[
     // ---- real/ ----
-    // One bare decode line (no timestamp): its own gen throughput is the only rate.
+    // One bare decode line (no timestamp): its own gen throughput is the only rate, one sample.
     row(
         "real/001-i938-a100-llama13b-queue12k.log",
         B::KvCacheBound,
         p(1010, 12279, 0.93),
-        &[PeakGen(1397.13)],
+        &[PeakGen(1397.13), Gen(1397.13, 0.01), Samples(1)],
     ),
     row(
         "real/002-i3909-throughput-steadily-decreases.log",
@@ -155,26 +160,19 @@ const CASES: &[Case] = &[
         p(8, 0, 0.13),
         &[Gen(185.5, 2.5)],
     ),
-    // sglang-jax: all five decode lines print the same second (05:10:47), 84.23-84.92 tok/s.
+    // sglang-jax: all nine decode lines print the same second (05:10:47), 84.23-84.92 tok/s:
+    // their own rates, the first one's window before the log left out (8 samples).
     row(
         "real/004-sglang-jax-pr564-cache-miss.log",
         B::ClientBound,
         p(1, 0, 0.00),
-        &[Gen(84.4, 0.6)],
-    )
-    .pending(
-        "issue 11 pattern 11: lines 1-5 share one second, so no rate is given; their own \
-         gen throughput (84.23-84.92 tok/s) is the figure, labelled as few samples",
+        &[Gen(84.5, 0.4), Samples(8)],
     ),
     row(
         "real/005-pr22166-mixed-prefill-decode-uvicorn.log",
         B::ClientBound,
         p(32, 0, 0.08),
-        &[Gen(1635.11, 0.01)],
-    )
-    .pending(
-        "issue 11 pattern 11: one decode line (line 1, 1635.11 tok/s): the headline gives no \
-         rate; it should read 1635 tok/s (one sample)",
+        &[Gen(1635.11, 0.01), Samples(1)],
     ),
     row(
         "real/007-i10053-single-user-chat-prefix-cache.log",
@@ -191,11 +189,8 @@ const CASES: &[Case] = &[
         "real/008-i14972-overlap-retract-alloc-fail.log",
         B::KvCacheBound,
         p(6, 5, 0.94),
-        &[Has(F::TinyKvPool), Gen(445.0, 5.0)],
-    )
-    .pending(
-        "issue 11 pattern 11: the decode lines share one second (08:43:59), so no rate is \
-         given; they print 440.85-446.45 tok/s",
+        // Lines 1-5 share 08:43:59 and print 440.85-446.45 tok/s.
+        &[Has(F::TinyKvPool), Gen(445.0, 5.0), Samples(4)],
     ),
     // DFLASH: accept len 3.50-4.25 of cap len 6.00; the first window (line 2, 3.08 tok/s)
     // is idle time, steady 373-453 (lines 3-5).
@@ -251,11 +246,7 @@ const CASES: &[Case] = &[
         "real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log",
         B::KvCacheBound,
         p(92, 990, 0.92),
-        &[Gen(324.86, 0.01)],
-    )
-    .pending(
-        "issue 11 pattern 11: one decode line (line 1, 324.86 tok/s): the headline gives no \
-         rate; it should read 325 tok/s (one sample)",
+        &[Gen(324.86, 0.01), Samples(1)],
     ),
     // #token stays 64 on every line (sglang-jax) while gen throughput reads 84-89 tok/s
     // (lines 4-5): tokens are produced; line 3's 0.00 is the first window.
@@ -276,7 +267,15 @@ const CASES: &[Case] = &[
         "real/022-pr6081-mtp-dp-attention-8ranks.log",
         B::ClientBound,
         p(8, 0, 0.13),
-        &[Schedulers(5), Accept(2.58, 2.86, 2.94)],
+        // One sample per rank: 171.01 + 168.28 + 173.06 + 155.80 + 152.08 = 820.23 tok/s.
+        &[
+            Schedulers(5),
+            RanksOf(5, 8),
+            DpTotal(40.0, 0.0),
+            Gen(820.23, 0.01),
+            Samples(1),
+            Accept(2.58, 2.86, 2.94),
+        ],
     ),
     row(
         "real/023-pr17392-dp-ep-decode-prealloc-generate.log",
@@ -597,7 +596,8 @@ const CASES: &[Case] = &[
         "real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log",
         B::ClientBound,
         p(1, 0, 0.02),
-        &[Gen(140.78, 0.01), Accept(3.55, 3.985, 4.42)],
+        // Line 3's 3.22 tok/s is the first window: the rate is line 4's, one sample.
+        &[Gen(140.78, 0.01), Samples(1), Accept(3.55, 3.985, 4.42)],
     ),
     row(
         "real-2/115-NEGATIVE-llamacpp-pr19408-slot-print-timing.log",
@@ -668,10 +668,11 @@ const CASES: &[Case] = &[
         "real-long/ascend-dsr1-pd-decode-dp32.log",
         B::ClientBound,
         p(26, 2, 0.94),
-        &[RanksOf(16, 32), Accept(2.00, 2.62, 2.94)],
-    )
-    .pending(
-        "issue 11 pattern 10: 16 of dp_size 32 ranks are in the log and the report does not say so",
+        &[
+            RanksOf(16, 32),
+            DpTotal(292.0, 0.0),
+            Accept(2.00, 2.62, 2.94),
+        ],
     ),
     // dp_size 16, this node logs 8 ranks; running pinned at 2 with a queue in 3197 of 3355
     // decode lines.
@@ -680,9 +681,6 @@ const CASES: &[Case] = &[
         B::RunningCapBound,
         p(2, 41, 0.87),
         &[RanksOf(8, 16), Accept(1.82, 2.98, 3.91)],
-    )
-    .pending(
-        "issue 11 pattern 10: 8 of dp_size 16 ranks are in the log and the report does not say so",
     ),
     row(
         "real-long/ascend-dsr1-pd-prefill-dp2.log",
@@ -773,13 +771,18 @@ fn check_key(r: &Report, key: Key) -> Option<String> {
         ChunkedPrefill(v) => r.capacity.chunked_prefill_size == Some(v),
         KvCacheGb(v) => r.capacity.kv_cache_gb.is_some_and(|g| close(g, v, 0.01)),
         Schedulers(n) => r.schedulers.len() == n,
-        RanksOf(n, of) => {
-            let said = format!("{n} of {of}");
-            r.schedulers.len() == n
-                && (r.headline.text.contains(&said)
-                    || r.findings.iter().any(|f| f.detail.contains(&said))
-                    || r.not_concluded.iter().any(|c| c.text.contains(&said)))
-        }
+        RanksOf(n, of) => r.dp_totals.as_ref().is_some_and(|t| {
+            t.ranks == n
+                && (t.dp_size == Some(of) || (t.dp_size.is_none() && t.ranks_at_least == Some(of)))
+        }),
+        DpTotal(running, queued) => r.dp_totals.as_ref().is_some_and(|t| {
+            t.running_median.is_some_and(|g| close(g, running, 0.5))
+                && t.queued_median.is_some_and(|g| close(g, queued, 0.5))
+        }),
+        Samples(n) => r
+            .steady_gen_throughput
+            .as_ref()
+            .is_some_and(|t| t.lines == Some(n)),
         Has(k) => r.findings.iter().any(|f| f.kind == k),
         HasNot(k) => !r.findings.iter().any(|f| f.kind == k),
         Malformed(n) => r.inputs.iter().map(|i| i.malformed_lines).sum::<u64>() >= n,

@@ -395,6 +395,9 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
     let mut window = f64::INFINITY;
     let mut any = false;
     let mut fewest_points = usize::MAX;
+    let mut fewest_lines = u64::MAX;
+    // Ranks without a rate over time: (sum of their line means, fewest lines).
+    let mut untimed = (0.0, u64::MAX);
     let mut steady_found = true;
     for a in views {
         let pts: Vec<(f64, f64)> = a
@@ -402,13 +405,32 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
             .iter()
             .filter_map(|d| Some((d.t?, d.gen_tps?)))
             .collect();
-        if pts.len() < 2 || !is_sorted(&pts) {
-            continue;
-        }
-        let (from, to) = (pts[0].0, pts[pts.len() - 1].0);
-        let Ok(est) = throughput_stats::gen_throughput_mean(&pts, from, to) else {
+        let timed = (pts.len() >= 2 && is_sorted(&pts))
+            .then(|| (pts[0].0, pts[pts.len() - 1].0))
+            .filter(|(from, to)| to > from)
+            .and_then(|(from, to)| {
+                throughput_stats::gen_throughput_mean(&pts, from, to)
+                    .ok()
+                    .map(|e| (e, from, to))
+            });
+        let Some((est, from, to)) = timed else {
+            // No time to weigh by (one line, lines within one clock tick, no timestamps):
+            // each line's gen throughput is SGLang's own rate over its window; the first
+            // window starts before the log, so it is used only when it is the only one.
+            let vals: Vec<f64> = a.steady_decode.iter().filter_map(|d| d.gen_tps).collect();
+            let used = if vals.len() > 1 {
+                &vals[1..]
+            } else {
+                &vals[..]
+            };
+            if !used.is_empty() {
+                untimed.0 += used.iter().sum::<f64>() / used.len() as f64;
+                untimed.1 = untimed.1.min(used.len() as u64);
+            }
             continue;
         };
+        // Each value holds backward over its window: the first line's lies before `from`.
+        fewest_lines = fewest_lines.min(pts.len() as u64 - 1);
         total += est.mean;
         let half = (est.ci_high - est.ci_low) / 2.0;
         var += (half / z).powi(2);
@@ -418,7 +440,18 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
         any = true;
     }
     if !any {
-        return None;
+        // Only lines without time between them: their own rates, as few samples.
+        return (untimed.1 != u64::MAX).then(|| Rate {
+            value: untimed.0,
+            low: None,
+            high: None,
+            confidence: th::CONFIDENCE,
+            unit: Unit::TokPerS,
+            window_s: 0.0,
+            basis: RateBasis::WholeLog,
+            method: String::new(),
+            lines: Some(untimed.1),
+        });
     }
     let sd = var.sqrt();
     let interval = fewest_points >= th::MIN_LINES_FOR_INTERVAL && sd > 0.0;
@@ -435,5 +468,6 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
             RateBasis::WholeLog
         },
         method: String::new(),
+        lines: Some(fewest_lines),
     })
 }

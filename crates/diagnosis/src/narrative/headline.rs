@@ -192,7 +192,13 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
     if let Some(r) = &h.gen_throughput {
         let ci = interval(r, 0);
         let ci = if ci.is_empty() { ci } else { format!("{ci}, ") };
+        let few = super::samples_note(r, h.dp_ranks);
         summary.push_str(&match h.busy_gen_tok_per_s {
+            _ if few.is_some() => format!(
+                " Server generates {:.0} tok/s ({}).",
+                r.value,
+                few.unwrap_or_default()
+            ),
             Some(m) if r.value < th::BUSY_VS_AVERAGE * m && h.dp_ranks <= 1 => format!(
                 " The server averages {:.0} tok/s over {} ({ci}idle gaps included); while decoding it runs at ~{m:.0} tok/s.",
                 r.value,
