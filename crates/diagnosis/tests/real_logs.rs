@@ -1306,3 +1306,31 @@ fn graphs_switched_off_are_named_as_such() {
     );
     assert!(!f.detail.contains("Raise --cuda-graph-max-bs"));
 }
+
+#[test]
+fn a_rate_from_one_decode_line_says_so() {
+    // 113: line 3 (3.22 tok/s) is the first window, line 4 reads 140.78: one sample.
+    let r = diagnose("real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log");
+    assert!(
+        r.headline
+            .text
+            .ends_with("Server generates 141 tok/s (one sample)."),
+        "{}",
+        r.headline.text
+    );
+    // 004: nine lines in one second; the first line's window lies before the log.
+    let r = diagnose("real/004-sglang-jax-pr564-cache-miss.log");
+    assert!(
+        r.headline.text.ends_with(
+            "Server generates 85 tok/s (mean of 8 decode lines that share one timestamp: few samples)."
+        ),
+        "{}",
+        r.headline.text
+    );
+    // No rate over time: the report still says so.
+    assert!(
+        r.not_concluded
+            .iter()
+            .any(|n| n.reason == diagnosis::NotConcludedReason::NoTimedDecodeLines)
+    );
+}
