@@ -70,7 +70,7 @@ enum Key {
     /// The DP ranks' steady medians added up: running, queued (requests, ±0.5).
     DpTotal(f64, f64),
     /// The headline's rate rests on this many decode lines (1: one sample).
-    Samples(u64),
+    Samples(u32),
     /// A finding of this kind is present.
     Has(FindingKind),
     /// No finding of this kind.
@@ -1331,6 +1331,6 @@ fn a_rate_from_one_decode_line_says_so() {
     assert!(
         r.not_concluded
             .iter()
-            .any(|n| n.reason == diagnosis::NotConcludedReason::NoTimedDecodeLines)
+            .any(|n| n.reason == diagnosis::report::NotConcludedReason::NoTimedDecodeLines)
     );
 }

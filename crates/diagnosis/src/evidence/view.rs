@@ -395,9 +395,9 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
     let mut window = f64::INFINITY;
     let mut any = false;
     let mut fewest_points = usize::MAX;
-    let mut fewest_lines = u64::MAX;
+    let mut fewest_lines = u32::MAX;
     // Ranks without a rate over time: (sum of their line means, fewest lines).
-    let mut untimed = (0.0, u64::MAX);
+    let mut untimed = (0.0, u32::MAX);
     let mut steady_found = true;
     for a in views {
         let pts: Vec<(f64, f64)> = a
@@ -425,12 +425,12 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
             };
             if !used.is_empty() {
                 untimed.0 += used.iter().sum::<f64>() / used.len() as f64;
-                untimed.1 = untimed.1.min(used.len() as u64);
+                untimed.1 = untimed.1.min(u32::try_from(used.len()).unwrap_or(u32::MAX));
             }
             continue;
         };
         // Each value holds backward over its window: the first line's lies before `from`.
-        fewest_lines = fewest_lines.min(pts.len() as u64 - 1);
+        fewest_lines = fewest_lines.min(u32::try_from(pts.len() - 1).unwrap_or(u32::MAX));
         total += est.mean;
         let half = (est.ci_high - est.ci_low) / 2.0;
         var += (half / z).powi(2);
@@ -441,7 +441,7 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
     }
     if !any {
         // Only lines without time between them: their own rates, as few samples.
-        return (untimed.1 != u64::MAX).then(|| Rate {
+        return (untimed.1 != u32::MAX).then(|| Rate {
             value: untimed.0,
             low: None,
             high: None,

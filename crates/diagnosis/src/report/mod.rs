@@ -234,7 +234,7 @@ pub struct Rate {
     pub method: String,
     /// Server rates: the decode lines it rests on on the scheduler with the fewest (lines; 1
     /// means one sample); `None` for client and benchmark rates.
-    pub lines: Option<u64>,
+    pub lines: Option<u32>,
 }
 
 /// What one scheduler (DP rank / PP stage) did.
