@@ -152,3 +152,8 @@ pub const LIMIT_HELD_FULL: f64 = 0.9;
 /// consume (SGLang's EAGLE docs and the real logs: every healthy setup in `tests/data/real*/`
 /// reads 1.67 or more).
 pub const SPEC_NO_GAIN_ACCEPT_LEN: f64 = 1.2;
+/// Median `accept rate` below which most drafted tokens are thrown away and speculation gains
+/// little (fraction). SGLang's three definitions (spec §2.5) all divide accepted by drafted
+/// tokens; the healthy setups in `tests/data/real*/` print 0.45-0.98, the one whose thread
+/// reads "speculation barely helps" (`real/016`) prints 0.13-0.14.
+pub const SPEC_LOW_ACCEPT_RATE: f64 = 0.3;

@@ -638,13 +638,23 @@ pub fn speculative(f: &speculative::Facts) -> Finding {
             "Almost every draft token is rejected, so the draft forwards and the wider verify batch are pure cost: decoding without speculation would be at least as fast. Use a draft model trained for this target (and its quantisation), lower --speculative-num-steps, or drop --speculative-algorithm.",
             Confidence::Medium,
         )
+    } else if f.low_accept_rate {
+        (
+            format!(
+                "Speculative decoding gains little: accept length ~{:.2}, accept rate {:.2}",
+                a.median,
+                f.accept_rate.map_or(0.0, |r| r.median)
+            ),
+            "Most drafted tokens are thrown away (low accept rate), so each kept token costs several draft tokens and a wider verify batch: the gain is small. Fewer draft tokens (--speculative-num-steps, --speculative-num-draft-tokens) may decode as fast for less work; a draft model trained for this target would accept more.",
+            Confidence::Medium,
+        )
     } else {
         (
             format!(
                 "Speculative decoding yields ~{:.2} tokens per target forward",
                 a.median
             ),
-            "Speculation is paying: the target model runs about once per that many output tokens. More draft steps help only while the accept length keeps rising with them.",
+            "The target model runs about once per that many output tokens, which is the gain before the draft forwards' cost; more draft steps help only while the accept length keeps rising with them.",
             Confidence::High,
         )
     };

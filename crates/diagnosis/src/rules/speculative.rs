@@ -5,7 +5,8 @@
 //! such line of every scheduler, with `accept rate` and `cap len` where printed, and the
 //! number of draft steps per verify (`speculative_num_steps`) when `server_args` gives it. It
 //! says speculation gains nothing when the median accept length is at or below
-//! [`th::SPEC_NO_GAIN_ACCEPT_LEN`].
+//! [`th::SPEC_NO_GAIN_ACCEPT_LEN`], and little when the median accept rate is below
+//! [`th::SPEC_LOW_ACCEPT_RATE`] (most drafted tokens are thrown away).
 //!
 //! **Why it matters.** Each verify step runs the target model once for every running request
 //! and keeps `accept len` tokens of it (the bonus token included), so the target model runs
@@ -83,6 +84,8 @@ pub struct Facts {
     pub draft_steps_per_token: Option<f64>,
     /// The median accept length is at or below [`th::SPEC_NO_GAIN_ACCEPT_LEN`].
     pub no_gain: bool,
+    /// The median accept rate is below [`th::SPEC_LOW_ACCEPT_RATE`].
+    pub low_accept_rate: bool,
     /// The lines that print it, in the source of the first one.
     pub evidence: SourceRange,
 }
@@ -122,10 +125,12 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             .and_then(|v| v.trim().parse::<u64>().ok())
     };
     let num_steps = arg("speculative_num_steps");
+    let accept_rate = Spread::of(rate);
     Some(Facts {
         lines,
         accept_len,
-        accept_rate: Spread::of(rate),
+        accept_rate,
+        low_accept_rate: accept_rate.is_some_and(|r| r.median < th::SPEC_LOW_ACCEPT_RATE),
         cap_len: Spread::of(cap),
         num_steps,
         num_draft_tokens: arg("speculative_num_draft_tokens"),
@@ -243,6 +248,32 @@ mod tests {
         with_input(&at, |i| assert!(check(i).expect("speculative").no_gain));
         let above = set_field(&whole(EAGLE3), "accept len", "1.21");
         with_input(&above, |i| assert!(!check(i).expect("speculative").no_gain));
+    }
+
+    #[test]
+    fn most_drafts_rejected_gains_little() {
+        // HiCache PD decode with MTP: accept len 1.67-1.73 but accept rate 0.13-0.14 (lines
+        // 1-5): most drafted tokens are thrown away.
+        const MTP: &str = "real/016-pr30393-hicache-pd-decode-mtp-transfer.log";
+        with_input(&whole(MTP), |i| {
+            let f = check(i).expect("speculative");
+            assert!(close(f.accept_len, spread(1.67, 1.70, 1.73)));
+            assert!(f.low_accept_rate);
+            assert!(!f.no_gain);
+        });
+        // The EAGLE3 run's accept rate (0.45-0.54, lines 2-6) is no such case; set on every
+        // line, 0.30 is not low, 0.29 is.
+        with_input(&whole(EAGLE3), |i| {
+            assert!(!check(i).expect("speculative").low_accept_rate)
+        });
+        let at = set_field(&whole(EAGLE3), "accept rate", "0.30");
+        with_input(&at, |i| {
+            assert!(!check(i).expect("speculative").low_accept_rate)
+        });
+        let below = set_field(&whole(EAGLE3), "accept rate", "0.29");
+        with_input(&below, |i| {
+            assert!(check(i).expect("speculative").low_accept_rate)
+        });
     }
 
     #[test]
