@@ -839,6 +839,10 @@ fn many_dp_ranks_print_as_one_table_with_their_total() {
         "{text}"
     );
     assert!(!text.contains("DP7: span"), "{text}");
+    assert!(
+        text.contains("~18 requests run per DP rank (~292 over the 16 of 32 ranks in the log)"),
+        "{text}"
+    );
 
     // Five of at least eight ranks (DP0, DP2, DP5, DP6, DP7), one decode line each: the
     // headline's rate is their sum, labelled as one sample per rank; markdown has the row too.

@@ -207,6 +207,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
 
     // The headline: the verdict and the figures of the scheduler that carries it.
     let dp_ranks = views.iter().filter(|v| v.key.dp.is_some()).count();
+    let dp_totals = dp_totals(ev, ctx, &views);
     let a = carrier.map(|(v, _)| v);
     let mut headline = Headline {
         verdict: bottleneck,
@@ -217,6 +218,11 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         running_peak: a.and_then(|a| a.running.max),
         running_total: (dp_ranks > 1).then(|| views.iter().filter_map(|v| v.running.median).sum()),
         dp_ranks,
+        dp_ranks_of: dp_totals.as_ref().and_then(|t| {
+            t.dp_size
+                .filter(|&n| n as usize > t.ranks)
+                .or(t.ranks_at_least.filter(|_| t.dp_size.is_none()))
+        }),
         queued_median: a.and_then(|a| a.queued.median),
         queued_peak: a.and_then(|a| a.queued.max),
         token_usage_median: a.and_then(|a| a.usage.median),
@@ -259,7 +265,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             .zip(&reasons)
             .map(|(v, r)| scheduler_summary(ev, v, r.bottleneck()))
             .collect(),
-        dp_totals: dp_totals(ev, ctx, &views),
+        dp_totals,
         steady_gen_throughput,
         capacity,
         retractions,

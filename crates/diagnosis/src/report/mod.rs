@@ -70,6 +70,9 @@ pub struct Headline {
     pub running_total: Option<f64>,
     /// DP ranks with their own batch lines (0 without DP tags).
     pub dp_ranks: usize,
+    /// The server's DP ranks when the log holds fewer: `dp_size`, else the highest rank
+    /// number + 1 (see [`DpTotals`]).
+    pub dp_ranks_of: Option<u32>,
     /// Median queued requests over the steady span (requests).
     pub queued_median: Option<f64>,
     /// Highest queued requests over the steady span (requests).
