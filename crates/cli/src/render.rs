@@ -79,6 +79,9 @@ fn rate_text(r: &Rate, digits: usize) -> String {
         Unit::ReqPerS => "req/s",
         _ => "tok/s",
     };
+    if let Some(few) = diagnosis::narrative::samples_note(r, 1) {
+        return format!("{:.digits$} {unit} ({few})", r.value);
+    }
     format!(
         "{:.digits$} {unit}{ci} over {}",
         r.value,
@@ -349,6 +352,60 @@ fn what_if(
     blocks
 }
 
+/// From this many schedulers on, their spans are summed up in one line, not one line each.
+const MANY_SCHEDULERS: usize = 4;
+
+/// The spans of many schedulers in one line: their range, and how many had a steady state.
+fn spans_in_one_line(r: &Report) -> Vec<String> {
+    let spans: Vec<_> = r
+        .schedulers
+        .iter()
+        .filter_map(|s| s.span.as_ref())
+        .collect();
+    let mut out = Vec::new();
+    let range = |v: Vec<f64>| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if (hi - lo).abs() < 1.0 {
+            fmt_duration(hi)
+        } else {
+            format!("{}-{}", fmt_duration(lo), fmt_duration(hi))
+        }
+    };
+    if !spans.is_empty() {
+        let steady: Vec<_> = spans.iter().filter(|s| s.basis.is_steady()).collect();
+        let mut line = format!(
+            "{} schedulers ({} to {}): spans {}; ",
+            r.schedulers.len(),
+            r.schedulers[0].name,
+            r.schedulers[r.schedulers.len() - 1].name,
+            range(spans.iter().map(|s| s.end_s - s.start_s).collect())
+        );
+        if steady.is_empty() {
+            line.push_str("no steady state told apart on any, the whole log is used");
+        } else {
+            line.push_str(&format!(
+                "steady state told apart on {} of them, {} long",
+                steady.len(),
+                range(
+                    steady
+                        .iter()
+                        .map(|s| s.steady_end_s - s.steady_start_s)
+                        .collect()
+                )
+            ));
+        }
+        out.push(line);
+    }
+    let dup: u64 = r.schedulers.iter().map(|s| s.duplicate_lines).sum();
+    if dup > 0 {
+        out.push(format!(
+            "{dup} duplicate lines from other TP ranks of these schedulers were not counted"
+        ));
+    }
+    out
+}
+
 fn schedulers(r: &Report) -> Vec<Block> {
     let rows = r
         .schedulers
@@ -379,9 +436,37 @@ fn schedulers(r: &Report) -> Vec<Block> {
                 diagnosis::narrative::bottleneck_label(s.bottleneck).to_string(),
             ]
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut rows = rows;
+    if let Some(t) = &r.dp_totals {
+        let of = match (t.dp_size, t.ranks_at_least) {
+            (Some(n), _) if n as usize > t.ranks => format!("{} of {n} DP ranks", t.ranks),
+            (None, Some(n)) => format!("{} of at least {n} DP ranks", t.ranks),
+            _ => format!("all {} DP ranks", t.ranks),
+        };
+        rows.push(vec![
+            format!("total ({of})"),
+            format!(
+                "{} + {}",
+                r.schedulers.iter().map(|s| s.decode_lines).sum::<u64>(),
+                r.schedulers.iter().map(|s| s.prefill_lines).sum::<u64>()
+            ),
+            format!("{} (sum of medians)", f(t.running_median, 0)),
+            format!("{} (sum of medians)", f(t.queued_median, 0)),
+            String::new(),
+            format!("{} (sum of means)", f(t.gen_throughput_mean, 1)),
+            String::new(),
+        ]);
+    }
     let mut lines = Vec::new();
-    for s in &r.schedulers {
+    if r.schedulers.len() > MANY_SCHEDULERS {
+        lines.extend(spans_in_one_line(r));
+    }
+    for s in r
+        .schedulers
+        .iter()
+        .filter(|_| r.schedulers.len() <= MANY_SCHEDULERS)
+    {
         let src = s
             .source
             .as_deref()

@@ -823,3 +823,48 @@ fn an_unreachable_server_beside_a_log_is_warned_about_at_once() {
         "{err}"
     );
 }
+
+#[test]
+fn many_dp_ranks_print_as_one_table_with_their_total() {
+    // The PD decode node logs DP0-DP15 of dp_size 32: 16 rows, a total row that says so, and
+    // the ranks' spans in one line instead of sixteen.
+    let text = diagnose_text(&data("real-long/ascend-dsr1-pd-decode-dp32.log"));
+    let total = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("total (16 of 32 DP ranks)"))
+        .unwrap_or_else(|| panic!("no total row:\n{text}"));
+    assert!(total.contains("292 (sum of medians)"), "{total}");
+    assert!(
+        text.contains("16 schedulers (DP0 to DP15): spans"),
+        "{text}"
+    );
+    assert!(!text.contains("DP7: span"), "{text}");
+    assert!(
+        text.contains("~18 requests run per DP rank (~292 over the 16 of 32 ranks in the log)"),
+        "{text}"
+    );
+
+    // Five of at least eight ranks (DP0, DP2, DP5, DP6, DP7), one decode line each: the
+    // headline's rate is their sum, labelled as one sample per rank; markdown has the row too.
+    let dir = std::env::temp_dir().join(format!("td-dp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let md = dir.join("report.md");
+    let out = bin()
+        .arg("diagnose")
+        .arg(data("real/022-pr6081-mtp-dp-attention-8ranks.log"))
+        .arg("--markdown")
+        .arg(&md)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&md).expect("md");
+    assert!(
+        text.contains("Server generates 820 tok/s (one sample per DP rank, summed over 5 ranks)."),
+        "{text}"
+    );
+    assert!(
+        text.contains("| total (5 of at least 8 DP ranks) | 5 + 0 | 40 (sum of medians) |"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

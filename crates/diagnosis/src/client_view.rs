@@ -34,6 +34,7 @@ pub fn rate_from(est: &throughput_stats::RateEstimate, basis: RateBasis) -> Rate
         window_s: est.window_s,
         basis,
         method: String::new(),
+        lines: None,
     }
 }
 
@@ -76,6 +77,7 @@ pub fn implied_rate(server_tps: &Rate, mean: f64, sd: f64, n: u64) -> Option<Rat
         window_s: t.window_s,
         basis: RateBasis::ImpliedByServerTokens,
         method: String::new(),
+        lines: None,
     })
 }
 

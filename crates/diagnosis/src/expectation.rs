@@ -137,6 +137,7 @@ mod tests {
             window_s: 7087.0,
             basis: RateBasis::SteadySpan,
             method: String::new(),
+            lines: Some(3175),
         }
     }
 

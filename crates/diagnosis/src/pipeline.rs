@@ -115,6 +115,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     findings.extend(rules::kv_transfer::check(&input).map(|f| narrative::kv_transfer(&f)));
     findings.extend(rules::idle_window::check(&input).map(|f| narrative::idle_window(&f)));
     findings.extend(rules::cuda_graph::check(&input).map(|f| narrative::cuda_graph(&f)));
+    findings.extend(rules::speculative::check(&input).map(|f| narrative::speculative(&f)));
     findings.extend(rules::dp_imbalance::check(&views).map(|f| narrative::dp_imbalance(&f)));
     let ramp = rules::ramp_only::check(&input);
     findings.extend(ramp.as_ref().map(narrative::ramp_only));
@@ -195,7 +196,9 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         ctx,
         &inputs,
         &capacity,
-        steady_gen_throughput.is_some(),
+        steady_gen_throughput
+            .as_ref()
+            .is_some_and(|r| r.window_s > 0.0),
         client.as_ref(),
         benchmark_runs.is_empty(),
     ));
@@ -223,6 +226,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
 
     // The headline: the verdict and the figures of the scheduler that carries it.
     let dp_ranks = views.iter().filter(|v| v.key.dp.is_some()).count();
+    let dp_totals = dp_totals(ev, ctx, &views);
     let a = carrier.map(|(v, _)| v);
     let mut headline = Headline {
         verdict: bottleneck,
@@ -233,6 +237,11 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         running_peak: a.and_then(|a| a.running.max),
         running_total: (dp_ranks > 1).then(|| views.iter().filter_map(|v| v.running.median).sum()),
         dp_ranks,
+        dp_ranks_of: dp_totals.as_ref().and_then(|t| {
+            t.dp_size
+                .filter(|&n| n as usize > t.ranks)
+                .or(t.ranks_at_least.filter(|_| t.dp_size.is_none()))
+        }),
         queued_median: a.and_then(|a| a.queued.median),
         queued_peak: a.and_then(|a| a.queued.max),
         token_usage_median: a.and_then(|a| a.usage.median),
@@ -275,6 +284,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             .zip(&reasons)
             .map(|(v, r)| scheduler_summary(ev, v, r.bottleneck()))
             .collect(),
+        dp_totals,
         steady_gen_throughput,
         capacity,
         retractions,
@@ -408,6 +418,41 @@ fn input_summaries(ev: &Evidence) -> Vec<InputSummary> {
         .collect()
 }
 
+/// The server's `dp_size`: from its server info, else from the log's `server_args`.
+fn dp_size(ev: &Evidence, ctx: &Context) -> Option<u32> {
+    ctx.server.as_ref().and_then(|s| s.dp_size).or_else(|| {
+        ev.startup
+            .server_args
+            .get("dp_size")
+            .and_then(|v| v.parse().ok())
+    })
+}
+
+/// The DP ranks' steady medians added up; `None` with fewer than two DP ranks in the log.
+fn dp_totals(ev: &Evidence, ctx: &Context, views: &[SchedulerView<'_>]) -> Option<DpTotals> {
+    let ranks: Vec<&SchedulerView<'_>> = views.iter().filter(|v| v.key.dp.is_some()).collect();
+    if ranks.len() < 2 {
+        return None;
+    }
+    let sum = |f: &dyn Fn(&SchedulerView<'_>) -> Option<f64>| {
+        let vals: Vec<f64> = ranks.iter().filter_map(|v| f(v)).collect();
+        (!vals.is_empty()).then(|| vals.iter().sum())
+    };
+    Some(DpTotals {
+        ranks: ranks.len(),
+        dp_size: dp_size(ev, ctx),
+        ranks_at_least: ranks
+            .iter()
+            .filter_map(|v| v.key.dp)
+            .max()
+            .map(|m| m + 1)
+            .filter(|&n| n as usize > ranks.len()),
+        running_median: sum(&|v| v.running.median),
+        queued_median: sum(&|v| v.queued.median),
+        gen_throughput_mean: sum(&|v| v.gen_tps.mean),
+    })
+}
+
 /// What the inputs could not say, in the order it is reported.
 fn missing(
     ev: &Evidence,
@@ -440,12 +485,7 @@ fn missing(
     if capacity.max_total_num_tokens.is_none() {
         out.push(nc(R::NoPoolSize, None));
     }
-    let dp_size = ctx.server.as_ref().and_then(|s| s.dp_size).or_else(|| {
-        ev.startup
-            .server_args
-            .get("dp_size")
-            .and_then(|v| v.parse().ok())
-    });
+    let dp_size = dp_size(ev, ctx);
     let dp_seen = ev.schedulers.keys().filter(|k| k.dp.is_some()).count();
     if let Some(of) = dp_size
         && dp_seen > 0

@@ -30,9 +30,9 @@ pub const QUEUED_SHARE: f64 = 0.5;
 pub const LOW_LOAD_QUEUED_SHARE: f64 = 0.1;
 /// Share of steady lines at the running cap for the cap to bind (fraction).
 pub const AT_CAP_SHARE: f64 = 0.5;
-/// …or the batch reaches the cap on at least this share of lines while running plus queued
+/// …or the batch reaches the cap at all (on at least this share of lines) while running plus queued
 /// requests reach it on [`AT_CAP_SHARE`] of them (fraction).
-pub const AT_CAP_DEMAND_MIN_SHARE: f64 = 0.25;
+pub const AT_CAP_DEMAND_MIN_SHARE: f64 = 0.1;
 /// `mamba usage` at which the mamba state slots count as full (fraction).
 pub const MAMBA_FULL_USAGE: f64 = 0.99;
 /// Share of decode lines with full mamba slots for them to cap the batch (fraction).
@@ -78,6 +78,8 @@ pub const MAIN_SEGMENT_SHARE: f64 = 0.8;
 pub const MIN_PHASE_LINES: usize = 10;
 /// The KV pool has filled when token usage reaches this fraction of its later median.
 pub const KV_FILL_FRACTION: f64 = 0.9;
+/// A segment that starts unqueued saturates when requests queue on this share of its lines.
+pub const SATURATED_SHARE: f64 = 0.25;
 /// A drain starts after the last line at or above this fraction of the plateau's running.
 pub const DRAIN_HIGH: f64 = 0.8;
 /// …and the segment must end at or below this fraction of it.
@@ -176,3 +178,15 @@ pub const TTFT_REPORTED_S: f64 = 1.0;
 pub const LONG_PROMPT_TOKENS: f64 = 4096.0;
 /// Mean requests in flight over `--max-concurrency` from which the limit counts as held full (fraction).
 pub const LIMIT_HELD_FULL: f64 = 0.9;
+/// Median `accept len` at or below which speculative decoding gains nothing (tokens per verify
+/// step). SGLang's accept length counts the bonus token, so 1.0 means every draft was rejected;
+/// at 1.2 a target forward yields 20% more tokens, which the draft passes (one per
+/// `speculative_num_steps`, each a forward of the draft model) and the larger verify batch
+/// consume (SGLang's EAGLE docs and the real logs: every healthy setup in `tests/data/real*/`
+/// reads 1.67 or more).
+pub const SPEC_NO_GAIN_ACCEPT_LEN: f64 = 1.2;
+/// Median `accept rate` below which most drafted tokens are thrown away and speculation gains
+/// little (fraction). SGLang's three definitions (spec §2.5) all divide accepted by drafted
+/// tokens; the healthy setups in `tests/data/real*/` print 0.45-0.98, the one whose thread
+/// reads "speculation barely helps" (`real/016`) prints 0.13-0.14.
+pub const SPEC_LOW_ACCEPT_RATE: f64 = 0.3;

@@ -157,6 +157,11 @@ pub struct DecodeSample {
     pub graph: Option<bool>,
     /// `accept len` (tokens per verify step, speculative decoding).
     pub accept_len: Option<f64>,
+    /// `accept rate` (fraction 0-1, speculative decoding; its definition depends on the version,
+    /// spec §2.5).
+    pub accept_rate: Option<f64>,
+    /// `cap len` (tokens per verify step, DSpark/DFLASH speculative decoding).
+    pub cap_len: Option<f64>,
     /// PD decode: `pre-allocated usage` (fraction 0-1).
     pub pre_allocated_usage: Option<f64>,
     /// PD decode: `#prealloc-req` (requests).
@@ -404,6 +409,8 @@ const SERVER_ARG_KEYS: &[&str] = &[
     "num_continuous_decode_steps",
     "disaggregation_mode",
     "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_num_draft_tokens",
     "enable_mixed_chunk",
     "disable_radix_cache",
     "cuda_graph_max_bs",
@@ -1210,6 +1217,8 @@ impl EvidenceBuilder {
                             gen_tps: b.gen_throughput(),
                             graph: b.graph(),
                             accept_len: b.accept_len(),
+                            accept_rate: b.accept_rate(),
+                            cap_len: b.cap_len(),
                             pre_allocated_usage: b.pre_allocated_usage(),
                             prealloc_req: b.prealloc_req(),
                             transfer_req: b.transfer_req(),

@@ -19,7 +19,7 @@
 
 use serde::Serialize;
 
-use crate::evidence::DecodeSample;
+use crate::evidence::{DecodeSample, PrefillSample};
 use crate::report::{Phase, PhaseKind};
 use crate::thresholds as th;
 
@@ -52,18 +52,30 @@ pub fn idle_gap_s(decode: &[DecodeSample]) -> f64 {
     th::IDLE_GAP_S.max(th::IDLE_GAP_INTERVALS * interval)
 }
 
-/// Line numbers of the decode lines whose `gen throughput` window includes idle time: the first
-/// line after an idle gap, and the log's first line when its reading is below
-/// [`th::IDLE_LOW_READING`] of the median of the others (an excerpt that starts mid-run keeps a
-/// normal first reading). Their readings are left out of every mean and median.
-pub fn first_window_lines(decode: &[DecodeSample]) -> Vec<u64> {
+/// Line numbers of the decode lines whose `gen throughput` window includes time without
+/// decoding: the first line after an idle gap; the first line after a prefill batch that found
+/// nothing running (`#running-req: 0`: decode had stopped, so the window spans the wait and the
+/// prefill); and the log's first line when its reading is below [`th::IDLE_LOW_READING`] of
+/// the median of the others (an excerpt that starts mid-run keeps a normal first reading).
+/// Their readings are left out of every mean and median.
+pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) -> Vec<u64> {
     let gap = idle_gap_s(decode);
     let readings: Vec<f64> = decode.iter().filter_map(|d| d.gen_tps).collect();
+    // line numbers of prefill batches that started from an empty running batch
+    let restarts: Vec<u64> = prefill
+        .iter()
+        .filter(|p| p.running == Some(0))
+        .map(|p| p.line)
+        .collect();
     let mut out = Vec::new();
     let mut prev: Option<f64> = None;
+    let mut prev_line: Option<u64> = None;
     for (i, d) in decode.iter().enumerate() {
+        let after_restart =
+            prev_line.is_some_and(|a| a < d.line && restarts.iter().any(|&l| l > a && l < d.line));
         match (prev, d.t) {
             (Some(p), Some(t)) if t - p >= gap => out.push(d.line),
+            _ if after_restart => out.push(d.line),
             (None, _) if i == 0 && readings.len() >= 3 => {
                 let rest: Vec<f64> = decode[1..].iter().filter_map(|d| d.gen_tps).collect();
                 let median = throughput_stats::median_f64(&rest).unwrap_or(0.0);
@@ -76,6 +88,7 @@ pub fn first_window_lines(decode: &[DecodeSample]) -> Vec<u64> {
         if d.t.is_some() {
             prev = d.t;
         }
+        prev_line = Some(d.line);
     }
     out
 }
@@ -188,6 +201,9 @@ fn main_window(s: &[DecodeSample], ramp_end_s: Option<f64>) -> (f64, f64) {
     if let Some(fill) = kv_fill_end(s) {
         from = from.max(fill);
     }
+    if let Some(sat) = saturation_start(s) {
+        from = from.max(sat);
+    }
     let to = drain_start(s).unwrap_or(last).max(from);
     (from, to)
 }
@@ -210,6 +226,22 @@ fn kv_fill_end(s: &[DecodeSample]) -> Option<f64> {
         .iter()
         .position(|d| d.usage.is_some_and(|u| u >= th::KV_FILL_FRACTION * plateau))?;
     (i > 0 && i < s.len() / 2).then_some(s[i].t).flatten()
+}
+
+/// Where a burst saturates the server (seconds): a segment that starts with nothing queued
+/// and later queues on at least [`th::SATURATED_SHARE`] of its lines ramps until its first
+/// queued line (from there the demand exceeds what the server admits), when that line is in
+/// the first half.
+fn saturation_start(s: &[DecodeSample]) -> Option<f64> {
+    if s.len() < th::MIN_PHASE_LINES || s[0].queue.is_none_or(|q| q > 0) {
+        return None;
+    }
+    let queued = s.iter().filter(|d| d.queue.is_some_and(|q| q > 0)).count();
+    if (queued as f64) < th::SATURATED_SHARE * s.len() as f64 {
+        return None;
+    }
+    let i = s.iter().position(|d| d.queue.is_some_and(|q| q > 0))?;
+    (i < s.len() / 2).then_some(s[i].t).flatten()
 }
 
 /// Where the drain starts (seconds): in the tail where nothing waits, the last line whose
@@ -259,6 +291,18 @@ mod tests {
         out
     }
 
+    fn first_windows(lines: &str) -> (Vec<DecodeSample>, Vec<u64>) {
+        let mut out = (Vec::new(), Vec::new());
+        with_input(lines, |i| {
+            let tl = i.views[0].tl;
+            out = (
+                tl.decode.samples().to_vec(),
+                first_window_lines(tl.decode.samples(), tl.prefill.samples()),
+            );
+        });
+        out
+    }
+
     fn kinds(p: &Phases) -> Vec<PhaseKind> {
         p.phases.iter().map(|p| p.kind).collect()
     }
@@ -266,20 +310,19 @@ mod tests {
     #[test]
     fn a_low_first_reading_is_a_first_window() {
         // 017: the first line reads 3.50 tok/s (the window since start-up), the rest ~28.
-        let d = decode_of(&whole("real/017-i3243-amd-rx7900xtx-rocm.log"));
-        assert_eq!(first_window_lines(&d), vec![d[0].line]);
+        let (d, lines) = first_windows(&whole("real/017-i3243-amd-rx7900xtx-rocm.log"));
+        assert_eq!(lines, vec![d[0].line]);
         assert_eq!(d[0].gen_tps, Some(3.5));
         // An excerpt that starts mid-run keeps its first reading.
-        let mid = decode_of(&excerpt("real/017-i3243-amd-rx7900xtx-rocm.log", 2..=99));
-        assert!(first_window_lines(&mid).is_empty());
+        let (_, mid) = first_windows(&excerpt("real/017-i3243-amd-rx7900xtx-rocm.log", 2..=99));
+        assert!(mid.is_empty());
     }
 
     #[test]
     fn the_line_after_idle_is_a_first_window() {
         // 007: an interactive chat, idle between turns; the line after each pause reads 1.06 and
         // 3.17 tok/s against ~83 while decoding.
-        let d = decode_of(&whole("real/007-i10053-single-user-chat-prefix-cache.log"));
-        let lines = first_window_lines(&d);
+        let (d, lines) = first_windows(&whole("real/007-i10053-single-user-chat-prefix-cache.log"));
         let readings: Vec<f64> = d
             .iter()
             .filter(|s| lines.contains(&s.line))
@@ -290,6 +333,22 @@ mod tests {
             "{readings:?}"
         );
         assert!(readings.iter().all(|&g| g < 10.0), "{readings:?}");
+    }
+
+    #[test]
+    fn the_line_after_a_prefill_from_nothing_running_is_a_first_window() {
+        // 104: one long request finishes, the next is prefilled with nothing running (line
+        // 113) and the next decode line (114) reads 18.95 tok/s against ~76.
+        let (d, lines) = first_windows(&whole(
+            "real-2/104-hicache-mooncake-l3-llama3b-mem02-single-long-req-usage097-queue1.log",
+        ));
+        assert!(lines.contains(&114), "{lines:?}");
+        assert!(lines.contains(&109), "{lines:?}"); // the log's first reading, 0.09
+        assert!(!lines.contains(&115));
+        assert_eq!(
+            d.iter().find(|s| s.line == 114).and_then(|s| s.gen_tps),
+            Some(18.95)
+        );
     }
 
     #[test]
@@ -309,6 +368,29 @@ mod tests {
         assert_eq!(kinds(&p), vec![PhaseKind::Ramp, PhaseKind::Steady]);
         let ramp = p.steady_start_s - d[0].t.unwrap();
         assert!((60.0..=400.0).contains(&ramp), "{ramp}");
+    }
+
+    #[test]
+    fn a_burst_is_steady_while_it_saturates_the_server() {
+        // RTX 4090: running climbs 1 -> 66 with nothing queued (16:05:27-16:06:05), the pool
+        // fills and requests queue until ~16:07:50, then the burst drains to 1 running.
+        let d = decode_of(&whole("real-long/rtx4090-qwen3-4b-kv-retraction.log"));
+        let p = find(&d, None).expect("phases");
+        assert_eq!(
+            kinds(&p),
+            vec![PhaseKind::Ramp, PhaseKind::Steady, PhaseKind::Drain]
+        );
+        let t0 = d[0].t.unwrap();
+        assert!(
+            (30.0..=45.0).contains(&(p.steady_start_s - t0)),
+            "{}",
+            p.steady_start_s - t0
+        );
+        assert!(
+            (130.0..=170.0).contains(&(p.steady_end_s - t0)),
+            "{}",
+            p.steady_end_s - t0
+        );
     }
 
     #[test]

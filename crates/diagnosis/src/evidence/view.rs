@@ -214,9 +214,15 @@ fn apply_phases(span: &mut Span, decode: &[DecodeSample]) {
         }
     } else if p.phases.iter().any(|x| x.kind != PhaseKind::Steady) {
         // burst-shaped over the whole log, but the main segment stands apart (idle gaps, a
-        // warm-up): judge that segment
+        // warm-up): judge that segment; with its ramp and drain cut, it is a steady span
         span.steady_start_s = p.steady_start_s;
         span.steady_end_s = p.steady_end_s;
+        if p.phases
+            .iter()
+            .any(|x| matches!(x.kind, PhaseKind::Ramp | PhaseKind::Drain))
+        {
+            span.basis = SpanBasis::SaturatedBurst;
+        }
     }
     span.phases = p.phases;
 }
@@ -260,7 +266,7 @@ impl<'e> SchedulerView<'e> {
         if let Some(sp) = span.as_mut() {
             apply_phases(sp, tl.decode.samples());
         }
-        let first_windows = phases::first_window_lines(tl.decode.samples());
+        let first_windows = phases::first_window_lines(tl.decode.samples(), tl.prefill.samples());
         let steady: Vec<Obs> = obs
             .iter()
             .copied()
@@ -437,6 +443,9 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
     let mut window = f64::INFINITY;
     let mut any = false;
     let mut fewest_points = usize::MAX;
+    let mut fewest_lines = u32::MAX;
+    // Ranks without a rate over time: (sum of their line means, fewest lines).
+    let mut untimed = (0.0, u32::MAX);
     let mut steady_found = true;
     for a in views {
         let pts: Vec<(f64, f64)> = a
@@ -444,13 +453,32 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
             .iter()
             .filter_map(|d| Some((d.t?, d.gen_tps?)))
             .collect();
-        if pts.len() < 2 || !is_sorted(&pts) {
-            continue;
-        }
-        let (from, to) = (pts[0].0, pts[pts.len() - 1].0);
-        let Ok(est) = throughput_stats::gen_throughput_mean(&pts, from, to) else {
+        let timed = (pts.len() >= 2 && is_sorted(&pts))
+            .then(|| (pts[0].0, pts[pts.len() - 1].0))
+            .filter(|(from, to)| to > from)
+            .and_then(|(from, to)| {
+                throughput_stats::gen_throughput_mean(&pts, from, to)
+                    .ok()
+                    .map(|e| (e, from, to))
+            });
+        let Some((est, from, to)) = timed else {
+            // No time to weigh by (one line, lines within one clock tick, no timestamps):
+            // each line's gen throughput is SGLang's own rate over its window; the first
+            // window starts before the log, so it is used only when it is the only one.
+            let vals: Vec<f64> = a.steady_decode.iter().filter_map(|d| d.gen_tps).collect();
+            let used = if vals.len() > 1 {
+                &vals[1..]
+            } else {
+                &vals[..]
+            };
+            if !used.is_empty() {
+                untimed.0 += used.iter().sum::<f64>() / used.len() as f64;
+                untimed.1 = untimed.1.min(u32::try_from(used.len()).unwrap_or(u32::MAX));
+            }
             continue;
         };
+        // Each value holds backward over its window: the first line's lies before `from`.
+        fewest_lines = fewest_lines.min(u32::try_from(pts.len() - 1).unwrap_or(u32::MAX));
         total += est.mean;
         let half = (est.ci_high - est.ci_low) / 2.0;
         var += (half / z).powi(2);
@@ -460,7 +488,18 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
         any = true;
     }
     if !any {
-        return None;
+        // Only lines without time between them: their own rates, as few samples.
+        return (untimed.1 != u32::MAX).then(|| Rate {
+            value: untimed.0,
+            low: None,
+            high: None,
+            confidence: th::CONFIDENCE,
+            unit: Unit::TokPerS,
+            window_s: 0.0,
+            basis: RateBasis::WholeLog,
+            method: String::new(),
+            lines: Some(untimed.1),
+        });
     }
     let sd = var.sqrt();
     let interval = fewest_points >= th::MIN_LINES_FOR_INTERVAL && sd > 0.0;
@@ -477,5 +516,6 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
             RateBasis::WholeLog
         },
         method: String::new(),
+        lines: Some(fewest_lines),
     })
 }

@@ -10,7 +10,7 @@ use crate::rules::{
     bench_concurrency_limit, bench_failures, bench_queueing, client_gap, cuda_graph,
     decode_compute, dp_imbalance, held_admission, idle_window, kv_cache_bound, littles_law,
     prefill_compute, prefill_interference, prefill_limit, ramp_only, retraction, running_cap,
-    stall, tiny_pool, watchdog,
+    speculative, stall, tiny_pool, watchdog,
 };
 use crate::thresholds as th;
 use crate::verdict::Reason;
@@ -654,6 +654,107 @@ pub fn held_admission(f: &held_admission::Facts, evidence: Option<SourceRange>) 
         figures,
         evidence.into_iter().collect(),
         Confidence::Medium,
+    )
+}
+
+/// The finding of [`crate::rules::speculative`].
+pub fn speculative(f: &speculative::Facts) -> Finding {
+    let a = f.accept_len;
+    let over = if f.lines == 1 {
+        "one decode line (one sample)".to_string()
+    } else {
+        format!(
+            "{} decode lines (range {:.2}-{:.2})",
+            count(f.lines as u64),
+            a.lowest,
+            a.highest
+        )
+    };
+    let mut extra = Vec::new();
+    if let Some(r) = f.accept_rate {
+        extra.push(format!("accept rate {:.2}", r.median));
+    }
+    if let Some(c) = f.cap_len {
+        extra.push(format!("cap len {:.2}", c.median));
+    }
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", extra.join(", "))
+    };
+    let cost = match (f.num_steps, f.draft_steps_per_token) {
+        (Some(steps), Some(per_token)) => format!(
+            ", for {steps} draft-model forward{} per verify step: {per_token:.2} draft forwards per output token",
+            if steps == 1 { "" } else { "s" }
+        ),
+        _ => String::new(),
+    };
+    let (title, verdict, confidence) = if f.no_gain {
+        (
+            format!(
+                "Speculative decoding gains nothing: accept length ~{:.2}",
+                a.median
+            ),
+            "Almost every draft token is rejected, so the draft forwards and the wider verify batch are pure cost: decoding without speculation would be at least as fast. Use a draft model trained for this target (and its quantisation), lower --speculative-num-steps, or drop --speculative-algorithm.",
+            Confidence::Medium,
+        )
+    } else if f.low_accept_rate {
+        (
+            format!(
+                "Speculative decoding gains little: accept length ~{:.2}, accept rate {:.2}",
+                a.median,
+                f.accept_rate.map_or(0.0, |r| r.median)
+            ),
+            "Most drafted tokens are thrown away (low accept rate), so each kept token costs several draft tokens and a wider verify batch: the gain is small. Fewer draft tokens (--speculative-num-steps, --speculative-num-draft-tokens) may decode as fast for less work; a draft model trained for this target would accept more.",
+            Confidence::Medium,
+        )
+    } else {
+        (
+            format!(
+                "Speculative decoding yields ~{:.2} tokens per target forward",
+                a.median
+            ),
+            "The target model runs about once per that many output tokens, which is the gain before the draft forwards' cost; more draft steps help only while the accept length keeps rising with them.",
+            Confidence::High,
+        )
+    };
+    let mut figures = vec![
+        Figure::new("median accept length", a.median, Unit::Tokens),
+        Figure::new("lowest accept length", a.lowest, Unit::Tokens),
+        Figure::new("highest accept length", a.highest, Unit::Tokens),
+        Figure::new(
+            "decode lines with accept length",
+            f.lines as f64,
+            Unit::Lines,
+        ),
+    ];
+    if let Some(r) = f.accept_rate {
+        figures.push(Figure::new("median accept rate", r.median, Unit::Fraction));
+    }
+    if let Some(c) = f.cap_len {
+        figures.push(Figure::new("median cap length", c.median, Unit::Tokens));
+    }
+    if let Some(d) = f.draft_steps_per_token {
+        figures.push(Figure::new(
+            "draft forwards per output token",
+            d,
+            Unit::Ratio,
+        ));
+    }
+    finding(
+        FindingKind::SpeculativeDecoding,
+        title,
+        format!(
+            "Accept length (SGLang's accept len: tokens kept per request per verify step, the bonus token included) has a median of {:.2} over {over}{extra}. Each target-model forward yields ~{:.2} tokens per running request instead of 1{cost}. {verdict}",
+            a.median, a.median
+        ),
+        figures,
+        vec![f.evidence.clone()],
+        if f.lines == 1 {
+            Confidence::Low
+        } else {
+            confidence
+        },
     )
 }
 

@@ -81,10 +81,16 @@ fn benchmark_summary(runs: &[BenchmarkRun]) -> Option<String> {
 pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> (String, String) {
     let per_rank = if h.dp_ranks > 1 { " per DP rank" } else { "" };
     let run_s = match (h.running_median, h.running_total) {
-        (Some(r), Some(t)) => Some(format!(
-            "~{r:.0} requests run{per_rank} (~{t:.0} over {} ranks)",
-            h.dp_ranks
-        )),
+        (Some(r), Some(t)) => Some(match h.dp_ranks_of {
+            Some(of) => format!(
+                "~{r:.0} requests run{per_rank} (~{t:.0} over the {} of {of} ranks in the log)",
+                h.dp_ranks
+            ),
+            None => format!(
+                "~{r:.0} requests run{per_rank} (~{t:.0} over {} ranks)",
+                h.dp_ranks
+            ),
+        }),
         (Some(r), None) if r.round() == 1.0 => Some("~1 request runs".to_string()),
         (Some(r), None) => Some(format!("~{r:.0} requests run")),
         _ => None,
@@ -192,7 +198,13 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
     if let Some(r) = &h.gen_throughput {
         let ci = interval(r, 0);
         let ci = if ci.is_empty() { ci } else { format!("{ci}, ") };
+        let few = super::samples_note(r, h.dp_ranks);
         summary.push_str(&match h.busy_gen_tok_per_s {
+            _ if few.is_some() => format!(
+                " Server generates {:.0} tok/s ({}).",
+                r.value,
+                few.unwrap_or_default()
+            ),
             Some(m) if r.value < th::BUSY_VS_AVERAGE * m && h.dp_ranks <= 1 => format!(
                 " The server averages {:.0} tok/s over {} ({ci}idle gaps included); while decoding it runs at ~{m:.0} tok/s.",
                 r.value,

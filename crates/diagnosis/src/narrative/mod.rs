@@ -105,6 +105,26 @@ pub fn interval(r: &Rate, digits: usize) -> String {
     }
 }
 
+/// The caveat of a server rate that rests on few decode lines, e.g. `one sample`; `None` for a
+/// rate over time from several lines. `dp_ranks`: schedulers summed.
+pub fn samples_note(r: &Rate, dp_ranks: usize) -> Option<String> {
+    let n = r.lines?;
+    let per_rank = if dp_ranks > 1 {
+        format!(" per DP rank, summed over {dp_ranks} ranks")
+    } else {
+        String::new()
+    };
+    if n <= 1 {
+        Some(format!("one sample{per_rank}"))
+    } else if r.window_s <= 0.0 {
+        Some(format!(
+            "mean of {n} decode lines that share one timestamp{per_rank}: few samples"
+        ))
+    } else {
+        None
+    }
+}
+
 /// How a rate was computed, in words.
 pub fn rate_method(r: &Rate) -> String {
     let with_interval = r.low.is_some();
@@ -184,6 +204,7 @@ fn span_basis_words(s: &Span) -> String {
             "whole log: no steady state found (MSER-5 on running requests: {ramp_batches} ramp batch(es) of 5 lines cut; the ramp may not have ended)"
         ),
         SpanBasis::TooFewPoints => "whole log (too few points for phase detection)".into(),
+        SpanBasis::SaturatedBurst => "MSER-5 found no steady state over the whole burst; the span is the part that saturated the server, between its ramp and its drain".into(),
     }
 }
 

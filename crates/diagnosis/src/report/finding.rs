@@ -138,6 +138,8 @@ pub enum FindingKind {
     BenchmarkConcurrencyLimit,
     /// Requests wait while the KV pool is nearly empty: admission is held back elsewhere.
     HeldAdmission,
+    /// Speculative decoding's accept length: tokens per target forward, and what the drafts cost.
+    SpeculativeDecoding,
 }
 
 /// A conclusion with the numbers and lines that support it.

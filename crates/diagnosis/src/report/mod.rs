@@ -70,6 +70,9 @@ pub struct Headline {
     pub running_total: Option<f64>,
     /// DP ranks with their own batch lines (0 without DP tags).
     pub dp_ranks: usize,
+    /// The server's DP ranks when the log holds fewer: `dp_size`, else the highest rank
+    /// number + 1 (see [`DpTotals`]).
+    pub dp_ranks_of: Option<u32>,
     /// Median queued requests over the steady span (requests).
     pub queued_median: Option<f64>,
     /// Highest queued requests over the steady span (requests).
@@ -156,12 +159,15 @@ pub enum SpanBasis {
     },
     /// Too few points for phase detection: the whole log is used.
     TooFewPoints,
+    /// MSER found no steady state over the whole log, but the phase rules did: the part of a
+    /// burst that saturated the server, between its ramp and its drain (`evidence/phases.rs`).
+    SaturatedBurst,
 }
 
 impl SpanBasis {
     /// Whether a steady state was found (not the whole log taken for want of one).
     pub fn is_steady(self) -> bool {
-        matches!(self, SpanBasis::Steady { .. })
+        matches!(self, SpanBasis::Steady { .. } | SpanBasis::SaturatedBurst)
     }
 }
 
@@ -267,6 +273,9 @@ pub struct Rate {
     pub basis: RateBasis,
     /// How it was computed, in words.
     pub method: String,
+    /// Server rates: the decode lines it rests on on the scheduler with the fewest (lines; 1
+    /// means one sample); `None` for client and benchmark rates.
+    pub lines: Option<u32>,
 }
 
 /// What one scheduler (DP rank / PP stage) did.
@@ -485,6 +494,26 @@ impl BenchmarkRun {
     }
 }
 
+/// Per-rank figures added up over the DP ranks in the log: what the server as a whole does.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct DpTotals {
+    /// DP ranks with batch lines in the log.
+    pub ranks: usize,
+    /// The server's `dp_size` (from `server_args` or server info), when known; above
+    /// [`Self::ranks`] the log holds only some of the ranks and the sums cover those.
+    pub dp_size: Option<u32>,
+    /// The highest DP rank number in the log plus one, when that is more than [`Self::ranks`]:
+    /// the server has at least that many ranks, so the log holds only some (e.g. DP0, DP2, DP7).
+    pub ranks_at_least: Option<u32>,
+    /// Sum of the ranks' median `#running-req` over their steady spans (requests).
+    pub running_median: Option<f64>,
+    /// Sum of the ranks' median `#queue-req` over their steady spans (requests).
+    pub queued_median: Option<f64>,
+    /// Sum of the ranks' time-weighted mean `gen throughput` over their steady spans (tok/s;
+    /// close to [`Report::steady_gen_throughput`], which also gives an interval).
+    pub gen_throughput_mean: Option<f64>,
+}
+
 /// The whole diagnosis.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Report {
@@ -500,6 +529,8 @@ pub struct Report {
     pub schedulers: Vec<SchedulerSummary>,
     /// Server generation throughput over the steady span, summed over DP ranks.
     pub steady_gen_throughput: Option<Rate>,
+    /// The DP ranks' figures added up, when the log holds more than one DP rank.
+    pub dp_totals: Option<DpTotals>,
     /// Startup capacity facts.
     pub capacity: CapacitySummary,
     /// Retractions.

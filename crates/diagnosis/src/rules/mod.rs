@@ -39,6 +39,7 @@ pub mod prefill_limit;
 pub mod ramp_only;
 pub mod retraction;
 pub mod running_cap;
+pub mod speculative;
 pub mod stall;
 pub mod tiny_pool;
 pub mod watchdog;

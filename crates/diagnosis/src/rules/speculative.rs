@@ -1,0 +1,287 @@
+//! # `speculative`: what speculative decoding gains, from its accept length
+//!
+//! **What it detects.** Decode lines that print `accept len` (speculative decoding on: EAGLE,
+//! EAGLE3, MTP, DFLASH/DSpark, NGRAM): the lowest, median and highest accept length over every
+//! such line of every scheduler, with `accept rate` and `cap len` where printed, and the
+//! number of draft steps per verify (`speculative_num_steps`) when `server_args` gives it. It
+//! says speculation gains nothing when the median accept length is at or below
+//! [`th::SPEC_NO_GAIN_ACCEPT_LEN`], and little when the median accept rate is below
+//! [`th::SPEC_LOW_ACCEPT_RATE`] (most drafted tokens are thrown away).
+//!
+//! **Why it matters.** Each verify step runs the target model once for every running request
+//! and keeps `accept len` tokens of it (the bonus token included), so the target model runs
+//! ~1/accept-len times per output token: that is the gain. The cost is the draft model's
+//! forwards, `speculative_num_steps` per verify step, so `speculative_num_steps / accept len`
+//! draft forwards per output token, plus a verify batch `speculative_num_draft_tokens` times
+//! wider. An accept length near 1 pays that cost for nothing.
+//!
+//! **Evidence it needs.** Decode lines with `accept len`; `server_args` for the step count.
+//! Unlike `gen throughput`, accept length is not a rate over wall time: SGLang divides the
+//! tokens accepted by the verify steps run since the previous decode line, so the first line
+//! after idle is as valid as any, and every line is used.
+//!
+//! **What to change.** With an accept length near 1: a draft model that matches the target
+//! (the one trained for this model and its quantisation), or fewer draft steps
+//! (`--speculative-num-steps`), or no speculation (drop `--speculative-algorithm`). With a
+//! healthy one, nothing; more draft steps pay only while the accept length keeps rising.
+//!
+//! **Source.** SGLang `scheduler_metrics_mixin.py` (`log_decode_stats`: `spec_accept_length =
+//! spec_num_total_accepted_tokens / spec_num_total_forward_ct`, reset at every decode line;
+//! `accept rate` and `cap len` beside it); spec §2.1 and §2.5.
+
+use crate::report::SourceRange;
+use crate::rules::Input;
+use crate::thresholds as th;
+
+/// Lowest, median and highest of a field over the lines that print it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    /// Lowest value.
+    pub lowest: f64,
+    /// Median over the lines (the mean of the two middle values for an even count).
+    pub median: f64,
+    /// Highest value.
+    pub highest: f64,
+}
+
+impl Spread {
+    fn of(mut values: Vec<f64>) -> Option<Spread> {
+        values.retain(|v| v.is_finite());
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            (values[n / 2 - 1] + values[n / 2]) / 2.0
+        };
+        Some(Spread {
+            lowest: values[0],
+            median,
+            highest: values[n - 1],
+        })
+    }
+}
+
+/// What the rule saw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Facts {
+    /// Decode lines that print `accept len` (lines, all schedulers).
+    pub lines: usize,
+    /// `accept len` (tokens per request per verify step, bonus token included).
+    pub accept_len: Spread,
+    /// `accept rate` where printed (fraction 0-1; its definition depends on the version).
+    pub accept_rate: Option<Spread>,
+    /// `cap len` where printed (tokens per verify step, DFLASH/DSpark).
+    pub cap_len: Option<Spread>,
+    /// `speculative_num_steps` from `server_args` (draft forwards per verify step).
+    pub num_steps: Option<u64>,
+    /// `speculative_num_draft_tokens` from `server_args` (tokens verified per request per step).
+    pub num_draft_tokens: Option<u64>,
+    /// Draft forwards per output token: `num_steps / median accept len`.
+    pub draft_steps_per_token: Option<f64>,
+    /// The median accept length is at or below [`th::SPEC_NO_GAIN_ACCEPT_LEN`].
+    pub no_gain: bool,
+    /// The median accept rate is below [`th::SPEC_LOW_ACCEPT_RATE`].
+    pub low_accept_rate: bool,
+    /// The lines that print it, in the source of the first one.
+    pub evidence: SourceRange,
+}
+
+/// The rule: `None` when no decode line prints `accept len`.
+pub fn check(input: &Input<'_>) -> Option<Facts> {
+    let mut len = Vec::new();
+    let mut rate = Vec::new();
+    let mut cap = Vec::new();
+    let mut first: Option<(usize, u64, u64)> = None;
+    for v in input.views {
+        let source = input.source_of(v.tl);
+        for d in v.tl.decode.samples() {
+            let Some(a) = d.accept_len else { continue };
+            len.push(a);
+            rate.extend(d.accept_rate);
+            cap.extend(d.cap_len);
+            match &mut first {
+                None => first = Some((source, d.line, d.line)),
+                Some((s, lo, hi)) if *s == source => {
+                    *lo = (*lo).min(d.line);
+                    *hi = (*hi).max(d.line);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    let lines = len.len();
+    let accept_len = Spread::of(len)?;
+    let (source, lo, hi) = first?;
+    let arg = |k: &str| {
+        input
+            .ev
+            .startup
+            .server_args
+            .get(k)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let num_steps = arg("speculative_num_steps");
+    let accept_rate = Spread::of(rate);
+    Some(Facts {
+        lines,
+        accept_len,
+        accept_rate,
+        low_accept_rate: accept_rate.is_some_and(|r| r.median < th::SPEC_LOW_ACCEPT_RATE),
+        cap_len: Spread::of(cap),
+        num_steps,
+        num_draft_tokens: arg("speculative_num_draft_tokens"),
+        draft_steps_per_token: num_steps
+            .filter(|_| accept_len.median > 0.0)
+            .map(|s| s as f64 / accept_len.median),
+        no_gain: accept_len.median <= th::SPEC_NO_GAIN_ACCEPT_LEN,
+        evidence: input.range(source, lo, hi),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{excerpt, set_field, whole, with_input};
+
+    const EAGLE3: &str = "real/038-i11948-eagle3-single-gpu-accept-len.log";
+    const DFLASH: &str = "real/010-pr34924-dflash-swa-accept-cap-len.log";
+    const MTP_DP: &str = "real/022-pr6081-mtp-dp-attention-8ranks.log";
+    const DSPARK: &str = "real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log";
+    const ASCEND: &str = "real-long/ascend-qwen3-30b-tp2-eagle3-highload.log";
+
+    fn spread(lowest: f64, median: f64, highest: f64) -> Spread {
+        Spread {
+            lowest,
+            median,
+            highest,
+        }
+    }
+
+    fn close(a: Spread, b: Spread) -> bool {
+        (a.lowest - b.lowest).abs() < 1e-9
+            && (a.median - b.median).abs() < 1e-9
+            && (a.highest - b.highest).abs() < 1e-9
+    }
+
+    #[test]
+    fn eagle3_single_gpu_gains_about_two_tokens_per_forward() {
+        // Lines 2-6: accept len 2.17, 1.95, 1.80, 2.05, 1.80; accept rate 0.54 ... 0.45. Line
+        // 2's 0.39 tok/s is an idle window, but its accept length counts verify steps, not time.
+        with_input(&whole(EAGLE3), |i| {
+            let f = check(i).expect("speculative");
+            assert_eq!(f.lines, 5);
+            assert!(close(f.accept_len, spread(1.80, 1.95, 2.17)));
+            assert!(close(
+                f.accept_rate.expect("rate"),
+                spread(0.45, 0.49, 0.54)
+            ));
+            assert_eq!(f.cap_len, None);
+            assert_eq!(f.num_steps, None);
+            assert!(!f.no_gain);
+            assert_eq!((f.evidence.first_line, f.evidence.last_line), (2, 6));
+        });
+    }
+
+    #[test]
+    fn dflash_prints_its_cap_length() {
+        // Lines 2-5: accept len 4.22, 4.25, 3.50, 3.70 of cap len 6.00.
+        with_input(&whole(DFLASH), |i| {
+            let f = check(i).expect("speculative");
+            assert_eq!(f.lines, 4);
+            assert!(close(f.accept_len, spread(3.50, 3.96, 4.25)));
+            assert!(close(f.cap_len.expect("cap"), spread(6.0, 6.0, 6.0)));
+        });
+    }
+
+    #[test]
+    fn mtp_over_dp_ranks_pools_every_rank() {
+        // One decode line on each of DP0, DP2, DP5, DP6, DP7: accept len 2.58-2.94, no rate.
+        with_input(&whole(MTP_DP), |i| {
+            let f = check(i).expect("speculative");
+            assert_eq!(f.lines, 5);
+            assert!(close(f.accept_len, spread(2.58, 2.86, 2.94)));
+            assert_eq!(f.accept_rate, None);
+        });
+    }
+
+    #[test]
+    fn dspark_two_lines() {
+        // Lines 3-4: accept len 3.55 and 4.42 (the first window's 3.22 tok/s does not matter).
+        with_input(&whole(DSPARK), |i| {
+            let f = check(i).expect("speculative");
+            assert_eq!(f.lines, 2);
+            assert!(close(f.accept_len, spread(3.55, 3.985, 4.42)));
+            assert!(close(
+                f.accept_rate.expect("rate"),
+                spread(0.51, 0.60, 0.69)
+            ));
+        });
+    }
+
+    #[test]
+    fn ascend_eagle3_costs_draft_steps_per_token() {
+        // server_args: speculative_num_steps=3, speculative_num_draft_tokens=4; 140 decode lines
+        // with accept len 1.79-2.87, median 2.67: 3 / 2.67 = 1.12 draft forwards per token.
+        with_input(&whole(ASCEND), |i| {
+            let f = check(i).expect("speculative");
+            assert_eq!(f.lines, 140);
+            assert!(close(f.accept_len, spread(1.79, 2.67, 2.87)));
+            assert_eq!((f.num_steps, f.num_draft_tokens), (Some(3), Some(4)));
+            let per_token = f.draft_steps_per_token.expect("cost");
+            assert!((per_token - 3.0 / 2.67).abs() < 1e-9, "{per_token}");
+            assert!(!f.no_gain);
+        });
+    }
+
+    #[test]
+    fn an_accept_length_near_one_gains_nothing() {
+        // The same lines with every draft rejected (accept len 1.00), and at the boundary.
+        let rejected = set_field(&whole(EAGLE3), "accept len", "1.00");
+        with_input(&rejected, |i| {
+            assert!(check(i).expect("speculative").no_gain)
+        });
+        let at = set_field(&whole(EAGLE3), "accept len", "1.20");
+        with_input(&at, |i| assert!(check(i).expect("speculative").no_gain));
+        let above = set_field(&whole(EAGLE3), "accept len", "1.21");
+        with_input(&above, |i| assert!(!check(i).expect("speculative").no_gain));
+    }
+
+    #[test]
+    fn most_drafts_rejected_gains_little() {
+        // HiCache PD decode with MTP: accept len 1.67-1.73 but accept rate 0.13-0.14 (lines
+        // 1-5): most drafted tokens are thrown away.
+        const MTP: &str = "real/016-pr30393-hicache-pd-decode-mtp-transfer.log";
+        with_input(&whole(MTP), |i| {
+            let f = check(i).expect("speculative");
+            assert!(close(f.accept_len, spread(1.67, 1.70, 1.73)));
+            assert!(f.low_accept_rate);
+            assert!(!f.no_gain);
+        });
+        // The EAGLE3 run's accept rate (0.45-0.54, lines 2-6) is no such case; set on every
+        // line, 0.30 is not low, 0.29 is.
+        with_input(&whole(EAGLE3), |i| {
+            assert!(!check(i).expect("speculative").low_accept_rate)
+        });
+        let at = set_field(&whole(EAGLE3), "accept rate", "0.30");
+        with_input(&at, |i| {
+            assert!(!check(i).expect("speculative").low_accept_rate)
+        });
+        let below = set_field(&whole(EAGLE3), "accept rate", "0.29");
+        with_input(&below, |i| {
+            assert!(check(i).expect("speculative").low_accept_rate)
+        });
+    }
+
+    #[test]
+    fn no_speculation_no_finding() {
+        // Plain decode lines (no accept len) from a single-stream ROCm run.
+        with_input(
+            &excerpt("real/017-i3243-amd-rx7900xtx-rocm.log", 1..=5),
+            |i| assert_eq!(check(i), None),
+        );
+    }
+}
