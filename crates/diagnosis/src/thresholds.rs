@@ -145,3 +145,13 @@ pub const TTFT_REPORTED_S: f64 = 1.0;
 pub const LONG_PROMPT_TOKENS: f64 = 4096.0;
 /// Mean requests in flight over `--max-concurrency` from which the limit counts as held full (fraction).
 pub const LIMIT_HELD_FULL: f64 = 0.9;
+
+/// TTFT over end-to-end latency (both medians or both means) at or above which, with an
+/// inter-token latency of 0, a benchmark's client received each response in one piece: it did
+/// not stream (fraction; `bench_serving.py` measures TTFT at the first chunk, so without
+/// streaming TTFT is the whole request and ITL has no gaps to measure).
+pub const NOT_STREAMED_TTFT_SHARE: f64 = 0.98;
+/// Captured CUDA-graph batch size over `max_running_requests` at or below which the graphs
+/// cover "far fewer" requests than the scheduler admits (fraction; `real-2/120`: 32 of 4096,
+/// SGLang's default `cuda_graph_max_bs` is sized for a fraction of the cap).
+pub const GRAPH_COVERAGE_SHARE: f64 = 0.25;

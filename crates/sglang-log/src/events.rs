@@ -358,6 +358,21 @@ fn strip_quotes(v: &str) -> &str {
     }
 }
 
+/// The largest batch size in the `bs=[…]` list of a CUDA-graph capture line (`Capture
+/// [target] decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 4, …, 32],
+/// avail mem=7.10 GB`, SGLang `cuda_graph_runner.py`), or `None` for any other message. The
+/// list is the decode batch sizes that run as a graph; a larger batch runs eagerly.
+pub fn cuda_graph_capture_max_bs(msg: &str) -> Option<u64> {
+    if !msg.starts_with("Capture ") || !msg.contains("graph begin") {
+        return None;
+    }
+    let (_, list) = msg.split_once("bs=[")?;
+    let (list, _) = list.split_once(']')?;
+    list.split(',')
+        .filter_map(|v| parse_u64_bytes(v.trim().as_bytes()))
+        .max()
+}
+
 /// What opened a [`Stack`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -735,6 +750,21 @@ mod tests {
         assert_eq!(s.frames[0].function, "wait4");
         assert_eq!(s.frames[1], Frame { function: "poll".into(), file: "multiprocessing/popen_fork.py".into(), line: Some(27) });
         assert_eq!(s.innermost_sglang_frame().unwrap().function, "poll");
+    }
+
+    #[test]
+    fn the_captured_batch_sizes() {
+        let path = format!(
+            "{}/../../tests/data/real-2/120-i33483-l40-startup-cuda-graph-max-bs32-vs-max-running-4096.log",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let line = crate::parse_line(text.lines().next().unwrap().as_bytes(), 1);
+        assert_eq!(cuda_graph_capture_max_bs(line.message), Some(32));
+        assert_eq!(
+            cuda_graph_capture_max_bs("Capture cuda graph end. Time elapsed: 3.2 s, mem usage=0.9 GB, avail mem=7.1 GB"),
+            None
+        );
     }
 
     #[test]

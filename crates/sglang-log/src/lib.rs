@@ -118,7 +118,7 @@ pub use bench::{BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
 pub use client::{ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, parse_client};
 pub use events::{
     CapacityLine, Frame, KvCacheAllocated, MemoryLine, Retraction, RetractionWording, ServerArgs,
-    Stack, StackCollector, StackKind,
+    Stack, StackCollector, StackKind, cuda_graph_capture_max_bs,
 };
 pub use foreign::{ForeignFormat, FormatSniffer, LogKind, NotSglangLog};
 pub use line::{find_batch_marker, parse_line};

@@ -96,6 +96,11 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         _ => None,
     };
     let usage_s = clause("token usage ~{}", h.token_usage_median, 2);
+    if let Some((label, body)) =
+        super::incident_headline(h.verdict, h.incident.as_ref(), h.startup.as_ref())
+    {
+        return (label.to_string(), body);
+    }
     let (label, body) = match h.verdict {
         Bottleneck::KvCacheBound => (
             "KV-cache bound",
@@ -181,7 +186,12 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
             "Inconclusive",
             "the batch lines do not point to one bottleneck.".to_string(),
         ),
-        Bottleneck::NoSchedulerLines => (
+        // worded by `incident_headline` (the stall above without a dump's frame)
+        Bottleneck::OutOfMemory
+        | Bottleneck::SchedulerCrashed
+        | Bottleneck::StartupIncomplete
+        | Bottleneck::StartupOnly
+        | Bottleneck::NoSchedulerLines => (
             "No SGLang scheduler lines",
             benchmark_summary(benchmarks)
                 .unwrap_or_else(|| "none were found in the input.".to_string()),

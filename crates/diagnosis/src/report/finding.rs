@@ -134,6 +134,16 @@ pub enum FindingKind {
     BenchmarkQueueing,
     /// A benchmark kept its `--max-concurrency` limit full.
     BenchmarkConcurrencyLimit,
+    /// A process ran out of device memory (a traceback with `OutOfMemoryError`).
+    OutOfMemory,
+    /// A scheduler died with an exception.
+    SchedulerException,
+    /// The startup never reached the ready banner.
+    StartupIncomplete,
+    /// Decode CUDA graphs cover far fewer requests than `max_running_requests` admits.
+    CudaGraphCoverage,
+    /// A benchmark's client did not stream: its latency figures are invalid.
+    BenchmarkNotStreamed,
 }
 
 /// A conclusion with the numbers and lines that support it.
