@@ -112,6 +112,11 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         .then(|| rules::cuda_graph::startup_coverage(&input))
         .flatten();
     findings.extend(graph_coverage.as_ref().map(narrative::cuda_graph_coverage));
+    findings.extend(
+        rules::tiny_pool::few_full_context(&input)
+            .as_ref()
+            .map(narrative::few_full_context),
+    );
     findings.extend(rules::kv_transfer::check(&input).map(|f| narrative::kv_transfer(&f)));
     findings.extend(rules::idle_window::check(&input).map(|f| narrative::idle_window(&f)));
     findings.extend(rules::cuda_graph::check(&input).map(|f| narrative::cuda_graph(&f)));
@@ -259,6 +264,9 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             context_len: capacity.context_len,
             graph_max_bs: rules::cuda_graph::graph_max_bs(&input),
         }),
+        benchmark_not_streamed: benchmark_runs
+            .last()
+            .is_some_and(|r| rules::bench_not_streamed::check(r).is_some()),
     };
     if matches!(
         bottleneck,
@@ -420,6 +428,10 @@ fn benchmark_findings(
         rest.extend(
             rules::bench_concurrency_limit::check(run, bottleneck, cap)
                 .map(|f| n(narrative::bench_concurrency_limit(run, &f))),
+        );
+        rest.extend(
+            rules::bench_concurrency_limit::peak_above_cap(run, cap)
+                .map(|f| n(narrative::bench_peak_above_cap(run, &f))),
         );
     }
     findings.splice(0..0, first);

@@ -155,3 +155,6 @@ pub const NOT_STREAMED_TTFT_SHARE: f64 = 0.98;
 /// cover "far fewer" requests than the scheduler admits (fraction; `real-2/120`: 32 of 4096,
 /// SGLang's default `cuda_graph_max_bs` is sized for a fraction of the cap).
 pub const GRAPH_COVERAGE_SHARE: f64 = 0.25;
+/// Full-context requests a KV pool must hold not to count as too small for its context length
+/// (requests; "a couple": below two, two long requests cannot run together).
+pub const FULL_CONTEXT_REQUESTS_MIN: f64 = 2.0;

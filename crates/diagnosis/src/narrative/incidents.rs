@@ -5,7 +5,10 @@
 use crate::report::{
     Confidence, Figure, Finding, FindingKind, Incident, StartupCapacity, StartupStep, Unit,
 };
-use crate::rules::{bench_not_streamed, cuda_graph, oom, scheduler_exception, startup_incomplete};
+use crate::rules::{
+    bench_concurrency_limit, bench_not_streamed, cuda_graph, oom, scheduler_exception,
+    startup_incomplete, tiny_pool,
+};
 use sglang_log::Frame;
 
 /// `function (file:line)`.
@@ -186,6 +189,45 @@ pub fn bench_not_streamed(
         figures: vec![
             Figure::new("ttft", f.ttft_s, Unit::Seconds),
             Figure::new("e2e_latency", f.e2e_s, Unit::Seconds),
+        ],
+        evidence: vec![run.source.clone()],
+        confidence: Confidence::High,
+    }
+}
+
+/// The finding of [`crate::rules::tiny_pool::few_full_context`].
+pub fn few_full_context(f: &tiny_pool::FullContext) -> Finding {
+    Finding {
+        kind: FindingKind::TinyKvPool,
+        title: format!(
+            "The KV pool holds only {:.1} full-context requests ({} tokens for a {}-token context)",
+            f.requests, f.pool_tokens, f.context_len
+        ),
+        detail: "Two requests of the full context length cannot run together: long requests will run one at a time and the rest queue. Give the pool more memory (--mem-fraction-static, fewer CUDA graphs), a larger --tp, fp8 KV (--kv-cache-dtype fp8_e4m3), or lower --context-length to what the workload needs.".to_string(),
+        figures: vec![
+            Figure::new("KV pool size", f.pool_tokens as f64, Unit::Tokens),
+            Figure::new("context length", f.context_len as f64, Unit::Tokens),
+        ],
+        evidence: vec![],
+        confidence: Confidence::Medium,
+    }
+}
+
+/// The finding of [`crate::rules::bench_concurrency_limit::peak_above_cap`].
+pub fn bench_peak_above_cap(
+    run: &crate::report::BenchmarkRun,
+    f: &bench_concurrency_limit::PeakAboveCap,
+) -> Finding {
+    Finding {
+        kind: FindingKind::BenchmarkConcurrencyLimit,
+        title: format!(
+            "The benchmark had up to {:.0} requests in flight, above the server's max_running_requests of {}: the cap was reached",
+            f.peak, f.cap
+        ),
+        detail: "Requests beyond the server's running cap wait in its queue; their wait is part of the benchmark's TTFT.".to_string(),
+        figures: vec![
+            Figure::new("peak concurrent requests", f.peak, Unit::Requests),
+            Figure::new("max_running_requests", f.cap as f64, Unit::Requests),
         ],
         evidence: vec![run.source.clone()],
         confidence: Confidence::High,

@@ -13,8 +13,8 @@ pub use expectation::expectation;
 pub use findings::*;
 pub use headline::headline;
 pub use incidents::{
-    bench_not_streamed, cuda_graph_coverage, frame_words, incident_headline, oom,
-    scheduler_exception, startup_incomplete, step_words,
+    bench_not_streamed, bench_peak_above_cap, cuda_graph_coverage, few_full_context, frame_words,
+    incident_headline, oom, scheduler_exception, startup_incomplete, step_words,
 };
 pub use notes::{cell_disagreement, join_note, not_concluded, set_aside, sources};
 pub use recommendations::recommendation;

@@ -151,6 +151,9 @@ pub struct Headline {
     pub incident: Option<Incident>,
     /// The startup's capacity, for `startup_only`.
     pub startup: Option<StartupCapacity>,
+    /// The last benchmark run's client did not stream (`bench_not_streamed`): its latency
+    /// figures are invalid.
+    pub benchmark_not_streamed: bool,
 }
 
 /// A burst's ramp-up: running requests climbing while the queue drains.
