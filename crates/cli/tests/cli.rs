@@ -115,7 +115,10 @@ fn a_prometheus_dump_is_named_not_diagnosed() {
             err.contains("this looks like a Prometheus /metrics dump (13 line(s) in its format, the first at line 1)"),
             "{err}"
         );
-        assert!(err.contains("--server URL") && err.contains("--prometheus URL"), "{err}");
+        assert!(
+            err.contains("--server URL") && err.contains("--prometheus URL"),
+            "{err}"
+        );
     }
 }
 

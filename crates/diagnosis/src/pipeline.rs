@@ -70,8 +70,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             oom: oom.is_some(),
             crash: crash.is_some(),
             startup_incomplete: incomplete.as_ref().is_some_and(|f| f.before_pool),
-            startup_capacity: ev.startup.max_total_num_tokens.is_some()
-                && ev.benchmarks.is_empty(),
+            startup_capacity: ev.startup.max_total_num_tokens.is_some() && ev.benchmarks.is_empty(),
         },
     );
     let carrier = views

@@ -197,18 +197,29 @@ pub struct Overrides {
     pub startup_capacity: bool,
 }
 
+/// One row of [`NO_LINES_PRECEDENCE`]: its name, whether it holds, the verdict it names.
+pub type NoLinesStep = (&'static str, fn(&Overrides) -> bool, Bottleneck);
+
 /// The verdict of a log without batch lines, by its events (see the module doc), first
 /// match wins.
-pub const NO_LINES_PRECEDENCE: &[(&str, fn(&Overrides) -> bool, Bottleneck)] = &[
+pub const NO_LINES_PRECEDENCE: &[NoLinesStep] = &[
     ("oom", |o| o.oom, Bottleneck::OutOfMemory),
-    ("scheduler_exception", |o| o.crash, Bottleneck::SchedulerCrashed),
+    (
+        "scheduler_exception",
+        |o| o.crash,
+        Bottleneck::SchedulerCrashed,
+    ),
     ("watchdog", |o| o.watchdog, Bottleneck::Stall),
     (
         "startup_incomplete (before the pool)",
         |o| o.startup_incomplete,
         Bottleneck::StartupIncomplete,
     ),
-    ("startup capacity", |o| o.startup_capacity, Bottleneck::StartupOnly),
+    (
+        "startup capacity",
+        |o| o.startup_capacity,
+        Bottleneck::StartupOnly,
+    ),
 ];
 
 /// The server's bottleneck: the vote, then the overrides (see the module doc).

@@ -646,8 +646,8 @@ impl StackCollector {
             && let Some((ty, message)) = exception_line(msg)
         {
             st.exception = Some(ty.to_string());
-            st.message = (!message.is_empty())
-                .then(|| message.chars().take(Stack::MAX_MESSAGE).collect());
+            st.message =
+                (!message.is_empty()).then(|| message.chars().take(Stack::MAX_MESSAGE).collect());
             self.close();
         }
     }
@@ -723,19 +723,28 @@ mod tests {
 
     #[test]
     fn a_scheduler_exception_at_weight_load() {
-        let s = stacks_of("real-2/107-amd-2x-r9700-qwen36-35b-awq-oom-at-weight-init-unquant-moe.log");
+        let s =
+            stacks_of("real-2/107-amd-2x-r9700-qwen36-35b-awq-oom-at-weight-init-unquant-moe.log");
         assert_eq!(s.len(), 1, "{s:?}");
         let s = &s[0];
         assert_eq!(s.kind, StackKind::SchedulerException);
         assert_eq!((s.first_line, s.last_line), (17, 81));
         assert_eq!(s.exception.as_deref(), Some("torch.OutOfMemoryError"));
         assert!(s.is_oom());
-        assert!(s.message.as_deref().unwrap().starts_with("CUDA out of memory. Tried to allocate 256.00 MiB."));
+        assert!(
+            s.message
+                .as_deref()
+                .unwrap()
+                .starts_with("CUDA out of memory. Tried to allocate 256.00 MiB.")
+        );
         assert_eq!(s.total_frames, 24);
         assert_eq!(s.frames.last().unwrap().function, "__torch_function__");
         let f = s.innermost_sglang_frame().unwrap();
         assert_eq!((f.function.as_str(), f.line), ("create_weights", Some(219)));
-        assert!(f.file.ends_with("sglang/srt/layers/quantization/unquant.py"));
+        assert!(
+            f.file
+                .ends_with("sglang/srt/layers/quantization/unquant.py")
+        );
     }
 
     #[test]
@@ -744,11 +753,21 @@ mod tests {
         assert_eq!(s.len(), 1, "{s:?}");
         let s = &s[0];
         assert_eq!(s.kind, StackKind::PySpyDump);
-        assert_eq!(s.process.as_deref(), Some("sglang::data_parallel_controller"));
+        assert_eq!(
+            s.process.as_deref(),
+            Some("sglang::data_parallel_controller")
+        );
         assert_eq!(s.thread.as_deref(), Some("MainThread"));
         assert_eq!(s.thread_idle, Some(true));
         assert_eq!(s.frames[0].function, "wait4");
-        assert_eq!(s.frames[1], Frame { function: "poll".into(), file: "multiprocessing/popen_fork.py".into(), line: Some(27) });
+        assert_eq!(
+            s.frames[1],
+            Frame {
+                function: "poll".into(),
+                file: "multiprocessing/popen_fork.py".into(),
+                line: Some(27)
+            }
+        );
         assert_eq!(s.innermost_sglang_frame().unwrap().function, "poll");
     }
 
@@ -762,7 +781,9 @@ mod tests {
         let line = crate::parse_line(text.lines().next().unwrap().as_bytes(), 1);
         assert_eq!(cuda_graph_capture_max_bs(line.message), Some(32));
         assert_eq!(
-            cuda_graph_capture_max_bs("Capture cuda graph end. Time elapsed: 3.2 s, mem usage=0.9 GB, avail mem=7.1 GB"),
+            cuda_graph_capture_max_bs(
+                "Capture cuda graph end. Time elapsed: 3.2 s, mem usage=0.9 GB, avail mem=7.1 GB"
+            ),
             None
         );
     }

@@ -338,12 +338,21 @@ mod tests {
         );
         let e = sniff(tgi).error("tgi.log").unwrap();
         assert_eq!(e.format(), Some(ForeignFormat::Tgi));
-        assert!(e.to_string().starts_with("tgi.log: this looks like a text-generation-inference (TGI) log"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("tgi.log: this looks like a text-generation-inference (TGI) log"),
+            "{e}"
+        );
         let mixed = format!(
             "{vllm}[2025-04-15 17:25:16 DP0 TP0] Decode batch. #running-req: 92, #token: 264288, token usage: 0.92, gen throughput (token/s): 324.86, #queue-req: 990, \n"
         );
         assert_eq!(sniff(&mixed).classify(), LogKind::Sglang);
-        assert_eq!(sniff("").error("e.log"), Some(NotSglangLog::Empty { path: "e.log".into() }));
+        assert_eq!(
+            sniff("").error("e.log"),
+            Some(NotSglangLog::Empty {
+                path: "e.log".into()
+            })
+        );
         assert_eq!(sniff("hello\nworld\n").classify(), LogKind::Unrecognised);
     }
 }

@@ -1002,7 +1002,9 @@ impl Evidence {
                 .sum();
             ev.retraction_totals = RetractionTotals::of(&ev.retractions);
             ev.benchmarks.retain(|b| !repeated.contains(&b.source));
-            ev.incidents.stacks.retain(|s| !repeated.contains(&s.source));
+            ev.incidents
+                .stacks
+                .retain(|s| !repeated.contains(&s.source));
         }
         for (key, tl) in ev.schedulers.iter_mut() {
             if let Some(n) = tl.put_in_time_order(key) {

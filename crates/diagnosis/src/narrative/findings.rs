@@ -442,7 +442,11 @@ pub fn watchdog(f: &watchdog::Facts) -> Finding {
                 .as_ref()
                 .map(|(t, idle)| format!(
                     "'s thread {t}{}",
-                    if *idle { " (idle: waiting, not computing)" } else { "" }
+                    if *idle {
+                        " (idle: waiting, not computing)"
+                    } else {
+                        ""
+                    }
                 ))
                 .unwrap_or_default(),
             frames.join(" ← ")

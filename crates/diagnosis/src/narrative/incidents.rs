@@ -251,8 +251,8 @@ pub fn incident_headline(
         .unwrap_or_default();
     Some(match verdict {
         B::OutOfMemory => {
-            let before_pool = incident
-                .is_some_and(|i| i.step.is_none_or(|s| s < StartupStep::KvPoolAllocated));
+            let before_pool =
+                incident.is_some_and(|i| i.step.is_none_or(|s| s < StartupStep::KvPoolAllocated));
             if before_pool {
                 (
                     "Out of memory at weight load",
@@ -266,7 +266,9 @@ pub fn incident_headline(
             } else {
                 (
                     "Out of memory",
-                    format!("the server ran out of device memory after the KV pool was allocated{at}: {error}."),
+                    format!(
+                        "the server ran out of device memory after the KV pool was allocated{at}: {error}."
+                    ),
                 )
             }
         }

@@ -96,7 +96,10 @@ mod tests {
         );
         assert_eq!(
             peak_above_cap(&r[0], Some(16)),
-            Some(PeakAboveCap { peak: 20.0, cap: 16 })
+            Some(PeakAboveCap {
+                peak: 20.0,
+                cap: 16
+            })
         );
         assert_eq!(peak_above_cap(&r[0], Some(32)), None);
         assert_eq!(peak_above_cap(&r[0], None), None);

@@ -52,7 +52,10 @@ pub fn check(run: &BenchmarkRun) -> Option<Facts> {
         ttft_s: ttft,
         e2e_s: e2e,
         request_throughput: b.request_throughput,
-        retokenized_share: match (b.total_generated_tokens_retokenized, b.total_generated_tokens) {
+        retokenized_share: match (
+            b.total_generated_tokens_retokenized,
+            b.total_generated_tokens,
+        ) {
             (Some(r), Some(g)) if g > 0 => Some(r as f64 / g as f64),
             _ => None,
         },
@@ -68,7 +71,10 @@ mod tests {
     fn itl_zero_and_ttft_equal_to_e2e() {
         let r = runs("real-2/bench/104-sglang-dlora-repo-rate2-itl-zero-retokenized-mismatch.txt");
         let f = check(&r[0]).expect("not streamed");
-        assert!((f.ttft_s - 0.60688).abs() < 1e-6 && (f.e2e_s - 0.60686).abs() < 1e-6, "{f:?}");
+        assert!(
+            (f.ttft_s - 0.60688).abs() < 1e-6 && (f.e2e_s - 0.60686).abs() < 1e-6,
+            "{f:?}"
+        );
         assert_eq!(f.request_throughput, Some(3.77));
         assert!((f.retokenized_share.unwrap() - 103837.0 / 218257.0).abs() < 1e-9);
     }

@@ -72,7 +72,10 @@ mod tests {
             assert_eq!(f.exception.as_deref(), Some("ValueError"));
             assert!(f.message.unwrap().starts_with("bad shape."));
             let frame = f.frame.unwrap();
-            assert_eq!((frame.function.as_str(), frame.line), ("create_weights", Some(219)));
+            assert_eq!(
+                (frame.function.as_str(), frame.line),
+                ("create_weights", Some(219))
+            );
             assert_eq!(f.count, 1);
         });
     }
@@ -86,7 +89,10 @@ mod tests {
     #[test]
     fn other_tracebacks_are_not_a_scheduler_crash() {
         with_input(
-            &crate::rules::testing::excerpt("real-long/ascend-dsr1-pd-client-router.log", 7100..=7160),
+            &crate::rules::testing::excerpt(
+                "real-long/ascend-dsr1-pd-client-router.log",
+                7100..=7160,
+            ),
             |i| assert_eq!(check(i), None),
         );
     }

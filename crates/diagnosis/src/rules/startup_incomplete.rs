@@ -38,13 +38,13 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
     let (step, loc) = ev.incidents.step?;
     let no_batches = ev.schedulers.values().all(|s| s.first.is_none());
     let crashed = ev.incidents.tracebacks().next().is_some();
-    (step < StartupStep::Serving && !ev.startup.server_ready && no_batches && !crashed).then(
-        || Facts {
+    (step < StartupStep::Serving && !ev.startup.server_ready && no_batches && !crashed).then(|| {
+        Facts {
             step,
             before_pool: step < StartupStep::KvPoolAllocated,
             evidence: input.line(loc),
-        },
-    )
+        }
+    })
 }
 
 #[cfg(test)]
@@ -80,7 +80,10 @@ mod tests {
     fn a_traceback_is_its_own_finding() {
         let text = format!(
             "{}{}",
-            excerpt("real/062-i11208-gb200-glm45air-dp-startup-kv-capacity.log", 1..=2),
+            excerpt(
+                "real/062-i11208-gb200-glm45air-dp-startup-kv-capacity.log",
+                1..=2
+            ),
             whole("real-2/107-amd-2x-r9700-qwen36-35b-awq-oom-at-weight-init-unquant-moe.log")
         );
         with_input(&text, |i| assert_eq!(check(i), None));

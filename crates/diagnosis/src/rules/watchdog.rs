@@ -127,7 +127,10 @@ mod tests {
             &whole("real/052-pr20766-multinode-dp-decode-then-pyspy-dump.log"),
             |i| {
                 let h = check(i).expect("watchdog").hang.expect("dump");
-                assert_eq!(h.process.as_deref(), Some("sglang::data_parallel_controller"));
+                assert_eq!(
+                    h.process.as_deref(),
+                    Some("sglang::data_parallel_controller")
+                );
                 assert_eq!(h.thread, Some(("MainThread".into(), true)));
                 let names: Vec<&str> = h.frames.iter().map(|f| f.function.as_str()).collect();
                 assert_eq!(names, ["poll", "wait", "join"]);
