@@ -105,17 +105,19 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     findings.extend(crash.as_ref().map(narrative::scheduler_exception));
     findings.extend(watchdog.as_ref().map(narrative::watchdog));
     findings.extend(incomplete.as_ref().map(narrative::startup_incomplete));
-    let graph_coverage = views
-        .iter()
-        .all(|v| v.tl.decode.pushed() == 0)
-        .then(|| rules::cuda_graph::startup_coverage(&input))
-        .flatten();
-    findings.extend(graph_coverage.as_ref().map(narrative::cuda_graph_coverage));
-    findings.extend(
-        rules::tiny_pool::few_full_context(&input)
-            .as_ref()
-            .map(narrative::few_full_context),
-    );
+    // Startup lines only: the capacity the startup fixed is what can be judged.
+    if views.iter().all(|v| v.tl.decode.pushed() == 0) {
+        findings.extend(
+            rules::cuda_graph::startup_coverage(&input)
+                .as_ref()
+                .map(narrative::cuda_graph_coverage),
+        );
+        findings.extend(
+            rules::tiny_pool::few_full_context(&input)
+                .as_ref()
+                .map(narrative::few_full_context),
+        );
+    }
     findings.extend(rules::kv_transfer::check(&input).map(|f| narrative::kv_transfer(&f)));
     findings.extend(rules::idle_window::check(&input).map(|f| narrative::idle_window(&f)));
     findings.extend(rules::cuda_graph::check(&input).map(|f| narrative::cuda_graph(&f)));
