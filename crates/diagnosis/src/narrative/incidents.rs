@@ -219,7 +219,7 @@ pub fn bench_peak_above_cap(
     f: &bench_concurrency_limit::PeakAboveCap,
 ) -> Finding {
     Finding {
-        kind: FindingKind::BenchmarkConcurrencyLimit,
+        kind: FindingKind::BenchmarkPeakAboveCap,
         title: format!(
             "The benchmark had up to {:.0} requests in flight, above the server's max_running_requests of {}: the cap was reached",
             f.peak, f.cap

@@ -144,6 +144,8 @@ pub enum FindingKind {
     CudaGraphCoverage,
     /// A benchmark's client did not stream: its latency figures are invalid.
     BenchmarkNotStreamed,
+    /// A benchmark's peak requests in flight exceeded the server's `max_running_requests`.
+    BenchmarkPeakAboveCap,
 }
 
 /// A conclusion with the numbers and lines that support it.
