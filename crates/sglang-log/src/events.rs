@@ -566,7 +566,7 @@ struct OpenStack {
 pub struct StackCollector {
     open: Option<OpenStack>,
     done: Vec<Stack>,
-    /// Stacks seen beyond [`MAX_STACKS`].
+    /// Stacks seen beyond the 64 kept (counted only).
     pub dropped: u64,
 }
 
