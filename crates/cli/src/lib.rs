@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
 use diagnosis::{Context, Evidence, EvidenceBuilder, Report};
-use sglang_log::LogReader;
+use sglang_log::{FormatSniffer, LogReader};
 
 /// The embedded sample: a simulated 2-hour run of Kimi-K2.5 on 8 RTX PRO 6000 Blackwell GPUs (TP8),
 /// 150 long requests fired at once (see `tests/data/scenarios/README.md`).
@@ -327,7 +327,8 @@ fn gpu_check() -> Result<()> {
 /// (a truncated gzip file) are pushed to `warnings`, each naming its file.
 ///
 /// # Errors
-/// A log that cannot be opened or read (the error names the path).
+/// A log that cannot be opened or read (the error names the path); logs that are all empty
+/// or another format's ([`sglang_log::NotSglangLog`], with what to give instead).
 pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evidence> {
     let mut b = EvidenceBuilder::new();
     if uses_sample(args) {
@@ -342,13 +343,33 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
             .context("reading the embedded sample")?;
         b.finish_source(id, &stats);
     }
-    for path in &logfile::expand_log_dirs(&args.logs)? {
+    let mut not_sglang = Vec::new();
+    let paths = logfile::expand_log_dirs(&args.logs)?;
+    for path in &paths {
         let name = path.display().to_string();
-        let id = b.add_source(name);
+        let id = b.add_source(name.clone());
+        let mut sniff = FormatSniffer::new();
         // The reader's errors name the path (and line) themselves.
-        let read = logfile::read_log(path, |rec| b.push(id, rec))?;
+        let read = logfile::read_log(path, |rec| {
+            if !sniff.is_sglang() {
+                sniff.push(rec);
+            }
+            b.push(id, rec);
+        })?;
         b.finish_source(id, &read.stats);
         warnings.extend(read.warnings);
+        not_sglang.extend(sniff.error(&name));
+    }
+    // A file that is not an SGLang log is an error when it is all there is to read; beside
+    // SGLang logs (a job directory holding other tools' output) it is skipped, and said.
+    if !paths.is_empty() && not_sglang.len() == paths.len() {
+        let e = not_sglang.swap_remove(0);
+        // the typed error stays the cause; the line printed is its text and the hint
+        let line = format!("{e}{}", logfile::foreign_hint(&e));
+        return Err(anyhow::Error::new(e).context(line));
+    }
+    for e in not_sglang {
+        warnings.push(format!("skipped {e}"));
     }
     Ok(b.build())
 }

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sglang_log::{LogReader, ParseStats, ReadError, Record};
+use sglang_log::{ForeignFormat, LogReader, NotSglangLog, ParseStats, ReadError, Record};
 
 /// The log inputs `paths` stand for: a file (or `-`) is itself; a directory (a job's log
 /// directory: every rank's and node's log, `.gz`, rotated parts) is every log file under it,
@@ -173,6 +173,20 @@ fn check_text(out: &mut LogRead, name: &str) {
             head.bytes.div_ceil(1024),
             out.stats.events
         ));
+    }
+}
+
+/// What to give instead of a file that is not an SGLang log: the flag that reads its format,
+/// as the tail of the error line (empty when there is none).
+pub fn foreign_hint(e: &NotSglangLog) -> &'static str {
+    match e.format() {
+        Some(ForeignFormat::NvidiaSmi) => {
+            " (an nvidia-smi output goes to --gpu-snapshot FILE, beside the server log)"
+        }
+        Some(ForeignFormat::PrometheusExposition) => {
+            " (/metrics is read from a live server with --server URL, or from Prometheus with --prometheus URL; a saved scrape is not read)"
+        }
+        Some(ForeignFormat::Vllm | ForeignFormat::LlamaCpp | ForeignFormat::Tgi) | None => "",
     }
 }
 

@@ -22,9 +22,10 @@ const DIM: Style = Style::new().dimmed();
 
 fn style_for(b: Bottleneck) -> Style {
     let color = match b {
-        Bottleneck::ClientBound | Bottleneck::Inconclusive | Bottleneck::NoSchedulerLines => {
-            AnsiColor::Yellow
-        }
+        Bottleneck::ClientBound
+        | Bottleneck::Inconclusive
+        | Bottleneck::NoSchedulerLines
+        | Bottleneck::StartupOnly => AnsiColor::Yellow,
         _ => AnsiColor::Red,
     };
     Style::new().bold().fg_color(Some(color.into()))

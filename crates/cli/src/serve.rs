@@ -24,7 +24,7 @@ use prometheus_client::registry::Registry;
 use serde::Serialize;
 
 /// Every verdict, in the JSON report's spelling; each gets a 0/1 gauge per instance.
-pub const BOTTLENECKS: [Bottleneck; 11] = [
+pub const BOTTLENECKS: [Bottleneck; 15] = [
     Bottleneck::KvCacheBound,
     Bottleneck::RunningCapBound,
     Bottleneck::PrefillBound,
@@ -36,6 +36,10 @@ pub const BOTTLENECKS: [Bottleneck; 11] = [
     Bottleneck::PrefillComputeBound,
     Bottleneck::Inconclusive,
     Bottleneck::NoSchedulerLines,
+    Bottleneck::OutOfMemory,
+    Bottleneck::SchedulerCrashed,
+    Bottleneck::StartupIncomplete,
+    Bottleneck::StartupOnly,
 ];
 
 /// Compile-time reminder: a new verdict must be added to [`BOTTLENECKS`].
@@ -52,6 +56,10 @@ const fn _every_bottleneck_listed(b: Bottleneck) -> usize {
         Bottleneck::PrefillComputeBound => 8,
         Bottleneck::Inconclusive => 9,
         Bottleneck::NoSchedulerLines => 10,
+        Bottleneck::OutOfMemory => 11,
+        Bottleneck::SchedulerCrashed => 12,
+        Bottleneck::StartupIncomplete => 13,
+        Bottleneck::StartupOnly => 14,
     }
 }
 

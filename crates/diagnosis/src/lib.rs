@@ -19,6 +19,7 @@ pub mod context;
 pub mod error;
 pub mod evidence;
 pub mod expectation;
+pub mod incidents;
 pub mod narrative;
 pub mod pipeline;
 pub mod projection;

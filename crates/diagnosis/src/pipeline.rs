@@ -49,6 +49,11 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     let slow_decode = rules::decode_compute::check(&views);
     let slow_prefill = rules::prefill_compute::check(&input);
     let long_stall = rules::stall::has_long_stall(&views);
+    // Events that end or block serving (the verdict when there are no batch lines).
+    let oom = rules::oom::check(&input);
+    let crash = rules::scheduler_exception::check(&input);
+    let incomplete = rules::startup_incomplete::check(&input);
+    let watchdog = rules::watchdog::check(&input);
     let votes: Vec<(Bottleneck, u64)> = views
         .iter()
         .zip(&reasons)
@@ -62,6 +67,10 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             long_stall,
             watchdog: ev.watchdog.count > 0,
             retractions: retractions.events > 0,
+            oom: oom.is_some(),
+            crash: crash.is_some(),
+            startup_incomplete: incomplete.as_ref().is_some_and(|f| f.before_pool),
+            startup_capacity: ev.startup.max_total_num_tokens.is_some() && ev.benchmarks.is_empty(),
         },
     );
     let carrier = views
@@ -111,7 +120,23 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     findings.extend(rules::stall::check(&input).iter().map(narrative::stall));
     findings
         .extend(rules::retraction::check(&input).map(|f| narrative::retraction(&f, &retractions)));
-    findings.extend(rules::watchdog::check(&input).map(|f| narrative::watchdog(&f)));
+    findings.extend(oom.as_ref().map(narrative::oom));
+    findings.extend(crash.as_ref().map(narrative::scheduler_exception));
+    findings.extend(watchdog.as_ref().map(narrative::watchdog));
+    findings.extend(incomplete.as_ref().map(narrative::startup_incomplete));
+    // Startup lines only: the capacity the startup fixed is what can be judged.
+    if views.iter().all(|v| v.tl.decode.pushed() == 0) {
+        findings.extend(
+            rules::cuda_graph::startup_coverage(&input)
+                .as_ref()
+                .map(narrative::cuda_graph_coverage),
+        );
+        findings.extend(
+            rules::tiny_pool::few_full_context(&input)
+                .as_ref()
+                .map(narrative::few_full_context),
+        );
+    }
     findings.extend(rules::kv_transfer::check(&input).map(|f| narrative::kv_transfer(&f)));
     findings.extend(rules::idle_window::check(&input).map(|f| narrative::idle_window(&f)));
     findings.extend(rules::cuda_graph::check(&input).map(|f| narrative::cuda_graph(&f)));
@@ -255,6 +280,22 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         slow_prefill: slow_prefill.map(|p| p.slow),
         pd_prefill_tok_per_s: None,
         pd_prefill_tokens: None,
+        incident: incident_of(
+            bottleneck,
+            oom.as_ref(),
+            crash.as_ref(),
+            watchdog.as_ref(),
+            incomplete.as_ref(),
+        ),
+        startup: (bottleneck == Bottleneck::StartupOnly).then(|| StartupCapacity {
+            pool_tokens: capacity.max_total_num_tokens,
+            max_running_requests: capacity.max_running_requests,
+            context_len: capacity.context_len,
+            graph_max_bs: rules::cuda_graph::graph_max_bs(&input),
+        }),
+        benchmark_not_streamed: benchmark_runs
+            .last()
+            .is_some_and(|r| rules::bench_not_streamed::check(r).is_some()),
     };
     if matches!(
         bottleneck,
@@ -346,6 +387,47 @@ fn client_findings(
 
 /// The benchmark rules over every run; failures that dominate a run come before everything
 /// else (the run measured is not the one asked for).
+/// What the headline of an event verdict names (see [`Headline::incident`]).
+fn incident_of(
+    bottleneck: Bottleneck,
+    oom: Option<&rules::oom::Facts>,
+    crash: Option<&rules::scheduler_exception::Facts>,
+    watchdog: Option<&rules::watchdog::Facts>,
+    incomplete: Option<&rules::startup_incomplete::Facts>,
+) -> Option<Incident> {
+    match bottleneck {
+        Bottleneck::OutOfMemory => oom.map(|f| Incident {
+            exception: f.exception.clone(),
+            message: f.message.clone(),
+            frame: f.frame.clone(),
+            step: f.step,
+            process: None,
+        }),
+        Bottleneck::SchedulerCrashed => crash.map(|f| Incident {
+            exception: f.exception.clone(),
+            message: f.message.clone(),
+            frame: f.frame.clone(),
+            step: f.step,
+            process: None,
+        }),
+        Bottleneck::Stall => watchdog.and_then(|f| f.hang.as_ref()).map(|h| Incident {
+            exception: None,
+            message: None,
+            frame: h.frames.first().cloned(),
+            step: None,
+            process: h.process.clone(),
+        }),
+        Bottleneck::StartupIncomplete => incomplete.map(|f| Incident {
+            exception: None,
+            message: None,
+            frame: None,
+            step: Some(f.step),
+            process: None,
+        }),
+        _ => None,
+    }
+}
+
 fn benchmark_findings(
     runs: &[BenchmarkRun],
     bottleneck: Bottleneck,
@@ -365,13 +447,21 @@ fn benchmark_findings(
                 rest.push(finding)
             }
         }
-        rest.extend(
-            rules::bench_queueing::check(run)
-                .map(|f| n(narrative::bench_queueing(run, &f, bottleneck))),
-        );
+        // A client that did not stream makes TTFT the whole request: no queueing to read.
+        match rules::bench_not_streamed::check(run) {
+            Some(f) => first.push(n(narrative::bench_not_streamed(run, &f))),
+            None => rest.extend(
+                rules::bench_queueing::check(run)
+                    .map(|f| n(narrative::bench_queueing(run, &f, bottleneck))),
+            ),
+        }
         rest.extend(
             rules::bench_concurrency_limit::check(run, bottleneck, cap)
                 .map(|f| n(narrative::bench_concurrency_limit(run, &f))),
+        );
+        rest.extend(
+            rules::bench_concurrency_limit::peak_above_cap(run, cap)
+                .map(|f| n(narrative::bench_peak_above_cap(run, &f))),
         );
     }
     findings.splice(0..0, first);

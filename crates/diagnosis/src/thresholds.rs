@@ -190,3 +190,16 @@ pub const SPEC_NO_GAIN_ACCEPT_LEN: f64 = 1.2;
 /// tokens; the healthy setups in `tests/data/real*/` print 0.45-0.98, the one whose thread
 /// reads "speculation barely helps" (`real/016`) prints 0.13-0.14.
 pub const SPEC_LOW_ACCEPT_RATE: f64 = 0.3;
+
+/// TTFT over end-to-end latency (both medians or both means) at or above which, with an
+/// inter-token latency of 0, a benchmark's client received each response in one piece: it did
+/// not stream (fraction; `bench_serving.py` measures TTFT at the first chunk, so without
+/// streaming TTFT is the whole request and ITL has no gaps to measure).
+pub const NOT_STREAMED_TTFT_SHARE: f64 = 0.98;
+/// Captured CUDA-graph batch size over `max_running_requests` at or below which the graphs
+/// cover "far fewer" requests than the scheduler admits (fraction; `real-2/120`: 32 of 4096,
+/// SGLang's default `cuda_graph_max_bs` is sized for a fraction of the cap).
+pub const GRAPH_COVERAGE_SHARE: f64 = 0.25;
+/// Full-context requests a KV pool must hold not to count as too small for its context length
+/// (requests; "a couple": below two, two long requests cannot run together).
+pub const FULL_CONTEXT_REQUESTS_MIN: f64 = 2.0;

@@ -29,6 +29,18 @@
 //! `prefill_compute` → `prefill_compute_bound`. Then, for a weak vote (whatever the compute
 //! rules said): a long stall or a watchdog timeout → `stall`; else retractions →
 //! `kv_cache_bound` (the pool ran out at the run's peak even if the queue was short).
+//!
+//! **Without batch lines** (the vote is `no_scheduler_lines`) the events name the verdict,
+//! first match wins ([`NO_LINES_PRECEDENCE`]):
+//!
+//! | # | rule | bottleneck |
+//! |---|---|---|
+//! | 1 | `oom` | `out_of_memory` |
+//! | 2 | `scheduler_exception` | `scheduler_crashed` |
+//! | 3 | `watchdog` | `stall` |
+//! | 4 | `startup_incomplete`, before the KV pool | `startup_incomplete` |
+//! | 5 | startup capacity lines (`max_total_num_tokens`) | `startup_only` |
+//! | 6 | otherwise | `no_scheduler_lines` |
 
 use crate::evidence::view::SchedulerView;
 use crate::report::{Bottleneck, CapacitySummary};
@@ -135,7 +147,11 @@ pub fn priority(b: Bottleneck) -> u8 {
         Bottleneck::Stall | Bottleneck::DecodeComputeBound | Bottleneck::PrefillComputeBound => 5,
         Bottleneck::ClientBound => 6,
         Bottleneck::Inconclusive => 7,
-        Bottleneck::NoSchedulerLines => 8,
+        Bottleneck::NoSchedulerLines
+        | Bottleneck::OutOfMemory
+        | Bottleneck::SchedulerCrashed
+        | Bottleneck::StartupIncomplete
+        | Bottleneck::StartupOnly => 8,
     }
 }
 
@@ -171,11 +187,49 @@ pub struct Overrides {
     pub watchdog: bool,
     /// Retraction events.
     pub retractions: bool,
+    /// `oom` holds.
+    pub oom: bool,
+    /// `scheduler_exception` holds.
+    pub crash: bool,
+    /// `startup_incomplete` holds and the startup stopped before the KV pool.
+    pub startup_incomplete: bool,
+    /// The startup's capacity line was read.
+    pub startup_capacity: bool,
 }
+
+/// One row of [`NO_LINES_PRECEDENCE`]: its name, whether it holds, the verdict it names.
+pub type NoLinesStep = (&'static str, fn(&Overrides) -> bool, Bottleneck);
+
+/// The verdict of a log without batch lines, by its events (see the module doc), first
+/// match wins.
+pub const NO_LINES_PRECEDENCE: &[NoLinesStep] = &[
+    ("oom", |o| o.oom, Bottleneck::OutOfMemory),
+    (
+        "scheduler_exception",
+        |o| o.crash,
+        Bottleneck::SchedulerCrashed,
+    ),
+    ("watchdog", |o| o.watchdog, Bottleneck::Stall),
+    (
+        "startup_incomplete (before the pool)",
+        |o| o.startup_incomplete,
+        Bottleneck::StartupIncomplete,
+    ),
+    (
+        "startup capacity",
+        |o| o.startup_capacity,
+        Bottleneck::StartupOnly,
+    ),
+];
 
 /// The server's bottleneck: the vote, then the overrides (see the module doc).
 pub fn decide(votes: &[(Bottleneck, u64)], o: Overrides) -> Bottleneck {
     let voted = vote(votes);
+    if voted == Bottleneck::NoSchedulerLines
+        && let Some((_, _, b)) = NO_LINES_PRECEDENCE.iter().find(|(_, holds, _)| holds(&o))
+    {
+        return *b;
+    }
     let weak = matches!(
         voted,
         Bottleneck::ClientBound | Bottleneck::Inconclusive | Bottleneck::NoSchedulerLines
@@ -287,6 +341,23 @@ mod tests {
             ..Overrides::default()
         };
         assert_eq!(decide(&[], retracted), Bottleneck::KvCacheBound);
+        // without batch lines the events decide; with them they are findings only
+        let oom = Overrides {
+            oom: true,
+            watchdog: true,
+            startup_capacity: true,
+            ..Overrides::default()
+        };
+        assert_eq!(decide(&[], oom), Bottleneck::OutOfMemory);
+        assert_eq!(
+            decide(&[(Bottleneck::ClientBound, 3)], oom),
+            Bottleneck::Stall
+        );
+        let startup = Overrides {
+            startup_capacity: true,
+            ..Overrides::default()
+        };
+        assert_eq!(decide(&[], startup), Bottleneck::StartupOnly);
         assert_eq!(
             decide(&[(Bottleneck::PrefillBound, 3)], retracted),
             Bottleneck::PrefillBound

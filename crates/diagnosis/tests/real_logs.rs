@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use diagnosis::{Bottleneck, EvidenceBuilder, FindingKind, Report};
-use sglang_log::LogReader;
+use sglang_log::{ForeignFormat, FormatSniffer, LogKind, LogReader};
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -87,8 +87,11 @@ enum Key {
     BenchTtft(f64),
     /// The last benchmark run: accept length (±0.005).
     BenchAccept(f64),
-    /// The headline names this (case-insensitive): what a refused file looks like, an event.
+    /// The headline names this (case-insensitive): an event.
     Names(&'static str),
+    /// Not an SGLang log: the format sniffer (`sglang_log::FormatSniffer`, which the CLI uses to
+    /// refuse it with exit 1) names this format.
+    Refused(ForeignFormat),
 }
 
 /// One shared real file: the verdict and figures an expert reads from it.
@@ -354,11 +357,7 @@ const CASES: &[Case] = &[
         "real/040-pr7944-prometheus-metrics-pd.log",
         B::NoSchedulerLines,
         NONE,
-        &[Names("prometheus")],
-    )
-    .pending(
-        "issue 11 pattern 9: a /metrics dump is not refused as such; the headline says only \
-         'No SGLang scheduler lines: none were found in the input.'",
+        &[Refused(ForeignFormat::PrometheusExposition)],
     ),
     row(
         "real/041-i11970-v0.5.3post3-prefill-queue114-chunk8192.log",
@@ -466,7 +465,7 @@ const CASES: &[Case] = &[
     // Startup lines only: the capacity facts (1,339,395 tokens per rank, 58.76 GB K + V).
     row(
         "real/062-i11208-gb200-glm45air-dp-startup-kv-capacity.log",
-        B::NoSchedulerLines,
+        B::StartupOnly,
         NONE,
         &[
             MaxTotalTokens(1_339_395),
@@ -531,30 +530,26 @@ const CASES: &[Case] = &[
         "real/nvidia-smi/001-cubecos-i312-rtx-pro-6000-blackwell-q-memory-perf.txt",
         B::NoSchedulerLines,
         NONE,
-        &[Names("nvidia-smi")],
-    )
-    .pending(NVIDIA_SMI_PENDING),
+        &[Refused(ForeignFormat::NvidiaSmi)],
+    ),
     row(
         "real/nvidia-smi/002-trtllm-i10278-b200x8-table.txt",
         B::NoSchedulerLines,
         NONE,
-        &[Names("nvidia-smi")],
-    )
-    .pending(NVIDIA_SMI_PENDING),
+        &[Refused(ForeignFormat::NvidiaSmi)],
+    ),
     row(
         "real/nvidia-smi/004-club3090-i617-rtx5090-single-with-processes-header.txt",
         B::NoSchedulerLines,
         NONE,
-        &[Names("nvidia-smi")],
-    )
-    .pending(NVIDIA_SMI_PENDING),
+        &[Refused(ForeignFormat::NvidiaSmi)],
+    ),
     row(
         "real/nvidia-smi/005-aikitoria-i20-rtx6000d-blackwell-no-leading-ts.txt",
         B::NoSchedulerLines,
         NONE,
-        &[Names("nvidia-smi")],
-    )
-    .pending(NVIDIA_SMI_PENDING),
+        &[Refused(ForeignFormat::NvidiaSmi)],
+    ),
     // (tests/data/real/nvidia-smi/101-... is an extra copy of real-2's, covered below.)
     // ---- real-2/ ----
     // mem-fraction 0.2: max_total_num_tokens 25169; one 24k-token prompt fills 0.97 and the
@@ -568,14 +563,9 @@ const CASES: &[Case] = &[
     ),
     row(
         "real-2/107-amd-2x-r9700-qwen36-35b-awq-oom-at-weight-init-unquant-moe.log",
-        B::NoSchedulerLines,
+        B::OutOfMemory,
         NONE,
-        &[Names("out of memory")],
-    )
-    .pending(
-        "issue 11 pattern 7: the torch.OutOfMemoryError at weight init (Scheduler hit an \
-         exception) does not reach the headline: 'No SGLang scheduler lines: none were \
-         found in the input.'",
+        &[Names("out of memory at weight load"), Names("cannot fix")],
     ),
     // Every rank at #running-req 24 with #queue-req 1-2 at usage ~0.46 (52 of 58 decode lines
     // have a queue; SOURCES' 5230 lines are the original file's, this excerpt is 81 lines).
@@ -596,43 +586,31 @@ const CASES: &[Case] = &[
         "real-2/115-NEGATIVE-llamacpp-pr19408-slot-print-timing.log",
         B::NoSchedulerLines,
         NONE,
-        &[Names("llama.cpp")],
-    )
-    .pending(
-        "issue 11 pattern 9: a llama.cpp log is not refused as such; the headline says only \
-         'No SGLang scheduler lines: none were found in the input.' (exit 0)",
+        &[Refused(ForeignFormat::LlamaCpp)],
     ),
     row(
         "real-2/120-i33483-l40-startup-cuda-graph-max-bs32-vs-max-running-4096.log",
-        B::NoSchedulerLines,
+        B::StartupOnly,
         NONE,
         &[
             MaxTotalTokens(2_980_168),
             MaxRunning(4096),
-            Has(F::NoCudaGraph),
+            Has(F::CudaGraphCoverage),
+            Names("decode CUDA graphs cover batches up to 32 only"),
         ],
-    )
-    .pending(
-        "issue 11 pattern 7: startup lines only: CUDA graphs up to bs 32 against \
-         max_running_requests 4096 and a 2.98M-token pool get no capacity finding",
     ),
     row(
         "real-2/bench/104-sglang-dlora-repo-rate2-itl-zero-retokenized-mismatch.txt",
         B::NoSchedulerLines,
         NONE,
-        &[BenchOk(996), BenchReqRate(3.77), Names("stream")],
-    )
-    .pending(
-        "issue 11 pattern 13: ITL 0.00 with TTFT equal to E2E (the client did not stream) is \
-         not named; the headline quotes mean TPOT 1.8 ms as if valid",
+        &[BenchOk(996), BenchReqRate(3.77), Names("did not stream")],
     ),
     row(
         "real-2/nvidia-smi/101-marimo-pr6822-gb10-csv-na-and-table-header.txt",
         B::NoSchedulerLines,
         NONE,
-        &[Names("nvidia-smi")],
-    )
-    .pending(NVIDIA_SMI_PENDING),
+        &[Refused(ForeignFormat::NvidiaSmi)],
+    ),
     // ---- real-long/ ----
     // SOURCES: "cap bound (client 256 = 16 ranks x 16)". The batch sits at the cap of 16 on a
     // third of the decode lines (960 of 2828), and running plus queued requests reach 16 on
@@ -721,10 +699,6 @@ const CASES: &[Case] = &[
     ),
 ];
 
-const NVIDIA_SMI_PENDING: &str = "issue 11 pattern 9: an nvidia-smi output given as a log is not \
-     refused as such (it belongs to --gpu-snapshot); the headline says only 'No SGLang \
-     scheduler lines: none were found in the input.'";
-
 fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol
 }
@@ -737,8 +711,18 @@ fn figure(r: &Report, name: &str) -> Option<f64> {
         .and_then(|g| g.value)
 }
 
-/// What in `r` disagrees with `key`, if anything.
-fn check_key(r: &Report, key: Key) -> Option<String> {
+/// What the format sniffer says of a file under `tests/data/`.
+fn sniff(rel: &str) -> LogKind {
+    let mut sniffer = FormatSniffer::new();
+    LogReader::open(&data(rel))
+        .unwrap_or_else(|e| panic!("{rel}: {e}"))
+        .for_each(|r| sniffer.push(r))
+        .unwrap_or_else(|e| panic!("{rel}: {e}"));
+    sniffer.classify()
+}
+
+/// What in `r` (diagnosed from `rel`) disagrees with `key`, if anything.
+fn check_key(r: &Report, rel: &str, key: Key) -> Option<String> {
     let bench = r.benchmark_runs.last().map(|b| &b.summary);
     let ok = match key {
         Gen(v, tol) => r
@@ -802,6 +786,7 @@ fn check_key(r: &Report, key: Key) -> Option<String> {
             .text
             .to_lowercase()
             .contains(&what.to_lowercase()),
+        Refused(want) => matches!(sniff(rel), LogKind::Foreign { format, .. } if format == want),
     };
     (!ok).then(|| format!("{key:?}"))
 }
@@ -827,7 +812,7 @@ fn disagreements(case: &Case, r: &Report) -> Vec<String> {
             case.verdict, r.bottleneck
         ));
     }
-    out.extend(case.keys.iter().filter_map(|k| check_key(r, *k)));
+    out.extend(case.keys.iter().filter_map(|k| check_key(r, case.file, *k)));
     out
 }
 

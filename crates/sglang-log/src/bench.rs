@@ -382,6 +382,12 @@ fn split_label(t: &str) -> Option<(&str, &str)> {
     Some((label.trim(), value.trim()))
 }
 
+/// Whether the trimmed line `t` opens a benchmark summary block (a `Serving Benchmark Result`
+/// title or a `Performance metrics summary:` line).
+pub(crate) fn is_block_header(t: &str) -> bool {
+    is_title(t) || t.ends_with("Performance metrics summary:")
+}
+
 /// `===== Serving Benchmark Result =====` (any run of `=` either side).
 fn is_title(t: &str) -> bool {
     t.starts_with("==")

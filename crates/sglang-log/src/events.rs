@@ -358,6 +358,337 @@ fn strip_quotes(v: &str) -> &str {
     }
 }
 
+/// The largest batch size in the `bs=[…]` list of a CUDA-graph capture line (`Capture
+/// [target] decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 4, …, 32],
+/// avail mem=7.10 GB`, SGLang `cuda_graph_runner.py`), or `None` for any other message. The
+/// list is the decode batch sizes that run as a graph; a larger batch runs eagerly.
+pub fn cuda_graph_capture_max_bs(msg: &str) -> Option<u64> {
+    if !msg.starts_with("Capture ") || !msg.contains("graph begin") {
+        return None;
+    }
+    let (_, list) = msg.split_once("bs=[")?;
+    let (list, _) = list.split_once(']')?;
+    list.split(',')
+        .filter_map(|v| parse_u64_bytes(v.trim().as_bytes()))
+        .max()
+}
+
+/// What opened a [`Stack`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StackKind {
+    /// A Python traceback after `Scheduler hit an exception:` (the scheduler process died;
+    /// SGLang `scheduler.py` `run_scheduler_process`).
+    SchedulerException,
+    /// Any other Python traceback (`Traceback (most recent call last):`).
+    Traceback,
+    /// The watchdog's py-spy dump of a hung process (`Pyspy dump for PID N:`, SGLang
+    /// `utils/watchdog.py` → `pyspy_dump_schedulers`).
+    PySpyDump,
+}
+
+/// One stack frame. Traceback frames are `File "PATH", line N, in FUNC`; py-spy frames are
+/// `FUNC (PATH:N)`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct Frame {
+    /// The function.
+    pub function: String,
+    /// The file as printed.
+    pub file: String,
+    /// The line in the file, when printed.
+    pub line: Option<u64>,
+}
+
+/// A multi-line stack read from consecutive log lines: a Python traceback (innermost frame
+/// last) or a py-spy dump (innermost frame first).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct Stack {
+    /// What opened it.
+    pub kind: StackKind,
+    /// The line that opened it (1-based).
+    pub first_line: u64,
+    /// Its last line read (1-based).
+    pub last_line: u64,
+    /// The exception type of a traceback's last line (`torch.OutOfMemoryError`), if the
+    /// traceback ran to it.
+    pub exception: Option<String>,
+    /// The exception's message, shortened to [`Stack::MAX_MESSAGE`] characters.
+    pub message: Option<String>,
+    /// Frames: a traceback's innermost [`Stack::MAX_FRAMES`] (innermost last); a py-spy dump's
+    /// top [`Stack::MAX_FRAMES`] frames of the thread it shows (innermost first).
+    pub frames: Vec<Frame>,
+    /// Frames seen in all (a traceback's frames beyond the kept ones included).
+    pub total_frames: u64,
+    /// py-spy: the process line's name (`sglang::scheduler_DP0_TP0`).
+    pub process: Option<String>,
+    /// py-spy: the thread whose frames are kept (the first one not marked idle, else the
+    /// first one), as `name`.
+    pub thread: Option<String>,
+    /// py-spy: whether that thread was marked `(idle)`.
+    pub thread_idle: Option<bool>,
+}
+
+impl Stack {
+    /// Frames kept per stack.
+    pub const MAX_FRAMES: usize = 12;
+    /// Characters kept of an exception message.
+    pub const MAX_MESSAGE: usize = 300;
+
+    fn new(kind: StackKind, line: u64) -> Self {
+        Stack {
+            kind,
+            first_line: line,
+            last_line: line,
+            exception: None,
+            message: None,
+            frames: Vec::new(),
+            total_frames: 0,
+            process: None,
+            thread: None,
+            thread_idle: None,
+        }
+    }
+
+    /// Whether the exception is an out-of-memory error: a `…OutOfMemoryError` type
+    /// (`torch.OutOfMemoryError`, `torch.cuda.OutOfMemoryError`) or a message with
+    /// `out of memory` (`RuntimeError: CUDA out of memory`, `HIP out of memory`).
+    pub fn is_oom(&self) -> bool {
+        self.exception
+            .as_deref()
+            .is_some_and(|e| e.ends_with("OutOfMemoryError"))
+            || self
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains("out of memory"))
+    }
+
+    /// The frames innermost first.
+    pub fn innermost_first(&self) -> Box<dyn Iterator<Item = &Frame> + '_> {
+        match self.kind {
+            StackKind::PySpyDump => Box::new(self.frames.iter()),
+            _ => Box::new(self.frames.iter().rev()),
+        }
+    }
+
+    /// The innermost frame in SGLang's own code (a file under a `sglang/` directory), else
+    /// the innermost Python frame (one with a line number), else the innermost frame.
+    pub fn innermost_sglang_frame(&self) -> Option<&Frame> {
+        self.innermost_first()
+            .find(|f| f.file.contains("sglang/"))
+            .or_else(|| self.innermost_first().find(|f| f.line.is_some()))
+            .or_else(|| self.innermost_first().next())
+    }
+}
+
+/// `File "PATH", line N, in FUNC` (leading spaces already stripped).
+fn traceback_frame(msg: &str) -> Option<Frame> {
+    let rest = msg.strip_prefix("File \"")?;
+    let (file, rest) = rest.split_once('"')?;
+    let rest = rest.strip_prefix(", line ")?;
+    let (line, function) = match rest.split_once(", in ") {
+        Some((l, f)) => (l, f),
+        None => (rest, ""),
+    };
+    Some(Frame {
+        function: function.trim().to_string(),
+        file: file.to_string(),
+        line: parse_u64_bytes(line.trim().as_bytes()),
+    })
+}
+
+/// `FUNC (PATH:N)` / `FUNC (lib.so)` (py-spy), leading spaces already stripped.
+fn pyspy_frame(msg: &str) -> Option<Frame> {
+    let inner = msg.strip_suffix(')')?;
+    let (function, loc) = inner.rsplit_once(" (")?;
+    if function.is_empty() || function.contains(' ') && !function.starts_with('<') {
+        return None;
+    }
+    let (file, line) = match loc.rsplit_once(':') {
+        Some((f, l)) if !l.is_empty() && l.bytes().all(|c| c.is_ascii_digit()) => {
+            (f, parse_u64_bytes(l.as_bytes()))
+        }
+        _ => (loc, None),
+    };
+    Some(Frame {
+        function: function.to_string(),
+        file: file.to_string(),
+        line,
+    })
+}
+
+/// A traceback's last line `module.Type: message` / `Type`: the type and the message.
+fn exception_line(msg: &str) -> Option<(&str, &str)> {
+    let (head, message) = match msg.split_once(':') {
+        Some((h, m)) => (h, m.trim()),
+        None => (msg, ""),
+    };
+    let ok = !head.is_empty()
+        && head
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
+        && head
+            .rsplit('.')
+            .next()
+            .and_then(|last| last.bytes().next())
+            .is_some_and(|c| c.is_ascii_uppercase());
+    ok.then_some((head, message))
+}
+
+/// Where a py-spy thread line `Thread N (idle): "name"` is, its name and idle mark.
+fn pyspy_thread(msg: &str) -> Option<(String, bool)> {
+    let rest = msg.strip_prefix("Thread ")?;
+    let idle = rest.contains("(idle)");
+    let name = rest
+        .split_once('"')
+        .and_then(|(_, n)| n.strip_suffix('"'))
+        .unwrap_or(rest);
+    Some((name.to_string(), idle))
+}
+
+/// Lines a stack may run to before it is closed unread (a paste that lost its end).
+const MAX_STACK_LINES: u64 = 4096;
+/// Stacks kept per collector (later ones are counted only).
+const MAX_STACKS: usize = 64;
+
+#[derive(Clone, Debug)]
+struct OpenStack {
+    stack: Stack,
+    /// py-spy: the frames of the thread being read, and whether it is idle.
+    cur_thread: Option<(String, bool, Vec<Frame>)>,
+}
+
+/// Reads [`Stack`]s from the records of one log, in order: a stack opens at
+/// [`crate::Event::SchedulerException`], [`crate::Event::TracebackStart`] or a watchdog's
+/// `Pyspy dump for PID N:` line, takes the untimestamped lines that follow, and closes at a
+/// traceback's exception line, at the next timestamped line, or at a line that is not part of
+/// it. Only records while a stack is open are looked at beyond their event.
+#[derive(Clone, Debug, Default)]
+pub struct StackCollector {
+    open: Option<OpenStack>,
+    done: Vec<Stack>,
+    /// Stacks seen beyond the 64 kept (counted only).
+    pub dropped: u64,
+}
+
+impl StackCollector {
+    /// An empty collector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Take the next record of the log.
+    pub fn push(&mut self, rec: &crate::Record<'_>) {
+        use crate::Event;
+        let opens = match &rec.event {
+            Event::SchedulerException(_) => Some(StackKind::SchedulerException),
+            Event::TracebackStart => Some(StackKind::Traceback),
+            Event::WatchdogTimeout(m) if m.starts_with("Pyspy dump for PID") => {
+                Some(StackKind::PySpyDump)
+            }
+            _ => None,
+        };
+        if let Some(kind) = opens {
+            // `Scheduler hit an exception: Traceback …` is one traceback, whichever line said it
+            let chained = kind == StackKind::Traceback
+                && self.open.as_ref().is_some_and(|o| {
+                    o.stack.kind == StackKind::SchedulerException && o.stack.total_frames == 0
+                });
+            if !chained {
+                self.close();
+                self.open = Some(OpenStack {
+                    stack: Stack::new(kind, rec.line_no),
+                    cur_thread: None,
+                });
+            }
+            return;
+        }
+        let Some(open) = self.open.as_mut() else {
+            return;
+        };
+        if !matches!(rec.event, Event::Other)
+            || rec.timestamp.is_some()
+            || rec.line_no > open.stack.first_line + MAX_STACK_LINES
+        {
+            self.close();
+            return;
+        }
+        let msg = rec.message.trim();
+        if msg.is_empty() {
+            return;
+        }
+        open.stack.last_line = rec.line_no;
+        let st = &mut open.stack;
+        if st.kind == StackKind::PySpyDump {
+            if let Some(name) = msg.strip_prefix("Process ") {
+                st.process = name.split_once(": ").map(|(_, n)| n.to_string());
+            } else if msg.starts_with("Python v") {
+            } else if let Some((name, idle)) = pyspy_thread(msg) {
+                Self::end_thread(open);
+                open.cur_thread = Some((name, idle, Vec::new()));
+            } else if let Some(f) = pyspy_frame(msg) {
+                if let Some((_, _, frames)) = open.cur_thread.as_mut()
+                    && frames.len() < Stack::MAX_FRAMES
+                {
+                    frames.push(f);
+                }
+            } else {
+                self.close();
+            }
+            return;
+        }
+        if let Some(f) = traceback_frame(msg) {
+            st.total_frames += 1;
+            if st.frames.len() == Stack::MAX_FRAMES {
+                st.frames.remove(0);
+            }
+            st.frames.push(f);
+        } else if st.total_frames > 0
+            && let Some((ty, message)) = exception_line(msg)
+        {
+            st.exception = Some(ty.to_string());
+            st.message =
+                (!message.is_empty()).then(|| message.chars().take(Stack::MAX_MESSAGE).collect());
+            self.close();
+        }
+    }
+
+    /// py-spy: keep the thread just read if it is the first, or the first not idle.
+    fn end_thread(open: &mut OpenStack) {
+        if let Some((name, idle, frames)) = open.cur_thread.take() {
+            let st = &mut open.stack;
+            let replace = st.thread.is_none() || (st.thread_idle == Some(true) && !idle);
+            if replace {
+                st.total_frames = frames.len() as u64;
+                st.frames = frames;
+                st.thread = Some(name);
+                st.thread_idle = Some(idle);
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        if let Some(mut open) = self.open.take() {
+            Self::end_thread(&mut open);
+            if self.done.len() < MAX_STACKS {
+                self.done.push(open.stack);
+            } else {
+                self.dropped += 1;
+            }
+        }
+    }
+
+    /// The stacks closed so far.
+    pub fn completed(&self) -> &[Stack] {
+        &self.done
+    }
+
+    /// Close the open stack, if any, and return every stack read.
+    pub fn finish(mut self) -> Vec<Stack> {
+        self.close();
+        self.done
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,6 +709,89 @@ mod tests {
         );
         assert_eq!(a.get("missing"), None);
         assert_eq!(a.iter().count(), 7);
+    }
+
+    fn stacks_of(rel: &str) -> Vec<Stack> {
+        let path = format!("{}/../../tests/data/{rel}", env!("CARGO_MANIFEST_DIR"));
+        let mut c = StackCollector::new();
+        crate::LogReader::open(std::path::Path::new(&path))
+            .unwrap()
+            .for_each(|r| c.push(r))
+            .unwrap();
+        c.finish()
+    }
+
+    #[test]
+    fn a_scheduler_exception_at_weight_load() {
+        let s =
+            stacks_of("real-2/107-amd-2x-r9700-qwen36-35b-awq-oom-at-weight-init-unquant-moe.log");
+        assert_eq!(s.len(), 1, "{s:?}");
+        let s = &s[0];
+        assert_eq!(s.kind, StackKind::SchedulerException);
+        assert_eq!((s.first_line, s.last_line), (17, 81));
+        assert_eq!(s.exception.as_deref(), Some("torch.OutOfMemoryError"));
+        assert!(s.is_oom());
+        assert!(
+            s.message
+                .as_deref()
+                .unwrap()
+                .starts_with("CUDA out of memory. Tried to allocate 256.00 MiB.")
+        );
+        assert_eq!(s.total_frames, 24);
+        assert_eq!(s.frames.last().unwrap().function, "__torch_function__");
+        let f = s.innermost_sglang_frame().unwrap();
+        assert_eq!((f.function.as_str(), f.line), ("create_weights", Some(219)));
+        assert!(
+            f.file
+                .ends_with("sglang/srt/layers/quantization/unquant.py")
+        );
+    }
+
+    #[test]
+    fn a_pyspy_dump_of_the_dp_controller() {
+        let s = stacks_of("real/052-pr20766-multinode-dp-decode-then-pyspy-dump.log");
+        assert_eq!(s.len(), 1, "{s:?}");
+        let s = &s[0];
+        assert_eq!(s.kind, StackKind::PySpyDump);
+        assert_eq!(
+            s.process.as_deref(),
+            Some("sglang::data_parallel_controller")
+        );
+        assert_eq!(s.thread.as_deref(), Some("MainThread"));
+        assert_eq!(s.thread_idle, Some(true));
+        assert_eq!(s.frames[0].function, "wait4");
+        assert_eq!(
+            s.frames[1],
+            Frame {
+                function: "poll".into(),
+                file: "multiprocessing/popen_fork.py".into(),
+                line: Some(27)
+            }
+        );
+        assert_eq!(s.innermost_sglang_frame().unwrap().function, "poll");
+    }
+
+    #[test]
+    fn the_captured_batch_sizes() {
+        let path = format!(
+            "{}/../../tests/data/real-2/120-i33483-l40-startup-cuda-graph-max-bs32-vs-max-running-4096.log",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let line = crate::parse_line(text.lines().next().unwrap().as_bytes(), 1);
+        assert_eq!(cuda_graph_capture_max_bs(line.message), Some(32));
+        assert_eq!(
+            cuda_graph_capture_max_bs(
+                "Capture cuda graph end. Time elapsed: 3.2 s, mem usage=0.9 GB, avail mem=7.1 GB"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn no_stack_in_a_log_without_one() {
+        assert!(stacks_of("real/049-i3752-watchdog-timeout-tp8-with-top.log").is_empty());
+        assert!(stacks_of("real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log").is_empty());
     }
 
     #[test]

@@ -103,6 +103,7 @@ mod batch;
 pub mod bench;
 pub mod client;
 mod events;
+pub mod foreign;
 mod grammar;
 mod line;
 mod num;
@@ -116,8 +117,10 @@ pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX
 pub use bench::{BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
 pub use client::{ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, parse_client};
 pub use events::{
-    CapacityLine, KvCacheAllocated, MemoryLine, Retraction, RetractionWording, ServerArgs,
+    CapacityLine, Frame, KvCacheAllocated, MemoryLine, Retraction, RetractionWording, ServerArgs,
+    Stack, StackCollector, StackKind, cuda_graph_capture_max_bs,
 };
+pub use foreign::{ForeignFormat, FormatSniffer, LogKind, NotSglangLog};
 pub use line::{find_batch_marker, parse_line};
 pub use ranks::RankTags;
 pub use reader::{
@@ -183,6 +186,12 @@ pub enum Event<'a> {
     WatchdogTimeout(&'a str),
     /// A PD KV transfer failure (`… transfer failed …`, `KVTransferError`); the message text.
     KvTransferFailed(&'a str),
+    /// `Scheduler hit an exception: …`: a scheduler process died; its traceback follows on
+    /// untimestamped lines ([`StackCollector`] reads it). The message text.
+    SchedulerException(&'a str),
+    /// `Traceback (most recent call last):` on a line of its own (any Python process: SGLang's
+    /// or another tool's; [`StackCollector`] reads the frames that follow).
+    TracebackStart,
     /// Not a line this crate reads (uvicorn, tracebacks, tqdm, other tools).
     Other,
     /// A line that carries a batch marker but could not be read as a batch line, or invalid
@@ -209,6 +218,8 @@ impl Event<'_> {
             Event::ServerReady => "server_ready",
             Event::WatchdogTimeout(_) => "watchdog_timeout",
             Event::KvTransferFailed(_) => "kv_transfer_failed",
+            Event::SchedulerException(_) => "scheduler_exception",
+            Event::TracebackStart => "traceback_start",
             Event::Other => "other",
             Event::Malformed { .. } => "malformed",
         }

@@ -384,6 +384,8 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
             None => Event::Other,
         },
         b'W' if starts("Watchdog timeout") => Event::WatchdogTimeout(msg),
+        b'S' if starts("Scheduler hit an exception") => Event::SchedulerException(msg),
+        b'T' if starts("Traceback (most recent call last)") => Event::TracebackStart,
         _ => return,
     };
 }

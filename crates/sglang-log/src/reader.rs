@@ -113,7 +113,7 @@ pub struct ParseStats {
     pub decode_lines: u64,
     /// [`Event::Retraction`] records (one per rank that printed it).
     pub retraction_lines: u64,
-    /// [`Event::Other`] records (not scheduler output).
+    /// [`Event::Other`] records (not scheduler output), bare tracebacks ([`Event::TracebackStart`]) included.
     pub other_lines: u64,
     /// [`Event::Malformed`] records.
     pub malformed_lines: u64,
@@ -211,7 +211,8 @@ impl ParseStats {
         self.lines += 1;
         self.bytes += raw.len() as u64;
         match &rec.event {
-            Event::Other => self.other_lines += 1,
+            // a bare traceback is any Python program's, not an SGLang event
+            Event::Other | Event::TracebackStart => self.other_lines += 1,
             Event::Malformed { reason } => {
                 self.malformed_lines += 1;
                 if self.malformed.len() < KEPT_LINES {

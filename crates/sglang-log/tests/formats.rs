@@ -405,7 +405,12 @@ fn other_and_malformed() {
         "[DEBUG] prefill batch: ['5501e53c58974e86bc717219b0a6315c']",
         "other",
     );
-    check("Traceback (most recent call last):", "other");
+    // a traceback's first line opens a stack (`StackCollector`); its frames stay other lines
+    check("Traceback (most recent call last):", "traceback_start");
+    check(
+        "  File \"/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py\", line 2974, in run",
+        "other",
+    );
     check(
         "    logger.info(f\"Decode batch. #running-req: {num_running}\")",
         "malformed reason=\"batch line without any numeric value\"",

@@ -465,6 +465,8 @@ pub struct Evidence {
     /// Benchmark summary blocks (`Serving Benchmark Result`, spec §7) found among the lines
     /// that are not server lines, e.g. a CI log that runs server and benchmark together.
     pub benchmarks: Vec<SourcedBench>,
+    /// Tracebacks, py-spy dumps and the startup step reached ([`crate::incidents`]).
+    pub incidents: crate::incidents::Incidents,
 }
 
 /// What [`Evidence::consolidated`] joined.
@@ -1011,6 +1013,9 @@ impl Evidence {
                 .sum();
             ev.retraction_totals = RetractionTotals::of(&ev.retractions);
             ev.benchmarks.retain(|b| !repeated.contains(&b.source));
+            ev.incidents
+                .stacks
+                .retain(|s| !repeated.contains(&s.source));
         }
         for (key, tl) in ev.schedulers.iter_mut() {
             if let Some(n) = tl.put_in_time_order(key) {
@@ -1115,6 +1120,7 @@ pub struct EvidenceBuilder {
     states: Vec<SourceState>,
     /// Last retraction key per source for deduplication: (time, text) -> index in `retractions`.
     recent_retractions: Vec<(SourceId, Option<i64>, String, usize)>,
+    incidents: crate::incidents::IncidentBuilder,
 }
 
 impl EvidenceBuilder {
@@ -1180,6 +1186,7 @@ impl EvidenceBuilder {
             source,
             line: rec.line_no,
         };
+        self.incidents.push(source, rec);
         match &rec.event {
             Event::Batch(b) => {
                 let t = self.time_of(source, rec);
@@ -1346,7 +1353,10 @@ impl EvidenceBuilder {
                     st.bench.push(rec.line_no, rec.message);
                 }
             }
-            Event::Other | Event::Malformed { .. } => {}
+            Event::Other
+            | Event::Malformed { .. }
+            | Event::SchedulerException(_)
+            | Event::TracebackStart => {}
         }
     }
 
@@ -1373,6 +1383,7 @@ impl EvidenceBuilder {
         for (source, st) in self.states.iter_mut().enumerate() {
             flush_bench(&mut self.ev, source, st);
         }
+        self.ev.incidents = self.incidents.build();
         self.ev
     }
 
@@ -1380,6 +1391,7 @@ impl EvidenceBuilder {
     /// the log grows); benchmark blocks still being read are left out.
     pub fn snapshot(&self) -> Evidence {
         let mut ev = self.ev.clone();
+        ev.incidents = self.incidents.snapshot();
         for (source, st) in self.states.iter().enumerate() {
             ev.benchmarks
                 .extend(st.bench.completed().iter().map(|b| SourcedBench {

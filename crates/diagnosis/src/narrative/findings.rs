@@ -441,12 +441,42 @@ pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
 
 /// The finding of [`crate::rules::watchdog`].
 pub fn watchdog(f: &watchdog::Facts) -> Finding {
-    failure(
+    let mut out = failure(
         f,
         FindingKind::WatchdogTimeout,
         "Watchdog timeout: the scheduler hung",
         "A forward pass or collective took longer than --watchdog-timeout; the server aborts. Look at the lines just before it (NCCL, OOM, a stuck rank).",
-    )
+    );
+    if let Some(h) = &f.hang {
+        let frames: Vec<String> = h.frames.iter().map(super::frame_words).collect();
+        out.title = format!(
+            "Watchdog timeout: {} hung in {}",
+            h.process.as_deref().unwrap_or("the process"),
+            frames.first().map_or("an unknown frame", String::as_str)
+        );
+        out.detail.push_str(&format!(
+            " The py-spy dump shows {}{}: {}.",
+            h.process.as_deref().unwrap_or("the process"),
+            h.thread
+                .as_ref()
+                .map(|(t, idle)| format!(
+                    "'s thread {t}{}",
+                    if *idle {
+                        " (idle: waiting, not computing)"
+                    } else {
+                        ""
+                    }
+                ))
+                .unwrap_or_default(),
+            frames.join(" ← ")
+        ));
+        out.evidence.push(h.evidence.clone());
+    } else if f.pyspy_missing {
+        out.detail.push_str(
+            " Where it hung is not in the log: py-spy is not installed where the server runs (`Pyspy failed to dump`); install it for the next time.",
+        );
+    }
+    out
 }
 
 /// [`crate::rules::kv_transfer`].

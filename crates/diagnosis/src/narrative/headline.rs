@@ -33,6 +33,22 @@ fn while_(parts: Vec<Option<String>>) -> String {
 }
 
 /// The headline of a run without scheduler lines but with benchmark summaries: the last run's figures.
+/// A benchmark-only headline whose client did not stream: only its request rate stands.
+fn not_streamed_summary(runs: &[BenchmarkRun]) -> Option<String> {
+    let b = &runs.last()?.summary;
+    let ok = b
+        .successful_requests
+        .map(|n| format!("{} requests succeeded", count(n)))
+        .unwrap_or_else(|| "requests ran".into());
+    let rate = b
+        .request_throughput
+        .map(|r| format!(" at {r:.2} req/s"))
+        .unwrap_or_default();
+    Some(format!(
+        "only a benchmark summary, from a client that did not stream (TTFT equals end-to-end latency, ITL 0): its latency figures are invalid and only the request rate is usable — {ok}{rate}. A measurement artifact, not a server bottleneck."
+    ))
+}
+
 fn benchmark_summary(runs: &[BenchmarkRun]) -> Option<String> {
     let b = &runs.last()?.summary;
     let mut parts = Vec::new();
@@ -102,6 +118,11 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         _ => None,
     };
     let usage_s = clause("token usage ~{}", h.token_usage_median, 2);
+    if let Some((label, body)) =
+        super::incident_headline(h.verdict, h.incident.as_ref(), h.startup.as_ref())
+    {
+        return (label.to_string(), body);
+    }
     let (label, body) = match h.verdict {
         Bottleneck::KvCacheBound => (
             "KV-cache bound",
@@ -187,10 +208,19 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
             "Inconclusive",
             "the batch lines do not point to one bottleneck.".to_string(),
         ),
-        Bottleneck::NoSchedulerLines => (
+        // worded by `incident_headline` (the stall above without a dump's frame)
+        Bottleneck::OutOfMemory
+        | Bottleneck::SchedulerCrashed
+        | Bottleneck::StartupIncomplete
+        | Bottleneck::StartupOnly
+        | Bottleneck::NoSchedulerLines => (
             "No SGLang scheduler lines",
-            benchmark_summary(benchmarks)
-                .unwrap_or_else(|| "none were found in the input.".to_string()),
+            if h.benchmark_not_streamed {
+                not_streamed_summary(benchmarks)
+            } else {
+                benchmark_summary(benchmarks)
+            }
+            .unwrap_or_else(|| "none were found in the input.".to_string()),
         ),
     };
     let mut summary = body;

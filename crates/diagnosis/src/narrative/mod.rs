@@ -5,12 +5,17 @@
 mod expectation;
 mod findings;
 mod headline;
+mod incidents;
 mod notes;
 mod recommendations;
 
 pub use expectation::expectation;
 pub use findings::*;
 pub use headline::headline;
+pub use incidents::{
+    bench_not_streamed, bench_peak_above_cap, cuda_graph_coverage, few_full_context, frame_words,
+    incident_headline, oom, scheduler_exception, startup_incomplete, step_words,
+};
 pub use notes::{cell_disagreement, join_note, not_concluded, set_aside, sources};
 pub use recommendations::recommendation;
 
@@ -39,6 +44,10 @@ pub fn bottleneck_label(b: Bottleneck) -> &'static str {
         Bottleneck::PrefillComputeBound => "prefill compute bound",
         Bottleneck::Inconclusive => "inconclusive",
         Bottleneck::NoSchedulerLines => "no SGLang scheduler lines",
+        Bottleneck::OutOfMemory => "out of memory",
+        Bottleneck::SchedulerCrashed => "scheduler crashed",
+        Bottleneck::StartupIncomplete => "startup never finished",
+        Bottleneck::StartupOnly => "startup lines only",
     }
 }
 

@@ -140,6 +140,18 @@ pub enum FindingKind {
     HeldAdmission,
     /// Speculative decoding's accept length: tokens per target forward, and what the drafts cost.
     SpeculativeDecoding,
+    /// A process ran out of device memory (a traceback with `OutOfMemoryError`).
+    OutOfMemory,
+    /// A scheduler died with an exception.
+    SchedulerException,
+    /// The startup never reached the ready banner.
+    StartupIncomplete,
+    /// Decode CUDA graphs cover far fewer requests than `max_running_requests` admits.
+    CudaGraphCoverage,
+    /// A benchmark's client did not stream: its latency figures are invalid.
+    BenchmarkNotStreamed,
+    /// A benchmark's peak requests in flight exceeded the server's `max_running_requests`.
+    BenchmarkPeakAboveCap,
 }
 
 /// A conclusion with the numbers and lines that support it.

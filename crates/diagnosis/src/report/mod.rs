@@ -49,6 +49,62 @@ pub enum Bottleneck {
     Inconclusive,
     /// No SGLang scheduler lines were found.
     NoSchedulerLines,
+    /// No batch lines, and a process ran out of device memory (`torch.OutOfMemoryError`,
+    /// `CUDA out of memory`): the server never served, or stopped serving.
+    OutOfMemory,
+    /// No batch lines, and a scheduler died (`Scheduler hit an exception`).
+    SchedulerCrashed,
+    /// No batch lines, and the startup stops before the KV pool was allocated, without the
+    /// ready banner or a traceback.
+    StartupIncomplete,
+    /// No batch lines, only startup lines: the capacity they fix (pool, running cap, CUDA
+    /// graphs) is all that can be judged.
+    StartupOnly,
+}
+
+/// How far a server's startup got, in SGLang's order (`model_runner.py`: weights, then the KV
+/// pool, then CUDA graphs; then the HTTP server's ready banner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StartupStep {
+    /// `server_args=…` was printed.
+    Launched,
+    /// `Load weight end`.
+    WeightsLoaded,
+    /// `KV Cache is allocated` / `Memory pool end` / the capacity line.
+    KvPoolAllocated,
+    /// `Capture … graph end`.
+    CudaGraphsCaptured,
+    /// The ready banner or a batch line.
+    Serving,
+}
+
+/// What ended or blocked serving, for a headline without batch lines.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Incident {
+    /// The exception type (`torch.OutOfMemoryError`), when a traceback gives it.
+    pub exception: Option<String>,
+    /// The exception's message as logged, shortened.
+    pub message: Option<String>,
+    /// The innermost frame in SGLang's code (py-spy: the top Python frame).
+    pub frame: Option<sglang_log::Frame>,
+    /// The startup step reached before it (`None`: no startup line before it).
+    pub step: Option<StartupStep>,
+    /// py-spy: the process dumped.
+    pub process: Option<String>,
+}
+
+/// The capacity a startup fixes, for a headline without batch lines (per DP rank).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct StartupCapacity {
+    /// `max_total_num_tokens` (tokens).
+    pub pool_tokens: Option<u64>,
+    /// `max_running_requests` (requests).
+    pub max_running_requests: Option<u64>,
+    /// `context_len` (tokens).
+    pub context_len: Option<u64>,
+    /// The largest decode batch run as a CUDA graph (requests).
+    pub graph_max_bs: Option<u64>,
 }
 
 /// The answer in one line: the verdict and the key figures behind it.
@@ -93,6 +149,14 @@ pub struct Headline {
     pub pd_prefill_tok_per_s: Option<f64>,
     /// New prompt tokens prefilled, for a PD prefill instance (tokens).
     pub pd_prefill_tokens: Option<u64>,
+    /// What ended or blocked serving, for the verdicts of a log without batch lines
+    /// (`out_of_memory`, `scheduler_crashed`, `startup_incomplete`, a watchdog `stall`).
+    pub incident: Option<Incident>,
+    /// The startup's capacity, for `startup_only`.
+    pub startup: Option<StartupCapacity>,
+    /// The last benchmark run's client did not stream (`bench_not_streamed`): its latency
+    /// figures are invalid.
+    pub benchmark_not_streamed: bool,
 }
 
 /// A burst's ramp-up: running requests climbing while the queue drains.

@@ -13,6 +13,10 @@
 //! **What to change.** With server headroom, raise `--max-concurrency`; with a server cap at or
 //! below it, raise both; otherwise neither.
 //!
+//! **Peak above the server's cap** ([`peak_above_cap`]): a `Peak concurrent requests` above
+//! the server's `max_running_requests` shows the client had more requests in flight than the
+//! server runs: the cap was reached and the rest waited in the server's queue.
+//!
 //! **Source.** SGLang `bench_serving.py` (`Concurrency` = Σ E2E / duration, Little's law); spec §7.
 
 use crate::report::{BenchmarkRun, Bottleneck};
@@ -45,6 +49,21 @@ pub struct Facts {
     pub meaning: Meaning,
 }
 
+/// A peak in flight above the server's cap.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PeakAboveCap {
+    /// `Peak concurrent requests` (requests).
+    pub peak: f64,
+    /// The server's `max_running_requests` (requests).
+    pub cap: u64,
+}
+
+/// The peak rule on one run (see the module doc).
+pub fn peak_above_cap(run: &BenchmarkRun, server_cap: Option<u64>) -> Option<PeakAboveCap> {
+    let (peak, cap) = (run.summary.peak_concurrent_requests?, server_cap?);
+    (peak > cap as f64).then_some(PeakAboveCap { peak, cap })
+}
+
 /// The rule on one run, given the server's verdict and cap.
 pub fn check(run: &BenchmarkRun, bottleneck: Bottleneck, server_cap: Option<u64>) -> Option<Facts> {
     let b = &run.summary;
@@ -68,6 +87,23 @@ pub fn check(run: &BenchmarkRun, bottleneck: Bottleneck, server_cap: Option<u64>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peak_above_the_server_cap() {
+        // vLLM bench: peak 20 in flight; a server capped at 16 reached its cap, one at 32 not
+        let r = crate::rules::bench_failures::tests::runs(
+            "real/bench/004-vllm-pr40852-2x-rtx-pro-6000-maxq-dsv4.txt",
+        );
+        assert_eq!(
+            peak_above_cap(&r[0], Some(16)),
+            Some(PeakAboveCap {
+                peak: 20.0,
+                cap: 16
+            })
+        );
+        assert_eq!(peak_above_cap(&r[0], Some(32)), None);
+        assert_eq!(peak_above_cap(&r[0], None), None);
+    }
     use crate::rules::bench_failures::tests::runs;
 
     const RATE330: &str = "real/bench/002-i8285-sglang-ttft-unstable-rate330.txt";

@@ -14,6 +14,12 @@
 //! **What to change.** Raise `--cuda-graph-max-bs` to the running batch size if memory allows;
 //! remove `--disable-cuda-graph` unless it works around a bug.
 //!
+//! **Without batch lines** ([`startup_coverage`]): the startup fixes how many decode requests
+//! run as a graph (`cuda_graph_max_bs` in `server_args`, else the largest `bs` of the
+//! `Capture … cuda graph begin` line) and how many the scheduler admits
+//! (`max_running_requests`); graphs covering at most [`th::GRAPH_COVERAGE_SHARE`] of the cap
+//! mean every batch above them will decode eagerly once load comes.
+//!
 //! **Source.** SGLang `model_executor/cuda_graph_runner.py` (`can_run`: batch size ≤ the
 //! largest captured), `scheduler_metrics_mixin.py` (`cuda graph:` field); spec §2.1.
 
@@ -34,6 +40,42 @@ pub struct Facts {
     pub disabled: bool,
     /// Its batch lines.
     pub evidence: Option<SourceRange>,
+}
+
+/// The startup's graph coverage against the running cap.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Coverage {
+    /// The largest decode batch captured as a graph (requests).
+    pub graph_max_bs: u64,
+    /// `max_running_requests` (requests per DP rank).
+    pub max_running_requests: u64,
+    /// KV pool (tokens per DP rank), if known.
+    pub pool_tokens: Option<u64>,
+}
+
+/// The largest decode batch run as a CUDA graph, from `server_args` (`cuda_graph_max_bs`) or
+/// the capture line's batch sizes.
+pub fn graph_max_bs(input: &Input<'_>) -> Option<u64> {
+    input
+        .ev
+        .startup
+        .server_args
+        .get("cuda_graph_max_bs")
+        .and_then(|v| v.trim().parse().ok())
+        .or(input.ev.incidents.captured_graph_max_bs)
+}
+
+/// The rule for a startup without batch lines (see the module doc).
+pub fn startup_coverage(input: &Input<'_>) -> Option<Coverage> {
+    let graph_max_bs = graph_max_bs(input)?;
+    let max_running_requests = input.capacity.max_running_requests?;
+    (max_running_requests > 0
+        && graph_max_bs as f64 <= th::GRAPH_COVERAGE_SHARE * max_running_requests as f64)
+        .then_some(Coverage {
+            graph_max_bs,
+            max_running_requests,
+            pool_tokens: input.capacity.max_total_num_tokens,
+        })
 }
 
 /// The rule.
@@ -72,6 +114,29 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const L40: &str = "real-2/120-i33483-l40-startup-cuda-graph-max-bs32-vs-max-running-4096.log";
+
+    #[test]
+    fn graphs_up_to_32_for_a_cap_of_4096() {
+        crate::rules::testing::with_input(&crate::rules::testing::whole(L40), |i| {
+            let c = startup_coverage(i).expect("coverage");
+            assert_eq!(
+                (c.graph_max_bs, c.max_running_requests, c.pool_tokens),
+                (32, 4096, Some(2_980_168))
+            );
+        });
+    }
+
+    #[test]
+    fn graphs_for_a_third_of_the_cap_are_enough() {
+        let text = crate::rules::testing::edit(
+            &crate::rules::testing::whole(L40),
+            "max_running_requests=4096",
+            "max_running_requests=96",
+        );
+        crate::rules::testing::with_input(&text, |i| assert_eq!(startup_coverage(i), None));
+    }
     use crate::rules::testing::{edit, only, whole, with_input};
 
     const NPU: &str = "real/058-pr29853-npu-grok2-128running-14tps-no-graph.log";

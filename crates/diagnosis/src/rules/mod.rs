@@ -20,6 +20,7 @@ use crate::report::{CapacitySummary, RetractionSummary, SourceRange};
 
 pub mod bench_concurrency_limit;
 pub mod bench_failures;
+pub mod bench_not_streamed;
 pub mod bench_queueing;
 pub mod client_bound;
 pub mod client_gap;
@@ -32,6 +33,7 @@ pub mod idle_window;
 pub mod kv_cache_bound;
 pub mod kv_transfer;
 pub mod littles_law;
+pub mod oom;
 pub mod pd_transfer;
 pub mod prefill_compute;
 pub mod prefill_interference;
@@ -39,8 +41,10 @@ pub mod prefill_limit;
 pub mod ramp_only;
 pub mod retraction;
 pub mod running_cap;
+pub mod scheduler_exception;
 pub mod speculative;
 pub mod stall;
+pub mod startup_incomplete;
 pub mod tiny_pool;
 pub mod watchdog;
 

@@ -13,6 +13,10 @@
 //!
 //! **What to change.** Remove `--max-total-tokens`, or give the pool its memory back.
 //!
+//! **At startup** ([`few_full_context`]): a pool that holds fewer than
+//! [`th::FULL_CONTEXT_REQUESTS_MIN`] requests of the full `context_len` (from the startup's
+//! capacity line), whatever the batch lines say: long requests will queue one at a time.
+//!
 //! **Source.** SGLang `model_runner.py` (`profile_max_num_token`, capped by
 //! `max_total_tokens`); `token usage = #token / max_total_num_tokens`, spec §2.1.
 
@@ -52,6 +56,29 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
     })
 }
 
+/// The pool against the context length.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FullContext {
+    /// Pool size (tokens).
+    pub pool_tokens: u64,
+    /// `context_len` (tokens).
+    pub context_len: u64,
+    /// Full-context requests the pool holds (requests).
+    pub requests: f64,
+}
+
+/// The startup rule (see the module doc).
+pub fn few_full_context(input: &Input<'_>) -> Option<FullContext> {
+    let pool_tokens = input.capacity.max_total_num_tokens?;
+    let context_len = input.capacity.context_len.filter(|c| *c > 0)?;
+    let requests = pool_tokens as f64 / context_len as f64;
+    (requests < th::FULL_CONTEXT_REQUESTS_MIN).then_some(FullContext {
+        pool_tokens,
+        context_len,
+        requests,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +101,28 @@ mod tests {
             &whole("real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log"),
             |i| assert_eq!(check(i), None),
         );
+    }
+
+    const GB200: &str = "real/062-i11208-gb200-glm45air-dp-startup-kv-capacity.log";
+
+    #[test]
+    fn ten_full_context_requests_are_enough() {
+        with_input(&whole(GB200), |i| assert_eq!(few_full_context(i), None));
+    }
+
+    #[test]
+    fn a_pool_of_one_and_a_half_full_context_requests() {
+        // the real startup line with a 196,608-token pool for a 131,072-token context
+        let text = crate::rules::testing::edit(
+            &whole(GB200),
+            "max_total_num_tokens=1339395",
+            "max_total_num_tokens=196608",
+        );
+        with_input(&text, |i| {
+            let f = few_full_context(i).expect("few");
+            assert_eq!((f.pool_tokens, f.context_len), (196_608, 131_072));
+            assert!((f.requests - 1.5).abs() < 1e-9);
+        });
     }
 
     #[test]

@@ -8,8 +8,13 @@
 //!
 //! **Evidence it needs.** Watchdog lines (any rank).
 //!
+//! **Where it hung.** When the watchdog's py-spy dump follows (`Pyspy dump for PID N:`), the
+//! dumped process and the top frames of its first busy thread (else its main thread) say
+//! where: [`Hang`]. `Pyspy failed to dump PID N` means py-spy is not installed where the
+//! server runs, so the log cannot say where.
+//!
 //! **What to change.** Look at the lines just before it (NCCL, OOM, a stuck rank) and at the
-//! py-spy dump SGLang prints after it.
+//! py-spy dump SGLang prints after it (install `py-spy` for one).
 //!
 //! **Source.** SGLang `scheduler.py` (`watchdog_thread`); spec §4.
 
@@ -26,7 +31,28 @@ pub struct Facts {
     pub first_text: String,
     /// The first line.
     pub evidence: Option<SourceRange>,
+    /// Where it hung, from the py-spy dump (watchdog only).
+    pub hang: Option<Hang>,
+    /// `Pyspy failed to dump` lines: py-spy is missing (watchdog only).
+    pub pyspy_missing: bool,
 }
+
+/// Where a hung process was, from the watchdog's py-spy dump.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hang {
+    /// The process (`sglang::data_parallel_controller`).
+    pub process: Option<String>,
+    /// The thread shown and whether py-spy marked it idle.
+    pub thread: Option<(String, bool)>,
+    /// Its top Python frames (with a line number), innermost first, at most
+    /// [`HANG_FRAMES`].
+    pub frames: Vec<sglang_log::Frame>,
+    /// The dump's lines.
+    pub evidence: SourceRange,
+}
+
+/// Frames of a dump the finding names.
+pub const HANG_FRAMES: usize = 3;
 
 /// Facts from counted failure lines (shared by [`super::kv_transfer`]).
 pub(crate) fn facts(input: &Input<'_>, lines: &FailureLines) -> Option<Facts> {
@@ -34,12 +60,29 @@ pub(crate) fn facts(input: &Input<'_>, lines: &FailureLines) -> Option<Facts> {
         count: lines.count,
         first_text: lines.first_text.clone().unwrap_or_default(),
         evidence: lines.first.map(|l| input.line(l)),
+        hang: None,
+        pyspy_missing: false,
     })
 }
 
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
-    facts(input, &input.ev.watchdog)
+    let mut f = facts(input, &input.ev.watchdog)?;
+    f.hang = input.ev.incidents.pyspy_dumps().next().map(|d| Hang {
+        process: d.stack.process.clone(),
+        thread: d.stack.thread.clone().zip(d.stack.thread_idle),
+        frames: d
+            .stack
+            .frames
+            .iter()
+            .filter(|fr| fr.line.is_some())
+            .take(HANG_FRAMES)
+            .cloned()
+            .collect(),
+        evidence: input.range(d.source, d.stack.first_line, d.stack.last_line),
+    });
+    f.pyspy_missing = input.ev.incidents.pyspy_failed > 0;
+    Some(f)
 }
 
 #[cfg(test)]
@@ -68,7 +111,38 @@ mod tests {
         with_input(
             &whole("real/050-pr6555-blockquoted-watchdog-dp-req-dump.log"),
             |i| {
-                assert!(check(i).is_some_and(|f| f.count >= 1));
+                let f = check(i).expect("watchdog");
+                assert!(f.count >= 1);
+                // `Pyspy failed to dump PID 549. Error: /bin/sh: 1: py-spy: not found`
+                assert!(f.pyspy_missing && f.hang.is_none());
+            },
+        );
+    }
+
+    /// The py-spy dump after the last decode lines: the DP controller's main thread waits in
+    /// `join` on its scheduler processes.
+    #[test]
+    fn where_it_hung_from_the_pyspy_dump() {
+        with_input(
+            &whole("real/052-pr20766-multinode-dp-decode-then-pyspy-dump.log"),
+            |i| {
+                let h = check(i).expect("watchdog").hang.expect("dump");
+                assert_eq!(
+                    h.process.as_deref(),
+                    Some("sglang::data_parallel_controller")
+                );
+                assert_eq!(h.thread, Some(("MainThread".into(), true)));
+                let names: Vec<&str> = h.frames.iter().map(|f| f.function.as_str()).collect();
+                assert_eq!(names, ["poll", "wait", "join"]);
+                assert_eq!((h.evidence.first_line, h.evidence.last_line), (3, 28));
+            },
+        );
+        // the watchdog line alone: no dump, no place
+        with_input(
+            &whole("real/049-i3752-watchdog-timeout-tp8-with-top.log"),
+            |i| {
+                let f = check(i).expect("watchdog");
+                assert!(f.hang.is_none() && !f.pyspy_missing);
             },
         );
     }

@@ -150,11 +150,11 @@ pub fn render(rec: &Record<'_>) -> String {
             kv("host_gb", host_gb.map(f));
             kv("host_tokens", host_tokens.map(|v| v.to_string()));
         }
-        Event::WatchdogTimeout(m) | Event::KvTransferFailed(m) => {
+        Event::WatchdogTimeout(m) | Event::KvTransferFailed(m) | Event::SchedulerException(m) => {
             kv("msg", Some(format!("{m:?}")));
         }
         Event::Malformed { reason } => kv("reason", Some(format!("{reason:?}"))),
-        Event::ServerReady | Event::Other => {}
+        Event::ServerReady | Event::TracebackStart | Event::Other => {}
     }
     out
 }

@@ -1,0 +1,161 @@
+//! Events that end or block serving, collected while the evidence is built: Python tracebacks
+//! (a scheduler's `Scheduler hit an exception`, any other traceback), the watchdog's py-spy
+//! dumps, the startup step each source reached, and the decode CUDA-graph batch sizes a
+//! startup captured. Kept apart from the batch-line evidence: bounded (at most 64 stacks per
+//! source, [`sglang_log::StackCollector`]) and owned.
+
+use serde::Serialize;
+use sglang_log::{Event, Record, Stack, StackCollector, StackKind};
+
+use crate::evidence::{Loc, SourceId};
+use crate::report::StartupStep;
+
+/// A stack and where it was read.
+#[derive(Clone, Debug, Serialize)]
+pub struct SourcedStack {
+    /// The source (log file).
+    pub source: SourceId,
+    /// The stack.
+    pub stack: Stack,
+    /// The startup step the source had reached when the stack opened (`None`: no startup line
+    /// before it).
+    pub step: Option<StartupStep>,
+}
+
+/// What the incident collector found over all sources.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Incidents {
+    /// Tracebacks and py-spy dumps, per source in log order.
+    pub stacks: Vec<SourcedStack>,
+    /// The furthest startup step any source reached, and its first line.
+    pub step: Option<(StartupStep, Loc)>,
+    /// The largest decode batch size a `Capture … cuda graph begin. … bs=[…]` line lists
+    /// (requests).
+    pub captured_graph_max_bs: Option<u64>,
+    /// `Pyspy failed to dump PID N` lines (py-spy is not installed where the server runs).
+    pub pyspy_failed: u64,
+}
+
+#[derive(Default)]
+struct PerSource {
+    stacks: StackCollector,
+    step: Option<StartupStep>,
+    /// (first line, step) of every stack opened.
+    opened: Vec<(u64, Option<StartupStep>)>,
+}
+
+/// Builds [`Incidents`] from records (see the module doc).
+#[derive(Default)]
+pub struct IncidentBuilder {
+    sources: Vec<PerSource>,
+    inc: Incidents,
+}
+
+impl IncidentBuilder {
+    /// Take one record of `source`.
+    pub fn push(&mut self, source: SourceId, rec: &Record<'_>) {
+        if self.sources.len() <= source {
+            self.sources.resize_with(source + 1, PerSource::default);
+        }
+        let st = &mut self.sources[source];
+        let reached = match &rec.event {
+            Event::ServerArgs(_) => Some(StartupStep::Launched),
+            Event::LoadWeightEnd(_) => Some(StartupStep::WeightsLoaded),
+            Event::KvCacheAllocated(_) | Event::MemoryPoolEnd(_) | Event::Capacity(_) => {
+                Some(StartupStep::KvPoolAllocated)
+            }
+            Event::CudaGraphEnd(_) => Some(StartupStep::CudaGraphsCaptured),
+            Event::ServerReady | Event::Batch(_) => Some(StartupStep::Serving),
+            Event::SchedulerException(_) | Event::TracebackStart => {
+                st.opened.push((rec.line_no, st.step));
+                None
+            }
+            Event::WatchdogTimeout(m) if m.starts_with("Pyspy dump for PID") => {
+                st.opened.push((rec.line_no, st.step));
+                None
+            }
+            Event::Other if rec.message.as_bytes().first() == Some(&b'P') => {
+                if rec.message.starts_with("Pyspy failed to dump") {
+                    self.inc.pyspy_failed += 1;
+                }
+                None
+            }
+            Event::Other if rec.message.as_bytes().first() == Some(&b'C') => {
+                if let Some(bs) = sglang_log::cuda_graph_capture_max_bs(rec.message) {
+                    self.inc.captured_graph_max_bs = self.inc.captured_graph_max_bs.max(Some(bs));
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(step) = reached {
+            if st.step < Some(step) {
+                st.step = Some(step);
+            }
+            if self.inc.step.is_none_or(|(s, _)| s < step) {
+                self.inc.step = Some((
+                    step,
+                    Loc {
+                        source,
+                        line: rec.line_no,
+                    },
+                ));
+            }
+        }
+        st.stacks.push(rec);
+    }
+
+    /// The incidents so far (stacks still open left out).
+    pub fn snapshot(&self) -> Incidents {
+        let mut inc = self.inc.clone();
+        for (source, st) in self.sources.iter().enumerate() {
+            inc.stacks
+                .extend(sourced(source, st, st.stacks.completed().to_vec()));
+        }
+        inc
+    }
+
+    /// Close every source and return the incidents.
+    pub fn build(self) -> Incidents {
+        let mut inc = self.inc;
+        for (source, st) in self.sources.into_iter().enumerate() {
+            let stacks = st.stacks.clone().finish();
+            inc.stacks.extend(sourced(source, &st, stacks));
+        }
+        inc
+    }
+}
+
+fn sourced(source: SourceId, st: &PerSource, stacks: Vec<Stack>) -> Vec<SourcedStack> {
+    stacks
+        .into_iter()
+        .map(|stack| {
+            let step = st
+                .opened
+                .iter()
+                .find(|(l, _)| *l == stack.first_line)
+                .and_then(|(_, s)| *s);
+            SourcedStack {
+                source,
+                stack,
+                step,
+            }
+        })
+        .collect()
+}
+
+impl Incidents {
+    /// The scheduler-exception and traceback stacks (py-spy dumps left out).
+    pub fn tracebacks(&self) -> impl Iterator<Item = &SourcedStack> {
+        self.stacks
+            .iter()
+            .filter(|s| s.stack.kind != StackKind::PySpyDump)
+    }
+
+    /// The py-spy dumps.
+    pub fn pyspy_dumps(&self) -> impl Iterator<Item = &SourcedStack> {
+        self.stacks
+            .iter()
+            .filter(|s| s.stack.kind == StackKind::PySpyDump)
+    }
+}

@@ -1,0 +1,344 @@
+//! Events in words: out-of-memory, a scheduler's exception, a startup that never finished,
+//! CUDA-graph coverage at startup, a benchmark that did not stream, and the headlines of a
+//! log without batch lines.
+
+use crate::report::{
+    Confidence, Figure, Finding, FindingKind, Incident, StartupCapacity, StartupStep, Unit,
+};
+use crate::rules::{
+    bench_concurrency_limit, bench_not_streamed, cuda_graph, oom, scheduler_exception,
+    startup_incomplete, tiny_pool,
+};
+use sglang_log::Frame;
+
+/// `function (file:line)`.
+pub fn frame_words(f: &Frame) -> String {
+    match f.line {
+        Some(l) => format!("{} ({}:{l})", f.function, short_path(&f.file)),
+        None => format!("{} ({})", f.function, short_path(&f.file)),
+    }
+}
+
+/// A file path from its `sglang/` directory on (the rest is the machine's).
+fn short_path(p: &str) -> &str {
+    p.rfind("sglang/").map_or(p, |i| &p[i..])
+}
+
+/// A startup step in words.
+pub fn step_words(s: StartupStep) -> &'static str {
+    match s {
+        StartupStep::Launched => "the server arguments were printed",
+        StartupStep::WeightsLoaded => "the weights loaded",
+        StartupStep::KvPoolAllocated => "the KV pool was allocated",
+        StartupStep::CudaGraphsCaptured => "the CUDA graphs were captured",
+        StartupStep::Serving => "the server was ready",
+    }
+}
+
+fn exception_words(ty: Option<&str>, msg: Option<&str>) -> String {
+    match (ty, msg) {
+        (Some(t), Some(m)) => format!("{t}: {m}"),
+        (Some(t), None) => t.to_string(),
+        _ => "a traceback cut before its exception line".to_string(),
+    }
+}
+
+/// The finding of [`crate::rules::oom`].
+pub fn oom(f: &oom::Facts) -> Finding {
+    let at = f
+        .frame
+        .as_ref()
+        .map(|fr| format!(" in {}", frame_words(fr)))
+        .unwrap_or_default();
+    let (title, detail) = match f.phase {
+        oom::OomPhase::WeightLoad => (
+            "Out of memory at weight load, not a KV pool problem".to_string(),
+            format!(
+                "The device ran out of memory while the model was being loaded or built{at}, before the KV pool was allocated. SGLang sizes the pool from the memory left after the weights, so lowering --mem-fraction-static cannot fix this: the weights do not fit. Use more GPUs (a larger --tp), a quantized checkpoint whose quantization applies to every layer (a layer that falls back to the unquantized method takes full-precision memory), or a smaller model."
+            ),
+        ),
+        oom::OomPhase::AfterKvPool => (
+            "Out of memory after the KV pool was allocated".to_string(),
+            format!(
+                "The device ran out of memory{at} after the KV pool took its share (CUDA-graph capture or warm-up): the rest left for activations is too small. Lower --mem-fraction-static, --cuda-graph-max-bs or --chunked-prefill-size."
+            ),
+        ),
+        oom::OomPhase::Serving => (
+            "Out of memory while serving".to_string(),
+            format!(
+                "The device ran out of memory{at} while serving: a batch's activations did not fit beside the KV pool. Lower --mem-fraction-static or --chunked-prefill-size."
+            ),
+        ),
+    };
+    Finding {
+        kind: FindingKind::OutOfMemory,
+        title,
+        detail: format!(
+            "{detail} The error: {}",
+            exception_words(f.exception.as_deref(), f.message.as_deref())
+        ),
+        figures: vec![Figure::new("tracebacks", f.count as f64, Unit::Events)],
+        evidence: vec![f.evidence.clone()],
+        confidence: Confidence::High,
+    }
+}
+
+/// The finding of [`crate::rules::scheduler_exception`].
+pub fn scheduler_exception(f: &scheduler_exception::Facts) -> Finding {
+    let at = f
+        .frame
+        .as_ref()
+        .map(|fr| format!(" in {}", frame_words(fr)))
+        .unwrap_or_default();
+    Finding {
+        kind: FindingKind::SchedulerException,
+        title: format!(
+            "A scheduler died: {}{at}",
+            f.exception.as_deref().unwrap_or("an exception")
+        ),
+        detail: format!(
+            "SGLang's scheduler process raised {} and exited, taking the server down; the run ended by the exception, not by throughput. Fix what it says; the frame names the code that raised it.",
+            exception_words(f.exception.as_deref(), f.message.as_deref())
+        ),
+        figures: vec![Figure::new("tracebacks", f.count as f64, Unit::Events)],
+        evidence: vec![f.evidence.clone()],
+        confidence: Confidence::High,
+    }
+}
+
+/// The finding of [`crate::rules::startup_incomplete`].
+pub fn startup_incomplete(f: &startup_incomplete::Facts) -> Finding {
+    let (detail, confidence) = if f.before_pool {
+        (
+            "Loading or building the model hung or was killed (a kill by the host's OOM killer leaves no traceback: see dmesg). There is no throughput to diagnose.",
+            Confidence::High,
+        )
+    } else {
+        (
+            "Either the startup stopped there or the paste ends there; the capacity the startup fixed is judged from its lines.",
+            Confidence::Low,
+        )
+    };
+    Finding {
+        kind: FindingKind::StartupIncomplete,
+        title: format!(
+            "The log ends during the startup, after {}: no ready banner and no batch line",
+            step_words(f.step)
+        ),
+        detail: detail.to_string(),
+        figures: vec![],
+        evidence: vec![f.evidence.clone()],
+        confidence,
+    }
+}
+
+/// The finding of [`crate::rules::cuda_graph::startup_coverage`].
+pub fn cuda_graph_coverage(c: &cuda_graph::Coverage) -> Finding {
+    Finding {
+        kind: FindingKind::CudaGraphCoverage,
+        title: format!(
+            "Decode CUDA graphs cover batches up to {} requests; the scheduler admits {}",
+            c.graph_max_bs, c.max_running_requests
+        ),
+        detail: format!(
+            "A decode batch larger than {} runs eagerly (without a CUDA graph), each step paying the kernel launches; under load the running batch grows past it{}. Raise --cuda-graph-max-bs towards the batch you expect (memory allows it on most GPUs), or cap --max-running-requests.",
+            c.graph_max_bs,
+            c.pool_tokens
+                .map(|p| format!(" (the pool holds {p} tokens)"))
+                .unwrap_or_default()
+        ),
+        figures: vec![
+            Figure::new("cuda_graph_max_bs", c.graph_max_bs as f64, Unit::Requests),
+            Figure::new(
+                "max_running_requests",
+                c.max_running_requests as f64,
+                Unit::Requests,
+            ),
+        ],
+        evidence: vec![],
+        confidence: Confidence::Medium,
+    }
+}
+
+/// The finding of [`crate::rules::bench_not_streamed`].
+pub fn bench_not_streamed(
+    run: &crate::report::BenchmarkRun,
+    f: &bench_not_streamed::Facts,
+) -> Finding {
+    let retok = f
+        .retokenized_share
+        .map(|s| {
+            format!(
+                " The retokenized output count is {:.0}% of the generated one: the token totals disagree too.",
+                s * 100.0
+            )
+        })
+        .unwrap_or_default();
+    Finding {
+        kind: FindingKind::BenchmarkNotStreamed,
+        title: format!(
+            "The benchmark's client did not stream: TTFT ({:.3} s) equals end-to-end latency ({:.3} s) and ITL is 0",
+            f.ttft_s, f.e2e_s
+        ),
+        detail: format!(
+            "Each response arrived in one piece, so the time to first token is the whole request and there are no gaps between tokens to measure. Its latency figures (TTFT, TPOT, ITL) are invalid and say nothing about queueing; only the request throughput{} is usable. This is a measurement artifact, not a server bottleneck: rerun against a streaming endpoint.{retok}",
+            f.request_throughput
+                .map(|r| format!(" ({r:.2} req/s)"))
+                .unwrap_or_default()
+        ),
+        figures: vec![
+            Figure::new("ttft", f.ttft_s, Unit::Seconds),
+            Figure::new("e2e_latency", f.e2e_s, Unit::Seconds),
+        ],
+        evidence: vec![run.source.clone()],
+        confidence: Confidence::High,
+    }
+}
+
+/// The finding of [`crate::rules::tiny_pool::few_full_context`].
+pub fn few_full_context(f: &tiny_pool::FullContext) -> Finding {
+    Finding {
+        kind: FindingKind::TinyKvPool,
+        title: format!(
+            "The KV pool holds only {:.1} full-context requests ({} tokens for a {}-token context)",
+            f.requests, f.pool_tokens, f.context_len
+        ),
+        detail: "Two requests of the full context length cannot run together: long requests will run one at a time and the rest queue. Give the pool more memory (--mem-fraction-static, fewer CUDA graphs), a larger --tp, fp8 KV (--kv-cache-dtype fp8_e4m3), or lower --context-length to what the workload needs.".to_string(),
+        figures: vec![
+            Figure::new("KV pool size", f.pool_tokens as f64, Unit::Tokens),
+            Figure::new("context length", f.context_len as f64, Unit::Tokens),
+        ],
+        evidence: vec![],
+        confidence: Confidence::Medium,
+    }
+}
+
+/// The finding of [`crate::rules::bench_concurrency_limit::peak_above_cap`].
+pub fn bench_peak_above_cap(
+    run: &crate::report::BenchmarkRun,
+    f: &bench_concurrency_limit::PeakAboveCap,
+) -> Finding {
+    Finding {
+        kind: FindingKind::BenchmarkPeakAboveCap,
+        title: format!(
+            "The benchmark had up to {:.0} requests in flight, above the server's max_running_requests of {}: the cap was reached",
+            f.peak, f.cap
+        ),
+        detail: "Requests beyond the server's running cap wait in its queue; their wait is part of the benchmark's TTFT.".to_string(),
+        figures: vec![
+            Figure::new("peak concurrent requests", f.peak, Unit::Requests),
+            Figure::new("max_running_requests", f.cap as f64, Unit::Requests),
+        ],
+        evidence: vec![run.source.clone()],
+        confidence: Confidence::High,
+    }
+}
+
+/// The headline of a verdict that an event names (a log without batch lines), or `None` for
+/// the other verdicts.
+pub fn incident_headline(
+    verdict: crate::report::Bottleneck,
+    incident: Option<&Incident>,
+    startup: Option<&StartupCapacity>,
+) -> Option<(&'static str, String)> {
+    use crate::report::Bottleneck as B;
+    let at = incident
+        .and_then(|i| i.frame.as_ref())
+        .map(|f| format!(" in {}", frame_words(f)))
+        .unwrap_or_default();
+    let error = incident
+        .map(|i| exception_words(i.exception.as_deref(), i.message.as_deref()))
+        .unwrap_or_default();
+    Some(match verdict {
+        B::OutOfMemory => {
+            let before_pool =
+                incident.is_some_and(|i| i.step.is_none_or(|s| s < StartupStep::KvPoolAllocated));
+            if before_pool {
+                (
+                    "Out of memory at weight load",
+                    format!(
+                        "not a KV pool problem; lowering mem_fraction_static cannot fix it: the weights do not fit ({}{at}).",
+                        incident
+                            .and_then(|i| i.exception.as_deref())
+                            .unwrap_or("out of memory")
+                    ),
+                )
+            } else {
+                (
+                    "Out of memory",
+                    format!(
+                        "the server ran out of device memory after the KV pool was allocated{at}: {error}."
+                    ),
+                )
+            }
+        }
+        B::SchedulerCrashed => (
+            "Scheduler crashed",
+            format!("a scheduler died with {error}{at}; the server stopped, no batch was served."),
+        ),
+        B::StartupIncomplete => (
+            "Startup never finished",
+            format!(
+                "the log stops after {} with no ready banner, no batch line and no traceback.",
+                incident
+                    .and_then(|i| i.step)
+                    .map_or("the first startup lines", step_words)
+            ),
+        ),
+        B::StartupOnly => {
+            let s = startup.copied().unwrap_or(StartupCapacity {
+                pool_tokens: None,
+                max_running_requests: None,
+                context_len: None,
+                graph_max_bs: None,
+            });
+            let mut parts = Vec::new();
+            if let Some(p) = s.pool_tokens {
+                let full = s
+                    .context_len
+                    .filter(|c| *c > 0)
+                    .map(|c| format!(" ({:.1} full {c}-token requests)", p as f64 / c as f64))
+                    .unwrap_or_default();
+                parts.push(format!("the KV pool holds {p} tokens per DP rank{full}"));
+            }
+            if let (Some(r), Some(p)) = (s.max_running_requests, s.pool_tokens) {
+                parts.push(format!(
+                    "the scheduler admits up to {r} running requests ({:.0} tokens each if all run)",
+                    p as f64 / r.max(1) as f64
+                ));
+            }
+            if let (Some(g), Some(r)) = (s.graph_max_bs, s.max_running_requests)
+                && (g as f64) <= crate::thresholds::GRAPH_COVERAGE_SHARE * r as f64
+            {
+                parts.push(format!(
+                    "decode CUDA graphs cover batches up to {g} only: a larger batch decodes eagerly"
+                ));
+            }
+            (
+                "Startup lines only",
+                format!(
+                    "no batch lines, so the load cannot be judged; from the startup: {}.",
+                    if parts.is_empty() {
+                        "no capacity figure".to_string()
+                    } else {
+                        parts.join("; ")
+                    }
+                ),
+            )
+        }
+        B::Stall => match incident {
+            Some(i) if i.frame.is_some() => (
+                "Stall",
+                format!(
+                    "the scheduler watchdog fired; the py-spy dump shows {}waiting{at}.",
+                    i.process
+                        .as_deref()
+                        .map(|p| format!("{p} "))
+                        .unwrap_or_default()
+                ),
+            ),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}

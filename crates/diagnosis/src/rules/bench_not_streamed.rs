@@ -1,0 +1,93 @@
+//! # `bench_not_streamed`: the benchmark's client did not stream
+//!
+//! **What it detects.** A benchmark run whose inter-token latency is 0 (mean, and p99 when
+//! printed) while its TTFT is at least [`th::NOT_STREAMED_TTFT_SHARE`] of its end-to-end
+//! latency (medians, else means).
+//!
+//! **Why it matters.** `bench_serving` takes TTFT at the first streamed chunk and ITL between
+//! chunks. A response that arrives in one chunk (a backend or proxy that does not stream)
+//! makes TTFT the whole request and ITL zero: the latency figures measure nothing about the
+//! server's queue or decode, and reading TTFT ≈ E2E as queueing is wrong. Only the request
+//! throughput (and the token totals, if not retokenized) are usable.
+//!
+//! **Evidence it needs.** A benchmark block with ITL, TTFT and E2E.
+//!
+//! **What to change.** Rerun with a streaming endpoint (bench_serving streams by default; a
+//! custom backend or a proxy may buffer); judge the server from its log meanwhile.
+//!
+//! **Source.** SGLang `bench_serving.py` (`async_request_*`: `ttft` at the first chunk, `itl`
+//! between chunks; `calculate_metrics`); spec §7.
+
+use crate::report::BenchmarkRun;
+use crate::thresholds as th;
+
+/// What the rule saw.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Facts {
+    /// TTFT (seconds; the median, else the mean).
+    pub ttft_s: f64,
+    /// End-to-end latency (seconds; the same statistic).
+    pub e2e_s: f64,
+    /// Request throughput (req/s), the figure that stays valid.
+    pub request_throughput: Option<f64>,
+    /// Retokenized over generated tokens, when both are printed (fraction).
+    pub retokenized_share: Option<f64>,
+}
+
+/// The rule on one run.
+pub fn check(run: &BenchmarkRun) -> Option<Facts> {
+    let b = &run.summary;
+    let itl_zero = b.itl.mean_s? == 0.0 && b.itl.p99_s.is_none_or(|p| p == 0.0);
+    if !itl_zero {
+        return None;
+    }
+    let (ttft, e2e) = match (b.ttft.median_s, b.e2e.median_s) {
+        (Some(t), Some(e)) => (t, e),
+        _ => (b.ttft.mean_s?, b.e2e.mean_s?),
+    };
+    if e2e <= 0.0 || ttft / e2e < th::NOT_STREAMED_TTFT_SHARE {
+        return None;
+    }
+    Some(Facts {
+        ttft_s: ttft,
+        e2e_s: e2e,
+        request_throughput: b.request_throughput,
+        retokenized_share: match (
+            b.total_generated_tokens_retokenized,
+            b.total_generated_tokens,
+        ) {
+            (Some(r), Some(g)) if g > 0 => Some(r as f64 / g as f64),
+            _ => None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::bench_failures::tests::runs;
+
+    #[test]
+    fn itl_zero_and_ttft_equal_to_e2e() {
+        let r = runs("real-2/bench/104-sglang-dlora-repo-rate2-itl-zero-retokenized-mismatch.txt");
+        let f = check(&r[0]).expect("not streamed");
+        assert!(
+            (f.ttft_s - 0.60688).abs() < 1e-6 && (f.e2e_s - 0.60686).abs() < 1e-6,
+            "{f:?}"
+        );
+        assert_eq!(f.request_throughput, Some(3.77));
+        assert!((f.retokenized_share.unwrap() - 103837.0 / 218257.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn streamed_runs_are_not_flagged() {
+        for file in [
+            "real/bench/001-i2805-sglang-0.4.0-sharegpt-partial-success.txt",
+            "real/bench/002-i8285-sglang-ttft-unstable-rate330.txt",
+            "real/bench/005-pr17216-sglang-decode-offload-16k-peak-fields.txt",
+        ] {
+            let r = runs(file);
+            assert_eq!(check(&r[0]), None, "{file}");
+        }
+    }
+}

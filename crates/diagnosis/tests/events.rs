@@ -1,0 +1,131 @@
+//! Events reach the headline (issue 11, pattern 7) and benchmark artifacts are named
+//! (pattern 13): the whole pipeline on the real files, the headline and its typed facts.
+
+use diagnosis::EvidenceBuilder;
+use diagnosis::report::{Bottleneck, FindingKind, Report, StartupStep};
+use sglang_log::LogReader;
+use std::path::PathBuf;
+
+fn diagnose(rel: &str) -> Report {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(rel);
+    let mut b = EvidenceBuilder::new();
+    let id = b.add_source(rel);
+    let stats = LogReader::open(&path)
+        .unwrap_or_else(|e| panic!("{rel}: {e}"))
+        .for_each(|r| b.push(id, r))
+        .unwrap_or_else(|e| panic!("{rel}: {e}"));
+    b.finish_source(id, &stats);
+    diagnosis::diagnose(&b.build())
+}
+
+fn has(r: &Report, kind: FindingKind) -> bool {
+    r.findings.iter().any(|f| f.kind == kind)
+}
+
+/// 107 (SOURCES.tsv): "OOM at weight init, not a KV-pool problem … Lowering
+/// mem_fraction_static … cannot fix this".
+#[test]
+fn oom_at_weight_load_is_the_headline() {
+    let r = diagnose("real-2/107-amd-2x-r9700-qwen36-35b-awq-oom-at-weight-init-unquant-moe.log");
+    assert_eq!(r.bottleneck, Bottleneck::OutOfMemory);
+    let i = r.headline.incident.as_ref().expect("incident");
+    assert_eq!(i.exception.as_deref(), Some("torch.OutOfMemoryError"));
+    assert_eq!(i.step, None);
+    assert_eq!(
+        i.frame.as_ref().map(|f| f.function.as_str()),
+        Some("create_weights")
+    );
+    assert!(
+        r.headline.text.starts_with(
+            "Out of memory at weight load: not a KV pool problem; lowering mem_fraction_static cannot fix it"
+        ),
+        "{}",
+        r.headline.text
+    );
+    assert_eq!(r.findings[0].kind, FindingKind::OutOfMemory);
+}
+
+/// 052: the py-spy dump after the watchdog says where it hung.
+#[test]
+fn the_watchdog_headline_names_where_it_hung() {
+    let r = diagnose("real/052-pr20766-multinode-dp-decode-then-pyspy-dump.log");
+    assert_eq!(r.bottleneck, Bottleneck::Stall);
+    let i = r.headline.incident.as_ref().expect("incident");
+    assert_eq!(
+        i.process.as_deref(),
+        Some("sglang::data_parallel_controller")
+    );
+    assert_eq!(i.frame.as_ref().map(|f| f.function.as_str()), Some("poll"));
+    assert!(
+        r.findings[0].title.starts_with(
+            "Watchdog timeout: sglang::data_parallel_controller hung in poll (multiprocessing/popen_fork.py:27)"
+        ),
+        "{}",
+        r.findings[0].title
+    );
+}
+
+/// 062 (SOURCES.tsv): "capacity facts: 1,339,395 KV tokens per rank …, max_running_requests
+/// 4096, context 131072".
+#[test]
+fn startup_lines_only_get_a_capacity_verdict() {
+    let r = diagnose("real/062-i11208-gb200-glm45air-dp-startup-kv-capacity.log");
+    assert_eq!(r.bottleneck, Bottleneck::StartupOnly);
+    let s = r.headline.startup.expect("startup");
+    assert_eq!(
+        (s.pool_tokens, s.max_running_requests, s.context_len),
+        (Some(1_339_395), Some(4096), Some(131_072))
+    );
+    assert!(has(&r, FindingKind::StartupIncomplete));
+    assert!(!has(&r, FindingKind::CudaGraphCoverage));
+}
+
+/// 120 (SOURCES.tsv): "decode CUDA graphs cover bs<=32 while the scheduler may admit 4096
+/// requests and the pool holds 2.98M tokens".
+#[test]
+fn graphs_for_32_of_4096_requests_at_startup() {
+    let r = diagnose("real-2/120-i33483-l40-startup-cuda-graph-max-bs32-vs-max-running-4096.log");
+    assert_eq!(r.bottleneck, Bottleneck::StartupOnly);
+    let s = r.headline.startup.expect("startup");
+    assert_eq!(
+        (s.pool_tokens, s.max_running_requests, s.graph_max_bs),
+        (Some(2_980_168), Some(4096), Some(32))
+    );
+    assert!(has(&r, FindingKind::CudaGraphCoverage));
+    assert!(
+        r.headline
+            .text
+            .contains("decode CUDA graphs cover batches up to 32 only"),
+        "{}",
+        r.headline.text
+    );
+}
+
+/// bench/104 (SOURCES.tsv): "client-side measurement artifact … latency/ITL figures are
+/// invalid, only request throughput 3.77 req/s is usable. Not a server bottleneck."
+#[test]
+fn a_benchmark_that_did_not_stream_is_not_queueing() {
+    let r = diagnose("real-2/bench/104-sglang-dlora-repo-rate2-itl-zero-retokenized-mismatch.txt");
+    assert_eq!(r.bottleneck, Bottleneck::NoSchedulerLines);
+    assert!(r.headline.benchmark_not_streamed);
+    assert_eq!(r.findings[0].kind, FindingKind::BenchmarkNotStreamed);
+    assert!(!has(&r, FindingKind::BenchmarkQueueing));
+    assert!(
+        r.headline
+            .text
+            .contains("996 requests succeeded at 3.77 req/s"),
+        "{}",
+        r.headline.text
+    );
+}
+
+/// A log with batch lines keeps its scheduler verdict; the startup step is still read.
+#[test]
+fn events_do_not_override_a_served_log() {
+    let r = diagnose("real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log");
+    assert_eq!(r.bottleneck, Bottleneck::KvCacheBound);
+    assert!(r.headline.incident.is_none() && r.headline.startup.is_none());
+    let _ = StartupStep::Serving;
+}
