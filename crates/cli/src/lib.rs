@@ -346,7 +346,7 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
         let name = path.display().to_string();
         let id = b.add_source(name);
         // The reader's errors name the path (and line) themselves.
-        let read = logfile::read_log(path, |rec| b.push(id, rec))?;
+        let read = logfile::read_log_into(path, &mut b, id)?;
         b.finish_source(id, &read.stats);
         warnings.extend(read.warnings);
     }

@@ -8,6 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
+use diagnosis::evidence::merge::ChunkFacts;
+use diagnosis::evidence::{EvidenceBuilder, SourceId};
 use sglang_log::{LogReader, ParseStats, ReadError, Record};
 
 /// The log inputs `paths` stand for: a file (or `-`) is itself; a directory (a job's log
@@ -151,6 +153,52 @@ pub fn read_log(path: &Path, push: impl FnMut(&Record<'_>)) -> Result<LogRead, R
     }
     check_text(&mut out, &name);
     Ok(out)
+}
+
+/// Chunk of a large plain log parsed on a thread of its own by [`read_log_into`] (bytes,
+/// 4 MiB: the facts a chunk leaves for the evidence stay a few MB per thread).
+const CHUNK_BYTES: u64 = sglang_log::parallel::MIN_CHUNK;
+
+/// Read the log at `path` into the evidence of source `id`: as [`read_log`] with
+/// [`EvidenceBuilder::push`], but a plain file of at least two chunks ([`CHUNK_BYTES`]) is
+/// parsed on every core, one chunk per thread, and the chunks' facts are handed to the builder
+/// in file order ([`EvidenceBuilder::push_chunk`]), which gives the evidence of a sequential
+/// read. Memory stays bounded: one wave of chunks is held at a time.
+///
+/// # Errors
+/// As [`read_log`].
+pub fn read_log_into(
+    path: &Path,
+    b: &mut EvidenceBuilder,
+    id: SourceId,
+) -> Result<LogRead, ReadError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let len = if path.as_os_str() == "-" {
+        0
+    } else {
+        std::fs::metadata(path).map_or(0, |m| if m.is_file() { m.len() } else { 0 })
+    };
+    if threads > 1 && len >= 2 * CHUNK_BYTES {
+        let parts = usize::try_from(len.div_ceil(CHUNK_BYTES)).unwrap_or(usize::MAX);
+        let ranges = sglang_log::parallel::split_at_lines(path, parts)?;
+        if ranges.len() > 1 {
+            let stats = sglang_log::parallel::parse_ranges_in_order(
+                path,
+                &ranges,
+                threads,
+                ChunkFacts::new,
+                |c, rec, raw| c.push(rec, raw),
+                |c, lines_before| b.push_chunk(id, c, lines_before),
+            )?;
+            let mut out = LogRead {
+                stats,
+                warnings: Vec::new(),
+            };
+            check_text(&mut out, &path.display().to_string());
+            return Ok(out);
+        }
+    }
+    read_log(path, |rec| b.push(id, rec))
 }
 
 /// A log with lines but no SGLang event may be no log at all (a binary, a model file): say so

@@ -208,3 +208,113 @@ pub fn merged_stats<S>(chunks: &[ChunkResult<S>]) -> ParseStats {
     all.held_back_bytes = 0;
     all
 }
+
+/// Parses the chunks `ranges` of the plain file `path` (from [`split_at_lines`]), `threads`
+/// chunks at a time, and hands each chunk's state to `merge` on the calling thread, in file
+/// order, before the next `threads` chunks are read: memory holds at most `threads` states
+/// (plus one reader buffer per thread) however large the file.
+///
+/// There is no counting pass: the records of a chunk carry line numbers counted from the
+/// chunk's start (its first line is 1), and `merge` gets the number of lines of the file
+/// before the chunk to add to them (known by then, as the chunks are merged in order). `each`
+/// also gets each record's line bytes ([`LogReader::for_each_raw`]). Returns the file's
+/// counts, with the file's line numbers in their kept lines and the head of its first chunk.
+///
+/// # Errors
+/// [`ReadError::Open`] when the file cannot be opened, [`ReadError::Read`] when a chunk cannot
+/// be read (its line number is the file's); the chunks before it are merged.
+pub fn parse_ranges_in_order<S, I, F, M>(
+    path: &Path,
+    ranges: &[Range<u64>],
+    threads: usize,
+    init: I,
+    each: F,
+    mut merge: M,
+) -> Result<ParseStats, ReadError>
+where
+    S: Send,
+    I: Fn() -> S + Sync,
+    F: Fn(&mut S, &Record<'_>, &[u8]) + Sync,
+    M: FnMut(S, u64),
+{
+    let (init, each) = (&init, &each);
+    let mut all = ParseStats::default();
+    let mut lines_before = 0u64;
+    for wave in ranges.chunks(threads.max(1)) {
+        let results: Vec<Result<(S, ParseStats), ReadError>> = std::thread::scope(|sc| {
+            let hs: Vec<_> = wave
+                .iter()
+                .map(|r| sc.spawn(move || parse_range(path, r, init, each)))
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(ReadError::Read {
+                            path: path.to_path_buf(),
+                            line_no: 0,
+                            source: io::Error::other("a parser thread panicked"),
+                            delivered: Box::default(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        for res in results {
+            let (state, mut stats) = match res {
+                Ok(x) => x,
+                Err(ReadError::Read {
+                    path,
+                    line_no,
+                    source,
+                    delivered,
+                }) => {
+                    return Err(ReadError::Read {
+                        path,
+                        line_no: lines_before + line_no,
+                        source,
+                        delivered,
+                    });
+                }
+                Err(e) => return Err(e),
+            };
+            stats.shift_lines(lines_before);
+            if lines_before == 0 && all.lines == 0 {
+                all.head = stats.head;
+            }
+            merge(state, lines_before);
+            lines_before += stats.lines;
+            all.merge(&stats);
+        }
+    }
+    all.held_back_bytes = 0;
+    Ok(all)
+}
+
+/// One chunk of [`parse_ranges_in_order`]: its state and counts (chunk line numbers).
+fn parse_range<S, I, F>(
+    path: &Path,
+    r: &Range<u64>,
+    init: &I,
+    each: &F,
+) -> Result<(S, ParseStats), ReadError>
+where
+    I: Fn() -> S,
+    F: Fn(&mut S, &Record<'_>, &[u8]),
+{
+    let mut f = File::open(path).map_err(|source| ReadError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    f.seek(SeekFrom::Start(r.start))
+        .map_err(|source| ReadError::Read {
+            path: path.to_path_buf(),
+            line_no: 0,
+            source,
+            delivered: Box::default(),
+        })?;
+    let mut state = init();
+    let mut reader =
+        LogReader::from_reader(path.display().to_string(), f.take(r.end - r.start));
+    let stats = reader.for_each_raw(|rec, raw| each(&mut state, rec, raw))?;
+    Ok((state, stats))
+}
