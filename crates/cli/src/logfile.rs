@@ -156,8 +156,8 @@ pub fn read_log(path: &Path, push: impl FnMut(&Record<'_>)) -> Result<LogRead, R
 }
 
 /// Chunk of a large plain log parsed on a thread of its own by [`read_log_into`] (bytes,
-/// 4 MiB: the facts a chunk leaves for the evidence stay a few MB per thread).
-const CHUNK_BYTES: u64 = sglang_log::parallel::MIN_CHUNK;
+/// 1 MiB: the facts a chunk leaves for the evidence stay about 2 MB per chunk in flight).
+const CHUNK_BYTES: u64 = 1 << 20;
 
 /// Read the log at `path` into the evidence of source `id`: as [`read_log`] with
 /// [`EvidenceBuilder::push`], but a plain file of at least two chunks ([`CHUNK_BYTES`]) is
@@ -179,16 +179,26 @@ pub fn read_log_into(
         std::fs::metadata(path).map_or(0, |m| if m.is_file() { m.len() } else { 0 })
     };
     if threads > 1 && len >= 2 * CHUNK_BYTES {
-        let parts = usize::try_from(len.div_ceil(CHUNK_BYTES)).unwrap_or(usize::MAX);
-        let ranges = sglang_log::parallel::split_at_lines(path, parts)?;
+        let ranges = sglang_log::parallel::split_every(path, CHUNK_BYTES)?;
         if ranges.len() > 1 {
+            // the chunks' fact lists are reused (no allocation and page faults per chunk)
+            let pool = std::sync::Mutex::new(Vec::<ChunkFacts>::new());
+            let take = || {
+                pool.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .pop()
+                    .unwrap_or_default()
+            };
             let stats = sglang_log::parallel::parse_ranges_in_order(
                 path,
                 &ranges,
                 threads,
-                ChunkFacts::new,
+                take,
                 |c, rec, raw| c.push(rec, raw),
-                |c, lines_before| b.push_chunk(id, c, lines_before),
+                |mut c, lines_before| {
+                    b.push_chunk(id, &mut c, lines_before);
+                    pool.lock().unwrap_or_else(|e| e.into_inner()).push(c);
+                },
             )?;
             let mut out = LogRead {
                 stats,

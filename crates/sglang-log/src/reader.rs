@@ -726,11 +726,7 @@ impl<R: Read> LogReader<R> {
     /// The partial line in `buf[start..end]` reached [`MAX_LINE`] bytes without a newline:
     /// deliver it now as [`Event::Malformed`] ("line longer than 1 MiB", its first bytes kept
     /// as the excerpt), drop its bytes, and skip the rest of it up to the next newline.
-    fn cap_long_line<F: FnMut(&Record<'_>, &[u8])>(
-        &mut self,
-        stats: &mut ParseStats,
-        f: &mut F,
-    ) {
+    fn cap_long_line<F: FnMut(&Record<'_>, &[u8])>(&mut self, stats: &mut ParseStats, f: &mut F) {
         self.line_no += 1;
         let rec = Record {
             line_no: self.line_no,

@@ -117,9 +117,10 @@ impl ChunkFacts {
 
 impl EvidenceBuilder {
     /// Takes the facts of the next chunk of `source`, whose file has `lines_before` lines
-    /// before the chunk, as [`EvidenceBuilder::push`] of each of its records would.
-    pub fn push_chunk(&mut self, source: SourceId, chunk: ChunkFacts, lines_before: u64) {
-        for f in chunk.facts {
+    /// before the chunk, as [`EvidenceBuilder::push`] of each of its records would, and leaves
+    /// `chunk` empty (its memory kept, for the next chunk).
+    pub fn push_chunk(&mut self, source: SourceId, chunk: &mut ChunkFacts, lines_before: u64) {
+        for f in chunk.facts.drain(..) {
             match f {
                 Fact::Batch { ts, ranks, sample } => {
                     let sample = match sample {
@@ -251,7 +252,7 @@ mod tests {
                 if before == 0 {
                     all.head = stats.head;
                 }
-                b.push_chunk(id, facts, before);
+                b.push_chunk(id, &mut facts, before);
                 before += stats.lines;
                 all.merge(&stats);
             }
