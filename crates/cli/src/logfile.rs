@@ -160,7 +160,7 @@ pub fn read_log(path: &Path, push: impl FnMut(&Record<'_>)) -> Result<LogRead, R
 const CHUNK_BYTES: u64 = 1 << 20;
 
 /// Read the log at `path` into the evidence of source `id`: as [`read_log`] with
-/// [`EvidenceBuilder::push`], but a plain file of at least two chunks ([`CHUNK_BYTES`]) is
+/// [`EvidenceBuilder::push`], but a plain file of at least two chunks (1 MiB each) is
 /// parsed on every core, one chunk per thread, and the chunks' facts are handed to the builder
 /// in file order ([`EvidenceBuilder::push_chunk`]), which gives the evidence of a sequential
 /// read. Memory stays bounded: one wave of chunks is held at a time.
