@@ -350,12 +350,7 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
         let id = b.add_source(name.clone());
         let mut sniff = FormatSniffer::new();
         // The reader's errors name the path (and line) themselves.
-        let read = logfile::read_log(path, |rec| {
-            if !sniff.is_sglang() {
-                sniff.push(rec);
-            }
-            b.push(id, rec);
-        })?;
+        let read = logfile::read_log_into(path, &mut b, id, &mut sniff)?;
         b.finish_source(id, &read.stats);
         warnings.extend(read.warnings);
         not_sglang.extend(sniff.error(&name));

@@ -8,7 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
-use sglang_log::{ForeignFormat, LogReader, NotSglangLog, ParseStats, ReadError, Record};
+use diagnosis::evidence::merge::ChunkFacts;
+use diagnosis::evidence::{EvidenceBuilder, SourceId};
+use sglang_log::{
+    ForeignFormat, FormatSniffer, LogReader, NotSglangLog, ParseStats, ReadError, Record,
+};
 
 /// The log inputs `paths` stand for: a file (or `-`) is itself; a directory (a job's log
 /// directory: every rank's and node's log, `.gz`, rotated parts) is every log file under it,
@@ -151,6 +155,82 @@ pub fn read_log(path: &Path, push: impl FnMut(&Record<'_>)) -> Result<LogRead, R
     }
     check_text(&mut out, &name);
     Ok(out)
+}
+
+/// Chunk of a large plain log parsed on a thread of its own by [`read_log_into`] (bytes,
+/// 1 MiB: the facts a chunk leaves for the evidence stay about 2 MB per chunk in flight).
+const CHUNK_BYTES: u64 = 1 << 20;
+
+/// Read the log at `path` into the evidence of source `id`: as [`read_log`] with
+/// [`EvidenceBuilder::push`], but a plain file of at least two chunks (1 MiB each) is
+/// parsed on every core, one chunk per thread, and the chunks' facts are handed to the builder
+/// in file order ([`EvidenceBuilder::push_chunk`]), which gives the evidence of a sequential
+/// read. Memory stays bounded: one wave of chunks is held at a time.
+///
+/// # Errors
+/// As [`read_log`].
+pub fn read_log_into(
+    path: &Path,
+    b: &mut EvidenceBuilder,
+    id: SourceId,
+    sniff: &mut FormatSniffer,
+) -> Result<LogRead, ReadError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let len = if path.as_os_str() == "-" {
+        0
+    } else {
+        std::fs::metadata(path).map_or(0, |m| if m.is_file() { m.len() } else { 0 })
+    };
+    if threads > 1 && len >= 2 * CHUNK_BYTES {
+        let ranges = sglang_log::parallel::split_every(path, CHUNK_BYTES)?;
+        if ranges.len() > 1 {
+            // the chunks' fact lists are reused (no allocation and page faults per chunk)
+            let pool = std::sync::Mutex::new(Vec::<ChunkFacts>::new());
+            // the format sniffer sees records until one is SGLang's (usually the first few);
+            // a flag spares the lock after that
+            let sniffed = std::sync::atomic::AtomicBool::new(sniff.is_sglang());
+            let shared_sniff = std::sync::Mutex::new(std::mem::take(sniff));
+            let take = || {
+                pool.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .pop()
+                    .unwrap_or_default()
+            };
+            let stats = sglang_log::parallel::parse_ranges_in_order(
+                path,
+                &ranges,
+                threads,
+                take,
+                |c, rec, raw| {
+                    if !sniffed.load(std::sync::atomic::Ordering::Relaxed) {
+                        let mut s = shared_sniff.lock().unwrap_or_else(|e| e.into_inner());
+                        s.push(rec);
+                        if s.is_sglang() {
+                            sniffed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                    c.push(rec, raw)
+                },
+                |mut c, lines_before| {
+                    b.push_chunk(id, &mut c, lines_before);
+                    pool.lock().unwrap_or_else(|e| e.into_inner()).push(c);
+                },
+            )?;
+            *sniff = shared_sniff.into_inner().unwrap_or_else(|e| e.into_inner());
+            let mut out = LogRead {
+                stats,
+                warnings: Vec::new(),
+            };
+            check_text(&mut out, &path.display().to_string());
+            return Ok(out);
+        }
+    }
+    read_log(path, |rec| {
+        if !sniff.is_sglang() {
+            sniff.push(rec);
+        }
+        b.push(id, rec);
+    })
 }
 
 /// A log with lines but no SGLang event may be no log at all (a binary, a model file): say so

@@ -105,6 +105,21 @@ impl IncidentBuilder {
         st.stacks.push(rec);
     }
 
+    /// A batch line seen through a parsed chunk's facts (`evidence/merge.rs`), where the
+    /// record itself is gone: what [`IncidentBuilder::push`] does with a batch record (the
+    /// server is serving; an open stack ends before it).
+    pub fn push_batch_line(&mut self, source: SourceId, line_no: u64) {
+        // the ready banner stands for the batch line: same step, same effect on stacks
+        let rec = Record {
+            line_no,
+            timestamp: None,
+            ranks: sglang_log::RankTags::default(),
+            message: "",
+            event: Event::ServerReady,
+        };
+        self.push(source, &rec);
+    }
+
     /// The incidents so far (stacks still open left out).
     pub fn snapshot(&self) -> Incidents {
         let mut inc = self.inc.clone();

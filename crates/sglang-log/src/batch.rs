@@ -1163,9 +1163,12 @@ const SAFE_FLOAT: u8 = 1;
 const ALWAYS: u8 = 2;
 /// [`FAST_SAFE`] of a key whose values are not checked (unknown keys, flags, stamps).
 const UNCHECKED: u8 = 3;
+/// [`FAST_SAFE`]: a fraction (`token usage`): `0.` and at most 5 digits is sound (below 1, as
+/// [`ValueClass::check`] sees it on sight); anything else is looked at.
+const SAFE_FRACTION: u8 = 4;
 
 /// How the fast splitter screens each of [`KNOWN_KEYS`] (and one more entry for unknown
-/// keys): [`SAFE_INTEGER`], [`SAFE_FLOAT`], [`ALWAYS`] or [`UNCHECKED`].
+/// keys): [`SAFE_INTEGER`], [`SAFE_FLOAT`], [`SAFE_FRACTION`], [`ALWAYS`] or [`UNCHECKED`].
 const FAST_SAFE: [u8; N_KNOWN + 1] = {
     let mut t = [UNCHECKED; N_KNOWN + 1];
     let mut i = 0;
@@ -1173,16 +1176,17 @@ const FAST_SAFE: [u8; N_KNOWN + 1] = {
         t[i] = match KEY_CLASS[i] {
             ValueClass::Requests | ValueClass::Tokens => SAFE_INTEGER,
             ValueClass::Rate => SAFE_FLOAT,
-            ValueClass::Fraction
-            | ValueClass::Percent
-            | ValueClass::StepTokens
-            | ValueClass::Hardware => ALWAYS,
+            ValueClass::Fraction => SAFE_FRACTION,
+            ValueClass::Percent | ValueClass::StepTokens | ValueClass::Hardware => ALWAYS,
             ValueClass::Unchecked => UNCHECKED,
         };
         i += 1;
     }
     t
 };
+
+/// `0.` as a little-endian 16-bit word.
+const ZERO_DOT: u16 = u16::from_le_bytes(*b"0.");
 
 const _: () = assert!(N_KNOWN <= 64, "BatchLine::check is a u64 over KNOWN_KEYS");
 
@@ -1301,6 +1305,9 @@ fn split_padded<const C: usize>(
         // (see FAST_SAFE); anything else is looked at by `rejected_fields`
         let look = match safe {
             SAFE_INTEGER | SAFE_FLOAT => !(sound && run < 8 && v1 - v0 == run),
+            SAFE_FRACTION => {
+                !(sound && run < 8 && v1 - v0 == run && w & 0xffff == u64::from(ZERO_DOT))
+            }
             ALWAYS => true,
             _ => false,
         };

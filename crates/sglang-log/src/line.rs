@@ -731,10 +731,10 @@ fn bracket_ranks(s: &str) -> Option<(RankTags, &str)> {
 /// Uvicorn's / Python's level prefix (`INFO:     `, `WARNING:  `) in front of a message.
 #[inline]
 fn skip_level(msg: &str) -> &str {
-    // the first letters of the levels below
+    // the first two letters of the levels below (all upper case: `Decode batch` is no level)
     if !matches!(
-        msg.as_bytes().first(),
-        Some(b'I' | b'W' | b'E' | b'D' | b'C')
+        msg.as_bytes(),
+        [b'I' | b'W' | b'E' | b'D' | b'C', b'A'..=b'Z', ..]
     ) {
         return msg;
     }

@@ -41,6 +41,23 @@ pub struct ChunkResult<S> {
 ///
 /// Errors: [`ReadError::Open`] when the file cannot be opened or read.
 pub fn split_at_lines(path: &Path, parts: usize) -> Result<Vec<Range<u64>>, ReadError> {
+    split_with_min(path, parts, MIN_CHUNK)
+}
+
+/// [`split_at_lines`] into ranges of about `chunk` bytes each (at least 64 KiB; the last one
+/// may be shorter), e.g. many small chunks for [`parse_ranges_in_order`], whose memory grows
+/// with the chunk size.
+///
+/// # Errors
+/// As [`split_at_lines`].
+pub fn split_every(path: &Path, chunk: u64) -> Result<Vec<Range<u64>>, ReadError> {
+    let chunk = chunk.max(64 << 10);
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    let parts = usize::try_from(len.div_ceil(chunk)).unwrap_or(usize::MAX);
+    split_with_min(path, parts, chunk)
+}
+
+fn split_with_min(path: &Path, parts: usize, min_chunk: u64) -> Result<Vec<Range<u64>>, ReadError> {
     let open_err = |source| ReadError::Open {
         path: path.to_path_buf(),
         source,
@@ -50,7 +67,7 @@ pub fn split_at_lines(path: &Path, parts: usize) -> Result<Vec<Range<u64>>, Read
     let len = meta.len();
     let mut magic = [0u8; 2];
     let gzip = meta.is_file() && f.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
-    let parts = parts.max(1).min((len / MIN_CHUNK).max(1) as usize);
+    let parts = parts.max(1).min((len / min_chunk.max(1)).max(1) as usize);
     if !meta.is_file() || gzip || parts == 1 {
         return Ok(std::iter::once(0..len).collect());
     }
@@ -207,4 +224,175 @@ pub fn merged_stats<S>(chunks: &[ChunkResult<S>]) -> ParseStats {
     }
     all.held_back_bytes = 0;
     all
+}
+
+/// Parses the chunks `ranges` of the plain file `path` (from [`split_at_lines`]) on `threads`
+/// threads and hands each chunk's state to `merge` on the calling thread, in file order, while
+/// the threads parse the next chunks: memory holds at most `threads + 1` chunk states (plus
+/// one reader buffer per thread) however large the file; a thread waits when it is that far
+/// ahead of the merge.
+///
+/// There is no counting pass: the records of a chunk carry line numbers counted from the
+/// chunk's start (its first line is 1), and `merge` gets the number of lines of the file
+/// before the chunk to add to them (known by then, as the chunks are merged in order). `each`
+/// also gets each record's line bytes ([`LogReader::for_each_raw`]). Returns the file's
+/// counts, with the file's line numbers in their kept lines and the head of its first chunk.
+///
+/// # Errors
+/// [`ReadError::Open`] when the file cannot be opened, [`ReadError::Read`] when a chunk cannot
+/// be read (its line number is the file's); the chunks before it are merged.
+pub fn parse_ranges_in_order<S, I, F, M>(
+    path: &Path,
+    ranges: &[Range<u64>],
+    threads: usize,
+    init: I,
+    each: F,
+    mut merge: M,
+) -> Result<ParseStats, ReadError>
+where
+    S: Send,
+    I: Fn() -> S + Sync,
+    F: Fn(&mut S, &Record<'_>, &[u8]) + Sync,
+    M: FnMut(S, u64),
+{
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex, mpsc};
+    let threads = threads.max(1);
+    let ahead = threads + 1;
+    let (init, each) = (&init, &each);
+    // the next chunk to take, and how many chunks were merged (a thread takes chunk `k` only
+    // when `k < merged + ahead`)
+    let next = AtomicUsize::new(0);
+    let merged = Mutex::new(0usize);
+    let progress = Condvar::new();
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<(usize, Result<(S, ParseStats), ReadError>)>();
+    std::thread::scope(|sc| {
+        for _ in 0..threads.min(ranges.len()) {
+            let tx = tx.clone();
+            let (next, merged, progress, stop) = (&next, &merged, &progress, &stop);
+            sc.spawn(move || {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(r) = ranges.get(k) else { return };
+                    let mut m = merged.lock().unwrap_or_else(|e| e.into_inner());
+                    while k >= *m + ahead && !stop.load(Ordering::Relaxed) {
+                        m = progress.wait(m).unwrap_or_else(|e| e.into_inner());
+                    }
+                    drop(m);
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    // a panic (there should be none) is this chunk's error, not a hang
+                    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        parse_range(path, r, init, each)
+                    }))
+                    .unwrap_or_else(|_| {
+                        Err(ReadError::Read {
+                            path: path.to_path_buf(),
+                            line_no: 0,
+                            source: io::Error::other("a parser thread panicked"),
+                            delivered: Box::default(),
+                        })
+                    });
+                    if tx.send((k, res)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let out = merge_in_order(path, ranges.len(), &rx, &mut merge, &merged, &progress);
+        // on an error: wake and stop the threads (the results still coming are dropped)
+        stop.store(true, Ordering::Relaxed);
+        progress.notify_all();
+        out
+    })
+}
+
+/// The caller's side of [`parse_ranges_in_order`]: receives the chunks' results, merges
+/// them in order, and tells the threads how far the merge got.
+#[allow(clippy::type_complexity)]
+fn merge_in_order<S, M: FnMut(S, u64)>(
+    path: &Path,
+    chunks: usize,
+    rx: &std::sync::mpsc::Receiver<(usize, Result<(S, ParseStats), ReadError>)>,
+    merge: &mut M,
+    merged: &std::sync::Mutex<usize>,
+    progress: &std::sync::Condvar,
+) -> Result<ParseStats, ReadError> {
+    let mut all = ParseStats::default();
+    let mut lines_before = 0u64;
+    let mut pending = std::collections::BTreeMap::new();
+    let mut done = 0usize;
+    while done < chunks {
+        let Ok((k, res)) = rx.recv() else {
+            return Err(ReadError::Read {
+                path: path.to_path_buf(),
+                line_no: lines_before,
+                source: io::Error::other("a parser thread panicked"),
+                delivered: Box::default(),
+            });
+        };
+        pending.insert(k, res);
+        while let Some(res) = pending.remove(&done) {
+            let (state, mut stats) = match res {
+                Ok(x) => x,
+                Err(ReadError::Read {
+                    path,
+                    line_no,
+                    source,
+                    delivered,
+                }) => {
+                    return Err(ReadError::Read {
+                        path,
+                        line_no: lines_before + line_no,
+                        source,
+                        delivered,
+                    });
+                }
+                Err(e) => return Err(e),
+            };
+            stats.shift_lines(lines_before);
+            if done == 0 {
+                all.head = stats.head;
+            }
+            merge(state, lines_before);
+            lines_before += stats.lines;
+            all.merge(&stats);
+            done += 1;
+            *merged.lock().unwrap_or_else(|e| e.into_inner()) = done;
+            progress.notify_all();
+        }
+    }
+    all.held_back_bytes = 0;
+    Ok(all)
+}
+
+/// One chunk of [`parse_ranges_in_order`]: its state and counts (chunk line numbers).
+fn parse_range<S, I, F>(
+    path: &Path,
+    r: &Range<u64>,
+    init: &I,
+    each: &F,
+) -> Result<(S, ParseStats), ReadError>
+where
+    I: Fn() -> S,
+    F: Fn(&mut S, &Record<'_>, &[u8]),
+{
+    let mut f = File::open(path).map_err(|source| ReadError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    f.seek(SeekFrom::Start(r.start))
+        .map_err(|source| ReadError::Read {
+            path: path.to_path_buf(),
+            line_no: 0,
+            source,
+            delivered: Box::default(),
+        })?;
+    let mut state = init();
+    let mut reader = LogReader::from_reader(path.display().to_string(), f.take(r.end - r.start));
+    let stats = reader.for_each_raw(|rec, raw| each(&mut state, rec, raw))?;
+    Ok((state, stats))
 }

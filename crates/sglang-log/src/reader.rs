@@ -268,6 +268,17 @@ impl ParseStats {
         }
     }
 
+    /// Adds `lines` to the line number of every kept line (counts of a part of a file read on
+    /// its own, made the file's: see [`crate::parallel::parse_ranges_in_order`]).
+    pub fn shift_lines(&mut self, lines: u64) {
+        for m in self.malformed.iter_mut().chain(self.partial.iter_mut()) {
+            m.line_no += lines;
+        }
+        for r in &mut self.rejected {
+            r.line_no += lines;
+        }
+    }
+
     /// Adds the counts of `other` (e.g. from a later call in live mode).
     pub fn merge(&mut self, other: &ParseStats) {
         self.lines += other.lines;
@@ -558,6 +569,20 @@ impl<R: Read> LogReader<R> {
     /// so a caller can diagnose a truncated file up to the cut. A line cut by the error is
     /// never delivered.
     pub fn for_each<F: FnMut(&Record<'_>)>(&mut self, mut f: F) -> Result<ParseStats, ReadError> {
+        self.for_each_raw(|rec, _| f(rec))
+    }
+
+    /// [`LogReader::for_each`] that also hands over the bytes of each record's line (without
+    /// its `\n`), e.g. to keep a rare line and parse it again later with
+    /// [`crate::parse_line`], which gives the same record. For a line cut at [`MAX_LINE`] (an
+    /// [`Event::Malformed`] record) they are its first bytes.
+    ///
+    /// # Errors
+    /// As [`LogReader::for_each`].
+    pub fn for_each_raw<F: FnMut(&Record<'_>, &[u8])>(
+        &mut self,
+        mut f: F,
+    ) -> Result<ParseStats, ReadError> {
         let mut stats = ParseStats::default();
         loop {
             if self.skipping {
@@ -618,7 +643,7 @@ impl<R: Read> LogReader<R> {
                             // ok: `\n` is ASCII, so `a` and `nl` are char boundaries
                             let line = text.get(a..nl).unwrap_or("");
                             parse_clean_line_into(line, self.line_no, &mut self.cache, &mut rec);
-                            f(&rec);
+                            f(&rec, line.as_bytes());
                             stats.observe(&rec, line.as_bytes());
                             stats.bytes += 1; // the '\n'
                             a = nl + 1;
@@ -637,7 +662,7 @@ impl<R: Read> LogReader<R> {
                 self.line_no += 1;
                 let raw = &self.buf[pos..nl];
                 let rec = parse_line_cached(raw, self.line_no, &mut self.cache);
-                f(&rec);
+                f(&rec, raw);
                 stats.observe(&rec, raw);
                 stats.bytes += 1; // the '\n'
                 pos = nl + 1;
@@ -690,7 +715,7 @@ impl<R: Read> LogReader<R> {
                 self.line_no += 1;
                 let raw = &self.buf[self.start..self.end];
                 let rec = parse_line_cached(raw, self.line_no, &mut self.cache);
-                f(&rec);
+                f(&rec, raw);
                 stats.observe(&rec, raw);
                 self.start = 0;
                 self.end = 0;
@@ -702,7 +727,7 @@ impl<R: Read> LogReader<R> {
     /// The partial line in `buf[start..end]` reached [`MAX_LINE`] bytes without a newline:
     /// deliver it now as [`Event::Malformed`] ("line longer than 1 MiB", its first bytes kept
     /// as the excerpt), drop its bytes, and skip the rest of it up to the next newline.
-    fn cap_long_line<F: FnMut(&Record<'_>)>(&mut self, stats: &mut ParseStats, f: &mut F) {
+    fn cap_long_line<F: FnMut(&Record<'_>, &[u8])>(&mut self, stats: &mut ParseStats, f: &mut F) {
         self.line_no += 1;
         let rec = Record {
             line_no: self.line_no,
@@ -713,9 +738,9 @@ impl<R: Read> LogReader<R> {
                 reason: LONG_LINE_REASON,
             },
         };
-        f(&rec);
         let raw = &self.buf[self.start..self.end];
         let head = &raw[..raw.len().min(EXCERPT_BYTES)];
+        f(&rec, head);
         stats.observe(&rec, head);
         stats.bytes += (raw.len() - head.len()) as u64;
         stats.long_lines += 1;

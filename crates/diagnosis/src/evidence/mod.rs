@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use sglang_log::{BatchKind, BenchCollector, BenchSummary, Event, ParseStats, RankTags, Record};
+use sglang_log::{BenchCollector, BenchSummary, Event, ParseStats, RankTags, Record};
 
+pub mod merge;
 pub mod phases;
 pub mod timeline;
 pub mod view;
@@ -1190,66 +1191,8 @@ impl EvidenceBuilder {
         match &rec.event {
             Event::Batch(b) => {
                 let t = self.time_of(source, rec);
-                let key = Self::key_for(source, &rec.ranks);
-                let sched = self.ev.schedulers.entry(key).or_default();
-                // Keep the lowest TP rank's lines; other TP ranks repeat the same batch.
-                let tp = rec.ranks.tp;
-                if sched.first.is_none() {
-                    sched.tp = tp;
-                } else if tp != sched.tp {
-                    match (tp, sched.tp) {
-                        (Some(new), Some(old)) if new < old => {
-                            // A lower rank appeared late: treat its lines as the kept ones from now on.
-                            sched.tp = Some(new);
-                        }
-                        _ => {
-                            sched.duplicate_lines += 1;
-                            return;
-                        }
-                    }
-                }
-                if sched.first.is_none() {
-                    sched.first = Some(loc);
-                }
-                sched.last = Some(loc);
-                match b.kind {
-                    BatchKind::Decode => {
-                        let s = DecodeSample {
-                            t,
-                            line: rec.line_no,
-                            running: b.running_req(),
-                            queue: b.queue_req(),
-                            tokens: b.num_token(),
-                            usage: b.token_usage(),
-                            gen_tps: b.gen_throughput(),
-                            graph: b.graph(),
-                            accept_len: b.accept_len(),
-                            accept_rate: b.accept_rate(),
-                            cap_len: b.cap_len(),
-                            pre_allocated_usage: b.pre_allocated_usage(),
-                            prealloc_req: b.prealloc_req(),
-                            transfer_req: b.transfer_req(),
-                            mamba_usage: b.mamba_usage(),
-                        };
-                        sched.push_decode(s);
-                    }
-                    BatchKind::Prefill => {
-                        let s = PrefillSample {
-                            t,
-                            line: rec.line_no,
-                            new_seq: b.new_seq(),
-                            new_token: b.new_token(),
-                            cached_token: b.cached_token(),
-                            running: b.running_req(),
-                            queue: b.queue_req(),
-                            usage: b.token_usage(),
-                            prealloc_req: b.prealloc_req(),
-                            inflight_req: b.inflight_req(),
-                            iter: b.iter,
-                        };
-                        sched.push_prefill(s);
-                    }
-                }
+                let sample = || merge::BatchSample::of(rec.line_no, b);
+                self.push_batch(source, rec.line_no, t, &rec.ranks, sample);
             }
             Event::Retraction(r) => {
                 self.ev.retraction_lines += 1;

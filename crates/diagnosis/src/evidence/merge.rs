@@ -1,0 +1,309 @@
+//! Evidence of one large log parsed on several cores.
+//!
+//! The parse of a record (the envelope, the batch fields, the typed accessors) is most of the
+//! cost of reading a log, and it needs no state across lines; what the [`EvidenceBuilder`]
+//! does with a record (the time unwrapped across midnight, the kept TP rank, retractions
+//! matched across ranks, the bounded timelines) does, and it depends on the order. So a chunk
+//! of the file is parsed on its own thread into [`ChunkFacts`]: for each batch line the owned
+//! sample the builder would take from it, for each other line the builder uses (retractions,
+//! startup lines, failures, the lines of a benchmark summary) the line's bytes. The chunks'
+//! facts are then handed to the builder in file order ([`EvidenceBuilder::push_chunk`]),
+//! which gives exactly the evidence a sequential read gives: the batch samples are the same
+//! values, and the other lines are parsed again with [`sglang_log::parse_line`], which gives
+//! the record the reader gave. Memory: a chunk's facts are bounded by the chunk's size.
+
+use super::{DecodeSample, EvidenceBuilder, Loc, PrefillSample, SourceId};
+use sglang_log::{BatchKind, BatchLine, Event, RankTags, Record, Timestamp};
+
+/// The sample of one batch line, owned (its time `t` is set by the builder, which unwraps it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum BatchSample {
+    /// A `Decode batch` line.
+    Decode(DecodeSample),
+    /// A `Prefill batch` line.
+    Prefill(PrefillSample),
+}
+
+impl BatchSample {
+    /// The sample of batch line `b` (line number `line`), without its time.
+    pub(crate) fn of(line: u64, b: &BatchLine<'_>) -> Self {
+        match b.kind {
+            BatchKind::Decode => BatchSample::Decode(DecodeSample {
+                t: None,
+                line,
+                running: b.running_req(),
+                queue: b.queue_req(),
+                tokens: b.num_token(),
+                usage: b.token_usage(),
+                gen_tps: b.gen_throughput(),
+                graph: b.graph(),
+                accept_len: b.accept_len(),
+                accept_rate: b.accept_rate(),
+                cap_len: b.cap_len(),
+                pre_allocated_usage: b.pre_allocated_usage(),
+                prealloc_req: b.prealloc_req(),
+                transfer_req: b.transfer_req(),
+                mamba_usage: b.mamba_usage(),
+            }),
+            BatchKind::Prefill => BatchSample::Prefill(PrefillSample {
+                t: None,
+                line,
+                new_seq: b.new_seq(),
+                new_token: b.new_token(),
+                cached_token: b.cached_token(),
+                running: b.running_req(),
+                queue: b.queue_req(),
+                usage: b.token_usage(),
+                prealloc_req: b.prealloc_req(),
+                inflight_req: b.inflight_req(),
+                iter: b.iter,
+            }),
+        }
+    }
+}
+
+/// What the builder takes from one record of a chunk.
+// Batch lines are nearly every fact: boxing their sample would allocate once per line.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+enum Fact {
+    /// A batch line: its stamp, rank tags and sample (line numbers count from the chunk start).
+    Batch {
+        ts: Option<Timestamp>,
+        ranks: RankTags,
+        sample: BatchSample,
+    },
+    /// Any other line the builder uses: its number in the chunk and its bytes.
+    Line { line: u64, raw: Box<[u8]> },
+}
+
+/// The facts of one chunk of a log, in line order (see the module doc). Lines the builder
+/// ignores (malformed lines, stamped lines of no SGLang event) are not kept.
+#[derive(Clone, Debug, Default)]
+pub struct ChunkFacts {
+    facts: Vec<Fact>,
+}
+
+impl ChunkFacts {
+    /// Empty facts.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes one record of the chunk and the bytes of its line
+    /// ([`sglang_log::LogReader::for_each_raw`]).
+    pub fn push(&mut self, rec: &Record<'_>, raw: &[u8]) {
+        match &rec.event {
+            Event::Batch(b) => self.facts.push(Fact::Batch {
+                ts: rec.timestamp,
+                ranks: rec.ranks,
+                sample: BatchSample::of(rec.line_no, b),
+            }),
+            // what `EvidenceBuilder::push` does nothing with (stamped lines of no SGLang event,
+            // except those the incident collector reads: `Pyspy failed …`, `Capture cuda graph
+            // bs …`)
+            Event::Malformed { .. } => {}
+            Event::Other
+                if rec.timestamp.is_some()
+                    && !matches!(rec.message.as_bytes().first(), Some(b'P' | b'C')) => {}
+            _ => self.facts.push(Fact::Line {
+                line: rec.line_no,
+                raw: raw.into(),
+            }),
+        }
+    }
+
+    /// Records kept.
+    pub fn len(&self) -> usize {
+        self.facts.len()
+    }
+
+    /// Whether no record was kept.
+    pub fn is_empty(&self) -> bool {
+        self.facts.is_empty()
+    }
+}
+
+impl EvidenceBuilder {
+    /// Takes the facts of the next chunk of `source`, whose file has `lines_before` lines
+    /// before the chunk, as [`EvidenceBuilder::push`] of each of its records would, and leaves
+    /// `chunk` empty (its memory kept, for the next chunk).
+    pub fn push_chunk(&mut self, source: SourceId, chunk: &mut ChunkFacts, lines_before: u64) {
+        for f in chunk.facts.drain(..) {
+            match f {
+                Fact::Batch { ts, ranks, sample } => {
+                    let sample = match sample {
+                        BatchSample::Decode(mut d) => {
+                            d.line += lines_before;
+                            BatchSample::Decode(d)
+                        }
+                        BatchSample::Prefill(mut p) => {
+                            p.line += lines_before;
+                            BatchSample::Prefill(p)
+                        }
+                    };
+                    let line = match &sample {
+                        BatchSample::Decode(d) => d.line,
+                        BatchSample::Prefill(p) => p.line,
+                    };
+                    let stamp = Record {
+                        line_no: line,
+                        timestamp: ts,
+                        ranks,
+                        message: "",
+                        event: Event::Other,
+                    };
+                    let t = self.time_of(source, &stamp);
+                    self.incidents.push_batch_line(source, line);
+                    self.push_batch(source, line, t, &ranks, move || sample);
+                }
+                Fact::Line { line, raw } => {
+                    let rec = sglang_log::parse_line(&raw, line + lines_before);
+                    self.push(source, &rec);
+                }
+            }
+        }
+    }
+
+    /// One batch line of `source` at `line` (time `t`, seconds, already unwrapped): the kept
+    /// TP rank's lines go into its scheduler's timeline (`sample` is asked for them only),
+    /// other TP ranks' are counted as duplicates.
+    pub(super) fn push_batch(
+        &mut self,
+        source: SourceId,
+        line: u64,
+        t: Option<f64>,
+        ranks: &RankTags,
+        sample: impl FnOnce() -> BatchSample,
+    ) {
+        let loc = Loc { source, line };
+        let key = Self::key_for(source, ranks);
+        let sched = self.ev.schedulers.entry(key).or_default();
+        // Keep the lowest TP rank's lines; other TP ranks repeat the same batch.
+        let tp = ranks.tp;
+        if sched.first.is_none() {
+            sched.tp = tp;
+        } else if tp != sched.tp {
+            match (tp, sched.tp) {
+                (Some(new), Some(old)) if new < old => {
+                    // A lower rank appeared late: treat its lines as the kept ones from now on.
+                    sched.tp = Some(new);
+                }
+                _ => {
+                    sched.duplicate_lines += 1;
+                    return;
+                }
+            }
+        }
+        if sched.first.is_none() {
+            sched.first = Some(loc);
+        }
+        sched.last = Some(loc);
+        match sample() {
+            BatchSample::Decode(mut d) => {
+                d.t = t;
+                sched.push_decode(d);
+            }
+            BatchSample::Prefill(mut p) => {
+                p.t = t;
+                sched.push_prefill(p);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sglang_log::LogReader;
+
+    fn read(rel: &str) -> Vec<u8> {
+        let path = format!("{}/../../tests/data/{rel}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The evidence of `logs` read line by line.
+    fn sequential(logs: &[(&str, &[u8])]) -> String {
+        let mut b = EvidenceBuilder::new();
+        for (name, bytes) in logs {
+            let id = b.add_source(*name);
+            let stats = LogReader::from_reader(*name, *bytes)
+                .for_each(|rec| b.push(id, rec))
+                .unwrap();
+            b.finish_source(id, &stats);
+        }
+        format!("{:?}", b.build())
+    }
+
+    /// The evidence of `logs`, each cut at line boundaries into `parts` chunks parsed on their
+    /// own and handed over in order.
+    fn chunked(logs: &[(&str, &[u8])], parts: usize) -> String {
+        let mut b = EvidenceBuilder::new();
+        for (name, bytes) in logs {
+            let id = b.add_source(*name);
+            let mut cuts = vec![0];
+            for k in 1..parts {
+                let at = bytes.len() * k / parts;
+                let nl = bytes[at..].iter().position(|&c| c == b'\n');
+                if let Some(i) = nl {
+                    cuts.push(at + i + 1);
+                }
+            }
+            cuts.push(bytes.len());
+            cuts.dedup();
+            let mut all = sglang_log::ParseStats::default();
+            let mut before = 0;
+            for w in cuts.windows(2) {
+                let mut facts = ChunkFacts::new();
+                let mut stats = LogReader::from_reader(*name, &bytes[w[0]..w[1]])
+                    .for_each_raw(|rec, raw| facts.push(rec, raw))
+                    .unwrap();
+                stats.shift_lines(before);
+                if before == 0 {
+                    all.head = stats.head;
+                }
+                b.push_chunk(id, &mut facts, before);
+                before += stats.lines;
+                all.merge(&stats);
+            }
+            b.finish_source(id, &all);
+        }
+        format!("{:?}", b.build())
+    }
+
+    #[test]
+    fn chunks_in_order_give_the_sequential_evidence() {
+        let files = [
+            "real-long/rtx4090-qwen3-4b-kv-retraction.log",
+            "real-long/ascend-dsr1-pd-decode-dp32.log",
+            "real-long/ascend-qwen3next-80b-hybrid-mamba.log",
+            "real/043-i4184-dsr1-2node-tp16-decode-oom-retract.log",
+            "real/046-i2746-dsv3-usage100-tiny-batch-then-decode-oom.log",
+        ];
+        let data: Vec<(String, Vec<u8>)> = files.iter().map(|f| (f.to_string(), read(f))).collect();
+        let logs: Vec<(&str, &[u8])> = data.iter().map(|(n, b)| (n.as_str(), &b[..])).collect();
+        let want = sequential(&logs);
+        // the retraction log has retractions, startup lines and batch lines of several kinds
+        assert!(want.contains("retraction_lines: ") && !want.contains("retraction_lines: 0,"));
+        for parts in [1, 2, 3, 7, 64] {
+            assert_eq!(chunked(&logs, parts), want, "{parts} chunks");
+        }
+    }
+
+    #[test]
+    fn a_chunk_keeps_batch_samples_and_the_lines_the_builder_uses_only() {
+        let log = read("real-long/rtx4090-qwen3-4b-kv-retraction.log");
+        let mut facts = ChunkFacts::new();
+        let mut batch = 0usize;
+        let stats = LogReader::from_reader("log", &log[..])
+            .for_each_raw(|rec, raw| {
+                batch += usize::from(matches!(rec.event, Event::Batch(_)));
+                facts.push(rec, raw);
+            })
+            .unwrap();
+        assert!(batch > 0);
+        assert!(facts.len() >= batch);
+        assert!(facts.len() < stats.lines as usize);
+        assert!(!facts.is_empty());
+    }
+}
