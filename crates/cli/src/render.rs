@@ -610,7 +610,7 @@ fn sections(r: &Report) -> Vec<Section> {
         .iter()
         .map(|i| {
             format!(
-                "input {}: {} lines, {} SGLang events ({} prefill, {} decode), {} other, {} malformed{}",
+                "input {}: {} lines, {} SGLang events ({} prefill, {} decode), {} other, {} malformed{}{}",
                 i.name,
                 i.lines,
                 i.events,
@@ -618,6 +618,11 @@ fn sections(r: &Report) -> Vec<Section> {
                 i.decode_lines,
                 i.other_lines,
                 i.malformed_lines,
+                if i.damaged_lines > 0 {
+                    format!(", {} damaged (read in part)", i.damaged_lines)
+                } else {
+                    String::new()
+                },
                 if i.rejected_lines > 0 {
                     format!(", {} with an impossible value set aside", i.rejected_lines)
                 } else {
@@ -645,6 +650,12 @@ fn sections(r: &Report) -> Vec<Section> {
             i.malformed
                 .iter()
                 .map(move |m| format!("{}:{}: {}: {}", i.name, m.line, m.reason, m.excerpt))
+                .chain(i.damaged.iter().map(move |m| {
+                    format!(
+                        "{}:{}: damaged, read in part ({}): {}",
+                        i.name, m.line, m.reason, m.excerpt
+                    )
+                }))
                 .chain(i.rejected.iter().map(move |r| {
                     format!(
                         "{}:{}: {} `{}` set aside: {}",

@@ -492,6 +492,16 @@ fn input_summaries(ev: &Evidence) -> Vec<InputSummary> {
                     })
                     .collect(),
                 long_lines: st.long_lines,
+                damaged_lines: st.damaged_lines,
+                damaged: st
+                    .damaged
+                    .into_iter()
+                    .map(|(line, reason, excerpt)| MalformedLine {
+                        line,
+                        reason,
+                        excerpt,
+                    })
+                    .collect(),
                 rejected_lines: st.rejected_lines,
                 rejected: st
                     .rejected

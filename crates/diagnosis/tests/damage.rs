@@ -207,3 +207,20 @@ fn overlapping_parts_and_another_tp_ranks_copy_are_one_scheduler() {
     assert_eq!(r.schedulers.len(), 1);
     assert_eq!(rate(&r), rate(&once));
 }
+
+#[test]
+fn a_damaged_line_is_counted_with_its_number_and_read_in_part() {
+    // 044: GitHub's markdown ate names and numbers ('#running-:, #: 484009'); token usage
+    // survives and is used.
+    let log = read("real/044-i6341-markdown-mangled-quote.log");
+    let r = diagnose(&[&log]);
+    let input = &r.inputs[0];
+    assert_eq!(input.damaged_lines, 1);
+    assert_eq!(input.damaged[0].line, 1);
+    assert_eq!(input.malformed_lines, 0);
+    assert_eq!(r.schedulers[0].peak_token_usage, Some(0.95));
+    // A whole line of the same format is not damaged.
+    let clean = b"[2025-05-20 10:00:00 TP0] Decode batch. #running-req: 12, #token: 484009, token usage: 0.95, gen throughput (token/s): 300.00, #queue-req: 0\n";
+    let r = diagnose(&[&clean[..]]);
+    assert_eq!(r.inputs[0].damaged_lines, 0);
+}

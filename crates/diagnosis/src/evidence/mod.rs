@@ -62,6 +62,11 @@ pub struct SourceStats {
     pub malformed: Vec<(u64, String, String)>,
     /// Lines cut at the line-length cap (also counted as malformed).
     pub long_lines: u64,
+    /// Damaged batch lines: fragments that are not `key: value` (a paste that ate names or
+    /// numbers, merged columns); their readable fields were used.
+    pub damaged_lines: u64,
+    /// The first damaged lines: (line number, reason, excerpt).
+    pub damaged: Vec<(u64, String, String)>,
     /// Batch lines with a field set aside as impossible (NaN, infinite, negative, out of range).
     pub rejected_lines: u64,
     /// Fields set aside.
@@ -86,6 +91,12 @@ impl From<&ParseStats> for SourceStats {
                 .map(|m| (m.line_no, m.reason.to_string(), m.excerpt.clone()))
                 .collect(),
             long_lines: s.long_lines,
+            damaged_lines: s.partial_batch_lines,
+            damaged: s
+                .partial
+                .iter()
+                .map(|m| (m.line_no, m.reason.to_string(), m.excerpt.clone()))
+                .collect(),
             rejected_lines: s.rejected_lines,
             rejected_fields: s.rejected_fields,
             rejected: s

@@ -25,7 +25,9 @@ pub fn expectation(e: &ExpectationCheck) -> String {
         .join("; ");
     let Some(target) = e.expected_tok_per_s else {
         return if facts.is_empty() {
-            format!("The server generates {m:.0} tok/s in steady state.")
+            format!(
+                "The server generates {m:.0} tok/s; no ceiling can be fitted from this log (a fit of decode step time needs decode lines at several batch sizes)."
+            )
         } else {
             format!("{}{}.", facts[..1].to_uppercase(), &facts[1..])
         };

@@ -414,6 +414,11 @@ pub struct InputSummary {
     pub malformed: Vec<MalformedLine>,
     /// Lines cut at the 1 MiB line-length cap (also counted as malformed).
     pub long_lines: u64,
+    /// Damaged batch lines (fragments that are not `key: value`); their readable fields were
+    /// used. Counted among the events, not the malformed lines.
+    pub damaged_lines: u64,
+    /// The first damaged lines.
+    pub damaged: Vec<MalformedLine>,
     /// Batch lines with a value set aside as impossible; their other fields were used.
     pub rejected_lines: u64,
     /// The first values set aside.
