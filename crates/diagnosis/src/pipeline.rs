@@ -468,6 +468,17 @@ fn benchmark_findings(
     findings.extend(rest);
 }
 
+/// (line number, reason, excerpt) triples as report lines.
+fn malformed_lines(v: Vec<(u64, String, String)>) -> Vec<MalformedLine> {
+    v.into_iter()
+        .map(|(line, reason, excerpt)| MalformedLine {
+            line,
+            reason,
+            excerpt,
+        })
+        .collect()
+}
+
 fn input_summaries(ev: &Evidence) -> Vec<InputSummary> {
     ev.sources
         .iter()
@@ -482,26 +493,10 @@ fn input_summaries(ev: &Evidence) -> Vec<InputSummary> {
                 decode_lines: st.decode_lines,
                 other_lines: st.other_lines,
                 malformed_lines: st.malformed_lines,
-                malformed: st
-                    .malformed
-                    .into_iter()
-                    .map(|(line, reason, excerpt)| MalformedLine {
-                        line,
-                        reason,
-                        excerpt,
-                    })
-                    .collect(),
+                malformed: malformed_lines(st.malformed),
                 long_lines: st.long_lines,
                 damaged_lines: st.damaged_lines,
-                damaged: st
-                    .damaged
-                    .into_iter()
-                    .map(|(line, reason, excerpt)| MalformedLine {
-                        line,
-                        reason,
-                        excerpt,
-                    })
-                    .collect(),
+                damaged: malformed_lines(st.damaged),
                 rejected_lines: st.rejected_lines,
                 rejected: st
                     .rejected

@@ -48,7 +48,8 @@ pub fn queued_at_full_pool(v: &SchedulerView<'_>) -> Option<Pattern> {
         .then_some(Pattern::PreallocAtFullPool)
 }
 
-/// The rule's verdict on a scheduler that nothing else explains: a full pool without a queue.
+/// The rule's verdict on a scheduler that nothing else explains: a full pool without a queue
+/// (or with its queue unknown: a paste that cut `#queue-req` away still shows the pool full).
 pub fn full_without_queue(v: &SchedulerView<'_>) -> Option<Pattern> {
     v.kv_full().then_some(Pattern::FullWithoutQueue)
 }
