@@ -57,22 +57,28 @@ pub fn idle_gap_s(decode: &[DecodeSample]) -> f64 {
 /// nothing running (`#running-req: 0`: decode had stopped, so the window spans the wait and the
 /// prefill); and the log's first line when its reading is below [`th::IDLE_LOW_READING`] of
 /// the median of the others (an excerpt that starts mid-run keeps a normal first reading).
-/// Their readings are left out of every mean and median.
+/// Their readings are left out of every mean and median. Sorted by line number.
 pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) -> Vec<u64> {
     let gap = idle_gap_s(decode);
     let readings: Vec<f64> = decode.iter().filter_map(|d| d.gen_tps).collect();
     // line numbers of prefill batches that started from an empty running batch
-    let restarts: Vec<u64> = prefill
+    let mut restarts: Vec<u64> = prefill
         .iter()
         .filter(|p| p.running == Some(0))
         .map(|p| p.line)
         .collect();
+    restarts.sort_unstable();
     let mut out = Vec::new();
     let mut prev: Option<f64> = None;
     let mut prev_line: Option<u64> = None;
     for (i, d) in decode.iter().enumerate() {
-        let after_restart =
-            prev_line.is_some_and(|a| a < d.line && restarts.iter().any(|&l| l > a && l < d.line));
+        // a restart between the previous decode line and this one (binary search: both sorted)
+        let after_restart = prev_line.is_some_and(|a| {
+            a < d.line
+                && restarts
+                    .get(restarts.partition_point(|&l| l <= a))
+                    .is_some_and(|&l| l < d.line)
+        });
         match (prev, d.t) {
             (Some(p), Some(t)) if t - p >= gap => out.push(d.line),
             _ if after_restart => out.push(d.line),
@@ -90,6 +96,7 @@ pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) ->
         }
         prev_line = Some(d.line);
     }
+    out.sort_unstable();
     out
 }
 

@@ -256,6 +256,10 @@ pub struct SchedulerView<'e> {
     pub queued_share: Option<f64>,
     /// Share of steady lines with token usage ≥ [`th::KV_FULL_USAGE`].
     pub full_share: Option<f64>,
+    /// Line numbers of the decode lines whose `gen throughput` window includes time without
+    /// decoding ([`phases::first_window_lines`]), in line order; their readings are left out
+    /// of `steady_decode`.
+    pub first_windows: Vec<u64>,
 }
 
 impl<'e> SchedulerView<'e> {
@@ -280,7 +284,7 @@ impl<'e> SchedulerView<'e> {
             .copied()
             .filter(|d| in_span(d.t, &span))
             .map(|mut d| {
-                if first_windows.contains(&d.line) {
+                if first_windows.binary_search(&d.line).is_ok() {
                     d.gen_tps = None;
                 }
                 d
@@ -339,6 +343,7 @@ impl<'e> SchedulerView<'e> {
             gen_tps,
             queued_share,
             full_share,
+            first_windows,
         }
     }
 

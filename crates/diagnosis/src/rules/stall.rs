@@ -122,9 +122,8 @@ pub fn check(input: &Input<'_>) -> Vec<Facts> {
             continue;
         };
         // a reading whose window includes time without decoding says nothing of the freeze
-        let first_windows = crate::evidence::phases::first_window_lines(d, v.tl.prefill.samples());
         let moving = (r.first..=r.last)
-            .filter(|&i| !first_windows.contains(&d[i].line))
+            .filter(|&i| v.first_windows.binary_search(&d[i].line).is_err())
             .all(|i| {
                 d[i].gen_tps
                     .is_some_and(|g| g > r.running as f64 * th::SLOW_DECODE_TOK_PER_REQ)
