@@ -44,6 +44,7 @@ impl BatchSample {
                 prealloc_req: b.prealloc_req(),
                 transfer_req: b.transfer_req(),
                 mamba_usage: b.mamba_usage(),
+                swa_usage: b.swa_token_usage(),
             }),
             BatchKind::Prefill => BatchSample::Prefill(PrefillSample {
                 t: None,

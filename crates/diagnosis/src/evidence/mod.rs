@@ -11,6 +11,7 @@ use sglang_log::{BenchCollector, BenchSummary, Event, ParseStats, RankTags, Reco
 
 pub mod merge;
 pub mod phases;
+pub mod pools;
 pub mod timeline;
 pub mod view;
 
@@ -182,6 +183,9 @@ pub struct DecodeSample {
     pub transfer_req: Option<u64>,
     /// `mamba usage` (fraction 0-1), hybrid SSM models.
     pub mamba_usage: Option<f64>,
+    /// `swa token usage` (fraction 0-1), hybrid sliding-window models: the SWA pool, against
+    /// its own size (spec §2.6).
+    pub swa_usage: Option<f64>,
 }
 
 /// One `Prefill batch` line, owned.

@@ -260,6 +260,9 @@ pub struct SchedulerView<'e> {
     /// decoding ([`phases::first_window_lines`]), in line order; their readings are left out
     /// of `steady_decode`.
     pub first_windows: Vec<u64>,
+    /// Whether every pool the steady decode lines report has room
+    /// ([`crate::evidence::pools`]).
+    pub pool_room: crate::evidence::pools::PoolRoom,
 }
 
 impl<'e> SchedulerView<'e> {
@@ -330,6 +333,7 @@ impl<'e> SchedulerView<'e> {
         );
         let queued_share = share(&queue_series, |&(_, q)| Some(q > 0.0));
         let full_share = share(&steady, |o| o.usage.map(|u| u >= th::KV_FULL_USAGE));
+        let pool_room = crate::evidence::pools::pool_room(&steady_decode);
         Self {
             key,
             tl,
@@ -344,6 +348,7 @@ impl<'e> SchedulerView<'e> {
             queued_share,
             full_share,
             first_windows,
+            pool_room,
         }
     }
 

@@ -1,0 +1,218 @@
+//! Every memory pool a scheduler's decode lines report, and whether all of them have room.
+//!
+//! SGLang prints one usage per pool it keeps (spec §2.2.1, §2.6):
+//! - the KV pool: `token usage`, or `full token usage` for hybrid models (the full-attention
+//!   layers' pool). On a PD decode server it includes the KV pre-allocated for transfers in
+//!   flight (`pre-allocated usage` is that part, `disaggregation/decode.py`);
+//! - hybrid sliding-window models (`is_hybrid_swa`): `swa token usage`, the sliding-window
+//!   layers' pool against its own size (`swa_layer_tokens`);
+//! - hybrid SSM models (Qwen3-Next, Nemotron-H, …): `mamba usage`, the mamba-state slots (one
+//!   per running request, `max_mamba_cache_size`).
+//!
+//! Admission stops when *any* pool cannot hold the next request (`schedule_policy.py`
+//! `PrefillAdder` checks every allocator), so "the KV cache has room" holds only when every pool
+//! reported has room, and never when a usage is unknown or reaches
+//! [`th::CONSERVATIVE_USAGE`] at its 90th percentile.
+
+use serde::Serialize;
+
+use crate::evidence::DecodeSample;
+use crate::thresholds as th;
+
+/// A memory pool whose usage the decode lines print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolKind {
+    /// The KV pool (`token usage`; `full token usage` for hybrid models).
+    Kv,
+    /// The sliding-window layers' pool of a hybrid SWA model (`swa token usage`).
+    Swa,
+    /// The mamba-state slots of a hybrid SSM model (`mamba usage`).
+    Mamba,
+}
+
+/// One pool's usage over the steady span (fractions 0–1).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PoolUsage {
+    /// Which pool.
+    pub pool: PoolKind,
+    /// Median usage (fraction).
+    pub median: f64,
+    /// 90th percentile (nearest rank; fraction).
+    pub p90: f64,
+    /// Readings used.
+    pub n: usize,
+}
+
+/// Whether every pool has room.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PoolRoom {
+    /// Every pool reported stays below [`th::CONSERVATIVE_USAGE`] at its 90th percentile;
+    /// `fullest` is the highest of those percentiles (fraction).
+    Room {
+        /// Highest 90th-percentile usage over the pools (fraction).
+        fullest: f64,
+    },
+    /// A pool reaches [`th::CONSERVATIVE_USAGE`] at its 90th percentile: the fullest such
+    /// pool.
+    Tight(PoolUsage),
+    /// No decode line of the span prints a usage.
+    Unknown,
+}
+
+impl PoolRoom {
+    /// Whether it is [`PoolRoom::Room`].
+    pub fn has_room(&self) -> bool {
+        matches!(self, PoolRoom::Room { .. })
+    }
+}
+
+/// The usage of every pool the samples report, in [`PoolKind`] order (a pool no sample
+/// reports is left out).
+pub fn pool_usage(samples: &[DecodeSample]) -> Vec<PoolUsage> {
+    let of = |pool: PoolKind, get: fn(&DecodeSample) -> Option<f64>| {
+        let mut v: Vec<f64> = samples
+            .iter()
+            .filter_map(get)
+            .filter(|u| u.is_finite())
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let rank = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        Some(PoolUsage {
+            pool,
+            median: rank(0.5),
+            p90: rank(0.9),
+            n: v.len(),
+        })
+    };
+    [
+        of(PoolKind::Kv, |d| d.usage),
+        of(PoolKind::Swa, |d| d.swa_usage),
+        of(PoolKind::Mamba, |d| d.mamba_usage),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Whether every pool of `samples` has room (see the module doc).
+pub fn pool_room(samples: &[DecodeSample]) -> PoolRoom {
+    let pools = pool_usage(samples);
+    if pools.is_empty() {
+        return PoolRoom::Unknown;
+    }
+    match pools
+        .iter()
+        .filter(|p| p.p90 >= th::CONSERVATIVE_USAGE)
+        .max_by(|a, b| a.p90.total_cmp(&b.p90))
+    {
+        Some(p) => PoolRoom::Tight(*p),
+        None => PoolRoom::Room {
+            fullest: pools.iter().map(|p| p.p90).fold(0.0, f64::max),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{edit, evidence, excerpt};
+
+    fn samples(text: &str) -> Vec<DecodeSample> {
+        let ev = evidence(text);
+        ev.schedulers
+            .values()
+            .flat_map(|tl| tl.decode.samples().iter().copied())
+            .collect()
+    }
+
+    #[test]
+    fn hybrid_mamba_slots_full_is_no_room_though_the_full_pool_has_room() {
+        // 80 running, full token usage 0.64, mamba usage 1.00: the 80 mamba-state slots are
+        // every slot
+        let s = samples(&excerpt(
+            "real-long/ascend-qwen3next-80b-hybrid-mamba.log",
+            1169..=1170,
+        ));
+        let pools = pool_usage(&s);
+        assert_eq!(pools.len(), 2);
+        assert_eq!((pools[0].pool, pools[0].p90), (PoolKind::Kv, 0.64));
+        assert_eq!((pools[1].pool, pools[1].p90), (PoolKind::Mamba, 1.0));
+        assert_eq!(
+            pool_room(&s),
+            PoolRoom::Tight(PoolUsage {
+                pool: PoolKind::Mamba,
+                median: 1.0,
+                p90: 1.0,
+                n: 2
+            })
+        );
+    }
+
+    #[test]
+    fn swa_pool_counts_and_low_usage_everywhere_is_room() {
+        // DeepSeek-V4 with its SWA pool: full 0.02, swa 0.00
+        let s = samples(&excerpt(
+            "real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log",
+            3..=4,
+        ));
+        let pools = pool_usage(&s);
+        assert_eq!(
+            pools.iter().map(|p| p.pool).collect::<Vec<_>>(),
+            [PoolKind::Kv, PoolKind::Swa]
+        );
+        assert_eq!(pool_room(&s), PoolRoom::Room { fullest: 0.02 });
+        // the SWA pool alone at 0.85 takes the room away (boundary: 0.80 is tight)
+        let tight = samples(&edit(
+            &excerpt(
+                "real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log",
+                3..=4,
+            ),
+            "swa token usage: 0.00",
+            "swa token usage: 0.80",
+        ));
+        assert!(matches!(
+            pool_room(&tight),
+            PoolRoom::Tight(PoolUsage {
+                pool: PoolKind::Swa,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn full_pool_at_one_with_the_swa_pool_nearly_empty_is_tight_on_the_full_pool() {
+        // full token usage 1.00, swa token usage 0.06
+        let s = samples(&excerpt(
+            "real/013-i26248-swa-retraction-collapse.log",
+            2..=3,
+        ));
+        assert!(matches!(
+            pool_room(&s),
+            PoolRoom::Tight(PoolUsage {
+                pool: PoolKind::Kv,
+                p90: 1.0,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn usage_not_printed_is_unknown_never_room() {
+        // the same real lines with every usage field cut (a terminal that truncated them)
+        let text = excerpt(
+            "real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log",
+            3..=4,
+        );
+        let text = edit(&text, "full token usage: 0.02, ", "");
+        let text = edit(&text, "swa token usage: 0.00, ", "");
+        let s = samples(&text);
+        assert_eq!(s.len(), 2);
+        assert_eq!(pool_room(&s), PoolRoom::Unknown);
+        assert!(!pool_room(&s).has_room());
+    }
+}
