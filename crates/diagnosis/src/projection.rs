@@ -55,8 +55,17 @@ pub fn projection(decode: &[DecodeSample], cap: Option<&CapacityModel>) -> Optio
         });
     }
     let per_request = fit.b + fit.c * held;
+    // A ceiling only from a fit that describes the lines: a positive fixed step time (a
+    // negative one is no step time), most of the variance explained, batches of several sizes,
+    // and an asymptote above the rate the fit gives now.
+    let ceiling = (per_request > 0.0).then(|| 1.0 / per_request).filter(|&c| {
+        fit.a > 0.0
+            && fit.r2 >= th::MIN_CEILING_FIT_R2
+            && rmax >= rmin * th::MIN_CEILING_RUNNING_SPREAD
+            && c > current
+    });
     Some(Projection {
-        ceiling_tok_per_s: (per_request > 0.0).then(|| 1.0 / per_request),
+        ceiling_tok_per_s: ceiling,
         observed_mean_running: rmean,
         formula: "step_s = a + b × running + c × kv_tokens; tok/s = running / step_s, with kv_tokens = running × (observed KV tokens per running request)".into(),
         a: fit.a,

@@ -166,6 +166,13 @@ pub const BUSY_VS_AVERAGE: f64 = 0.5;
 pub const MIN_GAIN_PCT: f64 = 1.0;
 /// Projections beyond the observed running range by more than this are extrapolations (fraction).
 pub const EXTRAPOLATION_MARGIN: f64 = 0.05;
+/// A decode step-time fit gives a ceiling only when it explains at least this share of the
+/// variance (R²): a fit of noise (R² near 0, e.g. a batch pinned at one size) has no
+/// asymptote worth naming.
+pub const MIN_CEILING_FIT_R2: f64 = 0.5;
+/// … and when the largest batch fitted is at least this many times the smallest (ratio): the
+/// slope over batch size needs batches of several sizes.
+pub const MIN_CEILING_RUNNING_SPREAD: f64 = 1.5;
 /// Share of failed benchmark requests from which failures are the first thing to fix (fraction).
 pub const FAILURES_DOMINATE: f64 = 0.2;
 /// Mean TTFT over mean end-to-end latency from which waiting for the first token is reported (fraction).

@@ -26,7 +26,8 @@ pub fn expectation(e: &ExpectationCheck) -> String {
     let Some(target) = e.expected_tok_per_s else {
         return if facts.is_empty() {
             format!(
-                "The server generates {m:.0} tok/s; no ceiling can be fitted from this log (a fit of decode step time needs decode lines at several batch sizes)."
+                "The server generates {m:.0} tok/s; no ceiling can be fitted from this log (a ceiling needs a decode step-time fit over lines at several batch sizes that explains them, R² at least {}).",
+                crate::thresholds::MIN_CEILING_FIT_R2
             )
         } else {
             format!("{}{}.", facts[..1].to_uppercase(), &facts[1..])
