@@ -155,12 +155,20 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     } else {
         bench::client_summary(&benchmark_runs, steady_gen_throughput.as_ref())
     };
-    benchmark_findings(
-        &benchmark_runs,
-        bottleneck,
-        capacity.max_running_requests,
-        &mut findings,
-    );
+    let server_cap =
+        capacity
+            .max_running_requests
+            .map(|per_rank| rules::bench_concurrency_limit::ServerCap {
+                per_rank,
+                dp_ranks: dp_size(ev, ctx).unwrap_or(0).max(
+                    views
+                        .iter()
+                        .filter_map(|v| v.key.dp)
+                        .max()
+                        .map_or(1, |m| m + 1),
+                ),
+            });
+    benchmark_findings(&benchmark_runs, bottleneck, server_cap, &mut findings);
 
     // Capacity, projection, recommendations.
     let mut not_concluded = Vec::new();
@@ -201,6 +209,10 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             max_running_requests: capacity.max_running_requests.filter(|&c| c > 0),
         })
     });
+    let levers: Vec<(Lever, FindingKind)> = findings
+        .iter()
+        .flat_map(|f| f.levers.iter().map(|&l| (l, f.kind)))
+        .collect();
     let recommendations = recommend::plans(&recommend::Input {
         bottleneck,
         capacity: capacity_model.as_ref(),
@@ -210,6 +222,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         load,
         mem_fraction_static: capacity.mem_fraction_static,
         measured_tok_per_s: steady_gen_throughput.as_ref().map(|r| r.value),
+        levers: &levers,
     })
     .iter()
     .map(narrative::recommendation)
@@ -431,7 +444,7 @@ fn incident_of(
 fn benchmark_findings(
     runs: &[BenchmarkRun],
     bottleneck: Bottleneck,
-    cap: Option<u64>,
+    cap: Option<rules::bench_concurrency_limit::ServerCap>,
     findings: &mut Vec<Finding>,
 ) {
     let mut first = Vec::new();

@@ -5,8 +5,8 @@ use kv_capacity::{Change, Feasibility};
 
 use crate::client_view::lifetime_misleads;
 use crate::report::{
-    Bottleneck, CapacityModel, ClientSummary, Projection, ProjectionRow, RecommendationKind,
-    RetractionSummary,
+    Bottleneck, CapacityModel, ClientSummary, FindingKind, Lever, Projection, ProjectionRow,
+    RecommendationKind, RetractionSummary,
 };
 use crate::thresholds as th;
 
@@ -118,6 +118,13 @@ pub enum Plan {
     RaiseClientConcurrency(Option<Load>),
     /// Judge progress by the windowed rate.
     UseWindowedRate,
+    /// Change a setting a finding names that no plan above covers.
+    Change {
+        /// The setting.
+        lever: Lever,
+        /// The finding that names it.
+        finding: FindingKind,
+    },
 }
 
 impl Plan {
@@ -135,6 +142,10 @@ impl Plan {
             Plan::RaiseMaxRunning => RecommendationKind::RaiseMaxRunningRequests,
             Plan::RaiseClientConcurrency(_) => RecommendationKind::RaiseClientConcurrency,
             Plan::UseWindowedRate => RecommendationKind::UseWindowedRate,
+            Plan::Change { lever, finding } => RecommendationKind::Change {
+                lever: *lever,
+                finding: *finding,
+            },
         }
     }
 
@@ -183,6 +194,8 @@ pub struct Input<'a> {
     pub mem_fraction_static: Option<f64>,
     /// The measured steady rate (tok/s).
     pub measured_tok_per_s: Option<f64>,
+    /// The settings the findings name, with the finding that names each, in report order.
+    pub levers: &'a [(Lever, FindingKind)],
 }
 
 fn kv_plans(
@@ -361,6 +374,14 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
         && lifetime_misleads(c)
     {
         out.push(Plan::UseWindowedRate);
+    }
+    // Every setting a finding names is among the recommendations: those the plans above do
+    // not cover, once each, from the first finding that names it.
+    for &(lever, finding) in i.levers {
+        let covered = out.iter().any(|p| p.kind().levers().contains(&lever));
+        if !covered {
+            out.push(Plan::Change { lever, finding });
+        }
     }
     // Plans with a gain first; among them changes without a cost in output quality first
     // (fp8 KV changes numerics), then by gain; the rest in the order made.

@@ -216,9 +216,10 @@ const CASES: &[Case] = &[
         &[Gen(429.5, 0.5)],
     ),
     // User-abbreviated lines without #queue-req: six requests hold 2.4M tokens, full token
-    // usage 0.92 (lines 1-7), so the pool is what caps concurrency: KV-bound. SOURCES' point,
-    // "post-retraction throughput collapse (~14x) not explained by KV alone", compares this
-    // excerpt with 013's 429 tok/s: one file cannot show it, and the tool does not flag it.
+    // usage 0.92 (lines 1-7), so the pool is what caps concurrency: KV-bound, with the headline
+    // saying the queue is unknown. SOURCES' point, "post-retraction throughput collapse (~14x)
+    // not explained by KV alone", compares this excerpt with 013's 429 tok/s: one file cannot
+    // show it, and the tool does not flag it.
     row(
         "real/014-i26248-after-retraction-user-abbreviated.log",
         B::KvCacheBound,
@@ -837,6 +838,49 @@ fn peaks_verdicts_and_key_figures_match_the_expected_column() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Issue 11 pattern 14: a finding that says to change a setting has that setting among the
+/// recommendations, and a named bottleneck always comes with one.
+#[test]
+fn every_setting_a_finding_names_is_recommended() {
+    let mut failures = Vec::new();
+    let mut levers_seen = 0;
+    for case in CASES {
+        let r = diagnose(case.file);
+        let recommended: Vec<diagnosis::report::Lever> = r
+            .recommendations
+            .iter()
+            .flat_map(|x| x.kind.levers())
+            .collect();
+        for f in &r.findings {
+            for l in &f.levers {
+                levers_seen += 1;
+                if !recommended.contains(l) {
+                    failures.push(format!("{}: {:?} names {:?}", case.file, f.kind, l));
+                }
+            }
+        }
+        let named = !matches!(
+            r.bottleneck,
+            B::Inconclusive
+                | B::NoSchedulerLines
+                | B::StartupOnly
+                | B::StartupIncomplete
+                | B::SchedulerCrashed
+                | B::Stall
+        );
+        let bottleneck_levers = r.findings.first().is_some_and(|f| !f.levers.is_empty());
+        if named && bottleneck_levers && r.recommendations.is_empty() {
+            failures.push(format!(
+                "{}: {:?} without a recommendation",
+                case.file, r.bottleneck
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // the check has something to check: most real logs name a setting
+    assert!(levers_seen > 40, "{levers_seen}");
 }
 
 #[test]

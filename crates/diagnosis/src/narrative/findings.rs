@@ -1,10 +1,11 @@
 //! Findings in words: one function per rule, from its facts.
 
 use super::{bottleneck_label, confidence_pct, count, interval};
+use crate::evidence::pools::{PoolKind, PoolRoom};
 use crate::evidence::view::SchedulerView;
 use crate::report::{
     BenchmarkRun, Bottleneck, CapacityModel, CapacitySummary, ClientSummary, Confidence, Figure,
-    Finding, FindingKind, RetractionSummary, SampleAdequacy, SourceRange, Unit,
+    Finding, FindingKind, Lever, RetractionSummary, SampleAdequacy, SourceRange, Unit,
 };
 use crate::rules::{
     bench_concurrency_limit, bench_failures, bench_queueing, client_gap, cuda_graph,
@@ -14,6 +15,12 @@ use crate::rules::{
 };
 use crate::thresholds as th;
 use crate::verdict::Reason;
+
+/// `f` with the settings it says to change.
+fn with_levers(mut f: Finding, levers: &[Lever]) -> Finding {
+    f.levers = levers.to_vec();
+    f
+}
 
 fn finding(
     kind: FindingKind,
@@ -30,6 +37,7 @@ fn finding(
         figures,
         evidence,
         confidence,
+        levers: Vec::new(),
     }
 }
 
@@ -115,6 +123,36 @@ pub fn bottleneck(
         ));
     }
     let waits = v.queued.median.is_some_and(|q| q >= 1.0);
+    let mamba_full = matches!(
+        reason,
+        Reason::RunningCap(running_cap::Limit::MambaSlots { .. })
+    ) || v
+        .tl
+        .agg
+        .max_mamba_usage
+        .is_some_and(|m| m >= th::MAMBA_FULL_USAGE);
+    let levers: Vec<Lever> = match reason {
+        Reason::KvCache(_) => vec![
+            Lever::MemFractionStatic,
+            Lever::KvCacheDtype,
+            Lever::MaxTokens,
+        ],
+        Reason::RunningCap(_) => {
+            let mut l = vec![Lever::MaxRunningRequests];
+            if mamba_full {
+                l.push(Lever::MaxMambaCacheSize);
+            }
+            if running_cap::pool_near_full(v) {
+                l.extend([Lever::MemFractionStatic, Lever::KvCacheDtype]);
+            }
+            l
+        }
+        Reason::PrefillLimit(f) if f.budget_below_prompt.is_some() => vec![Lever::MaxPrefillTokens],
+        Reason::PrefillLimit(_) => vec![Lever::ChunkedPrefillSize, Lever::MaxPrefillTokens],
+        Reason::Conservative(_) => vec![Lever::ScheduleConservativeness, Lever::MaxTokens],
+        Reason::ClientBound => vec![Lever::ClientConcurrency],
+        _ => Vec::new(),
+    };
     let (kind, title, detail, confidence) = match reason {
         Reason::KvCache(_pattern) => {
             let _: &kv_cache_bound::Pattern = _pattern;
@@ -162,10 +200,10 @@ pub fn bottleneck(
                         v.median_usage().unwrap_or(0.0)
                     )
                 } else {
-                    " and the KV cache has room".to_string()
+                    pool_room_clause(&v.pool_room)
                 },
-                if matches!(limit, running_cap::Limit::MambaSlots { .. }) || v.tl.agg.max_mamba_usage.is_some_and(|m| m >= th::MAMBA_FULL_USAGE) {
-                    " Mamba usage reaches 1.00: the mamba state slots of this hybrid model are full, so they cap the batch as much as max_running_requests: the mamba state cache must grow with it."
+                if { let _ = limit; mamba_full } {
+                    " Mamba usage reaches 1.00: the mamba state slots of this hybrid model are full, so they cap the batch as much as max_running_requests: raise --max-mamba-cache-size with it (SGLang caps max_running_requests by the mamba cache)."
                 } else {
                     ""
                 },
@@ -196,14 +234,15 @@ pub fn bottleneck(
                     p * 4
                 ),
                 None => format!(
-                    "Prefill batches run at their token limit ({} tokens: {}) while the queue waits and the KV cache has room: requests are admitted only as fast as prompts are prefilled. \
+                    "Prefill batches run at their token limit ({} tokens: {}) while the queue waits{}: requests are admitted only as fast as prompts are prefilled. \
                  A larger --chunked-prefill-size and --max-prefill-tokens admit more per batch (more activation memory; longer decode pauses), or PD disaggregation separates prefill from decode.",
                     f.limit_tokens,
                     match f.source {
                         prefill_limit::LimitSource::Configured => "the configured chunked_prefill_size / max_prefill_tokens",
                         prefill_limit::LimitSource::RepeatedChunk => "batch after batch filled to exactly this size, SGLang's chunked prefill at work; the log does not print chunked_prefill_size",
                         prefill_limit::LimitSource::DefaultBudget => "SGLang's default max_prefill_tokens; the log does not print the configured one",
-                    }
+                    },
+                    pool_room_clause(&v.pool_room),
                 ),
             };
             (
@@ -234,8 +273,11 @@ pub fn bottleneck(
         Reason::ClientBound => (
             FindingKind::ClientBound,
             "Client too slow / not enough load".to_string(),
-            "Nearly nothing waits in the queue and the KV cache has room: the server runs what it is given. More throughput needs more concurrent requests from the client (raise its concurrency), not server tuning."
-                .to_string(),
+            format!(
+                "Nearly nothing waits in the queue{}: the server runs what it is given. More throughput needs more concurrent requests from the client (raise its concurrency), not server tuning{}.",
+                pool_room_clause(&v.pool_room),
+                if v.pool_room.has_room() { "" } else { ", and more requests at once need more room in the fullest pool" }
+            ),
             Confidence::Medium,
         ),
         Reason::NoLines | Reason::QueuedUnexplained | Reason::Unexplained => return None,
@@ -246,13 +288,16 @@ pub fn bottleneck(
     } else {
         confidence
     };
-    Some(finding(
-        kind,
-        title,
-        detail,
-        figures,
-        evidence.into_iter().collect(),
-        confidence,
+    Some(with_levers(
+        finding(
+            kind,
+            title,
+            detail,
+            figures,
+            evidence.into_iter().collect(),
+            confidence,
+        ),
+        &levers,
     ))
 }
 
@@ -333,7 +378,7 @@ pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySumma
     if let Some(cp) = cap.chunked_prefill_size {
         figures.push(Figure::new("chunked_prefill_size", cp as f64, Unit::Tokens));
     }
-    finding(
+    let f = finding(
         FindingKind::PrefillInterference,
         "Prefills interrupt decode",
         format!(
@@ -347,7 +392,8 @@ pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySumma
         figures,
         f.evidence.clone().into_iter().collect(),
         Confidence::Medium,
-    )
+    );
+    with_levers(f, &[Lever::EnableMixedChunk, Lever::ChunkedPrefillSize])
 }
 
 /// The finding of [`crate::rules::stall`].
@@ -422,7 +468,7 @@ pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
             Unit::Ratio,
         ));
     }
-    finding(
+    let f = finding(
         FindingKind::Retraction,
         if f.thrash {
             "Retraction thrash"
@@ -436,6 +482,14 @@ pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
         figures,
         f.evidence.clone().into_iter().collect(),
         Confidence::High,
+    );
+    with_levers(
+        f,
+        &[
+            Lever::ScheduleConservativeness,
+            Lever::MaxTokens,
+            Lever::MemFractionStatic,
+        ],
     )
 }
 
@@ -553,19 +607,26 @@ pub fn cuda_graph(f: &cuda_graph::Facts) -> Finding {
                 .unwrap_or_default()
         )
     };
-    finding(
-        FindingKind::NoCudaGraph,
-        "Decode runs without CUDA graphs",
-        detail,
-        figures,
-        f.evidence.clone().into_iter().collect(),
-        Confidence::Medium,
+    with_levers(
+        finding(
+            FindingKind::NoCudaGraph,
+            "Decode runs without CUDA graphs",
+            detail,
+            figures,
+            f.evidence.clone().into_iter().collect(),
+            Confidence::Medium,
+        ),
+        if f.disabled {
+            &[Lever::DisableCudaGraph]
+        } else {
+            &[Lever::CudaGraphMaxBs]
+        },
     )
 }
 
 /// The finding of [`crate::rules::dp_imbalance`].
 pub fn dp_imbalance(f: &dp_imbalance::Facts) -> Finding {
-    finding(
+    let out = finding(
         FindingKind::DpImbalance,
         "Load is uneven across DP ranks",
         format!(
@@ -586,7 +647,8 @@ pub fn dp_imbalance(f: &dp_imbalance::Facts) -> Finding {
         ],
         Vec::new(),
         Confidence::Low,
-    )
+    );
+    with_levers(out, &[Lever::LoadBalanceMethod])
 }
 
 /// The finding of [`crate::rules::ramp_only`].
@@ -628,7 +690,7 @@ pub fn ramp_only(f: &ramp_only::Facts) -> Finding {
 
 /// The finding of [`crate::rules::tiny_pool`].
 pub fn tiny_pool(f: &tiny_pool::Facts) -> Finding {
-    finding(
+    let out = finding(
         FindingKind::TinyKvPool,
         "The KV pool is tiny",
         format!(
@@ -643,7 +705,8 @@ pub fn tiny_pool(f: &tiny_pool::Facts) -> Finding {
         vec![Figure::new("KV pool size", f.pool_tokens, Unit::Tokens)],
         f.evidence.clone().into_iter().collect(),
         Confidence::Medium,
-    )
+    );
+    with_levers(out, &[Lever::MemFractionStatic])
 }
 
 /// The finding of [`crate::rules::held_admission`].
@@ -771,7 +834,12 @@ pub fn speculative(f: &speculative::Facts) -> Finding {
             Unit::Ratio,
         ));
     }
-    finding(
+    let levers: &[Lever] = if f.no_gain || f.low_accept_rate {
+        &[Lever::SpeculativeDecoding]
+    } else {
+        &[]
+    };
+    let out = finding(
         FindingKind::SpeculativeDecoding,
         title,
         format!(
@@ -785,7 +853,8 @@ pub fn speculative(f: &speculative::Facts) -> Finding {
         } else {
             confidence
         },
-    )
+    );
+    with_levers(out, levers)
 }
 
 /// The finding of [`crate::rules::bench_failures`].
@@ -920,8 +989,9 @@ pub fn bench_concurrency_limit(run: &BenchmarkRun, f: &bench_concurrency_limit::
         ),
         Meaning::ServerCapAtOrBelow { cap } => (
             format!(
-                "The server's max_running_requests is {cap}, {}: raising the benchmark's limit alone would only queue requests in the server; raise both together to run more at once.",
-                if cap == limit {
+                "The server's max_running_requests is {}, {}: raising the benchmark's limit alone would only queue requests in the server; raise both together to run more at once.",
+                super::incidents::server_cap_words(cap),
+                if cap.total() == limit {
                     "the same as the limit"
                 } else {
                     "below the limit"
@@ -943,7 +1013,7 @@ pub fn bench_concurrency_limit(run: &BenchmarkRun, f: &bench_concurrency_limit::
             Confidence::Medium,
         ),
     };
-    finding(
+    let out = finding(
         FindingKind::BenchmarkConcurrencyLimit,
         format!(
             "The benchmark held its concurrency limit full: {:.1} requests in flight on average of --max-concurrency {limit}",
@@ -958,7 +1028,15 @@ pub fn bench_concurrency_limit(run: &BenchmarkRun, f: &bench_concurrency_limit::
         ],
         vec![run.source.clone()],
         confidence,
-    )
+    );
+    let levers: &[Lever] = match f.meaning {
+        Meaning::ServerHasHeadroom => &[Lever::ClientConcurrency],
+        Meaning::ServerCapAtOrBelow { .. } => {
+            &[Lever::ClientConcurrency, Lever::MaxRunningRequests]
+        }
+        Meaning::Unknown | Meaning::ServerBound(_) => &[],
+    };
+    with_levers(out, levers)
 }
 
 /// Prefix a benchmark finding's title with its run's number when there are several.
@@ -1288,4 +1366,34 @@ pub fn capacity(cm: &CapacityModel) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// How full the pools are, as a clause after a main one: " and every pool the log reports has
+/// room (…)" only when [`PoolRoom::Room`]; otherwise the fullest pool and its usage, or that
+/// the log prints no usage.
+fn pool_room_clause(room: &PoolRoom) -> String {
+    match room {
+        PoolRoom::Room { fullest } => {
+            format!(" and the KV cache has room (fullest pool at {fullest:.2}, 90th percentile)")
+        }
+        PoolRoom::Tight(p) => format!(
+            ", with the {} at {:.2} (90th percentile; median {:.2})",
+            pool_name(p.pool),
+            p.p90,
+            p.median
+        ),
+        PoolRoom::Unknown => {
+            ", and the log prints no pool usage (whether the KV cache has room is unknown)"
+                .to_string()
+        }
+    }
+}
+
+/// The name of a pool in prose.
+fn pool_name(p: PoolKind) -> &'static str {
+    match p {
+        PoolKind::Kv => "KV pool (token usage)",
+        PoolKind::Swa => "sliding-window (SWA) pool",
+        PoolKind::Mamba => "mamba state slots",
+    }
 }

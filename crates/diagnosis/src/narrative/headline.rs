@@ -130,6 +130,11 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 (None, Some(n)) => {
                     format!("the KV pool ran out during decode ({n} retraction events).")
                 }
+                // no line prints `#queue-req`: say so rather than "nothing waits"
+                (Some(_), _) if h.queued_median.is_none() => format!(
+                    "{} (the log prints no #queue-req: whether requests wait is unknown).",
+                    join_clauses(vec![usage_s, run_s])
+                ),
                 _ => format!("{}.", join_clauses(vec![usage_s, run_s, wait_s])),
             },
         ),
@@ -155,7 +160,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
             format!(
                 "{} although {}.",
                 wait_s.unwrap_or_else(|| "requests wait".into()),
-                usage_s.unwrap_or_else(|| "the KV cache has room".into())
+                usage_s.unwrap_or_else(|| "the log prints no token usage".into())
             ),
         ),
         Bottleneck::PdTransferBound => (
@@ -206,7 +211,13 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         ),
         Bottleneck::Inconclusive => (
             "Inconclusive",
-            "the batch lines do not point to one bottleneck.".to_string(),
+            match (h.queued_median, h.token_usage_median, h.running_median) {
+                // the queue field is missing: whether the pool turns requests away is unknown
+                (None, Some(u), Some(r)) => format!(
+                    "~{r:.0} requests run at token usage ~{u:.2}, and the log prints no #queue-req, so whether requests wait (and for what) is unknown."
+                ),
+                _ => "the batch lines do not point to one bottleneck.".to_string(),
+            },
         ),
         // worded by `incident_headline` (the stall above without a dump's frame)
         Bottleneck::OutOfMemory

@@ -3,7 +3,7 @@
 //! log without batch lines.
 
 use crate::report::{
-    Confidence, Figure, Finding, FindingKind, Incident, StartupCapacity, StartupStep, Unit,
+    Confidence, Figure, Finding, FindingKind, Incident, Lever, StartupCapacity, StartupStep, Unit,
 };
 use crate::rules::{
     bench_concurrency_limit, bench_not_streamed, cuda_graph, oom, scheduler_exception,
@@ -80,6 +80,15 @@ pub fn oom(f: &oom::Facts) -> Finding {
         figures: vec![Figure::new("tracebacks", f.count as f64, Unit::Events)],
         evidence: vec![f.evidence.clone()],
         confidence: Confidence::High,
+        levers: match f.phase {
+            oom::OomPhase::WeightLoad => Vec::new(),
+            oom::OomPhase::AfterKvPool => vec![
+                Lever::MemFractionStatic,
+                Lever::CudaGraphMaxBs,
+                Lever::ChunkedPrefillSize,
+            ],
+            oom::OomPhase::Serving => vec![Lever::MemFractionStatic, Lever::ChunkedPrefillSize],
+        },
     }
 }
 
@@ -103,6 +112,7 @@ pub fn scheduler_exception(f: &scheduler_exception::Facts) -> Finding {
         figures: vec![Figure::new("tracebacks", f.count as f64, Unit::Events)],
         evidence: vec![f.evidence.clone()],
         confidence: Confidence::High,
+        levers: Vec::new(),
     }
 }
 
@@ -129,6 +139,7 @@ pub fn startup_incomplete(f: &startup_incomplete::Facts) -> Finding {
         figures: vec![],
         evidence: vec![f.evidence.clone()],
         confidence,
+        levers: Vec::new(),
     }
 }
 
@@ -157,6 +168,7 @@ pub fn cuda_graph_coverage(c: &cuda_graph::Coverage) -> Finding {
         ],
         evidence: vec![],
         confidence: Confidence::Medium,
+        levers: vec![Lever::CudaGraphMaxBs, Lever::MaxRunningRequests],
     }
 }
 
@@ -192,6 +204,7 @@ pub fn bench_not_streamed(
         ],
         evidence: vec![run.source.clone()],
         confidence: Confidence::High,
+        levers: Vec::new(),
     }
 }
 
@@ -210,6 +223,7 @@ pub fn few_full_context(f: &tiny_pool::FullContext) -> Finding {
         ],
         evidence: vec![],
         confidence: Confidence::Medium,
+        levers: vec![Lever::MemFractionStatic, Lever::KvCacheDtype],
     }
 }
 
@@ -222,15 +236,21 @@ pub fn bench_peak_above_cap(
         kind: FindingKind::BenchmarkPeakAboveCap,
         title: format!(
             "The benchmark had up to {:.0} requests in flight, above the server's max_running_requests of {}: the cap was reached",
-            f.peak, f.cap
+            f.peak,
+            server_cap_words(f.cap)
         ),
         detail: "Requests beyond the server's running cap wait in its queue; their wait is part of the benchmark's TTFT.".to_string(),
         figures: vec![
             Figure::new("peak concurrent requests", f.peak, Unit::Requests),
-            Figure::new("max_running_requests", f.cap as f64, Unit::Requests),
+            Figure::new(
+                "max_running_requests over every DP rank",
+                f.cap.total() as f64,
+                Unit::Requests,
+            ),
         ],
         evidence: vec![run.source.clone()],
         confidence: Confidence::High,
+        levers: Vec::new(),
     }
 }
 
@@ -341,4 +361,18 @@ pub fn incident_headline(
         },
         _ => return None,
     })
+}
+
+/// A server's running cap as a client sees it: `256 (16 per DP rank × 16 ranks)`, or `80`.
+pub(crate) fn server_cap_words(c: bench_concurrency_limit::ServerCap) -> String {
+    if c.dp_ranks > 1 {
+        format!(
+            "{} ({} per DP rank × {} ranks)",
+            c.total(),
+            c.per_rank,
+            c.dp_ranks
+        )
+    } else {
+        c.per_rank.to_string()
+    }
 }

@@ -1,7 +1,7 @@
 //! Recommendations in words, from their plans.
 
 use crate::recommend::{Limit, Plan};
-use crate::report::Recommendation;
+use crate::report::{FindingKind, Lever, Recommendation};
 
 fn feasibility_words(f: Option<kv_capacity::Feasibility>) -> &'static str {
     match f {
@@ -161,6 +161,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             "a correct number to plan with; no throughput change".into(),
             "none".into(),
         ),
+        Plan::Change { lever, finding } => change(*lever, *finding),
     };
     Recommendation {
         kind: p.kind(),
@@ -169,4 +170,103 @@ pub fn recommendation(p: &Plan) -> Recommendation {
         gain_pct: p.gain_pct(),
         risk,
     }
+}
+
+/// The words of a [`Plan::Change`]: the setting, in the direction its finding gives.
+fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
+    use FindingKind as F;
+    let flag = lever.flag();
+    let (action, gain, risk): (String, &str, &str) = match (lever, finding) {
+        (Lever::MaxTokens, _) => (
+            "Cap max_tokens near the real completion lengths".into(),
+            "less KV reserved per request: more requests fit at once, and a runaway generation cannot hold the pool",
+            "completions longer than the cap are cut",
+        ),
+        (Lever::MemFractionStatic, F::OutOfMemory) => (
+            format!("Lower {flag} (e.g. by 0.05)"),
+            "more memory for activations and CUDA graphs: the out-of-memory error goes away",
+            "a smaller KV pool: fewer requests run at once",
+        ),
+        (Lever::MemFractionStatic, _) => (
+            format!("Raise {flag} as far as the free memory allows"),
+            "a larger KV pool: more requests decode at once",
+            "less memory for activations (out of memory under a large prefill)",
+        ),
+        (Lever::KvCacheDtype, _) => (
+            format!("Use an fp8 KV cache ({flag} fp8_e4m3)"),
+            "about twice the KV slots in the same memory",
+            "changes numerics slightly",
+        ),
+        (Lever::ScheduleConservativeness, _) => (
+            format!("Raise {flag} a little (e.g. 1.3)"),
+            "fewer retractions and the re-prefill work they cause",
+            "slightly fewer requests admitted at once",
+        ),
+        (Lever::MaxRunningRequests, F::CudaGraphCoverage) => (
+            format!("Raise --cuda-graph-max-bs to the batch you expect, or lower {flag} to it"),
+            "every decode step runs as a captured graph",
+            "graphs for larger batches take memory and start-up time",
+        ),
+        (Lever::MaxRunningRequests, _) => (
+            format!("Raise {flag} (per DP rank) together with the client's concurrency"),
+            "more requests decoding at once, up to what the KV pool holds",
+            "larger batches need more activation memory and may exceed the captured CUDA-graph batch size",
+        ),
+        (Lever::MaxMambaCacheSize, _) => (
+            format!("Raise {flag} together with --max-running-requests"),
+            "more mamba-state slots, so more requests of this hybrid model can run at once",
+            "each slot takes its state's memory from the KV pool",
+        ),
+        (Lever::CudaGraphMaxBs, F::OutOfMemory) => (
+            format!("Lower {flag}"),
+            "less memory taken by captured graphs",
+            "larger decode batches run eagerly (slower steps)",
+        ),
+        (Lever::CudaGraphMaxBs, _) => (
+            format!("Raise {flag} to the running batch size"),
+            "every decode step runs as a captured graph (no per-kernel launch cost)",
+            "graphs take some memory and start-up time",
+        ),
+        (Lever::DisableCudaGraph, _) => (
+            format!("Remove {flag}"),
+            "decode steps run as captured graphs, much faster for small batches",
+            "some memory and start-up time; a bug it worked around may return",
+        ),
+        (Lever::ChunkedPrefillSize, F::PrefillBound) => (
+            format!("Raise {flag} and --max-prefill-tokens"),
+            "more prompt tokens admitted per prefill batch",
+            "more activation memory; longer decode pauses",
+        ),
+        (Lever::ChunkedPrefillSize, _) => (
+            format!("Lower {flag}"),
+            "long prompts are spread over shorter prefill passes: shorter decode pauses, less activation memory",
+            "more prefill passes per long prompt",
+        ),
+        (Lever::MaxPrefillTokens, _) => (
+            format!("Raise {flag} to a few prompts"),
+            "several requests admitted per prefill pass",
+            "more activation memory; longer decode pauses",
+        ),
+        (Lever::EnableMixedChunk, _) => (
+            format!("Try {flag}"),
+            "prefill chunks run inside the decode batch, so decode does not stop for them",
+            "slower decode steps while a chunk runs",
+        ),
+        (Lever::LoadBalanceMethod, _) => (
+            format!("Set {flag} to shortest_queue (or check the router's policy)"),
+            "requests spread evenly over the DP ranks",
+            "none known",
+        ),
+        (Lever::SpeculativeDecoding, _) => (
+            "Lower --speculative-num-steps / --speculative-num-draft-tokens, use a draft model trained for this target, or turn speculation off".into(),
+            "no draft forwards wasted on rejected tokens",
+            "fewer tokens per target forward if the acceptance was worth it",
+        ),
+        (Lever::ClientConcurrency, _) => (
+            format!("Raise the client's concurrency ({flag} of a benchmark)"),
+            "more requests in flight for the server to batch",
+            "longer queues if the server is already full",
+        ),
+    };
+    (action, gain.to_string(), risk.to_string())
 }

@@ -169,4 +169,83 @@ pub struct Finding {
     pub evidence: Vec<SourceRange>,
     /// How sure.
     pub confidence: Confidence,
+    /// The settings this finding says to change; each is among the recommendations
+    /// ([`crate::recommend`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levers: Vec<Lever>,
+}
+
+/// A setting a finding may say to change: a server flag, or the client's side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Lever {
+    /// `--mem-fraction-static`: the share of GPU memory for weights plus the KV pool.
+    MemFractionStatic,
+    /// `--kv-cache-dtype` (fp8 halves bytes per token).
+    KvCacheDtype,
+    /// The requests' `max_tokens` (SGLang reserves KV for it at admission).
+    MaxTokens,
+    /// `--schedule-conservativeness`: how much KV admission reserves for future tokens.
+    ScheduleConservativeness,
+    /// `--max-running-requests` (per DP rank).
+    MaxRunningRequests,
+    /// `--max-mamba-cache-size`: the mamba-state slots of a hybrid SSM model.
+    MaxMambaCacheSize,
+    /// `--cuda-graph-max-bs`: the largest decode batch run as a captured graph.
+    CudaGraphMaxBs,
+    /// `--disable-cuda-graph`: every decode step runs eagerly.
+    DisableCudaGraph,
+    /// `--chunked-prefill-size`: the prefill chunk (tokens).
+    ChunkedPrefillSize,
+    /// `--max-prefill-tokens`: the token budget of one prefill batch.
+    MaxPrefillTokens,
+    /// `--enable-mixed-chunk`: prefill chunks run with the decode batch.
+    EnableMixedChunk,
+    /// `--load-balance-method`: how the DP controller spreads requests over ranks.
+    LoadBalanceMethod,
+    /// `--speculative-*`: the speculative decoding settings (algorithm, steps, draft tokens).
+    SpeculativeDecoding,
+    /// The client's concurrency (`--max-concurrency` of a benchmark, the batch client's
+    /// limit).
+    ClientConcurrency,
+}
+
+impl Lever {
+    /// The flag (or client setting) as the user types it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Lever::MemFractionStatic => "--mem-fraction-static",
+            Lever::KvCacheDtype => "--kv-cache-dtype",
+            Lever::MaxTokens => "max_tokens",
+            Lever::ScheduleConservativeness => "--schedule-conservativeness",
+            Lever::MaxRunningRequests => "--max-running-requests",
+            Lever::MaxMambaCacheSize => "--max-mamba-cache-size",
+            Lever::CudaGraphMaxBs => "--cuda-graph-max-bs",
+            Lever::DisableCudaGraph => "--disable-cuda-graph",
+            Lever::ChunkedPrefillSize => "--chunked-prefill-size",
+            Lever::MaxPrefillTokens => "--max-prefill-tokens",
+            Lever::EnableMixedChunk => "--enable-mixed-chunk",
+            Lever::LoadBalanceMethod => "--load-balance-method",
+            Lever::SpeculativeDecoding => "--speculative-num-steps",
+            Lever::ClientConcurrency => "--max-concurrency",
+        }
+    }
+
+    /// Every lever, in declaration order.
+    pub const ALL: [Lever; 14] = [
+        Lever::MemFractionStatic,
+        Lever::KvCacheDtype,
+        Lever::MaxTokens,
+        Lever::ScheduleConservativeness,
+        Lever::MaxRunningRequests,
+        Lever::MaxMambaCacheSize,
+        Lever::CudaGraphMaxBs,
+        Lever::DisableCudaGraph,
+        Lever::ChunkedPrefillSize,
+        Lever::MaxPrefillTokens,
+        Lever::EnableMixedChunk,
+        Lever::LoadBalanceMethod,
+        Lever::SpeculativeDecoding,
+        Lever::ClientConcurrency,
+    ];
 }

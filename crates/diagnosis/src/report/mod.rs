@@ -10,7 +10,7 @@
 
 mod finding;
 
-pub use finding::{Confidence, Figure, Finding, FindingKind, SourceRange, Unit};
+pub use finding::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -889,6 +889,42 @@ pub enum RecommendationKind {
     RaiseClientConcurrency,
     /// Judge progress by the windowed rate, not the lifetime average.
     UseWindowedRate,
+    /// Change a setting that a finding names and no recommendation above covers.
+    Change {
+        /// The setting.
+        lever: Lever,
+        /// The finding that names it.
+        finding: FindingKind,
+    },
+}
+
+impl RecommendationKind {
+    /// The settings this recommendation is about (empty for advice that changes none).
+    pub fn levers(&self) -> Vec<Lever> {
+        match *self {
+            RecommendationKind::Apply { change } => match change {
+                kv_capacity::Change::Fraction { .. } => vec![Lever::MemFractionStatic],
+                kv_capacity::Change::KvDtype { .. } => vec![Lever::KvCacheDtype],
+                kv_capacity::Change::TpSize { .. } | kv_capacity::Change::Current => Vec::new(),
+            },
+            RecommendationKind::DoNotRaiseFraction { .. } => vec![Lever::MemFractionStatic],
+            RecommendationKind::MoreKvSlots => {
+                vec![
+                    Lever::MemFractionStatic,
+                    Lever::KvCacheDtype,
+                    Lever::MaxTokens,
+                ]
+            }
+            RecommendationKind::RaiseConservativeness
+            | RecommendationKind::LowerConservativeness => {
+                vec![Lever::ScheduleConservativeness, Lever::MaxTokens]
+            }
+            RecommendationKind::RaiseMaxRunningRequests => vec![Lever::MaxRunningRequests],
+            RecommendationKind::RaiseClientConcurrency => vec![Lever::ClientConcurrency],
+            RecommendationKind::Change { lever, .. } => vec![lever],
+            RecommendationKind::HiCacheNoGain | RecommendationKind::UseWindowedRate => Vec::new(),
+        }
+    }
 }
 
 /// One concrete change.

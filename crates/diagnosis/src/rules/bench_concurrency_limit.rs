@@ -15,22 +15,43 @@
 //!
 //! **Peak above the server's cap** ([`peak_above_cap`]): a `Peak concurrent requests` above
 //! the server's `max_running_requests` shows the client had more requests in flight than the
-//! server runs: the cap was reached and the rest waited in the server's queue.
+//! server runs: the cap was reached and the rest waited in the server's queue. The client
+//! talks to the whole server, so its figures are read against the cap of every DP rank
+//! together ([`ServerCap::total`]: SGLang divides a `--max-running-requests` by the attention
+//! DP size, `resolve_max_num_reqs`, and each plain-DP replica runs its own). A peak above the
+//! client's own `--max-concurrency` cannot be a count of requests in flight (the client's
+//! semaphore holds them to the limit): the figure is set aside, and nothing is concluded.
 //!
 //! **Source.** SGLang `bench_serving.py` (`Concurrency` = Σ E2E / duration, Little's law); spec §7.
 
 use crate::report::{BenchmarkRun, Bottleneck};
 use crate::thresholds as th;
 
+/// The server's running-request cap as a client sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerCap {
+    /// `max_running_requests` of one scheduler (per DP rank; requests).
+    pub per_rank: u64,
+    /// DP ranks (`dp_size`, else the ranks the log shows; 1 without DP).
+    pub dp_ranks: u32,
+}
+
+impl ServerCap {
+    /// The cap over every DP rank (requests).
+    pub fn total(&self) -> u64 {
+        self.per_rank * u64::from(self.dp_ranks.max(1))
+    }
+}
+
 /// What the limit means for the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Meaning {
     /// The server has headroom: the limit sets the load.
     ServerHasHeadroom,
-    /// The server's `max_running_requests` is at or below the limit.
+    /// The server's `max_running_requests` (over every DP rank) is at or below the limit.
     ServerCapAtOrBelow {
-        /// The server's cap (requests).
-        cap: u64,
+        /// The server's cap.
+        cap: ServerCap,
     },
     /// No server log says.
     Unknown,
@@ -54,18 +75,29 @@ pub struct Facts {
 pub struct PeakAboveCap {
     /// `Peak concurrent requests` (requests).
     pub peak: f64,
-    /// The server's `max_running_requests` (requests).
-    pub cap: u64,
+    /// The server's cap.
+    pub cap: ServerCap,
 }
 
 /// The peak rule on one run (see the module doc).
-pub fn peak_above_cap(run: &BenchmarkRun, server_cap: Option<u64>) -> Option<PeakAboveCap> {
+pub fn peak_above_cap(run: &BenchmarkRun, server_cap: Option<ServerCap>) -> Option<PeakAboveCap> {
     let (peak, cap) = (run.summary.peak_concurrent_requests?, server_cap?);
-    (peak > cap as f64).then_some(PeakAboveCap { peak, cap })
+    if run
+        .summary
+        .max_concurrency
+        .is_some_and(|limit| peak > limit as f64)
+    {
+        return None;
+    }
+    (peak > cap.total() as f64).then_some(PeakAboveCap { peak, cap })
 }
 
 /// The rule on one run, given the server's verdict and cap.
-pub fn check(run: &BenchmarkRun, bottleneck: Bottleneck, server_cap: Option<u64>) -> Option<Facts> {
+pub fn check(
+    run: &BenchmarkRun,
+    bottleneck: Bottleneck,
+    server_cap: Option<ServerCap>,
+) -> Option<Facts> {
     let b = &run.summary;
     let (limit, c) = (b.max_concurrency?, b.concurrency?);
     if limit == 0 || c < th::LIMIT_HELD_FULL * limit as f64 {
@@ -73,7 +105,7 @@ pub fn check(run: &BenchmarkRun, bottleneck: Bottleneck, server_cap: Option<u64>
     }
     let meaning = match (bottleneck, server_cap) {
         (Bottleneck::ClientBound, _) => Meaning::ServerHasHeadroom,
-        (_, Some(cap)) if cap <= limit => Meaning::ServerCapAtOrBelow { cap },
+        (_, Some(cap)) if cap.total() <= limit => Meaning::ServerCapAtOrBelow { cap },
         (Bottleneck::NoSchedulerLines, _) => Meaning::Unknown,
         (other, _) => Meaning::ServerBound(other),
     };
@@ -90,21 +122,57 @@ mod tests {
 
     #[test]
     fn a_peak_above_the_server_cap() {
-        // vLLM bench: peak 20 in flight; a server capped at 16 reached its cap, one at 32 not
+        // SGLang bench: 128 requests at rate 5 under --max-concurrency 256, peak 128 in flight
+        // (line 16): a server capped at 64 reached its cap, one at 128 not
         let r = crate::rules::bench_failures::tests::runs(
-            "real/bench/004-vllm-pr40852-2x-rtx-pro-6000-maxq-dsv4.txt",
+            "real/bench/005-pr17216-sglang-decode-offload-16k-peak-fields.txt",
         );
+        let cap = |per_rank, dp_ranks| Some(ServerCap { per_rank, dp_ranks });
         assert_eq!(
-            peak_above_cap(&r[0], Some(16)),
+            peak_above_cap(&r[0], cap(64, 1)),
             Some(PeakAboveCap {
-                peak: 20.0,
-                cap: 16
+                peak: 128.0,
+                cap: ServerCap {
+                    per_rank: 64,
+                    dp_ranks: 1
+                }
             })
         );
-        assert_eq!(peak_above_cap(&r[0], Some(32)), None);
+        assert_eq!(peak_above_cap(&r[0], cap(128, 1)), None);
+        // 64 per DP rank on two ranks is 128 for the client
+        assert_eq!(peak_above_cap(&r[0], cap(64, 2)), None);
         assert_eq!(peak_above_cap(&r[0], None), None);
+        // vLLM bench: `Peak concurrent requests: 20.00` under `Maximum request concurrency:
+        // 10` (lines 4, 11): no count of requests in flight, whatever the server's cap
+        let v = crate::rules::bench_failures::tests::runs(
+            "real/bench/004-vllm-pr40852-2x-rtx-pro-6000-maxq-dsv4.txt",
+        );
+        assert_eq!(peak_above_cap(&v[0], cap(16, 1)), None);
+    }
+
+    #[test]
+    fn a_peak_above_the_clients_own_limit_is_no_count_of_requests_in_flight() {
+        // bench_serving prints `Peak concurrent requests: 160` under `Max request
+        // concurrency: 80` (lines 1040, 1052): the client cannot have had 160 in flight
+        let r = crate::rules::bench_failures::tests::runs(
+            "real-long/ascend-qwen3next-80b-hybrid-mamba.log",
+        );
+        assert_eq!(r[0].summary.peak_concurrent_requests, Some(160.0));
+        assert_eq!(r[0].summary.max_concurrency, Some(80));
+        let cap = ServerCap {
+            per_rank: 80,
+            dp_ranks: 1,
+        };
+        assert_eq!(peak_above_cap(&r[0], Some(cap)), None);
     }
     use crate::rules::bench_failures::tests::runs;
+
+    fn cap(per_rank: u64) -> ServerCap {
+        ServerCap {
+            per_rank,
+            dp_ranks: 1,
+        }
+    }
 
     const RATE330: &str = "real/bench/002-i8285-sglang-ttft-unstable-rate330.txt";
 
@@ -125,11 +193,11 @@ mod tests {
             Some(Meaning::ServerHasHeadroom)
         );
         assert_eq!(
-            check(&r[0], Bottleneck::KvCacheBound, Some(limit)).map(|f| f.meaning),
-            Some(Meaning::ServerCapAtOrBelow { cap: limit })
+            check(&r[0], Bottleneck::KvCacheBound, Some(cap(limit))).map(|f| f.meaning),
+            Some(Meaning::ServerCapAtOrBelow { cap: cap(limit) })
         );
         assert_eq!(
-            check(&r[0], Bottleneck::KvCacheBound, Some(limit + 1)).map(|f| f.meaning),
+            check(&r[0], Bottleneck::KvCacheBound, Some(cap(limit + 1))).map(|f| f.meaning),
             Some(Meaning::ServerBound(Bottleneck::KvCacheBound))
         );
     }

@@ -49,7 +49,8 @@ pub fn queued_at_full_pool(v: &SchedulerView<'_>) -> Option<Pattern> {
 }
 
 /// The rule's verdict on a scheduler that nothing else explains: a full pool without a queue
-/// (or with its queue unknown: a paste that cut `#queue-req` away still shows the pool full).
+/// (or with its queue unknown: a paste that cut `#queue-req` away still shows the pool full,
+/// and a full pool admits nothing more; the headline then says the queue is unknown).
 pub fn full_without_queue(v: &SchedulerView<'_>) -> Option<Pattern> {
     v.kv_full().then_some(Pattern::FullWithoutQueue)
 }
@@ -93,5 +94,17 @@ mod tests {
         check_lines(&set_field(&lines, "token usage", "0.89"), None);
         let idle = set_field(&set_field(&lines, "token usage", "0.95"), "#queue-req", "0");
         check_lines(&idle, Some(Pattern::FullWithoutQueue));
+    }
+
+    #[test]
+    fn a_full_pool_without_any_queue_field_is_still_full() {
+        // 6 running at full token usage 0.92, the user's excerpt has no `#queue-req` at all
+        check_lines(
+            &excerpt(
+                "real/014-i26248-after-retraction-user-abbreviated.log",
+                1..=7,
+            ),
+            Some(Pattern::FullWithoutQueue),
+        );
     }
 }
