@@ -154,6 +154,7 @@ impl EvidenceBuilder {
                         event: Event::Other,
                     };
                     let t = self.time_of(source, &stamp);
+                    self.observe_batch(Loc { source, line }, t);
                     self.incidents.push_batch_line(source, line);
                     self.push_batch(source, line, t, &ranks, move || sample);
                 }
