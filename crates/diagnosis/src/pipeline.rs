@@ -378,7 +378,11 @@ fn server_runs(ev: &Evidence, last: &Report) -> Option<ServerRuns> {
             };
             let mut run = RunSummary {
                 index: base.saturating_add(i + 1),
-                first: line(e.run.first.unwrap_or(crate::evidence::Loc { source: 0, line: 1 })),
+                first: line(
+                    e.run
+                        .first
+                        .unwrap_or(crate::evidence::Loc { source: 0, line: 1 }),
+                ),
                 last: e.run.last.map(line),
                 start_s: e.run.first_t,
                 end_s: e.run.last_t,

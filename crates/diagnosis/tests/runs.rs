@@ -144,7 +144,11 @@ fn a_restart_22_hours_later_is_two_runs_not_one_steady_day() {
     };
     assert_eq!(span(&r), span(&two));
     let own = r2.end_s.zip(r2.start_s).map(|(b, a)| b - a).expect("times");
-    assert!(span(&r) <= own && own < 3.0 * 3600.0, "{} of {own}", span(&r));
+    assert!(
+        span(&r) <= own && own < 3.0 * 3600.0,
+        "{} of {own}",
+        span(&r)
+    );
 }
 
 #[test]

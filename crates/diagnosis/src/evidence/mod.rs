@@ -1248,7 +1248,12 @@ impl EvidenceBuilder {
     /// Give the earlier runs the sources' final counts, and end the last run at its file's
     /// last line.
     fn close_runs(ev: &mut Evidence) {
-        let lines = |s: usize| ev.sources.get(s).and_then(|x| x.stats.as_ref()).map(|x| x.lines);
+        let lines = |s: usize| {
+            ev.sources
+                .get(s)
+                .and_then(|x| x.stats.as_ref())
+                .map(|x| x.lines)
+        };
         let mut run = ev.run;
         run.end_at(lines);
         ev.run = run;

@@ -193,9 +193,9 @@ impl RunSplitter {
             return None;
         }
         let start = match (t, s.last_t) {
-            (Some(t), Some(last)) if last - t > JITTER_WINDOW_S => RunStart::StepBack {
-                seconds: last - t,
-            },
+            (Some(t), Some(last)) if last - t > JITTER_WINDOW_S => {
+                RunStart::StepBack { seconds: last - t }
+            }
             _ => RunStart::NewStartup,
         };
         self.sources.clear();
@@ -279,7 +279,10 @@ mod tests {
     }
 
     fn owned(parts: &[&[&str]]) -> Vec<String> {
-        parts.iter().flat_map(|p| p.iter().map(|s| s.to_string())).collect()
+        parts
+            .iter()
+            .flat_map(|p| p.iter().map(|s| s.to_string()))
+            .collect()
     }
 
     #[test]
@@ -290,7 +293,14 @@ mod tests {
         assert_eq!(first.run.first.map(|l| l.line), Some(1));
         assert_eq!(first.run.last.map(|l| l.line), Some(2));
         assert_eq!(first.startup.kv_alloc_tokens, None);
-        assert_eq!(first.schedulers.values().map(|s| s.decode.pushed()).sum::<u64>(), 1);
+        assert_eq!(
+            first
+                .schedulers
+                .values()
+                .map(|s| s.decode.pushed())
+                .sum::<u64>(),
+            1
+        );
         // the server_args line is stamped 13:58:00, the last batch line 14:59:59
         assert_eq!(ev.run.start, Some(RunStart::StepBack { seconds: 3719.0 }));
         assert_eq!(ev.run.first.map(|l| l.line), Some(3));
@@ -331,11 +341,21 @@ mod tests {
     #[test]
     fn hours_of_silence_begin_a_run_and_an_idle_minute_does_not() {
         let at = |hms: &str| B1_END[1].replacen("14:59:59", hms, 1);
-        let lines = vec![at("10:00:00"), at("10:00:01"), at("10:00:02"), at("15:00:02")];
+        let lines = vec![
+            at("10:00:00"),
+            at("10:00:01"),
+            at("10:00:02"),
+            at("15:00:02"),
+        ];
         let ev = evidence(&lines);
         assert_eq!(ev.earlier_runs.len(), 1);
         assert_eq!(ev.run.start, Some(RunStart::Gap { seconds: 18_000.0 }));
-        let lines = vec![at("10:00:00"), at("10:00:01"), at("10:00:02"), at("10:07:00")];
+        let lines = vec![
+            at("10:00:00"),
+            at("10:00:01"),
+            at("10:00:02"),
+            at("10:07:00"),
+        ];
         assert!(evidence(&lines).earlier_runs.is_empty());
     }
 

@@ -11,7 +11,9 @@ fn clock(s: f64) -> String {
 
 fn lines(first: &RunLine, last: Option<&RunLine>) -> String {
     match last {
-        Some(l) if l.source == first.source => format!("{}:{}-{}", first.source, first.line, l.line),
+        Some(l) if l.source == first.source => {
+            format!("{}:{}-{}", first.source, first.line, l.line)
+        }
         Some(l) => format!("{}:{} to {}:{}", first.source, first.line, l.source, l.line),
         None => format!("{}:{}", first.source, first.line),
     }
@@ -19,13 +21,14 @@ fn lines(first: &RunLine, last: Option<&RunLine>) -> String {
 
 /// One run in a sentence: its lines and times, what began it, its verdict and steady rate.
 pub fn run_summary(r: &RunSummary) -> String {
-    let mut out = format!(
-        "Run {}, {}",
-        r.index,
-        lines(&r.first, r.last.as_ref())
-    );
+    let mut out = format!("Run {}, {}", r.index, lines(&r.first, r.last.as_ref()));
     if let (Some(a), Some(b)) = (r.start_s, r.end_s) {
-        out.push_str(&format!(" ({} to {}, {})", clock(a), clock(b), fmt_duration(b - a)));
+        out.push_str(&format!(
+            " ({} to {}, {})",
+            clock(a),
+            clock(b),
+            fmt_duration(b - a)
+        ));
     }
     let previous = r.index.saturating_sub(1);
     match r.begins {
