@@ -214,3 +214,41 @@ fn no_shared_real_log_holds_two_runs() {
         assert!(n > 0, "{dir} holds logs");
     }
 }
+
+#[test]
+fn each_run_keeps_its_own_startup_configuration() {
+    // a Qwen3-4B server on an RTX 4090, then the Kimi-K2.5 scenario: two pools, two configs
+    let (a, b) = (
+        read("real-long/rtx4090-qwen3-4b-kv-retraction.log"),
+        read(B2),
+    );
+    let (one, two, r) = two_runs(&a, &b);
+    assert_ne!(
+        one.capacity.max_total_num_tokens,
+        two.capacity.max_total_num_tokens
+    );
+    assert_eq!(
+        r.capacity.max_total_num_tokens,
+        two.capacity.max_total_num_tokens
+    );
+    assert_eq!(
+        r.capacity.max_running_requests,
+        two.capacity.max_running_requests
+    );
+    assert_eq!(
+        r.capacity.mem_fraction_static,
+        two.capacity.mem_fraction_static
+    );
+    assert_eq!(
+        r.capacity.chunked_prefill_size,
+        two.capacity.chunked_prefill_size
+    );
+    assert_eq!(r.capacity.weights_gb, two.capacity.weights_gb);
+    let runs = r.runs.as_ref().expect("runs");
+    assert_eq!(runs.count, 2);
+    assert_eq!(runs.runs[0].bottleneck, one.bottleneck);
+    assert_eq!(runs.runs[0].steady_gen_tok_per_s, rate(&one));
+    assert_eq!(runs.runs[1].bottleneck, two.bottleneck);
+    assert_eq!(r.bottleneck, two.bottleneck);
+    assert_eq!(rate(&r), rate(&two));
+}

@@ -292,6 +292,22 @@ mod tests {
     }
 
     #[test]
+    fn chunks_split_server_runs_as_the_sequential_read_does() {
+        // a restart: the b2 scenario after b1, and b2 after itself
+        let (b1, b2) = (
+            read("scenarios/kimi-k25-b1/server.log"),
+            read("scenarios/kimi-k25-b2/server.log"),
+        );
+        let joined = [&b1[..], &b2[..], &b2[..]].concat();
+        let logs = [("log", &joined[..])];
+        let want = sequential(&logs);
+        assert!(want.contains("earlier_runs: [Evidence"));
+        for parts in [2, 7, 64] {
+            assert_eq!(chunked(&logs, parts), want, "{parts} chunks");
+        }
+    }
+
+    #[test]
     fn a_chunk_keeps_batch_samples_and_the_lines_the_builder_uses_only() {
         let log = read("real-long/rtx4090-qwen3-4b-kv-retraction.log");
         let mut facts = ChunkFacts::new();

@@ -369,6 +369,31 @@ mod tests {
     }
 
     #[test]
+    fn a_log_of_many_restarts_keeps_the_latest_runs_and_counts_the_rest() {
+        let runs = MAX_EARLIER_RUNS + 8;
+        let mut lines = Vec::new();
+        for _ in 0..runs {
+            lines.extend(owned(&[B2_START, B1_END]));
+        }
+        let ev = evidence(&lines);
+        assert_eq!(ev.earlier_runs.len(), MAX_EARLIER_RUNS);
+        assert_eq!(ev.earlier_runs_dropped, 7);
+        // each run is 5 lines; the last kept earlier run is the one before the last
+        let per = (B2_START.len() + B1_END.len()) as u64;
+        let last_kept = ev.earlier_runs.last().and_then(|e| e.run.first);
+        assert_eq!(last_kept.map(|l| l.line), Some(per * (runs as u64 - 2) + 1));
+        assert_eq!(
+            ev.run.first.map(|l| l.line),
+            Some(per * (runs as u64 - 1) + 1)
+        );
+        let report = crate::diagnose(&ev);
+        let s = report.runs.expect("runs");
+        assert_eq!(s.count, runs);
+        assert_eq!(s.runs.first().map(|r| r.index), Some(8));
+        assert_eq!(s.runs.last().map(|r| r.index), Some(runs));
+    }
+
+    #[test]
     fn a_run_repeated_is_the_same_lines() {
         let ev = evidence(&owned(&[B2_START, B1_END, B2_START, B1_END]));
         assert_eq!(ev.earlier_runs.len(), 1);
