@@ -845,7 +845,9 @@ impl Evidence {
     /// - files without DP tags that overlap in time with different lines stay separate servers;
     /// - lines out of time order by less than [`crate::thresholds::JITTER_WINDOW_S`] (swapped
     ///   lines, a reversed file) are put in order; a step back by more is a restart, and only the
-    ///   last run of that scheduler is kept (said in a [`JoinNote::EarlierRunsSetAside`]).
+    ///   last run of that scheduler is kept (said in a [`JoinNote::EarlierRunsSetAside`]); within
+    ///   one file the builder has already split the log into server runs ([`runs`]), so this
+    ///   is left for a step back across files.
     ///
     /// Borrowed (no copy) when there is nothing to join or reorder.
     pub fn consolidated(&self) -> (std::borrow::Cow<'_, Evidence>, Vec<JoinNote>) {
