@@ -3,7 +3,7 @@
 //! A log file can hold several runs of the server: a restart appended to the same file, two
 //! logs pasted one after the other (`cat a.log b.log`), a server left silent for hours and
 //! then loaded again. Read as one run, their batch lines make one timeline: a steady span held
-//! across a 22-hour gap, the first run's pool size applied to the second. [`RunSplitter`]
+//! across a 22-hour gap, the first run's pool size applied to the second. `RunSplitter`
 //! watches the lines the [`super::EvidenceBuilder`] takes, per source, and says where a new run
 //! begins; the builder then closes the evidence gathered so far as an earlier run
 //! ([`super::Evidence::earlier_runs`]) and starts a fresh one, so every run has its own
