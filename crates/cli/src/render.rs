@@ -528,6 +528,12 @@ fn sections(r: &Report) -> Vec<Section> {
         title: None,
         blocks: vec![Block::Lines(answer)],
     });
+    // A log of several server runs: the report is the last one's; say so before anything else.
+    if let Some(runs) = &r.runs {
+        let mut lines = vec![runs.text.clone()];
+        lines.extend(runs.runs.iter().map(|run| run.text.clone()));
+        out.push(section("Server runs", vec![Block::Lines(lines)]));
+    }
     if !r.recommendations.is_empty() {
         out.push(section(
             "Recommendations (by expected gain)",

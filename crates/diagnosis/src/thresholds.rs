@@ -210,3 +210,18 @@ pub const GRAPH_COVERAGE_SHARE: f64 = 0.25;
 /// Full-context requests a KV pool must hold not to count as too small for its context length
 /// (requests; "a couple": below two, two long requests cannot run together).
 pub const FULL_CONTEXT_REQUESTS_MIN: f64 = 2.0;
+
+/// No batch line for this long, and for [`RUN_GAP_INTERVALS`] log intervals, ends a server run
+/// even without a startup block or a clock that steps back (seconds: 4 h). An idle server
+/// prints no batch line (SGLang logs a decode line every `decode_log_interval` steps of a
+/// running batch only), so silence alone is weak evidence; but the longest idle period inside
+/// one run of the shared real logs is 397 s (`real-2/104`), the idle phases start at
+/// [`IDLE_GAP_S`], and a benchmark or load test session is minutes to an hour or two: hours of
+/// silence between two blocks of traffic are two runs of work (two pasted blocks, a server left
+/// overnight), and one steady span held across them would mix them. A startup block between
+/// the blocks is the decisive evidence, whatever the gap.
+pub const RUN_GAP_S: f64 = 4.0 * 3600.0;
+/// Log intervals (the median gap between a run's batch lines so far) that a gap must also
+/// span to end a run, beside [`RUN_GAP_S`] (intervals: a thousand times the ordinary spacing,
+/// so a log written once a minute needs more than 16 h).
+pub const RUN_GAP_INTERVALS: f64 = 1000.0;

@@ -1,5 +1,5 @@
 //! Damaged inputs must not change the headline silently: the same log given twice is counted
-//! once, lines out of order are put in order, a clock that steps back splits runs and says so,
+//! once, lines out of order are put in order, a log of two server runs (a restart, a log given twice) is split into runs and says so,
 //! and random damage (impossible values, swapped lines, duplicated files, over-long lines)
 //! either leaves the verdict and rate of the undamaged lines as they were or is reported.
 
@@ -100,13 +100,29 @@ fn a_log_concatenated_with_itself_is_one_run_said_so() {
     let r = diagnose(&[&twice]);
     assert_eq!(once.bottleneck, r.bottleneck);
     assert_eq!(rate(&once), rate(&r));
-    assert!(
-        r.sources
-            .iter()
-            .any(|s| s.contains("the clock steps back by") && s.contains("only the last run")),
-        "{:?}",
-        r.sources
-    );
+    // two runs, the second the same lines as the first, each with the verdict of one copy
+    let runs = r.runs.as_ref().expect("two runs");
+    assert_eq!(runs.count, 2);
+    // the second copy's run begins at its startup block (its `server_args` line)
+    let lines = once.inputs[0].lines;
+    let mut server_args = None;
+    LogReader::from_reader("log", &log[..])
+        .for_each(|rec| {
+            if matches!(rec.event, sglang_log::Event::ServerArgs(_)) {
+                server_args.get_or_insert(rec.line_no);
+            }
+        })
+        .expect("in memory");
+    let start = lines + server_args.expect("a server_args line");
+    assert_eq!(runs.runs[0].first.line, 1);
+    assert_eq!(runs.runs[0].last.as_ref().map(|l| l.line), Some(start - 1));
+    assert_eq!(runs.runs[1].first.line, start);
+    assert_eq!(runs.runs[1].last.as_ref().map(|l| l.line), Some(2 * lines));
+    assert_eq!(runs.runs[1].repeats, Some(1));
+    for run in &runs.runs {
+        assert_eq!(run.bottleneck, once.bottleneck);
+        assert_eq!(run.steady_gen_tok_per_s, rate(&once));
+    }
 }
 
 /// Random damage to a real log.

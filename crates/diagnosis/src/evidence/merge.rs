@@ -155,6 +155,7 @@ impl EvidenceBuilder {
                         event: Event::Other,
                     };
                     let t = self.time_of(source, &stamp);
+                    self.observe_batch(Loc { source, line }, t);
                     self.incidents.push_batch_line(source, line);
                     self.push_batch(source, line, t, &ranks, move || sample);
                 }
@@ -287,6 +288,22 @@ mod tests {
         // the retraction log has retractions, startup lines and batch lines of several kinds
         assert!(want.contains("retraction_lines: ") && !want.contains("retraction_lines: 0,"));
         for parts in [1, 2, 3, 7, 64] {
+            assert_eq!(chunked(&logs, parts), want, "{parts} chunks");
+        }
+    }
+
+    #[test]
+    fn chunks_split_server_runs_as_the_sequential_read_does() {
+        // a restart: the b2 scenario after b1, and b2 after itself
+        let (b1, b2) = (
+            read("scenarios/kimi-k25-b1/server.log"),
+            read("scenarios/kimi-k25-b2/server.log"),
+        );
+        let joined = [&b1[..], &b2[..], &b2[..]].concat();
+        let logs = [("log", &joined[..])];
+        let want = sequential(&logs);
+        assert!(want.contains("earlier_runs: [Evidence"));
+        for parts in [2, 7, 64] {
             assert_eq!(chunked(&logs, parts), want, "{parts} chunks");
         }
     }

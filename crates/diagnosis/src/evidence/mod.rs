@@ -12,6 +12,7 @@ use sglang_log::{BenchCollector, BenchSummary, Event, ParseStats, RankTags, Reco
 pub mod merge;
 pub mod phases;
 pub mod pools;
+pub mod runs;
 pub mod timeline;
 pub mod view;
 
@@ -483,6 +484,13 @@ pub struct Evidence {
     pub benchmarks: Vec<SourcedBench>,
     /// Tracebacks, py-spy dumps and the startup step reached ([`crate::incidents`]).
     pub incidents: crate::incidents::Incidents,
+    /// Where this server run lies in the log ([`runs`]); everything above is this run's.
+    pub run: runs::RunBounds,
+    /// The log's earlier server runs, each its own evidence, oldest first (at most
+    /// [`runs::MAX_EARLIER_RUNS`]; their own `earlier_runs` are empty).
+    pub earlier_runs: Vec<Evidence>,
+    /// Earlier runs beyond [`runs::MAX_EARLIER_RUNS`], not kept (runs).
+    pub earlier_runs_dropped: u64,
 }
 
 /// What [`Evidence::consolidated`] joined.
@@ -841,7 +849,9 @@ impl Evidence {
     /// - files without DP tags that overlap in time with different lines stay separate servers;
     /// - lines out of time order by less than [`crate::thresholds::JITTER_WINDOW_S`] (swapped
     ///   lines, a reversed file) are put in order; a step back by more is a restart, and only the
-    ///   last run of that scheduler is kept (said in a [`JoinNote::EarlierRunsSetAside`]).
+    ///   last run of that scheduler is kept (said in a [`JoinNote::EarlierRunsSetAside`]); within
+    ///   one file the builder has already split the log into server runs ([`runs`]), so this
+    ///   is left for a step back across files.
     ///
     /// Borrowed (no copy) when there is nothing to join or reorder.
     pub fn consolidated(&self) -> (std::borrow::Cow<'_, Evidence>, Vec<JoinNote>) {
@@ -1137,6 +1147,8 @@ pub struct EvidenceBuilder {
     /// Last retraction key per source for deduplication: (time, text) -> index in `retractions`.
     recent_retractions: Vec<(SourceId, Option<i64>, String, usize)>,
     incidents: crate::incidents::IncidentBuilder,
+    /// Where a new server run begins.
+    runs: runs::RunSplitter,
 }
 
 impl EvidenceBuilder {
@@ -1187,6 +1199,77 @@ impl EvidenceBuilder {
         Some(raw)
     }
 
+    /// Seconds for a record as [`Self::time_of`] gives them, without moving the midnight
+    /// unwrapping on (for lines only the run splitter reads the time of).
+    fn peek_time(&self, source: SourceId, rec: &Record<'_>) -> Option<f64> {
+        let ts = rec.timestamp.as_ref()?;
+        let raw = ts.seconds();
+        if !raw.is_finite() {
+            return None;
+        }
+        if ts.has_date() {
+            return Some(raw);
+        }
+        let st = self.states.get(source)?;
+        let wrap = st.last_raw.is_some_and(|last| raw + 43_200.0 < last);
+        Some(raw + st.day_offset + if wrap { 86_400.0 } else { 0.0 })
+    }
+
+    /// A batch line at `loc` (time `t`, seconds): a new run may begin at it.
+    pub(super) fn observe_batch(&mut self, loc: Loc, t: Option<f64>) {
+        if let Some(start) = self.runs.batch(loc.source, t) {
+            self.new_run(loc, start);
+        }
+        self.ev.run.note(loc, t);
+    }
+
+    /// A startup line at `loc` (time `t`, seconds): a new run may begin at it.
+    fn observe_startup(&mut self, loc: Loc, t: Option<f64>) {
+        if let Some(start) = self.runs.startup(loc.source, t) {
+            self.new_run(loc, start);
+        }
+        self.ev.run.note(loc, t);
+    }
+
+    /// Close the evidence gathered so far as an earlier run and begin a new one at `at`.
+    fn new_run(&mut self, at: Loc, start: crate::report::RunStart) {
+        for (source, st) in self.states.iter_mut().enumerate() {
+            flush_bench(&mut self.ev, source, st);
+        }
+        let mut done = std::mem::take(&mut self.ev);
+        done.incidents = std::mem::take(&mut self.incidents).build();
+        self.recent_retractions.clear();
+        self.ev.sources = done.sources.clone();
+        self.ev.dateless_timestamps = done.dateless_timestamps;
+        self.ev.run = done.run.next(at, start);
+        self.ev.earlier_runs = std::mem::take(&mut done.earlier_runs);
+        self.ev.earlier_runs_dropped = done.earlier_runs_dropped;
+        if self.ev.earlier_runs.len() >= runs::MAX_EARLIER_RUNS {
+            self.ev.earlier_runs.remove(0);
+            self.ev.earlier_runs_dropped += 1;
+        }
+        self.ev.earlier_runs.push(done);
+    }
+
+    /// Give the earlier runs the sources' final counts, and end the last run at its file's
+    /// last line.
+    fn close_runs(ev: &mut Evidence) {
+        let lines = |s: usize| {
+            ev.sources
+                .get(s)
+                .and_then(|x| x.stats.as_ref())
+                .map(|x| x.lines)
+        };
+        let mut run = ev.run;
+        run.end_at(lines);
+        ev.run = run;
+        let (sources, dateless) = (ev.sources.clone(), ev.dateless_timestamps);
+        for e in &mut ev.earlier_runs {
+            e.sources = sources.clone();
+            e.dateless_timestamps |= dateless;
+        }
+    }
+
     fn key_for(source: SourceId, ranks: &RankTags) -> SchedulerKey {
         // Per source while reading (a DP rank's files are joined by `Evidence::consolidated`).
         SchedulerKey {
@@ -1202,10 +1285,19 @@ impl EvidenceBuilder {
             source,
             line: rec.line_no,
         };
+        // A new server run may begin here: the line then belongs to it.
+        let mut batch_t = None;
+        if matches!(rec.event, Event::Batch(_)) {
+            batch_t = self.time_of(source, rec);
+            self.observe_batch(loc, batch_t);
+        } else if runs::is_startup(&rec.event) {
+            let t = self.peek_time(source, rec);
+            self.observe_startup(loc, t);
+        }
         self.incidents.push(source, rec);
         match &rec.event {
             Event::Batch(b) => {
-                let t = self.time_of(source, rec);
+                let t = batch_t;
                 let sample = || merge::BatchSample::of(rec.line_no, b);
                 self.push_batch(source, rec.line_no, t, &rec.ranks, sample);
             }
@@ -1342,6 +1434,7 @@ impl EvidenceBuilder {
             flush_bench(&mut self.ev, source, st);
         }
         self.ev.incidents = self.incidents.build();
+        Self::close_runs(&mut self.ev);
         self.ev
     }
 
@@ -1357,6 +1450,7 @@ impl EvidenceBuilder {
                     summary: b.clone(),
                 }));
         }
+        Self::close_runs(&mut ev);
         ev
     }
 }

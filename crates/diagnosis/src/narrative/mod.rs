@@ -8,6 +8,7 @@ mod headline;
 mod incidents;
 mod notes;
 mod recommendations;
+mod runs;
 
 pub use expectation::expectation;
 pub use findings::*;
@@ -18,6 +19,7 @@ pub use incidents::{
 };
 pub use notes::{cell_disagreement, join_note, not_concluded, set_aside, sources};
 pub use recommendations::recommendation;
+pub use runs::{run_summary, server_runs};
 
 use sglang_log::ClientFormat;
 
