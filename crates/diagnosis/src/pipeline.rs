@@ -102,10 +102,16 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             ));
         }
     }
+    let mut held = None;
     if matches!(carrier.map(|c| c.1), Some(Reason::QueuedUnexplained) | None) {
         findings.extend(views.iter().find_map(|v| {
-            rules::held_admission::check(v, &capacity)
-                .map(|f| narrative::held_admission(&f, input.timeline_range(v.tl)))
+            rules::held_admission::check(v, &capacity).map(|f| {
+                held = Some(HeldAdmissionFacts {
+                    prefill_gap_iters: f.prefill_gap_iters,
+                    prefill_gap_s: f.prefill_gap_s,
+                });
+                narrative::held_admission(&f, input.timeline_range(v.tl))
+            })
         }));
     }
     // In a stall the crawl is a symptom of the hang, reported by the stall findings.
@@ -309,6 +315,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         benchmark_not_streamed: benchmark_runs
             .last()
             .is_some_and(|r| rules::bench_not_streamed::check(r).is_some()),
+        held_admission: held.filter(|_| bottleneck == Bottleneck::Inconclusive),
     };
     if matches!(
         bottleneck,

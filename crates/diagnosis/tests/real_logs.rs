@@ -1368,3 +1368,19 @@ fn a_rate_from_one_decode_line_says_so() {
             .any(|n| n.reason == diagnosis::report::NotConcludedReason::NoTimedDecodeLines)
     );
 }
+
+#[test]
+fn an_inconclusive_verdict_with_held_admission_points_at_prefill_scheduling() {
+    // one request waits at token usage 0.00 while prefill batches run at iterations 10 and
+    // 411 (lines 1, 12): the headline names the prefill interval, not "nothing points"
+    let r = diagnose("real/059-npu-doc-forward-iteration-numbers-prefill-decode-interval.log");
+    assert_eq!(r.bottleneck, B::Inconclusive);
+    let held = r
+        .headline
+        .held_admission
+        .expect("held admission in the headline");
+    assert_eq!(held.prefill_gap_iters, Some(401));
+    // a log where the verdict is named keeps its own headline
+    let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
+    assert!(b2.headline.held_admission.is_none());
+}

@@ -212,6 +212,22 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         Bottleneck::Inconclusive => (
             "Inconclusive",
             match (h.queued_median, h.token_usage_median, h.running_median) {
+                // requests wait at an empty pool: admission waits for a prefill pass
+                _ if h.held_admission.is_some() => {
+                    let gap = h.held_admission.and_then(|x| {
+                        x.prefill_gap_iters
+                            .map(|n| {
+                                format!(" (prefill batches up to {n} forward iterations apart)")
+                            })
+                            .or(x.prefill_gap_s.filter(|&s| s > 0.0).map(|s| {
+                                format!(" (prefill batches up to {} apart)", super::fmt_duration(s))
+                            }))
+                    });
+                    format!(
+                        "requests wait while the KV pool is nearly empty: admission waits for the next prefill pass{}; check how often the server schedules prefill.",
+                        gap.unwrap_or_default()
+                    )
+                }
                 // the queue field is missing: whether the pool turns requests away is unknown
                 (None, Some(u), Some(r)) => format!(
                     "~{r:.0} requests run at token usage ~{u:.2}, and the log prints no #queue-req, so whether requests wait (and for what) is unknown."

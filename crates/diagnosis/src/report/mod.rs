@@ -157,6 +157,10 @@ pub struct Headline {
     /// The last benchmark run's client did not stream (`bench_not_streamed`): its latency
     /// figures are invalid.
     pub benchmark_not_streamed: bool,
+    /// Requests wait at a nearly empty pool (`held_admission`), for an inconclusive verdict:
+    /// the headline points at how often prefill runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_admission: Option<HeldAdmissionFacts>,
 }
 
 /// A burst's ramp-up: running requests climbing while the queue drains.
@@ -581,6 +585,16 @@ pub struct DpTotals {
     /// Sum of the ranks' time-weighted mean `gen throughput` over their steady spans (tok/s;
     /// close to [`Report::steady_gen_throughput`], which also gives an interval).
     pub gen_throughput_mean: Option<f64>,
+}
+
+/// What [`Headline::held_admission`] says: how far apart prefill batches ran while requests
+/// waited.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct HeldAdmissionFacts {
+    /// Largest gap between prefill batches in forward iterations, when the log prints them.
+    pub prefill_gap_iters: Option<u64>,
+    /// Largest gap between prefill batches (seconds), when timestamped.
+    pub prefill_gap_s: Option<f64>,
 }
 
 /// The whole diagnosis.
