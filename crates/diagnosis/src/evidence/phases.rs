@@ -73,12 +73,17 @@ pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) ->
     let mut prev_line: Option<u64> = None;
     for (i, d) in decode.iter().enumerate() {
         // a restart between the previous decode line and this one (binary search: both sorted)
-        let after_restart = prev_line.is_some_and(|a| {
-            a < d.line
-                && restarts
-                    .get(restarts.partition_point(|&l| l <= a))
-                    .is_some_and(|&l| l < d.line)
-        });
+        // (before the first decode line: any such prefill, since SGLang's window then starts
+        // at the last reset, before it)
+        let after_restart = match prev_line {
+            Some(a) => {
+                a < d.line
+                    && restarts
+                        .get(restarts.partition_point(|&l| l <= a))
+                        .is_some_and(|&l| l < d.line)
+            }
+            None => restarts.first().is_some_and(|&l| l < d.line),
+        };
         match (prev, d.t) {
             (Some(p), Some(t)) if t - p >= gap => out.push(d.line),
             _ if after_restart => out.push(d.line),
@@ -356,6 +361,19 @@ mod tests {
             d.iter().find(|s| s.line == 114).and_then(|s| s.gen_tps),
             Some(18.95)
         );
+    }
+
+    #[test]
+    fn the_first_decode_line_after_a_prefill_from_nothing_running_is_a_first_window() {
+        // 113: a prefill with nothing running (line 1), then the log's first decode line reads
+        // 3.22 tok/s (its window spans the wait and the prefill) and the next 140.78
+        let rel = "real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log";
+        let (d, lines) = first_windows(&whole(rel));
+        assert_eq!(lines, vec![3]);
+        assert_eq!(d[0].gen_tps, Some(3.22));
+        // without that prefill line the first reading stands (an excerpt that starts mid-run)
+        let (_, none) = first_windows(&excerpt(rel, 3..=4));
+        assert!(none.is_empty());
     }
 
     #[test]
