@@ -24,7 +24,7 @@ use prometheus_client::registry::Registry;
 use serde::Serialize;
 
 /// Every verdict, in the JSON report's spelling; each gets a 0/1 gauge per instance.
-pub const BOTTLENECKS: [Bottleneck; 15] = [
+pub const BOTTLENECKS: [Bottleneck; 16] = [
     Bottleneck::KvCacheBound,
     Bottleneck::RunningCapBound,
     Bottleneck::PrefillBound,
@@ -40,6 +40,7 @@ pub const BOTTLENECKS: [Bottleneck; 15] = [
     Bottleneck::SchedulerCrashed,
     Bottleneck::StartupIncomplete,
     Bottleneck::StartupOnly,
+    Bottleneck::RequestsRejected,
 ];
 
 /// Compile-time reminder: a new verdict must be added to [`BOTTLENECKS`].
@@ -60,6 +61,7 @@ const fn _every_bottleneck_listed(b: Bottleneck) -> usize {
         Bottleneck::SchedulerCrashed => 12,
         Bottleneck::StartupIncomplete => 13,
         Bottleneck::StartupOnly => 14,
+        Bottleneck::RequestsRejected => 15,
     }
 }
 

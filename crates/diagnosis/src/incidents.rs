@@ -34,6 +34,41 @@ pub struct Incidents {
     pub captured_graph_max_bs: Option<u64>,
     /// `Pyspy failed to dump PID N` lines (py-spy is not installed where the server runs).
     pub pyspy_failed: u64,
+    /// Requests the server turned away (HTTP errors on generation endpoints, context-length
+    /// rejections).
+    pub rejections: Rejections,
+}
+
+/// Requests the server turned away, from uvicorn's access lines and SGLang's context-length
+/// messages ([`sglang_log::parse_http_access`], [`sglang_log::parse_context_rejection`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Rejections {
+    /// 4xx responses to generation requests (requests).
+    pub client_errors: u64,
+    /// 5xx responses to generation requests (requests).
+    pub server_errors: u64,
+    /// The first and last such response line.
+    pub first: Option<Loc>,
+    /// See [`Rejections::first`].
+    pub last: Option<Loc>,
+    /// Context-length rejections, when the log prints them.
+    pub context: Option<ContextRejections>,
+}
+
+/// Context-length rejections seen in the log.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ContextRejections {
+    /// Messages that say so (events; a rejection may be printed more than once, e.g. in a
+    /// traceback and in an error line).
+    pub messages: u64,
+    /// The model's context length (tokens).
+    pub context_len: u64,
+    /// The largest prompt among them (tokens).
+    pub largest_input: Option<u64>,
+    /// The largest prompt plus requested completion among them (tokens).
+    pub largest_requested: Option<u64>,
+    /// The first such message.
+    pub first: Loc,
 }
 
 #[derive(Default)]
@@ -84,6 +119,11 @@ impl IncidentBuilder {
                 if let Some(bs) = sglang_log::cuda_graph_capture_max_bs(rec.message) {
                     self.inc.captured_graph_max_bs = self.inc.captured_graph_max_bs.max(Some(bs));
                 }
+                count_rejection(&mut self.inc.rejections, source, rec);
+                None
+            }
+            Event::Other => {
+                count_rejection(&mut self.inc.rejections, source, rec);
                 None
             }
             _ => None,
@@ -172,5 +212,38 @@ impl Incidents {
         self.stacks
             .iter()
             .filter(|s| s.stack.kind == StackKind::PySpyDump)
+    }
+}
+
+/// Count a turned-away request in `rec` into `r`, if it holds one.
+fn count_rejection(r: &mut Rejections, source: SourceId, rec: &Record<'_>) {
+    let loc = Loc {
+        source,
+        line: rec.line_no,
+    };
+    if let Some(a) = sglang_log::parse_http_access(rec.message)
+        && a.status >= 400
+        && a.is_generation()
+    {
+        if a.status >= 500 {
+            r.server_errors += 1;
+        } else {
+            r.client_errors += 1;
+        }
+        r.first.get_or_insert(loc);
+        r.last = Some(loc);
+        return;
+    }
+    if let Some(c) = sglang_log::parse_context_rejection(rec.message) {
+        let e = r.context.get_or_insert(ContextRejections {
+            messages: 0,
+            context_len: c.context_len,
+            largest_input: None,
+            largest_requested: None,
+            first: loc,
+        });
+        e.messages += 1;
+        e.largest_input = e.largest_input.max(c.input_tokens);
+        e.largest_requested = e.largest_requested.max(c.requested_tokens());
     }
 }

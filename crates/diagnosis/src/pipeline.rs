@@ -54,6 +54,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     let crash = rules::scheduler_exception::check(&input);
     let incomplete = rules::startup_incomplete::check(&input);
     let watchdog = rules::watchdog::check(&input);
+    let rejected = rules::rejected_requests::check(&input);
     let votes: Vec<(Bottleneck, u64)> = views
         .iter()
         .zip(&reasons)
@@ -71,6 +72,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             crash: crash.is_some(),
             startup_incomplete: incomplete.as_ref().is_some_and(|f| f.before_pool),
             startup_capacity: ev.startup.max_total_num_tokens.is_some() && ev.benchmarks.is_empty(),
+            rejections: rejected.is_some(),
         },
     );
     let carrier = views
@@ -127,6 +129,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     findings
         .extend(rules::retraction::check(&input).map(|f| narrative::retraction(&f, &retractions)));
     findings.extend(oom.as_ref().map(narrative::oom));
+    findings.extend(rejected.as_ref().map(narrative::rejected_requests));
     findings.extend(crash.as_ref().map(narrative::scheduler_exception));
     findings.extend(watchdog.as_ref().map(narrative::watchdog));
     findings.extend(incomplete.as_ref().map(narrative::startup_incomplete));
@@ -316,6 +319,15 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             .last()
             .is_some_and(|r| rules::bench_not_streamed::check(r).is_some()),
         held_admission: held.filter(|_| bottleneck == Bottleneck::Inconclusive),
+        rejected: rejected
+            .as_ref()
+            .filter(|_| bottleneck == Bottleneck::RequestsRejected)
+            .map(|f| RejectedRequests {
+                client_errors: f.client_errors,
+                server_errors: f.server_errors,
+                context_len: f.context.map(|c| c.context_len),
+                largest_requested: f.context.and_then(|c| c.largest_requested),
+            }),
     };
     if matches!(
         bottleneck,

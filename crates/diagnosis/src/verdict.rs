@@ -151,7 +151,8 @@ pub fn priority(b: Bottleneck) -> u8 {
         | Bottleneck::OutOfMemory
         | Bottleneck::SchedulerCrashed
         | Bottleneck::StartupIncomplete
-        | Bottleneck::StartupOnly => 8,
+        | Bottleneck::StartupOnly
+        | Bottleneck::RequestsRejected => 8,
     }
 }
 
@@ -195,6 +196,8 @@ pub struct Overrides {
     pub startup_incomplete: bool,
     /// The startup's capacity line was read.
     pub startup_capacity: bool,
+    /// `rejected_requests` holds.
+    pub rejections: bool,
 }
 
 /// One row of [`NO_LINES_PRECEDENCE`]: its name, whether it holds, the verdict it names.
@@ -214,6 +217,11 @@ pub const NO_LINES_PRECEDENCE: &[NoLinesStep] = &[
         "startup_incomplete (before the pool)",
         |o| o.startup_incomplete,
         Bottleneck::StartupIncomplete,
+    ),
+    (
+        "rejected_requests",
+        |o| o.rejections,
+        Bottleneck::RequestsRejected,
     ),
     (
         "startup capacity",

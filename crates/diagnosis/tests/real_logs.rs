@@ -1384,3 +1384,34 @@ fn an_inconclusive_verdict_with_held_admission_points_at_prefill_scheduling() {
     let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
     assert!(b2.headline.held_admission.is_none());
 }
+
+#[test]
+fn a_log_whose_requests_were_all_rejected_says_so_in_the_headline() {
+    // Issue 11 pattern 7: 113's access line answered 400 (one field changed), with the
+    // context-length error SGLang's tokenizer manager raises for it; no batch line ran
+    let text = std::fs::read_to_string(data(
+        "real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log",
+    ))
+    .expect("113");
+    let access = text
+        .lines()
+        .nth(1)
+        .expect("line 2")
+        .replace("200 OK", "400 Bad Request");
+    let log = format!(
+        "{access}\n[2026-08-23 09:06:20] Error in request: The input (170000 tokens) is longer than the model's context length (163840 tokens).\n"
+    );
+    let r = diagnose_parts(&[("rejected.log", log.as_bytes())]);
+    assert_eq!(r.bottleneck, B::RequestsRejected);
+    let rej = r.headline.rejected.expect("typed rejection");
+    assert_eq!(rej.client_errors, 1);
+    assert_eq!(rej.context_len, Some(163840));
+    assert_eq!(rej.largest_requested, Some(170000));
+    assert!(r.findings.iter().any(|f| f.kind == F::RequestsRejected));
+    // the same access line answered 200 is no rejection: no verdict from it
+    let served = diagnose_parts(&[(
+        "served.log",
+        text.lines().nth(1).expect("line 2").as_bytes(),
+    )]);
+    assert_eq!(served.bottleneck, B::NoSchedulerLines);
+}

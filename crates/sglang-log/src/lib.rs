@@ -99,6 +99,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod access;
 mod batch;
 pub mod bench;
 pub mod client;
@@ -113,6 +114,7 @@ mod reader;
 mod timestamp;
 pub mod values;
 
+pub use access::{ContextRejection, HttpAccess, parse_context_rejection, parse_http_access};
 pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
 pub use bench::{BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
 pub use client::{ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, parse_client};

@@ -235,6 +235,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 _ => "the batch lines do not point to one bottleneck.".to_string(),
             },
         ),
+        Bottleneck::RequestsRejected => ("Requests rejected", rejected_summary(h.rejected)),
         // worded by `incident_headline` (the stall above without a dump's frame)
         Bottleneck::OutOfMemory
         | Bottleneck::SchedulerCrashed
@@ -291,4 +292,42 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         ));
     }
     (label.to_string(), summary)
+}
+
+/// The headline of [`Bottleneck::RequestsRejected`].
+fn rejected_summary(r: Option<crate::report::RejectedRequests>) -> String {
+    let Some(r) = r else {
+        return "the server turned the generation requests away; no batch ran.".to_string();
+    };
+    let http = match (r.client_errors, r.server_errors) {
+        (0, 0) => String::new(),
+        (c, 0) => format!(
+            "{c} generation request{} answered 4xx",
+            if c == 1 { "" } else { "s" }
+        ),
+        (0, e) => format!(
+            "{e} generation request{} answered 5xx",
+            if e == 1 { "" } else { "s" }
+        ),
+        (c, e) => format!("{c} generation requests answered 4xx and {e} 5xx"),
+    };
+    let context = r.context_len.map(|ctx| {
+        format!(
+            "prompts{} over the model's context length of {ctx} tokens",
+            r.largest_requested
+                .map(|t| format!(" plus max_tokens (up to {t} tokens)"))
+                .unwrap_or_default()
+        )
+    });
+    match (http.is_empty(), context) {
+        (false, Some(c)) => format!(
+            "{http}: {c}; no batch ran. Shorten the prompts or lower max_tokens, or raise --context-length if the model supports it."
+        ),
+        (true, Some(c)) => format!(
+            "{c}; no batch ran. Shorten the prompts or lower max_tokens, or raise --context-length if the model supports it."
+        ),
+        (_, None) => format!(
+            "{http}, and no batch ran: the requests never reached the scheduler (see the lines for why)."
+        ),
+    }
 }

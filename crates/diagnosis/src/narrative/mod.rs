@@ -15,7 +15,7 @@ pub use findings::*;
 pub use headline::headline;
 pub use incidents::{
     bench_not_streamed, bench_peak_above_cap, cuda_graph_coverage, few_full_context, frame_words,
-    incident_headline, oom, scheduler_exception, startup_incomplete, step_words,
+    incident_headline, oom, rejected_requests, scheduler_exception, startup_incomplete, step_words,
 };
 pub use notes::{cell_disagreement, join_note, not_concluded, set_aside, sources};
 pub use recommendations::recommendation;
@@ -50,6 +50,7 @@ pub fn bottleneck_label(b: Bottleneck) -> &'static str {
         Bottleneck::SchedulerCrashed => "scheduler crashed",
         Bottleneck::StartupIncomplete => "startup never finished",
         Bottleneck::StartupOnly => "startup lines only",
+        Bottleneck::RequestsRejected => "requests rejected",
     }
 }
 

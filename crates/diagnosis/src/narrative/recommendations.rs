@@ -262,6 +262,11 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
             "no draft forwards wasted on rejected tokens",
             "fewer tokens per target forward if the acceptance was worth it",
         ),
+        (Lever::ContextLength, _) => (
+            format!("Keep prompt plus max_tokens below the context length, or raise {flag} if the model supports it"),
+            "the rejected requests run",
+            "a longer context than the model was trained for degrades its output",
+        ),
         (Lever::ClientConcurrency, _) => (
             format!("Raise the client's concurrency ({flag} of a benchmark)"),
             "more requests in flight for the server to batch",

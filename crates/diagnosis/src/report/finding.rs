@@ -152,6 +152,9 @@ pub enum FindingKind {
     BenchmarkNotStreamed,
     /// A benchmark's peak requests in flight exceeded the server's `max_running_requests`.
     BenchmarkPeakAboveCap,
+    /// The server turned generation requests away (HTTP errors, prompts over the context
+    /// length).
+    RequestsRejected,
 }
 
 /// A conclusion with the numbers and lines that support it.
@@ -208,6 +211,8 @@ pub enum Lever {
     /// The client's concurrency (`--max-concurrency` of a benchmark, the batch client's
     /// limit).
     ClientConcurrency,
+    /// `--context-length`: the longest prompt plus completion the server accepts (tokens).
+    ContextLength,
 }
 
 impl Lever {
@@ -228,11 +233,12 @@ impl Lever {
             Lever::LoadBalanceMethod => "--load-balance-method",
             Lever::SpeculativeDecoding => "--speculative-num-steps",
             Lever::ClientConcurrency => "--max-concurrency",
+            Lever::ContextLength => "--context-length",
         }
     }
 
     /// Every lever, in declaration order.
-    pub const ALL: [Lever; 14] = [
+    pub const ALL: [Lever; 15] = [
         Lever::MemFractionStatic,
         Lever::KvCacheDtype,
         Lever::MaxTokens,
@@ -247,5 +253,6 @@ impl Lever {
         Lever::LoadBalanceMethod,
         Lever::SpeculativeDecoding,
         Lever::ClientConcurrency,
+        Lever::ContextLength,
     ];
 }

@@ -60,6 +60,9 @@ pub enum Bottleneck {
     /// No batch lines, only startup lines: the capacity they fix (pool, running cap, CUDA
     /// graphs) is all that can be judged.
     StartupOnly,
+    /// No batch lines, and the server turned the generation requests away (HTTP 4xx/5xx,
+    /// prompts over the context length): nothing ran.
+    RequestsRejected,
 }
 
 /// How far a server's startup got, in SGLang's order (`model_runner.py`: weights, then the KV
@@ -161,6 +164,9 @@ pub struct Headline {
     /// the headline points at how often prefill runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_admission: Option<HeldAdmissionFacts>,
+    /// The requests the server turned away, for the [`Bottleneck::RequestsRejected`] verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<RejectedRequests>,
 }
 
 /// A burst's ramp-up: running requests climbing while the queue drains.
@@ -595,6 +601,20 @@ pub struct HeldAdmissionFacts {
     pub prefill_gap_iters: Option<u64>,
     /// Largest gap between prefill batches (seconds), when timestamped.
     pub prefill_gap_s: Option<f64>,
+}
+
+/// Requests the server turned away (see `rules::rejected_requests`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RejectedRequests {
+    /// 4xx responses to generation requests (requests).
+    pub client_errors: u64,
+    /// 5xx responses to generation requests (requests).
+    pub server_errors: u64,
+    /// The model's context length, when the rejections name it (tokens).
+    pub context_len: Option<u64>,
+    /// The largest prompt plus requested completion among the context-length rejections
+    /// (tokens).
+    pub largest_requested: Option<u64>,
 }
 
 /// The whole diagnosis.

@@ -39,6 +39,7 @@ pub mod prefill_compute;
 pub mod prefill_interference;
 pub mod prefill_limit;
 pub mod ramp_only;
+pub mod rejected_requests;
 pub mod retraction;
 pub mod running_cap;
 pub mod scheduler_exception;

@@ -1,0 +1,249 @@
+//! Requests the server turned away: uvicorn's access lines with their HTTP status, and SGLang's
+//! context-length rejections.
+//!
+//! - Access line (uvicorn, printed by SGLang's HTTP server for every request):
+//!   `INFO:     127.0.0.1:44946 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request`.
+//! - Context-length rejections (`tokenizer_manager.py` `_validate_one_request`, returned to the
+//!   client as HTTP 400 and printed where the server logs the error):
+//!   - `The input (N tokens) is longer than the model's context length (M tokens).`
+//!   - `Requested token count exceeds the model's maximum context length of M tokens. You
+//!     requested a total of T tokens: I tokens from the input messages and O tokens for the
+//!     completion. …`
+//!
+//! Both parsers are nom grammars over the message bytes; neither allocates.
+
+use memchr::memmem;
+use nom::bytes::complete::{tag, take_till1, take_while1};
+use nom::character::complete::{char, digit1, space0, space1};
+use nom::combinator::{map_res, opt};
+use nom::sequence::{delimited, preceded};
+use nom::{IResult, Parser};
+
+/// One uvicorn access line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpAccess<'a> {
+    /// The HTTP method (`POST`, `GET`).
+    pub method: &'a str,
+    /// The request path, query included (`/v1/chat/completions`).
+    pub path: &'a str,
+    /// The response status (400).
+    pub status: u16,
+}
+
+impl HttpAccess<'_> {
+    /// Whether the path is one of SGLang's generation endpoints (`/generate`,
+    /// `/v1/completions`, `/v1/chat/completions`, …), not a health or metrics probe.
+    pub fn is_generation(&self) -> bool {
+        let p = self.path.split('?').next().unwrap_or(self.path);
+        matches!(
+            p,
+            "/generate" | "/v1/completions" | "/v1/chat/completions" | "/v1/responses"
+        )
+    }
+}
+
+type Res<'a, T> = IResult<&'a [u8], T>;
+
+fn utf8(b: &[u8]) -> Option<&str> {
+    std::str::from_utf8(b).ok()
+}
+
+fn number(i: &[u8]) -> Res<'_, u64> {
+    map_res(digit1, |d: &[u8]| {
+        utf8(d)
+            .ok_or(())
+            .and_then(|s| s.parse::<u64>().map_err(|_| ()))
+    })
+    .parse(i)
+}
+
+/// `[INFO:     ]HOST:PORT - "METHOD PATH HTTP/x.y" STATUS …` (the level is gone when the
+/// line parser has stripped it: [`crate::Record::message`]).
+fn access(i: &[u8]) -> Res<'_, (&[u8], &[u8], u64)> {
+    let (i, _) = opt((tag(&b"INFO:"[..]), space1)).parse(i)?;
+    let (i, _) = take_till1(|c| c == b' ' || c == b'"').parse(i)?;
+    let (i, _) = tag(&b" - \""[..]).parse(i)?;
+    let (i, method) = take_while1(|c: u8| c.is_ascii_uppercase()).parse(i)?;
+    let (i, path) = preceded(char(' '), take_till1(|c| c == b' ' || c == b'"')).parse(i)?;
+    let (i, _) = (
+        char(' '),
+        tag(&b"HTTP/"[..]),
+        take_till1(|c| c == b'"'),
+        char('"'),
+        space1,
+    )
+        .parse(i)?;
+    let (i, status) = number(i)?;
+    Ok((i, (method, path, status)))
+}
+
+/// The access line of `msg` (the message after the envelope, with or without its `INFO:`
+/// level), if it is one.
+pub fn parse_http_access(msg: &str) -> Option<HttpAccess<'_>> {
+    let (_, (method, path, status)) = access(msg.as_bytes()).ok()?;
+    Some(HttpAccess {
+        method: utf8(method)?,
+        path: utf8(path)?,
+        status: u16::try_from(status)
+            .ok()
+            .filter(|s| (100..600).contains(s))?,
+    })
+}
+
+/// A request SGLang refused because it does not fit the context length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextRejection {
+    /// The model's context length, `context_len` (tokens).
+    pub context_len: u64,
+    /// The prompt's length (tokens).
+    pub input_tokens: Option<u64>,
+    /// The request's `max_new_tokens` / `max_tokens`, when the rejection is for prompt plus
+    /// completion (tokens).
+    pub max_new_tokens: Option<u64>,
+}
+
+impl ContextRejection {
+    /// Prompt plus requested completion (tokens), when both are known; else the prompt.
+    pub fn requested_tokens(&self) -> Option<u64> {
+        match (self.input_tokens, self.max_new_tokens) {
+            (Some(i), Some(o)) => i.checked_add(o),
+            (i, _) => i,
+        }
+    }
+}
+
+/// `(N tokens) is longer than the model's context length (M tokens)`.
+fn input_too_long(i: &[u8]) -> Res<'_, ContextRejection> {
+    let (i, input) = delimited(char('('), number, tag(&b" tokens)"[..])).parse(i)?;
+    let (i, _) = tag(&b" is longer than the model's context length ("[..]).parse(i)?;
+    let (i, ctx) = number(i)?;
+    Ok((
+        i,
+        ContextRejection {
+            context_len: ctx,
+            input_tokens: Some(input),
+            max_new_tokens: None,
+        },
+    ))
+}
+
+/// `of M tokens. You requested a total of T tokens: I tokens from the input messages and O
+/// tokens for the completion`.
+fn total_too_long(i: &[u8]) -> Res<'_, ContextRejection> {
+    let (i, ctx) = number(i)?;
+    let (i, _) = tag(&b" tokens."[..]).parse(i)?;
+    let parts = (
+        space0,
+        tag(&b"You requested a total of "[..]),
+        number,
+        tag(&b" tokens: "[..]),
+        number,
+        tag(&b" tokens from the input messages and "[..]),
+        number,
+    );
+    let (i, rest) = opt(parts).parse(i)?;
+    Ok((
+        i,
+        ContextRejection {
+            context_len: ctx,
+            input_tokens: rest.map(|r| r.4),
+            max_new_tokens: rest.map(|r| r.6),
+        },
+    ))
+}
+
+const INPUT_MARK: &[u8] = b"The input ";
+const TOTAL_MARK: &[u8] = b"exceeds the model's maximum context length of ";
+
+/// The context-length rejection anywhere in `text` (a log message, a traceback's `ValueError:`
+/// line, a JSON error body), if it holds one.
+pub fn parse_context_rejection(text: &str) -> Option<ContextRejection> {
+    let b = text.as_bytes();
+    if let Some(p) = memmem::find(b, TOTAL_MARK)
+        && let Ok((_, r)) = total_too_long(&b[p + TOTAL_MARK.len()..])
+    {
+        return Some(r);
+    }
+    let mut from = 0;
+    while let Some(p) = memmem::find(&b[from..], INPUT_MARK) {
+        let at = from + p + INPUT_MARK.len();
+        if let Ok((_, r)) = input_too_long(&b[at..]) {
+            return Some(r);
+        }
+        from = at;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_lines_from_a_real_log() {
+        // real-long/ascend-dsr1-dp16-mtp-mixed.log line 1828 (the message after the stamp)
+        let a = parse_http_access(
+            r#"INFO:     127.0.0.1:44946 - "GET /health_generate HTTP/1.1" 503 Service Unavailable"#,
+        )
+        .expect("access line");
+        assert_eq!(
+            (a.method, a.path, a.status),
+            ("GET", "/health_generate", 503)
+        );
+        assert!(!a.is_generation());
+        // real-2/113 line 2
+        let a = parse_http_access(
+            r#"INFO:     192.0.2.1:44476 - "POST /v1/chat/completions HTTP/1.1" 200 OK"#,
+        )
+        .expect("access line");
+        assert_eq!(a.status, 200);
+        assert!(a.is_generation());
+        assert_eq!(
+            parse_http_access("INFO:     Started server process [1234]"),
+            None
+        );
+        // as `Record::message` holds it: the level stripped by the line parser
+        let rec = crate::parse_line(
+            r#"[2026-08-23 09:06:20] INFO:     192.0.2.1:44476 - "POST /v1/chat/completions HTTP/1.1" 200 OK"#.as_bytes(),
+            2,
+        );
+        let a = parse_http_access(rec.message).expect("access line in a record");
+        assert_eq!((a.path, a.status), ("/v1/chat/completions", 200));
+        assert_eq!(
+            parse_http_access(r#"INFO:     1.2.3.4:5 - "POST /generate HTTP/1.1" 999 Odd"#),
+            None
+        );
+    }
+
+    #[test]
+    fn both_context_length_wordings() {
+        // tokenizer_manager.py `_validate_one_request`
+        let r = parse_context_rejection(
+            "ValueError: The input (131123 tokens) is longer than the model's context length (131072 tokens).",
+        )
+        .expect("input too long");
+        assert_eq!(r.context_len, 131072);
+        assert_eq!(r.input_tokens, Some(131123));
+        assert_eq!(r.requested_tokens(), Some(131123));
+        let r = parse_context_rejection(
+            "Error in request: Requested token count exceeds the model's maximum context length of 64000 tokens. You requested a total of 71897 tokens: 7897 tokens from the input messages and 64000 tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.",
+        )
+        .expect("total too long");
+        assert_eq!(
+            (r.context_len, r.input_tokens, r.max_new_tokens),
+            (64000, Some(7897), Some(64000))
+        );
+        assert_eq!(r.requested_tokens(), Some(71897));
+        // the short form some clients see
+        let r = parse_context_rejection(
+            "Requested token count exceeds the model's maximum context length of 131072 tokens.",
+        )
+        .expect("short form");
+        assert_eq!((r.context_len, r.input_tokens), (131072, None));
+        assert_eq!(parse_context_rejection("The input is fine"), None);
+        assert_eq!(
+            parse_context_rejection("The input (x tokens) is longer than the model's"),
+            None
+        );
+    }
+}
