@@ -889,13 +889,13 @@ fn batch_head(b: &[u8]) -> PResult<'_, (BatchKind, Option<Range>, Option<(usize,
         value(BatchKind::Prefill, lit(b"Prefil batch")),
     ));
     let at = |r: &[u8]| pos_in(b, r);
-    let iter = delimited(tag(&b" ["[..]), digit1, byte(b']')).map(|d: &[u8]| {
+    let iter = delimited(lit(b" ["), digit1, byte(b']')).map(|d: &[u8]| {
         let s = at(d);
         (s, s + d.len())
     });
     let mixed = delimited(
-        tag(&b"(mixed "[..]),
-        preceded(tag(&b"#running-req: "[..]), digit1),
+        lit(b"(mixed "),
+        preceded(lit(b"#running-req: "), digit1),
         byte(b')'),
     )
     .map(|d: &[u8]| {
@@ -1185,6 +1185,11 @@ const FAST_SAFE: [u8; N_KNOWN + 1] = {
     t
 };
 
+/// `True,` as the low 5 bytes of a little-endian word.
+const TRUE_COMMA: u64 = u64::from_le_bytes(*b"True,\0\0\0");
+/// `False,` as the low 6 bytes of a little-endian word.
+const FALSE_COMMA: u64 = u64::from_le_bytes(*b"False,\0\0");
+
 /// `0.` as a little-endian 16-bit word.
 const ZERO_DOT: u16 = u16::from_le_bytes(*b"0.");
 
@@ -1294,8 +1299,16 @@ fn split_padded<const C: usize>(
         let (run, sound) = digit_dot_run(w, safe == SAFE_INTEGER);
         let mut v1 = v0 + run;
         if run == 8 || (w >> (8 * run)) as u8 != b',' {
-            while VALUE_BYTE[usize::from(at(v1))] {
-                v1 += 1;
+            // the graph flags `True,` / `False,` by one masked compare, as the byte loop
+            // would end them (at the `,`)
+            if run == 0 && w & 0xff_ffff_ffff == TRUE_COMMA {
+                v1 = v0 + 4;
+            } else if run == 0 && w & 0xffff_ffff_ffff == FALSE_COMMA {
+                v1 = v0 + 5;
+            } else {
+                while VALUE_BYTE[usize::from(at(v1))] {
+                    v1 += 1;
+                }
             }
         }
         if v1 == v0 {

@@ -196,10 +196,16 @@ fn fast_envelope<'a>(line: &'a str, c: &mut LineCache) -> Option<(Timestamp, Ran
         (RankTags::default(), 20)
     } else {
         // ` TAGS]` as one word (zero-padded); an entry matches when its bytes are the same
-        let mut w = [0u8; 16];
-        let avail = (b.len() - 20).min(16);
-        w[..avail].copy_from_slice(&b[20..20 + avail]);
-        let w = u128::from_le_bytes(w);
+        let w = match b.get(20..36).and_then(|c| <[u8; 16]>::try_from(c).ok()) {
+            // the usual case: 16 bytes follow, one load (no copy call)
+            Some(c) => u128::from_le_bytes(c),
+            None => {
+                let mut w = [0u8; 16];
+                let avail = (b.len() - 20).min(16);
+                w[..avail].copy_from_slice(&b[20..20 + avail]);
+                u128::from_le_bytes(w)
+            }
+        };
         let hit = c
             .tags
             .iter()
