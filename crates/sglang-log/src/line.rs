@@ -7,7 +7,9 @@ use crate::grammar::{
     PResult, all_tokens, byte, byte_if, fail, offset_of, skip_colons, skip_ws, spaces, str_tail, ws,
 };
 use crate::ranks::RankTags;
-use crate::timestamp::{Timestamp, iso_t_timestamp, parse_stamp19, parse_timestamp, timestamp};
+use crate::timestamp::{
+    Timestamp, iso_t_timestamp, parse_stamp19, parse_stamp19_after, parse_timestamp, timestamp,
+};
 use crate::{Event, Record};
 use memchr::memmem;
 use nom::Parser;
@@ -185,8 +187,11 @@ fn fast_envelope<'a>(line: &'a str, c: &mut LineCache) -> Option<(Timestamp, Ran
     let stamp: &[u8; 19] = b[1..20].try_into().ok()?;
     let ts = match c.stamp_ts {
         Some(t) if *stamp == c.stamp => t,
-        _ => {
-            let t = parse_stamp19(stamp)?;
+        prev => {
+            let t = match prev {
+                Some(p) => parse_stamp19_after(&c.stamp, p, stamp)?,
+                None => parse_stamp19(stamp)?,
+            };
             c.stamp = *stamp;
             c.stamp_ts = Some(t);
             t
