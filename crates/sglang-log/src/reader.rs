@@ -891,7 +891,7 @@ mod tests {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    if x % 9 == 0 {
+                    if x.is_multiple_of(9) {
                         b.extend_from_slice(pick);
                     } else {
                         b.push(b'a' + (x % 26) as u8);
