@@ -413,8 +413,11 @@ struct BlockScan {
 /// `memchr` call per line, the block's UTF-8 check and its `\r` and ESC searches.
 fn newline_bits(block: &[u8], out: &mut Vec<u64>) -> BlockScan {
     let full = block.len() / 64;
-    out.clear();
-    out.reserve(block.len().div_ceil(64));
+    // sized, not cleared: blocks are mostly of one size, so no zero-fill from block to block
+    // (every word is written below)
+    let words = block.len().div_ceil(64);
+    out.truncate(words);
+    out.resize(words, 0);
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is present (checked just above).
@@ -423,19 +426,20 @@ fn newline_bits(block: &[u8], out: &mut Vec<u64>) -> BlockScan {
     newline_bits_base(block, out, full)
 }
 
-/// [`newline_bits`] with 16-byte SSE2 compares (or portable code), appending to `out`.
-fn newline_bits_base(block: &[u8], out: &mut Vec<u64>, full: usize) -> BlockScan {
+/// [`newline_bits`] with 16-byte SSE2 compares (or portable code); `out` has one word per 64
+/// bytes of `block`.
+fn newline_bits_base(block: &[u8], out: &mut [u64], full: usize) -> BlockScan {
     let mut acc = Acc::default();
-    for c in block.chunks_exact(64) {
+    for (o, c) in out.iter_mut().zip(block.chunks_exact(64)) {
         // ok: `chunks_exact(64)` yields 64-byte slices
         let c: &[u8; 64] = c.try_into().unwrap_or(&[0; 64]);
-        out.push(scan64(c, &mut acc));
+        *o = scan64(c, &mut acc);
     }
     let rest = &block[64 * full..];
-    if !rest.is_empty() {
+    if let Some(o) = out.get_mut(full) {
         let mut c = [0u8; 64];
         c[..rest.len()].copy_from_slice(rest);
-        out.push(scan64(&c, &mut acc));
+        *o = scan64(&c, &mut acc);
     }
     BlockScan {
         ascii: acc.or & 0x80 == 0,
@@ -444,13 +448,14 @@ fn newline_bits_base(block: &[u8], out: &mut Vec<u64>, full: usize) -> BlockScan
     }
 }
 
-/// [`newline_bits`] with 32-byte compares, appending to `out`; `full` is `block.len() / 64`.
+/// [`newline_bits`] with 32-byte compares; `full` is `block.len() / 64`, `out` has one word per
+/// 64 bytes of `block`.
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn newline_bits_avx2(block: &[u8], out: &mut Vec<u64>, full: usize) -> BlockScan {
+unsafe fn newline_bits_avx2(block: &[u8], out: &mut [u64], full: usize) -> BlockScan {
     use std::arch::x86_64::{
         __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
         _mm256_set1_epi8, _mm256_setzero_si256,
@@ -480,16 +485,16 @@ unsafe fn newline_bits_avx2(block: &[u8], out: &mut Vec<u64>, full: usize) -> Bl
         );
         u64::from(m0) | u64::from(m1) << 32
     };
-    for c in block.chunks_exact(64) {
+    for (o, c) in out.iter_mut().zip(block.chunks_exact(64)) {
         // ok: `chunks_exact(64)` yields 64-byte slices
         let c: &[u8; 64] = c.try_into().unwrap_or(&[0; 64]);
-        out.push(step(c));
+        *o = step(c);
     }
     let rest = &block[64 * full..];
-    if !rest.is_empty() {
+    if let Some(o) = out.get_mut(full) {
         let mut c = [0u8; 64];
         c[..rest.len()].copy_from_slice(rest);
-        out.push(step(&c));
+        *o = step(&c);
     }
     BlockScan {
         ascii: _mm256_movemask_epi8(any) == 0,
@@ -911,10 +916,12 @@ mod tests {
                 cr: b.contains(&b'\r'),
                 esc: b.contains(&0x1b),
             };
-            let mut out = Vec::new();
+            // a bitmap left by a longer block: cut and overwritten
+            let mut out = vec![u64::MAX; 100];
             assert_eq!(newline_bits(b, &mut out), scan);
             assert_eq!(out, want);
-            let mut base = Vec::new();
+            // stale words from a longer block are overwritten
+            let mut base = vec![u64::MAX; want.len()];
             assert_eq!(newline_bits_base(b, &mut base, b.len() / 64), scan);
             assert_eq!(base, want);
         }
