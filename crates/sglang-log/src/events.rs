@@ -1,10 +1,10 @@
 //! Non-batch events: retraction lines (spec §2.3) and startup capacity lines (spec §2.9).
 
-use crate::grammar::{PResult, byte, byte_if};
+use crate::grammar::{PResult, byte, byte_if, until};
 use crate::num::{parse_f64_bytes, parse_i64_bytes, parse_u64_bytes, parse_with_unit};
 use nom::Parser;
 use nom::branch::alt;
-use nom::bytes::complete::{tag, take_till, take_till1, take_until, take_while};
+use nom::bytes::complete::{tag, take_till, take_till1, take_while};
 use nom::combinator::{opt, rest, value, verify};
 use nom::sequence::{preceded, separated_pair, terminated};
 
@@ -67,7 +67,7 @@ fn retraction_head(i: &[u8]) -> PResult<'_, RetractionWording> {
 /// iteration ends).
 fn piece<'a>(i: &'a [u8], sep: &'static [u8]) -> PResult<'a, &'a [u8]> {
     alt((
-        terminated(take_until(sep), tag(sep)),
+        terminated(until(sep), tag(sep)),
         verify(rest, |r: &[u8]| !r.is_empty()),
     ))
     .parse(i)
@@ -109,8 +109,7 @@ pub(crate) fn parse_retraction(msg: &str) -> Option<Retraction<'_>> {
         b"#new_tokens_gained" => r.new_tokens_gained = parse_u64_bytes(v),
         b"#mamba_num_gained" => r.mamba_num_gained = parse_u64_bytes(v),
         b"#new_token_ratio" => {
-            let mut arrow =
-                separated_pair(take_until::<_, _, ()>(&b"->"[..]), tag(&b"->"[..]), rest);
+            let mut arrow = separated_pair(until(b"->"), tag(&b"->"[..]), rest);
             if let Ok((_, (a, b))) = arrow.parse(v) {
                 r.new_token_ratio_before = parse_f64_bytes(a.trim_ascii());
                 r.new_token_ratio_after = parse_f64_bytes(b.trim_ascii());
@@ -222,10 +221,7 @@ pub struct MemoryLine {
 /// The number after the first `key` in `msg`, up to `unit` (or the end), trimmed.
 fn number_after(msg: &str, key: &str, unit: &str) -> Option<f64> {
     let (key, unit) = (key.as_bytes(), unit.as_bytes());
-    let mut num = preceded(
-        (take_until::<_, _, ()>(key), tag(key)),
-        alt((take_until(unit), rest)),
-    );
+    let mut num = preceded((until(key), tag(key)), alt((until(unit), rest)));
     let (_, v) = num.parse(msg.as_bytes()).ok()?;
     parse_f64_bytes(v.trim_ascii())
 }

@@ -71,6 +71,35 @@ pub(crate) fn lit<'a>(t: &'static [u8]) -> impl Parser<&'a [u8], Output = &'a [u
     }
 }
 
+/// Offset of the first `needle` in `h` (`Some(0)` for an empty needle, as `take_until` has it).
+/// `memchr` on the needle's first byte, then one compare: for the short needles of this
+/// grammar on short lines, far cheaper than building a substring searcher per call.
+#[inline]
+pub(crate) fn find(h: &[u8], needle: &[u8]) -> Option<usize> {
+    let Some((&first, tail)) = needle.split_first() else {
+        return Some(0);
+    };
+    let mut at = 0;
+    while let Some(p) = memchr::memchr(first, h.get(at..)?) {
+        let s = at + p;
+        if h.get(s + 1..)?.starts_with(tail) {
+            return Some(s);
+        }
+        at = s + 1;
+    }
+    None
+}
+
+/// nom's `take_until` (complete input) for the short needles of this grammar: the input up to
+/// the first `needle`, which is not consumed; fails when there is none. See [`find`].
+#[inline]
+pub(crate) fn until<'a>(needle: &[u8]) -> impl Parser<&'a [u8], Output = &'a [u8], Error = ()> {
+    move |i: &'a [u8]| match find(i, needle) {
+        Some(p) => Ok((&i[p..], &i[..p])),
+        None => fail(),
+    }
+}
+
 /// One byte for which `f` holds.
 #[inline(always)]
 pub(crate) fn byte_if<'a>(
@@ -123,4 +152,38 @@ pub(crate) fn all_tokens(b: &[u8], mut f: impl FnMut(&[u8]) -> bool) -> bool {
         all &= f(tok);
     }
     all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nom::bytes::complete::take_until;
+
+    #[test]
+    fn until_is_take_until() {
+        let hays: [&[u8]; 9] = [
+            b"",
+            b"a",
+            b"#retracted_reqs: 7, #new_token_ratio: 0.4213 -> 0.6000",
+            b"a, b, c",
+            b",,, ,",
+            b"x: y: z",
+            b"->-->",
+            b"- > ->",
+            b": ",
+        ];
+        for h in hays {
+            for n in [
+                &b", "[..],
+                b": ",
+                b"->",
+                b",",
+                b"",
+                b" max_total_num_tokens=",
+            ] {
+                let want = take_until::<_, _, ()>(n).parse(h);
+                assert_eq!(until(n).parse(h), want, "{h:?} {n:?}");
+            }
+        }
+    }
 }

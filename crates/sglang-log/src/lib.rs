@@ -30,26 +30,29 @@
 //! also a fairly large value (a few hundred bytes: 32 inline 16-bit spans), cheap to build on the stack but not
 //! meant to be stored by the million.
 //!
-//! **Speed.** The reader finds the newlines of a whole block of lines in one SSE2 pass (a
-//! bitmap, no call per line) that also tells whether the block is all ASCII (then it needs no
-//! UTF-8 check; otherwise the block is checked once, not line by line), checks `\r` and ESC
-//! once per block, and builds each record in place where the callback reads it. It keeps a
+//! **Speed.** The reader finds the newlines of a whole block of lines in one pass of 32-byte
+//! compares (AVX2 when the CPU has it, else SSE2; a bitmap, no call per line) that also tells
+//! whether the block is all ASCII (then it needs no UTF-8 check; otherwise the block is checked
+//! once, not line by line) and whether it holds a `\r` or an ESC, and builds each record in
+//! place where the callback reads it. It keeps a
 //! small cache from line to line (`LineCache`): the dominant envelope
 //! `[YYYY-MM-DD HH:MM:SS TAGS]` is read at fixed offsets, the stamp is reused when its 19 bytes
-//! repeat (the date once per day) and the rank tags when their bytes match one of the last
+//! repeat and only its seconds are read when the rest repeats (the date once per day) and the rank tags when their bytes match one of the last
 //! 8 tag groups; a batch body in SGLang's own strict form (`key: value, …`, values of letters,
 //! digits, `.%+-`) is copied into a reused zero-padded buffer (so word loads and scans need no
 //! bounds checks) and split by predicting each key from the two keys that followed the
 //! previous one on earlier lines of the same kind, checked with masked word compares where it
 //! must start; digit runs are found 8 bytes at a time, and the same word says whether the value
 //! is a short digit run known to be sound ([`values`]). Anything off the strict form goes
-//! through the `nom` splitter (`take_until` on `", "` and `": "`; keys identified by a length +
+//! through the `nom` splitter (`take_until` on `", "` and `": "`, with `memchr` on the
+//! needle's first byte; keys identified by a length +
 //! first/last-8-bytes hash into a collision-free table checked at compile time). Typed
 //! accessors are a table load plus a digit parse on the value's bytes (`%.2f` values have a
-//! fixed-point fast path) and a range check. Measured with callgrind on a 20 MB slice of a
-//! generated log (`tools/gen_sglang_log.py … 512 --seed 7`, first 20 MB), full-field aggregate
-//! example: ~2,089 instructions/line (~1,771 before the value checks of issue 13 and the `nom`
-//! grammar; ~3,200 two versions before). One large file can be parsed on several cores with
+//! fixed-point fast path) and a range check. Measured with callgrind, full-field aggregate
+//! example on a generated log (`tools/gen_sglang_log.py LOG 20 --seed 7`, 138,189 lines):
+//! ~1,819 instructions/line (~2,009 before the fused block scan and the seconds-only stamp of
+//! issue 15; earlier, on a 20 MB slice of the 512 MB log: ~2,089, ~1,771 before the value
+//! checks of issue 13 and the `nom` grammar, ~3,200 two versions before). One large file can be parsed on several cores with
 //! [`parallel::parse_file_parallel`].
 //!
 //! **Bounded memory.** A line is held whole only up to [`MAX_LINE`] (1 MiB); a longer one is

@@ -7,7 +7,9 @@ use crate::grammar::{
     PResult, all_tokens, byte, byte_if, fail, offset_of, skip_colons, skip_ws, spaces, str_tail, ws,
 };
 use crate::ranks::RankTags;
-use crate::timestamp::{Timestamp, iso_t_timestamp, parse_stamp19, parse_timestamp, timestamp};
+use crate::timestamp::{
+    Timestamp, iso_t_timestamp, parse_stamp19, parse_stamp19_after, parse_timestamp, timestamp,
+};
 use crate::{Event, Record};
 use memchr::memmem;
 use nom::Parser;
@@ -185,8 +187,11 @@ fn fast_envelope<'a>(line: &'a str, c: &mut LineCache) -> Option<(Timestamp, Ran
     let stamp: &[u8; 19] = b[1..20].try_into().ok()?;
     let ts = match c.stamp_ts {
         Some(t) if *stamp == c.stamp => t,
-        _ => {
-            let t = parse_stamp19(stamp)?;
+        prev => {
+            let t = match prev {
+                Some(p) => parse_stamp19_after(&c.stamp, p, stamp)?,
+                None => parse_stamp19(stamp)?,
+            };
             c.stamp = *stamp;
             c.stamp_ts = Some(t);
             t
@@ -196,10 +201,16 @@ fn fast_envelope<'a>(line: &'a str, c: &mut LineCache) -> Option<(Timestamp, Ran
         (RankTags::default(), 20)
     } else {
         // ` TAGS]` as one word (zero-padded); an entry matches when its bytes are the same
-        let mut w = [0u8; 16];
-        let avail = (b.len() - 20).min(16);
-        w[..avail].copy_from_slice(&b[20..20 + avail]);
-        let w = u128::from_le_bytes(w);
+        let w = match b.get(20..36).and_then(|c| <[u8; 16]>::try_from(c).ok()) {
+            // the usual case: 16 bytes follow, one load (no copy call)
+            Some(c) => u128::from_le_bytes(c),
+            None => {
+                let mut w = [0u8; 16];
+                let avail = (b.len() - 20).min(16);
+                w[..avail].copy_from_slice(&b[20..20 + avail]);
+                u128::from_le_bytes(w)
+            }
+        };
         let hit = c
             .tags
             .iter()

@@ -396,36 +396,126 @@ impl<R: BufRead> BufRead for CountingBufRead<R> {
     }
 }
 
+/// What one pass over a block of whole lines found (see [`newline_bits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BlockScan {
+    /// Every byte is below 0x80 (then the block needs no UTF-8 check).
+    ascii: bool,
+    /// Some byte is `\r` (then the block takes the line-by-line path).
+    cr: bool,
+    /// Some byte is ESC (0x1b: ANSI colours may need trimming).
+    esc: bool,
+}
+
 /// Sets `out` to the newline bitmap of `block` (bit `i` of word `w` set where byte `64 w + i`
-/// is `\n`) and returns whether every byte of `block` is ASCII. One pass of 16-byte compares
-/// replaces a `memchr` call per line and the block's UTF-8 check.
-fn newline_bits(block: &[u8], out: &mut Vec<u64>) -> bool {
+/// is `\n`) and says whether the block is all ASCII, holds a `\r`, holds an ESC. One pass of
+/// 32-byte compares (AVX2, detected at run time; 16-byte SSE2 compares otherwise) replaces a
+/// `memchr` call per line, the block's UTF-8 check and its `\r` and ESC searches.
+fn newline_bits(block: &[u8], out: &mut Vec<u64>) -> BlockScan {
     let full = block.len() / 64;
-    out.clear();
-    out.resize(block.len().div_ceil(64), 0);
-    let mut high = 0u8;
+    // sized, not cleared: blocks are mostly of one size, so no zero-fill from block to block
+    // (every word is written below)
+    let words = block.len().div_ceil(64);
+    out.truncate(words);
+    out.resize(words, 0);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present (checked just above).
+        return unsafe { newline_bits_avx2(block, out, full) };
+    }
+    newline_bits_base(block, out, full)
+}
+
+/// [`newline_bits`] with 16-byte SSE2 compares (or portable code); `out` has one word per 64
+/// bytes of `block`.
+fn newline_bits_base(block: &[u8], out: &mut [u64], full: usize) -> BlockScan {
+    let mut acc = Acc::default();
     for (o, c) in out.iter_mut().zip(block.chunks_exact(64)) {
         // ok: `chunks_exact(64)` yields 64-byte slices
         let c: &[u8; 64] = c.try_into().unwrap_or(&[0; 64]);
-        let (m, h) = scan64(c);
-        *o = m;
-        high |= h;
+        *o = scan64(c, &mut acc);
     }
     let rest = &block[64 * full..];
     if let Some(o) = out.get_mut(full) {
         let mut c = [0u8; 64];
         c[..rest.len()].copy_from_slice(rest);
-        let (m, h) = scan64(&c);
-        *o = m;
-        high |= h;
+        *o = scan64(&c, &mut acc);
     }
-    high & 0x80 == 0
+    BlockScan {
+        ascii: acc.or & 0x80 == 0,
+        cr: acc.cr,
+        esc: acc.esc,
+    }
 }
 
-/// `(newline mask, OR of all bytes)` of one 64-byte chunk.
+/// [`newline_bits`] with 32-byte compares; `full` is `block.len() / 64`, `out` has one word per
+/// 64 bytes of `block`.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn newline_bits_avx2(block: &[u8], out: &mut [u64], full: usize) -> BlockScan {
+    use std::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+        _mm256_set1_epi8, _mm256_setzero_si256,
+    };
+    let nl = _mm256_set1_epi8(b'\n' as i8);
+    let cr = _mm256_set1_epi8(b'\r' as i8);
+    let esc = _mm256_set1_epi8(0x1b);
+    let (mut any, mut crs, mut escs) = (
+        _mm256_setzero_si256(),
+        _mm256_setzero_si256(),
+        _mm256_setzero_si256(),
+    );
+    let mut step = |c: &[u8; 64]| -> u64 {
+        let p = c.as_ptr() as *const __m256i;
+        // SAFETY: two unaligned 32-byte loads read `c[0..64]`, inside the array.
+        let (v0, v1) = unsafe { (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1))) };
+        let m0 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, nl)) as u32;
+        let m1 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v1, nl)) as u32;
+        any = _mm256_or_si256(any, _mm256_or_si256(v0, v1));
+        crs = _mm256_or_si256(
+            crs,
+            _mm256_or_si256(_mm256_cmpeq_epi8(v0, cr), _mm256_cmpeq_epi8(v1, cr)),
+        );
+        escs = _mm256_or_si256(
+            escs,
+            _mm256_or_si256(_mm256_cmpeq_epi8(v0, esc), _mm256_cmpeq_epi8(v1, esc)),
+        );
+        u64::from(m0) | u64::from(m1) << 32
+    };
+    for (o, c) in out.iter_mut().zip(block.chunks_exact(64)) {
+        // ok: `chunks_exact(64)` yields 64-byte slices
+        let c: &[u8; 64] = c.try_into().unwrap_or(&[0; 64]);
+        *o = step(c);
+    }
+    let rest = &block[64 * full..];
+    if let Some(o) = out.get_mut(full) {
+        let mut c = [0u8; 64];
+        c[..rest.len()].copy_from_slice(rest);
+        *o = step(&c);
+    }
+    BlockScan {
+        ascii: _mm256_movemask_epi8(any) == 0,
+        cr: _mm256_movemask_epi8(crs) != 0,
+        esc: _mm256_movemask_epi8(escs) != 0,
+    }
+}
+
+/// What [`scan64`] accumulates over a block: the OR of all bytes, whether a `\r` or an ESC
+/// was seen.
+#[derive(Default)]
+struct Acc {
+    or: u8,
+    cr: bool,
+    esc: bool,
+}
+
+/// Newline mask of one 64-byte chunk; folds its bytes into `acc`.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
-fn scan64(c: &[u8; 64]) -> (u64, u8) {
+fn scan64(c: &[u8; 64], acc: &mut Acc) -> u64 {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
@@ -439,27 +529,34 @@ fn scan64(c: &[u8; 64]) -> (u64, u8) {
             _mm_loadu_si128(p.add(2)),
             _mm_loadu_si128(p.add(3)),
         );
-        let nl = _mm_set1_epi8(b'\n' as i8);
-        let m = |v| u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) as u16);
-        let mask = m(v0) | m(v1) << 16 | m(v2) << 32 | m(v3) << 48;
+        let eq = |x: u8| {
+            let x = _mm_set1_epi8(x as i8);
+            let m = |v| u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, x)) as u16);
+            m(v0) | m(v1) << 16 | m(v2) << 32 | m(v3) << 48
+        };
         let any = _mm_or_si128(_mm_or_si128(v0, v1), _mm_or_si128(v2, v3));
         // nonzero iff some byte has its top bit set
-        let high = _mm_movemask_epi8(any) != 0;
-        (mask, if high { 0x80 } else { 0 })
+        if _mm_movemask_epi8(any) != 0 {
+            acc.or |= 0x80;
+        }
+        acc.cr |= eq(b'\r') != 0;
+        acc.esc |= eq(0x1b) != 0;
+        eq(b'\n')
     }
 }
 
-/// `(newline mask, OR of all bytes)` of one 64-byte chunk (portable form).
+/// Newline mask of one 64-byte chunk; folds its bytes into `acc` (portable form).
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline(always)]
-fn scan64(c: &[u8; 64]) -> (u64, u8) {
+fn scan64(c: &[u8; 64], acc: &mut Acc) -> u64 {
     let mut mask = 0u64;
-    let mut or = 0u8;
     for (i, &b) in c.iter().enumerate() {
         mask |= u64::from(b == b'\n') << i;
-        or |= b;
+        acc.or |= b;
+        acc.cr |= b == b'\r';
+        acc.esc |= b == 0x1b;
     }
-    (mask, or)
+    mask
 }
 
 /// Reads a log line by line and parses every line.
@@ -611,12 +708,13 @@ impl<R: Read> LogReader<R> {
             // once, not line by line.
             let block = memchr::memrchr(b'\n', &self.buf[from..self.end])
                 .map(|i| &window[..=from - pos + i]);
+            // one pass: where the `\n`s are, whether the block is all ASCII, holds `\r` or ESC
+            let scan = block.map(|b| newline_bits(b, &mut self.nl_bits));
             if let Some(block) = block
-                && memchr::memchr(b'\r', block).is_none()
+                && let Some(scan) = scan
+                && !scan.cr
             {
-                // one pass: where the `\n`s are, and whether the block is all ASCII
-                let ascii = newline_bits(block, &mut self.nl_bits);
-                let text = if ascii {
+                let text = if scan.ascii {
                     // SAFETY: every byte of `block` is below 0x80 (checked just above), and
                     // ASCII is valid UTF-8.
                     Some(unsafe { std::str::from_utf8_unchecked(block) })
@@ -625,7 +723,7 @@ impl<R: Read> LogReader<R> {
                 };
                 if let Some(text) = text {
                     // no ESC in the block: no line has ANSI colours to trim
-                    self.cache.no_esc = memchr::memchr(0x1b, block).is_none();
+                    self.cache.no_esc = !scan.esc;
                     let mut rec = Record {
                         line_no: 0,
                         timestamp: None,
@@ -781,6 +879,54 @@ impl<R: Read> LogReader<R> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn block_scans_agree() {
+        // every SIMD form gives the bitmap and flags a byte loop gives
+        let mut blocks: Vec<Vec<u8>> = Vec::new();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for n in [0usize, 1, 31, 63, 64, 65, 127, 128, 200, 1000, 4099] {
+            for pick in [
+                b"ab\ncd\n".as_slice(),
+                b"x\ry\n",
+                b"\x1b[0m\n",
+                "\u{e9}\n".as_bytes(),
+            ] {
+                let mut b = Vec::with_capacity(n);
+                while b.len() < n {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    if x.is_multiple_of(9) {
+                        b.extend_from_slice(pick);
+                    } else {
+                        b.push(b'a' + (x % 26) as u8);
+                    }
+                }
+                b.truncate(n);
+                blocks.push(b);
+            }
+        }
+        for b in &blocks {
+            let mut want = vec![0u64; b.len().div_ceil(64)];
+            for (i, &c) in b.iter().enumerate() {
+                want[i / 64] |= u64::from(c == b'\n') << (i % 64);
+            }
+            let scan = BlockScan {
+                ascii: b.is_ascii(),
+                cr: b.contains(&b'\r'),
+                esc: b.contains(&0x1b),
+            };
+            // a bitmap left by a longer block: cut and overwritten
+            let mut out = vec![u64::MAX; 100];
+            assert_eq!(newline_bits(b, &mut out), scan);
+            assert_eq!(out, want);
+            // stale words from a longer block are overwritten
+            let mut base = vec![u64::MAX; want.len()];
+            assert_eq!(newline_bits_base(b, &mut base, b.len() / 64), scan);
+            assert_eq!(base, want);
+        }
+    }
+
     use super::*;
 
     /// `len` bytes of `x` without a newline, then `\n` and one decode line, handed out in

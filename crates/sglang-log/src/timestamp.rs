@@ -284,9 +284,60 @@ pub(crate) fn parse_stamp19(b: &[u8; 19]) -> Option<Timestamp> {
     })
 }
 
+/// [`parse_stamp19`] of `b` given the stamp `prev` parsed from `prev_b`: when only the seconds
+/// differ (the usual case from one line to the next), two digits are read instead of the whole
+/// stamp; the value is the one [`parse_stamp19`] gives.
+#[inline]
+pub(crate) fn parse_stamp19_after(
+    prev_b: &[u8; 19],
+    prev: Timestamp,
+    b: &[u8; 19],
+) -> Option<Timestamp> {
+    if b[..17] != prev_b[..17] {
+        return parse_stamp19(b);
+    }
+    let (s, old) = (d2(b, 17)?, d2(prev_b, 17)?);
+    if s > 60 {
+        return None;
+    }
+    Some(Timestamp {
+        secs_of_day: prev.secs_of_day - old + s,
+        ..prev
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamp_after_a_stamp_is_the_stamp() {
+        let stamps = [
+            "2026-01-15 08:00:00",
+            "2026-01-15 08:00:59",
+            "2026-01-15 08:00:60",
+            "2026-01-15 08:00:61",
+            "2026-01-15 08:00:5x",
+            "2026-01-15 08:01:07",
+            "2026-01-16 08:01:07",
+            "2026-01-16 23:59:09",
+            "2026-02-30 23:59:09",
+        ];
+        for a in stamps {
+            let ab: &[u8; 19] = a.as_bytes().try_into().unwrap();
+            let Some(pa) = parse_stamp19(ab) else {
+                continue;
+            };
+            for b in stamps {
+                let bb: &[u8; 19] = b.as_bytes().try_into().unwrap();
+                assert_eq!(
+                    parse_stamp19_after(ab, pa, bb),
+                    parse_stamp19(bb),
+                    "{a} {b}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn epoch_math() {
