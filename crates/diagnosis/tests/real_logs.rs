@@ -1415,3 +1415,15 @@ fn a_log_whose_requests_were_all_rejected_says_so_in_the_headline() {
     )]);
     assert_eq!(served.bottleneck, B::NoSchedulerLines);
 }
+
+#[test]
+fn a_hybrid_swa_log_reports_both_pools() {
+    // Issue 11 pattern 4: `Use Sliding window memory pool. full_layer_tokens=120000,
+    // swa_layer_tokens=96000` (spec example, line 1): two pools, each against its own size
+    let r = diagnose("spec-examples/hybrid-swa-v0.5.4-v0.5.8.log");
+    assert_eq!(r.capacity.max_total_num_tokens, Some(120000));
+    assert_eq!(r.capacity.swa_pool_tokens, Some(96000));
+    // a model without an SWA pool has none
+    let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
+    assert_eq!(b2.capacity.swa_pool_tokens, None);
+}

@@ -183,6 +183,14 @@ pub enum Event<'a> {
         /// Host pool size. Unit: tokens.
         host_tokens: Option<u64>,
     },
+    /// Hybrid sliding-window models: `Use Sliding window memory pool. full_layer_tokens=N,
+    /// swa_layer_tokens=M` (lowercase `sliding` from v0.5.7): the two pools' sizes.
+    SwaPool {
+        /// The full-attention layers' pool (tokens).
+        full_tokens: Option<u64>,
+        /// The sliding-window layers' pool (tokens).
+        swa_tokens: Option<u64>,
+    },
     /// `The server is fired up and ready to roll!`
     ServerReady,
     /// A watchdog timeout (`Watchdog timeout (self.watchdog_timeout=300)` and later
@@ -220,6 +228,7 @@ impl Event<'_> {
             Event::CudaGraphEnd(_) => "cuda_graph_end",
             Event::ServerArgs(_) => "server_args",
             Event::HiCacheAllocated { .. } => "hicache_allocated",
+            Event::SwaPool { .. } => "swa_pool",
             Event::ServerReady => "server_ready",
             Event::WatchdogTimeout(_) => "watchdog_timeout",
             Event::KvTransferFailed(_) => "kv_transfer_failed",

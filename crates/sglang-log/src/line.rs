@@ -395,6 +395,15 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
             None => Event::Other,
         },
         b'W' if starts("Watchdog timeout") => Event::WatchdogTimeout(msg),
+        b'U' if starts("Use Sliding window memory pool")
+            || starts("Use sliding window memory pool") =>
+        {
+            let (full_tokens, swa_tokens) = events::parse_swa_pool(msg);
+            Event::SwaPool {
+                full_tokens,
+                swa_tokens,
+            }
+        }
         b'S' if starts("Scheduler hit an exception") => Event::SchedulerException(msg),
         b'T' if starts("Traceback (most recent call last)") => Event::TracebackStart,
         _ => return,

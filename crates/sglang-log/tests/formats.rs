@@ -371,6 +371,16 @@ fn startup_lines() {
         "[2026-08-01 10:00:00 TP0] Allocating kv hierarchical KV host pool: 2000000 tokens, 75.25 GB host memory.",
         "hicache_allocated @2026-08-01 10:00:00 [TP0] host_gb=75.25 host_tokens=2000000",
     );
+    // hybrid SWA pools (spec §2.6; tests/data/spec-examples/hybrid-swa-v0.5.4-v0.5.8.log line
+    // 1; lowercase `sliding` from v0.5.7)
+    check(
+        "[2025-11-03 07:43:30] Use Sliding window memory pool. full_layer_tokens=120000, swa_layer_tokens=96000",
+        "swa_pool @2025-11-03 07:43:30 full_tokens=120000 swa_tokens=96000",
+    );
+    check(
+        "[2025-11-03 07:43:30 TP0] Use sliding window memory pool. full_layer_tokens=529536, swa_layer_tokens=423552",
+        "swa_pool @2025-11-03 07:43:30 [TP0] full_tokens=529536 swa_tokens=423552",
+    );
     check(
         "[2026-01-04 03:36:03] INFO:     The server is fired up and ready to roll!",
         "server_ready @2026-01-04 03:36:03",

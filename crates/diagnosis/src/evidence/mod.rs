@@ -393,6 +393,9 @@ pub struct Startup {
     pub kv_alloc_tokens: Option<u64>,
     /// K + V (or KV for MLA) size (GiB).
     pub kv_alloc_gb: Option<f64>,
+    /// Hybrid sliding-window models: the sliding-window layers' pool (`swa_layer_tokens`,
+    /// tokens per DP rank); `max_total_num_tokens` is then the full-attention layers' pool.
+    pub swa_pool_tokens: Option<u64>,
     /// Selected `server_args=ServerArgs(...)` values, raw (quotes stripped).
     pub server_args: BTreeMap<String, String>,
     /// HiCache host pool (GB), if the allocation line was seen.
@@ -1353,6 +1356,10 @@ impl EvidenceBuilder {
                     st.context_len = st.context_len.or(c.context_len);
                     st.available_gpu_mem_gb = st.available_gpu_mem_gb.or(c.available_gpu_mem_gb);
                 }
+            }
+            Event::SwaPool { swa_tokens, .. } => {
+                let st = &mut self.ev.startup;
+                st.swa_pool_tokens = st.swa_pool_tokens.or(*swa_tokens);
             }
             Event::KvCacheAllocated(k) => {
                 let st = &mut self.ev.startup;

@@ -12,7 +12,8 @@
 //!
 //! A new run begins, in one source, at:
 //! - a startup line (`server_args=ServerArgs(...)`, `Load weight end`, `KV Cache is allocated`,
-//!   `Memory pool end`, the capacity line, `Capture cuda graph end`, the HiCache allocation)
+//!   `Memory pool end`, the capacity line, `Capture cuda graph end`, the HiCache allocation,
+//!   the sliding-window pool line)
 //!   after batch lines of the current run: SGLang prints these once per process, before it
 //!   serves (spec §1.1; the ready banner is not one: it follows the warm-up request's batch
 //!   lines). This is the decisive evidence;
@@ -215,6 +216,7 @@ pub(crate) fn is_startup(e: &sglang_log::Event<'_>) -> bool {
             | E::CudaGraphEnd(_)
             | E::Capacity(_)
             | E::HiCacheAllocated { .. }
+            | E::SwaPool { .. }
     )
 }
 

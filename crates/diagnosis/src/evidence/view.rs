@@ -424,6 +424,7 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
         available_gpu_mem_gb: st.available_gpu_mem_gb.or(st.avail_mem_after_graph_gb),
         kv_cache_gb: st.kv_alloc_gb,
         weights_gb: st.weights_gb,
+        swa_pool_tokens: st.swa_pool_tokens,
     }
 }
 

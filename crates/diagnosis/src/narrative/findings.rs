@@ -177,7 +177,11 @@ pub fn bottleneck(
                  an fp8 KV cache (kv_cache_dtype=fp8_e4m3 halves bytes per token), more GPUs (DP), or shorter max_tokens; the what-if table checks each against the free memory when the model config and GPU memory are given. \
                  Host-RAM hierarchical cache (HiCache) extends the prefix cache only and does not raise decode concurrency.{}",
                 if retr.events > 0 { format!(", and the pool ran out {} times (retractions)", retr.events) } else { String::new() },
-                pool.map(|p| format!(" The pool holds {p} tokens per DP rank.")).unwrap_or_default()
+                match (pool, cap.swa_pool_tokens) {
+                    (Some(p), Some(s)) => format!(" The full-attention pool holds {p} tokens and the sliding-window pool {s} per DP rank."),
+                    (Some(p), None) => format!(" The pool holds {p} tokens per DP rank."),
+                    _ => String::new(),
+                }
             );
             let sure = retr.events > 0 || (waits && v.usage.median.is_some_and(|u| u >= th::CONSERVATIVE_USAGE));
             (

@@ -462,8 +462,14 @@ pub struct MalformedLine {
 /// KV pool facts read from the log's startup lines.
 #[derive(Clone, Debug, Default, Serialize, JsonSchema)]
 pub struct CapacitySummary {
-    /// `max_total_num_tokens` (tokens per DP rank).
+    /// `max_total_num_tokens` (tokens per DP rank); for hybrid sliding-window models the
+    /// full-attention layers' pool.
     pub max_total_num_tokens: Option<u64>,
+    /// Hybrid sliding-window models: the sliding-window layers' pool (`swa_layer_tokens`,
+    /// tokens per DP rank). Each pool is used against its own size (`full token usage`,
+    /// `swa token usage`); the sizes do not add up to one pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swa_pool_tokens: Option<u64>,
     /// `max_running_requests` (per DP rank).
     pub max_running_requests: Option<u64>,
     /// `chunked_prefill_size` (tokens).

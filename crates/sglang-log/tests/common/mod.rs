@@ -150,6 +150,13 @@ pub fn render(rec: &Record<'_>) -> String {
             kv("host_gb", host_gb.map(f));
             kv("host_tokens", host_tokens.map(|v| v.to_string()));
         }
+        Event::SwaPool {
+            full_tokens,
+            swa_tokens,
+        } => {
+            kv("full_tokens", full_tokens.map(|v| v.to_string()));
+            kv("swa_tokens", swa_tokens.map(|v| v.to_string()));
+        }
         Event::WatchdogTimeout(m) | Event::KvTransferFailed(m) | Event::SchedulerException(m) => {
             kv("msg", Some(format!("{m:?}")));
         }
