@@ -319,6 +319,10 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             .last()
             .is_some_and(|r| rules::bench_not_streamed::check(r).is_some()),
         held_admission: held.filter(|_| bottleneck == Bottleneck::Inconclusive),
+        at_cap_share: match carrier.map(|c| c.1) {
+            Some(Reason::RunningCap(l)) => Some(l.share()),
+            _ => None,
+        },
         rejected: rejected
             .as_ref()
             .filter(|_| bottleneck == Bottleneck::RequestsRejected)

@@ -384,11 +384,14 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
         }
     }
     // Plans with a gain first; among them changes without a cost in output quality first
-    // (fp8 KV changes numerics), then by gain; the rest in the order made.
+    // (fp8 KV changes numerics), then by gain; the rest in the order made, advice not to
+    // change something last.
     out.sort_by(|a, b| {
         let key = |p: &Plan| {
             let quality = matches!(p, Plan::Apply(x) if costs_output_quality(x.row.change));
-            (p.gain_pct().is_none(), quality)
+            // advice not to change something comes after the changes to make
+            let dont = matches!(p, Plan::DoNotRaise(_) | Plan::HiCacheNoGain);
+            (p.gain_pct().is_none(), dont, quality)
         };
         key(a).cmp(&key(b)).then(
             b.gain_pct()

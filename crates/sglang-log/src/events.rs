@@ -685,6 +685,18 @@ impl StackCollector {
     }
 }
 
+/// `full_layer_tokens=N, swa_layer_tokens=M` of the sliding-window pool line (tokens each).
+pub(crate) fn parse_swa_pool(msg: &str) -> (Option<u64>, Option<u64>) {
+    let (mut full, mut swa) = (None, None);
+    let body = msg.split_once('.').map_or(msg, |(_, rest)| rest).trim();
+    for_each_pair(body.as_bytes(), b", ", b'=', |k, v| match k {
+        b"full_layer_tokens" => full = parse_u64_bytes(v),
+        b"swa_layer_tokens" => swa = parse_u64_bytes(v),
+        _ => {}
+    });
+    (full, swa)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -803,16 +815,4 @@ mod tests {
             Some((Some(75.25), Some(2_000_000)))
         );
     }
-}
-
-/// `full_layer_tokens=N, swa_layer_tokens=M` of the sliding-window pool line (tokens each).
-pub(crate) fn parse_swa_pool(msg: &str) -> (Option<u64>, Option<u64>) {
-    let (mut full, mut swa) = (None, None);
-    let body = msg.split_once('.').map_or(msg, |(_, rest)| rest).trim();
-    for_each_pair(body.as_bytes(), b", ", b'=', |k, v| match k {
-        b"full_layer_tokens" => full = parse_u64_bytes(v),
-        b"swa_layer_tokens" => swa = parse_u64_bytes(v),
-        _ => {}
-    });
-    (full, swa)
 }

@@ -99,9 +99,21 @@ pub fn pool_usage(samples: &[DecodeSample]) -> Vec<PoolUsage> {
     .collect()
 }
 
-/// Whether every pool of `samples` has room (see the module doc).
-pub fn pool_room(samples: &[DecodeSample]) -> PoolRoom {
-    let pools = pool_usage(samples);
+/// Whether every pool of `samples` has room (see the module doc); without a decode line that
+/// prints a usage, the prefill lines' `token usage` (`prefill_usage`, fractions) stands for
+/// the KV pool.
+pub fn pool_room(samples: &[DecodeSample], prefill_usage: &[f64]) -> PoolRoom {
+    let mut pools = pool_usage(samples);
+    if pools.is_empty() && !prefill_usage.is_empty() {
+        let as_decode: Vec<DecodeSample> = prefill_usage
+            .iter()
+            .map(|&u| DecodeSample {
+                usage: Some(u),
+                ..DecodeSample::default()
+            })
+            .collect();
+        pools = pool_usage(&as_decode);
+    }
     if pools.is_empty() {
         return PoolRoom::Unknown;
     }
@@ -143,7 +155,7 @@ mod tests {
         assert_eq!((pools[0].pool, pools[0].p90), (PoolKind::Kv, 0.64));
         assert_eq!((pools[1].pool, pools[1].p90), (PoolKind::Mamba, 1.0));
         assert_eq!(
-            pool_room(&s),
+            pool_room(&s, &[]),
             PoolRoom::Tight(PoolUsage {
                 pool: PoolKind::Mamba,
                 median: 1.0,
@@ -165,7 +177,7 @@ mod tests {
             pools.iter().map(|p| p.pool).collect::<Vec<_>>(),
             [PoolKind::Kv, PoolKind::Swa]
         );
-        assert_eq!(pool_room(&s), PoolRoom::Room { fullest: 0.02 });
+        assert_eq!(pool_room(&s, &[]), PoolRoom::Room { fullest: 0.02 });
         // the SWA pool alone at 0.85 takes the room away (boundary: 0.80 is tight)
         let tight = samples(&edit(
             &excerpt(
@@ -176,7 +188,7 @@ mod tests {
             "swa token usage: 0.80",
         ));
         assert!(matches!(
-            pool_room(&tight),
+            pool_room(&tight, &[]),
             PoolRoom::Tight(PoolUsage {
                 pool: PoolKind::Swa,
                 ..
@@ -192,7 +204,7 @@ mod tests {
             2..=3,
         ));
         assert!(matches!(
-            pool_room(&s),
+            pool_room(&s, &[]),
             PoolRoom::Tight(PoolUsage {
                 pool: PoolKind::Kv,
                 p90: 1.0,
@@ -212,7 +224,9 @@ mod tests {
         let text = edit(&text, "swa token usage: 0.00, ", "");
         let s = samples(&text);
         assert_eq!(s.len(), 2);
-        assert_eq!(pool_room(&s), PoolRoom::Unknown);
-        assert!(!pool_room(&s).has_room());
+        assert_eq!(pool_room(&s, &[]), PoolRoom::Unknown);
+        assert!(!pool_room(&s, &[]).has_room());
+        // a prefill line's token usage stands for the KV pool then (113 line 1: 0.02)
+        assert_eq!(pool_room(&s, &[0.02]), PoolRoom::Room { fullest: 0.02 });
     }
 }

@@ -191,11 +191,15 @@ pub fn bottleneck(
                 if sure { Confidence::High } else { Confidence::Medium },
             )
         }
-        Reason::RunningCap(limit) => (
+        Reason::RunningCap(_) => (
             FindingKind::RunningCapBound,
             "Running-request cap bound".to_string(),
             format!(
-                "The running batch stays at its ceiling{}{}{}.{} {}",
+                "The running batch {} its ceiling{}{}{}.{} {}",
+                match reason {
+                    Reason::RunningCap(l) if l.share() < th::AT_CAP_SHARE => format!("reaches (on {:.0}% of the lines, with running plus waiting requests filling it)", l.share() * 100.0),
+                    _ => "stays at".to_string(),
+                },
                 if waits { " while requests queue" } else { "" },
                 cap.max_running_requests.map(|c| format!(" (max_running_requests={c} per DP rank)")).unwrap_or_default(),
                 if running_cap::pool_near_full(v) {
@@ -206,7 +210,7 @@ pub fn bottleneck(
                 } else {
                     pool_room_clause(&v.pool_room)
                 },
-                if { let _ = limit; mamba_full } {
+                if mamba_full {
                     " Mamba usage reaches 1.00: the mamba state slots of this hybrid model are full, so they cap the batch as much as max_running_requests: raise --max-mamba-cache-size with it (SGLang caps max_running_requests by the mamba cache)."
                 } else {
                     ""

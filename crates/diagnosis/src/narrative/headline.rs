@@ -141,10 +141,22 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         Bottleneck::RunningCapBound => (
             "Running-request cap bound",
             format!(
-                "the batch stays at its ceiling of {}{}.",
+                "the batch {} its ceiling of {}{}{}.",
+                if h.at_cap_share.is_some_and(|s| s < th::AT_CAP_SHARE) {
+                    "reaches"
+                } else {
+                    "stays at"
+                },
                 h.running_peak
                     .map(|m| format!("~{m:.0} requests"))
                     .unwrap_or_else(|| "its cap".into()),
+                h.at_cap_share
+                    .filter(|&s| s < th::AT_CAP_SHARE)
+                    .map(|s| format!(
+                        " on {:.0}% of the lines, and running plus waiting requests fill it",
+                        s * 100.0
+                    ))
+                    .unwrap_or_default(),
                 while_(vec![wait_s, usage_s])
             ),
         ),

@@ -134,7 +134,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             "more retractions if completions run longer than reserved; watch for `KV cache pool is full. Retract requests.`".into(),
         ),
         Plan::RaiseMaxRunning => (
-            "Raise --max-running-requests (per DP rank), if the KV cache has room; check the client is not capped at the same number".into(),
+            "Raise --max-running-requests, if the KV cache has room (the flag counts the whole server: with DP attention SGLang divides it over the DP ranks, and the log's max_running_requests is per rank); check the client is not capped at the same number".into(),
             "more requests decoding at once, up to what the KV pool holds".into(),
             "larger batches need more activation memory and may exceed the captured CUDA-graph batch size".into(),
         ),
@@ -208,7 +208,7 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
             "graphs for larger batches take memory and start-up time",
         ),
         (Lever::MaxRunningRequests, _) => (
-            format!("Raise {flag} (per DP rank) together with the client's concurrency"),
+            format!("Raise {flag} together with the client's concurrency (the flag counts the whole server; with DP attention SGLang divides it over the DP ranks)"),
             "more requests decoding at once, up to what the KV pool holds",
             "larger batches need more activation memory and may exceed the captured CUDA-graph batch size",
         ),
@@ -238,7 +238,7 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
             "more activation memory; longer decode pauses",
         ),
         (Lever::ChunkedPrefillSize, _) => (
-            format!("Lower {flag}"),
+            format!("Set a smaller {flag} (a positive value: -1 turns chunking off, so a whole prompt prefills in one pass)"),
             "long prompts are spread over shorter prefill passes: shorter decode pauses, less activation memory",
             "more prefill passes per long prompt",
         ),

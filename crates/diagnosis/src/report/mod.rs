@@ -164,6 +164,11 @@ pub struct Headline {
     /// the headline points at how often prefill runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_admission: Option<HeldAdmissionFacts>,
+    /// Share of the steady lines at the running cap, for the [`Bottleneck::RunningCapBound`]
+    /// verdict (fraction): below one half the cap is reached while the demand fills it, not
+    /// held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_cap_share: Option<f64>,
     /// The requests the server turned away, for the [`Bottleneck::RequestsRejected`] verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected: Option<RejectedRequests>,

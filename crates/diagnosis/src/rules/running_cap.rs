@@ -48,6 +48,17 @@ pub enum Limit {
     },
 }
 
+impl Limit {
+    /// Share of the steady lines at the limit (fraction).
+    pub fn share(&self) -> f64 {
+        match *self {
+            Limit::Configured { share, .. }
+            | Limit::MambaSlots { share }
+            | Limit::Plateau { share, .. } => share,
+        }
+    }
+}
+
 /// Pinned at the configured `max_running_requests`: the batch sits at the cap on at least
 /// [`th::AT_CAP_SHARE`] of the steady lines, or it reaches the cap on at least
 /// [`th::AT_CAP_DEMAND_MIN_SHARE`] of them while running plus queued requests reach it on at
