@@ -504,6 +504,7 @@ fn incident_of(
             frame: f.frame.clone(),
             step: f.step,
             process: None,
+            waits_on_children: false,
         }),
         Bottleneck::SchedulerCrashed => crash.map(|f| Incident {
             exception: f.exception.clone(),
@@ -511,6 +512,7 @@ fn incident_of(
             frame: f.frame.clone(),
             step: f.step,
             process: None,
+            waits_on_children: false,
         }),
         Bottleneck::Stall => watchdog.and_then(|f| f.hang.as_ref()).map(|h| Incident {
             exception: None,
@@ -518,6 +520,7 @@ fn incident_of(
             frame: h.frames.first().cloned(),
             step: None,
             process: h.process.clone(),
+            waits_on_children: h.waits_on_children,
         }),
         Bottleneck::StartupIncomplete => incomplete.map(|f| Incident {
             exception: None,
@@ -525,6 +528,7 @@ fn incident_of(
             frame: None,
             step: Some(f.step),
             process: None,
+            waits_on_children: false,
         }),
         _ => None,
     }

@@ -47,9 +47,10 @@ fn oom_at_weight_load_is_the_headline() {
     assert_eq!(r.findings[0].kind, FindingKind::OutOfMemory);
 }
 
-/// 052: the py-spy dump after the watchdog says where it hung.
+/// 052: the only py-spy dump after the watchdog is the DP controller's, idle in `join` on its
+/// scheduler processes (lines 3-17): the headline says so, and does not call that the hang.
 #[test]
-fn the_watchdog_headline_names_where_it_hung() {
+fn the_watchdog_headline_does_not_blame_a_parent_waiting_on_its_children() {
     let r = diagnose("real/052-pr20766-multinode-dp-decode-then-pyspy-dump.log");
     assert_eq!(r.bottleneck, Bottleneck::Stall);
     let i = r.headline.incident.as_ref().expect("incident");
@@ -58,13 +59,8 @@ fn the_watchdog_headline_names_where_it_hung() {
         Some("sglang::data_parallel_controller")
     );
     assert_eq!(i.frame.as_ref().map(|f| f.function.as_str()), Some("poll"));
-    assert!(
-        r.findings[0].title.starts_with(
-            "Watchdog timeout: sglang::data_parallel_controller hung in poll (multiprocessing/popen_fork.py:27)"
-        ),
-        "{}",
-        r.findings[0].title
-    );
+    assert!(i.waits_on_children);
+    assert_eq!(r.findings[0].kind, FindingKind::WatchdogTimeout);
 }
 
 /// 062 (SOURCES.tsv): "capacity facts: 1,339,395 KV tokens per rank …, max_running_requests

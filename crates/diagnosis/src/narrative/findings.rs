@@ -509,7 +509,12 @@ pub fn watchdog(f: &watchdog::Facts) -> Finding {
         "Watchdog timeout: the scheduler hung",
         "A forward pass or collective took longer than --watchdog-timeout; the server aborts. Look at the lines just before it (NCCL, OOM, a stuck rank).",
     );
-    if let Some(h) = &f.hang {
+    if let Some(h) = f.hang.as_ref().filter(|h| h.waits_on_children) {
+        out.detail.push_str(&format!(
+            " The py-spy dump in the log is {}'s, idle while it waits for its child processes (multiprocessing join): a parent by design, not where the hang is; the hung scheduler's stack is not in the log (py-spy dumps every scheduler process: look for the dump of one that is not idle).",
+            h.process.as_deref().unwrap_or("a parent process")
+        ));
+    } else if let Some(h) = &f.hang {
         let frames: Vec<String> = h.frames.iter().map(super::frame_words).collect();
         out.title = format!(
             "Watchdog timeout: {} hung in {}",

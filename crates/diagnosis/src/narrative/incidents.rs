@@ -347,6 +347,13 @@ pub fn incident_headline(
             )
         }
         B::Stall => match incident {
+            Some(i) if i.waits_on_children => (
+                "Stall",
+                format!(
+                    "the scheduler watchdog fired; the py-spy dump in the log is {}'s, idle while it waits for its child processes (multiprocessing join): the hung scheduler's own stack is not in the log.",
+                    i.process.as_deref().unwrap_or("a parent process")
+                ),
+            ),
             Some(i) if i.frame.is_some() => (
                 "Stall",
                 format!(

@@ -95,6 +95,10 @@ pub struct Incident {
     pub step: Option<StartupStep>,
     /// py-spy: the process dumped.
     pub process: Option<String>,
+    /// py-spy: the dumped process only waits for its child processes (a DP controller): the
+    /// hung scheduler's own stack is not in the log.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waits_on_children: bool,
 }
 
 /// The capacity a startup fixes, for a headline without batch lines (per DP rank).

@@ -49,6 +49,19 @@ pub struct Hang {
     pub frames: Vec<sglang_log::Frame>,
     /// The dump's lines.
     pub evidence: SourceRange,
+    /// The dumped thread only waits for its child processes (`multiprocessing` `join` /
+    /// `wait`): a parent such as the DP controller, idle by design while its schedulers run;
+    /// the hung scheduler's own stack is not among the dumps.
+    pub waits_on_children: bool,
+}
+
+/// Whether a dump's frames are a parent process waiting for its children
+/// (`multiprocessing/process.py` `join`, `multiprocessing/popen_fork.py` `wait`).
+fn waits_on_children(frames: &[sglang_log::Frame]) -> bool {
+    frames.iter().any(|f| {
+        (f.function == "join" && f.file.ends_with("multiprocessing/process.py"))
+            || (f.function == "wait" && f.file.ends_with("multiprocessing/popen_fork.py"))
+    })
 }
 
 /// Frames of a dump the finding names.
@@ -68,7 +81,15 @@ pub(crate) fn facts(input: &Input<'_>, lines: &FailureLines) -> Option<Facts> {
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
     let mut f = facts(input, &input.ev.watchdog)?;
-    f.hang = input.ev.incidents.pyspy_dumps().next().map(|d| Hang {
+    // a dump of a process that is doing something beats a parent waiting on its children
+    let dump = input
+        .ev
+        .incidents
+        .pyspy_dumps()
+        .find(|d| !waits_on_children(&d.stack.frames))
+        .or_else(|| input.ev.incidents.pyspy_dumps().next());
+    f.hang = dump.map(|d| Hang {
+        waits_on_children: waits_on_children(&d.stack.frames),
         process: d.stack.process.clone(),
         thread: d.stack.thread.clone().zip(d.stack.thread_idle),
         frames: d
@@ -134,6 +155,8 @@ mod tests {
                 assert_eq!(h.thread, Some(("MainThread".into(), true)));
                 let names: Vec<&str> = h.frames.iter().map(|f| f.function.as_str()).collect();
                 assert_eq!(names, ["poll", "wait", "join"]);
+                // the controller only waits for its schedulers: not where the hang is
+                assert!(h.waits_on_children);
                 assert_eq!((h.evidence.first_line, h.evidence.last_line), (3, 28));
             },
         );
