@@ -1427,3 +1427,30 @@ fn a_hybrid_swa_log_reports_both_pools() {
     let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
     assert_eq!(b2.capacity.swa_pool_tokens, None);
 }
+
+#[test]
+fn a_max_total_tokens_cap_holds_every_what_if_row() {
+    // `max_total_tokens=450560` in server_args (line 135) and `#tokens: 450560` (line 444):
+    // SGLang takes the smaller of the cap and what memory holds, so no row grows the pool
+    let r = diagnose("real-long/ascend-qwen3next-80b-hybrid-mamba.log");
+    let t = &r.capacity_model.as_ref().expect("what-if").what_if;
+    assert_eq!(t.current_tokens, 450560);
+    assert!(t.rows.iter().all(|row| row.pool_tokens <= 450560));
+    let capped = t.rows.iter().filter(|row| row.note.is_some()).count();
+    assert!(capped > 5, "{capped}");
+    // and no recommendation to raise mem_fraction_static for a bigger pool
+    assert!(
+        !r.recommendations
+            .iter()
+            .any(|x| matches!(x.kind, diagnosis::report::RecommendationKind::Apply { .. }))
+    );
+    // a log without the cap keeps its rows (b2 grows with the fraction)
+    let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
+    let m = b2.capacity_model.as_ref().expect("b2 what-if");
+    assert!(
+        m.what_if
+            .rows
+            .iter()
+            .any(|row| row.pool_tokens > m.what_if.current_tokens)
+    );
+}
