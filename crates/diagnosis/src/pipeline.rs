@@ -319,6 +319,17 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             .last()
             .is_some_and(|r| rules::bench_not_streamed::check(r).is_some()),
         held_admission: held.filter(|_| bottleneck == Bottleneck::Inconclusive),
+        pd_decode_transfer: a
+            .filter(|_| bottleneck == Bottleneck::ClientBound)
+            .and_then(|a| {
+                let t: Vec<f64> = a
+                    .steady_decode
+                    .iter()
+                    .filter_map(|d| d.transfer_req)
+                    .map(|x| x as f64)
+                    .collect();
+                (!t.is_empty()).then(|| t.iter().sum::<f64>() / t.len() as f64)
+            }),
         at_cap_share: match carrier.map(|c| c.1) {
             Some(Reason::RunningCap(l)) => Some(l.share()),
             _ => None,

@@ -182,14 +182,21 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         ),
         Bottleneck::ClientBound => (
             "Client too slow / not enough load",
-            format!(
-                "{}.",
-                join_clauses(vec![
-                    wait_s.or(Some("nothing waits".into())),
-                    run_s,
-                    usage_s
-                ])
-            ),
+            match h.pd_decode_transfer {
+                // a PD decode node: its load is what the prefill side hands over
+                Some(t) => format!(
+                    "{}; this PD decode node runs what the prefill side hands it (~{t:.1} requests in KV transfer per rank on average, none waiting in its queue): look at the prefill nodes and the client's rate, not this node.",
+                    join_clauses(vec![run_s, usage_s])
+                ),
+                None => format!(
+                    "{}.",
+                    join_clauses(vec![
+                        wait_s.or(Some("nothing waits".into())),
+                        run_s,
+                        usage_s
+                    ])
+                ),
+            },
         ),
         Bottleneck::Stall if !long_stall => (
             "Stall",

@@ -173,6 +173,11 @@ pub struct Headline {
     /// held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_cap_share: Option<f64>,
+    /// A PD decode node's mean `#transfer-req` over the steady span of the scheduler behind
+    /// the verdict (requests), for a client-bound verdict there: its load comes from the
+    /// prefill side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pd_decode_transfer: Option<f64>,
     /// The requests the server turned away, for the [`Bottleneck::RequestsRejected`] verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected: Option<RejectedRequests>,
