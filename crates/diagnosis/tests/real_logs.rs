@@ -1454,3 +1454,17 @@ fn a_max_total_tokens_cap_holds_every_what_if_row() {
             .any(|row| row.pool_tokens > m.what_if.current_tokens)
     );
 }
+
+#[test]
+fn a_client_bound_pd_decode_node_names_its_transfers() {
+    // DP0-DP15 of a PD decode node: running below the cap of 26, #queue-req 0, and
+    // `#transfer-req` above 0 on 1543 of 2656 decode lines (e.g. line 3517): its load is what
+    // the prefill side hands over
+    let r = diagnose("real-long/ascend-dsr1-pd-decode-dp32.log");
+    assert_eq!(r.bottleneck, B::ClientBound);
+    let t = r.headline.pd_decode_transfer.expect("transfers");
+    assert!((1.0..2.0).contains(&t), "{t}");
+    // a server that is not a PD decode node has none
+    let q = diagnose("real-long/ascend-qwen3-30b-tp2-eagle3-highload.log");
+    assert_eq!(q.headline.pd_decode_transfer, None);
+}
