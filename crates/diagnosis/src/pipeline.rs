@@ -346,7 +346,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     };
     if matches!(
         bottleneck,
-        Bottleneck::ClientBound | Bottleneck::Inconclusive
+        Bottleneck::ClientBound | Bottleneck::Inconclusive | Bottleneck::PdTransferBound
     ) && let Some((tokens, rate)) = rules::pd_transfer::prefill_instance(&input)
     {
         headline.pd_prefill_tokens = Some(tokens);

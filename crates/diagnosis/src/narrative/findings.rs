@@ -64,13 +64,13 @@ pub fn bottleneck(
     match reason {
         Reason::PdTransfer(f) => {
             figures.push(Figure::new(
-                "#prealloc-req first",
-                f.prealloc_first as f64,
+                "median #prealloc-req",
+                f.prealloc_median as f64,
                 Unit::Requests,
             ));
             figures.push(Figure::new(
-                "#prealloc-req last",
-                f.prealloc_last as f64,
+                "largest #prealloc-req",
+                f.prealloc_max as f64,
                 Unit::Requests,
             ));
         }
@@ -274,7 +274,7 @@ pub fn bottleneck(
         Reason::PdTransfer(_) => (
             FindingKind::PdTransferBound,
             "PD transfer / pre-allocation bound".to_string(),
-            "On this prefill server the bootstrap/pre-allocation queue grows while almost nothing is computed: requests wait for the decode side to hand-shake and pre-allocate KV. Check the decode server's KV usage and the transfer backend."
+            "On this prefill server requests stand in the bootstrap/pre-allocation queue (#prealloc-req) while none waits for prefill itself: they wait for the decode side to hand-shake and pre-allocate their KV, so this server prefills only as fast as the decode side accepts. Check the decode server's KV usage, running cap and the transfer backend."
                 .to_string(),
             Confidence::Medium,
         ),

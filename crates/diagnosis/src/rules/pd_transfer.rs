@@ -1,16 +1,18 @@
 //! # `pd_transfer`: a PD prefill server waiting for the decode side
 //!
 //! **What it detects.** On a prefill server of a PD-disaggregated deployment (prefill lines
-//! only), the bootstrap / pre-allocation queue `#prealloc-req` grows over the steady span while
-//! nothing queues for prefill itself.
+//! only), a standing bootstrap / pre-allocation queue `#prealloc-req` (a median of at least one
+//! request over the steady span) while nothing queues for prefill itself: requests wait for
+//! the decode side, not for this server.
 //!
 //! **Why it matters.** Requests are prefilled only after the decode side has hand-shaken and
 //! pre-allocated their KV; when it cannot, requests pile up here and the prefill GPUs idle.
 //! Tuning the prefill server changes nothing.
 //!
 //! **Evidence it needs.** At least two steady prefill lines with `#prealloc-req`, no decode
-//! lines, a median pre-allocation queue of at least 1 that ends higher than it started, and no
-//! standing prefill queue.
+//! lines, a median pre-allocation queue of at least 1, and no standing prefill queue. (An
+//! earlier version also asked the queue to end higher than it started; a run that drains at
+//! its end then hid a queue of up to 134 requests.)
 //!
 //! **What to change.** Look at the decode server: its KV usage (a full decode pool cannot
 //! pre-allocate) and the transfer backend.
@@ -23,10 +25,10 @@ use crate::evidence::view::SchedulerView;
 /// What the rule saw.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Facts {
-    /// `#prealloc-req` on the first steady prefill line (requests).
-    pub prealloc_first: u64,
-    /// `#prealloc-req` on the last one (requests).
-    pub prealloc_last: u64,
+    /// Median `#prealloc-req` over the steady prefill lines (requests).
+    pub prealloc_median: u64,
+    /// Largest `#prealloc-req` there (requests).
+    pub prealloc_max: u64,
 }
 
 /// The rule on one scheduler.
@@ -39,11 +41,11 @@ pub fn check(v: &SchedulerView<'_>) -> Option<Facts> {
     if !v.steady_decode.is_empty() || prealloc.len() < 2 {
         return None;
     }
-    let (first, last) = (prealloc[0], prealloc[prealloc.len() - 1]);
     let median = throughput_stats::median_u64(&prealloc)?;
-    (median >= 1 && last > first && !v.queued()).then_some(Facts {
-        prealloc_first: first,
-        prealloc_last: last,
+    let max = prealloc.iter().copied().max()?;
+    (median >= 1 && !v.queued()).then_some(Facts {
+        prealloc_median: median,
+        prealloc_max: max,
     })
 }
 
@@ -98,18 +100,30 @@ mod tests {
 
     #[test]
     fn rising_prealloc_queue_on_a_prefill_server() {
-        check_lines(
-            &whole(FILE),
+        // 18 rising to 28 requests in the bootstrap queue
+        let f = with_input(&whole(FILE), |i| check(&i.views[0])).expect("PD transfer");
+        assert_eq!(f.prealloc_max, 28);
+        assert!(f.prealloc_median >= 18, "{f:?}");
+    }
+
+    #[test]
+    fn a_standing_queue_that_drains_at_the_end_still_waits_for_the_decode_side() {
+        // the same lines at a flat 18: still 18 requests waiting for pre-allocation
+        let f = with_input(&set_field(&whole(FILE), "#prealloc-req", "18"), |i| {
+            check(&i.views[0])
+        });
+        assert_eq!(
+            f,
             Some(Facts {
-                prealloc_first: 18,
-                prealloc_last: 28,
-            }),
+                prealloc_median: 18,
+                prealloc_max: 18
+            })
         );
     }
 
     #[test]
-    fn a_flat_prealloc_queue_is_not_a_transfer_problem() {
-        check_lines(&set_field(&whole(FILE), "#prealloc-req", "18"), None);
+    fn an_empty_bootstrap_queue_is_not_a_transfer_problem() {
+        check_lines(&set_field(&whole(FILE), "#prealloc-req", "0"), None);
     }
 
     #[test]
