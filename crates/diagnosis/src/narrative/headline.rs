@@ -185,8 +185,13 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
             match h.pd_decode_transfer {
                 // a PD decode node: its load is what the prefill side hands over
                 Some(t) => format!(
-                    "{}; this PD decode node runs what the prefill side hands it (~{t:.1} requests in KV transfer per rank on average, none waiting in its queue): look at the prefill nodes and the client's rate, not this node.",
-                    join_clauses(vec![run_s, usage_s])
+                    "{}; this PD decode node runs what the prefill side hands it ({}, none waiting in its queue): look at the prefill nodes and the client's rate, not this node.",
+                    join_clauses(vec![run_s, usage_s]),
+                    if t >= 0.05 {
+                        format!("~{t:.1} requests in KV transfer per rank on average")
+                    } else {
+                        "hardly any request in KV transfer".to_string()
+                    }
                 ),
                 None => format!(
                     "{}.",
