@@ -257,7 +257,7 @@ fn capped_by_max_total_tokens(
         .rows
         .iter()
         .find(|r| r.change == kv_capacity::Change::Current)
-        .and_then(|r| r.feasibility.clone());
+        .and_then(|r| r.feasibility);
     for row in &mut t.rows {
         if row.pool_tokens <= cap {
             continue;
@@ -268,7 +268,7 @@ fn capped_by_max_total_tokens(
             (cap as f64 - t.current_tokens as f64) * row.cell_bytes as f64 / (1u64 << 30) as f64;
         row.pool_tokens = cap;
         // the same pool as now in the same memory: as feasible as now
-        row.feasibility = current_fit.clone();
+        row.feasibility = current_fit;
         row.change_pct = (cap as f64 / now - 1.0) * 100.0;
         row.decode_concurrency = row.decode_concurrency.map(|c| c * scale);
         row.note = Some(format!(
