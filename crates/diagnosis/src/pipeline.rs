@@ -210,7 +210,8 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     };
     let projection = primary
         .and_then(|v| projection::projection(v.tl.decode.samples(), capacity_model.as_ref()));
-    let load = primary.and_then(|v| {
+    // the scheduler behind the verdict, as in the headline (else the busiest)
+    let load = carrier.map(|c| c.0).or(primary).and_then(|v| {
         Some(Load {
             running_median: v.running.median?,
             usage_median: v.usage.median?,
