@@ -1472,3 +1472,21 @@ fn a_client_bound_pd_decode_node_names_its_transfers() {
     let q = diagnose("real-long/ascend-qwen3-30b-tp2-eagle3-highload.log");
     assert_eq!(q.headline.pd_decode_transfer, None);
 }
+
+#[test]
+fn with_chunked_prefill_off_mixed_chunks_are_not_advised() {
+    // `chunked_prefill_size=-1` (lines 135, 484): no chunks to mix, so the prefill
+    // interference finding asks for a chunk size instead of --enable-mixed-chunk
+    let r = diagnose("real-long/ascend-qwen3next-80b-hybrid-mamba.log");
+    assert!(r.capacity.chunked_prefill_off);
+    let levers: Vec<diagnosis::report::Lever> =
+        r.findings.iter().flat_map(|f| f.levers.clone()).collect();
+    assert!(levers.contains(&diagnosis::report::Lever::ChunkedPrefillSize));
+    assert!(!levers.contains(&diagnosis::report::Lever::EnableMixedChunk));
+    // b2 runs 8192-token chunks
+    assert!(
+        !diagnose("scenarios/kimi-k25-b2/server.log")
+            .capacity
+            .chunked_prefill_off
+    );
+}

@@ -375,6 +375,8 @@ pub struct Startup {
     pub max_running_requests: Option<u64>,
     /// `chunked_prefill_size` (tokens).
     pub chunked_prefill_size: Option<u64>,
+    /// The capacity line prints `chunked_prefill_size=-1` (or 0): chunked prefill is off.
+    pub chunked_prefill_off: bool,
     /// `max_prefill_tokens` (tokens).
     pub max_prefill_tokens: Option<u64>,
     /// `context_len` (tokens).
@@ -1352,6 +1354,7 @@ impl EvidenceBuilder {
                     st.chunked_prefill_size = st
                         .chunked_prefill_size
                         .or(c.chunked_prefill_size.and_then(|v| u64::try_from(v).ok()));
+                    st.chunked_prefill_off |= c.chunked_prefill_size.is_some_and(|v| v <= 0);
                     st.max_prefill_tokens = st.max_prefill_tokens.or(c.max_prefill_tokens);
                     st.context_len = st.context_len.or(c.context_len);
                     st.available_gpu_mem_gb = st.available_gpu_mem_gb.or(c.available_gpu_mem_gb);

@@ -426,6 +426,12 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
         kv_cache_gb: st.kv_alloc_gb,
         weights_gb: st.weights_gb,
         swa_pool_tokens: st.swa_pool_tokens,
+        chunked_prefill_off: st.chunked_prefill_off
+            || st
+                .server_args
+                .get("chunked_prefill_size")
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v <= 0),
     }
 }
 

@@ -391,17 +391,28 @@ pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySumma
         "Prefills interrupt decode",
         format!(
             "On {}, decode intervals that contain a prefill batch generate {:.0} tok/s against {:.0} tok/s without one; over the run that costs {:.0}% of decode throughput. \
-             Prefill passes stop decode while they run (unless --enable-mixed-chunk). A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.",
+             {}",
             f.scheduler,
             f.mixed_tok_per_s,
             f.clean_tok_per_s,
-            f.loss * 100.0
+            f.loss * 100.0,
+            if cap.chunked_prefill_off {
+                "Prefill passes stop decode while they run, and chunked prefill is off (chunked_prefill_size=-1): each prompt prefills whole in one pass. A --chunked-prefill-size (e.g. 8192) spreads long prompts over shorter passes, after which --enable-mixed-chunk can run them with decode; PD disaggregation removes the interference."
+            } else {
+                "Prefill passes stop decode while they run (unless --enable-mixed-chunk). A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference."
+            }
         ),
         figures,
         f.evidence.clone().into_iter().collect(),
         Confidence::Medium,
     );
-    with_levers(f, &[Lever::EnableMixedChunk, Lever::ChunkedPrefillSize])
+    // mixed chunks need chunked prefill: with it off, the lever is turning it on
+    let levers: &[Lever] = if cap.chunked_prefill_off {
+        &[Lever::ChunkedPrefillSize]
+    } else {
+        &[Lever::EnableMixedChunk, Lever::ChunkedPrefillSize]
+    };
+    with_levers(f, levers)
 }
 
 /// The finding of [`crate::rules::stall`].

@@ -484,6 +484,11 @@ pub struct CapacitySummary {
     /// `swa token usage`); the sizes do not add up to one pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swa_pool_tokens: Option<u64>,
+    /// Chunked prefill is off (`chunked_prefill_size` -1 or 0 in the capacity line or
+    /// `server_args`): a whole prompt prefills in one pass, and `--enable-mixed-chunk` has no
+    /// chunks to mix.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub chunked_prefill_off: bool,
     /// `max_running_requests` (per DP rank).
     pub max_running_requests: Option<u64>,
     /// `chunked_prefill_size` (tokens).
