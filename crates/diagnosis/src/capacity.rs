@@ -217,6 +217,11 @@ pub fn capacity_model(
         headroom,
         load: InFlightLoad::from_samples(&lengths).ok(),
         gpus_on_host: gpu.map(|g| g.devices.len() as u32),
+        max_total_tokens: ev
+            .startup
+            .server_args
+            .get("max_total_tokens")
+            .and_then(|v| v.parse::<u64>().ok()),
     };
     Ok(Built {
         model: CapacityModel {
@@ -227,61 +232,13 @@ pub fn capacity_model(
             free_now_gib: free_now.map(|b| b / GIB),
             free_now_source: None,
             tokens_per_hundredth: pool.tokens_per_hundredth(),
-            what_if: capped_by_max_total_tokens(
-                kv_capacity::what_if(&input),
-                ev.startup
-                    .server_args
-                    .get("max_total_tokens")
-                    .and_then(|v| v.parse::<u64>().ok()),
-            ),
+            what_if: kv_capacity::what_if(&input),
             hicache: hicache(ev, ctx, tokens, cell_bytes, par, cached_share),
         },
         pre,
         free_now: free_src,
         cell: cell_source,
     })
-}
-
-/// The what-if rows under a `--max-total-tokens` cap (tokens): SGLang sizes the pool as
-/// `min(profiled, max_total_tokens)` (`model_runner.py` `init_memory_pool`), so a row whose
-/// memory would hold more keeps the cap's pool, and its decode concurrency with it.
-fn capped_by_max_total_tokens(
-    mut t: kv_capacity::WhatIfTable,
-    cap: Option<u64>,
-) -> kv_capacity::WhatIfTable {
-    let Some(cap) = cap.filter(|&c| c > 0) else {
-        return t;
-    };
-    let now = t.current_tokens.max(1) as f64;
-    let current_fit = t
-        .rows
-        .iter()
-        .find(|r| r.change == kv_capacity::Change::Current)
-        .and_then(|r| r.feasibility);
-    for row in &mut t.rows {
-        if row.pool_tokens <= cap {
-            continue;
-        }
-        let scale = cap as f64 / row.pool_tokens as f64;
-        // the pool is allocated at the cap: the rest of the fraction stays free
-        row.extra_gib_per_gpu =
-            (cap as f64 - t.current_tokens as f64) * row.cell_bytes as f64 / (1u64 << 30) as f64;
-        row.pool_tokens = cap;
-        // the same pool as now in the same memory: as feasible as now
-        row.feasibility = current_fit;
-        row.change_pct = (cap as f64 / now - 1.0) * 100.0;
-        row.decode_concurrency = row.decode_concurrency.map(|c| c * scale);
-        row.note = Some(format!(
-            "capped by --max-total-tokens {cap}: the pool does not grow past it"
-        ));
-    }
-    for a in &mut t.assumptions {
-        *a = a.replace("--max-total-tokens caps, ", "");
-    }
-    t.assumptions.push(format!(
-        "--max-total-tokens {cap} caps the pool in every row (SGLang takes the smaller of it and what memory holds)"
-    ));
-    t
 }
 
 /// The HiCache verdict for the server's `hicache_size` / `hicache_ratio` (SGLang defaults: ratio

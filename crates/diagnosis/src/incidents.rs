@@ -215,16 +215,24 @@ impl Incidents {
     }
 }
 
+/// An access line of a generation request the server answered with an error.
+fn rejected_access(msg: &str) -> Option<sglang_log::HttpAccess<'_>> {
+    sglang_log::parse_http_access(msg).filter(|a| a.status >= 400 && a.is_generation())
+}
+
+/// Whether a line of no SGLang event tells of a turned-away request (what [`count_rejection`]
+/// counts: an HTTP error on a generation endpoint, a context-length message).
+pub(crate) fn tells_of_rejection(msg: &str) -> bool {
+    rejected_access(msg).is_some() || sglang_log::parse_context_rejection(msg).is_some()
+}
+
 /// Count a turned-away request in `rec` into `r`, if it holds one.
 fn count_rejection(r: &mut Rejections, source: SourceId, rec: &Record<'_>) {
     let loc = Loc {
         source,
         line: rec.line_no,
     };
-    if let Some(a) = sglang_log::parse_http_access(rec.message)
-        && a.status >= 400
-        && a.is_generation()
-    {
+    if let Some(a) = rejected_access(rec.message) {
         if a.status >= 500 {
             r.server_errors += 1;
         } else {

@@ -104,18 +104,17 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             ));
         }
     }
-    let mut held = None;
-    if matches!(carrier.map(|c| c.1), Some(Reason::QueuedUnexplained) | None) {
-        findings.extend(views.iter().find_map(|v| {
-            rules::held_admission::check(v, &capacity).map(|f| {
-                held = Some(HeldAdmissionFacts {
-                    prefill_gap_iters: f.prefill_gap_iters,
-                    prefill_gap_s: f.prefill_gap_s,
-                });
-                narrative::held_admission(&f, input.timeline_range(v.tl))
-            })
-        }));
-    }
+    let held = matches!(carrier.map(|c| c.1), Some(Reason::QueuedUnexplained) | None)
+        .then(|| {
+            views
+                .iter()
+                .find_map(|v| rules::held_admission::check(v, &capacity).map(|f| (v, f)))
+        })
+        .flatten();
+    findings.extend(
+        held.as_ref()
+            .map(|(v, f)| narrative::held_admission(f, input.timeline_range(v.tl))),
+    );
     // In a stall the crawl is a symptom of the hang, reported by the stall findings.
     if bottleneck != Bottleneck::Stall {
         findings.extend(slow_decode.as_ref().map(narrative::decode_compute));
@@ -319,7 +318,13 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         benchmark_not_streamed: benchmark_runs
             .last()
             .is_some_and(|r| rules::bench_not_streamed::check(r).is_some()),
-        held_admission: held.filter(|_| bottleneck == Bottleneck::Inconclusive),
+        held_admission: held
+            .as_ref()
+            .filter(|_| bottleneck == Bottleneck::Inconclusive)
+            .map(|(_, f)| HeldAdmissionFacts {
+                prefill_gap_iters: f.prefill_gap_iters,
+                prefill_gap_s: f.prefill_gap_s,
+            }),
         pd_decode_transfer: a
             .filter(|_| bottleneck == Bottleneck::ClientBound)
             .and_then(|a| {

@@ -52,6 +52,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         headroom: Some(Headroom::after_startup(free_gib * GIB, 0.0)),
         load: None,
         gpus_on_host: None,
+        max_total_tokens: None,
     });
     println!(
         "cell {} B/token ({:?}); {:.0} tokens per +0.01 of mem_fraction_static",

@@ -27,6 +27,9 @@ pub struct CapacityInput {
     pub load: Option<InFlightLoad>,
     /// GPUs on the host, to say whether a larger TP fits on one node. `None` = unknown.
     pub gpus_on_host: Option<u32>,
+    /// `--max-total-tokens` (tokens), when set: SGLang takes the smaller of it and what memory
+    /// holds (`model_runner.py` `init_memory_pool`), so no row's pool grows past it.
+    pub max_total_tokens: Option<u64>,
 }
 
 /// What a row changes relative to now.
@@ -177,9 +180,14 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
             pool.tokens_per_hundredth()
         ));
     }
-    assumptions.push(
-        "not modelled: --max-total-tokens caps, page-size rounding, EAGLE draft pools, multimodal reservation".into(),
-    );
+    let cap = input.max_total_tokens.filter(|&c| c > 0);
+    if let Some(c) = cap {
+        assumptions.push(format!(
+            "--max-total-tokens {c} caps the pool in every row (SGLang takes the smaller of it and what memory holds)"
+        ));
+    }
+    assumptions
+        .push("not modelled: page-size rounding, EAGLE draft pools, multimodal reservation".into());
     if input.load.is_some() {
         assumptions.push(
             "decode concurrency = pool tokens / H with H = E[C·(P + C/2)] / E[C] (time-averaged tokens held per in-flight request); the admission reserve (new_token_ratio) lowers it in practice".into(),
@@ -208,6 +216,17 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
                tokens: u64,
                extra_bytes: f64,
                note: Option<String>| {
+        // past the cap the pool is allocated at the cap: the rest of the fraction stays free
+        let (tokens, extra_bytes, note) = match cap {
+            Some(c) if tokens > c => (
+                c,
+                c as f64 * cell_bytes as f64 - current_tokens as f64 * pool.cell_bytes as f64,
+                Some(format!(
+                    "capped by --max-total-tokens {c}: the pool does not grow past it"
+                )),
+            ),
+            _ => (tokens, extra_bytes, note),
+        };
         let change_pct = if current_tokens > 0 {
             (tokens as f64 - current_tokens as f64) / current_tokens as f64 * 100.0
         } else {

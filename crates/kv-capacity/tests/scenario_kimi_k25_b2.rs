@@ -95,6 +95,7 @@ fn scenario() -> Scenario {
             )),
             load: Some(InFlightLoad::from_samples(&samples).unwrap()),
             gpus_on_host: Some(csv.lines().skip(1).count() as u32),
+            max_total_tokens: None,
         },
         observed_tokens,
     }
@@ -323,4 +324,47 @@ fn table_serialises_for_json_reports() {
     assert_eq!(r88["pool_tokens"], 159_990);
     assert_eq!(r88["change"]["kind"], "fraction");
     assert_eq!(r88["feasibility"]["verdict"], "tight");
+}
+
+#[test]
+fn a_max_total_tokens_cap_holds_every_row() {
+    // the same scenario started with --max-total-tokens at today's pool (116,171): SGLang
+    // takes the smaller of the cap and what memory holds, so no row grows the pool
+    let mut s = scenario();
+    s.input.max_total_tokens = Some(116_171);
+    let t = what_if(&s.input);
+    assert!(t.rows.iter().all(|r| r.pool_tokens <= 116_171));
+    let capped: Vec<_> = t
+        .rows
+        .iter()
+        .filter(|r| {
+            r.note
+                .as_deref()
+                .is_some_and(|n| n.starts_with("capped by --max-total-tokens"))
+        })
+        .collect();
+    assert!(!capped.is_empty());
+    // a capped fraction row takes no more memory than today (the rest stays free); the fp8
+    // row at the cap takes less (half the bytes per token)
+    for r in &capped {
+        match r.change {
+            kv_capacity::Change::Fraction { .. } => {
+                assert!(r.extra_gib_per_gpu.abs() < 1e-9, "{r:?}")
+            }
+            kv_capacity::Change::KvDtype { .. } => assert!(r.extra_gib_per_gpu < 0.0, "{r:?}"),
+            _ => {}
+        }
+    }
+    assert!(
+        t.assumptions
+            .iter()
+            .any(|a| a.starts_with("--max-total-tokens 116171 caps"))
+    );
+    // without the cap, raising the fraction grows the pool
+    let free = what_if(&scenario().input);
+    assert!(free.rows.iter().any(|r| r.pool_tokens > 116_171));
+    // a cap above every row changes nothing
+    let mut high = scenario();
+    high.input.max_total_tokens = Some(10_000_000);
+    assert_eq!(what_if(&high.input).rows, free.rows);
 }

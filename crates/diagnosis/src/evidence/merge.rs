@@ -78,13 +78,6 @@ enum Fact {
     Line { line: u64, raw: Box<[u8]> },
 }
 
-/// Whether a stamped line of no SGLang event tells of a turned-away request (the incident
-/// collector counts those: an HTTP error on a generation endpoint, a context-length message).
-fn turned_away(msg: &str) -> bool {
-    sglang_log::parse_http_access(msg).is_some_and(|a| a.status >= 400 && a.is_generation())
-        || sglang_log::parse_context_rejection(msg).is_some()
-}
-
 /// The facts of one chunk of a log, in line order (see the module doc). Lines the builder
 /// ignores (malformed lines, stamped lines of no SGLang event) are not kept.
 #[derive(Clone, Debug, Default)]
@@ -114,7 +107,7 @@ impl ChunkFacts {
             Event::Other
                 if rec.timestamp.is_some()
                     && !matches!(rec.message.as_bytes().first(), Some(b'P' | b'C'))
-                    && !turned_away(rec.message) => {}
+                    && !crate::incidents::tells_of_rejection(rec.message) => {}
             _ => self.facts.push(Fact::Line {
                 line: rec.line_no,
                 raw: raw.into(),

@@ -16,7 +16,8 @@
 
 use serde::Serialize;
 
-use crate::evidence::DecodeSample;
+use crate::evidence::view::gauge;
+use crate::evidence::{DecodeSample, PrefillSample};
 use crate::thresholds as th;
 
 /// A memory pool whose usage the decode lines print.
@@ -68,26 +69,27 @@ impl PoolRoom {
     }
 }
 
+/// One pool's usage from `(time, usage)` points: the time-weighted median and 90th percentile
+/// the views use for every gauge ([`crate::evidence::view::gauge`]).
+fn summary(pool: PoolKind, points: &[(Option<f64>, f64)]) -> Option<PoolUsage> {
+    let g = gauge(points);
+    Some(PoolUsage {
+        pool,
+        median: g.median?,
+        p90: g.p90?,
+        n: g.n,
+    })
+}
+
 /// The usage of every pool the samples report, in [`PoolKind`] order (a pool no sample
 /// reports is left out).
 pub fn pool_usage(samples: &[DecodeSample]) -> Vec<PoolUsage> {
     let of = |pool: PoolKind, get: fn(&DecodeSample) -> Option<f64>| {
-        let mut v: Vec<f64> = samples
+        let points: Vec<(Option<f64>, f64)> = samples
             .iter()
-            .filter_map(get)
-            .filter(|u| u.is_finite())
+            .filter_map(|d| Some((d.t, get(d)?)))
             .collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let rank = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
-        Some(PoolUsage {
-            pool,
-            median: rank(0.5),
-            p90: rank(0.9),
-            n: v.len(),
-        })
+        summary(pool, &points)
     };
     [
         of(PoolKind::Kv, |d| d.usage),
@@ -99,20 +101,16 @@ pub fn pool_usage(samples: &[DecodeSample]) -> Vec<PoolUsage> {
     .collect()
 }
 
-/// Whether every pool of `samples` has room (see the module doc); without a decode line that
-/// prints a usage, the prefill lines' `token usage` (`prefill_usage`, fractions) stands for
-/// the KV pool.
-pub fn pool_room(samples: &[DecodeSample], prefill_usage: &[f64]) -> PoolRoom {
-    let mut pools = pool_usage(samples);
-    if pools.is_empty() && !prefill_usage.is_empty() {
-        let as_decode: Vec<DecodeSample> = prefill_usage
+/// Whether every pool of `decode` has room (see the module doc); without a decode line that
+/// prints a usage, the prefill lines' `token usage` stands for the KV pool.
+pub fn pool_room(decode: &[DecodeSample], prefill: &[PrefillSample]) -> PoolRoom {
+    let mut pools = pool_usage(decode);
+    if pools.is_empty() {
+        let points: Vec<(Option<f64>, f64)> = prefill
             .iter()
-            .map(|&u| DecodeSample {
-                usage: Some(u),
-                ..DecodeSample::default()
-            })
+            .filter_map(|p| Some((p.t, p.usage?)))
             .collect();
-        pools = pool_usage(&as_decode);
+        pools.extend(summary(PoolKind::Kv, &points));
     }
     if pools.is_empty() {
         return PoolRoom::Unknown;
@@ -226,7 +224,17 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert_eq!(pool_room(&s, &[]), PoolRoom::Unknown);
         assert!(!pool_room(&s, &[]).has_room());
-        // a prefill line's token usage stands for the KV pool then (113 line 1: 0.02)
-        assert_eq!(pool_room(&s, &[0.02]), PoolRoom::Room { fullest: 0.02 });
+        // a prefill line's token usage stands for the KV pool then (113 line 1: full 0.02)
+        let ev = evidence(&excerpt(
+            "real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log",
+            1..=1,
+        ));
+        let prefill: Vec<PrefillSample> = ev
+            .schedulers
+            .values()
+            .flat_map(|tl| tl.prefill.samples().iter().copied())
+            .collect();
+        assert_eq!(prefill.len(), 1);
+        assert_eq!(pool_room(&s, &prefill), PoolRoom::Room { fullest: 0.02 });
     }
 }

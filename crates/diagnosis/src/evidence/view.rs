@@ -333,8 +333,7 @@ impl<'e> SchedulerView<'e> {
         );
         let queued_share = share(&queue_series, |&(_, q)| Some(q > 0.0));
         let full_share = share(&steady, |o| o.usage.map(|u| u >= th::KV_FULL_USAGE));
-        let prefill_usage: Vec<f64> = steady_prefill.iter().filter_map(|p| p.usage).collect();
-        let pool_room = crate::evidence::pools::pool_room(&steady_decode, &prefill_usage);
+        let pool_room = crate::evidence::pools::pool_room(&steady_decode, &steady_prefill);
         Self {
             key,
             tl,

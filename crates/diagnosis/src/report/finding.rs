@@ -236,23 +236,4 @@ impl Lever {
             Lever::ContextLength => "--context-length",
         }
     }
-
-    /// Every lever, in declaration order.
-    pub const ALL: [Lever; 15] = [
-        Lever::MemFractionStatic,
-        Lever::KvCacheDtype,
-        Lever::MaxTokens,
-        Lever::ScheduleConservativeness,
-        Lever::MaxRunningRequests,
-        Lever::MaxMambaCacheSize,
-        Lever::CudaGraphMaxBs,
-        Lever::DisableCudaGraph,
-        Lever::ChunkedPrefillSize,
-        Lever::MaxPrefillTokens,
-        Lever::EnableMixedChunk,
-        Lever::LoadBalanceMethod,
-        Lever::SpeculativeDecoding,
-        Lever::ClientConcurrency,
-        Lever::ContextLength,
-    ];
 }

@@ -107,6 +107,13 @@ mod tests {
             "HTTP/1.1\" 500 Internal Server Error",
         );
         assert_eq!(check_lines(&text).map(|f| f.server_errors), Some(1));
+        // boundary: 399 is no error, 400 is
+        let text = edit(
+            &excerpt(LOG, 1..=4),
+            "HTTP/1.1\" 200 OK",
+            "HTTP/1.1\" 399 Odd",
+        );
+        assert_eq!(check_lines(&text), None);
     }
 
     #[test]
