@@ -24,7 +24,7 @@ use prometheus_client::registry::Registry;
 use serde::Serialize;
 
 /// Every verdict, in the JSON report's spelling; each gets a 0/1 gauge per instance.
-pub const BOTTLENECKS: [Bottleneck; 16] = [
+pub const BOTTLENECKS: [Bottleneck; 17] = [
     Bottleneck::KvCacheBound,
     Bottleneck::RunningCapBound,
     Bottleneck::PrefillBound,
@@ -41,6 +41,7 @@ pub const BOTTLENECKS: [Bottleneck; 16] = [
     Bottleneck::StartupIncomplete,
     Bottleneck::StartupOnly,
     Bottleneck::RequestsRejected,
+    Bottleneck::AdmissionHeld,
 ];
 
 /// Compile-time reminder: a new verdict must be added to [`BOTTLENECKS`].
@@ -62,6 +63,7 @@ const fn _every_bottleneck_listed(b: Bottleneck) -> usize {
         Bottleneck::StartupIncomplete => 13,
         Bottleneck::StartupOnly => 14,
         Bottleneck::RequestsRejected => 15,
+        Bottleneck::AdmissionHeld => 16,
     }
 }
 

@@ -60,25 +60,33 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         .zip(&reasons)
         .map(|(v, r)| (r.bottleneck(), v.steady.len() as u64))
         .collect();
-    let bottleneck = verdict::decide(
-        &votes,
-        Overrides {
-            slow_decode: slow_decode.is_some(),
-            slow_prefill: slow_prefill.is_some(),
-            long_stall,
-            watchdog: ev.watchdog.count > 0,
-            retractions: retractions.events > 0,
-            oom: oom.is_some(),
-            crash: crash.is_some(),
-            startup_incomplete: incomplete.as_ref().is_some_and(|f| f.before_pool),
-            startup_capacity: ev.startup.max_total_num_tokens.is_some() && ev.benchmarks.is_empty(),
-            rejections: rejected.is_some(),
-        },
-    );
+    let overrides = Overrides {
+        slow_decode: slow_decode.is_some(),
+        slow_prefill: slow_prefill.is_some(),
+        long_stall,
+        watchdog: ev.watchdog.count > 0,
+        retractions: retractions.events > 0,
+        oom: oom.is_some(),
+        crash: crash.is_some(),
+        startup_incomplete: incomplete.as_ref().is_some_and(|f| f.before_pool),
+        startup_capacity: ev.startup.max_total_num_tokens.is_some() && ev.benchmarks.is_empty(),
+        rejections: rejected.is_some(),
+    };
+    let bottleneck = verdict::decide(&votes, overrides);
+    // A hung server hangs on every rank: a rank whose own lines look weak (client bound,
+    // inconclusive) shows the stall in the table too, as the headline does.
+    let row_verdict = |r: &Reason| match bottleneck {
+        Bottleneck::Stall => verdict::decide(&[(r.bottleneck(), 1)], overrides),
+        _ => r.bottleneck(),
+    };
     let carrier = views
         .iter()
         .zip(&reasons)
         .find(|(_, r)| r.bottleneck() == bottleneck);
+    let long_requests = match carrier.map(|c| c.1) {
+        Some(Reason::KvCache(rules::kv_cache_bound::Pattern::FewLongRequests(l))) => Some(*l),
+        _ => None,
+    };
 
     // Findings, most important first.
     let mut findings = Vec::new();
@@ -104,13 +112,14 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             ));
         }
     }
-    let held = matches!(carrier.map(|c| c.1), Some(Reason::QueuedUnexplained) | None)
-        .then(|| {
-            views
-                .iter()
-                .find_map(|v| rules::held_admission::check(v, &capacity).map(|f| (v, f)))
-        })
-        .flatten();
+    // the verdict's own facts, else (a weak vote) the first rank where admission is held
+    let held = match carrier {
+        Some((v, Reason::HeldAdmission(f))) => Some((v, *f)),
+        Some((_, Reason::QueuedUnexplained)) | None => views
+            .iter()
+            .find_map(|v| rules::held_admission::check(v, &capacity).map(|f| (v, f))),
+        _ => None,
+    };
     findings.extend(
         held.as_ref()
             .map(|(v, f)| narrative::held_admission(f, input.timeline_range(v.tl))),
@@ -232,6 +241,22 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         mem_fraction_static: capacity.mem_fraction_static,
         measured_tok_per_s: steady_gen_throughput.as_ref().map(|r| r.value),
         levers: &levers,
+        long_requests: long_requests.is_some(),
+        cap_advice: recommend::CapAdvice {
+            client: server_cap.and_then(|cap| {
+                Some(recommend::ClientLimit {
+                    limit: benchmark_runs.last()?.summary.max_concurrency?,
+                    server_total: cap.total(),
+                    per_rank: cap.per_rank,
+                    dp_ranks: cap.dp_ranks,
+                })
+            }),
+            graph_max_bs: rules::cuda_graph::graph_max_bs(&input).filter(|&g| {
+                capacity
+                    .max_running_requests
+                    .is_some_and(|c| c > 0 && g <= c)
+            }),
+        },
     })
     .iter()
     .map(narrative::recommendation)
@@ -291,6 +316,14 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         }),
         queued_median: a.and_then(|a| a.queued.median),
         queued_peak: a.and_then(|a| a.queued.max),
+        refill_queue_peak: a
+            .filter(|a| {
+                a.queued.max.is_some_and(|q| q < 1.0)
+                    && a.steady_decode.iter().any(|d| d.queue.is_some())
+            })
+            .and_then(|a| a.steady_prefill.iter().filter_map(|p| p.queue).max())
+            .filter(|&q| q >= 1)
+            .map(|q| q as f64),
         token_usage_median: a.and_then(|a| a.usage.median),
         gen_throughput: steady_gen_throughput.clone(),
         busy_gen_tok_per_s: a.and_then(|a| a.gen_tps.median),
@@ -320,7 +353,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             .is_some_and(|r| rules::bench_not_streamed::check(r).is_some()),
         held_admission: held
             .as_ref()
-            .filter(|_| bottleneck == Bottleneck::Inconclusive)
+            .filter(|_| {
+                matches!(
+                    bottleneck,
+                    Bottleneck::AdmissionHeld | Bottleneck::Inconclusive
+                )
+            })
             .map(|(_, f)| HeldAdmissionFacts {
                 prefill_gap_iters: f.prefill_gap_iters,
                 prefill_gap_s: f.prefill_gap_s,
@@ -336,6 +374,10 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
                     .collect();
                 (!t.is_empty()).then(|| t.iter().sum::<f64>() / t.len() as f64)
             }),
+        long_requests: long_requests.map(|l| crate::report::LongRequests {
+            running: l.running,
+            tokens_per_request: l.tokens_per_request,
+        }),
         at_cap_share: match carrier.map(|c| c.1) {
             Some(Reason::RunningCap(l)) => Some(l.share()),
             _ => None,
@@ -376,7 +418,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         schedulers: views
             .iter()
             .zip(&reasons)
-            .map(|(v, r)| scheduler_summary(ev, v, r.bottleneck()))
+            .map(|(v, r)| scheduler_summary(ev, v, row_verdict(r)))
             .collect(),
         dp_totals,
         steady_gen_throughput,

@@ -97,6 +97,31 @@ pub struct Fill {
     pub now: (f64, f64),
 }
 
+/// What else the running-cap advice knows: the benchmark client's own limit and the CUDA
+/// graphs' largest batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CapAdvice {
+    /// The benchmark client's `--max-concurrency` and the server's cap over every DP rank
+    /// (requests), when the log holds a benchmark summary and the cap is known.
+    pub client: Option<ClientLimit>,
+    /// The largest decode batch run as a CUDA graph (`cuda_graph_max_bs`, requests per rank),
+    /// when it is not above today's per-rank cap: a higher cap runs eagerly beyond it.
+    pub graph_max_bs: Option<u64>,
+}
+
+/// The benchmark client's limit against the server's cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientLimit {
+    /// The client's `--max-concurrency` (requests).
+    pub limit: u64,
+    /// The server's cap over every DP rank (requests).
+    pub server_total: u64,
+    /// `max_running_requests` per DP rank (requests).
+    pub per_rank: u64,
+    /// DP ranks.
+    pub dp_ranks: u32,
+}
+
 /// One recommendation, as data.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Plan {
@@ -112,8 +137,8 @@ pub enum Plan {
     RaiseConservativeness(u64),
     /// Lower conservativeness, with what filling the pool would give.
     LowerConservativeness(Option<Fill>),
-    /// Raise `--max-running-requests`.
-    RaiseMaxRunning,
+    /// Raise `--max-running-requests`, with what else binds at the cap.
+    RaiseMaxRunning(CapAdvice),
     /// Raise the client's concurrency.
     RaiseClientConcurrency(Option<Load>),
     /// Judge progress by the windowed rate.
@@ -139,7 +164,7 @@ impl Plan {
             Plan::MoreKvSlots => RecommendationKind::MoreKvSlots,
             Plan::RaiseConservativeness(_) => RecommendationKind::RaiseConservativeness,
             Plan::LowerConservativeness(_) => RecommendationKind::LowerConservativeness,
-            Plan::RaiseMaxRunning => RecommendationKind::RaiseMaxRunningRequests,
+            Plan::RaiseMaxRunning(_) => RecommendationKind::RaiseMaxRunningRequests,
             Plan::RaiseClientConcurrency(_) => RecommendationKind::RaiseClientConcurrency,
             Plan::UseWindowedRate => RecommendationKind::UseWindowedRate,
             Plan::Change { lever, finding } => RecommendationKind::Change {
@@ -196,6 +221,11 @@ pub struct Input<'a> {
     pub measured_tok_per_s: Option<f64>,
     /// The settings the findings name, with the finding that names each, in report order.
     pub levers: &'a [(Lever, FindingKind)],
+    /// What else binds at the running cap.
+    pub cap_advice: CapAdvice,
+    /// A few long requests hold the full pool while nothing waits (`kv_cache_bound`): more KV
+    /// slots or admission settings add no throughput; the finding names `max_tokens`.
+    pub long_requests: bool,
 }
 
 fn kv_plans(
@@ -321,7 +351,7 @@ fn fill(cap: Option<&CapacityModel>, proj: Option<&Projection>) -> Option<Fill> 
 /// The plans, ordered by expected gain (those without a gain last, in the order made).
 pub fn plans(i: &Input<'_>) -> Vec<Plan> {
     let mut out = Vec::new();
-    if i.bottleneck == Bottleneck::KvCacheBound {
+    if i.bottleneck == Bottleneck::KvCacheBound && !i.long_requests {
         if let (Some(cm), Some(p)) = (i.capacity, i.projection) {
             kv_plans(
                 cm,
@@ -346,7 +376,7 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
             out.push(Plan::LowerConservativeness(fill(i.capacity, i.projection)))
         }
         Bottleneck::RunningCapBound => {
-            out.push(Plan::RaiseMaxRunning);
+            out.push(Plan::RaiseMaxRunning(i.cap_advice));
             // the pool binds too: a higher cap needs more KV slots with it
             if i.load
                 .is_some_and(|l| l.usage_median >= th::CONSERVATIVE_USAGE)

@@ -109,6 +109,22 @@ pub const MIN_CHUNK_PAIRS: usize = 2;
 pub const SURE_CHUNK_PAIRS: usize = 3;
 /// Batch lines a verdict needs before it can be held with high confidence (lines).
 pub const MIN_LINES_FOR_HIGH_CONFIDENCE: usize = 5;
+/// Span of batch lines (seconds) below which a verdict from fewer than
+/// [`MIN_LINES_FOR_HIGH_CONFIDENCE`] lines is held with low confidence only: a few seconds of
+/// lines are a snapshot (a queue that forms, a pool that fills) that the next minute can
+/// contradict.
+pub const MIN_SPAN_FOR_MEDIUM_CONFIDENCE_S: f64 = 30.0;
+/// Most running requests for which a full pool with nothing waiting is read as held by a few
+/// long requests (`kv_cache_bound`, requests).
+pub const FEW_LONG_REQUESTS_MAX_RUNNING: f64 = 8.0;
+/// KV tokens per running request from which a request is long (`kv_cache_bound`, tokens):
+/// beyond the 32k context most chat and batch workloads use, so a few of them fill a pool.
+pub const LONG_REQUEST_TOKENS: f64 = 32768.0;
+/// Forward iterations between prefill batches, while requests wait at an empty pool, from
+/// which the scheduler's prefill interval is named as the lever (`held_admission`): with the
+/// default of one decode step per scheduling round a waiting request meets a prefill pass
+/// within a few iterations.
+pub const HELD_PREFILL_GAP_ITERS: u64 = 10;
 /// Decode lines needed before a rate gets an interval (batch means need several batches).
 pub const MIN_LINES_FOR_INTERVAL: usize = 20;
 /// Decode throughput lost to interleaved prefills above which it is reported (fraction).

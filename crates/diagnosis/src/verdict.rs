@@ -13,10 +13,11 @@
 //! | 6 | `running_cap::flat_plateau` (queued) | `running_cap_bound` |
 //! | 7 | `prefill_limit` (queued) | `prefill_bound` |
 //! | 8 | `conservative_admission` (queued) | `scheduler_conservative` |
-//! | 9 | queued, nothing above | `inconclusive` |
-//! | 10 | `client_bound` | `client_bound` |
-//! | 11 | `kv_cache_bound::full_without_queue` | `kv_cache_bound` |
-//! | 12 | otherwise | `inconclusive` |
+//! | 9 | `held_admission` (queued) | `admission_held` |
+//! | 10 | queued, nothing above | `inconclusive` |
+//! | 11 | `client_bound` | `client_bound` |
+//! | 12 | `kv_cache_bound::full_without_queue` | `kv_cache_bound` |
+//! | 13 | otherwise | `inconclusive` |
 //!
 //! **Over schedulers** each verdict gets the steady lines of its schedulers as votes; the most
 //! votes win, ties broken by [`priority`]. A KV-bound scheduler holding at least
@@ -45,7 +46,8 @@
 use crate::evidence::view::SchedulerView;
 use crate::report::{Bottleneck, CapacitySummary};
 use crate::rules::{
-    client_bound, conservative_admission, kv_cache_bound, pd_transfer, prefill_limit, running_cap,
+    client_bound, conservative_admission, held_admission, kv_cache_bound, pd_transfer,
+    prefill_limit, running_cap,
 };
 use crate::thresholds as th;
 
@@ -64,6 +66,8 @@ pub enum Reason {
     PrefillLimit(prefill_limit::Facts),
     /// `conservative_admission`, with the median token usage (fraction).
     Conservative(f64),
+    /// `held_admission`.
+    HeldAdmission(held_admission::Facts),
     /// Requests wait but no rule explains why.
     QueuedUnexplained,
     /// `client_bound`.
@@ -82,6 +86,7 @@ impl Reason {
             Reason::RunningCap(_) => Bottleneck::RunningCapBound,
             Reason::PrefillLimit(_) => Bottleneck::PrefillBound,
             Reason::Conservative(_) => Bottleneck::SchedulerConservative,
+            Reason::HeldAdmission(_) => Bottleneck::AdmissionHeld,
             Reason::ClientBound => Bottleneck::ClientBound,
             Reason::QueuedUnexplained | Reason::Unexplained => Bottleneck::Inconclusive,
         }
@@ -117,6 +122,9 @@ pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
     ("conservative_admission", |v, _| {
         conservative_admission::check(v).map(Reason::Conservative)
     }),
+    ("held_admission", |v, c| {
+        held_admission::check(v, c).map(Reason::HeldAdmission)
+    }),
     ("queued, unexplained", |v, _| {
         v.queued().then_some(Reason::QueuedUnexplained)
     }),
@@ -143,7 +151,7 @@ pub fn priority(b: Bottleneck) -> u8 {
         Bottleneck::RunningCapBound => 1,
         Bottleneck::PdTransferBound => 2,
         Bottleneck::PrefillBound => 3,
-        Bottleneck::SchedulerConservative => 4,
+        Bottleneck::SchedulerConservative | Bottleneck::AdmissionHeld => 4,
         Bottleneck::Stall | Bottleneck::DecodeComputeBound | Bottleneck::PrefillComputeBound => 5,
         Bottleneck::ClientBound => 6,
         Bottleneck::Inconclusive => 7,

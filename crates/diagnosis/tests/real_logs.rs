@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use diagnosis::report::{Lever, RecommendationKind};
 use diagnosis::{Bottleneck, EvidenceBuilder, FindingKind, Report};
 use sglang_log::{ForeignFormat, FormatSniffer, LogKind, LogReader};
 
@@ -441,11 +442,11 @@ const CASES: &[Case] = &[
     // (line 13): admission holds the second request back with the pool empty. SOURCES names
     // the NPU prefill-decode-interval policy: no reservation of one running request fills the
     // pool, so it is not "too conservative" (which would send the user to
-    // --schedule-conservativeness); no verdict fits, and the held-admission finding says why
-    // (prefill batches [10] and [411], 401 forward iterations apart).
+    // --schedule-conservativeness); admission is held between prefill passes (prefill
+    // batches [10] and [411], 401 forward iterations apart).
     row(
         "real/059-npu-doc-forward-iteration-numbers-prefill-decode-interval.log",
-        B::Inconclusive,
+        B::AdmissionHeld,
         p(2, 1, 0.00),
         &[PeakGen(160.73), Has(F::HeldAdmission)],
     ),
@@ -1374,16 +1375,31 @@ fn a_rate_from_one_decode_line_says_so() {
 }
 
 #[test]
-fn an_inconclusive_verdict_with_held_admission_points_at_prefill_scheduling() {
+fn held_admission_is_the_verdict_and_names_the_prefill_interval() {
     // one request waits at token usage 0.00 while prefill batches run at iterations 10 and
-    // 411 (lines 1, 12): the headline names the prefill interval, not "nothing points"
+    // 411 (lines 1, 12): the verdict is held admission, and the recommendation is the
+    // scheduler's prefill interval (SOURCES: --prefill-decode-interval 400)
     let r = diagnose("real/059-npu-doc-forward-iteration-numbers-prefill-decode-interval.log");
-    assert_eq!(r.bottleneck, B::Inconclusive);
+    assert_eq!(r.bottleneck, B::AdmissionHeld);
     let held = r
         .headline
         .held_admission
         .expect("held admission in the headline");
     assert_eq!(held.prefill_gap_iters, Some(401));
+    assert!(
+        r.headline
+            .text
+            .starts_with("Admission held between prefill passes: "),
+        "{}",
+        r.headline.text
+    );
+    assert_eq!(
+        r.recommendations.first().map(|x| x.kind),
+        Some(RecommendationKind::Change {
+            lever: Lever::PrefillInterval,
+            finding: F::HeldAdmission
+        })
+    );
     // a log where the verdict is named keeps its own headline
     let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
     assert!(b2.headline.held_admission.is_none());
@@ -1507,4 +1523,122 @@ fn a_ceiling_only_from_a_fit_that_explains_the_lines() {
     let q = b2.projection.as_ref().expect("b2 fit");
     assert!(q.r2 >= 0.5, "{}", q.r2);
     assert!(q.ceiling_tok_per_s.expect("ceiling") > q.current_tok_per_s);
+}
+
+#[test]
+fn two_long_requests_holding_a_full_pool_lead_with_max_tokens() {
+    // lines 1-5: 2 running, #token 307481-307801, usage 1.00, #queue-req 0; one retraction
+    // (lines 6-10). SOURCES: two runaway generations of ~150k tokens fill the pool, fix =
+    // cap max_tokens; more KV or admission settings add nothing while nothing waits
+    let r = diagnose("real/046-i2746-dsv3-usage100-tiny-batch-then-decode-oom.log");
+    assert_eq!(r.bottleneck, B::KvCacheBound);
+    let l = r.headline.long_requests.expect("a few long requests");
+    assert_eq!(l.running, 2.0);
+    assert_eq!(l.tokens_per_request, 307641.0 / 2.0);
+    let kinds: Vec<RecommendationKind> = r.recommendations.iter().map(|x| x.kind).collect();
+    assert_eq!(
+        kinds,
+        [RecommendationKind::Change {
+            lever: Lever::MaxTokens,
+            finding: F::KvCacheBound
+        }]
+    );
+    // a full pool with requests waiting keeps the KV plans (019: queue 990 at usage ~1.00)
+    let queued = diagnose("real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log");
+    assert!(queued.headline.long_requests.is_none());
+    assert!(
+        queued
+            .recommendations
+            .iter()
+            .any(|x| x.kind == RecommendationKind::MoreKvSlots)
+    );
+}
+
+#[test]
+fn one_recommendation_raises_both_prefill_budgets() {
+    // 026 lines 1-2: 3 × 5000 = 15000 of 16384 new tokens per prefill batch while 40-56 wait:
+    // the prefill-bound recommendation raises --chunked-prefill-size and --max-prefill-tokens,
+    // and no second one raises --max-prefill-tokens again
+    let r = diagnose("real/026-i6901-docker-compose-prefix-prefill.log");
+    assert_eq!(r.bottleneck, B::PrefillBound);
+    let kinds: Vec<RecommendationKind> = r.recommendations.iter().map(|x| x.kind).collect();
+    assert_eq!(
+        kinds,
+        [RecommendationKind::Change {
+            lever: Lever::ChunkedPrefillSize,
+            finding: F::PrefillBound
+        }]
+    );
+    // two prefill lines over 1 s are a snapshot: low confidence
+    assert_eq!(r.findings[0].confidence, diagnosis::Confidence::Low);
+}
+
+#[test]
+fn a_benchmark_capped_at_the_servers_cap_is_named_in_the_cap_advice() {
+    // dp16: max_running_requests=16 per DP rank over 16 ranks; the bench summary's
+    // `Max request concurrency: 256` (line 8834) is exactly that, and CUDA graphs stop at 16
+    let r = diagnose("real-long/ascend-dsr1-dp16-mtp-mixed.log");
+    assert_eq!(r.bottleneck, B::RunningCapBound);
+    let cap = r
+        .recommendations
+        .iter()
+        .find(|x| x.kind == RecommendationKind::RaiseMaxRunningRequests)
+        .expect("raise the cap");
+    assert!(
+        cap.action
+            .contains("sends at most 256 requests at once, exactly the server's cap of 256 (16 per DP rank × 16 ranks"),
+        "{}",
+        cap.action
+    );
+    assert!(
+        cap.risk
+            .contains("captured only up to 16 requests per rank"),
+        "{}",
+        cap.risk
+    );
+}
+
+#[test]
+fn a_queue_seen_only_while_the_batch_refills_is_named() {
+    // qwen3next: every decode line prints #queue-req 0 at 80 running, while prefill lines
+    // show the queue refilling after waves of completions (63 at lines 593 and 850)
+    let r = diagnose("real-long/ascend-qwen3next-80b-hybrid-mamba.log");
+    assert_eq!(r.headline.queued_peak, Some(0.0));
+    assert_eq!(r.headline.refill_queue_peak, Some(63.0));
+    assert!(
+        r.headline
+            .text
+            .contains("nothing waits on the decode lines (requests queue only while the batch refills, up to 63 on prefill lines)"),
+        "{}",
+        r.headline.text
+    );
+}
+
+#[test]
+fn a_hung_server_shows_the_stall_on_every_rank_of_the_table() {
+    // 052: DP12 and DP14 print 12 running at 3.3 tok/s (lines 1-2), then the watchdog and a
+    // py-spy dump: the headline is a stall, and so is each rank's row
+    let r = diagnose("real/052-pr20766-multinode-dp-decode-then-pyspy-dump.log");
+    assert_eq!(r.bottleneck, B::Stall);
+    let rows: Vec<(&str, B)> = r
+        .schedulers
+        .iter()
+        .map(|s| (s.name.as_str(), s.bottleneck))
+        .collect();
+    assert_eq!(rows, [("DP12", B::Stall), ("DP14", B::Stall)]);
+    // a rank's own verdict stays where nothing is hung (b2: KV-bound)
+    let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
+    assert!(
+        b2.schedulers
+            .iter()
+            .all(|s| s.bottleneck == B::KvCacheBound)
+    );
+}
+
+#[test]
+fn three_decode_lines_over_eight_seconds_are_a_low_confidence_verdict() {
+    // 025: lines 1-6, usage 0.66 → 0.63 while the queue grows 2 → 4 over 8 s
+    let r = diagnose("real/025-sgl-kernel-npu-pr608-tp-ep-prefix-mtp.log");
+    assert_eq!(r.bottleneck, B::SchedulerConservative);
+    assert_eq!(r.findings[0].confidence, diagnosis::Confidence::Low);
 }

@@ -132,6 +132,7 @@ pub fn bottleneck(
         .max_mamba_usage
         .is_some_and(|m| m >= th::MAMBA_FULL_USAGE);
     let levers: Vec<Lever> = match reason {
+        Reason::KvCache(kv_cache_bound::Pattern::FewLongRequests(_)) => vec![Lever::MaxTokens],
         Reason::KvCache(_) => vec![
             Lever::MemFractionStatic,
             Lever::KvCacheDtype,
@@ -154,6 +155,22 @@ pub fn bottleneck(
         _ => Vec::new(),
     };
     let (kind, title, detail, confidence) = match reason {
+        Reason::KvCache(kv_cache_bound::Pattern::FewLongRequests(l)) => {
+            figures.push(Figure::new("KV tokens held per running request", l.tokens_per_request, Unit::Tokens));
+            (
+                FindingKind::KvCacheBound,
+                "KV-cache bound: a few long requests hold the pool".to_string(),
+                format!(
+                    "Token usage reaches {:.2} with only ~{:.0} requests running and nothing waiting: each holds ~{} tokens of KV (prompt plus output so far). \
+                     The pool is full because these requests are long, not because many run, so more KV slots add no throughput while nothing waits; they only let the same requests grow longer before a retraction. \
+                     If these are generations that run away (no stop token), cap max_tokens near the real completion lengths; if the prompts are this long, only more KV memory or more GPUs run more of them at once.",
+                    v.usage.p90.or(v.usage.max).unwrap_or(th::KV_FULL_USAGE),
+                    l.running,
+                    super::count(l.tokens_per_request.round() as u64),
+                ),
+                Confidence::Medium,
+            )
+        }
         Reason::KvCache(_pattern) => {
             let _: &kv_cache_bound::Pattern = _pattern;
             let pool = cap.max_total_num_tokens;
@@ -288,11 +305,25 @@ pub fn bottleneck(
             ),
             Confidence::Medium,
         ),
-        Reason::NoLines | Reason::QueuedUnexplained | Reason::Unexplained => return None,
+        // worded by `held_admission` below
+        Reason::NoLines
+        | Reason::HeldAdmission(_)
+        | Reason::QueuedUnexplained
+        | Reason::Unexplained => return None,
     };
-    // A handful of lines is an excerpt, not a run: never high confidence.
+    // A handful of lines is an excerpt, not a run: never high confidence, and a few seconds of
+    // lines are a snapshot that the next minute can contradict.
     let confidence = if v.steady.len() < th::MIN_LINES_FOR_HIGH_CONFIDENCE {
         confidence.min(Confidence::Medium)
+    } else {
+        confidence
+    };
+    let snapshot = v.steady.len() < th::MIN_LINES_FOR_HIGH_CONFIDENCE
+        && v.span
+            .as_ref()
+            .is_none_or(|s| s.end_s - s.start_s < th::MIN_SPAN_FOR_MEDIUM_CONFIDENCE_S);
+    let confidence = if snapshot {
+        confidence.min(Confidence::Low)
     } else {
         confidence
     };
@@ -461,6 +492,7 @@ pub fn stall(f: &stall::Facts) -> Finding {
 
 /// The finding of [`crate::rules::retraction`].
 pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
+    let nothing_waited = f.nothing_waited;
     let mut figures = vec![
         Figure::new("retraction events", r.events as f64, Unit::Events),
         Figure::new("retraction lines (all ranks)", r.lines as f64, Unit::Lines),
@@ -494,22 +526,30 @@ pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
         } else {
             "KV cache ran out during decode (retraction)"
         },
-        "The KV pool could not hold the next decode token of every running request, so SGLang retracted requests back to the queue; \
-         each keeps the tokens it generated and is prefilled again (prompt plus those tokens) when readmitted, so a retraction costs a prefill, not the decode work twice. \
-         It means admission was too optimistic for this pool (new_token_ratio decayed) and the pool is the limit. Frequent retraction wastes compute and latency: raise --schedule-conservativeness, \
-         cap max_tokens, or give the KV cache more memory.",
+        format!(
+            "The KV pool could not hold the next decode token of every running request, so SGLang retracted requests back to the queue; \
+             each keeps the tokens it generated and is prefilled again (prompt plus those tokens) when readmitted, so a retraction costs a prefill, not the decode work twice. {}",
+            if nothing_waited {
+                "No request waited on the batch lines, so admission (and --schedule-conservativeness) played no part: the requests already running grew past the pool. Cap max_tokens, or give the KV cache more memory."
+            } else {
+                "It means admission was too optimistic for this pool (new_token_ratio decayed) and the pool is the limit. Frequent retraction wastes compute and latency: raise --schedule-conservativeness, cap max_tokens, or give the KV cache more memory."
+            }
+        ),
         figures,
         f.evidence.clone().into_iter().collect(),
         Confidence::High,
     );
-    with_levers(
-        f,
+    // with nothing waiting no admission took place: the requests that run grew past the pool
+    let levers: &[Lever] = if nothing_waited {
+        &[Lever::MaxTokens]
+    } else {
         &[
             Lever::ScheduleConservativeness,
             Lever::MaxTokens,
             Lever::MemFractionStatic,
-        ],
-    )
+        ]
+    };
+    with_levers(f, levers)
 }
 
 /// The finding of [`crate::rules::watchdog`].
@@ -760,7 +800,7 @@ pub fn held_admission(f: &held_admission::Facts, evidence: Option<SourceRange>) 
             Unit::Iterations,
         ));
     }
-    finding(
+    let f_out = finding(
         FindingKind::HeldAdmission,
         "Requests wait while the KV pool is nearly empty",
         format!(
@@ -771,6 +811,18 @@ pub fn held_admission(f: &held_admission::Facts, evidence: Option<SourceRange>) 
         figures,
         evidence.into_iter().collect(),
         Confidence::Medium,
+    );
+    // prefill passes many forward iterations apart: the scheduler's prefill interval
+    let spaced = f
+        .prefill_gap_iters
+        .is_some_and(|n| n >= th::HELD_PREFILL_GAP_ITERS);
+    with_levers(
+        f_out,
+        if spaced {
+            &[Lever::PrefillInterval]
+        } else {
+            &[]
+        },
     )
 }
 

@@ -114,7 +114,12 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
     let wait_s = match (h.queued_median, h.queued_peak) {
         (Some(m), _) if m >= 1.0 => Some(format!("~{m:.0} wait")),
         (_, Some(p)) if p >= 1.0 => Some(format!("up to {p:.0} wait (none most of the time)")),
-        (Some(_), _) => Some("nothing waits".to_string()),
+        (Some(_), _) => Some(match h.refill_queue_peak {
+            Some(p) => format!(
+                "nothing waits on the decode lines (requests queue only while the batch refills, up to {p:.0} on prefill lines)"
+            ),
+            None => "nothing waits".to_string(),
+        }),
         _ => None,
     };
     let usage_s = clause("token usage ~{}", h.token_usage_median, 2);
@@ -126,12 +131,21 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
     let (label, body) = match h.verdict {
         Bottleneck::KvCacheBound => (
             "KV-cache bound",
-            match (h.running_median, h.retraction_events) {
-                (None, Some(n)) => {
+            match (h.running_median, h.retraction_events, h.long_requests) {
+                (None, Some(n), _) => {
                     format!("the KV pool ran out during decode ({n} retraction events).")
                 }
+                (Some(_), _, Some(l)) => {
+                    format!(
+                        "{} held by ~{:.0} request{} of ~{} tokens each while nothing waits: long (or runaway) requests fill the pool, not many requests.",
+                        usage_s.unwrap_or_else(|| "the pool is full".into()),
+                        l.running,
+                        if l.running.round() == 1.0 { "" } else { "s" },
+                        super::count(l.tokens_per_request.round() as u64),
+                    )
+                }
                 // no line prints `#queue-req`: say so rather than "nothing waits"
-                (Some(_), _) if h.queued_median.is_none() => format!(
+                (Some(_), _, _) if h.queued_median.is_none() => format!(
                     "{} (the log prints no #queue-req: whether requests wait is unknown).",
                     join_clauses(vec![usage_s, run_s])
                 ),
@@ -174,6 +188,10 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 wait_s.unwrap_or_else(|| "requests wait".into()),
                 usage_s.unwrap_or_else(|| "the log prints no token usage".into())
             ),
+        ),
+        Bottleneck::AdmissionHeld => (
+            "Admission held between prefill passes",
+            held_summary(h.held_admission),
         ),
         Bottleneck::PdTransferBound => (
             "PD disaggregation",
@@ -237,21 +255,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
             "Inconclusive",
             match (h.queued_median, h.token_usage_median, h.running_median) {
                 // requests wait at an empty pool: admission waits for a prefill pass
-                _ if h.held_admission.is_some() => {
-                    let gap = h.held_admission.and_then(|x| {
-                        x.prefill_gap_iters
-                            .map(|n| {
-                                format!(" (prefill batches up to {n} forward iterations apart)")
-                            })
-                            .or(x.prefill_gap_s.filter(|&s| s > 0.0).map(|s| {
-                                format!(" (prefill batches up to {} apart)", super::fmt_duration(s))
-                            }))
-                    });
-                    format!(
-                        "requests wait while the KV pool is nearly empty: admission waits for the next prefill pass{}; check how often the server schedules prefill.",
-                        gap.unwrap_or_default()
-                    )
-                }
+                _ if h.held_admission.is_some() => held_summary(h.held_admission),
                 // the queue field is missing: whether the pool turns requests away is unknown
                 (None, Some(u), Some(r)) => format!(
                     "~{r:.0} requests run at token usage ~{u:.2}, and the log prints no #queue-req, so whether requests wait (and for what) is unknown."
@@ -316,6 +320,22 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         ));
     }
     (label.to_string(), summary)
+}
+
+/// The summary of a held admission ([`Headline::held_admission`]).
+fn held_summary(held: Option<crate::report::HeldAdmissionFacts>) -> String {
+    let gap = held.and_then(|x| {
+        x.prefill_gap_iters
+            .map(|n| format!(" (prefill batches up to {n} forward iterations apart)"))
+            .or(x
+                .prefill_gap_s
+                .filter(|&s| s > 0.0)
+                .map(|s| format!(" (prefill batches up to {} apart)", super::fmt_duration(s))))
+    });
+    format!(
+        "requests wait while the KV pool is nearly empty: admission waits for the next prefill pass{}; check how often the server schedules prefill.",
+        gap.unwrap_or_default()
+    )
 }
 
 /// The headline of [`Bottleneck::RequestsRejected`].

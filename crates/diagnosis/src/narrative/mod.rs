@@ -39,6 +39,7 @@ pub fn bottleneck_label(b: Bottleneck) -> &'static str {
         Bottleneck::RunningCapBound => "running-request cap bound",
         Bottleneck::PrefillBound => "prefill bound",
         Bottleneck::SchedulerConservative => "scheduler too conservative",
+        Bottleneck::AdmissionHeld => "admission held between prefill passes",
         Bottleneck::PdTransferBound => "PD transfer / pre-allocation bound",
         Bottleneck::ClientBound => "client too slow / not enough load",
         Bottleneck::Stall => "stall",

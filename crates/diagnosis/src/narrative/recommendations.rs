@@ -133,11 +133,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             },
             "more retractions if completions run longer than reserved; watch for `KV cache pool is full. Retract requests.`".into(),
         ),
-        Plan::RaiseMaxRunning => (
-            "Raise --max-running-requests, if the KV cache has room (the flag counts the whole server: with DP attention SGLang divides it over the DP ranks, and the log's max_running_requests is per rank); check the client is not capped at the same number".into(),
-            "more requests decoding at once, up to what the KV pool holds".into(),
-            "larger batches need more activation memory and may exceed the captured CUDA-graph batch size".into(),
-        ),
+        Plan::RaiseMaxRunning(advice) => raise_max_running(advice),
         Plan::RaiseClientConcurrency(load) => (
             "Send more requests at once from the client (raise its concurrency)".into(),
             match load.and_then(|l| Some((l, l.headroom()?))) {
@@ -170,6 +166,51 @@ pub fn recommendation(p: &Plan) -> Recommendation {
         gain_pct: p.gain_pct(),
         risk,
     }
+}
+
+/// The words of [`Plan::RaiseMaxRunning`]: with the benchmark client's limit when the log
+/// gives it, and the CUDA graphs' largest batch.
+fn raise_max_running(a: &crate::recommend::CapAdvice) -> (String, String, String) {
+    let flag = "--max-running-requests";
+    let whole = "the flag counts the whole server: with DP attention SGLang divides it over the DP ranks, and the log's max_running_requests is per rank";
+    let action = match a.client {
+        Some(c) if c.limit <= c.server_total => format!(
+            "Raise {flag} together with the client's --max-concurrency, if the KV cache has room: the benchmark in the log sends at most {} requests at once, {} the server's cap of {}{}, so raising either alone changes nothing",
+            c.limit,
+            if c.limit == c.server_total {
+                "exactly"
+            } else {
+                "below"
+            },
+            c.server_total,
+            if c.dp_ranks > 1 {
+                format!(
+                    " ({} per DP rank × {} ranks; the flag counts the whole server and SGLang divides it over the DP ranks)",
+                    c.per_rank, c.dp_ranks
+                )
+            } else {
+                String::new()
+            },
+        ),
+        Some(c) => format!(
+            "Raise {flag}, if the KV cache has room: the benchmark in the log sends up to {} requests at once, above the server's cap of {} ({whole})",
+            c.limit, c.server_total
+        ),
+        None => format!(
+            "Raise {flag}, if the KV cache has room ({whole}); check the client is not capped at the same number"
+        ),
+    };
+    let risk = match a.graph_max_bs {
+        Some(g) => format!(
+            "larger batches need more activation memory, and CUDA graphs are captured only up to {g} requests per rank: raise --cuda-graph-max-bs with the cap, or the larger batches run eagerly"
+        ),
+        None => "larger batches need more activation memory and may exceed the captured CUDA-graph batch size".into(),
+    };
+    (
+        action,
+        "more requests decoding at once, up to what the KV pool holds".into(),
+        risk,
+    )
 }
 
 /// The words of a [`Plan::Change`]: the setting, in the direction its finding gives.
@@ -266,6 +307,11 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
             format!("Keep prompt plus max_tokens below the context length, or raise {flag} if the model supports it"),
             "the rejected requests run",
             "a longer context than the model was trained for degrades its output",
+        ),
+        (Lever::PrefillInterval, _) => (
+            format!("Let the scheduler try a prefill pass at every step: set {flag} back to 1 (its default), and remove any interval between prefill passes the build offers (NPU builds: --prefill-decode-interval)"),
+            "waiting requests are admitted at the next forward pass instead of hundreds of decode steps later",
+            "decode steps are interrupted by prefill more often (higher inter-token latency for the running requests)",
         ),
         (Lever::ClientConcurrency, _) => (
             format!("Raise the client's concurrency ({flag} of a benchmark)"),

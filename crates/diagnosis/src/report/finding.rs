@@ -213,6 +213,10 @@ pub enum Lever {
     ClientConcurrency,
     /// `--context-length`: the longest prompt plus completion the server accepts (tokens).
     ContextLength,
+    /// How often the scheduler tries a prefill pass: `--num-continuous-decode-steps` (decode
+    /// steps run before the next check for new requests; NPU builds also have a prefill-decode
+    /// interval).
+    PrefillInterval,
 }
 
 impl Lever {
@@ -234,6 +238,7 @@ impl Lever {
             Lever::SpeculativeDecoding => "--speculative-num-steps",
             Lever::ClientConcurrency => "--max-concurrency",
             Lever::ContextLength => "--context-length",
+            Lever::PrefillInterval => "--num-continuous-decode-steps",
         }
     }
 }

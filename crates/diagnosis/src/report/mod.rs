@@ -32,6 +32,10 @@ pub enum Bottleneck {
     PrefillBound,
     /// Requests queue although the KV cache is well below full: admission reserves too much.
     SchedulerConservative,
+    /// Requests queue at a nearly empty KV pool that no reservation explains, while prefill
+    /// batches run far apart: admission waits for the next prefill pass (an interval between
+    /// prefill passes, many continuous decode steps), not for memory.
+    AdmissionHeld,
     /// PD disaggregation: requests pile up waiting for KV pre-allocation / bootstrap.
     PdTransferBound,
     /// Nearly nothing waits: the client sends too little load for the server.
@@ -164,8 +168,9 @@ pub struct Headline {
     /// The last benchmark run's client did not stream (`bench_not_streamed`): its latency
     /// figures are invalid.
     pub benchmark_not_streamed: bool,
-    /// Requests wait at a nearly empty pool (`held_admission`), for an inconclusive verdict:
-    /// the headline points at how often prefill runs.
+    /// Requests wait at a nearly empty pool (`held_admission`), for the
+    /// [`Bottleneck::AdmissionHeld`] verdict (or an inconclusive one): the headline points at
+    /// how often prefill runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_admission: Option<HeldAdmissionFacts>,
     /// Share of the steady lines at the running cap, for the [`Bottleneck::RunningCapBound`]
@@ -178,6 +183,16 @@ pub struct Headline {
     /// prefill side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pd_decode_transfer: Option<f64>,
+    /// A few long requests hold the full KV pool while nothing waits (`kv_cache_bound`'s
+    /// few-long-requests pattern), for the [`Bottleneck::KvCacheBound`] verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_requests: Option<LongRequests>,
+    /// Highest `#queue-req` on the steady prefill lines (requests), when the standing queue of
+    /// the decode lines stays empty: requests then queue only while the batch refills after a
+    /// wave of completions (a prefill line is printed exactly when queued requests are
+    /// admitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refill_queue_peak: Option<f64>,
     /// The requests the server turned away, for the [`Bottleneck::RequestsRejected`] verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected: Option<RejectedRequests>,
@@ -628,6 +643,15 @@ pub struct HeldAdmissionFacts {
     pub prefill_gap_s: Option<f64>,
 }
 
+/// A few long requests holding the full KV pool (see [`Headline::long_requests`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct LongRequests {
+    /// Median running requests (requests).
+    pub running: f64,
+    /// Median KV tokens held per running request, `#token / #running-req` (tokens).
+    pub tokens_per_request: f64,
+}
+
 /// Requests the server turned away (see `rules::rejected_requests`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct RejectedRequests {
@@ -1055,6 +1079,11 @@ impl RecommendationKind {
             }
             RecommendationKind::RaiseMaxRunningRequests => vec![Lever::MaxRunningRequests],
             RecommendationKind::RaiseClientConcurrency => vec![Lever::ClientConcurrency],
+            // its words raise both prefill budgets together
+            RecommendationKind::Change {
+                lever: Lever::ChunkedPrefillSize,
+                finding: FindingKind::PrefillBound,
+            } => vec![Lever::ChunkedPrefillSize, Lever::MaxPrefillTokens],
             RecommendationKind::Change { lever, .. } => vec![lever],
             RecommendationKind::HiCacheNoGain | RecommendationKind::UseWindowedRate => Vec::new(),
         }

@@ -16,6 +16,15 @@
 //! memory allows; see the what-if table), `--kv-cache-dtype fp8_e4m3`, more GPUs, shorter
 //! `max_tokens`. Not HiCache: it extends the prefix cache, not the running batch.
 //!
+//! **A few long requests** ([`Pattern::FewLongRequests`]). The pool full with nothing waiting
+//! (the queue printed and 0 on every steady line) and at most
+//! [`th::FEW_LONG_REQUESTS_MAX_RUNNING`] requests running, each holding at least
+//! [`th::LONG_REQUEST_TOKENS`] of KV (`#token / #running-req`): the pool is full because these
+//! requests are long, not because many run. More KV slots add no throughput while nothing
+//! waits; they only let the same requests grow longer before a retraction. Generations that
+//! run away (no stop token) are stopped by `max_tokens`; prompts this long need more KV memory
+//! or GPUs to run more at once.
+//!
 //! **Source.** SGLang `schedule_policy.py` (`PrefillAdder`: admission against the pool's
 //! available tokens), hyperparameter-tuning guide (token usage above 0.9 means the pool is
 //! the limit); spec §2.1.
@@ -24,7 +33,7 @@ use crate::evidence::view::{SchedulerView, share};
 use crate::thresholds as th;
 
 /// Which shape of a full pool was seen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Pattern {
     /// The pool is full and requests queue.
     QueuedAtFullPool,
@@ -32,6 +41,37 @@ pub enum Pattern {
     PreallocAtFullPool,
     /// The pool is full, nothing waits (yet).
     FullWithoutQueue,
+    /// The pool is full, nothing waits, and a few long requests hold it (see the module doc).
+    FewLongRequests(LongRequests),
+}
+
+/// A few long requests holding a full pool.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LongRequests {
+    /// Median running requests over the steady span (requests).
+    pub running: f64,
+    /// Median KV tokens held per running request, `#token / #running-req` (tokens).
+    pub tokens_per_request: f64,
+}
+
+/// The [`Pattern::FewLongRequests`] test on a scheduler whose pool is full.
+fn few_long_requests(v: &SchedulerView<'_>) -> Option<LongRequests> {
+    let nothing_waits = v.queued.max == Some(0.0);
+    let running = v.running.median?;
+    if !nothing_waits || !(1.0..=th::FEW_LONG_REQUESTS_MAX_RUNNING).contains(&running) {
+        return None;
+    }
+    let mut per_request: Vec<f64> = v
+        .steady_decode
+        .iter()
+        .filter_map(|d| Some(d.tokens? as f64 / d.running.filter(|&r| r > 0)? as f64))
+        .collect();
+    per_request.sort_by(f64::total_cmp);
+    let tokens_per_request = *per_request.get(per_request.len() / 2)?;
+    (tokens_per_request >= th::LONG_REQUEST_TOKENS).then_some(LongRequests {
+        running,
+        tokens_per_request,
+    })
 }
 
 /// The rule's verdict on a scheduler with a standing queue (or a PD pre-allocation queue).
@@ -52,7 +92,10 @@ pub fn queued_at_full_pool(v: &SchedulerView<'_>) -> Option<Pattern> {
 /// (or with its queue unknown: a paste that cut `#queue-req` away still shows the pool full,
 /// and a full pool admits nothing more; the headline then says the queue is unknown).
 pub fn full_without_queue(v: &SchedulerView<'_>) -> Option<Pattern> {
-    v.kv_full().then_some(Pattern::FullWithoutQueue)
+    if !v.kv_full() {
+        return None;
+    }
+    Some(few_long_requests(v).map_or(Pattern::FullWithoutQueue, Pattern::FewLongRequests))
 }
 
 #[cfg(test)]
@@ -94,6 +137,40 @@ mod tests {
         check_lines(&set_field(&lines, "token usage", "0.89"), None);
         let idle = set_field(&set_field(&lines, "token usage", "0.95"), "#queue-req", "0");
         check_lines(&idle, Some(Pattern::FullWithoutQueue));
+    }
+
+    const RUNAWAY: &str = "real/046-i2746-dsv3-usage100-tiny-batch-then-decode-oom.log";
+
+    #[test]
+    fn two_requests_of_150k_tokens_hold_the_pool() {
+        // lines 1-5: 2 running, #token 307481-307801, usage 1.00, #queue-req 0
+        check_lines(
+            &excerpt(RUNAWAY, 1..=5),
+            Some(Pattern::FewLongRequests(LongRequests {
+                running: 2.0,
+                tokens_per_request: 307641.0 / 2.0,
+            })),
+        );
+    }
+
+    #[test]
+    fn a_waiting_request_or_short_requests_are_not_a_few_long_ones() {
+        let lines = excerpt(RUNAWAY, 1..=5);
+        // one request waits on every line: the pool turns it away (queued at a full pool)
+        check_lines(
+            &set_field(&lines, "#queue-req", "1"),
+            Some(Pattern::QueuedAtFullPool),
+        );
+        // 2 requests of 16k tokens each fill a small pool: full, but not long requests
+        check_lines(
+            &set_field(&lines, "#token", "32000"),
+            Some(Pattern::FullWithoutQueue),
+        );
+        // 40 requests share the same tokens: a busy pool, not a few long requests
+        check_lines(
+            &set_field(&lines, "#running-req", "40"),
+            Some(Pattern::FullWithoutQueue),
+        );
     }
 
     #[test]

@@ -28,6 +28,10 @@ pub struct Facts {
     pub thrash: bool,
     /// From the first to the last retraction line, when in one source.
     pub evidence: Option<SourceRange>,
+    /// No request waited on any scheduler's steady lines (the queue printed, and 0 on every
+    /// one): admission, and so `--schedule-conservativeness`, played no part; the running
+    /// requests grew past the pool.
+    pub nothing_waited: bool,
 }
 
 /// The rule.
@@ -41,6 +45,11 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             .retractions
             .per_hour
             .is_some_and(|x| x >= th::THRASH_PER_HOUR),
+        nothing_waited: input.views.iter().any(|v| v.queued.max.is_some())
+            && input
+                .views
+                .iter()
+                .all(|v| v.queued.max.is_none_or(|q| q < 1.0)),
         evidence: match (t.first_line, t.last_line) {
             (Some(a), Some(b)) if a.source == b.source => {
                 Some(input.range(a.source, a.line, b.line))
@@ -63,8 +72,19 @@ mod tests {
             let f = check(i).expect("retraction");
             assert_eq!(i.retractions.events, 1);
             assert!(!f.thrash);
+            // no batch line prints a queue: that nothing waited is not known
+            assert!(!f.nothing_waited);
             assert_eq!(f.evidence.map(|e| e.first_line), Some(14));
         });
+    }
+
+    #[test]
+    fn a_retraction_with_nothing_waiting() {
+        // two requests at usage 1.00 and #queue-req 0 (lines 1-5), then the retraction
+        with_input(
+            &whole("real/046-i2746-dsv3-usage100-tiny-batch-then-decode-oom.log"),
+            |i| assert!(check(i).expect("retraction").nothing_waited),
+        );
     }
 
     #[test]
