@@ -83,6 +83,10 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         .iter()
         .zip(&reasons)
         .find(|(_, r)| r.bottleneck() == bottleneck);
+    let pool_fill = match carrier.map(|c| c.1) {
+        Some(Reason::KvCache(rules::kv_cache_bound::Pattern::FillsAsAdmitted(f))) => Some(*f),
+        _ => None,
+    };
     let long_requests = match carrier.map(|c| c.1) {
         Some(Reason::KvCache(rules::kv_cache_bound::Pattern::FewLongRequests(l))) => Some(*l),
         _ => None,
@@ -99,9 +103,13 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             input.timeline_range(v.tl),
         ));
         // a prefill budget that admits requests slowly is its own finding even when another
-        // limit names the verdict (one request per prefill pass fills a cap more slowly)
-        if !matches!(r, Reason::PrefillLimit(_))
-            && let Some(f) = rules::prefill_limit::check(v, &capacity)
+        // limit names the verdict (one request per prefill pass fills a cap more slowly); not
+        // when the pool fills as the queue is admitted: a faster prefill only reaches it sooner
+        if !matches!(
+            r,
+            Reason::PrefillLimit(_)
+                | Reason::KvCache(rules::kv_cache_bound::Pattern::FillsAsAdmitted(_))
+        ) && let Some(f) = rules::prefill_limit::check(v, &capacity)
         {
             findings.extend(narrative::bottleneck(
                 v,
@@ -374,6 +382,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
                     .collect();
                 (!t.is_empty()).then(|| t.iter().sum::<f64>() / t.len() as f64)
             }),
+        pool_fill: pool_fill.map(|f| crate::report::PoolFill {
+            usage: f.usage,
+            admitted: f.admitted,
+            waiting: f.waiting,
+            projected_usage: f.projected_usage,
+        }),
         long_requests: long_requests.map(|l| crate::report::LongRequests {
             running: l.running,
             tokens_per_request: l.tokens_per_request,

@@ -125,6 +125,9 @@ pub const LONG_REQUEST_TOKENS: f64 = 32768.0;
 /// default of one decode step per scheduling round a waiting request meets a prefill pass
 /// within a few iterations.
 pub const HELD_PREFILL_GAP_ITERS: u64 = 10;
+/// Token usage from which a ramp's fill is projected (`kv_cache_bound::fills_as_admitted`,
+/// fraction): below it the KV tokens per request are too uncertain to extrapolate.
+pub const FILL_MIN_USAGE: f64 = 0.5;
 /// Decode lines needed before a rate gets an interval (batch means need several batches).
 pub const MIN_LINES_FOR_INTERVAL: usize = 20;
 /// Decode throughput lost to interleaved prefills above which it is reported (fraction).

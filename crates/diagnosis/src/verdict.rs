@@ -11,13 +11,14 @@
 //! | 4 | `running_cap::at_configured_cap` | `running_cap_bound` |
 //! | 5 | `running_cap::mamba_slots_full` (queued) | `running_cap_bound` |
 //! | 6 | `running_cap::flat_plateau` (queued) | `running_cap_bound` |
-//! | 7 | `prefill_limit` (queued) | `prefill_bound` |
-//! | 8 | `conservative_admission` (queued) | `scheduler_conservative` |
-//! | 9 | `held_admission` (queued) | `admission_held` |
-//! | 10 | queued, nothing above | `inconclusive` |
-//! | 11 | `client_bound` | `client_bound` |
-//! | 12 | `kv_cache_bound::full_without_queue` | `kv_cache_bound` |
-//! | 13 | otherwise | `inconclusive` |
+//! | 7 | `kv_cache_bound::fills_as_admitted` (queued ramp) | `kv_cache_bound` |
+//! | 8 | `prefill_limit` (queued) | `prefill_bound` |
+//! | 9 | `conservative_admission` (queued) | `scheduler_conservative` |
+//! | 10 | `held_admission` (queued) | `admission_held` |
+//! | 11 | queued, nothing above | `inconclusive` |
+//! | 12 | `client_bound` | `client_bound` |
+//! | 13 | `kv_cache_bound::full_without_queue` | `kv_cache_bound` |
+//! | 14 | otherwise | `inconclusive` |
 //!
 //! **Over schedulers** each verdict gets the steady lines of its schedulers as votes; the most
 //! votes win, ties broken by [`priority`]. A KV-bound scheduler holding at least
@@ -115,6 +116,9 @@ pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
     }),
     ("running_cap (flat ceiling)", |v, c| {
         running_cap::flat_plateau(v, c).map(Reason::RunningCap)
+    }),
+    ("kv_cache_bound (fills as admitted)", |v, _| {
+        kv_cache_bound::fills_as_admitted(v).map(Reason::KvCache)
     }),
     ("prefill_limit", |v, c| {
         prefill_limit::check(v, c).map(Reason::PrefillLimit)

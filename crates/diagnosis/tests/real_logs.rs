@@ -420,9 +420,12 @@ const CASES: &[Case] = &[
         p(28, 0, 0.02),
         &[],
     ),
+    // Lines 6-12: running 0 → 21, queue 38 → 18 and usage 0.00 → 0.77 in 4 s: prefill sets
+    // the ramp's pace, but the 18 waiting would need ~1.30 of the pool at 26 requests per
+    // 0.77 (SOURCES: the KV cache will saturate soon), so the verdict is the pool.
     row(
         "real/055-i1612-engine-generate-offline-tqdm-time-only.log",
-        B::PrefillBound,
+        B::KvCacheBound,
         p(21, 38, 0.77),
         &[Has(F::RampOnly)],
     ),
@@ -1641,4 +1644,30 @@ fn three_decode_lines_over_eight_seconds_are_a_low_confidence_verdict() {
     let r = diagnose("real/025-sgl-kernel-npu-pr608-tp-ep-prefix-mtp.log");
     assert_eq!(r.bottleneck, B::SchedulerConservative);
     assert_eq!(r.findings[0].confidence, diagnosis::Confidence::Low);
+}
+
+#[test]
+fn a_ramp_that_will_fill_the_pool_is_not_sent_to_bigger_prefill_chunks() {
+    // 055 lines 6-12: usage 0.00 → 0.77 in 4 s at +0.15 per 8192-token prefill batch, with 18
+    // still waiting: the pool, not prefill, will hold the batch
+    let r = diagnose("real/055-i1612-engine-generate-offline-tqdm-time-only.log");
+    assert_eq!(r.bottleneck, B::KvCacheBound);
+    let fill = r.headline.pool_fill.expect("the pool fills");
+    assert_eq!((fill.admitted, fill.waiting), (26, 18));
+    assert!((fill.projected_usage - 1.303).abs() < 0.001, "{fill:?}");
+    assert!(
+        r.recommendations.iter().all(|x| !x
+            .kind
+            .levers()
+            .contains(&Lever::ChunkedPrefillSize)),
+        "{:?}",
+        r.recommendations
+    );
+    assert!(
+        r.recommendations
+            .iter()
+            .any(|x| x.kind == RecommendationKind::MoreKvSlots)
+    );
+    // the ramp is still said
+    assert!(r.findings.iter().any(|f| f.kind == F::RampOnly));
 }

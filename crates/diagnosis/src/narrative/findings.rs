@@ -155,6 +155,22 @@ pub fn bottleneck(
         _ => Vec::new(),
     };
     let (kind, title, detail, confidence) = match reason {
+        Reason::KvCache(kv_cache_bound::Pattern::FillsAsAdmitted(f)) => {
+            figures.push(Figure::new("requests holding the pool at the last line", f.admitted as f64, Unit::Requests));
+            figures.push(Figure::new("requests still waiting at the last line", f.waiting as f64, Unit::Requests));
+            figures.push(Figure::new("token usage all of them would need", f.projected_usage, Unit::Fraction));
+            (
+                FindingKind::KvCacheBound,
+                "KV-cache bound: the pool fills as the queue is admitted".to_string(),
+                format!(
+                    "Running requests climb while the queue drains and token usage rises to {:.2}, held by {} requests; the {} still waiting would need ~{:.2} of the pool at the same KV tokens per request (more, as the running requests keep growing while they decode). \
+                     The batch will be held by the KV cache before the queue drains: prefill sets the pace of this ramp only, so larger prefill chunks reach the limit sooner and gain little. \
+                     More requests can decode at once only with more KV slots: a larger mem_fraction_static (as far as free memory allows), an fp8 KV cache (kv_cache_dtype=fp8_e4m3), more GPUs (DP), or shorter max_tokens.",
+                    f.usage, f.admitted, f.waiting, f.projected_usage
+                ),
+                Confidence::Medium,
+            )
+        }
         Reason::KvCache(kv_cache_bound::Pattern::FewLongRequests(l)) => {
             figures.push(Figure::new("KV tokens held per running request", l.tokens_per_request, Unit::Tokens));
             (

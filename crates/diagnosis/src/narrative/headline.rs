@@ -135,6 +135,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 (None, Some(n), _) => {
                     format!("the KV pool ran out during decode ({n} retraction events).")
                 }
+                (Some(_), _, _) if h.pool_fill.is_some() => fill_summary(h.pool_fill),
                 (Some(_), _, Some(l)) => {
                     format!(
                         "{} held by ~{:.0} request{} of ~{} tokens each while nothing waits: long (or runaway) requests fill the pool, not many requests.",
@@ -320,6 +321,17 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         ));
     }
     (label.to_string(), summary)
+}
+
+/// The summary of a pool that fills as the queue is admitted ([`Headline::pool_fill`]).
+fn fill_summary(fill: Option<crate::report::PoolFill>) -> String {
+    match fill {
+        Some(f) => format!(
+            "the pool fills as the queue is admitted: token usage ~{:.2} held by {} requests, and the {} still waiting would need ~{:.2} of it; prefill sets the pace of the ramp only, so larger prefill chunks reach this limit sooner.",
+            f.usage, f.admitted, f.waiting, f.projected_usage
+        ),
+        None => "the pool fills as the queue is admitted.".to_string(),
+    }
 }
 
 /// The summary of a held admission ([`Headline::held_admission`]).

@@ -183,6 +183,10 @@ pub struct Headline {
     /// prefill side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pd_decode_transfer: Option<f64>,
+    /// A ramp whose waiting requests will not fit in the KV pool (`kv_cache_bound`'s
+    /// fills-as-admitted pattern), for the [`Bottleneck::KvCacheBound`] verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_fill: Option<PoolFill>,
     /// A few long requests hold the full KV pool while nothing waits (`kv_cache_bound`'s
     /// few-long-requests pattern), for the [`Bottleneck::KvCacheBound`] verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -641,6 +645,19 @@ pub struct HeldAdmissionFacts {
     pub prefill_gap_iters: Option<u64>,
     /// Largest gap between prefill batches (seconds), when timestamped.
     pub prefill_gap_s: Option<f64>,
+}
+
+/// A pool that fills as the queue is admitted (see [`Headline::pool_fill`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct PoolFill {
+    /// Token usage on the ramp's last line (fraction).
+    pub usage: f64,
+    /// Requests holding that usage (requests).
+    pub admitted: u64,
+    /// Requests still waiting (requests).
+    pub waiting: u64,
+    /// The usage all of them would need at the same KV tokens per request (fraction).
+    pub projected_usage: f64,
 }
 
 /// A few long requests holding the full KV pool (see [`Headline::long_requests`]).

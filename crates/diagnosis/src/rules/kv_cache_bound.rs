@@ -25,6 +25,15 @@
 //! run away (no stop token) are stopped by `max_tokens`; prompts this long need more KV memory
 //! or GPUs to run more at once.
 //!
+//! **Filling as the queue is admitted** ([`fills_as_admitted`], [`Pattern::FillsAsAdmitted`]).
+//! A burst's ramp: requests wait on most lines while, from the queue's peak on, running
+//! requests climb, the queue drains and token usage rises to at least [`th::FILL_MIN_USAGE`], and at the last line's KV tokens
+//! per request the requests admitted plus those still waiting need the whole pool or more
+//! (`usage × (admitted + waiting) / admitted ≥ 1`; a lower bound, since the running requests
+//! still grow as they decode). Prefill sets the pace of the ramp only: the batch will be held
+//! by the KV cache before the queue drains, so larger prefill chunks reach that limit sooner
+//! and gain little.
+//!
 //! **Source.** SGLang `schedule_policy.py` (`PrefillAdder`: admission against the pool's
 //! available tokens), hyperparameter-tuning guide (token usage above 0.9 means the pool is
 //! the limit); spec §2.1.
@@ -43,6 +52,62 @@ pub enum Pattern {
     FullWithoutQueue,
     /// The pool is full, nothing waits, and a few long requests hold it (see the module doc).
     FewLongRequests(LongRequests),
+    /// A ramp whose waiting requests will not fit in the pool (see the module doc).
+    FillsAsAdmitted(PoolFill),
+}
+
+/// A pool that fills as the queue is admitted, at the ramp's last line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PoolFill {
+    /// Token usage on the last line (fraction).
+    pub usage: f64,
+    /// Requests holding that usage: running, plus those the line's prefill batch admitted
+    /// (requests).
+    pub admitted: u64,
+    /// Requests still waiting (requests).
+    pub waiting: u64,
+    /// The usage all of them would need at the same KV tokens per request (fraction).
+    pub projected_usage: f64,
+}
+
+/// The rule's verdict on a ramp whose waiting requests will not fit (see the module doc).
+pub fn fills_as_admitted(v: &SchedulerView<'_>) -> Option<Pattern> {
+    if !v.queued() || v.kv_full() {
+        return None;
+    }
+    let lines: Vec<_> = v
+        .steady
+        .iter()
+        .filter_map(|o| Some((o, o.running?, o.queue?, o.usage?)))
+        .collect();
+    // from the queue's peak on (the first line of a burst may still show it empty)
+    let peak = lines
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, l)| (l.2, std::cmp::Reverse(*i)))?
+        .0;
+    let (&(_, r0, q0, u0), &(last, r1, q1, u1)) = (&lines[peak], lines.last()?);
+    if u1 < th::FILL_MIN_USAGE || u1 <= u0 || r1 <= r0 || q1 >= q0 || q1 == 0 {
+        return None;
+    }
+    // a prefill line's usage already holds the batch it admits, its running count not
+    let admitted_now = if last.decode {
+        0
+    } else {
+        v.steady_prefill
+            .iter()
+            .find(|p| p.line == last.line)
+            .and_then(|p| p.new_seq)
+            .unwrap_or(0)
+    };
+    let admitted = r1 + admitted_now;
+    let projected_usage = u1 * (admitted + q1) as f64 / admitted as f64;
+    (projected_usage >= 1.0).then_some(Pattern::FillsAsAdmitted(PoolFill {
+        usage: u1,
+        admitted,
+        waiting: q1,
+        projected_usage,
+    }))
 }
 
 /// A few long requests holding a full pool.
@@ -101,7 +166,7 @@ pub fn full_without_queue(v: &SchedulerView<'_>) -> Option<Pattern> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::testing::{excerpt, set_field, with_input};
+    use crate::rules::testing::{excerpt, set_field, whole, with_input};
 
     const DP_ATTN: &str = "real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log";
     const FULL_QUEUE: &str = "real/001-i938-a100-llama13b-queue12k.log";
@@ -170,6 +235,39 @@ mod tests {
         check_lines(
             &set_field(&lines, "#running-req", "40"),
             Some(Pattern::FullWithoutQueue),
+        );
+    }
+
+    const FILLING: &str = "real/055-i1612-engine-generate-offline-tqdm-time-only.log";
+
+    #[test]
+    fn a_ramp_whose_queue_will_not_fit_fills_the_pool() {
+        // lines 6-12: running 0 → 21, queue 38 → 18, usage 0.00 → 0.77; the last prefill batch
+        // admits 5 (26 holding 0.77), and the 18 waiting would need 0.77 × 44 / 26
+        with_input(&excerpt(FILLING, 6..=12), |i| {
+            let v = &i.views[0];
+            assert_eq!(
+                fills_as_admitted(v),
+                Some(Pattern::FillsAsAdmitted(PoolFill {
+                    usage: 0.77,
+                    admitted: 26,
+                    waiting: 18,
+                    projected_usage: 0.77 * 44.0 / 26.0,
+                }))
+            );
+        });
+    }
+
+    #[test]
+    fn a_ramp_with_room_for_its_queue_does_not_fill() {
+        // the same ramp cut at line 9 (usage 0.33 is too little to project from), and 041's
+        // ramp (usage 0.24 at 64 running with 53 waiting: ~0.44 projected)
+        with_input(&excerpt(FILLING, 6..=9), |i| {
+            assert_eq!(fills_as_admitted(&i.views[0]), None)
+        });
+        with_input(
+            &whole("real/041-i11970-v0.5.3post3-prefill-queue114-chunk8192.log"),
+            |i| assert_eq!(fills_as_admitted(&i.views[0]), None),
         );
     }
 
