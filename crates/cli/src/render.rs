@@ -434,7 +434,7 @@ fn schedulers(r: &Report) -> Vec<Block> {
                     f(s.peak_token_usage, 2)
                 ),
                 f(s.gen_throughput.median, 1),
-                diagnosis::narrative::bottleneck_label(s.bottleneck).to_string(),
+                diagnosis::narrative::scheduler_verdict_label(s).to_string(),
             ]
         })
         .collect::<Vec<_>>();

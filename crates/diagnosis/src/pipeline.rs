@@ -250,6 +250,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         measured_tok_per_s: steady_gen_throughput.as_ref().map(|r| r.value),
         levers: &levers,
         long_requests: long_requests.is_some(),
+        pd_decode: carrier.is_some_and(|(v, _)| v.is_pd_decode()),
         cap_advice: recommend::CapAdvice {
             client: server_cap.and_then(|cap| {
                 Some(recommend::ClientLimit {
@@ -827,6 +828,7 @@ fn scheduler_summary(
         peak_gen_throughput: agg.max_gen_tps,
         prefix_cache_share: (total_prompt > 0)
             .then(|| agg.prefill_cached_tokens as f64 / total_prompt as f64),
+        pd_decode: v.is_pd_decode(),
         bottleneck,
     }
 }

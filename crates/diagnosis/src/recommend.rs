@@ -141,6 +141,8 @@ pub enum Plan {
     RaiseMaxRunning(CapAdvice),
     /// Raise the client's concurrency.
     RaiseClientConcurrency(Option<Load>),
+    /// A PD decode node fed by the prefill side: look there.
+    CheckPrefillSide(Option<Load>),
     /// Judge progress by the windowed rate.
     UseWindowedRate,
     /// Change a setting a finding names that no plan above covers.
@@ -166,6 +168,7 @@ impl Plan {
             Plan::LowerConservativeness(_) => RecommendationKind::LowerConservativeness,
             Plan::RaiseMaxRunning(_) => RecommendationKind::RaiseMaxRunningRequests,
             Plan::RaiseClientConcurrency(_) => RecommendationKind::RaiseClientConcurrency,
+            Plan::CheckPrefillSide(_) => RecommendationKind::CheckPrefillSide,
             Plan::UseWindowedRate => RecommendationKind::UseWindowedRate,
             Plan::Change { lever, finding } => RecommendationKind::Change {
                 lever: *lever,
@@ -226,6 +229,9 @@ pub struct Input<'a> {
     /// A few long requests hold the full pool while nothing waits (`kv_cache_bound`): more KV
     /// slots or admission settings add no throughput; the finding names `max_tokens`.
     pub long_requests: bool,
+    /// The scheduler behind the verdict is a PD decode node (its load comes from the prefill
+    /// side).
+    pub pd_decode: bool,
 }
 
 fn kv_plans(
@@ -396,6 +402,7 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
         }
         // Nothing runs (a PD prefill instance, an idle server): the batch model does not apply.
         Bottleneck::ClientBound if i.load.is_some_and(|l| l.running_median < 1.0) => {}
+        Bottleneck::ClientBound if i.pd_decode => out.push(Plan::CheckPrefillSide(i.load)),
         Bottleneck::ClientBound => out.push(Plan::RaiseClientConcurrency(i.load)),
         _ => {}
     }

@@ -1487,6 +1487,23 @@ fn a_client_bound_pd_decode_node_names_its_transfers() {
     assert_eq!(r.bottleneck, B::ClientBound);
     let t = r.headline.pd_decode_transfer.expect("transfers");
     assert!((1.0..2.0).contains(&t), "{t}");
+    // the client sent more than was served (ascend-dsr1-pd-client-router.log:3696, 3708:
+    // concurrency 832, peak 869): the label and the advice point at the prefill side and the
+    // handoff, never at the client's concurrency
+    assert!(
+        r.headline
+            .text
+            .starts_with("PD decode fed by the prefill side: "),
+        "{}",
+        r.headline.text
+    );
+    let kinds: Vec<RecommendationKind> = r.recommendations.iter().map(|x| x.kind).collect();
+    assert_eq!(kinds, [RecommendationKind::CheckPrefillSide]);
+    assert!(r.schedulers.iter().all(|s| s.pd_decode));
+    assert_eq!(
+        diagnosis::narrative::scheduler_verdict_label(&r.schedulers[0]),
+        "fed by the prefill side"
+    );
     // a server that is not a PD decode node has none
     let q = diagnose("real-long/ascend-qwen3-30b-tp2-eagle3-highload.log");
     assert_eq!(q.headline.pd_decode_transfer, None);
@@ -1656,10 +1673,9 @@ fn a_ramp_that_will_fill_the_pool_is_not_sent_to_bigger_prefill_chunks() {
     assert_eq!((fill.admitted, fill.waiting), (26, 18));
     assert!((fill.projected_usage - 1.303).abs() < 0.001, "{fill:?}");
     assert!(
-        r.recommendations.iter().all(|x| !x
-            .kind
-            .levers()
-            .contains(&Lever::ChunkedPrefillSize)),
+        r.recommendations
+            .iter()
+            .all(|x| !x.kind.levers().contains(&Lever::ChunkedPrefillSize)),
         "{:?}",
         r.recommendations
     );

@@ -367,6 +367,12 @@ impl<'e> SchedulerView<'e> {
             || self.full_share.is_some_and(|s| s >= th::FULL_SHARE)
     }
 
+    /// Whether this scheduler is a PD decode node: its steady decode lines print
+    /// `#transfer-req` (SGLang `disaggregation/decode.py`'s transfer queue).
+    pub fn is_pd_decode(&self) -> bool {
+        self.steady_decode.iter().any(|d| d.transfer_req.is_some())
+    }
+
     /// Median token usage over the steady span, else the peak (fraction).
     pub fn median_usage(&self) -> Option<f64> {
         self.usage.median.or(self.usage.max)

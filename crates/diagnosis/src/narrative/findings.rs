@@ -123,6 +123,7 @@ pub fn bottleneck(
         ));
     }
     let waits = v.queued.median.is_some_and(|q| q >= 1.0);
+    let pd_decode = v.is_pd_decode();
     let mamba_full = matches!(
         reason,
         Reason::RunningCap(running_cap::Limit::MambaSlots { .. })
@@ -151,6 +152,8 @@ pub fn bottleneck(
         Reason::PrefillLimit(f) if f.budget_below_prompt.is_some() => vec![Lever::MaxPrefillTokens],
         Reason::PrefillLimit(_) => vec![Lever::ChunkedPrefillSize, Lever::MaxPrefillTokens],
         Reason::Conservative(_) => vec![Lever::ScheduleConservativeness, Lever::MaxTokens],
+        // a PD decode node's load comes from the prefill side, not from a client setting
+        Reason::ClientBound if pd_decode => Vec::new(),
         Reason::ClientBound => vec![Lever::ClientConcurrency],
         _ => Vec::new(),
     };
@@ -309,6 +312,17 @@ pub fn bottleneck(
             "PD transfer / pre-allocation bound".to_string(),
             "On this prefill server requests stand in the bootstrap/pre-allocation queue (#prealloc-req) while none waits for prefill itself: they wait for the decode side to hand-shake and pre-allocate their KV, so this server prefills only as fast as the decode side accepts. Check the decode server's KV usage, running cap and the transfer backend."
                 .to_string(),
+            Confidence::Medium,
+        ),
+        Reason::ClientBound if pd_decode => (
+            FindingKind::ClientBound,
+            "PD decode node fed by the prefill side".to_string(),
+            format!(
+                "Nearly nothing waits on this PD decode node (its #queue-req and #prealloc-req stay near 0){}: it decodes what the prefill side hands over. \
+                 If the prefill nodes show a standing bootstrap queue, the handoff is the slow part (the bootstrap handshake, the KV transfer backend), not this node's capacity; \
+                 otherwise the prefill nodes or the router receive too little load.",
+                pool_room_clause(&v.pool_room),
+            ),
             Confidence::Medium,
         ),
         Reason::ClientBound => (

@@ -200,11 +200,15 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 .to_string(),
         ),
         Bottleneck::ClientBound => (
-            "Client too slow / not enough load",
+            if h.pd_decode_transfer.is_some() {
+                "PD decode fed by the prefill side"
+            } else {
+                "Client too slow / not enough load"
+            },
             match h.pd_decode_transfer {
                 // a PD decode node: its load is what the prefill side hands over
                 Some(t) => format!(
-                    "{}; this PD decode node runs what the prefill side hands it ({}, none waiting in its queue): look at the prefill nodes and the client's rate, not this node.",
+                    "{}; this PD decode node runs what the prefill side hands it ({}, none waiting in its queue): look at the prefill nodes and the handoff to this one (bootstrap, KV transfer), not at this node.",
                     join_clauses(vec![run_s, usage_s]),
                     if t >= 0.05 {
                         format!("~{t:.1} requests in KV transfer per rank on average")

@@ -32,6 +32,15 @@ pub fn confidence_pct() -> String {
     format!("{:.0}%", th::CONFIDENCE * 100.0)
 }
 
+/// A short name for one scheduler's verdict: a client-bound PD decode node is fed by the
+/// prefill side.
+pub fn scheduler_verdict_label(s: &crate::report::SchedulerSummary) -> &'static str {
+    match s.bottleneck {
+        Bottleneck::ClientBound if s.pd_decode => "fed by the prefill side",
+        b => bottleneck_label(b),
+    }
+}
+
 /// A short name for a bottleneck.
 pub fn bottleneck_label(b: Bottleneck) -> &'static str {
     match b {

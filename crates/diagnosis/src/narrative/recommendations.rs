@@ -152,6 +152,21 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             },
             "higher per-request latency (ITL) as the batch grows".into(),
         ),
+        Plan::CheckPrefillSide(load) => (
+            "Diagnose the prefill nodes' and the router's logs: this PD decode node decodes what they hand over".into(),
+            match load.and_then(|l| Some((l, l.headroom()?))) {
+                Some((l, (extra, limit))) => format!(
+                    "~{:.0} requests run per rank here; about {extra:.0} more could run before {} stops them, so more hand-over from the prefill side (or a faster handoff) raises throughput",
+                    l.running_median,
+                    match limit {
+                        Limit::RunningCap => "the running-request cap",
+                        Limit::KvCache => "the KV cache",
+                    }
+                ),
+                None => "more hand-over from the prefill side (or a faster handoff) raises throughput".into(),
+            },
+            "none".into(),
+        ),
         Plan::UseWindowedRate => (
             "Judge progress by the windowed rate (or throughput-doctor run-batch), not the client's lifetime average".into(),
             "a correct number to plan with; no throughput change".into(),

@@ -420,6 +420,10 @@ pub struct SchedulerSummary {
     pub peak_gen_throughput: Option<f64>,
     /// Share of prompt tokens served from the prefix cache: Σcached / Σ(cached + new) (fraction).
     pub prefix_cache_share: Option<f64>,
+    /// Whether this scheduler is a PD decode node (its decode lines print `#transfer-req`):
+    /// a client-bound verdict there means the prefill side hands over too little.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pd_decode: bool,
     /// The verdict for this scheduler alone.
     pub bottleneck: Bottleneck,
 }
@@ -1062,6 +1066,8 @@ pub enum RecommendationKind {
     RaiseMaxRunningRequests,
     /// Send more requests at once from the client.
     RaiseClientConcurrency,
+    /// A PD decode node runs what the prefill side hands over: look there (and at the handoff).
+    CheckPrefillSide,
     /// Judge progress by the windowed rate, not the lifetime average.
     UseWindowedRate,
     /// Change a setting that a finding names and no recommendation above covers.
@@ -1102,7 +1108,9 @@ impl RecommendationKind {
                 finding: FindingKind::PrefillBound,
             } => vec![Lever::ChunkedPrefillSize, Lever::MaxPrefillTokens],
             RecommendationKind::Change { lever, .. } => vec![lever],
-            RecommendationKind::HiCacheNoGain | RecommendationKind::UseWindowedRate => Vec::new(),
+            RecommendationKind::HiCacheNoGain
+            | RecommendationKind::UseWindowedRate
+            | RecommendationKind::CheckPrefillSide => Vec::new(),
         }
     }
 }
