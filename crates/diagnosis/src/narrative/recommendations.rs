@@ -119,7 +119,11 @@ pub fn recommendation(p: &Plan) -> Recommendation {
         ),
         Plan::RaiseConservativeness(n) => (
             "Raise --schedule-conservativeness a little (e.g. 1.3) or cap max_tokens".into(),
-            format!("fewer of the {n} retractions and the re-prefill work they cause"),
+            if *n == 1 {
+                "fewer retractions like the one seen, and the re-prefill work they cause".to_string()
+            } else {
+                format!("fewer of the {n} retractions and the re-prefill work they cause")
+            },
             "slightly fewer requests admitted at once".into(),
         ),
         Plan::LowerConservativeness(fill) => (
