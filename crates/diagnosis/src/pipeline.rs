@@ -771,7 +771,12 @@ fn missing(
     match (&ctx.gpu, &ctx.gpu_unavailable) {
         (Some(_), _) => {}
         (None, Some(why)) => out.push(nc(R::GpuUnreadable, Some(why))),
-        (None, None) => out.push(nc(R::NoGpuData, None)),
+        (None, None) => out.push(nc(
+            R::NoGpuData {
+                log_has_memory: capacity.available_gpu_mem_gb.is_some(),
+            },
+            None,
+        )),
     }
     if ctx.clients.is_empty() && no_benchmarks {
         out.push(nc(R::NoClientRecords, None));

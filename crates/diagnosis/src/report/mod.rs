@@ -567,7 +567,12 @@ pub enum NotConcludedReason {
     /// GPU memory was asked for and could not be read.
     GpuUnreadable,
     /// No GPU memory source was given.
-    NoGpuData,
+    NoGpuData {
+        /// Whether the log's startup lines give the memory left after the KV pool and CUDA
+        /// graphs (`avail mem=`): the only free-memory figure then.
+        #[serde(default)]
+        log_has_memory: bool,
+    },
     /// No client records or logs were given.
     NoClientRecords,
     /// The client evidence is a benchmark's whole-run summary.
