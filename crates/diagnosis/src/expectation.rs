@@ -69,6 +69,7 @@ pub fn check(
         ceiling_tok_per_s: ceiling,
         best_change: best,
         reach,
+        no_ceiling: p.no_ceiling,
         text: String::new(),
     })
 }
@@ -101,6 +102,7 @@ mod tests {
             current_tok_per_s: 770.0,
             observed_mean_running: 44.0,
             ceiling_tok_per_s: Some(1408.0),
+            no_ceiling: None,
             rows: vec![
                 row("now", Change::Current, 779.0, Feasibility::Fits),
                 row(

@@ -232,6 +232,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             running_median: v.running.median?,
             usage_median: v.usage.median?,
             usage_p90: v.usage.p90,
+            usage_per_request: v.usage_per_request(),
             max_running_requests: capacity.max_running_requests.filter(|&c| c > 0),
         })
     });
@@ -385,8 +386,8 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             }),
         pool_fill: pool_fill.map(|f| crate::report::PoolFill {
             usage: f.usage,
-            admitted: f.admitted,
-            waiting: f.waiting,
+            holding: f.holding,
+            to_come: f.to_come,
             projected_usage: f.projected_usage,
         }),
         long_requests: long_requests.map(|l| crate::report::LongRequests {

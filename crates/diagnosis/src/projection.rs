@@ -8,7 +8,7 @@
 //! passes included (spec §2.1.2), so the fit describes the mix as it ran.
 
 use crate::evidence::DecodeSample;
-use crate::report::{CapacityModel, Projection, ProjectionRow};
+use crate::report::{CapacityModel, NoCeiling, Projection, ProjectionRow};
 use crate::thresholds as th;
 
 /// Fit decode step time and project throughput for the what-if rows (none without a
@@ -58,14 +58,26 @@ pub fn projection(decode: &[DecodeSample], cap: Option<&CapacityModel>) -> Optio
     // A ceiling only from a fit that describes the lines: a positive fixed step time (a
     // negative one is no step time), most of the variance explained, batches of several sizes,
     // and an asymptote above the rate the fit gives now.
-    let ceiling = (per_request > 0.0).then(|| 1.0 / per_request).filter(|&c| {
-        fit.a > 0.0
-            && fit.r2 >= th::MIN_CEILING_FIT_R2
-            && rmax >= rmin * th::MIN_CEILING_RUNNING_SPREAD
-            && c > current
-    });
+    let no_ceiling = if per_request <= 0.0 {
+        Some(NoCeiling::NoLimit)
+    } else if fit.a <= 0.0 {
+        Some(NoCeiling::NegativeFixedStep)
+    } else if fit.r2 < th::MIN_CEILING_FIT_R2 {
+        Some(NoCeiling::PoorFit { r2: fit.r2 })
+    } else if rmax < rmin * th::MIN_CEILING_RUNNING_SPREAD {
+        Some(NoCeiling::NarrowBatchSizes {
+            low: rmin,
+            high: rmax,
+        })
+    } else if 1.0 / per_request <= current {
+        Some(NoCeiling::NotAboveCurrent)
+    } else {
+        None
+    };
+    let ceiling = no_ceiling.is_none().then(|| 1.0 / per_request);
     Some(Projection {
         ceiling_tok_per_s: ceiling,
+        no_ceiling,
         observed_mean_running: rmean,
         formula: "step_s = a + b × running + c × kv_tokens; tok/s = running / step_s, with kv_tokens = running × (observed KV tokens per running request)".into(),
         a: fit.a,

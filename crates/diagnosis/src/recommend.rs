@@ -19,6 +19,10 @@ pub struct Load {
     pub usage_median: f64,
     /// 90th percentile token usage (fraction).
     pub usage_p90: Option<f64>,
+    /// Median token usage per running request over the lines that print both (fraction per
+    /// request): the pool each request holds, read on one line, not from two medians of
+    /// different lines.
+    pub usage_per_request: Option<f64>,
     /// `max_running_requests` per DP rank, when known.
     pub max_running_requests: Option<u64>,
 }
@@ -37,8 +41,11 @@ impl Load {
     /// [`th::HEADROOM_USAGE`] stops them (KV tokens per request assumed as today's), and which
     /// limit comes first.
     pub fn headroom(&self) -> Option<(f64, Limit)> {
-        let kv = (self.usage_median > 0.0)
-            .then(|| self.running_median * (th::HEADROOM_USAGE / self.usage_median - 1.0));
+        let kv = match self.usage_per_request.filter(|&u| u > 0.0) {
+            Some(per) => Some(th::HEADROOM_USAGE / per - self.running_median),
+            None => (self.usage_median > 0.0)
+                .then(|| self.running_median * (th::HEADROOM_USAGE / self.usage_median - 1.0)),
+        };
         let cap = self
             .max_running_requests
             .map(|c| c as f64 - self.running_median);

@@ -421,8 +421,9 @@ const CASES: &[Case] = &[
         &[],
     ),
     // Lines 6-12: running 0 → 21, queue 38 → 18 and usage 0.00 → 0.77 in 4 s: prefill sets
-    // the ramp's pace, but the 18 waiting would need ~1.30 of the pool at 26 requests per
-    // 0.77 (SOURCES: the KV cache will saturate soon), so the verdict is the pool.
+    // the ramp's pace, but with the 5 being admitted and the 18 waiting they would need ~1.61
+    // of the pool at 21 requests per 0.77 (SOURCES: the KV cache will saturate soon), so the
+    // verdict is the pool.
     row(
         "real/055-i1612-engine-generate-offline-tqdm-time-only.log",
         B::KvCacheBound,
@@ -1670,8 +1671,8 @@ fn a_ramp_that_will_fill_the_pool_is_not_sent_to_bigger_prefill_chunks() {
     let r = diagnose("real/055-i1612-engine-generate-offline-tqdm-time-only.log");
     assert_eq!(r.bottleneck, B::KvCacheBound);
     let fill = r.headline.pool_fill.expect("the pool fills");
-    assert_eq!((fill.admitted, fill.waiting), (26, 18));
-    assert!((fill.projected_usage - 1.303).abs() < 0.001, "{fill:?}");
+    assert_eq!((fill.holding, fill.to_come), (21, 23));
+    assert!((fill.projected_usage - 1.613).abs() < 0.001, "{fill:?}");
     assert!(
         r.recommendations
             .iter()
@@ -1686,4 +1687,25 @@ fn a_ramp_that_will_fill_the_pool_is_not_sent_to_bigger_prefill_chunks() {
     );
     // the ramp is still said
     assert!(r.findings.iter().any(|f| f.kind == F::RampOnly));
+}
+
+#[test]
+fn a_launch_command_stands_in_for_a_missing_server_args_line() {
+    // real-2/109 has no server_args=ServerArgs(…) line; line 2 echoes the launch command:
+    // --mem-fraction-static 0.8, --max-running-requests 384 over --dp-size 16, and CUDA graphs
+    // for batches 8 … 24 (SOURCES: raise the cap and --cuda-graph-bs together)
+    let r = diagnose("real-2/109-npu-pd-decode-1p1d-dp16-running-pinned-24-queue-usage046.log");
+    assert_eq!(r.capacity.mem_fraction_static, Some(0.8));
+    assert_eq!(r.bottleneck, B::RunningCapBound);
+    let cap = r
+        .recommendations
+        .iter()
+        .find(|x| x.kind == RecommendationKind::RaiseMaxRunningRequests)
+        .expect("raise the cap");
+    assert!(
+        cap.risk
+            .contains("captured only up to 24 requests per rank"),
+        "{}",
+        cap.risk
+    );
 }

@@ -260,6 +260,92 @@ pub(crate) fn parse_hicache(msg: &str) -> Option<(Option<f64>, Option<u64>)> {
     Some((gb, tokens))
 }
 
+/// A launch command echoed into the log (`command=python3 -m sglang.launch_server --tp-size 16
+/// --mem-fraction-static 0.8 …`, `python -m sglang.launch_server …`): the arguments the server
+/// was started with, for a log whose `server_args=ServerArgs(…)` line is missing. Keeps the
+/// text after `sglang.launch_server`; [`LaunchArgs::iter`] walks its flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchArgs<'a> {
+    raw: &'a str,
+}
+
+impl<'a> LaunchArgs<'a> {
+    pub(crate) fn new(raw: &'a str) -> Self {
+        LaunchArgs { raw }
+    }
+
+    /// The text after `sglang.launch_server`.
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+
+    /// Every `--flag [value…]` in order: the flag without its dashes (`mem-fraction-static`),
+    /// and its value tokens as written (`0.8`; `8 10 12` for a list; `""` for a bare switch).
+    /// `--flag=value` is split at the `=`. Text before the first flag is skipped.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        LaunchIter { rest: self.raw }
+    }
+
+    /// The value of `flag` (without dashes, `-` or `_` alike), as [`LaunchArgs::iter`] gives
+    /// it; the last one when repeated.
+    pub fn get(&self, flag: &str) -> Option<&'a str> {
+        let same = |f: &str| {
+            f.len() == flag.len()
+                && f.bytes()
+                    .zip(flag.bytes())
+                    .all(|(a, b)| a == b || (matches!(a, b'-' | b'_') && matches!(b, b'-' | b'_')))
+        };
+        self.iter().filter(|(f, _)| same(f)).map(|(_, v)| v).last()
+    }
+}
+
+struct LaunchIter<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for LaunchIter<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // the next token that starts with `--`
+        let start = loop {
+            let s = self.rest.trim_start();
+            if s.is_empty() {
+                return None;
+            }
+            let end = s.find(char::is_whitespace).unwrap_or(s.len());
+            if s.starts_with("--") && end > 2 {
+                break s;
+            }
+            self.rest = &s[end..];
+        };
+        let end = start.find(char::is_whitespace).unwrap_or(start.len());
+        let token = &start[2..end];
+        if let Some((flag, value)) = token.split_once('=') {
+            self.rest = &start[end..];
+            return Some((flag, value));
+        }
+        // its value: the tokens up to the next `--flag` (or the end)
+        let after = &start[end..];
+        let mut value_end = 0;
+        let mut cursor = 0;
+        loop {
+            let s = &after[cursor..];
+            let lead = s.len() - s.trim_start().len();
+            let s = &s[lead..];
+            if s.is_empty() || s.starts_with("--") {
+                break;
+            }
+            let len = s.find(char::is_whitespace).unwrap_or(s.len());
+            cursor += lead + len;
+            value_end = cursor;
+        }
+        let value = after[..value_end].trim_start();
+        self.rest = &after[value_end..];
+        Some((token, value))
+    }
+}
+
 /// The `server_args=ServerArgs(…)` startup line: Python `repr` of every server argument.
 /// Keeps the raw argument text; [`ServerArgs::get`] looks one argument up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -122,8 +122,8 @@ pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX
 pub use bench::{BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
 pub use client::{ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, parse_client};
 pub use events::{
-    CapacityLine, Frame, KvCacheAllocated, MemoryLine, Retraction, RetractionWording, ServerArgs,
-    Stack, StackCollector, StackKind, cuda_graph_capture_max_bs,
+    CapacityLine, Frame, KvCacheAllocated, LaunchArgs, MemoryLine, Retraction, RetractionWording,
+    ServerArgs, Stack, StackCollector, StackKind, cuda_graph_capture_max_bs,
 };
 pub use foreign::{ForeignFormat, FormatSniffer, LogKind, NotSglangLog};
 pub use line::{find_batch_marker, parse_line};
@@ -175,6 +175,8 @@ pub enum Event<'a> {
     CudaGraphEnd(MemoryLine),
     /// `server_args=ServerArgs(…)`.
     ServerArgs(ServerArgs<'a>),
+    /// A launch command echoed into the log (`command=python3 -m sglang.launch_server …`).
+    LaunchCommand(LaunchArgs<'a>),
     /// HiCache host pool allocation: `Allocating X GB host memory for hierarchical KV cache.`
     /// or `Allocating kv hierarchical KV host pool: N tokens, X GB host memory.`
     HiCacheAllocated {
@@ -227,6 +229,7 @@ impl Event<'_> {
             Event::MemoryPoolEnd(_) => "memory_pool_end",
             Event::CudaGraphEnd(_) => "cuda_graph_end",
             Event::ServerArgs(_) => "server_args",
+            Event::LaunchCommand(_) => "launch_command",
             Event::HiCacheAllocated { .. } => "hicache_allocated",
             Event::SwaPool { .. } => "swa_pool",
             Event::ServerReady => "server_ready",

@@ -381,6 +381,8 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
             glued_capacity(msg).unwrap_or_else(|| Event::CudaGraphEnd(events::parse_memory(msg)))
         }
         b'm' if starts("max_total_num_tokens=") => Event::Capacity(events::parse_capacity(msg)),
+        // a launch command echoed by a launcher script, or pasted: the server's arguments
+        b'c' | b'p' if starts("command=") || starts("python") => launch_command(msg),
         b's' if starts("server_args=") => {
             let rest = &msg["server_args=".len()..];
             let inner = rest.strip_prefix("ServerArgs(").unwrap_or(rest).trim_end();
@@ -408,6 +410,19 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         b'T' if starts("Traceback (most recent call last)") => Event::TracebackStart,
         _ => return,
     };
+}
+
+/// `command=python3 -m sglang.launch_server …` or `python -m sglang.launch_server …`: the
+/// arguments after the module name ([`events::LaunchArgs`]); anything else is `Other`.
+fn launch_command(msg: &str) -> Event<'_> {
+    const MODULE: &[u8] = b"sglang.launch_server";
+    match memmem::find(msg.as_bytes(), MODULE) {
+        Some(at) => Event::LaunchCommand(events::LaunchArgs::new(str_tail(
+            msg,
+            &msg.as_bytes()[at + MODULE.len()..],
+        ))),
+        None => Event::Other,
+    }
 }
 
 /// A startup memory line with the capacity summary glued to its end (two records joined by a

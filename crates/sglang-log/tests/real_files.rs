@@ -710,3 +710,43 @@ fn scenario_server_logs() {
         assert_eq!(kv_tokens, Some(116_171), "{dir}");
     }
 }
+
+#[test]
+fn an_echoed_launch_command_gives_the_servers_arguments() {
+    // real-2/109 line 2: the launcher's `command=python3 -m sglang.launch_server …` (the log
+    // has no server_args=ServerArgs(…) line)
+    let text = std::fs::read_to_string(
+        data_dir().join("real-2/109-npu-pd-decode-1p1d-dp16-running-pinned-24-queue-usage046.log"),
+    )
+    .expect("109");
+    let line = text.lines().nth(1).expect("line 2");
+    let rec = parse_line(line.as_bytes(), 2);
+    let Event::LaunchCommand(a) = rec.event else {
+        panic!("not a launch command: {:?}", rec.event);
+    };
+    assert_eq!(a.get("mem-fraction-static"), Some("0.8"));
+    assert_eq!(a.get("max_running_requests"), Some("384"));
+    assert_eq!(a.get("tp-size"), Some("16"));
+    assert_eq!(a.get("dp-size"), Some("16"));
+    assert_eq!(a.get("cuda-graph-bs"), Some("8 10 12 14 16 18 20 22 24"));
+    // a bare switch has an empty value; an absent flag is None
+    assert_eq!(a.get("enable-dp-attention"), Some(""));
+    assert_eq!(a.get("enable-mixed-chunk"), None);
+    // `--flag=value` is split at the `=`
+    let eq = parse_line(
+        b"python -m sglang.launch_server --tp=8 --mem-fraction-static=0.9",
+        1,
+    );
+    let Event::LaunchCommand(a) = eq.event else {
+        panic!("{:?}", eq.event);
+    };
+    assert_eq!(
+        (a.get("tp"), a.get("mem_fraction_static")),
+        (Some("8"), Some("0.9"))
+    );
+    // another python command is no launch command
+    assert!(matches!(
+        parse_line(b"python3 bench_serving.py --max-concurrency 80", 1).event,
+        Event::Other
+    ));
+}

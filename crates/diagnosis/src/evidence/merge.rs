@@ -55,6 +55,7 @@ impl BatchSample {
                 running: b.running_req(),
                 queue: b.queue_req(),
                 usage: b.token_usage(),
+                graph: b.graph(),
                 prealloc_req: b.prealloc_req(),
                 inflight_req: b.inflight_req(),
                 iter: b.iter,

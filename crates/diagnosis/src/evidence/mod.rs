@@ -208,6 +208,10 @@ pub struct PrefillSample {
     pub queue: Option<u64>,
     /// `token usage` (fraction 0-1).
     pub usage: Option<f64>,
+    /// The graph flag (`cuda graph: True`), printed on prefill lines from v0.5.9, when the line
+    /// moved after the forward: its `token usage` then includes the batch's own KV (spec
+    /// §2.2.1); without it the usage was read before the batch was allocated.
+    pub graph: Option<bool>,
     /// PD prefill: `#prealloc-req` / `#bootstrap-req` (requests).
     pub prealloc_req: Option<u64>,
     /// PD prefill: `#inflight-req` (requests).
@@ -398,8 +402,13 @@ pub struct Startup {
     /// Hybrid sliding-window models: the sliding-window layers' pool (`swa_layer_tokens`,
     /// tokens per DP rank); `max_total_num_tokens` is then the full-attention layers' pool.
     pub swa_pool_tokens: Option<u64>,
-    /// Selected `server_args=ServerArgs(...)` values, raw (quotes stripped).
+    /// Selected `server_args=ServerArgs(...)` values, raw (quotes stripped); for a log without
+    /// that line, the same arguments from an echoed launch command (`--mem-fraction-static 0.8`
+    /// as `mem_fraction_static`, a bare switch as `True`).
     pub server_args: BTreeMap<String, String>,
+    /// Whether a `server_args=ServerArgs(...)` line was read (its values win over a launch
+    /// command's).
+    pub server_args_line: bool,
     /// HiCache host pool (GB), if the allocation line was seen.
     pub hicache_host_gb: Option<f64>,
     /// Whether `The server is fired up and ready to roll!` was seen.
@@ -436,6 +445,7 @@ const SERVER_ARG_KEYS: &[&str] = &[
     "enable_mixed_chunk",
     "disable_radix_cache",
     "cuda_graph_max_bs",
+    "cuda_graph_bs",
     "disable_cuda_graph",
 ];
 
@@ -1392,11 +1402,31 @@ impl EvidenceBuilder {
             }
             Event::ServerArgs(a) => {
                 let st = &mut self.ev.startup;
+                // the first line replaces what a launch command said; later ranks' copies not
+                let first = !st.server_args_line;
+                st.server_args_line = true;
                 for key in SERVER_ARG_KEYS {
                     if let Some(v) = a.get(key) {
-                        st.server_args
-                            .entry((*key).to_string())
-                            .or_insert_with(|| v.to_string());
+                        if first {
+                            st.server_args.insert((*key).to_string(), v.to_string());
+                        } else {
+                            st.server_args
+                                .entry((*key).to_string())
+                                .or_insert_with(|| v.to_string());
+                        }
+                    }
+                }
+            }
+            Event::LaunchCommand(a) => {
+                let st = &mut self.ev.startup;
+                if !st.server_args_line {
+                    for key in SERVER_ARG_KEYS {
+                        if let Some(v) = a.get(key) {
+                            let v = if v.is_empty() { "True" } else { v };
+                            st.server_args
+                                .entry((*key).to_string())
+                                .or_insert_with(|| v.to_string());
+                        }
                     }
                 }
             }

@@ -210,6 +210,7 @@ pub(crate) fn is_startup(e: &sglang_log::Event<'_>) -> bool {
     matches!(
         e,
         E::ServerArgs(_)
+            | E::LaunchCommand(_)
             | E::LoadWeightEnd(_)
             | E::KvCacheAllocated(_)
             | E::MemoryPoolEnd(_)

@@ -10,6 +10,7 @@ use crate::report::{
     Unit,
 };
 use crate::thresholds as th;
+use throughput_stats::Hold;
 
 /// One batch-line observation on a common footing (decode or prefill).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -59,6 +60,19 @@ pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
 /// too coarse (SGLang prints whole seconds, so a burst of lines within a few seconds shares
 /// timestamps: then every line counts equally instead).
 pub fn gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
+    gauge_held(points, Hold::Forward)
+}
+
+/// [`gauge`] of a windowed rate (SGLang's `gen throughput`: tokens since the previous decode
+/// line ÷ the time since it): each reading stands for the interval before it
+/// ([`Hold::Backward`]), so the first reading, whose window starts before the series, has no
+/// weight in the mean and quantiles (it stays in min and max). Equal weights when the times
+/// are unusable, as in [`gauge`].
+pub fn rate_gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
+    gauge_held(points, Hold::Backward)
+}
+
+fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
     let vals: Vec<f64> = points
         .iter()
         .map(|p| p.1)
@@ -74,7 +88,16 @@ pub fn gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
     let distinct = timed.windows(2).filter(|w| w[1].0 > w[0].0).count() + 1;
     let series: Vec<(f64, f64)> =
         if timed.len() == points.len() && is_sorted(&timed) && distinct * 2 >= timed.len() {
-            timed
+            match hold {
+                // reading i+1 holds over (t_i, t_i+1]: as a forward-held series, (t_i, v_i+1),
+                // closed by the last time
+                Hold::Backward if timed.len() >= 2 => timed
+                    .windows(2)
+                    .map(|w| (w[0].0, w[1].1))
+                    .chain(timed.last().copied())
+                    .collect(),
+                _ => timed,
+            }
         } else {
             vals.iter()
                 .enumerate()
@@ -83,11 +106,11 @@ pub fn gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
         };
     match throughput_stats::time_weighted_summary(&series) {
         Ok(s) => GaugeStats {
-            n: s.n,
-            min: Some(s.min),
+            n: vals.len(),
+            min: vals.iter().copied().reduce(f64::min),
             median: Some(s.median),
             p90: Some(s.p90),
-            max: Some(s.max),
+            max: vals.iter().copied().reduce(f64::max),
             mean: Some(s.mean),
         },
         Err(_) => GaugeStats {
@@ -254,6 +277,9 @@ pub struct SchedulerView<'e> {
     pub gen_tps: GaugeStats,
     /// Share of the standing-queue samples with `#queue-req` > 0.
     pub queued_share: Option<f64>,
+    /// Whether the standing queue ([`SchedulerView::queued`]) comes from decode lines (else
+    /// from prefill lines, when no decode line prints a queue).
+    pub queue_from_decode: bool,
     /// Share of steady lines with token usage ≥ [`th::KV_FULL_USAGE`].
     pub full_share: Option<f64>,
     /// Line numbers of the decode lines whose `gen throughput` window includes time without
@@ -310,6 +336,7 @@ impl<'e> SchedulerView<'e> {
             .iter()
             .filter_map(|d| Some((d.t, d.queue? as f64)))
             .collect();
+        let queue_from_decode = !decode_queue.is_empty();
         let queue_series = if decode_queue.is_empty() {
             steady
                 .iter()
@@ -325,7 +352,7 @@ impl<'e> SchedulerView<'e> {
                 .filter_map(|o| Some((o.t, o.usage?)))
                 .collect::<Vec<_>>(),
         );
-        let gen_tps = gauge(
+        let gen_tps = rate_gauge(
             &steady_decode
                 .iter()
                 .filter_map(|d| Some((d.t, d.gen_tps?)))
@@ -346,6 +373,7 @@ impl<'e> SchedulerView<'e> {
             usage,
             gen_tps,
             queued_share,
+            queue_from_decode,
             full_share,
             first_windows,
             pool_room,
@@ -365,6 +393,18 @@ impl<'e> SchedulerView<'e> {
             .or(self.usage.max)
             .is_some_and(|u| u >= th::KV_FULL_USAGE)
             || self.full_share.is_some_and(|s| s >= th::FULL_SHARE)
+    }
+
+    /// Median of `token usage / #running-req` over the steady lines that print both, with at
+    /// least one request running (fraction of the pool per request).
+    pub fn usage_per_request(&self) -> Option<f64> {
+        let mut per: Vec<f64> = self
+            .steady
+            .iter()
+            .filter_map(|o| Some(o.usage? / o.running.filter(|&r| r > 0)? as f64))
+            .collect();
+        per.sort_by(f64::total_cmp);
+        per.get(per.len() / 2).copied()
     }
 
     /// Whether this scheduler is a PD decode node: its steady decode lines print

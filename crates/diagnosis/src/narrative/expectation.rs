@@ -1,6 +1,35 @@
 //! The expectation check in words.
 
-use crate::report::{ExpectationCheck, Reach};
+use crate::report::{ExpectationCheck, NoCeiling, Reach};
+
+/// Why no ceiling, in words.
+fn no_ceiling_words(why: Option<NoCeiling>) -> String {
+    use crate::thresholds as th;
+    match why {
+        Some(NoCeiling::PoorFit { r2 }) => format!(
+            "the decode step-time fit explains too little of the lines (R² {r2:.2}, below {})",
+            th::MIN_CEILING_FIT_R2
+        ),
+        Some(NoCeiling::NarrowBatchSizes { low, high }) => format!(
+            "the decode lines' batch sizes span only {low:.0}-{high:.0} requests, too narrow to fit how the step time grows with the batch (a ceiling needs them {}x apart)",
+            th::MIN_CEILING_RUNNING_SPREAD
+        ),
+        Some(NoCeiling::NegativeFixedStep) => {
+            "the step-time fit gives a fixed step time at or below zero, which no server has".into()
+        }
+        Some(NoCeiling::NoLimit) => {
+            "the step-time fit has no limit as more requests decode at once".into()
+        }
+        Some(NoCeiling::NotAboveCurrent) => {
+            "the step-time fit levels off at or below today's rate, so it names no ceiling above it"
+                .into()
+        }
+        None => format!(
+            "a ceiling needs a decode step-time fit over lines at several batch sizes that explains them (R² at least {})",
+            th::MIN_CEILING_FIT_R2
+        ),
+    }
+}
 
 /// The answer: the ceiling, the best feasible change and, with an expectation, whether it is
 /// reachable and what could reach it.
@@ -26,8 +55,8 @@ pub fn expectation(e: &ExpectationCheck) -> String {
     let Some(target) = e.expected_tok_per_s else {
         return if facts.is_empty() {
             format!(
-                "The server generates {m:.0} tok/s; no ceiling can be fitted from this log (a ceiling needs a decode step-time fit over lines at several batch sizes that explains them, R² at least {}).",
-                crate::thresholds::MIN_CEILING_FIT_R2
+                "The server generates {m:.0} tok/s; no ceiling can be fitted from this log: {}.",
+                no_ceiling_words(e.no_ceiling)
             )
         } else {
             format!("{}{}.", facts[..1].to_uppercase(), &facts[1..])

@@ -51,15 +51,24 @@ pub fn bottleneck(
     evidence: Option<SourceRange>,
 ) -> Option<Finding> {
     let mut figures = Vec::new();
+    // with DP ranks, the figures are the rank's behind the verdict: say which
+    let of = |name: &str| match v.key.dp {
+        Some(_) => format!("{name} on {}", v.key),
+        None => name.to_string(),
+    };
     if let Some(s) = v.queued_share {
         figures.push(Figure::new(
-            "share of batch lines with a queue",
+            of(if v.queue_from_decode {
+                "share of decode lines with a queue"
+            } else {
+                "share of prefill lines with a queue"
+            }),
             s,
             Unit::Fraction,
         ));
     }
     if let Some(u) = v.median_usage() {
-        figures.push(Figure::new("median token usage", u, Unit::Fraction));
+        figures.push(Figure::new(of("median token usage"), u, Unit::Fraction));
     }
     match reason {
         Reason::PdTransfer(f) => {
@@ -107,13 +116,17 @@ pub fn bottleneck(
         _ => {}
     }
     if let Some(x) = v.running.median {
-        figures.push(Figure::new("median running requests", x, Unit::Requests));
+        figures.push(Figure::new(
+            of("median running requests"),
+            x,
+            Unit::Requests,
+        ));
     }
     if let Some(x) = v.queued.median {
-        figures.push(Figure::new("median queued requests", x, Unit::Requests));
+        figures.push(Figure::new(of("median queued requests"), x, Unit::Requests));
     }
     if let Some(x) = v.usage.p90 {
-        figures.push(Figure::new("p90 token usage", x, Unit::Fraction));
+        figures.push(Figure::new(of("p90 token usage"), x, Unit::Fraction));
     }
     if let Some(x) = v.gen_tps.mean {
         figures.push(Figure::new(
@@ -159,17 +172,17 @@ pub fn bottleneck(
     };
     let (kind, title, detail, confidence) = match reason {
         Reason::KvCache(kv_cache_bound::Pattern::FillsAsAdmitted(f)) => {
-            figures.push(Figure::new("requests holding the pool at the last line", f.admitted as f64, Unit::Requests));
-            figures.push(Figure::new("requests still waiting at the last line", f.waiting as f64, Unit::Requests));
+            figures.push(Figure::new("requests holding the pool at the last line", f.holding as f64, Unit::Requests));
+            figures.push(Figure::new("requests still to come at the last line", f.to_come as f64, Unit::Requests));
             figures.push(Figure::new("token usage all of them would need", f.projected_usage, Unit::Fraction));
             (
                 FindingKind::KvCacheBound,
                 "KV-cache bound: the pool fills as the queue is admitted".to_string(),
                 format!(
-                    "Running requests climb while the queue drains and token usage rises to {:.2}, held by {} requests; the {} still waiting would need ~{:.2} of the pool at the same KV tokens per request (more, as the running requests keep growing while they decode). \
+                    "Running requests climb while the queue drains and token usage rises to {:.2}, held by {} requests; with the {} still to come (admitted but not yet allocated, or waiting) they would need ~{:.2} of the pool at the same KV tokens per request (more, as the running requests keep growing while they decode). \
                      The batch will be held by the KV cache before the queue drains: prefill sets the pace of this ramp only, so larger prefill chunks reach the limit sooner and gain little. \
                      More requests can decode at once only with more KV slots: a larger mem_fraction_static (as far as free memory allows), an fp8 KV cache (kv_cache_dtype=fp8_e4m3), more GPUs (DP), or shorter max_tokens.",
-                    f.usage, f.admitted, f.waiting, f.projected_usage
+                    f.usage, f.holding, f.to_come, f.projected_usage
                 ),
                 Confidence::Medium,
             )

@@ -331,8 +331,8 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
 fn fill_summary(fill: Option<crate::report::PoolFill>) -> String {
     match fill {
         Some(f) => format!(
-            "the pool fills as the queue is admitted: token usage ~{:.2} held by {} requests, and the {} still waiting would need ~{:.2} of it; prefill sets the pace of the ramp only, so larger prefill chunks reach this limit sooner.",
-            f.usage, f.admitted, f.waiting, f.projected_usage
+            "the pool fills as the queue is admitted: token usage ~{:.2} held by {} requests, and with the {} still to come they would need ~{:.2} of it; prefill sets the pace of the ramp only, so larger prefill chunks reach this limit sooner.",
+            f.usage, f.holding, f.to_come, f.projected_usage
         ),
         None => "the pool fills as the queue is admitted.".to_string(),
     }

@@ -661,10 +661,10 @@ pub struct HeldAdmissionFacts {
 pub struct PoolFill {
     /// Token usage on the ramp's last line (fraction).
     pub usage: f64,
-    /// Requests holding that usage (requests).
-    pub admitted: u64,
-    /// Requests still waiting (requests).
-    pub waiting: u64,
+    /// Requests whose KV that usage counts (requests).
+    pub holding: u64,
+    /// Requests still to come: waiting, plus a prefill batch not yet allocated (requests).
+    pub to_come: u64,
     /// The usage all of them would need at the same KV tokens per request (fraction).
     pub projected_usage: f64,
 }
@@ -846,6 +846,9 @@ pub struct ExpectationCheck {
     pub best_change: Option<(String, f64)>,
     /// Whether the expectation is reachable (`null` without `--expect`).
     pub reach: Option<Reach>,
+    /// Why the fit gives no ceiling, when it gives none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_ceiling: Option<NoCeiling>,
     /// The answer, in words.
     pub text: String,
 }
@@ -1022,8 +1025,35 @@ pub struct Projection {
     /// The rate the fit approaches as more requests decode at once with unlimited KV,
     /// `1 / (b + c × KV tokens per request)` (tok/s); `None` when the fit has no such limit.
     pub ceiling_tok_per_s: Option<f64>,
+    /// Why no ceiling is given, when none is (the first test of the fit that failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_ceiling: Option<NoCeiling>,
     /// Projected rows, one per what-if row with a decode concurrency.
     pub rows: Vec<ProjectionRow>,
+}
+
+/// Why a step-time fit gives no ceiling (see `projection.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum NoCeiling {
+    /// The per-request step time is not positive: the fit has no limit.
+    NoLimit,
+    /// The fixed step time `a` is not positive: no step time.
+    NegativeFixedStep,
+    /// The fit explains too little of the lines' variance.
+    PoorFit {
+        /// Its R².
+        r2: f64,
+    },
+    /// The lines' batch sizes are too close together to fit a slope.
+    NarrowBatchSizes {
+        /// Lowest running requests (requests).
+        low: f64,
+        /// Highest running requests (requests).
+        high: f64,
+    },
+    /// The asymptote is not above the rate the fit gives now.
+    NotAboveCurrent,
 }
 
 /// Throughput projected for one what-if row.
@@ -1105,7 +1135,10 @@ impl RecommendationKind {
             | RecommendationKind::LowerConservativeness => {
                 vec![Lever::ScheduleConservativeness, Lever::MaxTokens]
             }
-            RecommendationKind::RaiseMaxRunningRequests => vec![Lever::MaxRunningRequests],
+            // its words raise the cap together with the client's concurrency
+            RecommendationKind::RaiseMaxRunningRequests => {
+                vec![Lever::MaxRunningRequests, Lever::ClientConcurrency]
+            }
             RecommendationKind::RaiseClientConcurrency => vec![Lever::ClientConcurrency],
             // its words raise both prefill budgets together
             RecommendationKind::Change {

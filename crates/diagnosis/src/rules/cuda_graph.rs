@@ -53,15 +53,19 @@ pub struct Coverage {
     pub pool_tokens: Option<u64>,
 }
 
-/// The largest decode batch run as a CUDA graph, from `server_args` (`cuda_graph_max_bs`) or
-/// the capture line's batch sizes.
+/// The largest decode batch run as a CUDA graph, from `server_args` (`cuda_graph_max_bs`, else
+/// the largest of `cuda_graph_bs`, a list in `server_args` or space-separated in a launch
+/// command) or the capture line's batch sizes.
 pub fn graph_max_bs(input: &Input<'_>) -> Option<u64> {
-    input
-        .ev
-        .startup
-        .server_args
-        .get("cuda_graph_max_bs")
+    let args = &input.ev.startup.server_args;
+    args.get("cuda_graph_max_bs")
         .and_then(|v| v.trim().parse().ok())
+        .or_else(|| {
+            args.get("cuda_graph_bs")?
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|n| n.parse::<u64>().ok())
+                .max()
+        })
         .or(input.ev.incidents.captured_graph_max_bs)
 }
 

@@ -27,10 +27,13 @@
 //!
 //! **Filling as the queue is admitted** ([`fills_as_admitted`], [`Pattern::FillsAsAdmitted`]).
 //! A burst's ramp: requests wait on most lines while, from the queue's peak on, running
-//! requests climb, the queue drains and token usage rises to at least [`th::FILL_MIN_USAGE`], and at the last line's KV tokens
-//! per request the requests admitted plus those still waiting need the whole pool or more
-//! (`usage × (admitted + waiting) / admitted ≥ 1`; a lower bound, since the running requests
-//! still grow as they decode). Prefill sets the pace of the ramp only: the batch will be held
+//! requests climb, the queue drains and token usage rises to at least [`th::FILL_MIN_USAGE`],
+//! and at the last line's KV tokens per request the requests it counts plus those still to
+//! come need the whole pool or more (`usage × (holding + to come) / holding ≥ 1`; a lower
+//! bound, since the running requests still grow as they decode). A prefill line printed
+//! before its batch was allocated (no graph flag: SGLang up to v0.5.8, spec §2.2.1) counts only
+//! `#running-req` in its usage, and its `#new-seq` requests are still to come; one printed
+//! after the forward counts them too. Prefill sets the pace of the ramp only: the batch will be held
 //! by the KV cache before the queue drains, so larger prefill chunks reach that limit sooner
 //! and gain little.
 //!
@@ -61,11 +64,10 @@ pub enum Pattern {
 pub struct PoolFill {
     /// Token usage on the last line (fraction).
     pub usage: f64,
-    /// Requests holding that usage: running, plus those the line's prefill batch admitted
-    /// (requests).
-    pub admitted: u64,
-    /// Requests still waiting (requests).
-    pub waiting: u64,
+    /// Requests whose KV that usage counts (requests).
+    pub holding: u64,
+    /// Requests still to come: waiting, plus a prefill batch not yet allocated (requests).
+    pub to_come: u64,
     /// The usage all of them would need at the same KV tokens per request (fraction).
     pub projected_usage: f64,
 }
@@ -90,22 +92,29 @@ pub fn fills_as_admitted(v: &SchedulerView<'_>) -> Option<Pattern> {
     if u1 < th::FILL_MIN_USAGE || u1 <= u0 || r1 <= r0 || q1 >= q0 || q1 == 0 {
         return None;
     }
-    // a prefill line's usage already holds the batch it admits, its running count not
-    let admitted_now = if last.decode {
-        0
-    } else {
-        v.steady_prefill
+    // a prefill line's `#running-req` leaves out its own batch; its usage counts the batch
+    // only when printed after the forward (the graph flag tells)
+    let (new_seq, after_forward) = match last.decode {
+        true => (0, false),
+        false => v
+            .steady_prefill
             .iter()
             .find(|p| p.line == last.line)
-            .and_then(|p| p.new_seq)
-            .unwrap_or(0)
+            .map_or((0, false), |p| (p.new_seq.unwrap_or(0), p.graph.is_some())),
     };
-    let admitted = r1 + admitted_now;
-    let projected_usage = u1 * (admitted + q1) as f64 / admitted as f64;
+    let (holding, to_come) = if after_forward {
+        (r1 + new_seq, q1)
+    } else {
+        (r1, q1 + new_seq)
+    };
+    if holding == 0 {
+        return None;
+    }
+    let projected_usage = u1 * (holding + to_come) as f64 / holding as f64;
     (projected_usage >= 1.0).then_some(Pattern::FillsAsAdmitted(PoolFill {
         usage: u1,
-        admitted,
-        waiting: q1,
+        holding,
+        to_come,
         projected_usage,
     }))
 }
@@ -242,17 +251,18 @@ mod tests {
 
     #[test]
     fn a_ramp_whose_queue_will_not_fit_fills_the_pool() {
-        // lines 6-12: running 0 → 21, queue 38 → 18, usage 0.00 → 0.77; the last prefill batch
-        // admits 5 (26 holding 0.77), and the 18 waiting would need 0.77 × 44 / 26
+        // lines 6-12: running 0 → 21, queue 38 → 18, usage 0.00 → 0.77; v0.3 prints the line
+        // before allocating its batch (no graph flag; line 7 reads 0.04 after line 6's 2062
+        // tokens only), so 21 hold 0.77, and 5 admitted plus 18 waiting need 0.77 × 44 / 21
         with_input(&excerpt(FILLING, 6..=12), |i| {
             let v = &i.views[0];
             assert_eq!(
                 fills_as_admitted(v),
                 Some(Pattern::FillsAsAdmitted(PoolFill {
                     usage: 0.77,
-                    admitted: 26,
-                    waiting: 18,
-                    projected_usage: 0.77 * 44.0 / 26.0,
+                    holding: 21,
+                    to_come: 23,
+                    projected_usage: 0.77 * 44.0 / 21.0,
                 }))
             );
         });

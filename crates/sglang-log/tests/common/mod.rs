@@ -143,6 +143,13 @@ pub fn render(rec: &Record<'_>) -> String {
             );
             kv("tp_size", a.get("tp_size").map(str::to_string));
         }
+        Event::LaunchCommand(a) => {
+            kv(
+                "mem_fraction_static",
+                a.get("mem-fraction-static").map(str::to_string),
+            );
+            kv("tp_size", a.get("tp-size").map(str::to_string));
+        }
         Event::HiCacheAllocated {
             host_gb,
             host_tokens,
