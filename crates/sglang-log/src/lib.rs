@@ -114,6 +114,7 @@ mod num;
 pub mod parallel;
 mod ranks;
 mod reader;
+mod scan;
 mod timestamp;
 pub mod values;
 
