@@ -1277,63 +1277,37 @@ fn split_padded<const C: usize>(
             return None;
         }
         let (g1, g2) = guess(next, kind, prev);
-        let (id, v0) = match (KEY_COLON.get(g1), KEY_COLON.get(g2)) {
-            (Some(k), _) if key_at::<C, M>(b, p, k) => (g1, p + k.len),
-            (_, Some(k)) if key_at::<C, M>(b, p, k) => (g2, p + k.len),
-            _ => {
-                let mut c = p;
-                while !matches!(at(c), b':' | b',' | 0) {
-                    c += 1;
-                }
-                if c == p || at(c) != b':' || at(c + 1) != b' ' {
-                    return None;
-                }
-                if at(p) == b' ' || at(c - 1) == b' ' {
-                    return None;
-                }
-                let id = key_id(text.get(p..c)?).unwrap_or(N_KNOWN);
-                learn(
-                    next,
-                    kind,
-                    prev,
-                    if id < N_KNOWN { id as u8 } else { NO_KEY },
-                );
-                (id, c + 2)
-            }
+        let (id, v0) = match KEY_COLON.get(g1) {
+            Some(k) if key_at::<C, M>(b, p, k) => (g1, p + k.len),
+            _ => other_key::<C, M>(b, text, p, g2, next, kind, prev)?,
         };
-        // digits and dots word-wise; the usual `,` after them ends the value, else any
-        // other value bytes one by one
+        // digits and dots word-wise; the usual `,` after them ends the value (anything else
+        // is read by `other_value`)
         let w = ld(v0);
         let safe = FAST_SAFE.get(id).copied().unwrap_or(UNCHECKED);
         let (run, sound) = digit_dot_run(w, safe == SAFE_INTEGER);
-        let mut v1 = v0 + run;
-        if run == 8 || (w >> (8 * run)) as u8 != b',' {
-            // the graph flags `True,` / `False,` by one masked compare, as the byte loop
-            // would end them (at the `,`)
-            if run == 0 && w & 0xff_ffff_ffff == TRUE_COMMA {
-                v1 = v0 + 4;
-            } else if run == 0 && w & 0xffff_ffff_ffff == FALSE_COMMA {
-                v1 = v0 + 5;
-            } else {
-                while VALUE_BYTE[usize::from(at(v1))] {
-                    v1 += 1;
-                }
-            }
-        }
-        if v1 == v0 {
-            return None;
-        }
-        // a short digit run of at most one `.` (none for counts) is sound for a screened key
-        // (see FAST_SAFE); anything else is looked at by `rejected_fields`
-        let look = match safe {
-            SAFE_INTEGER | SAFE_FLOAT => !(sound && run < 8 && v1 - v0 == run),
-            SAFE_FRACTION => {
-                !(sound && run < 8 && v1 - v0 == run && w & 0xffff == u64::from(ZERO_DOT))
-            }
-            ALWAYS => true,
-            _ => false,
+        let (v1, look) = if run != 0 && run < 8 && !VALUE_BYTE[usize::from((w >> (8 * run)) as u8)]
+        {
+            // the run ends the value (at the `,`, a space or the padding); a short digit run
+            // of at most one `.` (none for counts) is sound for a screened key (see
+            // FAST_SAFE); anything else is looked at by `rejected_fields`
+            let look = match safe {
+                SAFE_INTEGER | SAFE_FLOAT => !sound,
+                SAFE_FRACTION => !(sound && w & 0xffff == u64::from(ZERO_DOT)),
+                ALWAYS => true,
+                _ => false,
+            };
+            (v0 + run, look)
+        } else if run == 0 && w & 0xff_ffff_ffff == TRUE_COMMA {
+            // the graph flags `True,` / `False,` (as the byte loop would end them, at the `,`):
+            // not a digit run, so any screened key looks at it
+            (v0 + 4, safe != UNCHECKED)
+        } else if run == 0 && w & 0xffff_ffff_ffff == FALSE_COMMA {
+            (v0 + 5, safe != UNCHECKED)
+        } else {
+            other_value::<C, M>(b, v0, w, run, sound, safe)?
         };
-        data |= at(v0).is_ascii_digit();
+        data |= (w as u8).is_ascii_digit();
         // ok: n < C <= 1024, so offsets fit in u16
         line.spans[count] = Span {
             k0: p as u16,
@@ -1367,6 +1341,83 @@ fn split_padded<const C: usize>(
     }
     line.len = count as u8;
     Some(data)
+}
+
+/// [`split_padded`]'s key at `p` when the first guess missed: the second guess, else the
+/// text up to the first `:` or `,` (which must be `: `, after a key without edge spaces),
+/// identified and learnt as the key that follows `prev`. `None`: off the strict form.
+#[inline(never)]
+fn other_key<const C: usize, const M: usize>(
+    b: &[u8; M],
+    text: &[u8],
+    p: usize,
+    g2: usize,
+    next: &mut Guesses,
+    kind: usize,
+    prev: usize,
+) -> Option<(usize, usize)> {
+    if let Some(k) = KEY_COLON.get(g2)
+        && key_at::<C, M>(b, p, k)
+    {
+        return Some((g2, p + k.len));
+    }
+    let at = |p| at::<C, M>(b, p);
+    let mut c = p;
+    while !matches!(at(c), b':' | b',' | 0) {
+        c += 1;
+    }
+    if c == p || at(c) != b':' || at(c + 1) != b' ' {
+        return None;
+    }
+    if at(p) == b' ' || at(c - 1) == b' ' {
+        return None;
+    }
+    let id = key_id(text.get(p..c)?).unwrap_or(N_KNOWN);
+    learn(
+        next,
+        kind,
+        prev,
+        if id < N_KNOWN { id as u8 } else { NO_KEY },
+    );
+    Some((id, c + 2))
+}
+
+/// [`split_padded`]'s value at `v0` when it is not a digit run ended by `,`: `w` is its first
+/// word, `run` / `sound` what [`digit_dot_run`] says of it. The graph flags `True,` /
+/// `False,` by one masked compare (as the byte loop would end them, at the `,`), else the
+/// [`VALUE_BYTE`]s one by one. Returns the value end and whether `rejected_fields` must look
+/// at it; `None` for an empty value.
+#[inline(never)]
+fn other_value<const C: usize, const M: usize>(
+    b: &[u8; M],
+    v0: usize,
+    w: u64,
+    run: usize,
+    sound: bool,
+    safe: u8,
+) -> Option<(usize, bool)> {
+    let mut v1 = v0 + run;
+    if run == 8 || (w >> (8 * run)) as u8 != b',' {
+        if run == 0 && w & 0xff_ffff_ffff == TRUE_COMMA {
+            v1 = v0 + 4;
+        } else if run == 0 && w & 0xffff_ffff_ffff == FALSE_COMMA {
+            v1 = v0 + 5;
+        } else {
+            while VALUE_BYTE[usize::from(at::<C, M>(b, v1))] {
+                v1 += 1;
+            }
+        }
+    }
+    if v1 == v0 {
+        return None;
+    }
+    let look = match safe {
+        SAFE_INTEGER | SAFE_FLOAT => !(sound && run < 8 && v1 - v0 == run),
+        SAFE_FRACTION => !(sound && run < 8 && v1 - v0 == run && w & 0xffff == u64::from(ZERO_DOT)),
+        ALWAYS => true,
+        _ => false,
+    };
+    Some((v1, look))
 }
 
 /// Splits `line.text[start..]` into `key: value` fragments separated by `sep` + space (`", "`

@@ -50,7 +50,10 @@
 //! accessors are a table load plus a digit parse on the value's bytes (`%.2f` values have a
 //! fixed-point fast path) and a range check. Measured with callgrind, full-field aggregate
 //! example on a generated log (`tools/gen_sglang_log.py LOG 20 --seed 7`, 138,189 lines):
-//! ~1,819 instructions/line (~2,009 before the fused block scan and the seconds-only stamp of
+//! ~1,794 instructions/line (`valgrind --tool=callgrind` on `target/release/examples/aggregate
+//! LOG`, total Ir / lines; ~1,819 before issue 15's second round: one SSE2 pass for the two
+//! keyword screens of non-batch lines, a digit run ended by any non-value byte, events built in
+//! place; ~2,009 before the fused block scan and the seconds-only stamp of
 //! issue 15; earlier, on a 20 MB slice of the 512 MB log: ~2,089, ~1,771 before the value
 //! checks of issue 13 and the `nom` grammar, ~3,200 two versions before). One large file can be parsed on several cores with
 //! [`parallel::parse_file_parallel`].
@@ -114,6 +117,7 @@ mod num;
 pub mod parallel;
 mod ranks;
 mod reader;
+mod scan;
 mod timestamp;
 pub mod values;
 

@@ -306,10 +306,10 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
     }
     // `s` and `msg` are parts of `line`: a needle missing from `line` is missing from both.
     // "atc" is in `atchdog timeout` and in `batch`, "sfe" in `ransfer failed` and
-    // `KVTransferError`; one search each spares the longer ones on most lines.
-    let atc = ATC.find(line.as_bytes()).is_some();
+    // `KVTransferError`; one vector pass for both spares the longer searches on most lines.
+    let (atc, sfe) = crate::scan::has_atc_sfe(line.as_bytes());
     if matches!(rec.event, Event::Other) && (enveloped || rec.timestamp.is_some()) {
-        rec.event = fallback_scan(msg, atc, SFE.find(line.as_bytes()).is_some());
+        fallback_scan(msg, atc, sfe, &mut rec.event);
     }
     if atc
         && !matches!(rec.event, Event::Batch(_) | Event::Malformed { .. })
@@ -468,22 +468,21 @@ static WATCHDOG: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"atchdog timeout"));
 static TRANSFER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"ransfer failed"));
-static ATC: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"atc"));
-static SFE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"sfe"));
 
 /// Messages of SGLang-logged lines (with an envelope) whose keyword is not at the start, e.g.
 /// `Scheduler watchdog timeout (…)` or `Decode transfer failed for request rank=…`.
 /// `atc` / `sfe`: whether the line holds `atc` / `sfe` at all (when not, the searches for the
 /// needles that contain them are skipped).
-fn fallback_scan(msg: &str, atc: bool, sfe: bool) -> Event<'_> {
+///
+/// The event is written into `out` (which is `Event::Other` on entry and stays so when no
+/// needle is found) instead of being returned: an `Event` is a few hundred bytes to move.
+fn fallback_scan<'a>(msg: &'a str, atc: bool, sfe: bool, out: &mut Event<'a>) {
     let b = msg.as_bytes();
     if atc && WATCHDOG.find(b).is_some() {
-        return Event::WatchdogTimeout(msg);
+        *out = Event::WatchdogTimeout(msg);
+    } else if sfe && (TRANSFER.find(b).is_some() || memmem::find(b, b"KVTransferError").is_some()) {
+        *out = Event::KvTransferFailed(msg);
     }
-    if sfe && (TRANSFER.find(b).is_some() || memmem::find(b, b"KVTransferError").is_some()) {
-        return Event::KvTransferFailed(msg);
-    }
-    Event::Other
 }
 
 /// Skips ANSI escape sequences (`ESC [ … final`) and spaces at the start.
