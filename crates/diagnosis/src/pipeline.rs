@@ -261,6 +261,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
                     dp_ranks: cap.dp_ranks,
                 })
             }),
+            graph_sizes_listed: rules::cuda_graph::graph_sizes_listed(&input),
             graph_max_bs: rules::cuda_graph::graph_max_bs(&input).filter(|&g| {
                 capacity
                     .max_running_requests

@@ -114,6 +114,9 @@ pub struct CapAdvice {
     /// The largest decode batch run as a CUDA graph (`cuda_graph_max_bs`, requests per rank),
     /// when it is not above today's per-rank cap: a higher cap runs eagerly beyond it.
     pub graph_max_bs: Option<u64>,
+    /// The graph sizes were listed explicitly (`--cuda-graph-bs`): a larger batch needs a
+    /// larger size in the list, not `--cuda-graph-max-bs`.
+    pub graph_sizes_listed: bool,
 }
 
 /// The benchmark client's limit against the server's cap.

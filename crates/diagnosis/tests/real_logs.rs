@@ -1708,4 +1708,10 @@ fn a_launch_command_stands_in_for_a_missing_server_args_line() {
         "{}",
         cap.risk
     );
+    // the sizes are an explicit --cuda-graph-bs list: that list is what to extend
+    assert!(
+        cap.risk.contains("add larger sizes to --cuda-graph-bs"),
+        "{}",
+        cap.risk
+    );
 }

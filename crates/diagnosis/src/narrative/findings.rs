@@ -73,12 +73,12 @@ pub fn bottleneck(
     match reason {
         Reason::PdTransfer(f) => {
             figures.push(Figure::new(
-                "median #prealloc-req",
+                of("median #prealloc-req"),
                 f.prealloc_median as f64,
                 Unit::Requests,
             ));
             figures.push(Figure::new(
-                "largest #prealloc-req",
+                of("largest #prealloc-req"),
                 f.prealloc_max as f64,
                 Unit::Requests,
             ));
@@ -90,26 +90,26 @@ pub fn bottleneck(
                 Unit::Requests,
             ));
             figures.push(Figure::new(
-                "share of batch lines at the cap",
+                of("share of batch lines at the cap"),
                 *share,
                 Unit::Fraction,
             ));
         }
         Reason::RunningCap(running_cap::Limit::MambaSlots { share }) => figures.push(Figure::new(
-            format!(
+            of(&format!(
                 "share of decode lines with mamba usage >= {}",
                 th::MAMBA_FULL_USAGE
-            ),
+            )),
             *share,
             Unit::Fraction,
         )),
         Reason::RunningCap(running_cap::Limit::Plateau { share, .. }) => figures.push(Figure::new(
-            "share of lines at the running plateau",
+            of("share of lines at the running plateau"),
             *share,
             Unit::Fraction,
         )),
         Reason::PrefillLimit(f) => figures.push(Figure::new(
-            "share of prefill batches at the size limit",
+            of("share of prefill batches at the size limit"),
             f.share_at_limit,
             Unit::Fraction,
         )),

@@ -221,7 +221,12 @@ fn raise_max_running(a: &crate::recommend::CapAdvice) -> (String, String, String
     };
     let risk = match a.graph_max_bs {
         Some(g) => format!(
-            "larger batches need more activation memory, and CUDA graphs are captured only up to {g} requests per rank: raise --cuda-graph-max-bs with the cap, or the larger batches run eagerly"
+            "larger batches need more activation memory, and CUDA graphs are captured only up to {g} requests per rank: {} with the cap, or the larger batches run eagerly",
+            if a.graph_sizes_listed {
+                "add larger sizes to --cuda-graph-bs (the explicit list decides; --cuda-graph-max-bs is ignored with it)"
+            } else {
+                "raise --cuda-graph-max-bs"
+            }
         ),
         None => "larger batches need more activation memory and may exceed the captured CUDA-graph batch size".into(),
     };

@@ -69,6 +69,18 @@ pub fn graph_max_bs(input: &Input<'_>) -> Option<u64> {
         .or(input.ev.incidents.captured_graph_max_bs)
 }
 
+/// Whether the graphs' batch sizes were given as an explicit list (`--cuda-graph-bs 8 16 24`,
+/// `cuda_graph_bs=[…]` in `server_args`): SGLang then captures exactly those sizes and ignores
+/// `--cuda-graph-max-bs`, so a larger batch needs a larger size in the list.
+pub fn graph_sizes_listed(input: &Input<'_>) -> bool {
+    input
+        .ev
+        .startup
+        .server_args
+        .get("cuda_graph_bs")
+        .is_some_and(|v| v.bytes().any(|b| b.is_ascii_digit()))
+}
+
 /// The rule for a startup without batch lines (see the module doc).
 pub fn startup_coverage(input: &Input<'_>) -> Option<Coverage> {
     let graph_max_bs = graph_max_bs(input)?;
