@@ -13,6 +13,11 @@ fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
+/// The kinds of a report's recommendations, in order.
+fn rec_kinds(r: &Report) -> Vec<RecommendationKind> {
+    r.recommendations.iter().map(|x| x.kind).collect()
+}
+
 fn diagnose(rel: &str) -> Report {
     let path = data(rel);
     let mut b = EvidenceBuilder::new();
@@ -1498,7 +1503,7 @@ fn a_client_bound_pd_decode_node_names_its_transfers() {
         "{}",
         r.headline.text
     );
-    let kinds: Vec<RecommendationKind> = r.recommendations.iter().map(|x| x.kind).collect();
+    let kinds = rec_kinds(&r);
     assert_eq!(kinds, [RecommendationKind::CheckPrefillSide]);
     assert!(r.schedulers.iter().all(|s| s.pd_decode));
     assert_eq!(
@@ -1556,7 +1561,7 @@ fn two_long_requests_holding_a_full_pool_lead_with_max_tokens() {
     let l = r.headline.long_requests.expect("a few long requests");
     assert_eq!(l.running, 2.0);
     assert_eq!(l.tokens_per_request, 307641.0 / 2.0);
-    let kinds: Vec<RecommendationKind> = r.recommendations.iter().map(|x| x.kind).collect();
+    let kinds = rec_kinds(&r);
     assert_eq!(
         kinds,
         [RecommendationKind::Change {
@@ -1582,7 +1587,7 @@ fn one_recommendation_raises_both_prefill_budgets() {
     // and no second one raises --max-prefill-tokens again
     let r = diagnose("real/026-i6901-docker-compose-prefix-prefill.log");
     assert_eq!(r.bottleneck, B::PrefillBound);
-    let kinds: Vec<RecommendationKind> = r.recommendations.iter().map(|x| x.kind).collect();
+    let kinds = rec_kinds(&r);
     assert_eq!(
         kinds,
         [RecommendationKind::Change {
