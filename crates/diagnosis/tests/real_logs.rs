@@ -1720,3 +1720,21 @@ fn a_launch_command_stands_in_for_a_missing_server_args_line() {
         cap.risk
     );
 }
+
+#[test]
+fn with_chunked_prefill_off_the_chunk_advised_is_below_the_largest_prefill_pass() {
+    // dp16: chunked_prefill_size=-1 (lines 150, 1791) and prompts of ~2k tokens, so a chunk
+    // of 8192 would split nothing: the size offered is below the largest prefill pass seen
+    let r = diagnose("real-long/ascend-dsr1-dp16-mtp-mixed.log");
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == F::PrefillInterference)
+        .expect("interference");
+    assert!(
+        f.detail.contains("below the largest prefill pass here ("),
+        "{}",
+        f.detail
+    );
+    assert!(!f.detail.contains("e.g. 8192"), "{}", f.detail);
+}

@@ -471,9 +471,19 @@ pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySumma
             f.clean_tok_per_s,
             f.loss * 100.0,
             if cap.chunked_prefill_off {
-                "Prefill passes stop decode while they run, and chunked prefill is off (chunked_prefill_size=-1): each prompt prefills whole in one pass. A --chunked-prefill-size (e.g. 8192) spreads long prompts over shorter passes, after which --enable-mixed-chunk can run them with decode; PD disaggregation removes the interference."
+                format!(
+                    "Prefill passes stop decode while they run, and chunked prefill is off (chunked_prefill_size=-1): each prompt prefills whole in one pass. A --chunked-prefill-size {} spreads prefill over shorter passes, after which --enable-mixed-chunk can run them with decode; PD disaggregation removes the interference.",
+                    match f.largest_prefill_tokens {
+                        // a chunk splits only what is larger than it
+                        Some(n) => format!(
+                            "below the largest prefill pass here ({n} tokens; e.g. {})",
+                            (n.next_power_of_two() / 4).clamp(256, 8192)
+                        ),
+                        None => "(e.g. 8192)".to_string(),
+                    }
+                )
             } else {
-                "Prefill passes stop decode while they run (unless --enable-mixed-chunk). A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference."
+                "Prefill passes stop decode while they run (unless --enable-mixed-chunk). A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.".to_string()
             }
         ),
         figures,

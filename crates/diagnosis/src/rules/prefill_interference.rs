@@ -39,6 +39,9 @@ pub struct Facts {
     pub clean_tok_per_s: f64,
     /// Gen throughput over intervals with one (tok/s).
     pub mixed_tok_per_s: f64,
+    /// The scheduler's largest prefill pass (`#new-token`, tokens): a chunk size helps only
+    /// below it.
+    pub largest_prefill_tokens: Option<u64>,
     /// The scheduler's batch lines.
     pub evidence: Option<SourceRange>,
 }
@@ -91,6 +94,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             share_with_prefill: wall(&mixed) / wall(&all),
             clean_tok_per_s: c,
             mixed_tok_per_s: m,
+            largest_prefill_tokens: v.tl.agg.max_prefill_new_tokens,
             evidence: input.timeline_range(v.tl),
         })
     })
