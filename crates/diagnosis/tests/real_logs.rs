@@ -225,7 +225,9 @@ const CASES: &[Case] = &[
     // usage 0.92 (lines 1-7), so the pool is what caps concurrency: KV-bound, with the headline
     // saying the queue is unknown. SOURCES' point, "post-retraction throughput collapse (~14x)
     // not explained by KV alone", compares this excerpt with 013's 429 tok/s: one file cannot
-    // show it, and the tool does not flag it.
+    // show it, and the tool does not flag it. `#full token` standing still on lines 3-7 is no
+    // sign of a hang either: it moves in whole pages (+512, +768 on lines 1-3, all multiples
+    // of 256), and 6 requests at ~6 tok/s each fill a 256-token page about every 40 s.
     row(
         "real/014-i26248-after-retraction-user-abbreviated.log",
         B::KvCacheBound,
