@@ -65,6 +65,11 @@ pub const OVERLAP_SAME_SHARE: f64 = 0.9;
 /// A decode line this much later than the previous batch line follows an idle gap (seconds;
 /// SGLang's window then includes the idle time, spec §2.1.2).
 pub const IDLE_GAP_S: f64 = 30.0;
+/// Longest time (seconds) between the last decode line of a batch that emptied and the
+/// prefill that starts the next wave, for the next decode reading to count as a rate (no wait
+/// in its window): one tick of SGLang's whole-second log stamps, so the server went straight
+/// from one wave of requests to the next, and the prefill in the window is server work.
+pub const REFILL_MAX_WAIT_S: f64 = 1.0;
 /// Log intervals (the median gap between decode lines) that make a gap idle time, beside
 /// [`IDLE_GAP_S`].
 pub const IDLE_GAP_INTERVALS: f64 = 10.0;

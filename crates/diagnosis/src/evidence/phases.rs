@@ -53,21 +53,40 @@ pub fn idle_gap_s(decode: &[DecodeSample]) -> f64 {
 }
 
 /// Line numbers of the decode lines whose `gen throughput` window includes time without
-/// decoding: the first line after an idle gap; the first line after a prefill batch that found
-/// nothing running (`#running-req: 0`: decode had stopped, so the window spans the wait and the
-/// prefill); and the log's first line when its reading is below [`th::IDLE_LOW_READING`] of
+/// decoding: the first line after an idle gap (not when prefill batches fill the gap, none of
+/// them an idle gap apart: that is the server at work); the first line after a prefill batch
+/// that found nothing running (`#running-req: 0`: decode had stopped, so the window spans the
+/// wait and the prefill), unless that prefill came within [`th::REFILL_MAX_WAIT_S`] of the
+/// previous decode line and the refill admitted several requests (a wave of requests that ends
+/// together and the next wave prefilled at once: no wait in the window, and its prefill time
+/// is a real cost of throughput); and the log's first line when its reading is below [`th::IDLE_LOW_READING`] of
 /// the median of the others (an excerpt that starts mid-run keeps a normal first reading).
 /// Their readings are left out of every mean and median. Sorted by line number.
 pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) -> Vec<u64> {
     let gap = idle_gap_s(decode);
     let readings: Vec<f64> = decode.iter().filter_map(|d| d.gen_tps).collect();
     // line numbers of prefill batches that started from an empty running batch
-    let mut restarts: Vec<u64> = prefill
+    let mut restarts: Vec<(u64, Option<f64>)> = prefill
         .iter()
         .filter(|p| p.running == Some(0))
-        .map(|p| p.line)
+        .map(|p| (p.line, p.t))
         .collect();
-    restarts.sort_unstable();
+    restarts.sort_unstable_by_key(|r| r.0);
+    let mut prefill_t: Vec<f64> = prefill.iter().filter_map(|p| p.t).collect();
+    prefill_t.sort_by(f64::total_cmp);
+    // whether (from, to) holds a whole idle gap without a batch line
+    let idle = |from: f64, to: f64| {
+        let lo = prefill_t.partition_point(|&t| t <= from);
+        let hi = prefill_t.partition_point(|&t| t < to);
+        let mut last = from;
+        for &t in prefill_t[lo..hi].iter().chain(std::iter::once(&to)) {
+            if t - last >= gap {
+                return true;
+            }
+            last = t;
+        }
+        false
+    };
     let mut out = Vec::new();
     let mut prev: Option<f64> = None;
     let mut prev_line: Option<u64> = None;
@@ -79,13 +98,22 @@ pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) ->
             Some(a) => {
                 a < d.line
                     && restarts
-                        .get(restarts.partition_point(|&l| l <= a))
-                        .is_some_and(|&l| l < d.line)
+                        .get(restarts.partition_point(|r| r.0 <= a))
+                        .is_some_and(|&(l, t)| {
+                            // a wave refilled at once after the batch emptied has no wait in it
+                            let at_once = matches!((t, prev), (Some(t), Some(p)) if t - p <= th::REFILL_MAX_WAIT_S);
+                            let admitted: u64 = prefill
+                                .iter()
+                                .filter(|p| p.line >= l && p.line < d.line)
+                                .filter_map(|p| p.new_seq)
+                                .sum();
+                            l < d.line && !(at_once && admitted >= 2)
+                        })
             }
-            None => restarts.first().is_some_and(|&l| l < d.line),
+            None => restarts.first().is_some_and(|r| r.0 < d.line),
         };
         match (prev, d.t) {
-            (Some(p), Some(t)) if t - p >= gap => out.push(d.line),
+            (Some(p), Some(t)) if t - p >= gap && idle(p, t) => out.push(d.line),
             _ if after_restart => out.push(d.line),
             (None, _) if i == 0 && readings.len() >= 3 => {
                 let rest: Vec<f64> = decode[1..].iter().filter_map(|d| d.gen_tps).collect();
@@ -345,6 +373,17 @@ mod tests {
             "{readings:?}"
         );
         assert!(readings.iter().all(|&g| g < 10.0), "{readings:?}");
+    }
+
+    #[test]
+    fn a_wave_refilled_at_once_is_no_first_window() {
+        // qwen3next: 80 requests end together (line 1206, 07:44:29) and the next 80 are
+        // prefilled from line 1208 on (same second, `#running-req: 0`) until 07:44:44; the
+        // decode line after it (1298, 185.61 tok/s) is the server at work, not a wait
+        let (_, lines) = first_windows(&whole("real-long/ascend-qwen3next-80b-hybrid-mamba.log"));
+        for refill in [1298, 1426, 1555] {
+            assert!(!lines.contains(&refill), "{refill}: {lines:?}");
+        }
     }
 
     #[test]
