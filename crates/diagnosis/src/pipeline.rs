@@ -6,6 +6,7 @@ use crate::evidence::view::{self, SchedulerView};
 use crate::narrative;
 use crate::recommend::{self, Load};
 use crate::report::*;
+use crate::rules::kv_cache_bound::Pattern;
 use crate::rules::{self, Input};
 use crate::verdict::{self, Overrides, Reason};
 use crate::{bench, capacity, client_view, projection};
@@ -83,13 +84,11 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         .iter()
         .zip(&reasons)
         .find(|(_, r)| r.bottleneck() == bottleneck);
-    let pool_fill = match carrier.map(|c| c.1) {
-        Some(Reason::KvCache(rules::kv_cache_bound::Pattern::FillsAsAdmitted(f))) => Some(*f),
-        _ => None,
-    };
-    let long_requests = match carrier.map(|c| c.1) {
-        Some(Reason::KvCache(rules::kv_cache_bound::Pattern::FewLongRequests(l))) => Some(*l),
-        _ => None,
+    // the KV-bound pattern's facts, for the headline and the plans
+    let (pool_fill, long_requests) = match carrier.map(|c| c.1) {
+        Some(Reason::KvCache(Pattern::FillsAsAdmitted(f))) => (Some(*f), None),
+        Some(Reason::KvCache(Pattern::FewLongRequests(l))) => (None, Some(*l)),
+        _ => (None, None),
     };
 
     // Findings, most important first.
@@ -385,16 +384,8 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
                     .collect();
                 (!t.is_empty()).then(|| t.iter().sum::<f64>() / t.len() as f64)
             }),
-        pool_fill: pool_fill.map(|f| crate::report::PoolFill {
-            usage: f.usage,
-            holding: f.holding,
-            to_come: f.to_come,
-            projected_usage: f.projected_usage,
-        }),
-        long_requests: long_requests.map(|l| crate::report::LongRequests {
-            running: l.running,
-            tokens_per_request: l.tokens_per_request,
-        }),
+        pool_fill,
+        long_requests,
         at_cap_share: match carrier.map(|c| c.1) {
             Some(Reason::RunningCap(l)) => Some(l.share()),
             _ => None,

@@ -131,12 +131,20 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
     let (label, body) = match h.verdict {
         Bottleneck::KvCacheBound => (
             "KV-cache bound",
-            match (h.running_median, h.retraction_events, h.long_requests) {
-                (None, Some(n), _) => {
+            match (
+                h.running_median,
+                h.retraction_events,
+                h.pool_fill,
+                h.long_requests,
+            ) {
+                (None, Some(n), _, _) => {
                     format!("the KV pool ran out during decode ({n} retraction events).")
                 }
-                (Some(_), _, _) if h.pool_fill.is_some() => fill_summary(h.pool_fill),
-                (Some(_), _, Some(l)) => {
+                (Some(_), _, Some(f), _) => format!(
+                    "the pool fills as the queue is admitted: token usage ~{:.2} held by {} requests, and with the {} still to come they would need ~{:.2} of it; prefill sets the pace of the ramp only, so larger prefill chunks reach this limit sooner.",
+                    f.usage, f.holding, f.to_come, f.projected_usage
+                ),
+                (Some(_), _, _, Some(l)) => {
                     format!(
                         "{} held by ~{:.0} request{} of ~{} tokens each while nothing waits: long (or runaway) requests fill the pool, not many requests.",
                         usage_s.unwrap_or_else(|| "the pool is full".into()),
@@ -146,7 +154,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                     )
                 }
                 // no line prints `#queue-req`: say so rather than "nothing waits"
-                (Some(_), _, _) if h.queued_median.is_none() => format!(
+                (Some(_), _, _, _) if h.queued_median.is_none() => format!(
                     "{} (the log prints no #queue-req: whether requests wait is unknown).",
                     join_clauses(vec![usage_s, run_s])
                 ),
@@ -325,17 +333,6 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         ));
     }
     (label.to_string(), summary)
-}
-
-/// The summary of a pool that fills as the queue is admitted ([`Headline::pool_fill`]).
-fn fill_summary(fill: Option<crate::report::PoolFill>) -> String {
-    match fill {
-        Some(f) => format!(
-            "the pool fills as the queue is admitted: token usage ~{:.2} held by {} requests, and with the {} still to come they would need ~{:.2} of it; prefill sets the pace of the ramp only, so larger prefill chunks reach this limit sooner.",
-            f.usage, f.holding, f.to_come, f.projected_usage
-        ),
-        None => "the pool fills as the queue is admitted.".to_string(),
-    }
 }
 
 /// The summary of a held admission ([`Headline::held_admission`]).

@@ -42,6 +42,7 @@
 //! the limit); spec §2.1.
 
 use crate::evidence::view::{SchedulerView, share};
+pub use crate::report::{LongRequests, PoolFill};
 use crate::thresholds as th;
 
 /// Which shape of a full pool was seen.
@@ -57,19 +58,6 @@ pub enum Pattern {
     FewLongRequests(LongRequests),
     /// A ramp whose waiting requests will not fit in the pool (see the module doc).
     FillsAsAdmitted(PoolFill),
-}
-
-/// A pool that fills as the queue is admitted, at the ramp's last line.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PoolFill {
-    /// Token usage on the last line (fraction).
-    pub usage: f64,
-    /// Requests whose KV that usage counts (requests).
-    pub holding: u64,
-    /// Requests still to come: waiting, plus a prefill batch not yet allocated (requests).
-    pub to_come: u64,
-    /// The usage all of them would need at the same KV tokens per request (fraction).
-    pub projected_usage: f64,
 }
 
 /// The rule's verdict on a ramp whose waiting requests will not fit (see the module doc).
@@ -117,15 +105,6 @@ pub fn fills_as_admitted(v: &SchedulerView<'_>) -> Option<Pattern> {
         to_come,
         projected_usage,
     }))
-}
-
-/// A few long requests holding a full pool.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LongRequests {
-    /// Median running requests over the steady span (requests).
-    pub running: f64,
-    /// Median KV tokens held per running request, `#token / #running-req` (tokens).
-    pub tokens_per_request: f64,
 }
 
 /// The [`Pattern::FewLongRequests`] test on a scheduler whose pool is full.
