@@ -261,6 +261,38 @@ mod tests {
     }
 
     #[test]
+    fn few_is_at_most_eight_running() {
+        // 307,641 tokens over 8 running is 38,455 each, still long; 9 is no longer few
+        let lines = excerpt(RUNAWAY, 1..=5);
+        assert!(matches!(
+            queued_or_full(&set_field(&lines, "#running-req", "8")),
+            Some(Pattern::FewLongRequests(_))
+        ));
+        assert_eq!(
+            queued_or_full(&set_field(&lines, "#running-req", "9")),
+            Some(Pattern::FullWithoutQueue)
+        );
+    }
+
+    #[test]
+    fn a_fill_is_projected_from_half_the_pool_on() {
+        // line 10 reads usage 0.48 (below FILL_MIN_USAGE), line 11 0.62
+        with_input(&excerpt(FILLING, 6..=10), |i| {
+            assert_eq!(fills_as_admitted(&i.views[0]), None)
+        });
+        with_input(&excerpt(FILLING, 6..=11), |i| {
+            assert!(fills_as_admitted(&i.views[0]).is_some())
+        });
+    }
+
+    fn queued_or_full(lines: &str) -> Option<Pattern> {
+        with_input(lines, |i| {
+            let v = &i.views[0];
+            queued_at_full_pool(v).or(full_without_queue(v))
+        })
+    }
+
+    #[test]
     fn a_full_pool_without_any_queue_field_is_still_full() {
         // 6 running at full token usage 0.92, the user's excerpt has no `#queue-req` at all
         check_lines(
