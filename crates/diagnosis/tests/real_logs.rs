@@ -1743,3 +1743,29 @@ fn with_chunked_prefill_off_the_chunk_advised_is_below_the_largest_prefill_pass(
     );
     assert!(!f.detail.contains("e.g. 8192"), "{}", f.detail);
 }
+
+#[test]
+fn a_missing_ceiling_says_which_test_of_the_fit_failed() {
+    use diagnosis::report::NoCeiling;
+    let why = |rel: &str| diagnose(rel).projection.and_then(|p| p.no_ceiling);
+    // qwen3next: the per-request step time is not positive (its R² of 0.75 passes)
+    assert_eq!(
+        why("real-long/ascend-qwen3next-80b-hybrid-mamba.log"),
+        Some(NoCeiling::NoLimit)
+    );
+    // maxrun2: 2 running on every line, a fixed step time at or below zero
+    assert_eq!(
+        why("real-long/ascend-dsr1-pd-decode-maxrun2-queued.log"),
+        Some(NoCeiling::NegativeFixedStep)
+    );
+    // dp16: the fit explains little (R² ~0.05)
+    assert!(matches!(
+        why("real-long/ascend-dsr1-dp16-mtp-mixed.log"),
+        Some(NoCeiling::PoorFit { r2 }) if r2 < 0.1
+    ));
+    // b2 has its ceiling, and no reason against one
+    let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
+    let p = b2.projection.expect("projection");
+    assert!(p.ceiling_tok_per_s.is_some());
+    assert_eq!(p.no_ceiling, None);
+}
