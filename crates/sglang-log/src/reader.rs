@@ -11,7 +11,13 @@ use thiserror::Error;
 /// How many malformed / partial lines [`ParseStats`] keeps verbatim.
 pub const KEPT_LINES: usize = 100;
 
-const INITIAL_BUF: usize = 256 * 1024;
+/// The reader's buffer starts this small (bytes), so a short input (a pasted excerpt, one
+/// fuzz case, a chunk of a tiny file) costs no 256 KiB allocation and zeroing…
+const INITIAL_BUF: usize = 8 * 1024;
+
+/// …and doubles up to this size (bytes) while reads fill it, so a large file is still read in
+/// 256 KiB blocks after five reads.
+const STEADY_BUF: usize = 256 * 1024;
 
 /// Longest line the reader holds (bytes, 1 MiB): a line that reaches it without a newline is
 /// delivered as [`Event::Malformed`] with the reason "line longer than 1 MiB" and its first
@@ -795,6 +801,7 @@ impl<R: Read> LogReader<R> {
             if n == 0 {
                 break;
             }
+            let filled = self.end + n == self.buf.len();
             if !self.head_done {
                 let take = (HEAD_BYTES - self.head.len()).min(n);
                 self.head
@@ -804,6 +811,11 @@ impl<R: Read> LogReader<R> {
                 }
             }
             self.end += n;
+            if filled && self.buf.len() < STEADY_BUF {
+                // the read filled the buffer: the input is large, read bigger blocks
+                let new_len = (self.buf.len() * 2).min(STEADY_BUF);
+                self.buf.resize(new_len, 0);
+            }
         }
         self.finish_head(&mut stats);
         if self.end > self.start {
