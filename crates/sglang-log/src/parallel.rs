@@ -272,6 +272,8 @@ where
             let tx = tx.clone();
             let (next, merged, progress, stop) = (&next, &merged, &progress, &stop);
             sc.spawn(move || {
+                // one reader per thread, its buffers reused from chunk to chunk
+                let mut reader = None;
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some(r) = ranges.get(k) else { return };
@@ -285,7 +287,7 @@ where
                     }
                     // a panic (there should be none) is this chunk's error, not a hang
                     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        parse_range(path, r, init, each)
+                        parse_range(path, r, k == 0, &mut reader, init, each)
                     }))
                     .unwrap_or_else(|_| {
                         Err(ReadError::Read {
@@ -373,6 +375,8 @@ fn merge_in_order<S, M: FnMut(S, u64)>(
 fn parse_range<S, I, F>(
     path: &Path,
     r: &Range<u64>,
+    first: bool,
+    reader: &mut Option<LogReader<io::Take<File>>>,
     init: &I,
     each: &F,
 ) -> Result<(S, ParseStats), ReadError>
@@ -391,8 +395,16 @@ where
             source,
             delivered: Box::default(),
         })?;
+    let input = f.take(r.end - r.start);
+    let reader = match reader {
+        Some(rd) => {
+            rd.restart(input, first);
+            rd
+        }
+        None => reader
+            .insert(LogReader::from_reader(path.display().to_string(), input).with_head(first)),
+    };
     let mut state = init();
-    let mut reader = LogReader::from_reader(path.display().to_string(), f.take(r.end - r.start));
     let stats = reader.for_each_raw(|rec, raw| each(&mut state, rec, raw))?;
     Ok((state, stats))
 }
