@@ -18,6 +18,7 @@ use nom::character::complete::{char, digit1, space0, space1};
 use nom::combinator::{map_res, opt};
 use nom::sequence::{delimited, preceded};
 use nom::{IResult, Parser};
+use std::sync::LazyLock;
 
 /// One uvicorn access line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,18 +155,23 @@ fn total_too_long(i: &[u8]) -> Res<'_, ContextRejection> {
 
 const INPUT_MARK: &[u8] = b"The input ";
 const TOTAL_MARK: &[u8] = b"exceeds the model's maximum context length of ";
+// built once: `memmem::find` builds a searcher per call, and this runs on every plain line
+static INPUT_FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(INPUT_MARK));
+static TOTAL_FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(TOTAL_MARK));
 
 /// The context-length rejection anywhere in `text` (a log message, a traceback's `ValueError:`
 /// line, a JSON error body), if it holds one.
 pub fn parse_context_rejection(text: &str) -> Option<ContextRejection> {
     let b = text.as_bytes();
-    if let Some(p) = memmem::find(b, TOTAL_MARK)
+    if let Some(p) = TOTAL_FINDER.find(b)
         && let Ok((_, r)) = total_too_long(&b[p + TOTAL_MARK.len()..])
     {
         return Some(r);
     }
     let mut from = 0;
-    while let Some(p) = memmem::find(&b[from..], INPUT_MARK) {
+    while let Some(p) = INPUT_FINDER.find(&b[from..]) {
         let at = from + p + INPUT_MARK.len();
         if let Ok((_, r)) = input_too_long(&b[at..]) {
             return Some(r);

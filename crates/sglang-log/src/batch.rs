@@ -310,6 +310,9 @@ const fn kid(name: &str) -> usize {
 
 /// `full=N, swa=M` → the value after `name=` up to the next `,`.
 fn sub_value<'a>(v: &'a str, name: &str) -> Option<&'a str> {
+    // the usual value is a plain number: no `=`, nothing to search (a substring searcher is
+    // built per call)
+    memchr::memchr(b'=', v.as_bytes())?;
     let mut rest = v;
     loop {
         let i = rest.find(name)?;
@@ -680,13 +683,35 @@ impl<'a> BatchLine<'a> {
     }
 
     fn graph_field(&self) -> Option<(&'a str, &'a str)> {
-        self.fields().find(|(k, _)| {
+        const GRAPH_KEYS: [usize; 4] = [
+            kid("cuda graph"),
+            kid("cpu graph"),
+            kid("npu graph"),
+            kid("musa graph"),
+        ];
+        let is_graph = |k: &str| {
             k.len() > " graph".len()
                 && k.ends_with(" graph")
                 && k[..k.len() - " graph".len()]
                     .bytes()
                     .all(|c| c.is_ascii_alphanumeric())
-        })
+        };
+        // the scan ends at the first field of a known graph key (a slot is 1 + its index):
+        // only the fields before it can hold another `<word> graph` (an unknown device)
+        let len = usize::from(self.len);
+        let end = GRAPH_KEYS
+            .iter()
+            .filter_map(|&id| match usize::from(self.slot[id]) {
+                0 => None,
+                at => Some(at),
+            })
+            .min()
+            .unwrap_or(len)
+            .min(len);
+        self.spans[..end]
+            .iter()
+            .map(|s| (self.slice(s.k0, self.key_end(s)), self.slice(s.v0, s.v1)))
+            .find(|(k, _)| is_graph(k))
     }
 
     /// `pre-allocated usage` (PD decode server): KV pre-allocated for incoming transfers ÷
@@ -1522,6 +1547,44 @@ mod tests {
         assert_eq!(l.swa_token_usage(), Some(0.32));
         assert_eq!(l.broken_fields(), 0);
         assert_eq!(l.graph_device(), Some("cuda"));
+    }
+
+    /// The graph flag is the first `<word> graph` field of the line, known device or not.
+    #[test]
+    fn graph_flag_is_the_first_graph_field() {
+        let flag = |text: &str| {
+            let l = parse_standard(text).unwrap();
+            (l.graph_device().map(str::to_string), l.graph())
+        };
+        let head = "Decode batch. #running-req: 3, #token: 900, token usage: 0.01, ";
+        assert_eq!(
+            flag(&format!(
+                "{head}xpu graph: True, cuda graph: False, #queue-req: 0"
+            )),
+            (Some("xpu".to_string()), Some(true))
+        );
+        assert_eq!(
+            flag(&format!(
+                "{head}cuda graph: False, xpu graph: True, #queue-req: 0"
+            )),
+            (Some("cuda".to_string()), Some(false))
+        );
+        assert_eq!(
+            flag(&format!(
+                "{head}npu graph: True, cpu graph: False, #queue-req: 0"
+            )),
+            (Some("npu".to_string()), Some(true))
+        );
+        assert_eq!(
+            flag(&format!("{head}hpu graph: False, #queue-req: 0")),
+            (Some("hpu".to_string()), Some(false))
+        );
+        // not a device word: no flag
+        assert_eq!(
+            flag(&format!("{head}cuda-x graph: True, #queue-req: 0")),
+            (None, None)
+        );
+        assert_eq!(flag(&format!("{head}#queue-req: 0")), (None, None));
     }
 
     #[test]
