@@ -689,12 +689,10 @@ impl<'a> BatchLine<'a> {
             kid("npu graph"),
             kid("musa graph"),
         ];
-        let is_graph = |k: &str| {
-            k.len() > " graph".len()
-                && k.ends_with(" graph")
-                && k[..k.len() - " graph".len()]
-                    .bytes()
-                    .all(|c| c.is_ascii_alphanumeric())
+        // `<word> graph`, `word` alphanumeric (bytes: no char-boundary checks per field)
+        let is_graph = |k: &[u8]| {
+            k.strip_suffix(b" graph")
+                .is_some_and(|w| !w.is_empty() && w.iter().all(u8::is_ascii_alphanumeric))
         };
         // the scan ends at the first field of a known graph key (a slot is 1 + its index):
         // only the fields before it can hold another `<word> graph` (an unknown device)
@@ -708,10 +706,12 @@ impl<'a> BatchLine<'a> {
             .min()
             .unwrap_or(len)
             .min(len);
-        self.spans[..end]
-            .iter()
-            .map(|s| (self.slice(s.k0, self.key_end(s)), self.slice(s.v0, s.v1)))
-            .find(|(k, _)| is_graph(k))
+        let t = self.text.as_bytes();
+        let s = self.spans[..end].iter().find(|s| {
+            let ke = usize::from(self.key_end(s));
+            t.get(usize::from(s.k0)..ke).is_some_and(is_graph)
+        })?;
+        Some((self.slice(s.k0, self.key_end(s)), self.slice(s.v0, s.v1)))
     }
 
     /// `pre-allocated usage` (PD decode server): KV pre-allocated for incoming transfers ÷
