@@ -312,7 +312,10 @@ const fn kid(name: &str) -> usize {
 fn sub_value<'a>(v: &'a str, name: &str) -> Option<&'a str> {
     // the usual value is a plain number: no `=`, nothing to search (a substring searcher is
     // built per call)
-    memchr::memchr(b'=', v.as_bytes())?;
+    // (a byte loop: the value is a few bytes, shorter than a memchr call's setup)
+    if !v.bytes().any(|c| c == b'=') {
+        return None;
+    }
     let mut rest = v;
     loop {
         let i = rest.find(name)?;
@@ -689,23 +692,31 @@ impl<'a> BatchLine<'a> {
             kid("npu graph"),
             kid("musa graph"),
         ];
-        // `<word> graph`, `word` alphanumeric (bytes: no char-boundary checks per field)
+        // `<word> graph`, `word` alphanumeric, on bytes (no char-boundary checks per field);
+        // the last byte first, which rejects every other key without a slice compare
         let is_graph = |k: &[u8]| {
-            k.strip_suffix(b" graph")
-                .is_some_and(|w| !w.is_empty() && w.iter().all(u8::is_ascii_alphanumeric))
+            k.last() == Some(&b'h')
+                && k.strip_suffix(b" graph")
+                    .is_some_and(|w| !w.is_empty() && w.iter().all(u8::is_ascii_alphanumeric))
         };
-        // the scan ends at the first field of a known graph key (a slot is 1 + its index):
-        // only the fields before it can hold another `<word> graph` (an unknown device)
+        // the first field of a known graph key, as its slot (1 + its index)
         let len = usize::from(self.len);
-        let end = GRAPH_KEYS
+        let known = GRAPH_KEYS
             .iter()
             .filter_map(|&id| match usize::from(self.slot[id]) {
                 0 => None,
                 at => Some(at),
             })
-            .min()
-            .unwrap_or(len)
-            .min(len);
+            .min();
+        // every field a known key, none twice (as many slots in use as fields): no unknown
+        // `<word> graph` can come first, the known one is the flag
+        if self.slot.iter().filter(|&&at| at != 0).count() == len {
+            let s = self.spans.get(known?.checked_sub(1)?)?;
+            return Some((self.slice(s.k0, self.key_end(s)), self.slice(s.v0, s.v1)));
+        }
+        // else the scan ends at the known one: only the fields before it can hold another
+        // `<word> graph` (an unknown device)
+        let end = known.unwrap_or(len).min(len);
         let t = self.text.as_bytes();
         let s = self.spans[..end].iter().find(|s| {
             let ke = usize::from(self.key_end(s));
