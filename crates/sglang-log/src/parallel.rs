@@ -1,7 +1,10 @@
 //! One large log parsed on several cores: the file is split at line boundaries, each chunk is
 //! read and parsed on its own thread (its own file handle, buffer and [`LogReader`] caches, so
 //! memory stays bounded: one 1 MiB-at-most buffer per thread, nothing held whole), and the
-//! results come back in file order for the caller to merge.
+//! results come back in file order for the caller to merge. In [`parse_ranges_in_order`] a
+//! thread keeps one reader for all its chunks (buffer, newline bitmap and line cache reused;
+//! only the file's first chunk computes [`crate::HeadStats`]): a new reader per 1 MiB chunk
+//! cost page faults and kernel page clearing of ~11% of each thread's time.
 //!
 //! Line numbers are exact: a first pass counts each chunk's newlines (in parallel too), so the
 //! records of chunk `k` carry the line numbers they would have in a sequential read.

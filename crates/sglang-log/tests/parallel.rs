@@ -1,9 +1,12 @@
-//! `parallel::parse_file_parallel`: a file split at line boundaries and parsed on threads
-//! gives, merged in order, exactly what one sequential read gives (records, line numbers,
-//! counts), from a log built of the real test logs.
+//! `parallel::parse_file_parallel` and `parallel::parse_ranges_in_order`: a file split at line
+//! boundaries and parsed on threads gives, merged in order, exactly what one sequential read
+//! gives (records, line numbers, counts), from a log built of the real test logs.
 
 use sglang_log::LogReader;
-use sglang_log::parallel::{MIN_CHUNK, merged_stats, parse_file_parallel, split_at_lines};
+use sglang_log::parallel::{
+    MIN_CHUNK, merged_stats, parse_file_parallel, parse_ranges_in_order, split_at_lines,
+    split_every,
+};
 
 /// What a record contributes to the comparison.
 fn key(rec: &sglang_log::Record<'_>) -> (u64, &'static str, Option<u64>, Option<String>) {
@@ -93,6 +96,68 @@ fn chunks_merged_in_order_equal_one_sequential_read() {
             assert_eq!(w[0].bytes.end, w[1].bytes.start);
             assert_eq!(w[0].lines_before + w[0].stats.lines, w[1].lines_before);
         }
+    }
+}
+
+/// Many more chunks than threads: each thread parses chunk after chunk with one reader (its
+/// buffer, cache and newline bitmap kept), and what it read before must not leak into the next
+/// chunk: the 2 MiB line cut at the cap, whose rest is skipped, ends inside one chunk; the
+/// next chunk starts afresh at line 1; only the first chunk reports the file's head.
+#[test]
+fn many_chunks_on_few_threads_equal_one_sequential_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.log");
+    std::fs::write(&path, build_log(3 * MIN_CHUNK)).unwrap();
+
+    let mut seq = Vec::new();
+    let seq_stats = LogReader::open(&path)
+        .unwrap()
+        .for_each(|r| seq.push(key(r)))
+        .unwrap();
+
+    let ranges = split_every(&path, 256 << 10).unwrap();
+    assert!(ranges.len() >= 40, "{} chunks", ranges.len());
+    for threads in [1, 2, 3] {
+        let mut par = Vec::new();
+        let mut chunks = 0;
+        let st = parse_ranges_in_order(
+            &path,
+            &ranges,
+            threads,
+            Vec::new,
+            |v, r, _raw| v.push(key(r)),
+            |v: Vec<_>, lines_before| {
+                chunks += 1;
+                par.extend(v.into_iter().map(|mut k: (u64, _, _, _)| {
+                    k.0 += lines_before;
+                    k
+                }));
+            },
+        )
+        .unwrap();
+        assert_eq!(chunks, ranges.len());
+        assert_eq!(par.len(), seq.len(), "{threads} threads");
+        assert!(par == seq, "records differ with {threads} threads");
+        assert_eq!(
+            (
+                st.lines,
+                st.bytes,
+                st.batch_lines,
+                st.long_lines,
+                st.rejected_fields
+            ),
+            (
+                seq_stats.lines,
+                seq_stats.bytes,
+                seq_stats.batch_lines,
+                seq_stats.long_lines,
+                seq_stats.rejected_fields
+            )
+        );
+        assert_eq!((st.long_lines, st.rejected_fields), (1, 1));
+        assert_eq!(st.malformed, seq_stats.malformed);
+        assert_eq!(st.rejected, seq_stats.rejected);
+        assert_eq!(st.head, seq_stats.head);
     }
 }
 
