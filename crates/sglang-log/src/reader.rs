@@ -345,7 +345,7 @@ impl<R: BufRead> CountingBufRead<R> {
 /// A log input opened and sniffed, before any decoding.
 struct LogInput {
     /// The raw bytes, buffered (64 KiB); nothing consumed yet.
-    reader: BufReader<Box<dyn Read>>,
+    reader: BufReader<Box<dyn Read + Send>>,
     /// Whether the input starts with the gzip magic bytes `1f 8b`.
     gzip: bool,
 }
@@ -360,7 +360,7 @@ impl LogInput {
             path: path.to_path_buf(),
             source,
         };
-        let raw: Box<dyn Read> = if path.as_os_str() == "-" {
+        let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
             Box::new(io::stdin())
         } else {
             let meta = std::fs::metadata(path).map_err(open_err)?;
@@ -381,6 +381,104 @@ impl LogInput {
         };
         let gzip = head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
         Ok(LogInput { reader, gzip })
+    }
+}
+
+/// Bytes of one block [`Pipelined`] hands over (256 KiB).
+const PIPE_BLOCK: usize = 256 * 1024;
+/// Blocks in flight between [`Pipelined`]'s thread and its reader: memory stays at most
+/// `(PIPE_DEPTH + 2) × PIPE_BLOCK` (1.5 MiB).
+const PIPE_DEPTH: usize = 4;
+
+/// A reader whose bytes are produced on a thread of its own (a gzip decoder) and handed over
+/// in blocks through a bounded channel, so that decompressing and parsing a `.gz` log run on
+/// two cores; the emptied blocks go back to the thread to be filled again (no allocation per
+/// block). The bytes, their order and the first error are exactly those of the inner reader:
+/// the thread sends what it read before an error, then the error, then stops. Dropping the
+/// reader stops the thread (its next send fails).
+struct Pipelined {
+    full: std::sync::mpsc::Receiver<io::Result<(Vec<u8>, usize)>>,
+    empty: std::sync::mpsc::SyncSender<Vec<u8>>,
+    /// The block being read, its filled length and the read position.
+    cur: Vec<u8>,
+    len: usize,
+    pos: usize,
+    /// The thread ended (end of input or an error, already returned).
+    done: bool,
+}
+
+impl Pipelined {
+    fn spawn<R: Read + Send + 'static>(mut inner: R) -> Self {
+        let (full_tx, full) = std::sync::mpsc::sync_channel(PIPE_DEPTH);
+        let (empty, empty_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(PIPE_DEPTH + 1);
+        std::thread::spawn(move || {
+            loop {
+                let mut block = empty_rx.try_recv().unwrap_or_else(|_| vec![0; PIPE_BLOCK]);
+                // fill the block (a decoder returns a few KiB per call), or up to the end / an error
+                let mut n = 0;
+                let mut failed = None;
+                while n < block.len() {
+                    match inner.read(&mut block[n..]) {
+                        Ok(0) => break,
+                        Ok(k) => n += k,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                let end = n < block.len();
+                if n > 0 && full_tx.send(Ok((block, n))).is_err() {
+                    return;
+                }
+                if let Some(e) = failed {
+                    let _ = full_tx.send(Err(e));
+                    return;
+                }
+                if end {
+                    return;
+                }
+            }
+        });
+        Pipelined {
+            full,
+            empty,
+            cur: Vec::new(),
+            len: 0,
+            pos: 0,
+            done: false,
+        }
+    }
+}
+
+impl Read for Pipelined {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.pos == self.len {
+            if self.done {
+                return Ok(0);
+            }
+            match self.full.recv() {
+                Ok(Ok((block, n))) => {
+                    let old = std::mem::replace(&mut self.cur, block);
+                    if !old.is_empty() {
+                        // the thread may be gone (it sent its last block): nothing to recycle into
+                        let _ = self.empty.try_send(old);
+                    }
+                    (self.len, self.pos) = (n, 0);
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                // the thread ended: end of input
+                Err(_) => self.done = true,
+            }
+        }
+        let k = buf.len().min(self.len - self.pos);
+        buf[..k].copy_from_slice(&self.cur[self.pos..self.pos + k]);
+        self.pos += k;
+        Ok(k)
     }
 }
 
@@ -602,7 +700,9 @@ pub struct LogReader<R> {
 
 impl LogReader<Box<dyn Read>> {
     /// Opens `path` (`-` means stdin). Gzip input is detected by its magic bytes `1f 8b` and
-    /// decoded with a multi-member decoder (concatenated `.gz` files work).
+    /// decoded with a multi-member decoder (concatenated `.gz` files work), on a thread of its
+    /// own that hands the decoded bytes over in 256 KiB blocks (at most 1.5 MiB in flight), so
+    /// decompressing and parsing use two cores.
     ///
     /// Errors: [`ReadError::Open`] when the file cannot be opened or its first bytes cannot be
     /// read, [`ReadError::NotAFile`] for a directory.
@@ -611,7 +711,9 @@ impl LogReader<Box<dyn Read>> {
         let br = input.reader;
         let mut reader = if input.gzip {
             let (counting, count) = CountingBufRead::new(br);
-            let dec: Box<dyn Read> = Box::new(flate2::bufread::MultiGzDecoder::new(counting));
+            let dec: Box<dyn Read> = Box::new(Pipelined::spawn(
+                flate2::bufread::MultiGzDecoder::new(counting),
+            ));
             let mut r = LogReader::from_reader(path.display().to_string(), dec);
             r.gz_offset = Some(count);
             r
@@ -916,6 +1018,92 @@ impl<R: Read> LogReader<R> {
 
 #[cfg(test)]
 mod tests {
+    /// An inner reader that hands out `data` in reads of 1..=97 bytes, then fails with
+    /// `fail` when given.
+    struct Odd {
+        data: Vec<u8>,
+        at: usize,
+        step: usize,
+        fail: Option<std::io::ErrorKind>,
+    }
+
+    impl std::io::Read for Odd {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.at == self.data.len() {
+                return match self.fail.take() {
+                    Some(k) => Err(std::io::Error::new(k, "cut")),
+                    None => Ok(0),
+                };
+            }
+            self.step = self.step % 97 + 1;
+            let k = self.step.min(buf.len()).min(self.data.len() - self.at);
+            buf[..k].copy_from_slice(&self.data[self.at..self.at + k]);
+            self.at += k;
+            Ok(k)
+        }
+    }
+
+    /// Everything a reader gives until it ends or fails, read `chunk` bytes at a time.
+    fn drain(r: &mut impl std::io::Read, chunk: usize) -> (Vec<u8>, Option<std::io::Error>) {
+        let mut out = Vec::new();
+        let mut buf = vec![0; chunk];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => return (out, None),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    /// The pipelined reader gives the inner reader's bytes in order, at every block boundary,
+    /// and its error after exactly the bytes before it, then the end.
+    #[test]
+    fn pipelined_reader_is_its_inner_reader() {
+        use super::{PIPE_BLOCK, Pipelined};
+        for n in [
+            0,
+            1,
+            4096,
+            PIPE_BLOCK - 1,
+            PIPE_BLOCK,
+            PIPE_BLOCK + 1,
+            5 * PIPE_BLOCK + 7,
+        ] {
+            let data: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
+            for fail in [None, Some(std::io::ErrorKind::UnexpectedEof)] {
+                let inner = Odd {
+                    data: data.clone(),
+                    at: 0,
+                    step: 0,
+                    fail,
+                };
+                let mut p = Pipelined::spawn(inner);
+                let (got, err) = drain(&mut p, 1000);
+                assert!(
+                    got == data,
+                    "{n} bytes, fail {fail:?}: {} bytes back",
+                    got.len()
+                );
+                assert_eq!(err.map(|e| e.kind()), fail, "{n} bytes");
+                // after the end or the error: the end, for good
+                let mut one = [0u8; 1];
+                assert_eq!(std::io::Read::read(&mut p, &mut one).unwrap(), 0);
+            }
+        }
+        // dropped half-way: no hang, the thread stops at its next send
+        let inner = Odd {
+            data: vec![b'x'; 20 * PIPE_BLOCK],
+            at: 0,
+            step: 0,
+            fail: None,
+        };
+        let mut p = Pipelined::spawn(inner);
+        let mut buf = vec![0; 10];
+        assert_eq!(std::io::Read::read(&mut p, &mut buf).unwrap(), 10);
+        drop(p);
+    }
+
     #[test]
     fn block_scans_agree() {
         // every SIMD form gives the bitmap and flags a byte loop gives
