@@ -75,8 +75,12 @@ enum Fact {
         ranks: RankTags,
         sample: BatchSample,
     },
-    /// Any other line the builder uses: its number in the chunk and its bytes.
-    Line { line: u64, raw: Box<[u8]> },
+    /// Any other line the builder uses: its number in the chunk and where its bytes are in
+    /// [`ChunkFacts::text`].
+    Line {
+        line: u64,
+        text: std::ops::Range<usize>,
+    },
 }
 
 /// The facts of one chunk of a log, in line order (see the module doc). Lines the builder
@@ -84,6 +88,11 @@ enum Fact {
 #[derive(Clone, Debug, Default)]
 pub struct ChunkFacts {
     facts: Vec<Fact>,
+    /// The bytes of the kept other lines, one after another: one buffer reused from chunk to
+    /// chunk instead of an allocation per line, which the merge thread would free (with the
+    /// binary's purge delay of 0, each emptied allocator page went back to the OS and was
+    /// faulted in again for the next chunk).
+    text: Vec<u8>,
 }
 
 impl ChunkFacts {
@@ -109,10 +118,14 @@ impl ChunkFacts {
                 if rec.timestamp.is_some()
                     && !matches!(rec.message.as_bytes().first(), Some(b'P' | b'C'))
                     && !crate::incidents::tells_of_rejection(rec.message) => {}
-            _ => self.facts.push(Fact::Line {
-                line: rec.line_no,
-                raw: raw.into(),
-            }),
+            _ => {
+                let start = self.text.len();
+                self.text.extend_from_slice(raw);
+                self.facts.push(Fact::Line {
+                    line: rec.line_no,
+                    text: start..self.text.len(),
+                });
+            }
         }
     }
 
@@ -132,7 +145,8 @@ impl EvidenceBuilder {
     /// before the chunk, as [`EvidenceBuilder::push`] of each of its records would, and leaves
     /// `chunk` empty (its memory kept, for the next chunk).
     pub fn push_chunk(&mut self, source: SourceId, chunk: &mut ChunkFacts, lines_before: u64) {
-        for f in chunk.facts.drain(..) {
+        let ChunkFacts { facts, text } = chunk;
+        for f in facts.drain(..) {
             match f {
                 Fact::Batch { ts, ranks, sample } => {
                     let sample = match sample {
@@ -161,12 +175,14 @@ impl EvidenceBuilder {
                     self.incidents.push_batch_line(source, line);
                     self.push_batch(source, line, t, &ranks, move || sample);
                 }
-                Fact::Line { line, raw } => {
-                    let rec = sglang_log::parse_line(&raw, line + lines_before);
+                Fact::Line { line, text: at } => {
+                    let raw = text.get(at).unwrap_or_default();
+                    let rec = sglang_log::parse_line(raw, line + lines_before);
                     self.push(source, &rec);
                 }
             }
         }
+        text.clear();
     }
 
     /// One batch line of `source` at `line` (time `t`, seconds, already unwrapped): the kept
