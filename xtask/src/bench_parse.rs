@@ -5,10 +5,10 @@
 //! `--threads 2`, `sglang_log::parallel`), `throughput-doctor diagnose` (the whole pipeline: on
 //! every core, on one core with `taskset -c 0`, on a directory of the log's two halves as two
 //! files, and on the log compressed with `gzip -6`), and the hand-written Python regex parser
-//! (`tools/baseline_regex_parse.py`). Each tool runs `BENCH_RUNS` times (default 3); the best wall time counts. Prints each time,
-//! MB/s, the ratios against `rg -c` and Python, and the peak resident memory of the tool
-//! (MB, from GNU `time` when `/usr/bin/time` exists), then each of issue 15's goals and whether
-//! it is met. Tools that are missing (`rg`, `python3`, `taskset`, `gzip`) are skipped with a note.
+//! (`tools/baseline_regex_parse.py`). Each tool runs `BENCH_RUNS` times (default 3); the best
+//! wall time counts. Prints each time, MB/s, the ratios against `rg -c` and Python, and the
+//! peak resident memory of the tool (MB, from GNU `time` when `/usr/bin/time` exists), then
+//! each of issue 15's goals and whether it is met. Tools that are missing (`rg`, `python3`, `taskset`, `gzip`) are skipped with a note.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -238,17 +238,15 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
         } else {
             println!("note: taskset not found, the one-core diagnose row is skipped");
         }
+        // (the halves' page cache is warmed by the first of the runs; the best one counts)
         match two_halves(&log, &two_dir) {
             Ok(()) => rows.push((
-                // (the page cache is warmed by the first of the runs; the best one counts)
                 "doctor 2f",
                 "throughput-doctor diagnose DIR: LOG's two halves as two files".into(),
                 time(&[&doctor_bin, "diagnose", &two_dir.to_string_lossy()], runs),
             )),
             Err(e) => eprintln!("bench-parse: cannot write {}: {e}", two_dir.display()),
         }
-    }
-    if doctor {
         // a rotated part is usually compressed: the same log as .gz (MB/s of the plain bytes)
         let gz = dir.join(format!("gen-{size_mb}MiB-seed7.log.gz"));
         let made = gz.exists()
@@ -268,7 +266,7 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
             ));
         } else {
             let _ = std::fs::remove_file(&gz);
-            println!("note: gzip not found, the .gz row is skipped");
+            println!("note: gzip not found or failed, the .gz row is skipped");
         }
     }
     rows.push((
@@ -323,12 +321,12 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
         );
     }
     if let (Some(d), Some(r)) = (secs("doctor"), rg) {
+        let per_gib = d * 1073741824.0 / bytes as f64;
         println!(
-            "goal: diagnose <= 2x rg -c: {:.2}x ({}); 1 GiB in < 0.5 s: {:.2} s per GiB at this rate ({})",
+            "goal: diagnose <= 2x rg -c: {:.2}x ({}); 1 GiB in < 0.5 s: {per_gib:.2} s per GiB at this rate ({})",
             d / r,
             verdict(d / r <= 2.0),
-            d * 1073741824.0 / bytes as f64,
-            verdict(d * 1073741824.0 / (bytes as f64) < 0.5),
+            verdict(per_gib < 0.5),
         );
     }
     if let (Some(two), Some(one)) = (secs("doctor 2f"), secs("doctor 1cpu")) {

@@ -310,9 +310,8 @@ const fn kid(name: &str) -> usize {
 
 /// `full=N, swa=M` → the value after `name=` up to the next `,`.
 fn sub_value<'a>(v: &'a str, name: &str) -> Option<&'a str> {
-    // the usual value is a plain number: no `=`, nothing to search (a substring searcher is
-    // built per call)
-    // (a byte loop: the value is a few bytes, shorter than a memchr call's setup)
+    // the usual value is a plain number: no `=`, nothing to search (`str::find` builds a
+    // searcher per call; a byte loop over a few bytes is cheaper than a memchr call)
     if !v.bytes().any(|c| c == b'=') {
         return None;
     }
@@ -692,12 +691,10 @@ impl<'a> BatchLine<'a> {
             kid("npu graph"),
             kid("musa graph"),
         ];
-        // `<word> graph`, `word` alphanumeric, on bytes (no char-boundary checks per field);
-        // the last byte first, which rejects every other key without a slice compare
+        // `<word> graph`, `word` alphanumeric, on bytes (no char-boundary checks per field)
         let is_graph = |k: &[u8]| {
-            k.last() == Some(&b'h')
-                && k.strip_suffix(b" graph")
-                    .is_some_and(|w| !w.is_empty() && w.iter().all(u8::is_ascii_alphanumeric))
+            k.strip_suffix(b" graph")
+                .is_some_and(|w| !w.is_empty() && w.iter().all(u8::is_ascii_alphanumeric))
         };
         // the first field of a known graph key, as its slot (1 + its index)
         let len = usize::from(self.len);

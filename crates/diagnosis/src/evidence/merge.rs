@@ -89,9 +89,7 @@ enum Fact {
 pub struct ChunkFacts {
     facts: Vec<Fact>,
     /// The bytes of the kept other lines, one after another: one buffer reused from chunk to
-    /// chunk instead of an allocation per line, which the merge thread would free (with the
-    /// binary's purge delay of 0, each emptied allocator page went back to the OS and was
-    /// faulted in again for the next chunk).
+    /// chunk instead of an allocation per line on the parser thread freed on the merge thread.
     text: Vec<u8>,
 }
 

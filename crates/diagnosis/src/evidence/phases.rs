@@ -100,14 +100,20 @@ pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) ->
                     && restarts
                         .get(restarts.partition_point(|r| r.0 <= a))
                         .is_some_and(|&(l, t)| {
-                            // a wave refilled at once after the batch emptied has no wait in it
+                            if l >= d.line {
+                                return false;
+                            }
+                            // a wave refilled at once after the batch emptied has no wait in
+                            // it (the admitted requests are summed only then: a scan of every
+                            // prefill line for each decode line would be quadratic)
                             let at_once = matches!((t, prev), (Some(t), Some(p)) if t - p <= th::REFILL_MAX_WAIT_S);
-                            let admitted: u64 = prefill
-                                .iter()
-                                .filter(|p| p.line >= l && p.line < d.line)
-                                .filter_map(|p| p.new_seq)
-                                .sum();
-                            l < d.line && !(at_once && admitted >= 2)
+                            !at_once
+                                || prefill
+                                    .iter()
+                                    .filter(|p| p.line >= l && p.line < d.line)
+                                    .filter_map(|p| p.new_seq)
+                                    .sum::<u64>()
+                                    < 2
                         })
             }
             None => restarts.first().is_some_and(|r| r.0 < d.line),
