@@ -217,7 +217,7 @@ impl Incidents {
 
 /// An access line of a generation request the server answered with an error.
 fn rejected_access(msg: &str) -> Option<sglang_log::HttpAccess<'_>> {
-    sglang_log::parse_http_access(msg).filter(|a| a.status >= 400 && a.is_generation())
+    sglang_log::parse_http_error(msg).filter(sglang_log::HttpAccess::is_generation)
 }
 
 /// Whether a line of no SGLang event tells of a turned-away request (what [`count_rejection`]

@@ -91,6 +91,28 @@ pub fn parse_http_access(msg: &str) -> Option<HttpAccess<'_>> {
     })
 }
 
+/// The access line of `msg`, as [`parse_http_access`], when its status is an error (400–599).
+///
+/// Most access lines are `200 OK`, and this runs on every plain line of a log: a screen on the
+/// bytes comes first. The status follows a `"` and spaces or tabs (the grammar's `"` then
+/// `space1`), so a line in which no `"` is followed by blanks and a `4` or `5` holds no error
+/// status, and the grammar is not run on it.
+pub fn parse_http_error(msg: &str) -> Option<HttpAccess<'_>> {
+    let b = msg.as_bytes();
+    let maybe = memchr::memchr_iter(b'"', b).any(|q| {
+        let after = &b[q + 1..];
+        let blanks = after
+            .iter()
+            .take_while(|&&c| c == b' ' || c == b'\t')
+            .count();
+        blanks > 0 && matches!(after.get(blanks), Some(b'4' | b'5'))
+    });
+    if !maybe {
+        return None;
+    }
+    parse_http_access(msg).filter(|a| a.status >= 400)
+}
+
 /// A request SGLang refused because it does not fit the context length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContextRejection {
@@ -160,11 +182,17 @@ static INPUT_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(INPUT_MARK));
 static TOTAL_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(TOTAL_MARK));
+static CONTEXT_FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"context length"));
 
 /// The context-length rejection anywhere in `text` (a log message, a traceback's `ValueError:`
 /// line, a JSON error body), if it holds one.
 pub fn parse_context_rejection(text: &str) -> Option<ContextRejection> {
     let b = text.as_bytes();
+    // both messages say `context length`: one search on the usual line, which says neither
+    if CONTEXT_FINDER.find(b).is_none() {
+        return None;
+    }
     if let Some(p) = TOTAL_FINDER.find(b)
         && let Ok((_, r)) = total_too_long(&b[p + TOTAL_MARK.len()..])
     {
@@ -184,6 +212,31 @@ pub fn parse_context_rejection(text: &str) -> Option<ContextRejection> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_error_screen_keeps_every_error_status() {
+        // real-long/ascend-dsr1-dp16-mtp-mixed.log line 1828
+        let m = r#"INFO:     127.0.0.1:44946 - "GET /health_generate HTTP/1.1" 503 Service Unavailable"#;
+        assert_eq!(parse_http_error(m).map(|a| a.status), Some(503));
+        // real-2/113 line 2: a success is no error
+        let ok = r#"INFO:     192.0.2.1:44476 - "POST /v1/chat/completions HTTP/1.1" 200 OK"#;
+        assert_eq!(parse_http_error(ok), None);
+        // blanks the grammar takes after the quote (several spaces, a tab), a quote later on
+        for (m, status) in [
+            (
+                r#"1.2.3.4:5 - "POST /generate HTTP/1.1"   400 Bad Request"#,
+                400,
+            ),
+            ("1.2.3.4:5 - \"POST /generate HTTP/1.1\"\t429 Too Many", 429),
+            (r#"1.2.3.4:5 - "POST /generate HTTP/1.1" 500 "x""#, 500),
+        ] {
+            assert_eq!(parse_http_error(m).map(|a| a.status), Some(status), "{m}");
+        }
+        // a 4 after a quote that is not the status: screened in, then the grammar says 200
+        let m = r#"1.2.3.4:5 - "POST /generate HTTP/1.1" 200 OK " 4""#;
+        assert_eq!(parse_http_access(m).map(|a| a.status), Some(200));
+        assert_eq!(parse_http_error(m), None);
+    }
 
     #[test]
     fn access_lines_from_a_real_log() {

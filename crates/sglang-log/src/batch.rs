@@ -75,6 +75,9 @@ pub struct BatchLine<'a> {
     /// For each key of [`KNOWN_KEYS`] (by index): 1 + the index of its first field in `spans`,
     /// 0 when absent. Typed accessors are one table load instead of string compares.
     slot: [u8; N_KNOWN],
+    /// How many slots of `slot` are set (fields whose key is known and the first of its key):
+    /// equal to `len` when every field's key is known and none repeats.
+    known: u8,
     len: u8,
     overflow: u16,
     broken: u16,
@@ -337,6 +340,7 @@ impl<'a> BatchLine<'a> {
             text,
             spans: [Span::default(); MAX_FIELDS],
             slot: [0; N_KNOWN],
+            known: 0,
             len: 0,
             overflow: 0,
             broken: 0,
@@ -359,6 +363,7 @@ impl<'a> BatchLine<'a> {
                 && self.slot[id] == 0
             {
                 self.slot[id] = self.len;
+                self.known += 1;
                 self.check |= u64::from(FAST_SAFE[id] != UNCHECKED) << id;
             }
         } else {
@@ -564,6 +569,10 @@ impl<'a> BatchLine<'a> {
         if let Some(v) = self.by_id(const { kid("#swa token") }) {
             return parse_u64(v).filter(|&n| admits_u64(K, n));
         }
+        // the usual value is a plain number: no `=`, no `swa=` part
+        if !self.bytes_by_id(K)?.contains(&b'=') {
+            return None;
+        }
         self.by_id(K)
             .and_then(|v| sub_value(v, "swa"))
             .and_then(parse_u64)
@@ -594,6 +603,10 @@ impl<'a> BatchLine<'a> {
         const K: usize = kid("token usage");
         if let Some(v) = self.by_id(const { kid("swa token usage") }) {
             return parse_f64(v).filter(|&x| admits_f64(K, x));
+        }
+        // the usual value is a plain number: no `=`, no `swa=` part
+        if !self.bytes_by_id(K)?.contains(&b'=') {
+            return None;
         }
         self.by_id(K)
             .and_then(|v| sub_value(v, "swa"))
@@ -675,27 +688,25 @@ impl<'a> BatchLine<'a> {
     /// The graph flag `cuda graph` / `cpu graph` / `npu graph` / `musa graph` (any `<word> graph`):
     /// whether the last batch ran as a captured graph.
     pub fn graph(&self) -> Option<bool> {
-        self.graph_field().and_then(|(_, v)| parse_bool(v))
+        let s = self.graph_span()?;
+        parse_bool(self.slice(s.v0, s.v1))
     }
 
     /// The device word of the graph flag (`cuda`, `cpu`, `npu`, `musa`).
     pub fn graph_device(&self) -> Option<&'a str> {
-        self.graph_field()
-            .map(|(k, _)| &k[..k.len() - " graph".len()])
+        let s = self.graph_span()?;
+        let k = self.slice(s.k0, self.key_end(s));
+        Some(&k[..k.len() - " graph".len()])
     }
 
-    fn graph_field(&self) -> Option<(&'a str, &'a str)> {
+    /// The field of the graph flag: the first whose key is `<word> graph` (`word` alphanumeric).
+    fn graph_span(&self) -> Option<&Span> {
         const GRAPH_KEYS: [usize; 4] = [
             kid("cuda graph"),
             kid("cpu graph"),
             kid("npu graph"),
             kid("musa graph"),
         ];
-        // `<word> graph`, `word` alphanumeric, on bytes (no char-boundary checks per field)
-        let is_graph = |k: &[u8]| {
-            k.strip_suffix(b" graph")
-                .is_some_and(|w| !w.is_empty() && w.iter().all(u8::is_ascii_alphanumeric))
-        };
         // the first field of a known graph key, as its slot (1 + its index)
         let len = usize::from(self.len);
         let known = GRAPH_KEYS
@@ -707,19 +718,19 @@ impl<'a> BatchLine<'a> {
             .min();
         // every field a known key, none twice (as many slots in use as fields): no unknown
         // `<word> graph` can come first, the known one is the flag
-        if self.slot.iter().filter(|&&at| at != 0).count() == len {
-            let s = self.spans.get(known?.checked_sub(1)?)?;
-            return Some((self.slice(s.k0, self.key_end(s)), self.slice(s.v0, s.v1)));
+        if usize::from(self.known) == len {
+            return self.spans.get(known?.checked_sub(1)?);
         }
         // else the scan ends at the known one: only the fields before it can hold another
-        // `<word> graph` (an unknown device)
+        // `<word> graph` (an unknown device); on bytes, no char-boundary checks per field
         let end = known.unwrap_or(len).min(len);
         let t = self.text.as_bytes();
-        let s = self.spans[..end].iter().find(|s| {
+        self.spans[..end].iter().find(|s| {
             let ke = usize::from(self.key_end(s));
-            t.get(usize::from(s.k0)..ke).is_some_and(is_graph)
-        })?;
-        Some((self.slice(s.k0, self.key_end(s)), self.slice(s.v0, s.v1)))
+            t.get(usize::from(s.k0)..ke)
+                .and_then(|k| k.strip_suffix(b" graph"))
+                .is_some_and(|w| !w.is_empty() && w.iter().all(u8::is_ascii_alphanumeric))
+        })
     }
 
     /// `pre-allocated usage` (PD decode server): KV pre-allocated for incoming transfers ÷
@@ -898,6 +909,7 @@ pub(crate) fn parse_standard_into<'a>(text: &'a str, out: &mut Event<'a>, order:
                 // the fast splitter gave up part-way (or did not run): the general one, afresh
                 line.spans = [Span::default(); MAX_FIELDS];
                 line.slot = [0; N_KNOWN];
+                line.known = 0;
                 line.len = 0;
                 split_fields(line, body, b',');
             }
@@ -1352,6 +1364,7 @@ fn split_padded<const C: usize>(
             && *s == 0
         {
             *s = count as u8;
+            line.known += 1;
             line.check |= u64::from(look) << id;
         }
         let t = ld(v1);
