@@ -93,6 +93,18 @@ impl IncidentBuilder {
             self.sources.resize_with(source + 1, PerSource::default);
         }
         let st = &mut self.sources[source];
+        // the usual record, a batch line of a serving server with no stack open, changes
+        // nothing: the step is already the last one, and there is no stack to close
+        if matches!(rec.event, Event::Batch(_) | Event::ServerReady)
+            && st.step == Some(StartupStep::Serving)
+            && self
+                .inc
+                .step
+                .is_some_and(|(s, _)| s == StartupStep::Serving)
+            && !st.stacks.is_open()
+        {
+            return;
+        }
         let reached = match &rec.event {
             Event::ServerArgs(_) => Some(StartupStep::Launched),
             Event::LoadWeightEnd(_) => Some(StartupStep::WeightsLoaded),

@@ -658,6 +658,11 @@ impl StackCollector {
         Self::default()
     }
 
+    /// Whether a stack is open (its lines are still being read).
+    pub fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
+
     /// Take the next record of the log.
     pub fn push(&mut self, rec: &crate::Record<'_>) {
         use crate::Event;

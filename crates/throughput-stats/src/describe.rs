@@ -32,8 +32,9 @@ pub fn median_u64(xs: &[u64]) -> Option<u64> {
 /// The upper median of the finite values of `xs` (see [`median_u64`]); `None` when none is finite.
 pub fn median_f64(xs: &[f64]) -> Option<f64> {
     let mut s: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    s.sort_by(f64::total_cmp);
-    s.get(s.len() / 2).copied()
+    // the element at len/2 in `total_cmp` order, without sorting the rest
+    let k = s.len() / 2;
+    (k < s.len()).then(|| *s.select_nth_unstable_by(k, f64::total_cmp).1)
 }
 
 /// `Σ value × weight / Σ weight` over `(value, weight)` pairs; `None` when the weights sum to
@@ -146,6 +147,9 @@ mod tests {
         assert_eq!(median_u64(&[4, 1, 3, 2]), Some(3));
         assert_eq!(median_u64(&[]), None);
         assert_eq!(median_f64(&[f64::NAN, 2.0, 1.0]), Some(2.0));
+        assert_eq!(median_f64(&[4.0, 1.0, 3.0, 2.0, 3.0]), Some(3.0));
+        assert_eq!(median_f64(&[4.0, 1.0, 3.0, 2.0]), Some(3.0));
+        assert_eq!(median_f64(&[f64::INFINITY]), None);
         assert_eq!(weighted_mean(&[(10.0, 1.0), (20.0, 3.0)]), Some(17.5));
         assert_eq!(weighted_mean(&[(10.0, 0.0)]), None);
     }

@@ -121,18 +121,34 @@ pub fn quantile(samples: &[(f64, f64)], q: f64) -> Result<f64, StatsError> {
 }
 
 fn weighted_quantile(samples: &[(f64, f64)], w: &[f64], q: f64) -> f64 {
-    let mut idx: Vec<usize> = (0..samples.len()).filter(|&i| w[i] > 0.0).collect();
-    idx.sort_by(|&a, &b| samples[a].1.total_cmp(&samples[b].1));
-    let total: f64 = idx.iter().map(|&i| w[i]).sum();
-    let target = q * total;
-    let mut cum = 0.0;
-    for &i in &idx {
-        cum += w[i];
-        if cum >= target * (1.0 - 1e-12) {
-            return samples[i].1;
+    let [v] = weighted_quantiles(samples, w, [q]);
+    v
+}
+
+/// [`weighted_quantile`] at each of `qs`, with one sort: the weighted values in sample order,
+/// sorted stably by value (ties keep sample order, so the cumulative sums are those of a sort
+/// of the indices).
+fn weighted_quantiles<const K: usize>(samples: &[(f64, f64)], w: &[f64], qs: [f64; K]) -> [f64; K] {
+    let mut vw: Vec<(f64, f64)> = samples
+        .iter()
+        .zip(w)
+        .filter(|&(_, &w)| w > 0.0)
+        .map(|(s, &w)| (s.1, w))
+        .collect();
+    vw.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = vw.iter().map(|p| p.1).sum();
+    let fallback = vw.last().map_or(samples[0].1, |p| p.0);
+    qs.map(|q| {
+        let target = q * total;
+        let mut cum = 0.0;
+        for &(v, w) in &vw {
+            cum += w;
+            if cum >= target * (1.0 - 1e-12) {
+                return v;
+            }
         }
-    }
-    idx.last().map_or(samples[0].1, |&i| samples[i].1)
+        fallback
+    })
 }
 
 /// Time-weighted summary of gauge samples `(t_seconds, value)`: count, span, min, max, mean,
@@ -167,6 +183,7 @@ pub fn time_weighted_summary(samples: &[(f64, f64)]) -> Result<GaugeSummary, Sta
     } else {
         0.0
     };
+    let [median, p90] = weighted_quantiles(samples, &w, [0.5, 0.9]);
     Ok(GaugeSummary {
         n,
         span_s: samples[n - 1].0 - samples[0].0,
@@ -174,8 +191,8 @@ pub fn time_weighted_summary(samples: &[(f64, f64)]) -> Result<GaugeSummary, Sta
         max,
         mean,
         sd: check::finite(sd, "sd overflows f64")?,
-        median: weighted_quantile(samples, &w, 0.5),
-        p90: weighted_quantile(samples, &w, 0.9),
+        median,
+        p90,
         last: samples[n - 1].1,
     })
 }

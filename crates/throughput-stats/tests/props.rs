@@ -71,6 +71,19 @@ proptest! {
         }
     }
 
+    /// The summary's median and p90 (one sort for both) are `quantile` at 0.5 and 0.9, ties
+    /// included (values drawn from a few levels, as token usage or running requests are).
+    #[test]
+    fn summary_quantiles_are_quantile(mut s in series(), levels in prop::collection::vec(0u8..4, 0..60)) {
+        for (p, l) in s.iter_mut().zip(&levels) {
+            p.1 = f64::from(*l) * 0.25;
+        }
+        if let Ok(g) = time_weighted_summary(&s) {
+            prop_assert_eq!(Some(g.median), quantile(&s, 0.5).ok());
+            prop_assert_eq!(Some(g.p90), quantile(&s, 0.9).ok());
+        }
+    }
+
     #[test]
     fn phases_and_counters(s in series()) {
         if let Ok(p) = detect_phases(&s) {
