@@ -190,9 +190,7 @@ static CONTEXT_FINDER: LazyLock<memmem::Finder<'static>> =
 pub fn parse_context_rejection(text: &str) -> Option<ContextRejection> {
     let b = text.as_bytes();
     // both messages say `context length`: one search on the usual line, which says neither
-    if CONTEXT_FINDER.find(b).is_none() {
-        return None;
-    }
+    CONTEXT_FINDER.find(b)?;
     if let Some(p) = TOTAL_FINDER.find(b)
         && let Ok((_, r)) = total_too_long(&b[p + TOTAL_MARK.len()..])
     {
