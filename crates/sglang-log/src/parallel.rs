@@ -20,6 +20,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Condvar, Mutex};
 
 /// Smallest chunk worth a thread of its own (bytes, 4 MiB): smaller files are read by one.
 pub const MIN_CHUNK: u64 = 4 << 20;
@@ -230,10 +232,15 @@ pub fn merged_stats<S>(chunks: &[ChunkResult<S>]) -> ParseStats {
 }
 
 /// Parses the chunks `ranges` of the plain file `path` (from [`split_at_lines`]) on `threads`
-/// threads and hands each chunk's state to `merge` on the calling thread, in file order, while
-/// the threads parse the next chunks: memory holds at most `threads + 1` chunk states (plus
-/// one reader buffer per thread) however large the file; a thread waits when it is that far
-/// ahead of the merge.
+/// threads, the calling thread one of them, and hands each chunk's state to `merge` on the
+/// calling thread, in file order: memory holds at most `threads + 1` chunk states (plus one
+/// reader buffer per thread) however large the file; a thread waits when it is that far ahead
+/// of the merge.
+///
+/// The calling thread merges whenever the next chunk in file order is ready and parses a
+/// chunk otherwise, so `threads` threads are busy in all: a separate merging thread would be
+/// one runnable thread more than there are cores, and the parsers would wait whenever it is
+/// off its core.
 ///
 /// There is no counting pass: the records of a chunk carry line numbers counted from the
 /// chunk's start (its first line is 1), and `merge` gets the number of lines of the file
@@ -258,48 +265,39 @@ where
     F: Fn(&mut S, &Record<'_>, &[u8]) + Sync,
     M: FnMut(S, u64),
 {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::{Condvar, Mutex, mpsc};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::mpsc;
     let threads = threads.max(1);
-    let ahead = threads + 1;
     let (init, each) = (&init, &each);
-    // the next chunk to take, and how many chunks were merged (a thread takes chunk `k` only
-    // when `k < merged + ahead`)
-    let next = AtomicUsize::new(0);
-    let merged = Mutex::new(0usize);
-    let progress = Condvar::new();
+    let window = Window {
+        ahead: threads + 1,
+        next: AtomicUsize::new(0),
+        merged: Mutex::new(0),
+        progress: Condvar::new(),
+    };
     let stop = AtomicBool::new(false);
-    let (tx, rx) = mpsc::channel::<(usize, Result<(S, ParseStats), ReadError>)>();
+    let (tx, rx) = mpsc::channel::<(usize, ChunkOutcome<S>)>();
     std::thread::scope(|sc| {
-        for _ in 0..threads.min(ranges.len()) {
+        for _ in 1..threads.min(ranges.len()) {
             let tx = tx.clone();
-            let (next, merged, progress, stop) = (&next, &merged, &progress, &stop);
+            let (window, stop) = (&window, &stop);
             sc.spawn(move || {
                 // one reader per thread, its buffers reused from chunk to chunk
                 let mut reader = None;
                 loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(r) = ranges.get(k) else { return };
-                    let mut m = merged.lock().unwrap_or_else(|e| e.into_inner());
-                    while k >= *m + ahead && !stop.load(Ordering::Relaxed) {
-                        m = progress.wait(m).unwrap_or_else(|e| e.into_inner());
+                    let k = window.next.fetch_add(1, Ordering::Relaxed);
+                    if k >= ranges.len() {
+                        return;
+                    }
+                    let mut m = window.merged.lock().unwrap_or_else(|e| e.into_inner());
+                    while k >= *m + window.ahead && !stop.load(Ordering::Relaxed) {
+                        m = window.progress.wait(m).unwrap_or_else(|e| e.into_inner());
                     }
                     drop(m);
                     if stop.load(Ordering::Relaxed) {
                         return;
                     }
-                    // a panic (there should be none) is this chunk's error, not a hang
-                    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        parse_range(path, r, k == 0, &mut reader, init, each)
-                    }))
-                    .unwrap_or_else(|_| {
-                        Err(ReadError::Read {
-                            path: path.to_path_buf(),
-                            line_no: 0,
-                            source: io::Error::other("a parser thread panicked"),
-                            delivered: Box::default(),
-                        })
-                    });
+                    let res = parse_chunk(path, ranges, k, &mut reader, init, each);
                     if tx.send((k, res)).is_err() {
                         return;
                     }
@@ -307,39 +305,123 @@ where
             });
         }
         drop(tx);
-        let out = merge_in_order(path, ranges.len(), &rx, &mut merge, &merged, &progress);
+        let parse_here = |k: usize, reader: &mut Option<LogReader<io::Take<File>>>| {
+            parse_chunk(path, ranges, k, reader, init, each)
+        };
+        let out = merge_in_order(path, ranges.len(), &rx, &mut merge, &window, parse_here);
         // on an error: wake and stop the threads (the results still coming are dropped)
         stop.store(true, Ordering::Relaxed);
-        progress.notify_all();
+        window.progress.notify_all();
         out
     })
 }
 
-/// The caller's side of [`parse_ranges_in_order`]: receives the chunks' results, merges
-/// them in order, and tells the threads how far the merge got.
-#[allow(clippy::type_complexity)]
-fn merge_in_order<S, M: FnMut(S, u64)>(
+/// What parsing one chunk gave: its state and counts, or why it could not be read.
+type ChunkOutcome<S> = Result<(S, ParseStats), ReadError>;
+
+/// How far the threads of [`parse_ranges_in_order`] may run ahead of the merge.
+struct Window {
+    /// Chunks parsed or being parsed but not merged, at most.
+    ahead: usize,
+    /// The next chunk to take.
+    next: AtomicUsize,
+    /// How many chunks were merged (a thread takes chunk `k` only when `k < merged + ahead`).
+    merged: Mutex<usize>,
+    /// Signalled after each merge.
+    progress: Condvar,
+}
+
+impl Window {
+    /// Takes the next chunk for the merging thread, if there is one and it is inside the
+    /// window (`done` chunks merged); the merging thread never waits for the window.
+    fn claim(&self, done: usize, chunks: usize) -> Option<usize> {
+        use std::sync::atomic::Ordering;
+        let mut k = self.next.load(Ordering::Relaxed);
+        loop {
+            if k >= chunks || k >= done + self.ahead {
+                return None;
+            }
+            match self
+                .next
+                .compare_exchange_weak(k, k + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(k),
+                Err(now) => k = now,
+            }
+        }
+    }
+}
+
+/// Chunk `k` of `ranges`, parsed with the thread's reader; a panic (there should be none) is
+/// this chunk's error, not a hang.
+fn parse_chunk<S, I, F>(
+    path: &Path,
+    ranges: &[Range<u64>],
+    k: usize,
+    reader: &mut Option<LogReader<io::Take<File>>>,
+    init: &I,
+    each: &F,
+) -> ChunkOutcome<S>
+where
+    I: Fn() -> S,
+    F: Fn(&mut S, &Record<'_>, &[u8]),
+{
+    let Some(r) = ranges.get(k) else {
+        return Err(panicked(path, 0));
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parse_range(path, r, k == 0, reader, init, each)
+    }))
+    .unwrap_or_else(|_| Err(panicked(path, 0)))
+}
+
+/// The error of a chunk whose parser thread panicked.
+fn panicked(path: &Path, line_no: u64) -> ReadError {
+    ReadError::Read {
+        path: path.to_path_buf(),
+        line_no,
+        source: io::Error::other("a parser thread panicked"),
+        delivered: Box::default(),
+    }
+}
+
+/// The calling thread's side of [`parse_ranges_in_order`]: merges the chunks in order as
+/// they come, tells the other threads how far the merge got, and parses a chunk itself
+/// (`parse_here`) whenever the next one to merge is not ready.
+fn merge_in_order<S, M, P>(
     path: &Path,
     chunks: usize,
-    rx: &std::sync::mpsc::Receiver<(usize, Result<(S, ParseStats), ReadError>)>,
+    rx: &std::sync::mpsc::Receiver<(usize, ChunkOutcome<S>)>,
     merge: &mut M,
-    merged: &std::sync::Mutex<usize>,
-    progress: &std::sync::Condvar,
-) -> Result<ParseStats, ReadError> {
+    window: &Window,
+    parse_here: P,
+) -> Result<ParseStats, ReadError>
+where
+    M: FnMut(S, u64),
+    P: Fn(usize, &mut Option<LogReader<io::Take<File>>>) -> ChunkOutcome<S>,
+{
     let mut all = ParseStats::default();
     let mut lines_before = 0u64;
     let mut pending = std::collections::BTreeMap::new();
     let mut done = 0usize;
+    let mut reader = None;
     while done < chunks {
-        let Ok((k, res)) = rx.recv() else {
-            return Err(ReadError::Read {
-                path: path.to_path_buf(),
-                line_no: lines_before,
-                source: io::Error::other("a parser thread panicked"),
-                delivered: Box::default(),
-            });
-        };
-        pending.insert(k, res);
+        // what the other threads finished, without waiting
+        while let Ok((k, res)) = rx.try_recv() {
+            pending.insert(k, res);
+        }
+        if !pending.contains_key(&done) {
+            if let Some(k) = window.claim(done, chunks) {
+                pending.insert(k, parse_here(k, &mut reader));
+            } else {
+                // every chunk inside the window is taken: wait for the next to come back
+                let Ok((k, res)) = rx.recv() else {
+                    return Err(panicked(path, lines_before));
+                };
+                pending.insert(k, res);
+            }
+            continue;
+        }
         while let Some(res) = pending.remove(&done) {
             let (state, mut stats) = match res {
                 Ok(x) => x,
@@ -366,8 +448,8 @@ fn merge_in_order<S, M: FnMut(S, u64)>(
             lines_before += stats.lines;
             all.merge(&stats);
             done += 1;
-            *merged.lock().unwrap_or_else(|e| e.into_inner()) = done;
-            progress.notify_all();
+            *window.merged.lock().unwrap_or_else(|e| e.into_inner()) = done;
+            window.progress.notify_all();
         }
     }
     all.held_back_bytes = 0;

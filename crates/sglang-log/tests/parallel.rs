@@ -102,7 +102,8 @@ fn chunks_merged_in_order_equal_one_sequential_read() {
 /// Many more chunks than threads: each thread parses chunk after chunk with one reader (its
 /// buffer, cache and newline bitmap kept), and what it read before must not leak into the next
 /// chunk: the 2 MiB line cut at the cap, whose rest is skipped, ends inside one chunk; the
-/// next chunk starts afresh at line 1; only the first chunk reports the file's head.
+/// next chunk starts afresh at line 1; only the first chunk reports the file's head. The
+/// calling thread parses too, and no more than `threads + 1` chunk states are held at once.
 #[test]
 fn many_chunks_on_few_threads_equal_one_sequential_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -118,15 +119,23 @@ fn many_chunks_on_few_threads_equal_one_sequential_read() {
     let ranges = split_every(&path, 256 << 10).unwrap();
     assert!(ranges.len() >= 40, "{} chunks", ranges.len());
     for threads in [1, 2, 3] {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let mut par = Vec::new();
         let mut chunks = 0;
+        // chunk states begun and not yet merged, and the most there ever were
+        let (alive, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let st = parse_ranges_in_order(
             &path,
             &ranges,
             threads,
-            Vec::new,
+            || {
+                let n = alive.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(n, Ordering::SeqCst);
+                Vec::new()
+            },
             |v, r, _raw| v.push(key(r)),
             |v: Vec<_>, lines_before| {
+                alive.fetch_sub(1, Ordering::SeqCst);
                 chunks += 1;
                 par.extend(v.into_iter().map(|mut k: (u64, _, _, _)| {
                     k.0 += lines_before;
@@ -136,6 +145,12 @@ fn many_chunks_on_few_threads_equal_one_sequential_read() {
         )
         .unwrap();
         assert_eq!(chunks, ranges.len());
+        // the memory bound: at most `threads + 1` chunk states at a time
+        let most = most.load(Ordering::SeqCst);
+        assert!(
+            most <= threads + 1,
+            "{most} states alive with {threads} threads"
+        );
         assert_eq!(par.len(), seq.len(), "{threads} threads");
         assert!(par == seq, "records differ with {threads} threads");
         assert_eq!(
