@@ -1,5 +1,6 @@
 //! `parse_line` on arbitrary bytes: never panics, exactly one record, the batch-marker
-//! invariant, every field is a slice of the line, every accessor runs.
+//! invariant, every field is a slice of the line, every accessor runs, the graph flag is the
+//! first `<word> graph` field, and the screened HTTP error parser agrees with the grammar.
 //!
 //! Input shaping: if the first byte is 0xFE, the rest is repeated until the line is just over
 //! 64 KiB (the 16-bit span limit), so the long-line paths get fuzzed too.
@@ -40,7 +41,20 @@ fuzz_target!(|data: &[u8]| {
             rec.event
         );
     }
+    // the screened error parser agrees with the whole access grammar
+    assert_eq!(
+        sglang_log::parse_http_error(rec.message),
+        sglang_log::parse_http_access(rec.message).filter(|a| a.status >= 400)
+    );
     if let Event::Batch(b) = &rec.event {
+        // the graph flag is the first `<word> graph` field (the accessor's shortcuts agree)
+        let device = b
+            .fields()
+            .find_map(|(k, _)| {
+                k.strip_suffix(" graph")
+                    .filter(|w| !w.is_empty() && w.bytes().all(|c| c.is_ascii_alphanumeric()))
+            });
+        assert_eq!(b.graph_device(), device);
         let text = b.text().as_bytes();
         assert!(within(text, line), "batch text is not a slice of the line");
         for (k, v) in b.fields() {
