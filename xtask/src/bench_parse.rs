@@ -8,7 +8,8 @@
 //! (`tools/baseline_regex_parse.py`). Each tool runs `BENCH_RUNS` times (default 3); the best
 //! wall time counts. Prints each time, MB/s, the ratios against `rg -c` and Python, and the
 //! peak resident memory of the tool (MB, from GNU `time` when `/usr/bin/time` exists), then
-//! each of issue 15's goals and whether it is met. Tools that are missing (`rg`, `python3`, `taskset`, `gzip`) are skipped with a note.
+//! each of issue 15's goals and whether it is met. Tools that are missing (`rg`, `python3`,
+//! `taskset`, `gzip`) are skipped with a note.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};

@@ -311,13 +311,9 @@ const fn kid(name: &str) -> usize {
     panic!("not in KNOWN_KEYS")
 }
 
-/// `full=N, swa=M` → the value after `name=` up to the next `,`.
+/// `full=N, swa=M` → the value after `name=` up to the next `,`. Callers first check that the
+/// value holds a `=` ([`BatchLine::part`]): the usual value is a plain number.
 fn sub_value<'a>(v: &'a str, name: &str) -> Option<&'a str> {
-    // the usual value is a plain number: no `=`, nothing to search (`str::find` builds a
-    // searcher per call; a byte loop over a few bytes is cheaper than a memchr call)
-    if !v.bytes().any(|c| c == b'=') {
-        return None;
-    }
     let mut rest = v;
     loop {
         let i = rest.find(name)?;
@@ -395,6 +391,17 @@ impl<'a> BatchLine<'a> {
         let at = usize::from(*self.slot.get(id)?);
         let s = self.spans.get(at.checked_sub(1)?)?;
         Some(self.slice(s.v0, s.v1))
+    }
+
+    /// The `name=` part of the first field of known key `id` (`#token: full=N, swa=M`,
+    /// `token usage: full=X, swa=Y`), if its value has parts.
+    fn part(&self, id: usize, name: &str) -> Option<&'a str> {
+        // the usual value is a plain number: no `=`, nothing to search (checked on the bytes,
+        // before the value is sliced as text and searched with `str::find`)
+        if !self.bytes_by_id(id)?.contains(&b'=') {
+            return None;
+        }
+        self.by_id(id).and_then(|v| sub_value(v, name))
     }
 
     /// [`BatchLine::by_id`] as bytes (no char-boundary checks: typed accessors parse ASCII).
@@ -552,10 +559,7 @@ impl<'a> BatchLine<'a> {
         if let Some(v) = self.bytes_by_id(K) {
             return match parse_u64_bytes(v) {
                 Some(n) => Some(n),
-                None => self
-                    .by_id(K)
-                    .and_then(|v| sub_value(v, "full"))
-                    .and_then(parse_u64),
+                None => self.part(K, "full").and_then(parse_u64),
             }
             .filter(|&n| admits_u64(K, n));
         }
@@ -569,12 +573,7 @@ impl<'a> BatchLine<'a> {
         if let Some(v) = self.by_id(const { kid("#swa token") }) {
             return parse_u64(v).filter(|&n| admits_u64(K, n));
         }
-        // the usual value is a plain number: no `=`, no `swa=` part
-        if !self.bytes_by_id(K)?.contains(&b'=') {
-            return None;
-        }
-        self.by_id(K)
-            .and_then(|v| sub_value(v, "swa"))
+        self.part(K, "swa")
             .and_then(parse_u64)
             .filter(|&n| admits_u64(K, n))
     }
@@ -587,10 +586,7 @@ impl<'a> BatchLine<'a> {
         if let Some(v) = self.bytes_by_id(K) {
             return match parse_f64_bytes(v) {
                 Some(x) => Some(x),
-                None => self
-                    .by_id(K)
-                    .and_then(|v| sub_value(v, "full"))
-                    .and_then(parse_f64),
+                None => self.part(K, "full").and_then(parse_f64),
             }
             .filter(|&x| admits_f64(K, x));
         }
@@ -604,12 +600,7 @@ impl<'a> BatchLine<'a> {
         if let Some(v) = self.by_id(const { kid("swa token usage") }) {
             return parse_f64(v).filter(|&x| admits_f64(K, x));
         }
-        // the usual value is a plain number: no `=`, no `swa=` part
-        if !self.bytes_by_id(K)?.contains(&b'=') {
-            return None;
-        }
-        self.by_id(K)
-            .and_then(|v| sub_value(v, "swa"))
+        self.part(K, "swa")
             .and_then(parse_f64)
             .filter(|&x| admits_f64(K, x))
     }

@@ -25,6 +25,23 @@ pub(crate) enum BatchSample {
 }
 
 impl BatchSample {
+    /// The line number of the sample.
+    fn line(&self) -> u64 {
+        match self {
+            BatchSample::Decode(d) => d.line,
+            BatchSample::Prefill(p) => p.line,
+        }
+    }
+
+    /// The sample with line number `line`.
+    fn at_line(mut self, line: u64) -> Self {
+        match &mut self {
+            BatchSample::Decode(d) => d.line = line,
+            BatchSample::Prefill(p) => p.line = line,
+        }
+        self
+    }
+
     /// The sample of batch line `b` (line number `line`), without its time.
     pub(crate) fn of(line: u64, b: &BatchLine<'_>) -> Self {
         match b.kind {
@@ -149,11 +166,7 @@ impl EvidenceBuilder {
         for f in facts.iter() {
             match f {
                 Fact::Batch { ts, ranks, sample } => {
-                    let line = lines_before
-                        + match sample {
-                            BatchSample::Decode(d) => d.line,
-                            BatchSample::Prefill(p) => p.line,
-                        };
+                    let line = lines_before + sample.line();
                     let stamp = Record {
                         line_no: line,
                         timestamp: *ts,
@@ -164,16 +177,7 @@ impl EvidenceBuilder {
                     let t = self.time_of(source, &stamp);
                     self.observe_batch(Loc { source, line }, t);
                     self.incidents.push_batch_line(source, line);
-                    self.push_batch(source, line, t, ranks, || match *sample {
-                        BatchSample::Decode(mut d) => {
-                            d.line = line;
-                            BatchSample::Decode(d)
-                        }
-                        BatchSample::Prefill(mut p) => {
-                            p.line = line;
-                            BatchSample::Prefill(p)
-                        }
-                    });
+                    self.push_batch(source, line, t, ranks, || sample.at_line(line));
                 }
                 Fact::Line { line, text: at } => {
                     let raw = text.get(at.clone()).unwrap_or_default();
