@@ -18,6 +18,17 @@ pub mod view;
 
 pub use timeline::Timeline;
 
+/// `items` collected into a vector that holds `bound` items from the start (`bound`: the
+/// length of the slice they are taken from, an upper bound of their count). A filtered copy of
+/// a timeline collected by `collect` grows by doubling: every step copies what it holds and
+/// (the binary returns freed memory to the OS at once) faults in fresh pages; reserved once,
+/// only the pages written are touched.
+pub(crate) fn collect_within<T>(bound: usize, items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v = Vec::with_capacity(bound);
+    v.extend(items);
+    v
+}
+
 use crate::report::InputKind;
 
 /// Index of an input source (a log file) in [`Evidence::sources`].

@@ -19,7 +19,7 @@
 
 use serde::Serialize;
 
-use crate::evidence::{DecodeSample, PrefillSample};
+use crate::evidence::{DecodeSample, PrefillSample, collect_within};
 use crate::report::{Phase, PhaseKind};
 use crate::thresholds as th;
 
@@ -47,7 +47,7 @@ fn median_interval(ts: &[f64]) -> Option<f64> {
 /// The gap (seconds) above which two decode lines have idle time between them: at least
 /// [`th::IDLE_GAP_S`] and [`th::IDLE_GAP_INTERVALS`] log intervals.
 pub fn idle_gap_s(decode: &[DecodeSample]) -> f64 {
-    let ts: Vec<f64> = decode.iter().filter_map(|d| d.t).collect();
+    let ts: Vec<f64> = collect_within(decode.len(), decode.iter().filter_map(|d| d.t));
     let interval = median_interval(&ts).unwrap_or(0.0);
     th::IDLE_GAP_S.max(th::IDLE_GAP_INTERVALS * interval)
 }
@@ -64,7 +64,7 @@ pub fn idle_gap_s(decode: &[DecodeSample]) -> f64 {
 /// Their readings are left out of every mean and median. Sorted by line number.
 pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) -> Vec<u64> {
     let gap = idle_gap_s(decode);
-    let readings: Vec<f64> = decode.iter().filter_map(|d| d.gen_tps).collect();
+    let readings: Vec<f64> = collect_within(decode.len(), decode.iter().filter_map(|d| d.gen_tps));
     // line numbers of prefill batches that started from an empty running batch
     let mut restarts: Vec<(u64, Option<f64>)> = prefill
         .iter()
@@ -72,7 +72,7 @@ pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) ->
         .map(|p| (p.line, p.t))
         .collect();
     restarts.sort_unstable_by_key(|r| r.0);
-    let mut prefill_t: Vec<f64> = prefill.iter().filter_map(|p| p.t).collect();
+    let mut prefill_t: Vec<f64> = collect_within(prefill.len(), prefill.iter().filter_map(|p| p.t));
     prefill_t.sort_by(f64::total_cmp);
     // whether (from, to) holds a whole idle gap without a batch line
     let idle = |from: f64, to: f64| {
@@ -174,12 +174,19 @@ fn phase(kind: PhaseKind, s: &[DecodeSample]) -> Option<Phase> {
 /// requests ends the ramp (seconds; `None` when it found none). `None` when fewer than two
 /// decode lines carry timestamps or they are out of order.
 pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>) -> Option<Phases> {
-    let timed: Vec<DecodeSample> = decode.iter().copied().filter(|d| d.t.is_some()).collect();
+    // the timestamped lines: every line as a rule, then no copy
+    let some_untimed: Vec<DecodeSample>;
+    let timed: &[DecodeSample] = if decode.iter().all(|d| d.t.is_some()) {
+        decode
+    } else {
+        some_untimed = decode.iter().copied().filter(|d| d.t.is_some()).collect();
+        &some_untimed
+    };
     if timed.len() < 2 || timed.windows(2).any(|w| w[1].t < w[0].t) {
         return None;
     }
-    let gap = idle_gap_s(&timed);
-    let segs = segments(&timed, gap);
+    let gap = idle_gap_s(timed);
+    let segs = segments(timed, gap);
     // the main segment: the last of those with nearly the most decode lines (a benchmark run
     // twice, a warm-up run then the measured one: the later)
     let most = segs.iter().map(|r| r.len()).max()?;
@@ -211,24 +218,16 @@ pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>) -> Option<Phases> 
             continue;
         }
         let (steady_from, steady_to) = main_window(s, ramp_end_s);
-        let ramp: Vec<DecodeSample> = s
-            .iter()
-            .copied()
-            .filter(|d| d.t.is_some_and(|t| t < steady_from))
-            .collect();
-        let steady: Vec<DecodeSample> = s
-            .iter()
-            .copied()
-            .filter(|d| d.t.is_some_and(|t| t >= steady_from && t <= steady_to))
-            .collect();
-        let drain: Vec<DecodeSample> = s
-            .iter()
-            .copied()
-            .filter(|d| d.t.is_some_and(|t| t > steady_to))
-            .collect();
-        phases.extend(phase(PhaseKind::Ramp, &ramp));
-        phases.extend(phase(PhaseKind::Steady, &steady));
-        phases.extend(phase(PhaseKind::Drain, &drain));
+        // `s` is timestamped and in time order and the window's start is at most its end
+        // (`main_window`), so the lines before, inside and after it are three consecutive
+        // parts of `s`
+        let a = s.partition_point(|d| d.t.is_some_and(|t| t < steady_from));
+        let b = s
+            .partition_point(|d| d.t.is_some_and(|t| t <= steady_to))
+            .max(a);
+        phases.extend(phase(PhaseKind::Ramp, &s[..a]));
+        phases.extend(phase(PhaseKind::Steady, &s[a..b]));
+        phases.extend(phase(PhaseKind::Drain, &s[b..]));
     }
     let steady = phases.iter().find(|p| p.kind == PhaseKind::Steady)?;
     Some(Phases {

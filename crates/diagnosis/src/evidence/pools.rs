@@ -17,7 +17,7 @@
 use serde::Serialize;
 
 use crate::evidence::view::gauge;
-use crate::evidence::{DecodeSample, PrefillSample};
+use crate::evidence::{DecodeSample, PrefillSample, collect_within};
 use crate::thresholds as th;
 
 /// A memory pool whose usage the decode lines print.
@@ -85,10 +85,10 @@ fn summary(pool: PoolKind, points: &[(Option<f64>, f64)]) -> Option<PoolUsage> {
 /// reports is left out).
 pub fn pool_usage(samples: &[DecodeSample]) -> Vec<PoolUsage> {
     let of = |pool: PoolKind, get: fn(&DecodeSample) -> Option<f64>| {
-        let points: Vec<(Option<f64>, f64)> = samples
-            .iter()
-            .filter_map(|d| Some((d.t, get(d)?)))
-            .collect();
+        let points: Vec<(Option<f64>, f64)> = collect_within(
+            samples.len(),
+            samples.iter().filter_map(|d| Some((d.t, get(d)?))),
+        );
         summary(pool, &points)
     };
     [
@@ -106,10 +106,10 @@ pub fn pool_usage(samples: &[DecodeSample]) -> Vec<PoolUsage> {
 pub fn pool_room(decode: &[DecodeSample], prefill: &[PrefillSample]) -> PoolRoom {
     let mut pools = pool_usage(decode);
     if pools.is_empty() {
-        let points: Vec<(Option<f64>, f64)> = prefill
-            .iter()
-            .filter_map(|p| Some((p.t, p.usage?)))
-            .collect();
+        let points: Vec<(Option<f64>, f64)> = collect_within(
+            prefill.len(),
+            prefill.iter().filter_map(|p| Some((p.t, p.usage?))),
+        );
         pools.extend(summary(PoolKind::Kv, &points));
     }
     if pools.is_empty() {

@@ -4,7 +4,9 @@
 
 use crate::context::Context;
 use crate::evidence::phases;
-use crate::evidence::{DecodeSample, Evidence, PrefillSample, SchedulerKey, SchedulerTimeline};
+use crate::evidence::{
+    DecodeSample, Evidence, PrefillSample, SchedulerKey, SchedulerTimeline, collect_within,
+};
 use crate::report::{
     CapacitySummary, GaugeStats, PhaseKind, Rate, RateBasis, RetractionSummary, Span, SpanBasis,
     Unit,
@@ -73,18 +75,17 @@ pub fn rate_gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
 }
 
 fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
-    let vals: Vec<f64> = points
-        .iter()
-        .map(|p| p.1)
-        .filter(|v| v.is_finite())
-        .collect();
+    let vals: Vec<f64> = collect_within(
+        points.len(),
+        points.iter().map(|p| p.1).filter(|v| v.is_finite()),
+    );
     if vals.is_empty() {
         return GaugeStats::default();
     }
-    let timed: Vec<(f64, f64)> = points
-        .iter()
-        .filter_map(|&(t, v)| t.map(|t| (t, v)))
-        .collect();
+    let timed: Vec<(f64, f64)> = collect_within(
+        points.len(),
+        points.iter().filter_map(|&(t, v)| t.map(|t| (t, v))),
+    );
     let distinct = timed.windows(2).filter(|w| w[1].0 > w[0].0).count() + 1;
     let series: Vec<(f64, f64)> =
         if timed.len() == points.len() && is_sorted(&timed) && distinct * 2 >= timed.len() {
@@ -154,18 +155,20 @@ fn in_span(t: Option<f64>, span: &Option<Span>) -> bool {
 /// saturation, drain) has no steady state: MSER stops at its search limit and the "steady"
 /// span would be the drain, so the whole log is used instead ([`SpanBasis::NoSteadyState`]).
 pub fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
-    let decode: Vec<(f64, f64)> = tl
-        .decode
-        .samples()
-        .iter()
-        .filter_map(|d| Some((d.t?, d.running? as f64)))
-        .collect();
+    let samples = tl.decode.samples();
+    let decode: Vec<(f64, f64)> = collect_within(
+        samples.len(),
+        samples
+            .iter()
+            .filter_map(|d| Some((d.t?, d.running? as f64))),
+    );
     let series: Vec<(f64, f64)> = if decode.len() >= 2 {
         decode
     } else {
-        obs.iter()
-            .filter_map(|o| Some((o.t?, o.running? as f64)))
-            .collect()
+        collect_within(
+            obs.len(),
+            obs.iter().filter_map(|o| Some((o.t?, o.running? as f64))),
+        )
     };
     if series.len() < 2 || !is_sorted(&series) {
         return None;
@@ -300,64 +303,58 @@ impl<'e> SchedulerView<'e> {
             apply_phases(sp, tl.decode.samples());
         }
         let first_windows = phases::first_window_lines(tl.decode.samples(), tl.prefill.samples());
-        let steady: Vec<Obs> = obs
-            .iter()
-            .copied()
-            .filter(|o| in_span(o.t, &span))
-            .collect();
-        // a reading whose window includes idle time is no decode rate (`phases.rs`)
-        let steady_decode: Vec<DecodeSample> = tl
-            .decode
-            .samples()
-            .iter()
-            .copied()
-            .filter(|d| in_span(d.t, &span))
-            .map(|mut d| {
-                if first_windows.binary_search(&d.line).is_ok() {
-                    d.gen_tps = None;
-                }
-                d
-            })
-            .collect();
-        let steady_prefill: Vec<PrefillSample> = tl
-            .prefill
-            .samples()
-            .iter()
-            .copied()
-            .filter(|p| in_span(p.t, &span))
-            .collect();
-        let running = gauge(
-            &steady
-                .iter()
-                .filter_map(|o| Some((o.t, o.running? as f64)))
-                .collect::<Vec<_>>(),
+        let steady: Vec<Obs> = collect_within(
+            obs.len(),
+            obs.iter().copied().filter(|o| in_span(o.t, &span)),
         );
-        let decode_queue: Vec<(Option<f64>, f64)> = steady_decode
-            .iter()
-            .filter_map(|d| Some((d.t, d.queue? as f64)))
-            .collect();
+        // a reading whose window includes idle time is no decode rate (`phases.rs`)
+        let decode = tl.decode.samples();
+        let steady_decode: Vec<DecodeSample> = collect_within(
+            decode.len(),
+            decode
+                .iter()
+                .copied()
+                .filter(|d| in_span(d.t, &span))
+                .map(|mut d| {
+                    if first_windows.binary_search(&d.line).is_ok() {
+                        d.gen_tps = None;
+                    }
+                    d
+                }),
+        );
+        let prefill = tl.prefill.samples();
+        let steady_prefill: Vec<PrefillSample> = collect_within(
+            prefill.len(),
+            prefill.iter().copied().filter(|p| in_span(p.t, &span)),
+        );
+        let running = gauge(&collect_within(
+            steady.len(),
+            steady.iter().filter_map(|o| Some((o.t, o.running? as f64))),
+        ));
+        let decode_queue: Vec<(Option<f64>, f64)> = collect_within(
+            steady_decode.len(),
+            steady_decode
+                .iter()
+                .filter_map(|d| Some((d.t, d.queue? as f64))),
+        );
         let queue_from_decode = !decode_queue.is_empty();
         let queue_series = if decode_queue.is_empty() {
-            steady
-                .iter()
-                .filter_map(|o| Some((o.t, o.queue? as f64)))
-                .collect()
+            collect_within(
+                steady.len(),
+                steady.iter().filter_map(|o| Some((o.t, o.queue? as f64))),
+            )
         } else {
             decode_queue
         };
         let queued = gauge(&queue_series);
-        let usage = gauge(
-            &steady
-                .iter()
-                .filter_map(|o| Some((o.t, o.usage?)))
-                .collect::<Vec<_>>(),
-        );
-        let gen_tps = rate_gauge(
-            &steady_decode
-                .iter()
-                .filter_map(|d| Some((d.t, d.gen_tps?)))
-                .collect::<Vec<_>>(),
-        );
+        let usage = gauge(&collect_within(
+            steady.len(),
+            steady.iter().filter_map(|o| Some((o.t, o.usage?))),
+        ));
+        let gen_tps = rate_gauge(&collect_within(
+            steady_decode.len(),
+            steady_decode.iter().filter_map(|d| Some((d.t, d.gen_tps?))),
+        ));
         let queued_share = share(&queue_series, |&(_, q)| Some(q > 0.0));
         let full_share = share(&steady, |o| o.usage.map(|u| u >= th::KV_FULL_USAGE));
         let pool_room = crate::evidence::pools::pool_room(&steady_decode, &steady_prefill);
@@ -511,11 +508,12 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
     let mut untimed = (0.0, u32::MAX);
     let mut steady_found = true;
     for a in views {
-        let pts: Vec<(f64, f64)> = a
-            .steady_decode
-            .iter()
-            .filter_map(|d| Some((d.t?, d.gen_tps?)))
-            .collect();
+        let pts: Vec<(f64, f64)> = collect_within(
+            a.steady_decode.len(),
+            a.steady_decode
+                .iter()
+                .filter_map(|d| Some((d.t?, d.gen_tps?))),
+        );
         let timed = (pts.len() >= 2 && is_sorted(&pts))
             .then(|| (pts[0].0, pts[pts.len() - 1].0))
             .filter(|(from, to)| to > from)
