@@ -79,6 +79,9 @@ pub struct BatchLine<'a> {
     /// equal to `len` when every field's key is known and none repeats.
     known: u8,
     len: u8,
+    /// The fields were split by the strict-form splitter ([`split_fast`]), which takes values
+    /// of [`VALUE_BYTE`]s only: no value holds `=`, so none has `name=` parts.
+    strict: bool,
     overflow: u16,
     broken: u16,
     /// Bit `id` set: the first field of known key `id` must be looked at by
@@ -89,8 +92,9 @@ pub struct BatchLine<'a> {
 }
 
 /// Equal when the lines were read alike: kind, form, iteration, text and fields (the screening
-/// hint of [`BatchLine::rejected_fields`] differs between the splitters and is no part of it;
-/// the rejected fields themselves are equal whenever the fields are).
+/// hints, [`BatchLine::rejected_fields`]' and the strict-form flag of the `name=` parts, differ
+/// between the splitters and are no part of it; the rejected fields and the parts themselves
+/// are equal whenever the fields are).
 impl PartialEq for BatchLine<'_> {
     fn eq(&self, o: &Self) -> bool {
         self.kind == o.kind
@@ -338,6 +342,7 @@ impl<'a> BatchLine<'a> {
             slot: [0; N_KNOWN],
             known: 0,
             len: 0,
+            strict: false,
             overflow: 0,
             broken: 0,
             check: 0,
@@ -396,9 +401,10 @@ impl<'a> BatchLine<'a> {
     /// The `name=` part of the first field of known key `id` (`#token: full=N, swa=M`,
     /// `token usage: full=X, swa=Y`), if its value has parts.
     fn part(&self, id: usize, name: &str) -> Option<&'a str> {
-        // the usual value is a plain number: no `=`, nothing to search (checked on the bytes,
-        // before the value is sliced as text and searched with `str::find`)
-        if !self.bytes_by_id(id)?.contains(&b'=') {
+        // the usual value is a plain number: no `=`, nothing to search (known without a look
+        // on a strict-form line; else checked on the bytes, before the value is sliced as text
+        // and searched with `str::find`)
+        if self.strict || !self.bytes_by_id(id)?.contains(&b'=') {
             return None;
         }
         self.by_id(id).and_then(|v| sub_value(v, name))
@@ -680,7 +686,11 @@ impl<'a> BatchLine<'a> {
     /// whether the last batch ran as a captured graph.
     pub fn graph(&self) -> Option<bool> {
         let s = self.graph_span()?;
-        parse_bool(self.slice(s.v0, s.v1))
+        parse_bool(
+            self.text
+                .as_bytes()
+                .get(usize::from(s.v0)..usize::from(s.v1))?,
+        )
     }
 
     /// The device word of the graph flag (`cuda`, `cpu`, `npu`, `musa`).
@@ -1377,6 +1387,7 @@ fn split_padded<const C: usize>(
         return None;
     }
     line.len = count as u8;
+    line.strict = true;
     Some(data)
 }
 

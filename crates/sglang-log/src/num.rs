@@ -142,11 +142,13 @@ pub(crate) fn parse_percent_fraction(s: &str) -> Option<f64> {
     parse_f64(t).map(|v| v / 100.0)
 }
 
-/// Parses a Python bool as printed by SGLang (`True`/`False`; lowercase accepted).
-pub(crate) fn parse_bool(s: &str) -> Option<bool> {
-    match s {
-        "True" | "true" => Some(true),
-        "False" | "false" => Some(false),
+/// Parses a Python bool as printed by SGLang (`True`/`False`; lowercase accepted), from its
+/// bytes (a slice compare, no string equality calls).
+#[inline]
+pub(crate) fn parse_bool(b: &[u8]) -> Option<bool> {
+    match b {
+        b"True" | b"true" => Some(true),
+        b"False" | b"false" => Some(false),
         _ => None,
     }
 }
