@@ -446,8 +446,9 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<Report> {
     Ok(diagnose_full(args)?.1)
 }
 
-/// Like [`diagnose`], also returning the evidence as the diagnosis read it (joined and in
-/// time order, see `Evidence::consolidated`), for plots.
+/// Like [`diagnose`], also returning the evidence the logs gave (for plots, which draw it as
+/// the diagnosis read it: `Evidence::consolidated`, joined and in time order; that copy is
+/// made only when a plot is drawn).
 ///
 /// # Errors
 /// See [`read_logs`].
@@ -463,7 +464,7 @@ pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
     // ...and in the report's "not concluded", beside the other sources' problems.
     ctx.source_errors.extend(warnings);
     let report = diagnosis::diagnose_with(&ev, &ctx);
-    Ok((ev.consolidated().0.into_owned(), report))
+    Ok((ev, report))
 }
 
 /// Run `gpu`: print the snapshot, or exit 1 with a one-line reason.
@@ -591,7 +592,7 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
     out.flush()?;
     if let Some(path) = &args.plot {
         // PlotError::Io names the path itself.
-        plot::write_svg(&ev, &report, path).context("--plot")?;
+        plot::write_svg(&ev.consolidated().0, &report, path).context("--plot")?;
     }
     if let Some(path) = args.markdown.as_ref().filter(|_| !md_stdout) {
         std::fs::write(path, render::markdown(&report))

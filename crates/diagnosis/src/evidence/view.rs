@@ -262,6 +262,9 @@ pub struct SchedulerView<'e> {
     pub tl: &'e SchedulerTimeline,
     /// Its spans, when lines carry timestamps.
     pub span: Option<Span>,
+    /// Every batch line of its timeline, in time order ([`merged_obs`], made once for the
+    /// rules that walk the whole run).
+    pub obs: Vec<Obs>,
     /// Batch lines inside the steady span, in time order.
     pub steady: Vec<Obs>,
     /// Decode samples inside the steady span.
@@ -362,6 +365,7 @@ impl<'e> SchedulerView<'e> {
             key,
             tl,
             span,
+            obs,
             steady,
             steady_decode,
             steady_prefill,

@@ -18,7 +18,6 @@
 use std::collections::HashMap;
 
 use crate::evidence::DecodeSample;
-use crate::evidence::view::merged_obs;
 use crate::report::SourceRange;
 use crate::rules::Input;
 use crate::thresholds as th;
@@ -47,7 +46,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             v.tl.decode.samples().iter().map(|d| (d.line, d)).collect();
         let mut prev_t: Option<f64> = None;
         let mut hits = Vec::new();
-        for o in merged_obs(v.tl) {
+        for o in &v.obs {
             if let (Some(t), Some(d)) = (o.t, decode.get(&o.line)) {
                 let after_gap = prev_t.is_none_or(|p| t - p >= th::IDLE_GAP_S);
                 if after_gap && d.gen_tps.is_some_and(|g| g < th::IDLE_LOW_READING * median) {

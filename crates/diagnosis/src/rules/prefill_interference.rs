@@ -21,7 +21,6 @@
 use std::collections::HashMap;
 
 use crate::evidence::DecodeSample;
-use crate::evidence::view::merged_obs;
 use crate::report::SourceRange;
 use crate::rules::Input;
 use crate::thresholds as th;
@@ -54,7 +53,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         let (mut clean, mut mixed) = (Vec::new(), Vec::new());
         let mut prefill_since_last = false;
         let mut prev_t: Option<f64> = None;
-        for o in merged_obs(v.tl) {
+        for o in &v.obs {
             match decode.get(&o.line) {
                 Some(d) if d.t.is_some() => {
                     if let (Some(g), Some(t), Some(p)) = (d.gen_tps, d.t, prev_t) {

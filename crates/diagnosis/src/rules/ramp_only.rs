@@ -18,7 +18,6 @@
 //! **Source.** Phases of a burst as MSER-5 sees them (White 1997); SGLang's admission fills the
 //! batch one prefill pass at a time (`schedule_policy.py`).
 
-use crate::evidence::view::merged_obs;
 use crate::report::{Ramp, SourceRange};
 use crate::rules::Input;
 use crate::thresholds as th;
@@ -37,7 +36,8 @@ pub struct Facts {
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
     input.views.iter().find_map(|v| {
-        let pairs: Vec<(u64, u64)> = merged_obs(v.tl)
+        let pairs: Vec<(u64, u64)> = v
+            .obs
             .iter()
             .filter_map(|o| Some((o.running?, o.queue?)))
             .collect();
