@@ -4,8 +4,8 @@
 
 use sglang_log::LogReader;
 use sglang_log::parallel::{
-    MIN_CHUNK, merged_stats, parse_file_parallel, parse_ranges_in_order, split_at_lines,
-    split_every,
+    MIN_CHUNK, SPARE_CHUNKS, merged_stats, parse_file_parallel, parse_ranges_in_order,
+    split_at_lines, split_every,
 };
 
 /// What a record contributes to the comparison.
@@ -103,7 +103,8 @@ fn chunks_merged_in_order_equal_one_sequential_read() {
 /// buffer, cache and newline bitmap kept), and what it read before must not leak into the next
 /// chunk: the 2 MiB line cut at the cap, whose rest is skipped, ends inside one chunk; the
 /// next chunk starts afresh at line 1; only the first chunk reports the file's head. The
-/// calling thread parses too, and no more than `threads + 1` chunk states are held at once.
+/// calling thread parses too, and no more than `threads + SPARE_CHUNKS` chunk states are held
+/// at once.
 #[test]
 fn many_chunks_on_few_threads_equal_one_sequential_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -145,10 +146,10 @@ fn many_chunks_on_few_threads_equal_one_sequential_read() {
         )
         .unwrap();
         assert_eq!(chunks, ranges.len());
-        // the memory bound: at most `threads + 1` chunk states at a time
+        // the memory bound: at most `threads + SPARE_CHUNKS` chunk states at a time
         let most = most.load(Ordering::SeqCst);
         assert!(
-            most <= threads + 1,
+            most <= threads + SPARE_CHUNKS,
             "{most} states alive with {threads} threads"
         );
         assert_eq!(par.len(), seq.len(), "{threads} threads");
