@@ -871,6 +871,24 @@ mod tests {
                         let rx: Vec<_> = x.rejected_fields().collect();
                         let ry: Vec<_> = y.rejected_fields().collect();
                         assert_eq!(rx, ry, "{}: {:?}", f.display(), String::from_utf8_lossy(v));
+                        // nor does its strict-form flag hide a `name=` part (the hybrid pools'
+                        // `full=` / `swa=` values) that the general splitter's line has
+                        let parts = |l: &crate::BatchLine<'_>| {
+                            let bits = |x: Option<f64>| x.map(f64::to_bits);
+                            (
+                                l.num_token(),
+                                l.num_swa_token(),
+                                bits(l.token_usage()),
+                                bits(l.swa_token_usage()),
+                            )
+                        };
+                        assert_eq!(
+                            parts(x),
+                            parts(y),
+                            "{}: {:?}",
+                            f.display(),
+                            String::from_utf8_lossy(v)
+                        );
                     }
                     if let Ok(s) = std::str::from_utf8(v)
                         && !s.contains('\r')
