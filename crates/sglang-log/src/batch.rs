@@ -708,15 +708,14 @@ impl<'a> BatchLine<'a> {
             kid("npu graph"),
             kid("musa graph"),
         ];
-        // the first field of a known graph key, as its slot (1 + its index)
+        // the first field of a known graph key, as its slot (1 + its index): the least slot
+        // of the four, an absent key's 0 taken as 256 (a branch-free minimum of four bytes)
         let len = usize::from(self.len);
-        let known = GRAPH_KEYS
+        let least = GRAPH_KEYS
             .iter()
-            .filter_map(|&id| match usize::from(self.slot[id]) {
-                0 => None,
-                at => Some(at),
-            })
-            .min();
+            .map(|&id| self.slot[id].wrapping_sub(1))
+            .fold(u8::MAX, u8::min);
+        let known = (least != u8::MAX).then(|| usize::from(least) + 1);
         // every field a known key, none twice (as many slots in use as fields): no unknown
         // `<word> graph` can come first, the known one is the flag
         if usize::from(self.known) == len {
