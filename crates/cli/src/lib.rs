@@ -345,7 +345,30 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
     }
     let mut not_sglang = Vec::new();
     let paths = logfile::expand_log_dirs(&args.logs)?;
-    for path in &paths {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut rest = &paths[..];
+    while let Some(path) = rest.first() {
+        // consecutive small plain files are read a file per core (a large one is split into
+        // chunks across the cores by `read_log_into`); the evidence takes them in order
+        let small = rest
+            .iter()
+            .take_while(|p| logfile::is_small_plain(p))
+            .count();
+        if small >= 2 && threads > 1 {
+            logfile::read_small_logs(&rest[..small], threads, |path, read| {
+                let name = path.display().to_string();
+                let id = b.add_source(name.clone());
+                // The reader's errors name the path (and line) themselves.
+                let mut log = read?;
+                b.push_chunk(id, &mut log.facts, 0);
+                b.finish_source(id, &log.read.stats);
+                warnings.extend(log.read.warnings);
+                not_sglang.extend(log.sniff.error(&name));
+                anyhow::Ok(())
+            })?;
+            rest = &rest[small..];
+            continue;
+        }
         let name = path.display().to_string();
         let id = b.add_source(name.clone());
         let mut sniff = FormatSniffer::new();
@@ -354,6 +377,7 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
         b.finish_source(id, &read.stats);
         warnings.extend(read.warnings);
         not_sglang.extend(sniff.error(&name));
+        rest = &rest[1..];
     }
     // A file that is not an SGLang log is an error when it is all there is to read; beside
     // SGLang logs (a job directory holding other tools' output) it is skipped, and said.

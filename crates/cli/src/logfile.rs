@@ -233,6 +233,71 @@ pub fn read_log_into(
     })
 }
 
+/// Whether `path` is a plain file too small to be split into chunks by [`read_log_into`]
+/// (under two chunks), which [`read_small_logs`] reads whole beside others. Not stdin, not
+/// gzip (a small gzip file may inflate to any size), not a file that cannot be opened (its
+/// error comes from [`read_log_into`], in its turn).
+pub fn is_small_plain(path: &Path) -> bool {
+    use std::io::Read;
+    if path.as_os_str() == "-"
+        || !std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() < 2 * CHUNK_BYTES)
+    {
+        return false;
+    }
+    let mut magic = [0u8; 2];
+    std::fs::File::open(path)
+        .is_ok_and(|mut f| !(f.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b]))
+}
+
+/// A small log read whole on a thread of its own ([`read_small_logs`]): its facts for the
+/// evidence ([`EvidenceBuilder::push_chunk`] of them gives what [`EvidenceBuilder::push`] of
+/// each record gives), what [`read_log`] reports of it, and what it looks like.
+#[derive(Debug)]
+pub struct SmallLog {
+    /// The facts of its records, as one chunk from its first line.
+    pub facts: ChunkFacts,
+    /// Its counts and warnings.
+    pub read: LogRead,
+    /// What its records look like (SGLang's or another tool's).
+    pub sniff: FormatSniffer,
+}
+
+/// Reads the small plain logs `paths` ([`is_small_plain`]) on `threads` threads, a file per
+/// thread, and hands each to `take` in the order of `paths`: a job directory of many small
+/// rank logs is read on every core, though no file of it is large enough to be split.
+///
+/// # Errors
+/// The first error `take` returns (it gets each file's read error, and decides).
+pub fn read_small_logs<E>(
+    paths: &[PathBuf],
+    threads: usize,
+    mut take: impl FnMut(&Path, Result<SmallLog, ReadError>) -> Result<(), E>,
+) -> Result<(), E> {
+    sglang_log::parallel::parse_files_in_order(
+        paths,
+        threads,
+        || (ChunkFacts::new(), FormatSniffer::new()),
+        |(facts, sniff), rec, raw| {
+            if !sniff.is_sglang() {
+                sniff.push(rec);
+            }
+            facts.push(rec, raw);
+        },
+        |k, res| {
+            let path = paths.get(k).map_or(Path::new("-"), PathBuf::as_path);
+            let small = res.map(|((facts, sniff), stats)| {
+                let mut read = LogRead {
+                    stats,
+                    warnings: Vec::new(),
+                };
+                check_text(&mut read, &path.display().to_string());
+                SmallLog { facts, read, sniff }
+            });
+            take(path, small)
+        },
+    )
+}
+
 /// A log with lines but no SGLang event may be no log at all (a binary, a model file): say so
 /// instead of reporting "N other lines". A log with SGLang lines is only checked for NUL bytes
 /// in its head (a binary that embeds log text).
@@ -273,6 +338,59 @@ pub fn foreign_hint(e: &NotSglangLog) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Small logs read a file per thread give the evidence (every source's counts, samples,
+    /// runs and incidents) and the format verdicts of reading them one after another.
+    #[test]
+    fn small_logs_on_threads_give_the_evidence_of_one_read_after_another() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/real");
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        paths.sort();
+        assert!(paths.len() >= 20 && paths.iter().all(|p| is_small_plain(p)));
+        let mut b = EvidenceBuilder::new();
+        let mut foreign = Vec::new();
+        for p in &paths {
+            let name = p.display().to_string();
+            let id = b.add_source(name.clone());
+            let mut sniff = FormatSniffer::new();
+            let read = read_log(p, |rec| {
+                if !sniff.is_sglang() {
+                    sniff.push(rec);
+                }
+                b.push(id, rec);
+            })
+            .unwrap();
+            b.finish_source(id, &read.stats);
+            foreign.push(sniff.error(&name).map(|e| e.to_string()));
+        }
+        let want = format!("{:?}", b.build());
+        // the real logs' evidence: sources, batch samples, retractions
+        assert!(
+            want.len() > 100_000 && want.contains("retraction_lines: "),
+            "{}",
+            want.len()
+        );
+        for threads in [2, 3] {
+            let mut b = EvidenceBuilder::new();
+            let mut got_foreign = Vec::new();
+            read_small_logs(&paths, threads, |p, read| {
+                let name = p.display().to_string();
+                let id = b.add_source(name.clone());
+                let mut log = read?;
+                b.push_chunk(id, &mut log.facts, 0);
+                b.finish_source(id, &log.read.stats);
+                got_foreign.push(log.sniff.error(&name).map(|e| e.to_string()));
+                Ok::<(), ReadError>(())
+            })
+            .unwrap();
+            assert!(format!("{:?}", b.build()) == want, "{threads} threads");
+            assert_eq!(got_foreign, foreign);
+        }
+    }
 
     /// A job directory: two nodes, rotated and compressed parts, files that are not logs.
     #[test]

@@ -325,6 +325,124 @@ where
     })
 }
 
+/// Parses the logs `paths` (each whole; plain or gzip, as [`LogReader::open`] reads them) on
+/// `threads` threads, the calling thread one of them, and hands each file's state and counts,
+/// or the error that ended its read, to `merge` on the calling thread, in the order of
+/// `paths`, with the file's index. For many small files (a job directory's rank logs) one
+/// file per thread is the parallelism there is; memory holds at most `threads +`
+/// [`SPARE_CHUNKS`] files' states, so the files should be small (a large plain file is split
+/// by [`parse_ranges_in_order`] instead).
+///
+/// `merge` returning an error stops the reading: the files not yet merged are dropped (the
+/// threads stop after the file each is reading) and the error is returned.
+///
+/// # Errors
+/// The first error `merge` returns.
+pub fn parse_files_in_order<S, E, I, F, M>(
+    paths: &[PathBuf],
+    threads: usize,
+    init: I,
+    each: F,
+    mut merge: M,
+) -> Result<(), E>
+where
+    S: Send,
+    I: Fn() -> S + Sync,
+    F: Fn(&mut S, &Record<'_>, &[u8]) + Sync,
+    M: FnMut(usize, Result<(S, ParseStats), ReadError>) -> Result<(), E>,
+{
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::mpsc;
+    let (init, each) = (&init, &each);
+    let read = |k: usize| -> Result<(S, ParseStats), ReadError> {
+        let Some(path) = paths.get(k) else {
+            return Err(panicked(Path::new("-"), 0));
+        };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut state = init();
+            let stats =
+                LogReader::open(path)?.for_each_raw(|rec, raw| each(&mut state, rec, raw))?;
+            Ok((state, stats))
+        }))
+        .unwrap_or_else(|_| Err(panicked(path, 0)))
+    };
+    let threads = threads.max(1).min(paths.len());
+    if threads <= 1 {
+        for k in 0..paths.len() {
+            merge(k, read(k))?;
+        }
+        return Ok(());
+    }
+    let window = Window {
+        ahead: threads + SPARE_CHUNKS,
+        next: AtomicUsize::new(0),
+        merged: Mutex::new(0),
+        progress: Condvar::new(),
+    };
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<(usize, Result<(S, ParseStats), ReadError>)>();
+    std::thread::scope(|sc| {
+        for _ in 1..threads {
+            let tx = tx.clone();
+            let (window, stop, read) = (&window, &stop, &read);
+            sc.spawn(move || {
+                loop {
+                    let k = window.next.fetch_add(1, Ordering::Relaxed);
+                    if k >= paths.len() {
+                        return;
+                    }
+                    let mut m = window.merged.lock().unwrap_or_else(|e| e.into_inner());
+                    while k >= *m + window.ahead && !stop.load(Ordering::Relaxed) {
+                        m = window.progress.wait(m).unwrap_or_else(|e| e.into_inner());
+                    }
+                    drop(m);
+                    if stop.load(Ordering::Relaxed) || tx.send((k, read(k))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // the calling thread: merge in order, read a file itself while the next is not back
+        let mut out = Ok(());
+        let mut pending = std::collections::BTreeMap::new();
+        let mut done = 0usize;
+        while done < paths.len() {
+            while let Ok((k, res)) = rx.try_recv() {
+                pending.insert(k, res);
+            }
+            match pending.remove(&done) {
+                Some(res) => {
+                    if let Err(e) = merge(done, res) {
+                        out = Err(e);
+                        break;
+                    }
+                    done += 1;
+                    *window.merged.lock().unwrap_or_else(|e| e.into_inner()) = done;
+                    window.progress.notify_all();
+                }
+                None => match window.claim(done, paths.len()) {
+                    Some(k) => {
+                        pending.insert(k, read(k));
+                    }
+                    None => match rx.recv() {
+                        Ok((k, res)) => {
+                            pending.insert(k, res);
+                        }
+                        // every helper is gone with the next file unread: read it here
+                        Err(_) => {
+                            pending.insert(done, read(done));
+                        }
+                    },
+                },
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        window.progress.notify_all();
+        out
+    })
+}
+
 /// What parsing one chunk gave: its state and counts, or why it could not be read.
 type ChunkOutcome<S> = Result<(S, ParseStats), ReadError>;
 

@@ -4,8 +4,8 @@
 
 use sglang_log::LogReader;
 use sglang_log::parallel::{
-    MIN_CHUNK, SPARE_CHUNKS, merged_stats, parse_file_parallel, parse_ranges_in_order,
-    split_at_lines, split_every,
+    MIN_CHUNK, SPARE_CHUNKS, merged_stats, parse_file_parallel, parse_files_in_order,
+    parse_ranges_in_order, split_at_lines, split_every,
 };
 
 /// What a record contributes to the comparison.
@@ -193,4 +193,101 @@ fn small_and_gzip_files_are_one_chunk() {
     let chunks = parse_file_parallel(&gz, 4, || 0u64, |n, _| *n += 1).unwrap();
     assert_eq!(chunks.len(), 1);
     assert!(chunks[0].state > 10_000);
+}
+
+/// The real logs of `tests/data/real`, sorted: many small files, as a job directory holds.
+fn real_logs() -> Vec<std::path::PathBuf> {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/real");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Many small files read a file per thread come back in the order given, each with the
+/// records and counts of its own sequential read, on 1, 2 and 3 threads; at most `threads +
+/// SPARE_CHUNKS` files' states are held at once.
+#[test]
+fn small_files_on_threads_come_back_in_order_as_read_alone() {
+    let files = real_logs();
+    assert!(files.len() >= 20, "{}", files.len());
+    let alone: Vec<(Vec<_>, u64, u64)> = files
+        .iter()
+        .map(|f| {
+            let mut recs = Vec::new();
+            let st = LogReader::open(f)
+                .unwrap()
+                .for_each(|r| recs.push(key(r)))
+                .unwrap();
+            (recs, st.lines, st.batch_lines)
+        })
+        .collect();
+    for threads in [1, 2, 3] {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (alive, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let mut got = Vec::new();
+        parse_files_in_order(
+            &files,
+            threads,
+            || {
+                let n = alive.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(n, Ordering::SeqCst);
+                Vec::new()
+            },
+            |v, r, _raw| v.push(key(r)),
+            |k, res| {
+                alive.fetch_sub(1, Ordering::SeqCst);
+                let (recs, st) = res.unwrap();
+                got.push((k, (recs, st.lines, st.batch_lines)));
+                Ok::<(), ()>(())
+            },
+        )
+        .unwrap();
+        let order: Vec<usize> = got.iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            order,
+            (0..files.len()).collect::<Vec<_>>(),
+            "{threads} threads"
+        );
+        for ((_, g), (a, f)) in got.iter().zip(alone.iter().zip(&files)) {
+            assert!(g == a, "{} on {threads} threads", f.display());
+        }
+        let most = most.load(Ordering::SeqCst);
+        assert!(
+            most <= threads + SPARE_CHUNKS,
+            "{most} states with {threads} threads"
+        );
+    }
+}
+
+/// A file that cannot be read is handed to the merge in its turn, after the files before it;
+/// a merge that stops (returns its error) ends the reading at once, on any number of threads.
+#[test]
+fn a_failed_file_comes_in_its_turn_and_a_stopped_merge_ends_the_read() {
+    let mut files = real_logs();
+    files.insert(5, std::path::PathBuf::from("/nonexistent/dir/rank5.log"));
+    for threads in [1, 2, 3] {
+        let mut seen = Vec::new();
+        let r = parse_files_in_order(
+            &files,
+            threads,
+            || 0u64,
+            |n, _r, _raw| *n += 1,
+            |k, res| match res {
+                Ok((n, st)) => {
+                    assert_eq!(n, st.lines);
+                    seen.push(k);
+                    Ok(())
+                }
+                Err(e) => Err((k, e.to_string())),
+            },
+        );
+        let (k, e) = r.unwrap_err();
+        assert_eq!(k, 5, "{threads} threads");
+        assert!(e.contains("/nonexistent/dir/rank5.log"), "{e}");
+        assert_eq!(seen, (0..5).collect::<Vec<_>>(), "{threads} threads");
+    }
 }
