@@ -108,6 +108,9 @@ pub struct ChunkFacts {
     /// The bytes of the kept other lines, one after another: one buffer reused from chunk to
     /// chunk instead of an allocation per line on the parser thread freed on the merge thread.
     text: Vec<u8>,
+    /// No stack can be open at this point of the chunk: the last record was a batch line, or a
+    /// line left out (`false` at the start of a chunk, which may begin inside a traceback).
+    closed: bool,
 }
 
 impl ChunkFacts {
@@ -119,20 +122,30 @@ impl ChunkFacts {
     /// Takes one record of the chunk and the bytes of its line
     /// ([`sglang_log::LogReader::for_each_raw`]).
     pub fn push(&mut self, rec: &Record<'_>, raw: &[u8]) {
-        match &rec.event {
-            Event::Batch(b) => self.facts.push(Fact::Batch {
-                ts: rec.timestamp,
-                ranks: rec.ranks,
-                sample: BatchSample::of(rec.line_no, b),
-            }),
-            // what `EvidenceBuilder::push` does nothing with (stamped lines of no SGLang event,
-            // except those the incident collector reads: `Pyspy failed …`, `Capture cuda graph
-            // bs …`)
-            Event::Malformed { .. } => {}
-            Event::Other
-                if rec.timestamp.is_some()
+        // What `EvidenceBuilder::push` does nothing with: malformed lines and stamped lines of
+        // no SGLang event (except those the incident collector reads: `Pyspy failed …`,
+        // `Capture cuda graph bs …`, rejections), unless a traceback may be open, which such a
+        // line ends (`StackCollector::push`): that is only right after a kept line (a
+        // traceback's own lines are kept, and a batch line or a left-out line ends any).
+        let ignored = match &rec.event {
+            Event::Malformed { .. } => true,
+            Event::Other => {
+                rec.timestamp.is_some()
                     && !matches!(rec.message.as_bytes().first(), Some(b'P' | b'C'))
-                    && !crate::incidents::tells_of_rejection(rec.message) => {}
+                    && !crate::incidents::tells_of_rejection(rec.message)
+            }
+            _ => false,
+        };
+        match &rec.event {
+            Event::Batch(b) => {
+                self.facts.push(Fact::Batch {
+                    ts: rec.timestamp,
+                    ranks: rec.ranks,
+                    sample: BatchSample::of(rec.line_no, b),
+                });
+                self.closed = true;
+            }
+            _ if ignored && self.closed => {}
             _ => {
                 let start = self.text.len();
                 self.text.extend_from_slice(raw);
@@ -140,6 +153,8 @@ impl ChunkFacts {
                     line: rec.line_no,
                     text: start..self.text.len(),
                 });
+                // a kept line that would have been left out ends a traceback that was open
+                self.closed = ignored;
             }
         }
     }
@@ -160,7 +175,11 @@ impl EvidenceBuilder {
     /// before the chunk, as [`EvidenceBuilder::push`] of each of its records would, and leaves
     /// `chunk` empty (its memory kept, for the next chunk).
     pub fn push_chunk(&mut self, source: SourceId, chunk: &mut ChunkFacts, lines_before: u64) {
-        let ChunkFacts { facts, text } = chunk;
+        let ChunkFacts {
+            facts,
+            text,
+            closed,
+        } = chunk;
         // by reference: a fact is ~300 bytes, and moving each out of the list was a copy per
         // line (the samples are `Copy`; only a kept TP rank's is copied into its timeline)
         for f in facts.iter() {
@@ -188,6 +207,7 @@ impl EvidenceBuilder {
         }
         facts.clear();
         text.clear();
+        *closed = false;
     }
 
     /// One batch line of `source` at `line` (time `t`, seconds, already unwrapped): the kept
@@ -312,6 +332,39 @@ mod tests {
         assert!(want.contains("retraction_lines: ") && !want.contains("retraction_lines: 0,"));
         for parts in [1, 2, 3, 7, 64] {
             assert_eq!(chunked(&logs, parts), want, "{parts} chunks");
+        }
+    }
+
+    /// A traceback ends at the next stamped line, whatever it says (`StackCollector`): a
+    /// stamped line of no SGLang event, or a malformed one, inside a scheduler's traceback
+    /// must reach the builder from a chunk too, or the traceback runs on into later frames and
+    /// a later exception line (here an out-of-memory one that the scheduler's own traceback
+    /// never reached). Cut into every number of chunks, at every line.
+    #[test]
+    fn a_stamped_line_inside_a_traceback_ends_it_in_a_chunk_too() {
+        let head = "[2026-02-09 16:00:00] Decode batch. #running-req: 10, #token: 9000, token usage: 0.02, cuda graph: True, gen throughput (token/s): 300.00, #queue-req: 0\n\
+            [2026-02-09 16:00:01] Scheduler hit an exception: Traceback (most recent call last):\n  \
+            File \"/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py\", line 2000, in run_scheduler_process\n    \
+            scheduler.event_loop_overlap()\n";
+        let tail = "  File \"/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py\", line 900, in event_loop_overlap\n    \
+            batch = self.get_next_batch_to_run()\n  \
+            File \"/sgl-workspace/sglang/python/sglang/srt/mem_cache/memory_pool.py\", line 123, in alloc\n    \
+            raise RuntimeError(\"out of memory in KV pool\")\n\
+            RuntimeError: out of memory in KV pool\n\
+            [2026-02-09 16:00:02] Decode batch. #running-req: 9, #token: 8000, token usage: 0.02, cuda graph: True, gen throughput (token/s): 290.00, #queue-req: 0\n";
+        for closer in [
+            "[2026-02-09 16:00:01] Received sigquit from a child process. It usually means the child failed.\n",
+            "[2026-02-09 16:00:01] Decode batch. #running-req: \u{fffd}\u{fffd} garbage\n",
+        ] {
+            let log = format!("{head}{closer}{tail}");
+            let logs = [("log", log.as_bytes())];
+            let want = sequential(&logs);
+            // the scheduler's traceback ends at the closer: no out-of-memory exception in it
+            assert!(want.contains("run_scheduler_process"), "{want}");
+            assert!(!want.contains("out of memory in KV pool"), "{closer}");
+            for parts in 1..=log.lines().count() {
+                assert_eq!(chunked(&logs, parts), want, "{parts} chunks, {closer}");
+            }
         }
     }
 
