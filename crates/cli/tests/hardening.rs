@@ -641,3 +641,37 @@ fn an_output_that_is_an_input_or_a_device_input_is_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A job directory holding every real log and a second copy of the time-only one (055): one
+/// scheduler then has lines with a time and lines without, and the sort that merges them
+/// compared a timed line with an untimed one by line number alone, which is no total order;
+/// the sort panicked (exit 101). The diagnosis must come out.
+#[test]
+fn timed_and_untimed_lines_of_one_scheduler_are_no_panic() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let real = data("real");
+    let mut copied = 0;
+    for e in std::fs::read_dir(&real).expect("real logs") {
+        let p = e.expect("entry").path();
+        if p.extension().is_some_and(|x| x == "log") {
+            std::fs::copy(&p, dir.path().join(p.file_name().expect("name"))).expect("copy");
+            copied += 1;
+        }
+    }
+    assert!(copied >= 40, "{copied}");
+    std::fs::copy(
+        real.join("055-i1612-engine-generate-offline-tqdm-time-only.log"),
+        dir.path().join("zzz-055-copy.log"),
+    )
+    .expect("copy");
+    let out = bin()
+        .args(["diagnose", "--json"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(v["bottleneck"].is_string(), "{v}");
+}

@@ -32,7 +32,8 @@ pub struct Obs {
 }
 
 /// Decode and prefill lines of one scheduler merged in time order (then line order: rotated
-/// parts joined into one scheduler restart their line numbers).
+/// parts joined into one scheduler restart their line numbers); lines without a time come
+/// after the timed ones, in line order.
 pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
     let d = s.decode.samples().iter().map(|d: &DecodeSample| Obs {
         t: d.t,
@@ -51,9 +52,15 @@ pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
         usage: p.usage,
     });
     let mut all: Vec<Obs> = d.chain(p).collect();
+    // a total order (a sort may panic on one that is not): timed lines by time, then line;
+    // untimed lines after them, by line. Comparing a timed line with an untimed one by line
+    // alone was not transitive once a scheduler held both (a time-only log joined to dated
+    // ones), and the sort panicked.
     all.sort_by(|a, b| match (a.t, b.t) {
         (Some(x), Some(y)) => x.total_cmp(&y).then(a.line.cmp(&b.line)),
-        _ => a.line.cmp(&b.line),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.line.cmp(&b.line),
     });
     all
 }
