@@ -278,12 +278,7 @@ where
     use std::sync::mpsc;
     let threads = threads.max(1);
     let (init, each) = (&init, &each);
-    let window = Window {
-        ahead: threads + SPARE_CHUNKS,
-        next: AtomicUsize::new(0),
-        merged: Mutex::new(0),
-        progress: Condvar::new(),
-    };
+    let window = Window::for_threads(threads);
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<(usize, ChunkOutcome<S>)>();
     std::thread::scope(|sc| {
@@ -293,19 +288,7 @@ where
             sc.spawn(move || {
                 // one reader per thread, its buffers reused from chunk to chunk
                 let mut reader = None;
-                loop {
-                    let k = window.next.fetch_add(1, Ordering::Relaxed);
-                    if k >= ranges.len() {
-                        return;
-                    }
-                    let mut m = window.merged.lock().unwrap_or_else(|e| e.into_inner());
-                    while k >= *m + window.ahead && !stop.load(Ordering::Relaxed) {
-                        m = window.progress.wait(m).unwrap_or_else(|e| e.into_inner());
-                    }
-                    drop(m);
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
+                while let Some(k) = window.take(ranges.len(), stop) {
                     let res = parse_chunk(path, ranges, k, &mut reader, init, each);
                     if tx.send((k, res)).is_err() {
                         return;
@@ -373,12 +356,7 @@ where
         }
         return Ok(());
     }
-    let window = Window {
-        ahead: threads + SPARE_CHUNKS,
-        next: AtomicUsize::new(0),
-        merged: Mutex::new(0),
-        progress: Condvar::new(),
-    };
+    let window = Window::for_threads(threads);
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<(usize, Result<(S, ParseStats), ReadError>)>();
     std::thread::scope(|sc| {
@@ -386,17 +364,8 @@ where
             let tx = tx.clone();
             let (window, stop, read) = (&window, &stop, &read);
             sc.spawn(move || {
-                loop {
-                    let k = window.next.fetch_add(1, Ordering::Relaxed);
-                    if k >= paths.len() {
-                        return;
-                    }
-                    let mut m = window.merged.lock().unwrap_or_else(|e| e.into_inner());
-                    while k >= *m + window.ahead && !stop.load(Ordering::Relaxed) {
-                        m = window.progress.wait(m).unwrap_or_else(|e| e.into_inner());
-                    }
-                    drop(m);
-                    if stop.load(Ordering::Relaxed) || tx.send((k, read(k))).is_err() {
+                while let Some(k) = window.take(paths.len(), stop) {
+                    if tx.send((k, read(k))).is_err() {
                         return;
                     }
                 }
@@ -418,8 +387,7 @@ where
                         break;
                     }
                     done += 1;
-                    *window.merged.lock().unwrap_or_else(|e| e.into_inner()) = done;
-                    window.progress.notify_all();
+                    window.merged_up_to(done);
                 }
                 None => match window.claim(done, paths.len()) {
                     Some(k) => {
@@ -459,6 +427,38 @@ struct Window {
 }
 
 impl Window {
+    /// The window of `threads` threads: one chunk (or file) each and [`SPARE_CHUNKS`].
+    fn for_threads(threads: usize) -> Self {
+        Window {
+            ahead: threads + SPARE_CHUNKS,
+            next: AtomicUsize::new(0),
+            merged: Mutex::new(0),
+            progress: Condvar::new(),
+        }
+    }
+
+    /// Takes the next of `jobs` chunks (or files) for a helper thread, waiting until it is
+    /// inside the window; `None` when every one is taken or `stop` is set.
+    fn take(&self, jobs: usize, stop: &std::sync::atomic::AtomicBool) -> Option<usize> {
+        use std::sync::atomic::Ordering;
+        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        if k >= jobs {
+            return None;
+        }
+        let mut m = self.merged.lock().unwrap_or_else(|e| e.into_inner());
+        while k >= *m + self.ahead && !stop.load(Ordering::Relaxed) {
+            m = self.progress.wait(m).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(m);
+        (!stop.load(Ordering::Relaxed)).then_some(k)
+    }
+
+    /// Records that `done` chunks (or files) are merged and wakes the helpers waiting for it.
+    fn merged_up_to(&self, done: usize) {
+        *self.merged.lock().unwrap_or_else(|e| e.into_inner()) = done;
+        self.progress.notify_all();
+    }
+
     /// Takes the next chunk for the merging thread, if there is one and it is inside the
     /// window (`done` chunks merged); the merging thread never waits for the window.
     fn claim(&self, done: usize, chunks: usize) -> Option<usize> {
@@ -575,8 +575,7 @@ where
             lines_before += stats.lines;
             all.merge(&stats);
             done += 1;
-            *window.merged.lock().unwrap_or_else(|e| e.into_inner()) = done;
-            window.progress.notify_all();
+            window.merged_up_to(done);
         }
     }
     all.held_back_bytes = 0;

@@ -18,6 +18,29 @@ fn key(rec: &sglang_log::Record<'_>) -> (u64, &'static str, Option<u64>, Option<
     )
 }
 
+/// Chunk (or file) states begun and not yet merged, and the most there ever were at once.
+#[derive(Default)]
+struct States {
+    alive: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+impl States {
+    fn begin(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let n = self.alive.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(n, SeqCst);
+    }
+
+    fn end(&self) {
+        self.alive.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn most(&self) -> usize {
+        self.most.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// The real logs of `tests/data/real`, concatenated until the file holds more than `bytes`,
 /// with a malformed long line and an impossible value inside, and no newline at the end.
 fn build_log(bytes: u64) -> Vec<u8> {
@@ -120,23 +143,20 @@ fn many_chunks_on_few_threads_equal_one_sequential_read() {
     let ranges = split_every(&path, 256 << 10).unwrap();
     assert!(ranges.len() >= 40, "{} chunks", ranges.len());
     for threads in [1, 2, 3] {
-        use std::sync::atomic::{AtomicUsize, Ordering};
         let mut par = Vec::new();
         let mut chunks = 0;
-        // chunk states begun and not yet merged, and the most there ever were
-        let (alive, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let states = States::default();
         let st = parse_ranges_in_order(
             &path,
             &ranges,
             threads,
             || {
-                let n = alive.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(n, Ordering::SeqCst);
+                states.begin();
                 Vec::new()
             },
             |v, r, _raw| v.push(key(r)),
             |v: Vec<_>, lines_before| {
-                alive.fetch_sub(1, Ordering::SeqCst);
+                states.end();
                 chunks += 1;
                 par.extend(v.into_iter().map(|mut k: (u64, _, _, _)| {
                     k.0 += lines_before;
@@ -147,7 +167,7 @@ fn many_chunks_on_few_threads_equal_one_sequential_read() {
         .unwrap();
         assert_eq!(chunks, ranges.len());
         // the memory bound: at most `threads + SPARE_CHUNKS` chunk states at a time
-        let most = most.load(Ordering::SeqCst);
+        let most = states.most();
         assert!(
             most <= threads + SPARE_CHUNKS,
             "{most} states alive with {threads} threads"
@@ -226,20 +246,18 @@ fn small_files_on_threads_come_back_in_order_as_read_alone() {
         })
         .collect();
     for threads in [1, 2, 3] {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let (alive, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let states = States::default();
         let mut got = Vec::new();
         parse_files_in_order(
             &files,
             threads,
             || {
-                let n = alive.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(n, Ordering::SeqCst);
+                states.begin();
                 Vec::new()
             },
             |v, r, _raw| v.push(key(r)),
             |k, res| {
-                alive.fetch_sub(1, Ordering::SeqCst);
+                states.end();
                 let (recs, st) = res.unwrap();
                 got.push((k, (recs, st.lines, st.batch_lines)));
                 Ok::<(), ()>(())
@@ -255,7 +273,7 @@ fn small_files_on_threads_come_back_in_order_as_read_alone() {
         for ((_, g), (a, f)) in got.iter().zip(alone.iter().zip(&files)) {
             assert!(g == a, "{} on {threads} threads", f.display());
         }
-        let most = most.load(Ordering::SeqCst);
+        let most = states.most();
         assert!(
             most <= threads + SPARE_CHUNKS,
             "{most} states with {threads} threads"
