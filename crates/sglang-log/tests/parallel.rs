@@ -44,13 +44,7 @@ impl States {
 /// The real logs of `tests/data/real`, concatenated until the file holds more than `bytes`,
 /// with a malformed long line and an impossible value inside, and no newline at the end.
 fn build_log(bytes: u64) -> Vec<u8> {
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/real");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    files.sort();
+    let files = real_logs();
     let mut out = Vec::new();
     let mut round = 0;
     while (out.len() as u64) < bytes {
