@@ -50,8 +50,10 @@
 //! accessors are a table load plus a digit parse on the value's bytes (`%.2f` values have a
 //! fixed-point fast path) and a range check. Measured with callgrind, full-field aggregate
 //! example on a generated log (`tools/gen_sglang_log.py LOG 20 --seed 7`, 138,189 lines):
-//! ~1,797 instructions/line (`valgrind --tool=callgrind` on `target/release/examples/aggregate
-//! LOG`, total Ir / lines; the whole `throughput-doctor diagnose` on the same log: ~4,863, ~5,655
+//! ~1,803 instructions/line (`valgrind --tool=callgrind` on `target/release/examples/aggregate
+//! LOG`, total Ir / lines; the whole `throughput-doctor diagnose` on the same log, on one core
+//! (`taskset -c 0`): ~3,492, ~3,991 before issue 15's seventh stop cut its analysis; on two
+//! cores ~4,863 at the stop before, ~5,655
 //! before the accessors of the graph flag and the `swa=` sub-values stopped searching and the
 //! parallel reader kept its buffers; ~1,819 before issue 15's second round: one SSE2 pass for the two
 //! keyword screens of non-batch lines, a digit run ended by any non-value byte, events built in
