@@ -346,38 +346,35 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
     let mut not_sglang = Vec::new();
     let paths = logfile::expand_log_dirs(&args.logs)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut rest = &paths[..];
-    while let Some(path) = rest.first() {
-        // consecutive small plain files are read a file per core (a large one is split into
-        // chunks across the cores by `read_log_into`); the evidence takes them in order
-        let small = rest
-            .iter()
-            .take_while(|p| logfile::is_small_plain(p))
-            .count();
-        if small >= 2 && threads > 1 {
-            logfile::read_small_logs(&rest[..small], threads, |path, read| {
+    // each file's kind, looked at once: consecutive small plain files are read a file per
+    // core (a large one is split into chunks across the cores by `read_log_into`); the
+    // evidence takes them in order
+    let small: Vec<bool> = paths.iter().map(|p| logfile::is_small_plain(p)).collect();
+    let mut at = 0;
+    while at < paths.len() {
+        let run = small[at..].iter().take_while(|&&s| s).count();
+        if run >= 2 && threads > 1 {
+            logfile::read_small_logs(&paths[at..at + run], threads, |path, read| {
                 let name = path.display().to_string();
                 let id = b.add_source(name.clone());
                 // The reader's errors name the path (and line) themselves.
                 let mut log = read?;
                 b.push_chunk(id, &mut log.facts, 0);
-                b.finish_source(id, &log.read.stats);
-                warnings.extend(log.read.warnings);
-                not_sglang.extend(log.sniff.error(&name));
+                let (read, sniff) = (log.read, &log.sniff);
+                end_of_log(&mut b, id, &name, read, sniff, warnings, &mut not_sglang);
                 anyhow::Ok(())
             })?;
-            rest = &rest[small..];
+            at += run;
             continue;
         }
+        let path = &paths[at];
         let name = path.display().to_string();
         let id = b.add_source(name.clone());
         let mut sniff = FormatSniffer::new();
         // The reader's errors name the path (and line) themselves.
         let read = logfile::read_log_into(path, &mut b, id, &mut sniff)?;
-        b.finish_source(id, &read.stats);
-        warnings.extend(read.warnings);
-        not_sglang.extend(sniff.error(&name));
-        rest = &rest[1..];
+        end_of_log(&mut b, id, &name, read, &sniff, warnings, &mut not_sglang);
+        at += 1;
     }
     // A file that is not an SGLang log is an error when it is all there is to read; beside
     // SGLang logs (a job directory holding other tools' output) it is skipped, and said.
@@ -391,6 +388,23 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
         warnings.push(format!("skipped {e}"));
     }
     Ok(b.build())
+}
+
+/// What follows the read of log `id` (its name, what the read reported, what its records
+/// look like), however it was read: its counts close the source, its warnings are kept, and
+/// a file that is not an SGLang log is noted for `read_logs`.
+fn end_of_log(
+    b: &mut EvidenceBuilder,
+    id: diagnosis::evidence::SourceId,
+    name: &str,
+    read: logfile::LogRead,
+    sniff: &FormatSniffer,
+    warnings: &mut Vec<String>,
+    not_sglang: &mut Vec<sglang_log::NotSglangLog>,
+) {
+    b.finish_source(id, &read.stats);
+    warnings.extend(read.warnings);
+    not_sglang.extend(sniff.error(name));
 }
 
 /// Gather the evidence beside the logs. A server that cannot be reached narrows the report;

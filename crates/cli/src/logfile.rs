@@ -233,20 +233,24 @@ pub fn read_log_into(
     })
 }
 
-/// Whether `path` is a plain file too small to be split into chunks by [`read_log_into`]
-/// (under two chunks), which [`read_small_logs`] reads whole beside others. Not stdin, not
-/// gzip (a small gzip file may inflate to any size), not a file that cannot be opened (its
-/// error comes from [`read_log_into`], in its turn).
-pub fn is_small_plain(path: &Path) -> bool {
-    use std::io::Read;
-    if path.as_os_str() == "-"
-        || !std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() < 2 * CHUNK_BYTES)
-    {
-        return false;
-    }
+/// True when the file starts with the gzip magic bytes.
+pub(crate) fn is_gzip(path: &Path) -> bool {
+    use std::io::Read as _;
     let mut magic = [0u8; 2];
     std::fs::File::open(path)
-        .is_ok_and(|mut f| !(f.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b]))
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == [0x1f, 0x8b]
+}
+
+/// Whether `path` is a plain file too small to be split into chunks by [`read_log_into`]
+/// (under two chunks), which [`read_small_logs`] reads whole beside others. Not stdin, not
+/// gzip (a small gzip file may inflate to any size). A file that cannot be opened is read in
+/// its turn all the same, and its error is the reader's, as from [`read_log_into`].
+pub fn is_small_plain(path: &Path) -> bool {
+    path.as_os_str() != "-"
+        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() < 2 * CHUNK_BYTES)
+        && !is_gzip(path)
 }
 
 /// A small log read whole on a thread of its own ([`read_small_logs`]): its facts for the

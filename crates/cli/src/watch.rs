@@ -38,16 +38,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     crate::flags::duration_between(0.001, crate::flags::MAX_DURATION_S)(s)
 }
 
-/// True when the file starts with the gzip magic bytes.
-fn is_gzip(path: &Path) -> bool {
-    use std::io::Read as _;
-    let mut magic = [0u8; 2];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok()
-        && magic == [0x1f, 0x8b]
-}
-
 /// What identifies a compressed file's content: (device, inode), length, modification time.
 type Stamp = (Option<(u64, u64)>, u64, Option<std::time::SystemTime>);
 
@@ -101,7 +91,7 @@ impl Followed {
             }
             return;
         }
-        if self.reader.is_none() && is_gzip(&self.path) {
+        if self.reader.is_none() && crate::logfile::is_gzip(&self.path) {
             let before = stamp(&self.path);
             match LogReader::open(&self.path) {
                 Ok(mut r) => {
