@@ -38,19 +38,60 @@ impl<T> Timeline<T> {
         if !keep {
             return;
         }
-        if self.samples.len() == self.capacity {
-            let mut i = 0;
-            self.samples.retain(|_| {
-                i += 1;
-                i % 2 == 1
-            });
-            self.stride *= 2;
+        if self.samples.len() >= self.capacity {
+            self.halve();
             // The sample that triggered the halving is kept only when it is on the new stride.
             if !(self.pushed - 1).is_multiple_of(self.stride) {
                 return;
             }
         }
         self.samples.push(sample);
+    }
+
+    /// Drops every other kept sample (the first stays) and doubles the stride.
+    fn halve(&mut self) {
+        self.thin(2);
+    }
+
+    /// Keeps every `k`-th kept sample (the first stays) and multiplies the stride by `k`
+    /// (`k` ≥ 1).
+    fn thin(&mut self, k: u64) {
+        if k <= 1 {
+            return;
+        }
+        let mut i = 0u64;
+        self.samples.retain(|_| {
+            let keep = i.is_multiple_of(k);
+            i += 1;
+            keep
+        });
+        self.stride = self.stride.saturating_mul(k);
+    }
+
+    /// The most samples this timeline keeps.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Kept samples are one in `stride` offered ones (1 until the capacity was first reached;
+    /// a power of two).
+    pub fn stride(&self) -> u64 {
+        self.stride
+    }
+
+    /// Sets the most samples kept (at least 2). Raising it keeps the current stride (dropped
+    /// samples stay dropped; later ones are kept more densely only once the stride allows);
+    /// lowering it below the kept count halves the kept samples until they fit.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        let lower = capacity < self.capacity;
+        self.capacity = capacity.max(2);
+        while self.samples.len() > self.capacity {
+            self.halve();
+        }
+        if lower {
+            // the memory too: a list that grew to the old bound gives back what it cannot use
+            self.samples.shrink_to(self.capacity);
+        }
     }
 
     /// The kept samples, in push order.
@@ -68,13 +109,26 @@ impl<T> Timeline<T> {
         self.stride > 1
     }
 
-    /// Offer every kept sample of `other`, in order (joining rotated parts of one log).
+    /// Joins `other`'s samples after this timeline's (rotated parts of one log, in order).
+    ///
+    /// Each kept sample stands for `stride` offered ones, so the two lists are first brought to
+    /// the coarser of their strides (the finer one thinned), then concatenated, then halved
+    /// until they fit the capacity: the joined list has one density over both parts, and
+    /// [`Self::pushed`] counts the offered samples of both. (Offering `other`'s kept samples
+    /// one by one, as [`Self::push`] would, thinned them a second time by this timeline's
+    /// stride: a decimated second part was under-represented and under-counted.)
     pub fn append(&mut self, other: &Timeline<T>)
     where
         T: Clone,
     {
-        for x in other.samples() {
-            self.push(x.clone());
+        let stride = self.stride.max(other.stride);
+        self.thin(stride / self.stride);
+        let step = usize::try_from(stride / other.stride).unwrap_or(usize::MAX);
+        self.samples
+            .extend(other.samples.iter().step_by(step.max(1)).cloned());
+        self.pushed = self.pushed.saturating_add(other.pushed);
+        while self.samples.len() > self.capacity {
+            self.halve();
         }
     }
 
@@ -115,5 +169,67 @@ mod tests {
         // kept samples are multiples of the final stride, spread over the whole range
         assert_eq!(t.samples(), &[0, 16, 32, 48, 64, 80, 96]);
         assert!(t.is_decimated());
+    }
+
+    fn filled(capacity: usize, values: std::ops::Range<u32>) -> Timeline<u32> {
+        let mut t = Timeline::with_capacity(capacity);
+        for i in values {
+            t.push(i);
+        }
+        t
+    }
+
+    #[test]
+    fn append_joins_decimated_parts_at_one_density() {
+        // two parts of 100 lines, each kept at stride 16
+        let mut a = filled(8, 0..100);
+        let b = filled(8, 100..200);
+        assert_eq!(b.samples(), &[100, 116, 132, 148, 164, 180, 196]);
+        a.append(&b);
+        // both parts at stride 16 (14 samples), halved once to fit: the second part keeps as
+        // many samples as the first and every offered line is counted
+        assert_eq!(a.samples(), &[0, 32, 64, 96, 116, 148, 180]);
+        assert_eq!(a.stride(), 32);
+        assert_eq!(a.pushed(), 200);
+    }
+
+    #[test]
+    fn append_thins_the_denser_part_to_the_coarser_stride() {
+        // a short first part (stride 1) and a long second one (stride 16)
+        let mut a = filled(8, 0..4);
+        let b = filled(8, 100..200);
+        a.append(&b);
+        assert_eq!(a.stride(), 16);
+        assert_eq!(a.samples(), &[0, 100, 116, 132, 148, 164, 180, 196]);
+        assert_eq!(a.pushed(), 104);
+        // and the other way round: the long part's stride thins the short one
+        let mut c = filled(8, 0..100);
+        c.append(&filled(8, 200..216));
+        assert_eq!(c.stride(), 16);
+        assert_eq!(c.samples(), &[0, 16, 32, 48, 64, 80, 96, 200]);
+        assert_eq!(c.pushed(), 116);
+    }
+
+    #[test]
+    fn append_below_capacity_keeps_every_sample() {
+        let mut a = filled(16, 0..5);
+        a.append(&filled(16, 5..9));
+        assert_eq!(a.samples(), &[0, 1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!((a.stride(), a.pushed()), (1, 9));
+    }
+
+    #[test]
+    fn set_capacity_lowers_by_halving_and_raises_without_refilling() {
+        let mut t = filled(16, 0..10);
+        t.set_capacity(4);
+        assert_eq!(t.samples(), &[0, 4, 8]);
+        assert_eq!(t.stride(), 4);
+        t.set_capacity(64);
+        assert_eq!(t.capacity(), 64);
+        for i in 10..20 {
+            t.push(i);
+        }
+        // the stride stays 4: only every fourth later line is kept
+        assert_eq!(t.samples(), &[0, 4, 8, 12, 16]);
     }
 }
