@@ -12,7 +12,7 @@
 //! values, and the other lines are parsed again with [`sglang_log::parse_line`], which gives
 //! the record the reader gave. Memory: a chunk's facts are bounded by the chunk's size.
 
-use super::{DecodeSample, EvidenceBuilder, Loc, PrefillSample, SourceId};
+use super::{DecodeSample, EvidenceBuilder, Loc, PrefillSample, SchedulerTimeline, SourceId};
 use sglang_log::{BatchKind, BatchLine, Event, RankTags, Record, Timestamp};
 
 /// The sample of one batch line, owned (its time `t` is set by the builder, which unwraps it).
@@ -223,7 +223,15 @@ impl EvidenceBuilder {
     ) {
         let loc = Loc { source, line };
         let key = Self::key_for(source, ranks);
-        let sched = self.ev.schedulers.entry(key).or_default();
+        let capacity = self.timeline_capacity;
+        let sched = self
+            .ev
+            .schedulers
+            .entry(key)
+            .or_insert_with(|| match capacity {
+                Some(c) => SchedulerTimeline::with_capacity(c),
+                None => SchedulerTimeline::default(),
+            });
         // Keep the lowest TP rank's lines; other TP ranks repeat the same batch.
         let tp = ranks.tp;
         if sched.first.is_none() {

@@ -593,6 +593,15 @@ impl Aggregates {
 }
 
 impl SchedulerTimeline {
+    /// An empty timeline whose decode and prefill samples are each bounded by `capacity`.
+    pub fn with_capacity(capacity: usize) -> Self {
+        SchedulerTimeline {
+            decode: Timeline::with_capacity(capacity),
+            prefill: Timeline::with_capacity(capacity),
+            ..SchedulerTimeline::default()
+        }
+    }
+
     /// Record one decode sample: exact aggregates, then the bounded timeline.
     pub fn push_decode(&mut self, d: DecodeSample) {
         let agg = &mut self.agg;
@@ -996,6 +1005,10 @@ impl Evidence {
                     if let Some(b) = ev.schedulers.remove(&next)
                         && let Some(a) = ev.schedulers.get_mut(&cur)
                     {
+                        // one scheduler again: a full timeline, whatever each part kept
+                        let full = timeline::DEFAULT_CAPACITY;
+                        a.decode.set_capacity(a.decode.capacity().max(full));
+                        a.prefill.set_capacity(a.prefill.capacity().max(full));
                         a.decode.append(&b.decode);
                         a.prefill.append(&b.prefill);
                         a.agg.merge(&b.agg);
@@ -1175,7 +1188,18 @@ pub struct EvidenceBuilder {
     incidents: crate::incidents::IncidentBuilder,
     /// Where a new server run begins.
     runs: runs::RunSplitter,
+    /// Samples each scheduler's timelines keep while reading; `None`: [`timeline::DEFAULT_CAPACITY`].
+    timeline_capacity: Option<usize>,
 }
+
+/// Samples (decode and prefill together) that the schedulers of a read of several sources
+/// keep at most, once each source has ended (eight full timelines; a decode sample is ~240
+/// bytes, a prefill one less): see [`EvidenceBuilder::finish_source`].
+pub const SAMPLE_BUDGET: usize = 8 * timeline::DEFAULT_CAPACITY;
+
+/// The fewest samples a scheduler's timeline is cut to keep [`SAMPLE_BUDGET`] (its own
+/// summaries still rest on hundreds of lines spread over its whole run).
+pub const MIN_TIMELINE_CAPACITY: usize = 256;
 
 impl EvidenceBuilder {
     /// An empty builder.
@@ -1195,12 +1219,45 @@ impl EvidenceBuilder {
     }
 
     /// Record the parse counts of a finished source.
+    ///
+    /// When more than one source has been added, the schedulers' timelines are then held to
+    /// [`SAMPLE_BUDGET`] samples in all: while they hold more, every timeline's capacity is
+    /// halved (down to [`MIN_TIMELINE_CAPACITY`]) and later schedulers start at the lower
+    /// one. A job directory of many rank logs so reads in bounded memory (each scheduler's
+    /// timeline alone is bounded, but one per rank file is not), and a read of one file keeps
+    /// full timelines. The kept samples of a timeline are the offered ones at multiples of
+    /// its stride whenever its capacity was set, so two copies of one log still keep the same
+    /// samples; rotated parts of one scheduler get a full capacity back when
+    /// [`Evidence::consolidated`] joins them.
     pub fn finish_source(&mut self, source: SourceId, stats: &ParseStats) {
         if let Some(s) = self.ev.sources.get_mut(source) {
             s.stats = Some(SourceStats::from(stats));
         }
         if let Some(st) = self.states.get_mut(source) {
             flush_bench(&mut self.ev, source, st);
+        }
+        if self.ev.sources.len() > 1 {
+            self.fit_sample_budget();
+        }
+    }
+
+    /// Halves every timeline's capacity while the schedulers keep more than [`SAMPLE_BUDGET`]
+    /// samples (see [`Self::finish_source`]).
+    fn fit_sample_budget(&mut self) {
+        let kept = |ev: &Evidence| -> usize {
+            ev.schedulers
+                .values()
+                .map(|t| t.decode.samples().len() + t.prefill.samples().len())
+                .sum()
+        };
+        let mut capacity = self.timeline_capacity.unwrap_or(timeline::DEFAULT_CAPACITY);
+        while kept(&self.ev) > SAMPLE_BUDGET && capacity > MIN_TIMELINE_CAPACITY {
+            capacity = (capacity / 2).max(MIN_TIMELINE_CAPACITY);
+            for t in self.ev.schedulers.values_mut() {
+                t.decode.set_capacity(t.decode.capacity().min(capacity));
+                t.prefill.set_capacity(t.prefill.capacity().min(capacity));
+            }
+            self.timeline_capacity = Some(capacity);
         }
     }
 
@@ -1503,5 +1560,126 @@ impl EvidenceBuilder {
         }
         Self::close_runs(&mut ev);
         ev
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sglang_log::parse_line;
+
+    /// `n` decode lines of TP0, one a second from `from` seconds after midnight.
+    fn decode_lines(from: u64, n: u64) -> Vec<String> {
+        (from..from + n)
+            .map(|t| {
+                format!(
+                    "[2026-01-15 {:02}:{:02}:{:02} TP0] Decode batch, #running-req: {}, #token: {}, \
+                     token usage: 0.10, cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0",
+                    t / 3600,
+                    t / 60 % 60,
+                    t % 60,
+                    1 + t % 7,
+                    t
+                )
+            })
+            .collect()
+    }
+
+    fn read_into(b: &mut EvidenceBuilder, name: &str, lines: &[String]) {
+        let id = b.add_source(name);
+        let mut stats = ParseStats::default();
+        for (i, l) in lines.iter().enumerate() {
+            let rec = parse_line(l.as_bytes(), i as u64 + 1);
+            stats.observe(&rec, l.as_bytes());
+            b.push(id, &rec);
+        }
+        b.finish_source(id, &stats);
+    }
+
+    fn kept(ev: &Evidence) -> usize {
+        ev.schedulers
+            .values()
+            .map(|t| t.decode.samples().len() + t.prefill.samples().len())
+            .sum()
+    }
+
+    #[test]
+    fn many_sources_stay_within_the_sample_budget() {
+        // 24 rotated parts of 3,000 decode lines: 72,000 samples in all without the budget
+        let mut b = EvidenceBuilder::new();
+        for k in 0..24 {
+            read_into(
+                &mut b,
+                &format!("part{k:02}.log"),
+                &decode_lines(k * 3000, 3000),
+            );
+        }
+        let ev = b.build();
+        assert_eq!(ev.schedulers.len(), 24);
+        // the 22nd part made 66,000: 4,096 was not enough (every part holds 3,000), 2,048
+        // halved each part to 1,500; the last two parts were read at 2,048
+        assert_eq!(kept(&ev), 36_000);
+        assert!(kept(&ev) <= SAMPLE_BUDGET);
+        for t in ev.schedulers.values() {
+            assert_eq!(t.decode.capacity(), 2048);
+            assert_eq!((t.decode.stride(), t.decode.samples().len()), (2, 1500));
+            assert_eq!(t.decode.pushed(), 3000);
+        }
+        // joined again, the parts are one scheduler of every line, at a full capacity
+        let (joined, _) = ev.consolidated();
+        assert_eq!(joined.schedulers.len(), 1);
+        let t = joined.schedulers.values().next().map(|t| &t.decode);
+        assert_eq!(t.map(|t| t.pushed()), Some(72_000));
+        assert_eq!(t.map(|t| t.capacity()), Some(timeline::DEFAULT_CAPACITY));
+        // 72,000 lines at stride 16: 4,500, and one more where a part's phase restarts
+        assert_eq!(t.map(|t| (t.stride(), t.samples().len())), Some((16, 4501)));
+    }
+
+    #[test]
+    fn one_source_keeps_full_timelines() {
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "one.log", &decode_lines(0, 9000));
+        let ev = b.build();
+        let t = ev.schedulers.values().next().map(|t| &t.decode);
+        assert_eq!(t.map(|t| t.capacity()), Some(timeline::DEFAULT_CAPACITY));
+        assert_eq!(t.map(|t| (t.stride(), t.samples().len())), Some((2, 4500)));
+    }
+
+    #[test]
+    fn a_copy_read_after_the_budget_cut_keeps_the_same_samples() {
+        // the first copy is read at the full capacity and cut later; the second is read at
+        // the cut capacity: both keep the lines at multiples of one stride, so the second is
+        // still seen as a repeat of the first
+        let lines = decode_lines(0, 7000);
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "a.log", &lines);
+        // 7,000 + 12 x 5,000 = 67,000 samples at the twelfth: every capacity goes to 4,096
+        for k in 0..12 {
+            read_into(
+                &mut b,
+                &format!("other{k}.log"),
+                &decode_lines(8000 + k * 5000, 5000),
+            );
+        }
+        read_into(&mut b, "a-copy.log", &lines);
+        let ev = b.build();
+        let by_name = |name: &str| {
+            let id = ev.sources.iter().position(|s| s.name == name);
+            ev.schedulers
+                .iter()
+                .find(|(k, _)| k.source == id)
+                .map(|(_, t)| t)
+        };
+        let (a, copy) = (by_name("a.log"), by_name("a-copy.log"));
+        assert_eq!(
+            a.map(|a| (a.decode.stride(), a.decode.samples().len())),
+            Some((2, 3500))
+        );
+        assert!(a.zip(copy).is_some_and(|(a, c)| a.same_lines(c)));
+        let (_, notes) = ev.consolidated();
+        assert!(notes.contains(&JoinNote::Repeats {
+            file: "a-copy.log".into(),
+            of: "a.log".into()
+        }));
     }
 }
