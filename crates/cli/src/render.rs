@@ -91,7 +91,9 @@ fn rate_text(r: &Rate, digits: usize) -> String {
 }
 
 fn range_text(e: &SourceRange) -> String {
-    if e.first_line == e.last_line {
+    if let Some(last) = &e.last_source {
+        format!("{}:{} to {last}:{}", e.source, e.first_line, e.last_line)
+    } else if e.first_line == e.last_line {
         format!("{}:{}", e.source, e.first_line)
     } else {
         format!("{}:{}-{}", e.source, e.first_line, e.last_line)
@@ -908,5 +910,26 @@ fn gpu_source_label(s: &gpu_probe::SnapshotSource) -> String {
         gpu_probe::SnapshotSource::NvidiaSmiCsv { path } => format!("nvidia-smi CSV {path}"),
         gpu_probe::SnapshotSource::NvidiaSmiTable { path } => format!("nvidia-smi table {path}"),
         gpu_probe::SnapshotSource::NvidiaSmiQuery { path } => format!("nvidia-smi -q {path}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_names_each_file_it_spans() {
+        let r = |first_line, last_line, last_source: Option<&str>| SourceRange {
+            source: "rank00.log".into(),
+            first_line,
+            last_line,
+            last_source: last_source.map(String::from),
+        };
+        assert_eq!(range_text(&r(7, 7, None)), "rank00.log:7");
+        assert_eq!(range_text(&r(7, 90, None)), "rank00.log:7-90");
+        assert_eq!(
+            range_text(&r(9799, 116, Some("rank01.log"))),
+            "rank00.log:9799 to rank01.log:116"
+        );
     }
 }

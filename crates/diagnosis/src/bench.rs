@@ -26,6 +26,7 @@ pub fn collect_runs(ev: &Evidence, ctx: &Context) -> Vec<BenchmarkRun> {
                 .unwrap_or_default(),
             first_line: b.summary.first_line,
             last_line: b.summary.last_line,
+            last_source: None,
         },
         summary: b.summary.clone(),
     });
@@ -35,6 +36,7 @@ pub fn collect_runs(ev: &Evidence, ctx: &Context) -> Vec<BenchmarkRun> {
                 source: c.source.clone(),
                 first_line: b.first_line,
                 last_line: b.last_line,
+                last_source: None,
             },
             summary: b.clone(),
         })

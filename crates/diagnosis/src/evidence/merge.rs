@@ -48,6 +48,7 @@ impl BatchSample {
             BatchKind::Decode => BatchSample::Decode(DecodeSample {
                 t: None,
                 line,
+                source: 0,
                 running: b.running_req(),
                 queue: b.queue_req(),
                 tokens: b.num_token(),
@@ -66,6 +67,7 @@ impl BatchSample {
             BatchKind::Prefill => BatchSample::Prefill(PrefillSample {
                 t: None,
                 line,
+                source: 0,
                 new_seq: b.new_seq(),
                 new_token: b.new_token(),
                 cached_token: b.cached_token(),
@@ -252,13 +254,17 @@ impl EvidenceBuilder {
             sched.first = Some(loc);
         }
         sched.last = Some(loc);
+        // ok: a read of more than 4 billion sources is not possible; saturates if it were
+        let src = u32::try_from(source).unwrap_or(u32::MAX);
         match sample() {
             BatchSample::Decode(mut d) => {
                 d.t = t;
+                d.source = src;
                 sched.push_decode(d);
             }
             BatchSample::Prefill(mut p) => {
                 p.t = t;
+                p.source = src;
                 sched.push_prefill(p);
             }
         }

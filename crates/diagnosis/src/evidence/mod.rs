@@ -168,6 +168,9 @@ pub struct DecodeSample {
     pub t: Option<f64>,
     /// 1-based line number in its source.
     pub line: u64,
+    /// Its source: an index into [`Evidence::sources`] (a [`SourceId`], narrowed so that the
+    /// sample stays 240 bytes). A joined scheduler's samples come from several sources.
+    pub source: u32,
     /// `#running-req` (requests).
     pub running: Option<u64>,
     /// `#queue-req` (requests).
@@ -200,6 +203,16 @@ pub struct DecodeSample {
     pub swa_usage: Option<f64>,
 }
 
+impl DecodeSample {
+    /// Where the line is.
+    pub fn loc(&self) -> Loc {
+        Loc {
+            source: self.source as SourceId,
+            line: self.line,
+        }
+    }
+}
+
 /// One `Prefill batch` line, owned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct PrefillSample {
@@ -207,6 +220,8 @@ pub struct PrefillSample {
     pub t: Option<f64>,
     /// 1-based line number in its source.
     pub line: u64,
+    /// Its source (see [`DecodeSample::source`]).
+    pub source: u32,
     /// `#new-seq` (requests).
     pub new_seq: Option<u64>,
     /// `#new-token` (tokens computed in this batch).
@@ -230,6 +245,16 @@ pub struct PrefillSample {
     /// The forward-iteration counter of `Prefill batch [N]` (v0.5.4+, or
     /// `SGLANG_LOG_FORWARD_ITERS=1`).
     pub iter: Option<u64>,
+}
+
+impl PrefillSample {
+    /// Where the line is.
+    pub fn loc(&self) -> Loc {
+        Loc {
+            source: self.source as SourceId,
+            line: self.line,
+        }
+    }
 }
 
 /// Exact maxima and sums over every line of one scheduler (never decimated).
@@ -650,8 +675,30 @@ impl SchedulerTimeline {
         self.tp == other.tp
             && self.decode.pushed() == other.decode.pushed()
             && self.prefill.pushed() == other.prefill.pushed()
-            && self.decode.samples() == other.decode.samples()
-            && self.prefill.samples() == other.prefill.samples()
+            && self
+                .decode
+                .samples()
+                .iter()
+                .zip(other.decode.samples())
+                .all(|(x, y)| {
+                    DecodeSample {
+                        source: y.source,
+                        ..*x
+                    } == *y
+                })
+            && self
+                .prefill
+                .samples()
+                .iter()
+                .zip(other.prefill.samples())
+                .all(|(x, y)| {
+                    PrefillSample {
+                        source: y.source,
+                        ..*x
+                    } == *y
+                })
+            && self.decode.samples().len() == other.decode.samples().len()
+            && self.prefill.samples().len() == other.prefill.samples().len()
     }
 
     /// The share of `other`'s decode lines inside this timeline's time range that this one holds
@@ -1116,6 +1163,7 @@ impl Evidence {
             let d = DecodeSample {
                 t: Some(x.t),
                 line,
+                source: u32::try_from(source).unwrap_or(u32::MAX),
                 running: to_u(x.running),
                 queue: to_u(x.queued),
                 usage: x.token_usage,
@@ -1633,6 +1681,24 @@ mod tests {
         assert_eq!(t.map(|t| t.capacity()), Some(timeline::DEFAULT_CAPACITY));
         // 72,000 lines at stride 16: 4,500, and one more where a part's phase restarts
         assert_eq!(t.map(|t| (t.stride(), t.samples().len())), Some((16, 4501)));
+    }
+
+    #[test]
+    fn a_sample_knows_its_source_and_stays_240_bytes() {
+        // the source fits in the padding: budgets in bytes above rest on it
+        assert_eq!(std::mem::size_of::<DecodeSample>(), 240);
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "a.log", &decode_lines(0, 3));
+        read_into(&mut b, "b.log", &decode_lines(3, 2));
+        let ev = b.build();
+        let (joined, _) = ev.consolidated();
+        let locs: Vec<Loc> = joined
+            .schedulers
+            .values()
+            .flat_map(|t| t.decode.samples().iter().map(DecodeSample::loc))
+            .collect();
+        let at = |source, line| Loc { source, line };
+        assert_eq!(locs, [at(0, 1), at(0, 2), at(0, 3), at(1, 1), at(1, 2)]);
     }
 
     #[test]

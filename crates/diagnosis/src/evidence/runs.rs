@@ -232,12 +232,24 @@ fn same_samples(a: &SchedulerTimeline, b: &SchedulerTimeline) -> bool {
             .samples()
             .iter()
             .zip(b.decode.samples())
-            .all(|(x, y)| super::DecodeSample { line: y.line, ..*x } == *y)
+            .all(|(x, y)| {
+                super::DecodeSample {
+                    line: y.line,
+                    source: y.source,
+                    ..*x
+                } == *y
+            })
         && a.prefill
             .samples()
             .iter()
             .zip(b.prefill.samples())
-            .all(|(x, y)| super::PrefillSample { line: y.line, ..*x } == *y)
+            .all(|(x, y)| {
+                super::PrefillSample {
+                    line: y.line,
+                    source: y.source,
+                    ..*x
+                } == *y
+            })
 }
 
 impl Evidence {

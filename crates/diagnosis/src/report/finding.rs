@@ -69,15 +69,19 @@ pub enum Unit {
     Iterations,
 }
 
-/// A range of lines in one source that supports a finding.
+/// A range of lines that supports a finding: in one source, or from a line of one source to a
+/// line of a later one (a scheduler's rotated logs joined into one).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct SourceRange {
-    /// The source name (path).
+    /// The source name (path) of the first line.
     pub source: String,
     /// First line (1-based).
     pub first_line: u64,
-    /// Last line (inclusive).
+    /// Last line (inclusive), in `last_source` when that is given, else in `source`.
     pub last_line: u64,
+    /// The source of the last line when it is not `source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_source: Option<String>,
 }
 
 /// Stable identifiers of finding kinds (the JSON `kind` field).

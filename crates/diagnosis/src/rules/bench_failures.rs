@@ -70,6 +70,7 @@ pub(crate) mod tests {
                     source: rel.into(),
                     first_line: summary.first_line,
                     last_line: summary.last_line,
+                    last_source: None,
                 },
                 summary,
             })

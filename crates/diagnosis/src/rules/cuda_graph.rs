@@ -119,10 +119,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                 .filter_map(|s| s.running)
                 .max(),
             disabled,
-            evidence: v
-                .tl
-                .first
-                .map(|f| input.range(f.source, f.line, v.tl.last.map_or(f.line, |l| l.line))),
+            evidence: v.tl.first.map(|f| input.span(f, v.tl.last.unwrap_or(f))),
         })
     })
 }

@@ -50,19 +50,19 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             if let (Some(t), Some(d)) = (o.t, decode.get(&o.line)) {
                 let after_gap = prev_t.is_none_or(|p| t - p >= th::IDLE_GAP_S);
                 if after_gap && d.gen_tps.is_some_and(|g| g < th::IDLE_LOW_READING * median) {
-                    hits.push((d.line, d.gen_tps.unwrap_or(0.0)));
+                    hits.push((d.loc(), d.gen_tps.unwrap_or(0.0)));
                 }
             }
             if o.t.is_some() {
                 prev_t = o.t;
             }
         }
-        if let Some(&(line, g)) = hits.first() {
+        if let Some(&(at, g)) = hits.first() {
             return Some(Facts {
                 low_readings: hits.len(),
                 first_reading: g,
                 median,
-                evidence: input.range(input.source_of(v.tl), line, line),
+                evidence: input.line(at),
             });
         }
     }

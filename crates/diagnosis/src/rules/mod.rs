@@ -82,6 +82,16 @@ impl Input<'_> {
             source: self.source_name(source),
             first_line,
             last_line,
+            last_source: None,
+        }
+    }
+
+    /// The lines from `first` to `last`, which may lie in another source (a scheduler whose
+    /// rotated logs were joined).
+    pub fn span(&self, first: Loc, last: Loc) -> SourceRange {
+        SourceRange {
+            last_source: (last.source != first.source).then(|| self.source_name(last.source)),
+            ..self.range(first.source, first.line, last.line)
         }
     }
 

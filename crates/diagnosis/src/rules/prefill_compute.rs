@@ -40,7 +40,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         .filter_map(|v| {
             let p = v.tl.prefill.samples();
             let mut rates = Vec::new();
-            let mut lines = (u64::MAX, 0u64);
+            let mut lines: Option<(crate::Loc, crate::Loc)> = None;
             for w in p.windows(2) {
                 let (x, y) = (&w[0], &w[1]);
                 let (Some(chunk), Some(t0), Some(t1)) =
@@ -56,7 +56,8 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                 let dt = t1 - t0;
                 if same && dt > 0.0 {
                     rates.push((chunk as f64 / dt, chunk, dt));
-                    lines = (lines.0.min(x.line), lines.1.max(y.line));
+                    let (a, b) = lines.unwrap_or((x.loc(), y.loc()));
+                    lines = Some((a.min(x.loc()), b.max(y.loc())));
                 }
             }
             if rates.len() < th::MIN_CHUNK_PAIRS {
@@ -72,7 +73,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                     seconds_per_chunk,
                     pairs: rates.len(),
                 },
-                evidence: v.tl.first.map(|l| input.range(l.source, lines.0, lines.1)),
+                evidence: lines.map(|(a, b)| input.span(a, b)),
             })
         })
         .min_by(|x, y| x.slow.tok_per_s.total_cmp(&y.slow.tok_per_s))

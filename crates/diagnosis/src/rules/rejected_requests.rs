@@ -54,11 +54,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         .into_iter()
         .flatten()
         .max_by_key(|l| (l.source, l.line));
-    let evidence = first.zip(last).map(|(a, b)| SourceRange {
-        source: input.source_name(a.source),
-        first_line: a.line,
-        last_line: if b.source == a.source { b.line } else { a.line },
-    });
+    let evidence = first.zip(last).map(|(a, b)| input.span(a, b));
     Some(Facts {
         client_errors: r.client_errors,
         server_errors: r.server_errors,

@@ -86,7 +86,8 @@ pub struct Facts {
     pub no_gain: bool,
     /// The median accept rate is below [`th::SPEC_LOW_ACCEPT_RATE`].
     pub low_accept_rate: bool,
-    /// The lines that print it, in the source of the first one.
+    /// The lines that print it: the first scheduler's that prints it (across the sources it
+    /// was read from), and other schedulers' in the source of its first line.
     pub evidence: SourceRange,
 }
 
@@ -95,19 +96,21 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
     let mut len = Vec::new();
     let mut rate = Vec::new();
     let mut cap = Vec::new();
-    let mut first: Option<(usize, u64, u64)> = None;
-    for v in input.views {
-        let source = input.source_of(v.tl);
+    // the first scheduler's lines that print it (in every source it was read from), and
+    // other schedulers' in the source of its first one
+    let mut first: Option<(usize, crate::Loc, crate::Loc)> = None;
+    for (i, v) in input.views.iter().enumerate() {
         for d in v.tl.decode.samples() {
             let Some(a) = d.accept_len else { continue };
             len.push(a);
             rate.extend(d.accept_rate);
             cap.extend(d.cap_len);
+            let at = d.loc();
             match &mut first {
-                None => first = Some((source, d.line, d.line)),
-                Some((s, lo, hi)) if *s == source => {
-                    *lo = (*lo).min(d.line);
-                    *hi = (*hi).max(d.line);
+                None => first = Some((i, at, at)),
+                Some((view, lo, hi)) if *view == i || lo.source == at.source => {
+                    *lo = (*lo).min(at);
+                    *hi = (*hi).max(at);
                 }
                 Some(_) => {}
             }
@@ -115,7 +118,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
     }
     let lines = len.len();
     let accept_len = Spread::of(len)?;
-    let (source, lo, hi) = first?;
+    let (_, lo, hi) = first?;
     let arg = |k: &str| {
         input
             .ev
@@ -138,7 +141,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             .filter(|_| accept_len.median > 0.0)
             .map(|s| s as f64 / accept_len.median),
         no_gain: accept_len.median <= th::SPEC_NO_GAIN_ACCEPT_LEN,
-        evidence: input.range(source, lo, hi),
+        evidence: input.span(lo, hi),
     })
 }
 

@@ -135,7 +135,7 @@ pub fn check(input: &Input<'_>) -> Vec<Facts> {
             scheduler: v.key.to_string(),
             run: *r,
             lines: r.last - r.first + 1,
-            evidence: input.range(input.source_of(v.tl), d[r.first].line, d[r.last].line),
+            evidence: input.span(d[r.first].loc(), d[r.last].loc()),
         });
     }
     out
