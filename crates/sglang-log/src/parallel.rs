@@ -86,7 +86,9 @@ fn split_with_min(path: &Path, parts: usize, min_chunk: u64) -> Result<Vec<Range
         return Ok(std::iter::once(0..len).collect());
     }
     let mut cuts = vec![0u64];
-    let mut buf = vec![0u8; 64 << 10];
+    // a cut needs the rest of one line: 4 KiB holds it for nearly every log (a longer line
+    // is read on in further pieces). 64 KiB per cut was 6% of a 1 MiB chunk read twice.
+    let mut buf = vec![0u8; CUT_READ];
     for k in 1..parts as u64 {
         let target = (len * k / parts as u64).max(*cuts.last().unwrap_or(&0));
         let cut = next_line_start(&mut f, target, len, &mut buf).map_err(open_err)?;
@@ -97,6 +99,9 @@ fn split_with_min(path: &Path, parts: usize, min_chunk: u64) -> Result<Vec<Range
     cuts.push(len);
     Ok(cuts.windows(2).map(|w| w[0]..w[1]).collect())
 }
+
+/// Bytes read at a time to find where the line at a cut ends.
+const CUT_READ: usize = 4 << 10;
 
 /// The offset just after the first `\n` at or after `from` (or `len`).
 fn next_line_start(f: &mut File, from: u64, len: u64, buf: &mut [u8]) -> io::Result<u64> {
