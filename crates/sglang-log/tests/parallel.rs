@@ -303,3 +303,33 @@ fn a_failed_file_comes_in_its_turn_and_a_stopped_merge_ends_the_read() {
         assert_eq!(seen, (0..5).collect::<Vec<_>>(), "{threads} threads");
     }
 }
+
+#[test]
+fn cuts_inside_long_lines_end_at_their_newline() {
+    // lines of 1 to 40 KiB: most cuts land inside a line that the 4 KiB reads of the cut
+    // have to follow over several pieces
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long-lines.log");
+    let mut text = Vec::new();
+    let mut starts = vec![0u64];
+    for i in 0..400u64 {
+        let n = 1024 + (i * 7919) % (40 << 10);
+        text.extend(std::iter::repeat_n(b'x', n as usize));
+        text.push(b'\n');
+        starts.push(text.len() as u64);
+    }
+    std::fs::write(&path, &text).unwrap();
+    let ranges = split_every(&path, 64 << 10).unwrap();
+    assert!(ranges.len() >= 100, "{} chunks", ranges.len());
+    assert_eq!(ranges.first().map(|r| r.start), Some(0));
+    assert_eq!(ranges.last().map(|r| r.end), Some(text.len() as u64));
+    for w in ranges.windows(2) {
+        assert_eq!(w[0].end, w[1].start);
+        // every cut is the start of a line
+        assert!(
+            starts.binary_search(&w[1].start).is_ok(),
+            "cut at {}",
+            w[1].start
+        );
+    }
+}
