@@ -33,15 +33,6 @@ impl BatchSample {
         }
     }
 
-    /// The sample with line number `line`.
-    fn at_line(mut self, line: u64) -> Self {
-        match &mut self {
-            BatchSample::Decode(d) => d.line = line,
-            BatchSample::Prefill(p) => p.line = line,
-        }
-        self
-    }
-
     /// The sample of batch line `b` (line number `line`), without its time.
     pub(crate) fn of(line: u64, b: &BatchLine<'_>) -> Self {
         match b.kind {
@@ -198,7 +189,9 @@ impl EvidenceBuilder {
                     let t = self.time_of(source, &stamp);
                     self.observe_batch(Loc { source, line }, t);
                     self.incidents.push_batch_line(source, line);
-                    self.push_batch(source, line, t, ranks, || sample.at_line(line));
+                    if let Some(sched) = self.batch_target(source, line, ranks) {
+                        sched.offer(sample, t, Loc { source, line });
+                    }
                 }
                 Fact::Line { line, text: at } => {
                     let raw = text.get(at.clone()).unwrap_or_default();
@@ -212,17 +205,15 @@ impl EvidenceBuilder {
         *closed = false;
     }
 
-    /// One batch line of `source` at `line` (time `t`, seconds, already unwrapped): the kept
-    /// TP rank's lines go into its scheduler's timeline (`sample` is asked for them only),
-    /// other TP ranks' are counted as duplicates.
-    pub(super) fn push_batch(
+    /// The scheduler timeline a batch line of `source` at `line` goes into: `None` for another
+    /// TP rank's line (the lowest TP rank's lines are kept; the others repeat the same batch
+    /// and are counted as duplicates). Its first and last line are set to this one.
+    pub(super) fn batch_target(
         &mut self,
         source: SourceId,
         line: u64,
-        t: Option<f64>,
         ranks: &RankTags,
-        sample: impl FnOnce() -> BatchSample,
-    ) {
+    ) -> Option<&mut SchedulerTimeline> {
         let loc = Loc { source, line };
         let key = Self::key_for(source, ranks);
         let capacity = self.timeline_capacity;
@@ -246,7 +237,7 @@ impl EvidenceBuilder {
                 }
                 _ => {
                     sched.duplicate_lines += 1;
-                    return;
+                    return None;
                 }
             }
         }
@@ -254,18 +245,36 @@ impl EvidenceBuilder {
             sched.first = Some(loc);
         }
         sched.last = Some(loc);
+        Some(sched)
+    }
+}
+
+impl SchedulerTimeline {
+    /// Takes batch line `sample` at `at` (time `t`, seconds): its exact aggregates, and a copy
+    /// with its time and place when the timeline keeps it (most lines of a long log are not
+    /// kept: no copy of a ~240-byte sample is made for them).
+    pub(super) fn offer(&mut self, sample: &BatchSample, t: Option<f64>, at: Loc) {
         // ok: a read of more than 4 billion sources is not possible; saturates if it were
-        let src = u32::try_from(source).unwrap_or(u32::MAX);
-        match sample() {
-            BatchSample::Decode(mut d) => {
-                d.t = t;
-                d.source = src;
-                sched.push_decode(d);
+        let source = u32::try_from(at.source).unwrap_or(u32::MAX);
+        let line = at.line;
+        match sample {
+            BatchSample::Decode(d) => {
+                self.note_decode(d);
+                self.decode.push_with(|| DecodeSample {
+                    t,
+                    line,
+                    source,
+                    ..*d
+                });
             }
-            BatchSample::Prefill(mut p) => {
-                p.t = t;
-                p.source = src;
-                sched.push_prefill(p);
+            BatchSample::Prefill(p) => {
+                self.note_prefill(p);
+                self.prefill.push_with(|| PrefillSample {
+                    t,
+                    line,
+                    source,
+                    ..*p
+                });
             }
         }
     }

@@ -629,6 +629,12 @@ impl SchedulerTimeline {
 
     /// Record one decode sample: exact aggregates, then the bounded timeline.
     pub fn push_decode(&mut self, d: DecodeSample) {
+        self.note_decode(&d);
+        self.decode.push(d);
+    }
+
+    /// The exact aggregates of one decode sample.
+    fn note_decode(&mut self, d: &DecodeSample) {
         let agg = &mut self.agg;
         agg.max_running = max_opt(agg.max_running, d.running);
         agg.max_queue = max_opt(agg.max_queue, d.queue);
@@ -639,11 +645,16 @@ impl SchedulerTimeline {
         if d.graph == Some(false) {
             agg.decode_without_graph += 1;
         }
-        self.decode.push(d);
     }
 
     /// Record one prefill sample: exact aggregates, then the bounded timeline.
     pub fn push_prefill(&mut self, p: PrefillSample) {
+        self.note_prefill(&p);
+        self.prefill.push(p);
+    }
+
+    /// The exact aggregates of one prefill sample.
+    fn note_prefill(&mut self, p: &PrefillSample) {
         let agg = &mut self.agg;
         agg.max_running = max_opt(agg.max_running, p.running);
         agg.max_queue = max_opt(agg.max_queue, p.queue);
@@ -652,7 +663,6 @@ impl SchedulerTimeline {
         agg.prefill_cached_tokens += p.cached_token.unwrap_or(0);
         agg.max_prefill_new_tokens = max_opt(agg.max_prefill_new_tokens, p.new_token);
         agg.max_prealloc_req = max_opt(agg.max_prealloc_req, p.prealloc_req);
-        self.prefill.push(p);
     }
 
     /// Whether both sample lists are in time order (untimed samples do not count).
@@ -1428,9 +1438,9 @@ impl EvidenceBuilder {
         self.incidents.push(source, rec);
         match &rec.event {
             Event::Batch(b) => {
-                let t = batch_t;
-                let sample = || merge::BatchSample::of(rec.line_no, b);
-                self.push_batch(source, rec.line_no, t, &rec.ranks, sample);
+                if let Some(sched) = self.batch_target(source, rec.line_no, &rec.ranks) {
+                    sched.offer(&merge::BatchSample::of(rec.line_no, b), batch_t, loc);
+                }
             }
             Event::Retraction(r) => {
                 self.ev.retraction_lines += 1;

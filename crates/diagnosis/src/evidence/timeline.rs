@@ -33,6 +33,13 @@ impl<T> Timeline<T> {
 
     /// Offer one sample; it is kept when it falls on the current stride.
     pub fn push(&mut self, sample: T) {
+        self.push_with(|| sample);
+    }
+
+    /// Offer one sample made by `make`, which is called only when the sample is kept (it
+    /// falls on the current stride).
+    #[inline]
+    pub fn push_with(&mut self, make: impl FnOnce() -> T) {
         let keep = self.pushed.is_multiple_of(self.stride);
         self.pushed += 1;
         if !keep {
@@ -45,7 +52,7 @@ impl<T> Timeline<T> {
                 return;
             }
         }
-        self.samples.push(sample);
+        self.samples.push(make());
     }
 
     /// Drops every other kept sample (the first stays) and doubles the stride.
