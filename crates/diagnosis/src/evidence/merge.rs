@@ -260,6 +260,7 @@ impl SchedulerTimeline {
         match sample {
             BatchSample::Decode(d) => {
                 self.note_decode(d);
+                self.frozen.push(d.tokens, d.running, d.gen_tps, t, at);
                 self.decode.push_with(|| DecodeSample {
                     t,
                     line,

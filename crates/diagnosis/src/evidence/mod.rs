@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use sglang_log::{BenchCollector, BenchSummary, Event, ParseStats, RankTags, Record};
 
+pub mod frozen;
 pub mod merge;
 pub mod phases;
 pub mod pools;
@@ -303,6 +304,8 @@ pub struct SchedulerTimeline {
     pub agg: Aggregates,
     /// Lines from other TP ranks of the same scheduler, skipped as duplicates.
     pub duplicate_lines: u64,
+    /// Frozen `#token` runs over every kept-rank decode line (exact, whatever `decode` keeps).
+    pub frozen: frozen::FrozenTracker,
     /// First and last line of this scheduler's batch lines.
     pub first: Option<Loc>,
     /// Last batch line.
@@ -630,6 +633,8 @@ impl SchedulerTimeline {
     /// Record one decode sample: exact aggregates, then the bounded timeline.
     pub fn push_decode(&mut self, d: DecodeSample) {
         self.note_decode(&d);
+        self.frozen
+            .push(d.tokens, d.running, d.gen_tps, d.t, d.loc());
         self.decode.push(d);
     }
 
@@ -1067,6 +1072,7 @@ impl Evidence {
                         a.decode.set_capacity(a.decode.capacity().max(full));
                         a.prefill.set_capacity(a.prefill.capacity().max(full));
                         a.decode.append(&b.decode);
+                        a.frozen.append(&b.frozen);
                         a.prefill.append(&b.prefill);
                         a.agg.merge(&b.agg);
                         a.duplicate_lines += b.duplicate_lines;

@@ -21,6 +21,9 @@ pub struct Obs {
     pub t: Option<f64>,
     /// 1-based line number.
     pub line: u64,
+    /// Its source (see [`DecodeSample::source`]): with `line`, what identifies the line in a
+    /// scheduler joined from several files.
+    pub source: u32,
     /// Whether it is a decode line (else prefill).
     pub decode: bool,
     /// `#running-req` (requests).
@@ -38,6 +41,7 @@ pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
     let d = s.decode.samples().iter().map(|d: &DecodeSample| Obs {
         t: d.t,
         line: d.line,
+        source: d.source,
         decode: true,
         running: d.running,
         queue: d.queue,
@@ -46,6 +50,7 @@ pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
     let p = s.prefill.samples().iter().map(|p: &PrefillSample| Obs {
         t: p.t,
         line: p.line,
+        source: p.source,
         decode: false,
         running: p.running,
         queue: p.queue,

@@ -501,7 +501,7 @@ pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySumma
 
 /// The finding of [`crate::rules::stall`].
 pub fn stall(f: &stall::Facts) -> Finding {
-    let r = &f.run;
+    let r = f;
     let long = r.is_long();
     let mut figures = vec![
         Figure::new(

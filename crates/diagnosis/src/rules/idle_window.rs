@@ -8,7 +8,9 @@
 //! by the wall time since then, idle time included, so the first line after idle reads low. It
 //! is not slowness, and averaging it in understates the rate.
 //!
-//! **Evidence it needs.** Timestamped decode lines with `gen throughput`.
+//! **Evidence it needs.** Timestamped decode lines with `gen throughput`, every one of them (on a
+//! timeline thinned to one line in `stride` the gap before a kept line is not its idle time:
+//! such a scheduler is passed over).
 //!
 //! **What to change.** Nothing on the server; ignore those readings.
 //!
@@ -42,12 +44,22 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         if median <= 0.0 {
             continue;
         }
-        let decode: HashMap<u64, &DecodeSample> =
-            v.tl.decode.samples().iter().map(|d| (d.line, d)).collect();
+        // every line of the scheduler is needed: what lies between two kept samples of a
+        // thinned timeline (one line in `stride`) is not known
+        if v.tl.decode.stride() > 1 || v.tl.prefill.stride() > 1 {
+            continue;
+        }
+        // by source and line: a scheduler joined from several files repeats line numbers
+        let decode: HashMap<(u32, u64), &DecodeSample> =
+            v.tl.decode
+                .samples()
+                .iter()
+                .map(|d| ((d.source, d.line), d))
+                .collect();
         let mut prev_t: Option<f64> = None;
         let mut hits = Vec::new();
         for o in &v.obs {
-            if let (Some(t), Some(d)) = (o.t, decode.get(&o.line)) {
+            if let (Some(t), Some(d)) = (o.t, decode.get(&(o.source, o.line))) {
                 let after_gap = prev_t.is_none_or(|p| t - p >= th::IDLE_GAP_S);
                 if after_gap && d.gen_tps.is_some_and(|g| g < th::IDLE_LOW_READING * median) {
                     hits.push((d.loc(), d.gen_tps.unwrap_or(0.0)));

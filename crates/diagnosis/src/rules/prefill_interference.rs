@@ -10,7 +10,9 @@
 //! **Why it matters.** Each prefill pass stops decode (unless mixed chunks are enabled): long
 //! prompts arriving steadily slow every running request.
 //!
-//! **Evidence it needs.** Timestamped decode and prefill lines of one scheduler.
+//! **Evidence it needs.** Timestamped decode and prefill lines of one scheduler, every one of
+//! them (a timeline thinned to one line in `stride` does not say which decode intervals held
+//! a prefill: such a scheduler is passed over).
 //!
 //! **What to change.** A smaller `--chunked-prefill-size` spreads long prompts thinner;
 //! `--enable-mixed-chunk`; PD disaggregation removes the interference.
@@ -48,13 +50,23 @@ pub struct Facts {
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
     input.views.iter().find_map(|v| {
-        let decode: HashMap<u64, &DecodeSample> =
-            v.tl.decode.samples().iter().map(|d| (d.line, d)).collect();
+        // every line of the scheduler is needed: what lies between two kept samples of a
+        // thinned timeline (one line in `stride`) is not known
+        if v.tl.decode.stride() > 1 || v.tl.prefill.stride() > 1 {
+            return None;
+        }
+        // by source and line: a scheduler joined from several files repeats line numbers
+        let decode: HashMap<(u32, u64), &DecodeSample> =
+            v.tl.decode
+                .samples()
+                .iter()
+                .map(|d| ((d.source, d.line), d))
+                .collect();
         let (mut clean, mut mixed) = (Vec::new(), Vec::new());
         let mut prefill_since_last = false;
         let mut prev_t: Option<f64> = None;
         for o in &v.obs {
-            match decode.get(&o.line) {
+            match decode.get(&(o.source, o.line)) {
                 Some(d) if d.t.is_some() => {
                     if let (Some(g), Some(t), Some(p)) = (d.gen_tps, d.t, prev_t) {
                         let dt = t - p;

@@ -10,7 +10,12 @@
 //! emitting nothing new, or a logging bug: no throughput lever applies until it is understood.
 //!
 //! **Evidence it needs.** Decode lines with `#running-req`, `#token` and (for the page check)
-//! `gen throughput`; timestamps for the duration.
+//! `gen throughput`; timestamps for the duration. Every line of the run: on a timeline that
+//! kept every line the runs are read off the samples; on one that keeps one line in `stride`
+//! (a long log, or many files) two kept samples with the same `#token` say nothing of the
+//! lines between them, and the runs followed line by line as the log was read
+//! ([`crate::evidence::frozen`]) are used instead (there, the first line of a run is the one
+//! whose reading is left out of the page check).
 //!
 //! **What to change.** Look at what the server printed around these lines (NCCL, OOM, a stuck
 //! rank); a watchdog dump, when there is one, shows where it hung.
@@ -87,6 +92,9 @@ pub fn frozen_runs(d: &[DecodeSample]) -> Vec<FrozenRun> {
 /// Whether any scheduler has a frozen run of [`th::STALL_MIN_S`] or more.
 pub fn has_long_stall(views: &[SchedulerView<'_>]) -> bool {
     views.iter().any(|v| {
+        if v.tl.decode.stride() > 1 {
+            return v.tl.frozen.any_long();
+        }
         frozen_runs(v.tl.decode.samples())
             .iter()
             .any(FrozenRun::is_long)
@@ -98,18 +106,45 @@ pub fn has_long_stall(views: &[SchedulerView<'_>]) -> bool {
 pub struct Facts {
     /// The scheduler.
     pub scheduler: String,
-    /// The run.
-    pub run: FrozenRun,
+    /// The frozen `#token` (tokens).
+    pub tokens: u64,
+    /// `#running-req` at its start (requests).
+    pub running: u64,
+    /// Seconds from its first to its last line, when timestamped.
+    pub duration_s: Option<f64>,
     /// Decode lines in it.
-    pub lines: usize,
+    pub lines: u64,
     /// Its lines.
     pub evidence: SourceRange,
+}
+
+impl Facts {
+    /// Whether it lasts at least [`th::STALL_MIN_S`].
+    pub fn is_long(&self) -> bool {
+        self.duration_s.is_some_and(|d| d >= th::STALL_MIN_S)
+    }
 }
 
 /// The rule: per scheduler, its longest frozen run, unless it is short and decode kept moving.
 pub fn check(input: &Input<'_>) -> Vec<Facts> {
     let mut out = Vec::new();
     for v in input.views {
+        if v.tl.decode.stride() > 1 {
+            // not every line kept: the runs followed line by line
+            if let Some(r) = v.tl.frozen.longest()
+                && (r.is_long() || !r.moving)
+            {
+                out.push(Facts {
+                    scheduler: v.key.to_string(),
+                    tokens: r.tokens,
+                    running: r.running,
+                    duration_s: r.duration_s(),
+                    lines: r.lines,
+                    evidence: input.span(r.first, r.last),
+                });
+            }
+            continue;
+        }
         let d = v.tl.decode.samples();
         let runs = frozen_runs(d);
         let Some(r) = runs.iter().max_by(|x, y| {
@@ -133,8 +168,10 @@ pub fn check(input: &Input<'_>) -> Vec<Facts> {
         }
         out.push(Facts {
             scheduler: v.key.to_string(),
-            run: *r,
-            lines: r.last - r.first + 1,
+            tokens: r.tokens,
+            running: r.running,
+            duration_s: r.duration_s,
+            lines: (r.last - r.first + 1) as u64,
             evidence: input.span(d[r.first].loc(), d[r.last].loc()),
         });
     }
@@ -159,8 +196,8 @@ mod tests {
         with_input(&stopped, |i| {
             let f = check(i);
             assert_eq!(f.len(), 1);
-            assert_eq!((f[0].lines, f[0].run.tokens, f[0].run.running), (3, 64, 1));
-            assert!(!f[0].run.is_long());
+            assert_eq!((f[0].lines, f[0].tokens, f[0].running), (3, 64, 1));
+            assert!(!f[0].is_long());
             assert!(!has_long_stall(i.views));
         });
     }
@@ -187,7 +224,7 @@ mod tests {
         );
         with_input(&long, |i| {
             assert!(has_long_stall(i.views));
-            assert!(check(i)[0].run.is_long());
+            assert!(check(i)[0].is_long());
         });
     }
 }
