@@ -56,8 +56,20 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                 let dt = t1 - t0;
                 if same && dt > 0.0 {
                     rates.push((chunk as f64 / dt, chunk, dt));
-                    let (a, b) = lines.unwrap_or((x.loc(), y.loc()));
-                    lines = Some((a.min(x.loc()), b.max(y.loc())));
+                    // lowest to highest line in one source; first to last in the timeline's
+                    // (time) order across sources (a scheduler joined from several files)
+                    let (x, y) = (x.loc(), y.loc());
+                    lines = Some(match lines {
+                        Some((a, b))
+                            if a.source == x.source
+                                && b.source == y.source
+                                && a.source == b.source =>
+                        {
+                            (a.min(x), b.max(y))
+                        }
+                        Some((a, _)) => (a, y),
+                        None => (x, y),
+                    });
                 }
             }
             if rates.len() < th::MIN_CHUNK_PAIRS {

@@ -96,8 +96,9 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
     let mut len = Vec::new();
     let mut rate = Vec::new();
     let mut cap = Vec::new();
-    // the first scheduler's lines that print it (in every source it was read from), and
-    // other schedulers' in the source of its first one
+    // the first scheduler's lines that print it (lowest to highest line in one source; first
+    // to last in its time order once they run into another source: a scheduler joined from
+    // several files), and other schedulers' in the one source of those lines
     let mut first: Option<(usize, crate::Loc, crate::Loc)> = None;
     for (i, v) in input.views.iter().enumerate() {
         for d in v.tl.decode.samples() {
@@ -108,10 +109,11 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             let at = d.loc();
             match &mut first {
                 None => first = Some((i, at, at)),
-                Some((view, lo, hi)) if *view == i || lo.source == at.source => {
+                Some((_, lo, hi)) if lo.source == at.source && hi.source == at.source => {
                     *lo = (*lo).min(at);
                     *hi = (*hi).max(at);
                 }
+                Some((view, _, hi)) if *view == i => *hi = at,
                 Some(_) => {}
             }
         }
