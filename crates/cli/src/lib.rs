@@ -344,7 +344,7 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
         b.finish_source(id, &stats);
     }
     let mut not_sglang = Vec::new();
-    let paths = logfile::expand_log_dirs(&args.logs)?;
+    let paths = logfile::expand_log_dirs(&args.logs, warnings)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     // each file's kind, looked at once: consecutive small plain files are read a file per
     // core (a large one is split into chunks across the cores by `read_log_into`); the

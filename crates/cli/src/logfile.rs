@@ -21,16 +21,21 @@ use sglang_log::{
 /// name). A log file is a file whose name holds `.log` (`server.log`, `rank0.log.1`,
 /// `node1.log.gz`, `sglang.log-20260105`) or ends in `.out`, `.err` or `.txt` (optionally
 /// `.gz`); hidden files are skipped. Paths named twice are kept (the evidence builder counts
-/// a repeated file once).
+/// a repeated file once). An entry of a directory with a log's name that is no regular file
+/// (a FIFO, a socket, a device, a broken link) is left out, and a line saying so is added to
+/// `skipped`: reading a FIFO would wait for a writer, and a broken link end the whole read.
 ///
 /// # Errors
 /// A directory that cannot be read, or holds no log file (the message names it).
-pub fn expand_log_dirs(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+pub fn expand_log_dirs(
+    paths: &[PathBuf],
+    skipped: &mut Vec<String>,
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() != "-" && p.is_dir() {
             let mut found = Vec::new();
-            collect_logs(p, &mut found, 0)?;
+            collect_logs(p, &mut found, skipped, 0)?;
             if found.is_empty() {
                 anyhow::bail!(
                     "{} is a directory without log files (*.log*, *.out, *.err, *.txt, optionally .gz)",
@@ -47,7 +52,12 @@ pub fn expand_log_dirs(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// Log files under `dir` (at most 8 directory levels deep).
-fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> anyhow::Result<()> {
+fn collect_logs(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    skipped: &mut Vec<String>,
+    depth: usize,
+) -> anyhow::Result<()> {
     let rd = std::fs::read_dir(dir)
         .map_err(|e| anyhow::anyhow!("cannot read the directory {}: {e}", dir.display()))?;
     for entry in rd {
@@ -60,10 +70,18 @@ fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> anyhow::Res
         }
         if path.is_dir() {
             if depth < 8 {
-                collect_logs(&path, out, depth + 1)?;
+                collect_logs(&path, out, skipped, depth + 1)?;
             }
         } else if is_log_name(&name) {
-            out.push(path);
+            // the file the name leads to (through a link)
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_file() => out.push(path),
+                Ok(_) => skipped.push(format!(
+                    "skipped {}: not a regular file (a FIFO, socket or device)",
+                    path.display()
+                )),
+                Err(e) => skipped.push(format!("skipped {}: {e}", path.display())),
+            }
         }
     }
     Ok(())
@@ -419,7 +437,8 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, b"x\n").unwrap();
         }
-        let got = expand_log_dirs(&[root.to_path_buf(), PathBuf::from("-")]).unwrap();
+        let got =
+            expand_log_dirs(&[root.to_path_buf(), PathBuf::from("-")], &mut Vec::new()).unwrap();
         let rel: Vec<String> = got
             .iter()
             .map(|p| {
@@ -445,7 +464,7 @@ mod tests {
         // the same every time
         assert_eq!(
             got,
-            expand_log_dirs(&[root.to_path_buf(), PathBuf::from("-")]).unwrap()
+            expand_log_dirs(&[root.to_path_buf(), PathBuf::from("-")], &mut Vec::new()).unwrap()
         );
     }
 
@@ -453,11 +472,38 @@ mod tests {
     fn a_directory_without_logs_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.md"), b"x").unwrap();
-        let e = expand_log_dirs(&[dir.path().to_path_buf()]).unwrap_err();
+        let e = expand_log_dirs(&[dir.path().to_path_buf()], &mut Vec::new()).unwrap_err();
         assert!(
             e.to_string().contains(&dir.path().display().to_string()),
             "{e}"
         );
         assert!(e.to_string().contains("without log files"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_broken_link_in_a_directory_is_skipped_and_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("rank0.log"), b"x\n").unwrap();
+        std::os::unix::fs::symlink(root.join("gone.log"), root.join("rank1.log")).unwrap();
+        let fifo = root.join("rank2.log");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        let mut skipped = Vec::new();
+        let got = expand_log_dirs(&[root.to_path_buf()], &mut skipped).unwrap();
+        assert_eq!(got, [root.join("rank0.log")]);
+        let broken = format!("skipped {}: ", root.join("rank1.log").display());
+        assert!(
+            skipped.iter().any(|s| s.starts_with(&broken)),
+            "{skipped:?}"
+        );
+        if made.is_ok_and(|s| s.success()) {
+            let line = format!(
+                "skipped {}: not a regular file (a FIFO, socket or device)",
+                fifo.display()
+            );
+            assert!(skipped.contains(&line), "{skipped:?}");
+            assert_eq!(skipped.len(), 2);
+        }
     }
 }
