@@ -356,6 +356,15 @@ pub const MAX_RETRACTION_SAMPLES: usize = 4096;
 /// lines of the same event are matched to it (events).
 const RECENT_RETRACTIONS: usize = 64;
 
+/// One source's share of the retraction totals ([`Evidence::retractions_by_source`]).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct SourceRetractions {
+    /// Its deduplicated events.
+    pub totals: RetractionTotals,
+    /// Its retraction lines (all ranks).
+    pub lines: u64,
+}
+
 /// Exact totals over every deduplicated retraction event, however many are kept as samples.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct RetractionTotals {
@@ -397,6 +406,27 @@ impl RetractionTotals {
     fn note_line(&mut self, loc: Loc) {
         self.first_line.get_or_insert(loc);
         self.last_line = Some(loc);
+    }
+
+    /// Adds the totals of events read after these (another source's, read later).
+    pub fn merge(&mut self, o: &RetractionTotals) {
+        self.events += o.events;
+        self.retracted_reqs += o.retracted_reqs;
+        if let Some(n) = o.tokens_freed {
+            self.tokens_freed = Some(self.tokens_freed.unwrap_or(0) + n);
+        }
+        self.max_ratio_after = max_opt(self.max_ratio_after, o.max_ratio_after);
+        self.time_span = match (self.time_span, o.time_span) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        if self.first_line.is_none() {
+            self.first_line = o.first_line;
+        }
+        if o.last_line.is_some() {
+            self.last_line = o.last_line;
+        }
     }
 
     /// Totals over a list of events (used when a time window cuts the kept sample).
@@ -525,6 +555,10 @@ pub struct Evidence {
     pub retraction_totals: RetractionTotals,
     /// Retraction lines before deduplication (all ranks).
     pub retraction_lines: u64,
+    /// [`Self::retraction_totals`] and [`Self::retraction_lines`] of each source, by
+    /// [`SourceId`] (shorter when the last sources hold none): exact totals without a file that
+    /// only repeats another, however thinned [`Self::retractions`] is.
+    pub retractions_by_source: Vec<SourceRetractions>,
     /// Startup capacity and memory facts.
     pub startup: Startup,
     /// Watchdog timeouts.
@@ -934,6 +968,17 @@ impl Evidence {
         // Over a window the kept events are what is known (exact unless the log had more than
         // MAX_RETRACTION_SAMPLES of them).
         ev.retraction_totals = RetractionTotals::of(&ev.retractions);
+        // and so are each source's
+        for (s, r) in ev.retractions_by_source.iter_mut().enumerate() {
+            let mine: Vec<RetractionEvent> = ev
+                .retractions
+                .iter()
+                .filter(|e| e.loc.source == s)
+                .cloned()
+                .collect();
+            r.totals = RetractionTotals::of(&mine);
+            r.lines = mine.iter().map(|e| u64::from(e.ranks_reporting)).sum();
+        }
         ev
     }
 
@@ -1134,12 +1179,17 @@ impl Evidence {
         }
         if !repeated.is_empty() {
             ev.retractions.retain(|r| !repeated.contains(&r.loc.source));
-            ev.retraction_lines = ev
-                .retractions
-                .iter()
-                .map(|r| u64::from(r.ranks_reporting))
-                .sum();
-            ev.retraction_totals = RetractionTotals::of(&ev.retractions);
+            // from each kept source's exact totals: the kept sample may be thinned (a sum over
+            // it lost every event it had let go: 5,479 events read as 2,000)
+            let (mut totals, mut lines) = (RetractionTotals::default(), 0);
+            for (s, r) in ev.retractions_by_source.iter().enumerate() {
+                if !repeated.contains(&s) {
+                    totals.merge(&r.totals);
+                    lines += r.lines;
+                }
+            }
+            ev.retraction_totals = totals;
+            ev.retraction_lines = lines;
             ev.benchmarks.retain(|b| !repeated.contains(&b.source));
             ev.incidents
                 .stacks
@@ -1450,6 +1500,13 @@ impl EvidenceBuilder {
             }
             Event::Retraction(r) => {
                 self.ev.retraction_lines += 1;
+                let by_source = &mut self.ev.retractions_by_source;
+                if by_source.len() <= source {
+                    by_source.resize(source + 1, SourceRetractions::default());
+                }
+                if let Some(s) = by_source.get_mut(source) {
+                    s.lines += 1;
+                }
                 let t = self.time_of(source, rec);
                 let tkey = t.map(|x| x.round() as i64);
                 let text = r.text.to_string();
@@ -1464,6 +1521,9 @@ impl EvidenceBuilder {
                         ev.ranks_reporting += 1;
                     }
                     self.ev.retraction_totals.note_line(loc);
+                    if let Some(s) = self.ev.retractions_by_source.get_mut(source) {
+                        s.totals.note_line(loc);
+                    }
                     return;
                 }
                 let event = RetractionEvent {
@@ -1476,6 +1536,9 @@ impl EvidenceBuilder {
                     ranks_reporting: 1,
                 };
                 self.ev.retraction_totals.add(&event);
+                if let Some(s) = self.ev.retractions_by_source.get_mut(source) {
+                    s.totals.add(&event);
+                }
                 if self.ev.retractions.len() >= MAX_RETRACTION_SAMPLES {
                     self.thin_retractions();
                 }
@@ -1715,6 +1778,62 @@ mod tests {
             .collect();
         let at = |source, line| Loc { source, line };
         assert_eq!(locs, [at(0, 1), at(0, 2), at(0, 3), at(1, 1), at(1, 2)]);
+    }
+
+    /// `n` retraction lines of TP0, one a second from `from` seconds after midnight.
+    fn retraction_lines(from: u64, n: u64) -> Vec<String> {
+        (from..from + n)
+            .map(|t| {
+                format!(
+                    "[2026-01-15 {:02}:{:02}:{:02} TP0] KV cache pool is full. Retract requests. \
+                     #retracted_reqs: 3, #new_token_ratio: 0.4213 -> 0.6000",
+                    t / 3600,
+                    t / 60 % 60,
+                    t % 60
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_repeated_file_leaves_the_retraction_totals_exact_when_the_sample_is_thinned() {
+        // two logs of 2,500 retractions each: 5,000 events, more than the kept sample holds
+        let log = |from: u64| {
+            let mut l = decode_lines(from, 100);
+            l.extend(retraction_lines(from + 100, 2500));
+            l
+        };
+        let (a, b) = (log(0), log(10_000));
+        let mut r = EvidenceBuilder::new();
+        read_into(&mut r, "a.log", &a);
+        read_into(&mut r, "b.log", &b);
+        read_into(&mut r, "a-copy.log", &a);
+        let ev = r.build();
+        assert!(ev.retractions.len() < 7500);
+        let (joined, notes) = ev.consolidated();
+        assert!(notes.contains(&JoinNote::Repeats {
+            file: "a-copy.log".into(),
+            of: "a.log".into()
+        }));
+        let t = joined.retraction_totals;
+        assert_eq!(
+            (t.events, t.retracted_reqs, joined.retraction_lines),
+            (5000, 15_000, 5000)
+        );
+        assert_eq!(
+            t.first_line,
+            Some(Loc {
+                source: 0,
+                line: 101
+            })
+        );
+        assert_eq!(
+            t.last_line,
+            Some(Loc {
+                source: 1,
+                line: 2600
+            })
+        );
     }
 
     #[test]
