@@ -283,6 +283,12 @@ pub struct Aggregates {
     pub decode_without_graph: u64,
 }
 
+/// Whether `a` and `b` hold the same samples apart from what `like(x, y)` takes from `y` into
+/// `x` (e.g. the source: two copies of a log are two sources).
+fn equal_but<T: PartialEq>(a: &[T], b: &[T], like: impl Fn(&T, &T) -> T) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| like(x, y) == *y)
+}
+
 fn max_opt<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
     match (a, b) {
         (Some(x), Some(y)) => Some(if y > x { y } else { x }),
@@ -718,36 +724,40 @@ impl SchedulerTimeline {
             && ordered(self.prefill.samples().iter().filter_map(|p| p.t))
     }
 
+    /// Its decode samples by source and line, when it kept every line (rules that read what
+    /// happened between consecutive lines need them all: between two kept samples of a thinned
+    /// timeline, one line in `stride`, nothing is known). Keyed by source too: a scheduler
+    /// joined from several files repeats line numbers.
+    pub fn every_decode_line(
+        &self,
+    ) -> Option<std::collections::HashMap<(u32, u64), &DecodeSample>> {
+        (self.decode.stride() == 1 && self.prefill.stride() == 1).then(|| {
+            self.decode
+                .samples()
+                .iter()
+                .map(|d| ((d.source, d.line), d))
+                .collect()
+        })
+    }
+
     /// Whether `other` holds the same lines (the same file read twice, or its `.gz`): the same
     /// counts, TP rank and samples.
     pub fn same_lines(&self, other: &SchedulerTimeline) -> bool {
         self.tp == other.tp
             && self.decode.pushed() == other.decode.pushed()
             && self.prefill.pushed() == other.prefill.pushed()
-            && self
-                .decode
-                .samples()
-                .iter()
-                .zip(other.decode.samples())
-                .all(|(x, y)| {
-                    DecodeSample {
-                        source: y.source,
-                        ..*x
-                    } == *y
-                })
-            && self
-                .prefill
-                .samples()
-                .iter()
-                .zip(other.prefill.samples())
-                .all(|(x, y)| {
-                    PrefillSample {
-                        source: y.source,
-                        ..*x
-                    } == *y
-                })
-            && self.decode.samples().len() == other.decode.samples().len()
-            && self.prefill.samples().len() == other.prefill.samples().len()
+            && equal_but(self.decode.samples(), other.decode.samples(), |x, y| {
+                DecodeSample {
+                    source: y.source,
+                    ..*x
+                }
+            })
+            && equal_but(self.prefill.samples(), other.prefill.samples(), |x, y| {
+                PrefillSample {
+                    source: y.source,
+                    ..*x
+                }
+            })
     }
 
     /// The share of `other`'s decode lines inside this timeline's time range that this one holds

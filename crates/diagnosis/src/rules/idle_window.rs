@@ -17,9 +17,6 @@
 //! **Source.** SGLang `scheduler_metrics_mixin.py` (`log_decode_stats`: `num_generated_tokens /
 //! (time.perf_counter() - last_decode_stats_tic)`); spec §2.1.2.
 
-use std::collections::HashMap;
-
-use crate::evidence::DecodeSample;
 use crate::report::SourceRange;
 use crate::rules::Input;
 use crate::thresholds as th;
@@ -44,18 +41,9 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         if median <= 0.0 {
             continue;
         }
-        // every line of the scheduler is needed: what lies between two kept samples of a
-        // thinned timeline (one line in `stride`) is not known
-        if v.tl.decode.stride() > 1 || v.tl.prefill.stride() > 1 {
+        let Some(decode) = v.tl.every_decode_line() else {
             continue;
-        }
-        // by source and line: a scheduler joined from several files repeats line numbers
-        let decode: HashMap<(u32, u64), &DecodeSample> =
-            v.tl.decode
-                .samples()
-                .iter()
-                .map(|d| ((d.source, d.line), d))
-                .collect();
+        };
         let mut prev_t: Option<f64> = None;
         let mut hits = Vec::new();
         for o in &v.obs {

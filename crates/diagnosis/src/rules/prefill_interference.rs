@@ -20,9 +20,6 @@
 //! **Source.** SGLang `scheduler.py` (`get_next_batch_to_run`: a prefill batch runs before
 //! decode), `scheduler_metrics_mixin.py`; spec §2.1.2.
 
-use std::collections::HashMap;
-
-use crate::evidence::DecodeSample;
 use crate::report::SourceRange;
 use crate::rules::Input;
 use crate::thresholds as th;
@@ -50,18 +47,7 @@ pub struct Facts {
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
     input.views.iter().find_map(|v| {
-        // every line of the scheduler is needed: what lies between two kept samples of a
-        // thinned timeline (one line in `stride`) is not known
-        if v.tl.decode.stride() > 1 || v.tl.prefill.stride() > 1 {
-            return None;
-        }
-        // by source and line: a scheduler joined from several files repeats line numbers
-        let decode: HashMap<(u32, u64), &DecodeSample> =
-            v.tl.decode
-                .samples()
-                .iter()
-                .map(|d| ((d.source, d.line), d))
-                .collect();
+        let decode = v.tl.every_decode_line()?;
         let (mut clean, mut mixed) = (Vec::new(), Vec::new());
         let mut prefill_since_last = false;
         let mut prev_t: Option<f64> = None;
