@@ -15,7 +15,8 @@
 //! "too conservative" would send the user to `--schedule-conservativeness`, which cannot help.
 //!
 //! **Evidence it needs.** Steady decode lines with `#queue-req`, `#token` and `token usage`;
-//! prefill lines (with their forward counters, for the iteration gap).
+//! prefill lines (with their forward counters, for the iteration gap), every one of them for
+//! the gap (on a timeline thinned to one prefill line in `stride` the gap is not given).
 //!
 //! **What to change.** Look at the prefill scheduling policy in the server's arguments (an
 //! interval between prefill passes, the schedule policy) and at what the waiting requests wait
@@ -57,7 +58,13 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
     if cap.max_running_requests.is_some_and(|c| running_max >= c) {
         return None;
     }
-    let p = &v.tl.prefill.samples();
+    // the gap between consecutive prefill lines: unknown on a timeline thinned to one prefill
+    // line in `stride` (two kept samples are `stride` prefills apart)
+    let p: &[_] = if v.tl.prefill.stride() == 1 {
+        v.tl.prefill.samples()
+    } else {
+        &[]
+    };
     let prefill_gap_iters = p
         .windows(2)
         .filter_map(|w| w[1].iter?.checked_sub(w[0].iter?))

@@ -11,7 +11,9 @@
 //! Every prompt of N tokens then waits N / speed seconds for its first token.
 //!
 //! **Evidence it needs.** Timestamped prefill lines with `#new-seq`, `#new-token`,
-//! `#running-req`, `#queue-req`.
+//! `#running-req`, `#queue-req`, every one of them: on a timeline thinned to one prefill line
+//! in `stride` two kept samples are no consecutive chunks (their gap is `stride` chunks: a
+//! 0.5 s chunk read as 64 s), so such a scheduler is passed over.
 //!
 //! **What to change.** Look for `--cpu-offload-gb` or expert offload, fallbacks in the
 //! attention/MoE kernels, the device actually used.
@@ -38,6 +40,9 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         .views
         .iter()
         .filter_map(|v| {
+            if v.tl.prefill.stride() > 1 {
+                return None;
+            }
             let p = v.tl.prefill.samples();
             let mut rates = Vec::new();
             let mut lines: Option<(crate::Loc, crate::Loc)> = None;
