@@ -63,6 +63,13 @@ pub struct FrozenTracker {
     open: Option<FrozenSpan>,
     longest: Option<FrozenSpan>,
     any_long: bool,
+    /// Some decode line was pushed.
+    seen: bool,
+    /// The run that began at the first line, once closed (`None`: the first line began none,
+    /// or it is still open).
+    head: Option<FrozenSpan>,
+    /// The open run is the one that began at the first line.
+    head_open: bool,
 }
 
 impl FrozenTracker {
@@ -76,6 +83,8 @@ impl FrozenTracker {
         t: Option<f64>,
         at: Loc,
     ) {
+        let first = !self.seen;
+        self.seen = true;
         let (Some(tokens), Some(running)) = (tokens, running.filter(|&r| r > 0)) else {
             self.close();
             return;
@@ -90,6 +99,7 @@ impl FrozenTracker {
             return;
         }
         self.close();
+        self.head_open = first;
         self.open = Some(FrozenSpan {
             first: at,
             last: at,
@@ -107,6 +117,9 @@ impl FrozenTracker {
         let Some(o) = self.open.take() else {
             return;
         };
+        if std::mem::take(&mut self.head_open) {
+            self.head = Some(o);
+        }
         if !o.counts() {
             return;
         }
@@ -130,18 +143,53 @@ impl FrozenTracker {
         t.any_long
     }
 
-    /// Joins the runs of a later part of the same scheduler (a run across the two parts is
-    /// counted as two).
+    /// Joins the runs of a later part of the same scheduler (its rotated log, read after this
+    /// one): a run open at the end of this part that the later part's first run continues (the
+    /// same `#token`) is one run. (Whether the later part's first line logged a healthy gen
+    /// throughput is not known then: the joined run is moving when both parts' runs were.)
     pub fn append(&mut self, later: &FrozenTracker) {
+        if !later.seen {
+            return;
+        }
+        if !self.seen {
+            *self = *later;
+            return;
+        }
+        let head = if later.head_open {
+            later.open
+        } else {
+            later.head
+        };
+        let joined = match (self.open, head) {
+            (Some(a), Some(b)) if a.tokens == b.tokens => Some(FrozenSpan {
+                last: b.last,
+                last_t: b.last_t,
+                lines: a.lines + b.lines,
+                moving: a.moving && b.moving,
+                ..a
+            }),
+            _ => None,
+        };
+        if let Some(j) = joined
+            && later.head_open
+        {
+            // the later part is one run, still open: so is the joined one
+            self.open = Some(j);
+            return;
+        }
+        if joined.is_some() {
+            self.open = joined;
+        }
         self.close();
-        let mut b = *later;
-        b.close();
-        self.any_long |= b.any_long;
-        if let Some(l) = b.longest
+        // the later part's closed runs (its first one, if joined, is inside the joined run,
+        // which is longer), then its open run, which a further part may continue
+        self.any_long |= later.any_long;
+        if let Some(l) = later.longest
             && self.longest.is_none_or(|m| l.longer_than(&m))
         {
             self.longest = Some(l);
         }
+        self.open = later.open;
     }
 }
 
@@ -194,6 +242,59 @@ mod tests {
         t.push(Some(70), Some(1), Some(9.0), Some(63.0), at(4));
         t.push(Some(70), Some(1), Some(9.0), Some(64.0), at(5));
         assert_eq!(t.longest().map(|l| l.last), Some(at(2)));
+    }
+
+    /// `track` of lines numbered from `from`.
+    fn track_from(from: u64, lines: &[(u64, u64, f64, f64)]) -> FrozenTracker {
+        let mut t = FrozenTracker::default();
+        for (i, &(tok, run, g, s)) in lines.iter().enumerate() {
+            t.push(Some(tok), Some(run), Some(g), Some(s), at(from + i as u64));
+        }
+        t
+    }
+
+    #[test]
+    fn a_run_across_two_parts_is_one_run() {
+        // two frozen lines at the end of one part, two at the start of the next: four, 70 s
+        let mut a = track_from(
+            1,
+            &[(9, 1, 50.0, 0.0), (5, 2, 0.0, 10.0), (5, 2, 0.0, 40.0)],
+        );
+        assert_eq!(a.longest(), None);
+        let b = track_from(
+            101,
+            &[(5, 2, 0.0, 60.0), (5, 2, 0.0, 80.0), (6, 2, 50.0, 90.0)],
+        );
+        a.append(&b);
+        let l = a.longest();
+        assert_eq!(
+            l.map(|l| (l.first, l.last, l.lines)),
+            Some((at(2), at(102), 4))
+        );
+        assert_eq!(l.and_then(|l| l.duration_s()), Some(70.0));
+        assert!(a.any_long());
+    }
+
+    #[test]
+    fn a_part_that_is_one_run_carries_it_on_to_the_next() {
+        let mut a = track_from(1, &[(5, 1, 0.0, 0.0)]);
+        a.append(&track_from(11, &[(5, 1, 0.0, 1.0), (5, 1, 0.0, 2.0)]));
+        a.append(&track_from(21, &[(5, 1, 0.0, 3.0), (8, 1, 0.0, 4.0)]));
+        assert_eq!(
+            a.longest().map(|l| (l.first, l.last, l.lines)),
+            Some((at(1), at(21), 4))
+        );
+        // and a run open at the end of the last part stays open for the next
+        a.append(&track_from(31, &[(8, 1, 0.0, 5.0), (8, 1, 0.0, 6.0)]));
+        assert_eq!(
+            a.longest().map(|l| (l.first, l.last, l.lines)),
+            Some((at(1), at(21), 4))
+        );
+        a.append(&track_from(41, &[(8, 1, 0.0, 7.0), (8, 1, 0.0, 8.0)]));
+        assert_eq!(
+            a.longest().map(|l| (l.first, l.last, l.lines)),
+            Some((at(22), at(42), 5))
+        );
     }
 
     #[test]
