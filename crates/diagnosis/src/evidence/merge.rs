@@ -33,7 +33,8 @@ impl BatchSample {
         }
     }
 
-    /// The sample of batch line `b` (line number `line`), without its time.
+    /// The sample of batch line `b` (line number `line`), without its time and source (set by
+    /// [`SchedulerTimeline::offer`] on the copy a timeline keeps).
     pub(crate) fn of(line: u64, b: &BatchLine<'_>) -> Self {
         match b.kind {
             BatchKind::Decode => BatchSample::Decode(DecodeSample {
