@@ -761,6 +761,22 @@ fn missing(
     {
         out.push(nc(R::SomeRanksOnly { seen: dp_seen, of }, None));
     }
+    // long logs: timelines that keep one line in `stride`
+    let strides: Vec<u64> = ev
+        .schedulers
+        .values()
+        .map(|t| t.decode.stride().max(t.prefill.stride()))
+        .filter(|&s| s > 1)
+        .collect();
+    if let Some(&stride) = strides.iter().max() {
+        out.push(nc(
+            R::ThinnedTimelines {
+                schedulers: strides.len(),
+                stride,
+            },
+            None,
+        ));
+    }
     match (&ctx.gpu, &ctx.gpu_unavailable) {
         (Some(_), _) => {}
         (None, Some(why)) => out.push(nc(R::GpuUnreadable, Some(why))),

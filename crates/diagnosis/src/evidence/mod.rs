@@ -1847,6 +1847,30 @@ mod tests {
     }
 
     #[test]
+    fn a_thinned_scheduler_is_said_to_skip_the_checks_that_need_every_line() {
+        use crate::report::NotConcludedReason as R;
+        let thinned = |ev: &Evidence| {
+            crate::pipeline::diagnose(ev)
+                .not_concluded
+                .into_iter()
+                .find(|n| matches!(n.reason, R::ThinnedTimelines { .. }))
+                .map(|n| n.reason)
+        };
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "long.log", &decode_lines(0, 9000));
+        assert_eq!(
+            thinned(&b.build()),
+            Some(R::ThinnedTimelines {
+                schedulers: 1,
+                stride: 2
+            })
+        );
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "short.log", &decode_lines(0, 8000));
+        assert_eq!(thinned(&b.build()), None);
+    }
+
+    #[test]
     fn one_source_keeps_full_timelines() {
         let mut b = EvidenceBuilder::new();
         read_into(&mut b, "one.log", &decode_lines(0, 9000));

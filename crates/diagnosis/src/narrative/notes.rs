@@ -24,6 +24,9 @@ pub fn not_concluded(reason: NotConcludedReason, detail: Option<&str>) -> NotCon
         NotConcludedReason::ModelConfigUnusable => format!("The model config could not be used: {d}."),
         NotConcludedReason::ClientRecordsSetAside | NotConcludedReason::ModelConfigDisagrees => d.to_string(),
         NotConcludedReason::NoWhatIfTable => format!("No KV what-if table: {d}."),
+        NotConcludedReason::ThinnedTimelines { schedulers, stride } => format!(
+            "{schedulers} scheduler(s) logged more batch lines than are kept as samples (one in up to {stride}): the checks that need every line were not run on them (low readings after idle, prefill passes slowing decode, prefill chunk speed). Stalls are followed on every line."
+        ),
         NotConcludedReason::SomeRanksOnly { seen, of } => format!(
             "The log holds {seen} of the server's {of} DP ranks (dp_size): rates and totals cover those ranks only; the whole server does about {:.1}x as much.",
             f64::from(*of) / *seen as f64

@@ -594,6 +594,15 @@ pub enum NotConcludedReason {
     },
     /// The KV what-if table could not be built.
     NoWhatIfTable,
+    /// Schedulers logged more batch lines than their timelines keep (one in `stride`, a power
+    /// of two): the rules that need every line (`idle_window`, `prefill_interference`,
+    /// `prefill_compute`) passed them over.
+    ThinnedTimelines {
+        /// Schedulers thinned.
+        schedulers: usize,
+        /// The largest stride among them (lines per kept sample).
+        stride: u64,
+    },
 }
 
 /// One thing the report could not conclude.
