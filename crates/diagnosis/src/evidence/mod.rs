@@ -1119,6 +1119,13 @@ impl Evidence {
                         kept.push(keep);
                     }
                 } else if follows || dp.is_some() {
+                    // the part it continues: the one whose lines the joined scheduler ends with
+                    let prev = ev
+                        .schedulers
+                        .get(&cur)
+                        .and_then(|a| a.last)
+                        .map(|l| l.source)
+                        .or(cur.source);
                     if let Some(b) = ev.schedulers.remove(&next)
                         && let Some(a) = ev.schedulers.get_mut(&cur)
                     {
@@ -1136,7 +1143,7 @@ impl Evidence {
                     if follows {
                         note(JoinNote::Continues {
                             file: name(&ev, next.source),
-                            of: name(&ev, cur.source),
+                            of: name(&ev, prev),
                         });
                     }
                 } else {
@@ -1762,8 +1769,16 @@ mod tests {
             assert_eq!((t.decode.stride(), t.decode.samples().len()), (2, 1500));
             assert_eq!(t.decode.pushed(), 3000);
         }
-        // joined again, the parts are one scheduler of every line, at a full capacity
-        let (joined, _) = ev.consolidated();
+        // joined again, the parts are one scheduler of every line, at a full capacity, each
+        // part said to continue the one before it
+        let (joined, notes) = ev.consolidated();
+        for k in 1..24 {
+            let n = JoinNote::Continues {
+                file: format!("part{k:02}.log"),
+                of: format!("part{:02}.log", k - 1),
+            };
+            assert!(notes.contains(&n), "{n:?} not in {notes:?}");
+        }
         assert_eq!(joined.schedulers.len(), 1);
         let t = joined.schedulers.values().next().map(|t| &t.decode);
         assert_eq!(t.map(|t| t.pushed()), Some(72_000));

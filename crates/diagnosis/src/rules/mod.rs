@@ -95,14 +95,10 @@ impl Input<'_> {
         }
     }
 
-    /// The whole range of a scheduler's batch lines, when they lie in one source.
+    /// The whole range of a scheduler's batch lines: from its first line to its last, in one
+    /// source or across the rotated parts it was joined from.
     pub fn timeline_range(&self, tl: &SchedulerTimeline) -> Option<SourceRange> {
-        match (tl.first, tl.last) {
-            (Some(a), Some(b)) if a.source == b.source => {
-                Some(self.range(a.source, a.line, b.line))
-            }
-            _ => None,
-        }
+        Some(self.span(tl.first?, tl.last?))
     }
 
     /// One line.

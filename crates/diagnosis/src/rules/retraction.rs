@@ -50,12 +50,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                 .views
                 .iter()
                 .all(|v| v.queued.max.is_none_or(|q| q < 1.0)),
-        evidence: match (t.first_line, t.last_line) {
-            (Some(a), Some(b)) if a.source == b.source => {
-                Some(input.range(a.source, a.line, b.line))
-            }
-            _ => None,
-        },
+        evidence: t.first_line.zip(t.last_line).map(|(a, b)| input.span(a, b)),
     })
 }
 
