@@ -222,10 +222,7 @@ impl EvidenceBuilder {
             .ev
             .schedulers
             .entry(key)
-            .or_insert_with(|| match capacity {
-                Some(c) => SchedulerTimeline::with_capacity(c),
-                None => SchedulerTimeline::default(),
-            });
+            .or_insert_with(|| SchedulerTimeline::with_capacity(capacity));
         // Keep the lowest TP rank's lines; other TP ranks repeat the same batch.
         let tp = ranks.tp;
         if sched.first.is_none() {
@@ -260,8 +257,7 @@ impl SchedulerTimeline {
         let line = at.line;
         match sample {
             BatchSample::Decode(d) => {
-                self.note_decode(d);
-                self.frozen.push(d.tokens, d.running, d.gen_tps, t, at);
+                self.note_decode(d, t, at);
                 self.decode.push_with(|| DecodeSample {
                     t,
                     line,

@@ -561,9 +561,10 @@ pub struct Evidence {
     pub retraction_totals: RetractionTotals,
     /// Retraction lines before deduplication (all ranks).
     pub retraction_lines: u64,
-    /// [`Self::retraction_totals`] and [`Self::retraction_lines`] of each source, by
-    /// [`SourceId`] (shorter when the last sources hold none): exact totals without a file that
-    /// only repeats another, however thinned [`Self::retractions`] is.
+    /// The retraction totals and lines of each source, by [`SourceId`] (shorter when the last
+    /// sources hold none): what is counted as the log is read. [`Self::retraction_totals`] and
+    /// [`Self::retraction_lines`] are their sum ([`Self::sum_retractions`]), which stays exact
+    /// without a file that only repeats another, however thinned [`Self::retractions`] is.
     pub retractions_by_source: Vec<SourceRetractions>,
     /// Startup capacity and memory facts.
     pub startup: Startup,
@@ -672,14 +673,14 @@ impl SchedulerTimeline {
 
     /// Record one decode sample: exact aggregates, then the bounded timeline.
     pub fn push_decode(&mut self, d: DecodeSample) {
-        self.note_decode(&d);
-        self.frozen
-            .push(d.tokens, d.running, d.gen_tps, d.t, d.loc());
+        self.note_decode(&d, d.t, d.loc());
         self.decode.push(d);
     }
 
-    /// The exact aggregates of one decode sample.
-    fn note_decode(&mut self, d: &DecodeSample) {
+    /// The exact facts of one decode line `d` at `at` (time `t`, seconds): its aggregates and
+    /// the frozen runs.
+    fn note_decode(&mut self, d: &DecodeSample, t: Option<f64>, at: Loc) {
+        self.frozen.push(d.tokens, d.running, d.gen_tps, t, at);
         let agg = &mut self.agg;
         agg.max_running = max_opt(agg.max_running, d.running);
         agg.max_queue = max_opt(agg.max_queue, d.queue);
@@ -941,6 +942,28 @@ impl Evidence {
             .reduce(f64::max)
     }
 
+    /// The retraction totals and lines (all ranks) of every source `skip` does not name, summed
+    /// in source order from [`Self::retractions_by_source`].
+    pub fn sum_retractions(&self, skip: impl Fn(SourceId) -> bool) -> (RetractionTotals, u64) {
+        let (mut totals, mut lines) = (RetractionTotals::default(), 0);
+        for (s, r) in self.retractions_by_source.iter().enumerate() {
+            if !skip(s) {
+                totals.merge(&r.totals);
+                lines += r.lines;
+            }
+        }
+        (totals, lines)
+    }
+
+    /// Source `source`'s share of the retraction totals (the list grown to hold it).
+    fn source_retractions(&mut self, source: SourceId) -> Option<&mut SourceRetractions> {
+        let v = &mut self.retractions_by_source;
+        if v.len() <= source {
+            v.resize(source + 1, SourceRetractions::default());
+        }
+        v.get_mut(source)
+    }
+
     /// A copy keeping only what happened at or after `from` (seconds): live mode judges the
     /// recent past, not the whole history. Untimed samples are kept; peaks are recomputed over
     /// what is kept.
@@ -976,9 +999,7 @@ impl Evidence {
             .retain(|_, tl| tl.decode.pushed() + tl.prefill.pushed() > 0);
         ev.retractions.retain(|r| keep(r.t));
         // Over a window the kept events are what is known (exact unless the log had more than
-        // MAX_RETRACTION_SAMPLES of them).
-        ev.retraction_totals = RetractionTotals::of(&ev.retractions);
-        // and so are each source's
+        // MAX_RETRACTION_SAMPLES of them), each source's and so their sum
         for (s, r) in ev.retractions_by_source.iter_mut().enumerate() {
             let mine: Vec<RetractionEvent> = ev
                 .retractions
@@ -989,6 +1010,7 @@ impl Evidence {
             r.totals = RetractionTotals::of(&mine);
             r.lines = mine.iter().map(|e| u64::from(e.ranks_reporting)).sum();
         }
+        ev.retraction_totals = ev.sum_retractions(|_| false).0;
         ev
     }
 
@@ -1198,15 +1220,8 @@ impl Evidence {
             ev.retractions.retain(|r| !repeated.contains(&r.loc.source));
             // from each kept source's exact totals: the kept sample may be thinned (a sum over
             // it lost every event it had let go: 5,479 events read as 2,000)
-            let (mut totals, mut lines) = (RetractionTotals::default(), 0);
-            for (s, r) in ev.retractions_by_source.iter().enumerate() {
-                if !repeated.contains(&s) {
-                    totals.merge(&r.totals);
-                    lines += r.lines;
-                }
-            }
-            ev.retraction_totals = totals;
-            ev.retraction_lines = lines;
+            (ev.retraction_totals, ev.retraction_lines) =
+                ev.sum_retractions(|s| repeated.contains(&s));
             ev.benchmarks.retain(|b| !repeated.contains(&b.source));
             ev.incidents
                 .stacks
@@ -1310,7 +1325,6 @@ fn flush_bench(ev: &mut Evidence, source: SourceId, st: &mut SourceState) {
 }
 
 /// Builds [`Evidence`] from records, one source at a time or interleaved.
-#[derive(Default)]
 pub struct EvidenceBuilder {
     ev: Evidence,
     states: Vec<SourceState>,
@@ -1319,8 +1333,8 @@ pub struct EvidenceBuilder {
     incidents: crate::incidents::IncidentBuilder,
     /// Where a new server run begins.
     runs: runs::RunSplitter,
-    /// Samples each scheduler's timelines keep while reading; `None`: [`timeline::DEFAULT_CAPACITY`].
-    timeline_capacity: Option<usize>,
+    /// Samples each scheduler's timelines keep while reading (lowered by the sample budget).
+    timeline_capacity: usize,
 }
 
 /// Samples (decode and prefill together) that the schedulers of a read of several sources
@@ -1331,6 +1345,19 @@ pub const SAMPLE_BUDGET: usize = 8 * timeline::DEFAULT_CAPACITY;
 /// The fewest samples a scheduler's timeline is cut to keep [`SAMPLE_BUDGET`] (its own
 /// summaries still rest on hundreds of lines spread over its whole run).
 pub const MIN_TIMELINE_CAPACITY: usize = 256;
+
+impl Default for EvidenceBuilder {
+    fn default() -> Self {
+        EvidenceBuilder {
+            ev: Evidence::default(),
+            states: Vec::new(),
+            recent_retractions: Vec::new(),
+            incidents: Default::default(),
+            runs: Default::default(),
+            timeline_capacity: timeline::DEFAULT_CAPACITY,
+        }
+    }
+}
 
 impl EvidenceBuilder {
     /// An empty builder.
@@ -1381,14 +1408,14 @@ impl EvidenceBuilder {
                 .map(|t| t.decode.samples().len() + t.prefill.samples().len())
                 .sum()
         };
-        let mut capacity = self.timeline_capacity.unwrap_or(timeline::DEFAULT_CAPACITY);
+        let mut capacity = self.timeline_capacity;
         while kept(&self.ev) > SAMPLE_BUDGET && capacity > MIN_TIMELINE_CAPACITY {
             capacity = (capacity / 2).max(MIN_TIMELINE_CAPACITY);
             for t in self.ev.schedulers.values_mut() {
                 t.decode.set_capacity(t.decode.capacity().min(capacity));
                 t.prefill.set_capacity(t.prefill.capacity().min(capacity));
             }
-            self.timeline_capacity = Some(capacity);
+            self.timeline_capacity = capacity;
         }
     }
 
@@ -1465,9 +1492,10 @@ impl EvidenceBuilder {
         self.ev.earlier_runs.push(done);
     }
 
-    /// Give the earlier runs the sources' final counts, and end the last run at its file's
-    /// last line.
+    /// Give the earlier runs the sources' final counts, end the last run at its file's last
+    /// line, and sum each run's retractions over its sources.
     fn close_runs(ev: &mut Evidence) {
+        (ev.retraction_totals, ev.retraction_lines) = ev.sum_retractions(|_| false);
         let lines = |s: usize| {
             ev.sources
                 .get(s)
@@ -1481,6 +1509,7 @@ impl EvidenceBuilder {
         for e in &mut ev.earlier_runs {
             e.sources = sources.clone();
             e.dateless_timestamps |= dateless;
+            (e.retraction_totals, e.retraction_lines) = e.sum_retractions(|_| false);
         }
     }
 
@@ -1516,12 +1545,8 @@ impl EvidenceBuilder {
                 }
             }
             Event::Retraction(r) => {
-                self.ev.retraction_lines += 1;
-                let by_source = &mut self.ev.retractions_by_source;
-                if by_source.len() <= source {
-                    by_source.resize(source + 1, SourceRetractions::default());
-                }
-                if let Some(s) = by_source.get_mut(source) {
+                // counted per source; the totals are their sum (`close_runs`)
+                if let Some(s) = self.ev.source_retractions(source) {
                     s.lines += 1;
                 }
                 let t = self.time_of(source, rec);
@@ -1537,8 +1562,7 @@ impl EvidenceBuilder {
                     if let Some(ev) = self.ev.retractions.get_mut(idx) {
                         ev.ranks_reporting += 1;
                     }
-                    self.ev.retraction_totals.note_line(loc);
-                    if let Some(s) = self.ev.retractions_by_source.get_mut(source) {
+                    if let Some(s) = self.ev.source_retractions(source) {
                         s.totals.note_line(loc);
                     }
                     return;
@@ -1552,8 +1576,7 @@ impl EvidenceBuilder {
                     ratio_after: r.new_token_ratio_after,
                     ranks_reporting: 1,
                 };
-                self.ev.retraction_totals.add(&event);
-                if let Some(s) = self.ev.retractions_by_source.get_mut(source) {
+                if let Some(s) = self.ev.source_retractions(source) {
                     s.totals.add(&event);
                 }
                 if self.ev.retractions.len() >= MAX_RETRACTION_SAMPLES {

@@ -101,6 +101,14 @@ impl<T> Timeline<T> {
         }
     }
 
+    /// The kept samples as a timeline of stride `stride` would keep them (a multiple of this
+    /// one's stride: every `stride / self.stride()`-th, the first included), to bring two
+    /// timelines of different strides to one density.
+    pub fn kept_at(&self, stride: u64) -> impl Iterator<Item = &T> {
+        let step = usize::try_from(stride / self.stride).unwrap_or(usize::MAX);
+        self.samples.iter().step_by(step.max(1))
+    }
+
     /// The kept samples, in push order.
     pub fn samples(&self) -> &[T] {
         &self.samples
@@ -130,9 +138,7 @@ impl<T> Timeline<T> {
     {
         let stride = self.stride.max(other.stride);
         self.thin(stride / self.stride);
-        let step = usize::try_from(stride / other.stride).unwrap_or(usize::MAX);
-        self.samples
-            .extend(other.samples.iter().step_by(step.max(1)).cloned());
+        self.samples.extend(other.kept_at(stride).cloned());
         self.pushed = self.pushed.saturating_add(other.pushed);
         while self.samples.len() > self.capacity {
             self.halve();

@@ -45,36 +45,24 @@ pub struct Obs {
 /// densely (prefill lines report the batch right after admission).
 pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
     let stride = s.decode.stride().max(s.prefill.stride());
-    let step = |own: u64| usize::try_from(stride / own.max(1)).unwrap_or(1).max(1);
-    let (d_step, p_step) = (step(s.decode.stride()), step(s.prefill.stride()));
-    let d = s
-        .decode
-        .samples()
-        .iter()
-        .step_by(d_step)
-        .map(|d: &DecodeSample| Obs {
-            t: d.t,
-            line: d.line,
-            source: d.source,
-            decode: true,
-            running: d.running,
-            queue: d.queue,
-            usage: d.usage,
-        });
-    let p = s
-        .prefill
-        .samples()
-        .iter()
-        .step_by(p_step)
-        .map(|p: &PrefillSample| Obs {
-            t: p.t,
-            line: p.line,
-            source: p.source,
-            decode: false,
-            running: p.running,
-            queue: p.queue,
-            usage: p.usage,
-        });
+    let d = s.decode.kept_at(stride).map(|d: &DecodeSample| Obs {
+        t: d.t,
+        line: d.line,
+        source: d.source,
+        decode: true,
+        running: d.running,
+        queue: d.queue,
+        usage: d.usage,
+    });
+    let p = s.prefill.kept_at(stride).map(|p: &PrefillSample| Obs {
+        t: p.t,
+        line: p.line,
+        source: p.source,
+        decode: false,
+        running: p.running,
+        queue: p.queue,
+        usage: p.usage,
+    });
     let mut all: Vec<Obs> = d.chain(p).collect();
     // a total order (a sort may panic on one that is not): timed lines by time, then line;
     // untimed lines after them, by line. Comparing a timed line with an untimed one by line
