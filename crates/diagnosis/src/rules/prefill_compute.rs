@@ -120,6 +120,42 @@ mod tests {
         });
     }
 
+    /// `n` chunks of 512 tokens of one long prompt on an idle server, `gap` seconds apart, in
+    /// 037's line format.
+    fn chunks(n: u64, gap: u64) -> String {
+        (0..n)
+            .map(|i| {
+                let s = 12 * 3600 + i * gap;
+                format!(
+                    "[2026-05-{:02} {:02}:{:02}:{:02}] Prefill batch, #new-seq: 1, #new-token: 512, #cached-token: 0, full token usage: 0.01, swa token usage: 0.02, #running-req: 0, #queue-req: 0, input throughput (token/s): 46.36, cuda graph: False\n",
+                    15 + s / 86_400,
+                    s / 3600 % 24,
+                    s / 60 % 60,
+                    s % 60
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_thinned_timeline_is_passed_over() {
+        // positive: every line kept, chunks 10 s apart: 51 tok/s
+        with_input(&chunks(8000, 10), |i| {
+            assert_eq!(i.views[0].tl.prefill.stride(), 1);
+            let f = check(i).expect("slow prefill");
+            assert!((51.0..51.3).contains(&f.slow.tok_per_s), "{f:?}");
+        });
+        // negative: chunks 1 s apart (512 tok/s) in a log long enough that one line in four is
+        // kept: kept samples 4 s apart would read 128 tok/s, a crawl that is not there
+        with_input(&chunks(17_000, 1), |i| {
+            assert_eq!(i.views[0].tl.prefill.stride(), 4);
+            assert_eq!(check(i), None);
+        });
+        // boundary: the slow server's log as long: not measured either (the report says the
+        // check did not run on a thinned timeline)
+        with_input(&chunks(17_000, 10), |i| assert_eq!(check(i), None));
+    }
+
     #[test]
     fn one_pair_is_not_enough() {
         with_input(&excerpt(SLOW, 1..=2), |i| assert_eq!(check(i), None));

@@ -215,6 +215,67 @@ mod tests {
         with_input(&moving, |i| assert!(check(i).is_empty()));
     }
 
+    /// 020's lines inside a long log of the same server (9,000 more decode lines whose
+    /// `#token` moves, the same line format): the timeline keeps one line in two, so the rule
+    /// reads the runs followed on every line.
+    fn in_a_long_log(lines: &str) -> String {
+        let at = |s: u64| format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+        let moving = |s: u64, i: u64| {
+            format!(
+                "[2025-12-17 {}] Decode batch. #running-req: 1, #token: {}, token usage: 0.00, gen throughput (token/s): 90.00, #queue-req: 0, #cache_miss: 1\n",
+                at(s),
+                1000 + 10 * i
+            )
+        };
+        // 020's decode lines are at 05:10:47; 4,000 lines before, 5,000 after 05:12:00
+        let start = 5 * 3600 + 10 * 60 + 47 - 4000;
+        let mut out: String = (0..4000).map(|i| moving(start + i, i)).collect();
+        for l in lines.lines().filter(|l| l.contains("Decode batch")) {
+            out.push_str(l);
+            out.push('\n');
+        }
+        out.extend((0..5000).map(|i| moving(5 * 3600 + 12 * 60 + i, 4000 + i)));
+        out
+    }
+
+    #[test]
+    fn on_a_thinned_timeline_the_runs_of_every_line_are_read() {
+        // positive: the three frozen lines, the middle reading 0 (as on 020 alone)
+        let stopped = edit(
+            &whole(JAX),
+            "gen throughput (token/s): 89.17",
+            "gen throughput (token/s): 0.00",
+        );
+        with_input(&in_a_long_log(&stopped), |i| {
+            assert!(i.views[0].tl.decode.stride() > 1);
+            let f = check(i);
+            assert_eq!(f.len(), 1);
+            assert_eq!((f[0].lines, f[0].tokens, f[0].running), (3, 64, 1));
+            assert_eq!(
+                (f[0].evidence.first_line, f[0].evidence.last_line),
+                (4001, 4003)
+            );
+            assert!(!f[0].is_long() && !has_long_stall(i.views));
+        });
+        // negative: as logged, decode kept moving after the first window
+        let moving = edit(
+            &whole(JAX),
+            "gen throughput (token/s): 0.00",
+            "gen throughput (token/s): 88.00",
+        );
+        with_input(&in_a_long_log(&moving), |i| assert!(check(i).is_empty()));
+        // boundary: the same three lines over exactly a minute are a stall
+        let minute = edit(
+            &whole(JAX),
+            "05:10:47] Decode batch. #running-req: 1, #token: 64, token usage: 0.00, gen throughput (token/s): 84.65",
+            "05:11:47] Decode batch. #running-req: 1, #token: 64, token usage: 0.00, gen throughput (token/s): 84.65",
+        );
+        with_input(&in_a_long_log(&minute), |i| {
+            assert!(has_long_stall(i.views));
+            assert_eq!(check(i)[0].duration_s, Some(60.0));
+        });
+    }
+
     #[test]
     fn a_freeze_of_a_minute_is_a_stall() {
         let long = edit(
