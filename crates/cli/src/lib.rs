@@ -209,7 +209,7 @@ pub fn command() -> clap::Command {
 /// Arguments of `diagnose`.
 #[derive(Debug, Args, Default, Clone)]
 pub struct DiagnoseArgs {
-    /// SGLang server logs: plain text, .gz, or `-` for stdin; several files (ranks, nodes) may be given. With no input at all (no log, --server, --server-info, --gpu, --gpu-snapshot, --model-config, --client-log or --client-records), the embedded sample is diagnosed.
+    /// SGLang server logs: plain text, .gz, a directory (every file under it whose name holds .log or ends in .out, .err or .txt: a job's rank and node logs, rotated parts), or `-` for stdin; several may be given (ranks, nodes; one server: the logs of a PD prefill instance and of a decode instance are refused together). With no input at all (no log, --server, --server-info, --gpu, --gpu-snapshot, --model-config, --client-log or --client-records), the embedded sample is diagnosed.
     pub logs: Vec<PathBuf>,
     /// A live SGLang server's base URL (e.g. http://127.0.0.1:30000): reads /server_info (or /get_server_info) and polls /metrics. The API key, if any, comes from SGLANG_API_KEY. If it is the only input and cannot be reached, diagnose exits 1.
     #[arg(long, value_name = "URL", value_parser = flags::server_url)]
@@ -387,7 +387,49 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
     for e in not_sglang {
         warnings.push(format!("skipped {e}"));
     }
-    Ok(b.build())
+    let ev = b.build();
+    if let Some(roles) = ev.mixed_pd_roles() {
+        anyhow::bail!("{}", mixed_pd_roles_text(&ev, &roles));
+    }
+    Ok(ev)
+}
+
+/// Why logs of a PD prefill instance and a PD decode instance are not diagnosed as one server,
+/// and the commands that diagnose each: the error [`read_logs`] returns for them.
+fn mixed_pd_roles_text(
+    ev: &Evidence,
+    roles: &[(
+        diagnosis::evidence::PdRole,
+        Vec<diagnosis::evidence::SourceId>,
+    )],
+) -> String {
+    use diagnosis::evidence::PdRole;
+    let names = |ids: &[diagnosis::evidence::SourceId]| -> Vec<String> {
+        ids.iter()
+            .filter_map(|&id| ev.sources.get(id))
+            .map(|s| flags::printable(&s.name).into_owned())
+            .collect()
+    };
+    let role_name = |r: PdRole| match r {
+        PdRole::Prefill => "prefill",
+        PdRole::Decode => "decode",
+    };
+    let groups: Vec<String> = roles
+        .iter()
+        .map(|(r, ids)| format!("{} instance ({})", role_name(*r), names(ids).join(", ")))
+        .collect();
+    let commands: Vec<String> = roles
+        .iter()
+        .map(|(_, ids)| format!("`throughput-doctor diagnose {}`", names(ids).join(" ")))
+        .collect();
+    format!(
+        "these logs come from different servers of a PD-disaggregated deployment (as their \
+         disaggregation_mode or the PD fields of their batch lines show): the {}. Each instance has its own KV pool, limits and DP \
+         ranks, so one diagnosis of both would join unrelated schedulers and apply one \
+         instance's limits to the other; diagnose each instance's logs on their own: {}",
+        groups.join(" and the "),
+        commands.join(" and ")
+    )
 }
 
 /// What follows the read of log `id` (its name, what the read reported, what its records

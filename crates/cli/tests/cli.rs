@@ -897,3 +897,44 @@ fn many_dp_ranks_print_as_one_table_with_their_total() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A PD prefill instance's log and a decode instance's log are two servers: diagnosed
+/// together, their DP ranks were joined as one scheduler each and the first file's limits taken
+/// for both, and the verdict changed with the order of the files ("running-request cap bound"
+/// one way, "fed by the prefill side" the other). They are named, with the command for each,
+/// in one line and exit 1, whatever the order and the output form.
+#[test]
+fn a_pd_prefill_log_and_a_decode_log_are_not_one_server() {
+    let prefill = data("real-long/ascend-dsr1-pd-prefill-dp2.log");
+    let decode = data("real-long/ascend-dsr1-pd-decode-dp32.log");
+    for (first, second) in [(&prefill, &decode), (&decode, &prefill)] {
+        for json in [false, true] {
+            let mut cmd = bin();
+            cmd.arg("diagnose").arg(first).arg(second);
+            if json {
+                cmd.arg("--json");
+            }
+            let out = cmd.env("NO_COLOR", "1").output().expect("run");
+            assert_eq!(out.status.code(), Some(1));
+            assert!(out.stdout.is_empty());
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+            let (p, d) = (prefill.display(), decode.display());
+            assert!(
+                err.contains(&format!(
+                    "the prefill instance ({p}) and the decode instance ({d})"
+                )),
+                "{err}"
+            );
+            assert!(
+                err.contains(&format!(
+                    "`throughput-doctor diagnose {p}` and `throughput-doctor diagnose {d}`"
+                )),
+                "{err}"
+            );
+        }
+    }
+    // each alone is diagnosed as before
+    assert!(diagnose_text(&prefill).contains("This is a PD prefill instance"));
+    assert!(diagnose_text(&decode).contains("Verdict: PD decode fed by the prefill side"));
+}

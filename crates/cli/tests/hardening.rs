@@ -645,7 +645,8 @@ fn an_output_that_is_an_input_or_a_device_input_is_refused() {
 /// A job directory holding every real log and a second copy of the time-only one (055): one
 /// scheduler then has lines with a time and lines without, and the sort that merges them
 /// compared a timed line with an untimed one by line number alone, which is no total order;
-/// the sort panicked (exit 101). The diagnosis must come out.
+/// the sort panicked (exit 101). The diagnosis must come out. (The PD decode instances' logs
+/// are left out: beside the PD prefill instance's they make two servers, refused together.)
 #[test]
 fn timed_and_untimed_lines_of_one_scheduler_are_no_panic() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -653,7 +654,14 @@ fn timed_and_untimed_lines_of_one_scheduler_are_no_panic() {
     let mut copied = 0;
     for e in std::fs::read_dir(&real).expect("real logs") {
         let p = e.expect("entry").path();
-        if p.extension().is_some_and(|x| x == "log") {
+        if p.extension().is_none_or(|x| x != "log") {
+            continue;
+        }
+        let text = std::fs::read(&p).expect("read");
+        let pd_decode = [&b"#transfer-req"[..], b"pre-allocated usage"]
+            .iter()
+            .any(|f| text.windows(f.len()).any(|w| w == *f));
+        if !pd_decode {
             std::fs::copy(&p, dir.path().join(p.file_name().expect("name"))).expect("copy");
             copied += 1;
         }

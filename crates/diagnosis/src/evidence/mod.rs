@@ -53,6 +53,37 @@ pub struct SourceInfo {
     pub kind: InputKind,
     /// Parse counts; `None` until [`EvidenceBuilder::finish_source`] is called.
     pub stats: Option<SourceStats>,
+    /// The part its server plays in PD disaggregation, as its own startup lines say
+    /// (`disaggregation_mode` of its `server_args=ServerArgs(...)` line or launch command), or,
+    /// when they say nothing of it, as its batch lines show once the evidence is built (only
+    /// one role's PD fields: see [`Evidence::infer_pd_roles`]); `None` for a server that is
+    /// not disaggregated, `null`, or a log that shows neither.
+    pub pd_role: Option<PdRole>,
+}
+
+/// The part a server plays in prefill/decode (PD) disaggregation: SGLang's
+/// `--disaggregation-mode` (`server_args.py`; `null` when not disaggregated). A prefill
+/// instance and a decode instance are two servers, each with its own KV pool, limits and
+/// schedulers (SGLang `disaggregation/prefill.py`, `disaggregation/decode.py`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PdRole {
+    /// `--disaggregation-mode prefill`: runs prefill and hands the KV cache over.
+    Prefill,
+    /// `--disaggregation-mode decode`: receives the KV cache and decodes.
+    Decode,
+}
+
+impl PdRole {
+    /// The role of a `disaggregation_mode` value as SGLang prints it (`'prefill'`, `decode`,
+    /// quoted or not); `None` for `null` and anything else.
+    pub fn from_arg(value: &str) -> Option<PdRole> {
+        match value.trim().trim_matches(|c| c == '\'' || c == '"') {
+            "prefill" => Some(PdRole::Prefill),
+            "decode" => Some(PdRole::Decode),
+            _ => None,
+        }
+    }
 }
 
 /// The counts of one parse, owned (see [`sglang_log::ParseStats`]).
@@ -281,6 +312,13 @@ pub struct Aggregates {
     pub max_prefill_new_tokens: Option<u64>,
     /// Decode lines whose batch did not run as a graph.
     pub decode_without_graph: u64,
+    /// Decode lines with a PD decode instance's fields (`#prealloc-req`, `#transfer-req`,
+    /// `pre-allocated usage`: SGLang `disaggregation/decode.py`).
+    pub pd_decode_lines: u64,
+    /// Prefill lines with a PD prefill instance's fields (its bootstrap queue as
+    /// `#prealloc-req`, or `#inflight-req` / `#transferring-req`: SGLang
+    /// `disaggregation/prefill.py`).
+    pub pd_prefill_lines: u64,
 }
 
 /// Whether `a` and `b` hold the same samples apart from what `like(x, y)` takes from `y` into
@@ -658,6 +696,8 @@ impl Aggregates {
         self.max_prefill_new_tokens =
             max_opt(self.max_prefill_new_tokens, o.max_prefill_new_tokens);
         self.decode_without_graph += o.decode_without_graph;
+        self.pd_decode_lines += o.pd_decode_lines;
+        self.pd_prefill_lines += o.pd_prefill_lines;
     }
 }
 
@@ -691,6 +731,9 @@ impl SchedulerTimeline {
         if d.graph == Some(false) {
             agg.decode_without_graph += 1;
         }
+        agg.pd_decode_lines += u64::from(
+            d.prealloc_req.is_some() || d.transfer_req.is_some() || d.pre_allocated_usage.is_some(),
+        );
     }
 
     /// Record one prefill sample: exact aggregates, then the bounded timeline.
@@ -709,6 +752,7 @@ impl SchedulerTimeline {
         agg.prefill_cached_tokens += p.cached_token.unwrap_or(0);
         agg.max_prefill_new_tokens = max_opt(agg.max_prefill_new_tokens, p.new_token);
         agg.max_prealloc_req = max_opt(agg.max_prealloc_req, p.prealloc_req);
+        agg.pd_prefill_lines += u64::from(p.prealloc_req.is_some() || p.inflight_req.is_some());
     }
 
     /// Whether both sample lists are in time order (untimed samples do not count).
@@ -929,6 +973,52 @@ impl SchedulerTimeline {
             None => Some((t, t)),
             Some((a, b)) => Some((a.min(t), b.max(t))),
         })
+    }
+}
+
+impl Evidence {
+    /// Sets the PD role of each log source whose startup lines do not name one from its
+    /// batch lines: PD decode when its decode lines carry a decode instance's fields and no
+    /// prefill line a prefill instance's, PD prefill the other way round (SGLang prints
+    /// `#prealloc-req` / `#transfer-req` / `pre-allocated usage` on a decode instance's decode
+    /// lines and its bootstrap and in-flight queues on a prefill instance's prefill lines,
+    /// spec §2.1-2.2). A source that shows both, or neither, keeps `None`.
+    pub fn infer_pd_roles(&mut self) {
+        let mut shown: BTreeMap<SourceId, (u64, u64)> = BTreeMap::new();
+        for (k, tl) in &self.schedulers {
+            if let Some(s) = k.source {
+                let e = shown.entry(s).or_default();
+                e.0 += tl.agg.pd_prefill_lines;
+                e.1 += tl.agg.pd_decode_lines;
+            }
+        }
+        for (id, (prefill, decode)) in shown {
+            if let Some(src) = self.sources.get_mut(id)
+                && src.pd_role.is_none()
+            {
+                src.pd_role = match (prefill > 0, decode > 0) {
+                    (true, false) => Some(PdRole::Prefill),
+                    (false, true) => Some(PdRole::Decode),
+                    _ => None,
+                };
+            }
+        }
+    }
+
+    /// The sources of each PD role their startup lines name, when they name more than one:
+    /// `(role, sources)` in role order (prefill, then decode), each list in input order. A
+    /// prefill instance's log and a decode instance's log are two servers with their own KV
+    /// pools, limits and schedulers (their DP ranks share names, not state), so one diagnosis
+    /// of both would join unrelated schedulers and take one server's limits for the other's;
+    /// `None` when the sources name one role or none.
+    pub fn mixed_pd_roles(&self) -> Option<Vec<(PdRole, Vec<SourceId>)>> {
+        let mut by_role: BTreeMap<PdRole, Vec<SourceId>> = BTreeMap::new();
+        for (id, s) in self.sources.iter().enumerate() {
+            if let Some(role) = s.pd_role {
+                by_role.entry(role).or_default().push(id);
+            }
+        }
+        (by_role.len() > 1).then(|| by_role.into_iter().collect())
     }
 }
 
@@ -1244,6 +1334,7 @@ impl Evidence {
             name: m.source.clone(),
             kind: InputKind::MetricsPolls,
             stats: None,
+            pd_role: None,
         });
         let source = ev.sources.len() - 1;
         let key = SchedulerKey {
@@ -1371,6 +1462,7 @@ impl EvidenceBuilder {
             name: name.into(),
             kind: InputKind::Log,
             stats: None,
+            pd_role: None,
         });
         self.states.push(SourceState::default());
         self.ev.sources.len() - 1
@@ -1416,6 +1508,16 @@ impl EvidenceBuilder {
                 t.prefill.set_capacity(t.prefill.capacity().min(capacity));
             }
             self.timeline_capacity = capacity;
+        }
+    }
+
+    /// Notes the PD role a startup line of `source` gives (`disaggregation_mode`): the first
+    /// one its lines name stays (a later run of another mode in the same file is not told apart).
+    fn note_pd_role(&mut self, source: SourceId, mode: Option<&str>) {
+        if let Some(role) = mode.and_then(PdRole::from_arg)
+            && let Some(s) = self.ev.sources.get_mut(source)
+        {
+            s.pd_role = s.pd_role.or(Some(role));
         }
     }
 
@@ -1636,6 +1738,7 @@ impl EvidenceBuilder {
                 st.avail_mem_after_graph_gb = st.avail_mem_after_graph_gb.or(m.avail_mem_gb);
             }
             Event::ServerArgs(a) => {
+                self.note_pd_role(source, a.get("disaggregation_mode"));
                 let st = &mut self.ev.startup;
                 // the first line replaces what a launch command said; later ranks' copies not
                 let first = !st.server_args_line;
@@ -1653,6 +1756,7 @@ impl EvidenceBuilder {
                 }
             }
             Event::LaunchCommand(a) => {
+                self.note_pd_role(source, a.get("disaggregation_mode"));
                 let st = &mut self.ev.startup;
                 if !st.server_args_line {
                     for key in SERVER_ARG_KEYS {
@@ -1708,6 +1812,7 @@ impl EvidenceBuilder {
         for (source, st) in self.states.iter_mut().enumerate() {
             flush_bench(&mut self.ev, source, st);
         }
+        self.ev.infer_pd_roles();
         self.ev.incidents = self.incidents.build();
         Self::close_runs(&mut self.ev);
         self.ev
@@ -1761,6 +1866,123 @@ mod tests {
             b.push(id, &rec);
         }
         b.finish_source(id, &stats);
+    }
+
+    /// Line `n` (1-based) of a test log under `tests/data/`.
+    fn data_line(rel: &str, n: usize) -> String {
+        let path = format!("{}/../../tests/data/{rel}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        text.lines().nth(n - 1).expect("line").to_string()
+    }
+
+    #[test]
+    fn pd_role_from_its_printed_forms() {
+        assert_eq!(PdRole::from_arg("'prefill'"), Some(PdRole::Prefill));
+        assert_eq!(PdRole::from_arg("decode"), Some(PdRole::Decode));
+        assert_eq!(PdRole::from_arg("\"decode\""), Some(PdRole::Decode));
+        assert_eq!(PdRole::from_arg("null"), None);
+        assert_eq!(PdRole::from_arg("'null'"), None);
+        assert_eq!(PdRole::from_arg(""), None);
+    }
+
+    /// Each source's role comes from its own startup line (the `server_args` of the real PD
+    /// prefill and decode logs, a launch command's `--disaggregation-mode decode`); sources of
+    /// two roles are named, sources of one role or none are not.
+    #[test]
+    fn each_source_has_the_pd_role_of_its_own_startup_lines() {
+        let prefill = data_line("real-long/ascend-dsr1-pd-prefill-dp2.log", 98);
+        let decode = data_line("real-long/ascend-dsr1-pd-decode-dp32.log", 101);
+        let launch = data_line(
+            "real-2/109-npu-pd-decode-1p1d-dp16-running-pinned-24-queue-usage046.log",
+            2,
+        );
+        let plain = decode_lines(0, 3);
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "prefill.log", std::slice::from_ref(&prefill));
+        read_into(&mut b, "plain.log", &plain);
+        read_into(&mut b, "decode.log", std::slice::from_ref(&decode));
+        read_into(&mut b, "launch.log", std::slice::from_ref(&launch));
+        let ev = b.build();
+        let roles: Vec<_> = ev.sources.iter().map(|s| s.pd_role).collect();
+        assert_eq!(
+            roles,
+            [
+                Some(PdRole::Prefill),
+                None,
+                Some(PdRole::Decode),
+                Some(PdRole::Decode)
+            ]
+        );
+        assert_eq!(
+            ev.mixed_pd_roles(),
+            Some(vec![
+                (PdRole::Prefill, vec![0]),
+                (PdRole::Decode, vec![2, 3])
+            ])
+        );
+        // one role (two decode logs), or none: nothing to say
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "decode.log", &[decode]);
+        read_into(&mut b, "launch.log", &[launch]);
+        read_into(&mut b, "plain.log", &plain);
+        assert_eq!(b.build().mixed_pd_roles(), None);
+    }
+
+    /// Every line of a test log under `tests/data/`.
+    fn data_lines(rel: &str) -> Vec<String> {
+        let path = format!("{}/../../tests/data/{rel}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        text.lines().map(str::to_string).collect()
+    }
+
+    /// Without startup lines the role comes from the batch lines: real/031's prefill lines
+    /// carry a PD prefill instance's `#prealloc-req` and `#inflight-req`, real/016's decode
+    /// lines a decode instance's `pre-allocated usage` and `#transfer-req`; a plain server's
+    /// lines show neither, and an explicit role is not overridden.
+    #[test]
+    fn without_startup_lines_the_pd_role_comes_from_the_batch_lines() {
+        let prefill = data_lines("real/031-i22877-pd-prefill-prealloc-rising-custom-fmt.log");
+        let decode = data_lines("real/016-pr30393-hicache-pd-decode-mtp-transfer.log");
+        let plain = decode_lines(0, 3);
+        let explicit = data_line("real-long/ascend-dsr1-pd-prefill-dp2.log", 98);
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "031.log", &prefill);
+        read_into(&mut b, "016.log", &decode);
+        read_into(&mut b, "plain.log", &plain);
+        // a prefill instance's startup line above decode lines of a decode instance's form:
+        // the log's own word stands
+        let mut said = vec![explicit];
+        said.extend(decode.iter().cloned());
+        read_into(&mut b, "said.log", &said);
+        let ev = b.build();
+        let id = |name: &str| ev.sources.iter().position(|s| s.name == name).expect(name);
+        let roles: Vec<_> = ev.sources.iter().map(|s| s.pd_role).collect();
+        assert_eq!(
+            roles,
+            [
+                Some(PdRole::Prefill),
+                Some(PdRole::Decode),
+                None,
+                Some(PdRole::Prefill)
+            ]
+        );
+        let agg = |name: &str| {
+            ev.schedulers
+                .iter()
+                .filter(|(k, _)| k.source == Some(id(name)))
+                .map(|(_, t)| (t.agg.pd_prefill_lines, t.agg.pd_decode_lines))
+                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+        };
+        assert_eq!(agg("031.log"), (4, 0));
+        assert_eq!(agg("016.log"), (0, 4));
+        assert_eq!(agg("plain.log"), (0, 0));
+        assert_eq!(
+            ev.mixed_pd_roles(),
+            Some(vec![
+                (PdRole::Prefill, vec![0, 3]),
+                (PdRole::Decode, vec![1])
+            ])
+        );
     }
 
     fn kept(ev: &Evidence) -> usize {
