@@ -164,12 +164,19 @@ pub fn expectation(s: &str) -> Result<diagnosis::Expectation, String> {
     let (num, multiple) = if let Some(x) = lower.strip_suffix('x').or_else(|| t.strip_suffix('×'))
     {
         (x.trim().to_string(), true)
-    } else {
-        let x = lower
-            .strip_suffix("tok/s")
-            .or_else(|| lower.strip_suffix("tokens/s"))
-            .unwrap_or(&lower);
+    } else if let Some(x) = lower
+        .strip_suffix("tok/s")
+        .or_else(|| lower.strip_suffix("tokens/s"))
+    {
         (x.trim().to_string(), false)
+    } else {
+        // a bare number is read both ways by users ("4" for "4x faster", "2500" for a rate):
+        // a wrong reading would answer another question, so the unit is asked for
+        return Err(if t.parse::<f64>().is_ok() {
+            format!("`{s}`: a multiple or a rate? give {t}x (times the measured rate) or {t}tok/s")
+        } else {
+            format!("`{s}`: give a multiple such as 4x or a rate such as 2500tok/s")
+        });
     };
     let v: f64 = num
         .parse()
@@ -261,7 +268,16 @@ mod tests {
             super::expectation("2500tok/s"),
             Ok(Expectation::TokPerS(2500.0))
         );
-        assert_eq!(super::expectation("2500"), Ok(Expectation::TokPerS(2500.0)));
+        assert_eq!(
+            super::expectation(" 2500 tokens/s "),
+            Ok(Expectation::TokPerS(2500.0))
+        );
+        assert_eq!(super::expectation("4.5X"), Ok(Expectation::Multiple(4.5)));
+        // a bare number has no unit: both readings are offered, neither is guessed
+        assert_eq!(
+            super::expectation("4"),
+            Err("`4`: a multiple or a rate? give 4x (times the measured rate) or 4tok/s".into())
+        );
         for bad in ["inf", "NaNx", "0x", "-3x", "1e300", "fast"] {
             assert!(super::expectation(bad).is_err(), "{bad}");
         }
