@@ -538,7 +538,7 @@ fn sections(r: &Report) -> Vec<Section> {
     }
     if !r.recommendations.is_empty() {
         out.push(section(
-            "Recommendations (by expected gain)",
+            "Recommendations (output-preserving changes first, then by expected gain)",
             vec![Block::Recommendations(r.recommendations.clone())],
         ));
     }

@@ -265,7 +265,7 @@ fn markdown_report_carries_recommendations_and_the_what_if_table() {
     );
     let text = std::fs::read_to_string(&md).expect("md");
     for heading in [
-        "## Recommendations (by expected gain)",
+        "## Recommendations (output-preserving changes first, then by expected gain)",
         "## Client vs server",
         "## KV capacity what-if",
         "## Findings",

@@ -1,4 +1,5 @@
-//! What to change, as typed plans ordered by expected gain. Plans match on
+//! What to change, as typed plans: those with a gain first, changes that keep outputs as they
+//! are (not fp8 KV) before those that alter them, then by expected gain. Plans match on
 //! `kv_capacity::Change` and the bottleneck, never on labels; `narrative` words them.
 
 use kv_capacity::{Change, Feasibility};
@@ -364,7 +365,9 @@ fn fill(cap: Option<&CapacityModel>, proj: Option<&Projection>) -> Option<Fill> 
     })
 }
 
-/// The plans, ordered by expected gain (those without a gain last, in the order made).
+/// The plans: those with a gain first, output-preserving changes before those that alter
+/// outputs (fp8 KV), each by expected gain; those without a gain after, in the order made;
+/// advice not to change something last.
 pub fn plans(i: &Input<'_>) -> Vec<Plan> {
     let mut out = Vec::new();
     if i.bottleneck == Bottleneck::KvCacheBound && !i.long_requests {

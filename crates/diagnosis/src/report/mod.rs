@@ -734,7 +734,9 @@ pub struct Report {
     pub capacity_model: Option<CapacityModel>,
     /// Decode step-time fit and the throughput it projects.
     pub projection: Option<Projection>,
-    /// What to change, ordered by expected gain.
+    /// What to change: plans with a gain first (changes that keep outputs as they are before
+    /// those that alter them, such as an fp8 KV cache; each group by expected gain), then the
+    /// rest, advice not to change something last.
     pub recommendations: Vec<Recommendation>,
     /// The sources that were used beside the logs, in words.
     pub sources: Vec<String>,
