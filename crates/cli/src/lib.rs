@@ -394,9 +394,16 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
     Ok(ev)
 }
 
+/// Files of one PD instance named in [`mixed_pd_roles_text`] before "and N more".
+const PD_FILES_SHOWN: usize = 3;
+
 /// Why logs of a PD prefill instance and a PD decode instance are not diagnosed as one server,
-/// and the commands that diagnose each: the error [`read_logs`] returns for them.
-fn mixed_pd_roles_text(
+/// and the commands that diagnose each: the error [`read_logs`] (and live mode) returns for
+/// them, one line. Each instance's files are named, the first [`PD_FILES_SHOWN`] of them then
+/// a count; the commands are given when every file is named and each name can be written as a
+/// shell word (quoted where needed); a name with a control character or bytes that are not
+/// UTF-8 is shown escaped.
+pub(crate) fn mixed_pd_roles_text(
     ev: &Evidence,
     roles: &[(
         diagnosis::evidence::PdRole,
@@ -404,10 +411,21 @@ fn mixed_pd_roles_text(
     )],
 ) -> String {
     use diagnosis::evidence::PdRole;
-    let names = |ids: &[diagnosis::evidence::SourceId]| -> Vec<String> {
+    // a name as a shell word, if it can be written as one on this line
+    let word = |name: &str| -> Option<String> {
+        if name
+            .chars()
+            .any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER)
+        {
+            return None;
+        }
+        shlex::try_quote(name).ok().map(|q| q.into_owned())
+    };
+    let shown = |name: &str| word(name).unwrap_or_else(|| name.escape_debug().to_string());
+    let names = |ids: &[diagnosis::evidence::SourceId]| -> Vec<&str> {
         ids.iter()
             .filter_map(|&id| ev.sources.get(id))
-            .map(|s| flags::printable(&s.name).into_owned())
+            .map(|s| s.name.as_str())
             .collect()
     };
     let role_name = |r: PdRole| match r {
@@ -416,19 +434,38 @@ fn mixed_pd_roles_text(
     };
     let groups: Vec<String> = roles
         .iter()
-        .map(|(r, ids)| format!("{} instance ({})", role_name(*r), names(ids).join(", ")))
+        .map(|(r, ids)| {
+            let all = names(ids);
+            let mut listed: Vec<String> =
+                all.iter().take(PD_FILES_SHOWN).map(|n| shown(n)).collect();
+            if all.len() > PD_FILES_SHOWN {
+                listed.push(format!("and {} more", all.len() - PD_FILES_SHOWN));
+            }
+            format!("{} instance ({})", role_name(*r), listed.join(", "))
+        })
         .collect();
-    let commands: Vec<String> = roles
+    let commands: Option<Vec<String>> = roles
         .iter()
-        .map(|(_, ids)| format!("`throughput-doctor diagnose {}`", names(ids).join(" ")))
+        .map(|(_, ids)| {
+            let all = names(ids);
+            if all.len() > PD_FILES_SHOWN {
+                return None;
+            }
+            let words: Option<Vec<String>> = all.iter().map(|n| word(n)).collect();
+            Some(format!("`throughput-doctor diagnose {}`", words?.join(" ")))
+        })
         .collect();
+    let how = match commands {
+        Some(c) => format!(": {}", c.join(" and ")),
+        None => " (each instance's files, or a directory of them, in a run of its own)".into(),
+    };
     format!(
         "these logs come from different servers of a PD-disaggregated deployment (as their \
-         disaggregation_mode or the PD fields of their batch lines show): the {}. Each instance has its own KV pool, limits and DP \
-         ranks, so one diagnosis of both would join unrelated schedulers and apply one \
-         instance's limits to the other; diagnose each instance's logs on their own: {}",
-        groups.join(" and the "),
-        commands.join(" and ")
+         disaggregation_mode or the PD fields of their batch lines show): the {}. Each instance \
+         has its own KV pool, limits and DP ranks, so one diagnosis of both would join unrelated \
+         schedulers and apply one instance's limits to the other; diagnose each instance's logs \
+         on their own{how}",
+        groups.join(" and the ")
     )
 }
 

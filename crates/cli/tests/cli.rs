@@ -938,3 +938,93 @@ fn a_pd_prefill_log_and_a_decode_log_are_not_one_server() {
     assert!(diagnose_text(&prefill).contains("This is a PD prefill instance"));
     assert!(diagnose_text(&decode).contains("Verdict: PD decode fed by the prefill side"));
 }
+
+/// The refusal stays one line a shell can use: names are quoted as shell words, a name with a
+/// control character is shown escaped (and no command is offered), an instance of many files
+/// is named by its first three and a count; live mode refuses them too.
+#[test]
+fn the_pd_refusal_names_files_as_a_shell_reads_them() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let copy = |from: &str, to: &str| {
+        let p = dir.path().join(to);
+        std::fs::copy(data(from), &p).expect("copy");
+        p
+    };
+    let prefill = copy(
+        "real/031-i22877-pd-prefill-prealloc-rising-custom-fmt.log",
+        "my prefill.log",
+    );
+    let decode = copy(
+        "real/016-pr30393-hicache-pd-decode-mtp-transfer.log",
+        "it's decode.log",
+    );
+    let newline = copy(
+        "real/016-pr30393-hicache-pd-decode-mtp-transfer.log",
+        "new\nline.log",
+    );
+    let refused = |args: &[&std::ffi::OsStr]| {
+        let out = bin()
+            .current_dir(dir.path())
+            .arg("diagnose")
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        err
+    };
+    let name = |p: &std::path::Path| p.file_name().expect("name").to_owned();
+    let err = refused(&[&name(&prefill), &name(&decode)]);
+    assert!(
+        err.contains(
+            "the prefill instance ('my prefill.log') and the decode instance (\"it's decode.log\")"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.ends_with(
+            "`throughput-doctor diagnose 'my prefill.log'` and `throughput-doctor diagnose \"it's decode.log\"`\n"
+        ),
+        "{err}"
+    );
+    let err = refused(&[&name(&prefill), &name(&newline)]);
+    assert!(
+        err.contains("the decode instance (new\\nline.log)"),
+        "{err}"
+    );
+    assert!(!err.contains("`throughput-doctor diagnose"), "{err}");
+    // live mode: the same refusal, before any report
+    let err = refused(&[
+        std::ffi::OsStr::new("--watch"),
+        std::ffi::OsStr::new("1s"),
+        std::ffi::OsStr::new("--watch-count"),
+        std::ffi::OsStr::new("2"),
+        &name(&prefill),
+        &name(&decode),
+    ]);
+    assert!(
+        err.contains("the prefill instance ('my prefill.log')"),
+        "{err}"
+    );
+    // a directory of five files of each instance
+    let many = dir.path().join("many");
+    std::fs::create_dir(&many).expect("dir");
+    for i in 1..=5 {
+        std::fs::copy(&prefill, many.join(format!("p{i}.log"))).expect("copy");
+        std::fs::copy(&decode, many.join(format!("d{i}.log"))).expect("copy");
+    }
+    let err = refused(&[std::ffi::OsStr::new("many")]);
+    assert!(
+        err.contains(
+            "the prefill instance (many/p1.log, many/p2.log, many/p3.log, and 2 more) and the \
+             decode instance (many/d1.log, many/d2.log, many/d3.log, and 2 more)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("(each instance's files, or a directory of them, in a run of its own)\n"),
+        "{err}"
+    );
+}

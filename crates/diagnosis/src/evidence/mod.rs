@@ -53,11 +53,12 @@ pub struct SourceInfo {
     pub kind: InputKind,
     /// Parse counts; `None` until [`EvidenceBuilder::finish_source`] is called.
     pub stats: Option<SourceStats>,
-    /// The part its server plays in PD disaggregation, as its own startup lines say
-    /// (`disaggregation_mode` of its `server_args=ServerArgs(...)` line or launch command), or,
-    /// when they say nothing of it, as its batch lines show once the evidence is built (only
-    /// one role's PD fields: see [`Evidence::infer_pd_roles`]); `None` for a server that is
-    /// not disaggregated, `null`, or a log that shows neither.
+    /// The part its server plays in PD disaggregation: what the last of its own startup lines
+    /// that names `disaggregation_mode` says (`server_args=ServerArgs(...)` or a launch
+    /// command; the run diagnosed is the last one), or, when none names it, what its batch
+    /// lines in every run show once the evidence is built (one role's PD fields only: see
+    /// [`EvidenceBuilder::build`]); `None` for a server that is not disaggregated (`null`), or
+    /// a log that shows neither role or both.
     pub pd_role: Option<PdRole>,
 }
 
@@ -977,34 +978,6 @@ impl SchedulerTimeline {
 }
 
 impl Evidence {
-    /// Sets the PD role of each log source whose startup lines do not name one from its
-    /// batch lines: PD decode when its decode lines carry a decode instance's fields and no
-    /// prefill line a prefill instance's, PD prefill the other way round (SGLang prints
-    /// `#prealloc-req` / `#transfer-req` / `pre-allocated usage` on a decode instance's decode
-    /// lines and its bootstrap and in-flight queues on a prefill instance's prefill lines,
-    /// spec §2.1-2.2). A source that shows both, or neither, keeps `None`.
-    pub fn infer_pd_roles(&mut self) {
-        let mut shown: BTreeMap<SourceId, (u64, u64)> = BTreeMap::new();
-        for (k, tl) in &self.schedulers {
-            if let Some(s) = k.source {
-                let e = shown.entry(s).or_default();
-                e.0 += tl.agg.pd_prefill_lines;
-                e.1 += tl.agg.pd_decode_lines;
-            }
-        }
-        for (id, (prefill, decode)) in shown {
-            if let Some(src) = self.sources.get_mut(id)
-                && src.pd_role.is_none()
-            {
-                src.pd_role = match (prefill > 0, decode > 0) {
-                    (true, false) => Some(PdRole::Prefill),
-                    (false, true) => Some(PdRole::Decode),
-                    _ => None,
-                };
-            }
-        }
-    }
-
     /// The sources of each PD role their startup lines name, when they name more than one:
     /// `(role, sources)` in role order (prefill, then decode), each list in input order. A
     /// prefill instance's log and a decode instance's log are two servers with their own KV
@@ -1403,6 +1376,9 @@ struct SourceState {
     last_raw: Option<f64>,
     /// Benchmark blocks among the untimestamped lines not yet moved into the evidence.
     bench: BenchCollector,
+    /// A startup line of this source named its `disaggregation_mode` (`null` included): its
+    /// PD role is then what the last such line said, never inferred from its batch lines.
+    pd_mode_said: bool,
 }
 
 /// Move a source's finished benchmark blocks into the evidence.
@@ -1511,13 +1487,49 @@ impl EvidenceBuilder {
         }
     }
 
-    /// Notes the PD role a startup line of `source` gives (`disaggregation_mode`): the first
-    /// one its lines name stays (a later run of another mode in the same file is not told apart).
+    /// Notes the PD role a startup line of `source` names (`disaggregation_mode`, `null`
+    /// included): the last one stands, as the last run is the one diagnosed.
     fn note_pd_role(&mut self, source: SourceId, mode: Option<&str>) {
-        if let Some(role) = mode.and_then(PdRole::from_arg)
-            && let Some(s) = self.ev.sources.get_mut(source)
-        {
-            s.pd_role = s.pd_role.or(Some(role));
+        let Some(mode) = mode else {
+            return;
+        };
+        if let Some(st) = self.states.get_mut(source) {
+            st.pd_mode_said = true;
+        }
+        if let Some(s) = self.ev.sources.get_mut(source) {
+            s.pd_role = PdRole::from_arg(mode);
+        }
+    }
+
+    /// Sets the PD role of each source whose startup lines name no `disaggregation_mode` from
+    /// its batch lines in every run (a later file's restart moves the earlier lines into
+    /// [`Evidence::earlier_runs`]; they still show the role): PD decode when its decode lines
+    /// carry a decode instance's fields and no prefill line a prefill instance's, PD prefill
+    /// the other way round. SGLang prints `#prealloc-req` / `#transfer-req` / `pre-allocated
+    /// usage` on a decode instance's decode lines and its bootstrap and in-flight queues on a
+    /// prefill instance's prefill lines (spec §2.1-2.2). A source that shows both, or neither,
+    /// keeps `None`.
+    fn infer_pd_roles(ev: &mut Evidence, states: &[SourceState]) {
+        let mut shown: BTreeMap<SourceId, (u64, u64)> = BTreeMap::new();
+        let runs = std::iter::once(&*ev).chain(ev.earlier_runs.iter());
+        for (k, tl) in runs.flat_map(|r| r.schedulers.iter()) {
+            if let Some(s) = k.source {
+                let e = shown.entry(s).or_default();
+                e.0 += tl.agg.pd_prefill_lines;
+                e.1 += tl.agg.pd_decode_lines;
+            }
+        }
+        for (id, (prefill, decode)) in shown {
+            if states.get(id).is_some_and(|st| st.pd_mode_said) {
+                continue;
+            }
+            if let Some(src) = ev.sources.get_mut(id) {
+                src.pd_role = match (prefill > 0, decode > 0) {
+                    (true, false) => Some(PdRole::Prefill),
+                    (false, true) => Some(PdRole::Decode),
+                    _ => None,
+                };
+            }
         }
     }
 
@@ -1807,12 +1819,13 @@ impl EvidenceBuilder {
         }
     }
 
-    /// Finish and return the evidence (benchmark blocks of sources not yet finished included).
+    /// Finish and return the evidence (benchmark blocks of sources not yet finished included;
+    /// each source's PD role set from its batch lines where its startup lines name none).
     pub fn build(mut self) -> Evidence {
         for (source, st) in self.states.iter_mut().enumerate() {
             flush_bench(&mut self.ev, source, st);
         }
-        self.ev.infer_pd_roles();
+        Self::infer_pd_roles(&mut self.ev, &self.states);
         self.ev.incidents = self.incidents.build();
         Self::close_runs(&mut self.ev);
         self.ev
@@ -1830,6 +1843,7 @@ impl EvidenceBuilder {
                     summary: b.clone(),
                 }));
         }
+        Self::infer_pd_roles(&mut ev, &self.states);
         Self::close_runs(&mut ev);
         ev
     }
@@ -1983,6 +1997,67 @@ mod tests {
                 (PdRole::Decode, vec![1])
             ])
         );
+    }
+
+    /// The role stands however the runs fall: a later file's restart (here a startup line
+    /// after the others' batch lines) moves the earlier lines into an earlier run, where the
+    /// prefill instance's lines still show its role; a file that restarts in another mode has
+    /// its last run's role (the run diagnosed); `null` is no role, whatever the lines hold.
+    #[test]
+    fn the_pd_role_holds_across_runs_and_restarts() {
+        let prefill_args = data_line("real-long/ascend-dsr1-pd-prefill-dp2.log", 98);
+        let decode_args = data_line("real-long/ascend-dsr1-pd-decode-dp32.log", 101);
+        let prefill = data_lines("real/031-i22877-pd-prefill-prealloc-rising-custom-fmt.log");
+        let decode = data_lines("real/016-pr30393-hicache-pd-decode-mtp-transfer.log");
+        let mut restart_late = decode_lines(0, 3);
+        restart_late.push(decode_args.clone());
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "031.log", &prefill);
+        read_into(&mut b, "016.log", &decode);
+        read_into(&mut b, "late.log", &restart_late);
+        let ev = b.build();
+        assert!(!ev.earlier_runs.is_empty());
+        let roles: Vec<_> = ev.sources.iter().map(|s| s.pd_role).collect();
+        assert_eq!(
+            roles,
+            [
+                Some(PdRole::Prefill),
+                Some(PdRole::Decode),
+                Some(PdRole::Decode)
+            ]
+        );
+        assert_eq!(
+            ev.mixed_pd_roles(),
+            Some(vec![
+                (PdRole::Prefill, vec![0]),
+                (PdRole::Decode, vec![1, 2])
+            ])
+        );
+        // prefill, then a restart as a decode instance: the last run's role
+        let mut restarted = vec![prefill_args.clone()];
+        restarted.extend(prefill.iter().cloned());
+        restarted.push(decode_args);
+        restarted.extend(decode.iter().cloned());
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "restarted.log", &restarted);
+        read_into(&mut b, "016.log", &decode);
+        let ev = b.build();
+        assert_eq!(ev.sources[0].pd_role, Some(PdRole::Decode));
+        assert_eq!(ev.mixed_pd_roles(), None);
+        // `disaggregation_mode='null'` above lines with PD fields: no role
+        let null_args = prefill_args.replace(
+            "disaggregation_mode='prefill'",
+            "disaggregation_mode='null'",
+        );
+        assert_ne!(null_args, prefill_args);
+        let mut said_null = vec![null_args];
+        said_null.extend(prefill.iter().cloned());
+        let mut b = EvidenceBuilder::new();
+        read_into(&mut b, "null.log", &said_null);
+        read_into(&mut b, "016.log", &decode);
+        let ev = b.build();
+        assert_eq!(ev.sources[0].pd_role, None);
+        assert_eq!(ev.mixed_pd_roles(), None);
     }
 
     fn kept(ev: &Evidence) -> usize {
