@@ -153,14 +153,22 @@ pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--expect`: `4x` (a multiple of the measured steady rate, above 0 and at most 1000) or
-/// `2500tok/s` / `2500` (a generation rate in tok/s, above 0 and at most 10^9).
+/// Range of an `--expect` multiple of the measured steady rate (`0.01x` ..= `1000x`).
+const EXPECT_MULTIPLE: std::ops::RangeInclusive<f64> = 0.01..=1000.0;
+/// Range of an `--expect` rate (tok/s): a server is expected to make at least 1 tok/s.
+const EXPECT_RATE: std::ops::RangeInclusive<f64> = 1.0..=1e9;
+
+/// `--expect`: `4x` (a multiple of the measured steady rate, 0.01 to 1000) or `2500tok/s` /
+/// `2500 tokens/s` (a generation rate in tok/s, 1 to 10^9). A number without its unit is
+/// refused: users write `4` for "4x faster" and `2500` for a rate, and a wrong reading answers
+/// another question; the error offers the readings that are in range.
 ///
 /// # Errors
 /// Not of either form, not finite, or out of range.
 pub fn expectation(s: &str) -> Result<diagnosis::Expectation, String> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
+    let forms = "give a multiple such as 4x or a rate such as 2500tok/s";
     let (num, multiple) = if let Some(x) = lower.strip_suffix('x').or_else(|| t.strip_suffix('×'))
     {
         (x.trim().to_string(), true)
@@ -170,20 +178,38 @@ pub fn expectation(s: &str) -> Result<diagnosis::Expectation, String> {
     {
         (x.trim().to_string(), false)
     } else {
-        // a bare number is read both ways by users ("4" for "4x faster", "2500" for a rate):
-        // a wrong reading would answer another question, so the unit is asked for
-        return Err(if t.parse::<f64>().is_ok() {
-            format!("`{s}`: a multiple or a rate? give {t}x (times the measured rate) or {t}tok/s")
+        let readings: Vec<String> = match t.parse::<f64>() {
+            Ok(v) => [
+                (EXPECT_MULTIPLE.contains(&v)).then(|| format!("{t}x (times the measured rate)")),
+                (EXPECT_RATE.contains(&v)).then(|| format!("{t}tok/s")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            Err(_) => Vec::new(),
+        };
+        return Err(if readings.is_empty() {
+            format!("`{s}`: {forms}")
         } else {
-            format!("`{s}`: give a multiple such as 4x or a rate such as 2500tok/s")
+            format!(
+                "`{s}`: a multiple or a rate? give {}",
+                readings.join(" or ")
+            )
         });
     };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}`: give a multiple such as 4x or a rate such as 2500tok/s"))?;
-    let max = if multiple { 1000.0 } else { 1e9 };
-    if !(v.is_finite() && v > 0.0 && v <= max) {
-        return Err(format!("`{s}`: must be above 0 and at most {max}"));
+    let v: f64 = num.parse().map_err(|_| format!("`{s}`: {forms}"))?;
+    let range = if multiple {
+        EXPECT_MULTIPLE
+    } else {
+        EXPECT_RATE
+    };
+    if !range.contains(&v) {
+        let unit = if multiple { "x" } else { " tok/s" };
+        return Err(format!(
+            "`{s}`: must be between {}{unit} and {}{unit}",
+            range.start(),
+            range.end()
+        ));
     }
     Ok(if multiple {
         diagnosis::Expectation::Multiple(v)
@@ -273,10 +299,35 @@ mod tests {
             Ok(Expectation::TokPerS(2500.0))
         );
         assert_eq!(super::expectation("4.5X"), Ok(Expectation::Multiple(4.5)));
-        // a bare number has no unit: both readings are offered, neither is guessed
+        // a bare number has no unit: the readings in range are offered, neither is guessed
         assert_eq!(
             super::expectation("4"),
             Err("`4`: a multiple or a rate? give 4x (times the measured rate) or 4tok/s".into())
+        );
+        assert_eq!(
+            super::expectation("2500"),
+            Err("`2500`: a multiple or a rate? give 2500tok/s".into())
+        );
+        assert_eq!(
+            super::expectation("0.5"),
+            Err("`0.5`: a multiple or a rate? give 0.5x (times the measured rate)".into())
+        );
+        for bare in ["inf", "NaN", "0", "1e300", "-4"] {
+            assert_eq!(
+                super::expectation(bare),
+                Err(format!(
+                    "`{bare}`: give a multiple such as 4x or a rate such as 2500tok/s"
+                )),
+            );
+        }
+        // far too small to mean anything: refused, not answered as "0 tok/s"
+        assert_eq!(
+            super::expectation("1e-300x"),
+            Err("`1e-300x`: must be between 0.01x and 1000x".into())
+        );
+        assert_eq!(
+            super::expectation("0.5tok/s"),
+            Err("`0.5tok/s`: must be between 1 tok/s and 1000000000 tok/s".into())
         );
         for bad in ["inf", "NaNx", "0x", "-3x", "1e300", "fast"] {
             assert!(super::expectation(bad).is_err(), "{bad}");
