@@ -253,8 +253,8 @@ pub struct DiagnoseArgs {
     /// A log to read (same as a positional LOG; may repeat). With --watch it is followed.
     #[arg(long = "log", value_name = "PATH")]
     pub log_flag: Vec<PathBuf>,
-    /// Live mode: follow the logs, poll /metrics of --server, print a rolling verdict every DURATION (a number with ms, s, m or h, e.g. 10s; bare = seconds) until Ctrl-C.
-    #[arg(long, value_name = "DURATION", value_parser = flags::duration_between(0.1, flags::MAX_DURATION_S))]
+    /// Live mode: follow the logs (a directory: the log files in it when live mode starts), poll /metrics of --server, print a rolling verdict every DURATION (a number with ms, s, m or h, e.g. 10s; bare = seconds) until Ctrl-C. Its reports are text: --json, --markdown and --plot are refused with it.
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration_between(0.1, flags::MAX_DURATION_S), conflicts_with_all = ["json", "markdown", "plot"])]
     pub watch: Option<std::time::Duration>,
     /// With --watch: stop after this many reports (default: until Ctrl-C).
     #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]

@@ -161,9 +161,14 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
         !args.logs.is_empty() || args.server.is_some(),
         "--watch needs a log (--log PATH) or --server URL to follow"
     );
+    // a directory is followed as the log files it holds now (as one-shot `diagnose` reads it)
+    let mut skipped = Vec::new();
+    let paths = crate::logfile::expand_log_dirs(&args.logs, &mut skipped)?;
+    for w in &skipped {
+        eprintln!("warning: {}", crate::flags::printable(w));
+    }
     let mut b = EvidenceBuilder::new();
-    let mut followed: Vec<Followed> = args
-        .logs
+    let mut followed: Vec<Followed> = paths
         .iter()
         .map(|p| Followed {
             path: p.clone(),

@@ -1028,3 +1028,41 @@ fn the_pd_refusal_names_files_as_a_shell_reads_them() {
         "{err}"
     );
 }
+
+/// Live mode follows a directory as the log files it holds (as `diagnose DIR` reads it), and
+/// refuses the output flags it does not write (they were silently ignored).
+#[test]
+fn live_mode_follows_a_directory_and_refuses_outputs_it_does_not_write() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::copy(
+        data("real/016-pr30393-hicache-pd-decode-mtp-transfer.log"),
+        dir.path().join("server.log"),
+    )
+    .expect("copy");
+    let out = bin()
+        .args(["diagnose", "--watch", "1s", "--watch-count", "1"])
+        .arg(dir.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("server.log: 5 lines, 4 decode, 0 prefill, 0 malformed"), "{text}");
+    for flag in [&["--json"][..], &["--markdown", "out.md"], &["--plot", "t.svg"]] {
+        let out = bin()
+            .current_dir(dir.path())
+            .args(["diagnose", "--watch", "1s", "--watch-count", "1", "server.log"])
+            .args(flag)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("cannot be used with"), "{flag:?}: {err}");
+        assert!(!dir.path().join("out.md").exists() && !dir.path().join("t.svg").exists());
+    }
+}
