@@ -299,36 +299,33 @@ mod tests {
             Ok(Expectation::TokPerS(2500.0))
         );
         assert_eq!(super::expectation("4.5X"), Ok(Expectation::Multiple(4.5)));
-        // a bare number has no unit: the readings in range are offered, neither is guessed
-        assert_eq!(
-            super::expectation("4"),
-            Err("`4`: a multiple or a rate? give 4x (times the measured rate) or 4tok/s".into())
-        );
-        assert_eq!(
-            super::expectation("2500"),
-            Err("`2500`: a multiple or a rate? give 2500tok/s".into())
-        );
-        assert_eq!(
-            super::expectation("0.5"),
-            Err("`0.5`: a multiple or a rate? give 0.5x (times the measured rate)".into())
-        );
-        for bare in ["inf", "NaN", "0", "1e300", "-4"] {
+        // a bare number has no unit: the readings in range are offered, neither is guessed;
+        // values far too small to mean anything are refused, not answered as "0 tok/s"
+        let asked = "a multiple or a rate? give";
+        let forms = "give a multiple such as 4x or a rate such as 2500tok/s";
+        for (input, message) in [
+            (
+                "4",
+                format!("{asked} 4x (times the measured rate) or 4tok/s"),
+            ),
+            ("2500", format!("{asked} 2500tok/s")),
+            ("0.5", format!("{asked} 0.5x (times the measured rate)")),
+            ("inf", forms.into()),
+            ("NaN", forms.into()),
+            ("0", forms.into()),
+            ("1e300", forms.into()),
+            ("-4", forms.into()),
+            ("1e-300x", "must be between 0.01x and 1000x".into()),
+            (
+                "0.5tok/s",
+                "must be between 1 tok/s and 1000000000 tok/s".into(),
+            ),
+        ] {
             assert_eq!(
-                super::expectation(bare),
-                Err(format!(
-                    "`{bare}`: give a multiple such as 4x or a rate such as 2500tok/s"
-                )),
+                super::expectation(input),
+                Err(format!("`{input}`: {message}"))
             );
         }
-        // far too small to mean anything: refused, not answered as "0 tok/s"
-        assert_eq!(
-            super::expectation("1e-300x"),
-            Err("`1e-300x`: must be between 0.01x and 1000x".into())
-        );
-        assert_eq!(
-            super::expectation("0.5tok/s"),
-            Err("`0.5tok/s`: must be between 1 tok/s and 1000000000 tok/s".into())
-        );
         for bad in ["inf", "NaNx", "0x", "-3x", "1e300", "fast"] {
             assert!(super::expectation(bad).is_err(), "{bad}");
         }

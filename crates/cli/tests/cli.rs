@@ -1052,11 +1052,25 @@ fn live_mode_follows_a_directory_and_refuses_outputs_it_does_not_write() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("server.log: 5 lines, 4 decode, 0 prefill, 0 malformed"), "{text}");
-    for flag in [&["--json"][..], &["--markdown", "out.md"], &["--plot", "t.svg"]] {
+    assert!(
+        text.contains("server.log: 5 lines, 4 decode, 0 prefill, 0 malformed"),
+        "{text}"
+    );
+    for flag in [
+        &["--json"][..],
+        &["--markdown", "out.md"],
+        &["--plot", "t.svg"],
+    ] {
         let out = bin()
             .current_dir(dir.path())
-            .args(["diagnose", "--watch", "1s", "--watch-count", "1", "server.log"])
+            .args([
+                "diagnose",
+                "--watch",
+                "1s",
+                "--watch-count",
+                "1",
+                "server.log",
+            ])
             .args(flag)
             .output()
             .expect("run");

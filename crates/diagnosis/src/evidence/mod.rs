@@ -1882,6 +1882,18 @@ mod tests {
         b.finish_source(id, &stats);
     }
 
+    /// Each source's PD role is `roles` (in input order), and the sources of two roles are
+    /// `mixed`.
+    fn assert_roles(
+        ev: &Evidence,
+        roles: &[Option<PdRole>],
+        mixed: Option<Vec<(PdRole, Vec<SourceId>)>>,
+    ) {
+        let got: Vec<_> = ev.sources.iter().map(|s| s.pd_role).collect();
+        assert_eq!(got, roles);
+        assert_eq!(ev.mixed_pd_roles(), mixed);
+    }
+
     /// Line `n` (1-based) of a test log under `tests/data/`.
     fn data_line(rel: &str, n: usize) -> String {
         let path = format!("{}/../../tests/data/{rel}", env!("CARGO_MANIFEST_DIR"));
@@ -1917,23 +1929,9 @@ mod tests {
         read_into(&mut b, "decode.log", std::slice::from_ref(&decode));
         read_into(&mut b, "launch.log", std::slice::from_ref(&launch));
         let ev = b.build();
-        let roles: Vec<_> = ev.sources.iter().map(|s| s.pd_role).collect();
-        assert_eq!(
-            roles,
-            [
-                Some(PdRole::Prefill),
-                None,
-                Some(PdRole::Decode),
-                Some(PdRole::Decode)
-            ]
-        );
-        assert_eq!(
-            ev.mixed_pd_roles(),
-            Some(vec![
-                (PdRole::Prefill, vec![0]),
-                (PdRole::Decode, vec![2, 3])
-            ])
-        );
+        let (p, d) = (Some(PdRole::Prefill), Some(PdRole::Decode));
+        let mixed = vec![(PdRole::Prefill, vec![0]), (PdRole::Decode, vec![2, 3])];
+        assert_roles(&ev, &[p, None, d, d], Some(mixed));
         // one role (two decode logs), or none: nothing to say
         let mut b = EvidenceBuilder::new();
         read_into(&mut b, "decode.log", &[decode]);
@@ -1970,16 +1968,9 @@ mod tests {
         read_into(&mut b, "said.log", &said);
         let ev = b.build();
         let id = |name: &str| ev.sources.iter().position(|s| s.name == name).expect(name);
-        let roles: Vec<_> = ev.sources.iter().map(|s| s.pd_role).collect();
-        assert_eq!(
-            roles,
-            [
-                Some(PdRole::Prefill),
-                Some(PdRole::Decode),
-                None,
-                Some(PdRole::Prefill)
-            ]
-        );
+        let (p, d) = (Some(PdRole::Prefill), Some(PdRole::Decode));
+        let mixed = vec![(PdRole::Prefill, vec![0, 3]), (PdRole::Decode, vec![1])];
+        assert_roles(&ev, &[p, d, None, p], Some(mixed));
         let agg = |name: &str| {
             ev.schedulers
                 .iter()
@@ -1990,13 +1981,6 @@ mod tests {
         assert_eq!(agg("031.log"), (4, 0));
         assert_eq!(agg("016.log"), (0, 4));
         assert_eq!(agg("plain.log"), (0, 0));
-        assert_eq!(
-            ev.mixed_pd_roles(),
-            Some(vec![
-                (PdRole::Prefill, vec![0, 3]),
-                (PdRole::Decode, vec![1])
-            ])
-        );
     }
 
     /// The role stands however the runs fall: a later file's restart (here a startup line
@@ -2017,22 +2001,9 @@ mod tests {
         read_into(&mut b, "late.log", &restart_late);
         let ev = b.build();
         assert!(!ev.earlier_runs.is_empty());
-        let roles: Vec<_> = ev.sources.iter().map(|s| s.pd_role).collect();
-        assert_eq!(
-            roles,
-            [
-                Some(PdRole::Prefill),
-                Some(PdRole::Decode),
-                Some(PdRole::Decode)
-            ]
-        );
-        assert_eq!(
-            ev.mixed_pd_roles(),
-            Some(vec![
-                (PdRole::Prefill, vec![0]),
-                (PdRole::Decode, vec![1, 2])
-            ])
-        );
+        let (p, d) = (Some(PdRole::Prefill), Some(PdRole::Decode));
+        let mixed = vec![(PdRole::Prefill, vec![0]), (PdRole::Decode, vec![1, 2])];
+        assert_roles(&ev, &[p, d, d], Some(mixed));
         // prefill, then a restart as a decode instance: the last run's role
         let mut restarted = vec![prefill_args.clone()];
         restarted.extend(prefill.iter().cloned());
