@@ -49,6 +49,8 @@ pub fn check(
         Expectation::Multiple(x) => x * m,
         Expectation::TokPerS(t) => t,
     });
+    // what-if changes with a projected rate (none without a load model: no requests' lengths)
+    let projected = p.rows.iter().any(|r| r.change != Change::Current);
     let reach = target.map(|t| {
         if t <= m {
             Reach::AlreadyThere
@@ -56,10 +58,13 @@ pub fn check(
             Reach::ByChange {
                 change: c.1.clone(),
             }
-        } else if ceiling.is_some_and(|c| t <= c) {
-            Reach::NeedsMoreMemory
         } else {
-            Reach::BeyondCeiling
+            match ceiling {
+                None => Reach::NoCeiling,
+                Some(c) if t > c => Reach::BeyondCeiling,
+                Some(_) if projected => Reach::NeedsMoreMemory,
+                Some(_) => Reach::BelowCeilingUnprojected,
+            }
         }
     });
     Some(ExpectationCheck {
@@ -77,7 +82,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{ProjectionRow, RateBasis, Unit};
+    use crate::report::{NoCeiling, ProjectionRow, RateBasis, Unit};
 
     /// The founding case's fit in miniature: today's row projects 779 tok/s against a measured
     /// 727; 0.88 fits (888), fp8 fits (1004), the ceiling is 1408.
@@ -182,6 +187,33 @@ mod tests {
         assert_eq!(e.reach, Some(Reach::NeedsMoreMemory));
         let e = check(&measured(), Some(&p), Some(Expectation::Multiple(0.9))).expect("check");
         assert_eq!(e.reach, Some(Reach::AlreadyThere));
+    }
+
+    /// Without a ceiling, a target beyond every change that fits is not called "beyond the
+    /// ceiling" (the fresh user's rtx4090 log: R² 0.41, no ceiling, yet "beyond the ceiling");
+    /// without projected changes (no requests' lengths), one below the ceiling is not called
+    /// "needs more memory" (the founding scenario without --client-records).
+    #[test]
+    fn no_ceiling_and_no_projected_change_are_said_as_such() {
+        let mut p = projection();
+        p.ceiling_tok_per_s = None;
+        p.no_ceiling = Some(NoCeiling::PoorFit { r2: 0.41 });
+        let e = check(&measured(), Some(&p), Some(Expectation::Multiple(2.0))).expect("check");
+        assert_eq!(e.reach, Some(Reach::NoCeiling));
+        // a change that fits still reaches what it reaches
+        let e = check(&measured(), Some(&p), Some(Expectation::TokPerS(800.0))).expect("check");
+        assert_eq!(
+            e.reach,
+            Some(Reach::ByChange {
+                change: "mem_fraction_static 0.88".into()
+            })
+        );
+        let mut p = projection();
+        p.rows.retain(|r| r.change == Change::Current);
+        let e = check(&measured(), Some(&p), Some(Expectation::TokPerS(800.0))).expect("check");
+        assert_eq!(e.reach, Some(Reach::BelowCeilingUnprojected));
+        let e = check(&measured(), Some(&p), Some(Expectation::Multiple(4.0))).expect("check");
+        assert_eq!(e.reach, Some(Reach::BeyondCeiling));
     }
 
     #[test]

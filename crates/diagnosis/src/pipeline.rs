@@ -417,6 +417,14 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         .and_then(|m| crate::expectation::check(m, projection.as_ref(), ctx.expectation));
     if let Some(e) = expectation.as_mut() {
         e.text = narrative::expectation(e);
+    } else if ctx.expectation.is_some() {
+        // asked and not answered: said, not silently dropped
+        not_concluded.push(narrative::not_concluded(
+            NotConcludedReason::ExpectationUnanswered {
+                has_rate: steady_gen_throughput.is_some(),
+            },
+            None,
+        ));
     }
     let mut report = Report {
         schema_version: SCHEMA_VERSION,

@@ -73,7 +73,14 @@ pub fn expectation(e: &ExpectationCheck) -> String {
             "{asked} is not reachable with the memory this setup has, but lies below its ceiling: more KV slots than fit (more GPUs, a smaller or quantised model, shorter completions) could reach it."
         ),
         Some(Reach::BeyondCeiling) | None => format!(
-            "{asked} is not reachable on this setup: it lies beyond the ceiling, so no memory or scheduling setting gets there; only faster decode steps can: speculative decoding (EAGLE/MTP), more GPUs as extra replicas (data parallel), or a smaller or quantised model."
+            "{asked} is not reachable on this setup: it lies beyond the ceiling, so no memory or scheduling setting gets there; only faster decode steps (speculative decoding such as EAGLE/MTP, a smaller or quantised model) or more replicas beside this one (data parallel, more GPUs) can."
+        ),
+        Some(Reach::BelowCeilingUnprojected) => format!(
+            "{asked} lies below this setup's ceiling, but which change gets there is not known: the what-if changes have no projected rate without the requests' lengths (give --client-records, or a benchmark's output as --client-log)."
+        ),
+        Some(Reach::NoCeiling) => format!(
+            "Whether {asked} is reachable is not known: no change that fits is projected to reach it, and no ceiling can be fitted from this log: {}.",
+            no_ceiling_words(e.no_ceiling)
         ),
     };
     if facts.is_empty() {

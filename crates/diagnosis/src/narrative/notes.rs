@@ -24,6 +24,8 @@ pub fn not_concluded(reason: NotConcludedReason, detail: Option<&str>) -> NotCon
         NotConcludedReason::ModelConfigUnusable => format!("The model config could not be used: {d}."),
         NotConcludedReason::ClientRecordsSetAside | NotConcludedReason::ModelConfigDisagrees => d.to_string(),
         NotConcludedReason::NoWhatIfTable => format!("No KV what-if table: {d}."),
+        NotConcludedReason::ExpectationUnanswered { has_rate: false } => "--expect was given, but no steady generation rate was measured (no timed decode lines to measure it over), so whether it is reachable cannot be said.".into(),
+        NotConcludedReason::ExpectationUnanswered { has_rate: true } => "--expect was given, but the decode lines give no step-time fit (too few lines with running requests and a gen throughput, or one batch size only), so no ceiling or change can be set against it.".into(),
         NotConcludedReason::ThinnedTimelines { schedulers, stride } => format!(
             "{schedulers} scheduler(s) logged more batch lines than are kept as samples (one in up to {stride}): the checks that need every line were not run on them (low readings after idle, prefill passes slowing decode, prefill chunk speed). Stalls are followed on every line."
         ),

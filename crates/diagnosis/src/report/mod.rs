@@ -594,6 +594,12 @@ pub enum NotConcludedReason {
     },
     /// The KV what-if table could not be built.
     NoWhatIfTable,
+    /// `--expect` was given but cannot be answered: it needs the measured steady rate and a
+    /// decode step-time fit.
+    ExpectationUnanswered {
+        /// Whether a steady generation rate was measured (then the fit is what is missing).
+        has_rate: bool,
+    },
     /// Schedulers logged more batch lines than their timelines keep (one in `stride`, a power
     /// of two): the rules that need every line (`idle_window`, `prefill_interference`,
     /// `prefill_compute`) passed them over.
@@ -835,9 +841,15 @@ pub enum Reach {
     /// Below the ceiling but beyond every change that fits: more KV slots than this memory
     /// allows (more GPUs, a smaller or quantised model).
     NeedsMoreMemory,
-    /// Beyond the ceiling: only faster decode steps reach it (speculative decoding, more GPUs
-    /// as replicas, a smaller or quantised model).
+    /// Beyond the ceiling: only faster decode steps reach it (speculative decoding, a smaller
+    /// or quantised model), or more replicas (data parallel) beside this one.
     BeyondCeiling,
+    /// Below the ceiling, but no what-if change could be projected (without the requests'
+    /// lengths the rows have no decode concurrency): which change reaches it is not known.
+    BelowCeilingUnprojected,
+    /// No ceiling could be fitted ([`ExpectationCheck::no_ceiling`] says why) and no change
+    /// that fits is projected to reach it: whether this setup can is not known.
+    NoCeiling,
 }
 
 /// The answer to "it should be N times faster": the measured steady rate, the ceiling of this
