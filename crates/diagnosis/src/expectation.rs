@@ -2,10 +2,13 @@
 //! this setup (the decode step-time fit's limit, `crate::projection`) and the best change that
 //! fits (`crate::recommend`'s candidates), on the measured rate's scale.
 //!
-//! Projections come from the fit; the fit's rate at today's pool differs a little from the
-//! measured rate (it averages over decode lines, the measured rate over time), so every
-//! projected figure is scaled by `measured / fit(today)`: gains are read against the measured
-//! rate, one "now" figure everywhere.
+//! Projections come from the fit; the fit's rate differs a little from the measured rate (it
+//! averages over decode lines, the measured rate over time), so projected figures are scaled
+//! to the measured rate. The what-if changes are scaled by `measured / fit(today's pool)`, the
+//! what-if table's "now" row (gains are read pool against pool, one "now" figure everywhere);
+//! the ceiling by `measured / fit(the observed mean batch)`: it is the fit's own limit, so
+//! what sizes the what-if rows (the requests' lengths, when given) does not move it. It is
+//! never put below a change's projection.
 
 use kv_capacity::{Change, Feasibility};
 
@@ -30,7 +33,8 @@ pub fn check(
         .find(|r| r.change == Change::Current)
         .map_or(p.current_tok_per_s, |r| r.tok_per_s);
     let scale = if base > 0.0 { m / base } else { 1.0 };
-    let ceiling = p.ceiling_tok_per_s.map(|c| c * scale);
+    let observed = p.current_tok_per_s;
+    let ceiling_scale = if observed > 0.0 { m / observed } else { 1.0 };
     // Changes that fit and gain, those without a cost in output quality (fp8 KV changes
     // numerics) first, then by rate: the order the recommendations use.
     let mut candidates: Vec<(bool, String, f64)> = p
@@ -45,6 +49,10 @@ pub fn check(
         .collect();
     candidates.sort_by(|a, b| a.0.cmp(&b.0).then(b.2.total_cmp(&a.2)));
     let best = candidates.first().map(|c| (c.1.clone(), c.2));
+    let fastest = candidates.iter().map(|c| c.2).fold(0.0, f64::max);
+    let ceiling = p
+        .ceiling_tok_per_s
+        .map(|c| (c * ceiling_scale).max(fastest));
     let target = expected.map(|e| match e {
         Expectation::Multiple(x) => x * m,
         Expectation::TokPerS(t) => t,
@@ -158,8 +166,9 @@ mod tests {
         .expect("check");
         assert_eq!(e.expected_tok_per_s, Some(2908.0));
         assert_eq!(e.reach, Some(Reach::BeyondCeiling));
-        // 1408 × 727 / 779 = 1314 tok/s on the measured scale
-        assert!((e.ceiling_tok_per_s.expect("ceiling") - 1314.0).abs() < 1.0);
+        // 1408 × 727 / 770 (the fit at the observed mean batch, not the "now" row's 779) =
+        // 1329 tok/s on the measured scale
+        assert!((e.ceiling_tok_per_s.expect("ceiling") - 1329.4).abs() < 0.1);
         let (label, rate) = e.best_change.expect("best");
         assert_eq!(label, "mem_fraction_static 0.88");
         assert!((rate - 828.7).abs() < 0.1, "{rate}");
@@ -214,6 +223,27 @@ mod tests {
         assert_eq!(e.reach, Some(Reach::BelowCeilingUnprojected));
         let e = check(&measured(), Some(&p), Some(Expectation::Multiple(4.0))).expect("check");
         assert_eq!(e.reach, Some(Reach::BeyondCeiling));
+    }
+
+    /// The ceiling is the fit's: the what-if rows (sized by the requests' lengths when given)
+    /// do not move it (the founding scenario read ~1415 tok/s without --client-records and
+    /// ~1323 with them, from the same fit); it is never shown below a change's projection.
+    #[test]
+    fn the_ceiling_does_not_move_with_the_what_if_rows() {
+        let with_rows = check(&measured(), Some(&projection()), None).expect("check");
+        let mut p = projection();
+        p.rows.clear();
+        let without = check(&measured(), Some(&p), None).expect("check");
+        assert_eq!(with_rows.ceiling_tok_per_s, without.ceiling_tok_per_s);
+        // a "now" row far below the observed batch scales the rows up past the fit's limit
+        let mut p = projection();
+        p.rows[0].tok_per_s = 500.0;
+        let e = check(&measured(), Some(&p), None).expect("check");
+        let (_, best) = e.best_change.expect("best");
+        assert!((best - 888.0 * 727.0 / 500.0).abs() < 0.1, "{best}");
+        // fp8, the fastest change that fits (1460 tok/s), is above the fit's limit (1329)
+        let ceiling = e.ceiling_tok_per_s.expect("ceiling");
+        assert!((ceiling - 1004.0 * 727.0 / 500.0).abs() < 0.1, "{ceiling}");
     }
 
     #[test]
