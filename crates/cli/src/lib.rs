@@ -388,10 +388,66 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
         warnings.push(format!("skipped {e}"));
     }
     let ev = b.build();
-    if let Some(roles) = ev.mixed_pd_roles() {
-        anyhow::bail!("{}", mixed_pd_roles_text(&ev, &roles));
-    }
+    check_one_server(&ev)?;
     Ok(ev)
+}
+
+/// One diagnosis is of one server run: the logs of a PD prefill instance and a decode
+/// instance ([`Evidence::mixed_pd_roles`]), or of two runs one after the other
+/// ([`Evidence::separate_runs`]), are refused together, in one line that names them.
+///
+/// # Errors
+/// The refusal, when the evidence holds either.
+pub(crate) fn check_one_server(ev: &Evidence) -> Result<()> {
+    if let Some(roles) = ev.mixed_pd_roles() {
+        anyhow::bail!("{}", mixed_pd_roles_text(ev, &roles));
+    }
+    if let Some((earlier, later)) = ev.separate_runs() {
+        anyhow::bail!("{}", separate_runs_text(ev, earlier, later));
+    }
+    Ok(())
+}
+
+/// A name as a shell word, if it can be written as one on a line (no control character, no
+/// byte that is not UTF-8).
+fn shell_word(name: &str) -> Option<String> {
+    if name
+        .chars()
+        .any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER)
+    {
+        return None;
+    }
+    shlex::try_quote(name).ok().map(|q| q.into_owned())
+}
+
+/// A name as it is shown in a one-line error: a shell word, else escaped.
+fn shown_name(name: &str) -> String {
+    shell_word(name).unwrap_or_else(|| name.escape_debug().to_string())
+}
+
+/// Why two logs of separate server runs are not diagnosed as one, and the command for each.
+fn separate_runs_text(
+    ev: &Evidence,
+    earlier: diagnosis::evidence::SourceId,
+    later: diagnosis::evidence::SourceId,
+) -> String {
+    let name =
+        |id: diagnosis::evidence::SourceId| ev.sources.get(id).map_or("", |s| s.name.as_str());
+    let (a, b) = (name(earlier), name(later));
+    let how = match (shell_word(a), shell_word(b)) {
+        (Some(x), Some(y)) => {
+            format!(": `throughput-doctor diagnose {x}` and `throughput-doctor diagnose {y}`")
+        }
+        _ => String::new(),
+    };
+    format!(
+        "{} opens with a server's startup lines and its batch lines begin after those of {} \
+         end: these are two server runs, not parts of one log (a rotated part has no startup \
+         lines; the logs of one run's nodes overlap in time). Read together, their schedulers \
+         would be joined into one timeline under one run's limits; diagnose each run on its own{how}",
+        shown_name(b),
+        shown_name(a)
+    )
 }
 
 /// Files of one PD instance named in [`mixed_pd_roles_text`] before "and N more".
@@ -411,17 +467,7 @@ pub(crate) fn mixed_pd_roles_text(
     )],
 ) -> String {
     use diagnosis::evidence::PdRole;
-    // a name as a shell word, if it can be written as one on this line
-    let word = |name: &str| -> Option<String> {
-        if name
-            .chars()
-            .any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER)
-        {
-            return None;
-        }
-        shlex::try_quote(name).ok().map(|q| q.into_owned())
-    };
-    let shown = |name: &str| word(name).unwrap_or_else(|| name.escape_debug().to_string());
+    let (word, shown) = (shell_word, shown_name);
     let names = |ids: &[diagnosis::evidence::SourceId]| -> Vec<&str> {
         ids.iter()
             .filter_map(|&id| ev.sources.get(id))

@@ -244,10 +244,8 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
         };
         // A rolling verdict: the recent past of the log, not its whole history.
         let all = b.snapshot();
-        // two servers are not one rolling verdict either (see `read_logs`)
-        if let Some(roles) = all.mixed_pd_roles() {
-            anyhow::bail!("{}", crate::mixed_pd_roles_text(&all, &roles));
-        }
+        // two servers (or runs) are not one rolling verdict either (see `read_logs`)
+        crate::check_one_server(&all)?;
         let window_s = (period.as_secs_f64() * 10.0).max(ROLLING_WINDOW_MIN_S);
         let recent = match all.latest_time() {
             Some(t) => all.since(t - window_s),

@@ -1080,3 +1080,44 @@ fn live_mode_follows_a_directory_and_refuses_outputs_it_does_not_write() {
         assert!(!dir.path().join("out.md").exists() && !dir.path().join("t.svg").exists());
     }
 }
+
+/// Two decode runs one after the other (each log opening with its own startup lines) were
+/// joined as rotated parts, and the verdict followed the order of the files ("PD decode fed by
+/// the prefill side" one way, "running-request cap bound" the other): they are refused
+/// together, the same way in both orders.
+#[test]
+fn two_runs_one_after_the_other_are_not_one_log() {
+    let early = data("real-long/ascend-dsr1-pd-decode-maxrun2-queued.log");
+    let late = data("real-long/ascend-dsr1-pd-decode-dp32.log");
+    let mut errs = Vec::new();
+    for (a, b) in [(&early, &late), (&late, &early)] {
+        let out = bin()
+            .arg("diagnose")
+            .arg(a)
+            .arg(b)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(1));
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        errs.push(err);
+    }
+    assert_eq!(errs[0], errs[1]);
+    let (e, l) = (early.display(), late.display());
+    assert!(
+        errs[0].starts_with(&format!(
+            "error: {l} opens with a server's startup lines and its batch lines begin after those of {e} end"
+        )),
+        "{}",
+        errs[0]
+    );
+    assert!(
+        errs[0].ends_with(&format!(
+            "`throughput-doctor diagnose {e}` and `throughput-doctor diagnose {l}`\n"
+        )),
+        "{}",
+        errs[0]
+    );
+}

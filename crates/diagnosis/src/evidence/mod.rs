@@ -60,6 +60,10 @@ pub struct SourceInfo {
     /// [`EvidenceBuilder::build`]); `None` for a server that is not disaggregated (`null`), or
     /// a log that shows neither role or both.
     pub pd_role: Option<PdRole>,
+    /// Its lines open a server run: a startup line (`server_args`, `Load weight end`, ...:
+    /// [`runs`]) comes before its first batch line. A rotated later part of a log does not;
+    /// every node's or rank's log of one run does, and they overlap in time.
+    pub opens_with_startup: bool,
 }
 
 /// The part a server plays in prefill/decode (PD) disaggregation: SGLang's
@@ -978,6 +982,35 @@ impl SchedulerTimeline {
 }
 
 impl Evidence {
+    /// Two log sources that are separate server runs, not parts of one: `(earlier, later)`,
+    /// where the later one opens with its own startup lines and its batch lines begin after
+    /// the earlier one's end (within [`crate::thresholds::JITTER_WINDOW_S`]). Read together
+    /// they were joined as rotated parts of one scheduler: two runs' batches (and one run's
+    /// limits) in one timeline, with a verdict that changed with the order of the files. The
+    /// logs of one run's nodes and ranks overlap in time; a rotated part has no startup lines.
+    /// Times are those of the batch lines kept, over every run; `None` when no two sources are
+    /// such (or none is timed). Of several such pairs, the one whose later run starts first.
+    pub fn separate_runs(&self) -> Option<(SourceId, SourceId)> {
+        let mut span: BTreeMap<SourceId, (f64, f64)> = BTreeMap::new();
+        let runs = std::iter::once(self).chain(self.earlier_runs.iter());
+        for (k, tl) in runs.flat_map(|r| r.schedulers.iter()) {
+            if let (Some(s), Some((a, b))) = (k.source, tl.time_range()) {
+                let e = span.entry(s).or_insert((a, b));
+                *e = (e.0.min(a), e.1.max(b));
+            }
+        }
+        let opens = |s: SourceId| self.sources.get(s).is_some_and(|x| x.opens_with_startup);
+        span.iter()
+            .flat_map(|(&a, &(_, a_end))| {
+                span.iter().filter_map(move |(&b, &(b_start, _))| {
+                    (a != b && opens(b) && b_start >= a_end - crate::thresholds::JITTER_WINDOW_S)
+                        .then_some((b_start, a, b))
+                })
+            })
+            .min_by(|x, y| x.0.total_cmp(&y.0).then((x.1, x.2).cmp(&(y.1, y.2))))
+            .map(|(_, a, b)| (a, b))
+    }
+
     /// The sources of each PD role their startup lines name, when they name more than one:
     /// `(role, sources)` in role order (prefill, then decode), each list in input order. A
     /// prefill instance's log and a decode instance's log are two servers with their own KV
@@ -1308,6 +1341,7 @@ impl Evidence {
             kind: InputKind::MetricsPolls,
             stats: None,
             pd_role: None,
+            opens_with_startup: false,
         });
         let source = ev.sources.len() - 1;
         let key = SchedulerKey {
@@ -1379,6 +1413,8 @@ struct SourceState {
     /// A startup line of this source named its `disaggregation_mode` (`null` included): its
     /// PD role is then what the last such line said, never inferred from its batch lines.
     pd_mode_said: bool,
+    /// A batch line of this source has been read.
+    batch_seen: bool,
 }
 
 /// Move a source's finished benchmark blocks into the evidence.
@@ -1439,6 +1475,7 @@ impl EvidenceBuilder {
             kind: InputKind::Log,
             stats: None,
             pd_role: None,
+            opens_with_startup: false,
         });
         self.states.push(SourceState::default());
         self.ev.sources.len() - 1
@@ -1572,6 +1609,9 @@ impl EvidenceBuilder {
 
     /// A batch line at `loc` (time `t`, seconds): a new run may begin at it.
     pub(super) fn observe_batch(&mut self, loc: Loc, t: Option<f64>) {
+        if let Some(st) = self.states.get_mut(loc.source) {
+            st.batch_seen = true;
+        }
         if let Some(start) = self.runs.batch(loc.source, t) {
             self.new_run(loc, start);
         }
@@ -1580,6 +1620,11 @@ impl EvidenceBuilder {
 
     /// A startup line at `loc` (time `t`, seconds): a new run may begin at it.
     fn observe_startup(&mut self, loc: Loc, t: Option<f64>) {
+        if self.states.get(loc.source).is_some_and(|st| !st.batch_seen)
+            && let Some(s) = self.ev.sources.get_mut(loc.source)
+        {
+            s.opens_with_startup = true;
+        }
         if let Some(start) = self.runs.startup(loc.source, t) {
             self.new_run(loc, start);
         }
@@ -2029,6 +2074,36 @@ mod tests {
         let ev = b.build();
         assert_eq!(ev.sources[0].pd_role, None);
         assert_eq!(ev.mixed_pd_roles(), None);
+    }
+
+    /// Two decode runs of the same deployment one after the other, each log opening with its
+    /// own startup lines, are two runs whatever their order (they were joined as rotated
+    /// parts, and the verdict followed the order); the two halves of one log (the later half
+    /// without startup lines) and two logs that overlap in time are not.
+    #[test]
+    fn logs_of_two_runs_one_after_the_other_are_separate_runs() {
+        let early = data_lines("real-long/ascend-dsr1-pd-decode-maxrun2-queued.log");
+        let late = data_lines("real-long/ascend-dsr1-pd-decode-dp32.log");
+        let read = |logs: &[(&str, &[String])]| {
+            let mut b = EvidenceBuilder::new();
+            for (name, lines) in logs {
+                read_into(&mut b, name, lines);
+            }
+            b.build()
+        };
+        let ev = read(&[("early.log", &early), ("late.log", &late)]);
+        assert!(ev.sources.iter().all(|s| s.opens_with_startup));
+        assert_eq!(ev.separate_runs(), Some((0, 1)));
+        let ev = read(&[("late.log", &late), ("early.log", &early)]);
+        assert_eq!(ev.separate_runs(), Some((1, 0)));
+        // rotated: the later half opens with batch lines, not startup lines
+        let (first, second) = late.split_at(late.len() / 2);
+        let ev = read(&[("part1.log", first), ("part2.log", second)]);
+        assert!(ev.sources[0].opens_with_startup && !ev.sources[1].opens_with_startup);
+        assert_eq!(ev.separate_runs(), None);
+        // overlapping in time (another node's log of the same run)
+        let ev = read(&[("node0.log", &late), ("node1.log", &late)]);
+        assert_eq!(ev.separate_runs(), None);
     }
 
     fn kept(ev: &Evidence) -> usize {
