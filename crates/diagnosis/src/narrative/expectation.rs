@@ -15,10 +15,10 @@ fn no_ceiling_words(why: Option<NoCeiling>) -> String {
             th::MIN_CEILING_RUNNING_SPREAD
         ),
         Some(NoCeiling::NegativeFixedStep) => {
-            "the step-time fit gives a fixed step time at or below zero, which no server has".into()
+            "fitted to these lines, the fixed part of a decode step comes out at or below zero, which no server has: the fit does not describe them well enough to extrapolate (decode lines over a wider range of batch sizes would)".into()
         }
         Some(NoCeiling::NoLimit) => {
-            "the step-time fit has no limit as more requests decode at once".into()
+            "in these lines a decode step takes no longer when more requests decode at once (the fitted cost per request is zero or below), so they show no limit; lines at larger batch sizes would".into()
         }
         Some(NoCeiling::NotAboveCurrent) => {
             "the step-time fit levels off at or below today's rate, so it names no ceiling above it"
