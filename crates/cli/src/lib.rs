@@ -355,25 +355,23 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
         let run = small[at..].iter().take_while(|&&s| s).count();
         if run >= 2 && threads > 1 {
             logfile::read_small_logs(&paths[at..at + run], threads, |path, read| {
-                let name = path.display().to_string();
-                let id = b.add_source(name.clone());
+                let id = b.add_source(path.display().to_string());
                 // The reader's errors name the path (and line) themselves.
                 let mut log = read?;
                 b.push_chunk(id, &mut log.facts, 0);
                 let (read, sniff) = (log.read, &log.sniff);
-                end_of_log(&mut b, id, &name, read, sniff, warnings, &mut not_sglang);
+                end_of_log(&mut b, id, path, read, sniff, warnings, &mut not_sglang);
                 anyhow::Ok(())
             })?;
             at += run;
             continue;
         }
         let path = &paths[at];
-        let name = path.display().to_string();
-        let id = b.add_source(name.clone());
+        let id = b.add_source(path.display().to_string());
         let mut sniff = FormatSniffer::new();
         // The reader's errors name the path (and line) themselves.
         let read = logfile::read_log_into(path, &mut b, id, &mut sniff)?;
-        end_of_log(&mut b, id, &name, read, &sniff, warnings, &mut not_sglang);
+        end_of_log(&mut b, id, path, read, &sniff, warnings, &mut not_sglang);
         at += 1;
     }
     // A file that is not an SGLang log is an error when it is all there is to read; beside
@@ -515,21 +513,52 @@ pub(crate) fn mixed_pd_roles_text(
     )
 }
 
-/// What follows the read of log `id` (its name, what the read reported, what its records
-/// look like), however it was read: its counts close the source, its warnings are kept, and
-/// a file that is not an SGLang log is noted for `read_logs`.
+/// What follows the read of log `id` (its path, what the read reported, what its
+/// records look like), however it was read: its counts close the source, its warnings are
+/// kept (with a hint when it is a client's progress log), and a file that is not an SGLang log
+/// is noted for `read_logs`.
 fn end_of_log(
     b: &mut EvidenceBuilder,
     id: diagnosis::evidence::SourceId,
-    name: &str,
+    path: &std::path::Path,
     read: logfile::LogRead,
     sniff: &FormatSniffer,
     warnings: &mut Vec<String>,
     not_sglang: &mut Vec<sglang_log::NotSglangLog>,
 ) {
+    let name = &path.display().to_string();
     b.finish_source(id, &read.stats);
+    // a job directory's client log read as a server log: it holds no server line, and
+    // passing it as the client is what would use it
+    if read.stats.events == 0 && read.stats.lines > 0 && client_progress_lines(path).is_some() {
+        warnings.push(format!(
+            "{name}: its lines are a client's progress log (`date-time ... N/M done`), not a server log; pass it as --client-log {} to compare the client's rate with the server's",
+            shown_name(name)
+        ));
+    }
     warnings.extend(read.warnings);
     not_sglang.extend(sniff.error(name));
+}
+
+/// Head of a file looked at for client progress lines ([`client_progress_lines`]), in bytes.
+const CLIENT_SNIFF_BYTES: u64 = 64 << 10;
+
+/// How many client progress lines (`date-time ... N/M done`, as `--client-log` reads them) the
+/// first [`CLIENT_SNIFF_BYTES`] of `path` hold, when at least two: `None` for fewer, stdin, or
+/// a file that cannot be read again.
+fn client_progress_lines(path: &std::path::Path) -> Option<usize> {
+    use std::io::Read as _;
+    if path.as_os_str() == "-" {
+        return None;
+    }
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(CLIENT_SNIFF_BYTES)
+        .read_to_end(&mut head)
+        .ok()?;
+    let c = sglang_log::parse_client(path.display().to_string(), &String::from_utf8_lossy(&head));
+    (c.progress.len() >= 2).then_some(c.progress.len())
 }
 
 /// Gather the evidence beside the logs. A server that cannot be reached narrows the report;

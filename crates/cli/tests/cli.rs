@@ -1121,3 +1121,38 @@ fn two_runs_one_after_the_other_are_not_one_log() {
         errs[0]
     );
 }
+
+/// A job directory that holds the client's progress log beside the server's: it is read as a
+/// log of no server line, and a warning (also in "Not concluded") says to pass it as the
+/// client instead.
+#[test]
+fn a_client_progress_log_in_a_directory_is_named_as_the_client() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for f in ["server.log", "client.log"] {
+        std::fs::copy(
+            data(&format!("scenarios/kimi-k25-b2/{f}")),
+            dir.path().join(f),
+        )
+        .expect("copy");
+    }
+    let out = bin()
+        .arg("diagnose")
+        .arg(dir.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let client = dir.path().join("client.log");
+    let hint = format!(
+        "{}: its lines are a client's progress log (`date-time ... N/M done`), not a server log; pass it as --client-log {} to compare the client's rate with the server's",
+        client.display(),
+        client.display()
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("warning: {hint}")), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("  - {hint}")), "{text}");
+    // the server log alone says nothing of the kind
+    let alone = diagnose_text(&dir.path().join("server.log"));
+    assert!(!alone.contains("client's progress log"), "{alone}");
+}
