@@ -171,7 +171,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                     "stays at"
                 },
                 h.running_peak
-                    .map(|m| format!("~{m:.0} requests"))
+                    .map(|m| format!("~{m:.0} requests{per_rank}"))
                     .unwrap_or_else(|| "its cap".into()),
                 h.at_cap_share
                     .filter(|&s| s < th::AT_CAP_SHARE)
