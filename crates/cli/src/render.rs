@@ -13,8 +13,8 @@ use diagnosis::Bottleneck;
 pub use diagnosis::narrative::feasibility_label;
 use diagnosis::narrative::{client_format_words, confidence_pct, fmt_duration, interval};
 use diagnosis::report::{
-    BenchmarkRun, CapacityModel, ClientSummary, Confidence, Finding, Projection, Rate,
-    Recommendation, Report, SourceRange, Unit,
+    BenchmarkRun, CapacityModel, ClientSummary, Confidence, Finding, NotConcludedReason,
+    Projection, Rate, RateBasis, Recommendation, Report, SourceRange, Unit,
 };
 
 const BOLD: Style = Style::new().bold();
@@ -159,7 +159,9 @@ fn finding_lines(fi: &Finding) -> Vec<String> {
         .collect()
 }
 
-fn client_lines(c: &ClientSummary) -> Vec<String> {
+/// The client section; `ranks`: `(seen, of)` when the log holds only `seen` of the server's
+/// `of` DP ranks (the server-side figure then covers those ranks only).
+fn client_lines(c: &ClientSummary, ranks: Option<(usize, u32)>) -> Vec<String> {
     let mut o = vec![format!(
         "source {} ({}): {} completed, {} failed{}",
         c.source,
@@ -177,7 +179,14 @@ fn client_lines(c: &ClientSummary) -> Vec<String> {
         ("implied by server tokens", &c.implied_req_per_s),
     ] {
         if let Some(r) = r {
-            o.push(format!("{name} {}", rate_text(r, 3)));
+            let part = match ranks {
+                Some((seen, of)) if r.basis == RateBasis::ImpliedByServerTokens => format!(
+                    " (from the {seen} of the server's {of} DP ranks in the log: the whole server about {:.1}x)",
+                    f64::from(of) / seen as f64
+                ),
+                _ => String::new(),
+            };
+            o.push(format!("{name} {}{part}", rate_text(r, 3)));
         }
     }
     if let Some(m) = c.mean_completion_tokens {
@@ -549,9 +558,13 @@ fn sections(r: &Report) -> Vec<Section> {
         ));
     }
     if let Some(c) = &r.client {
+        let ranks = r.not_concluded.iter().find_map(|n| match n.reason {
+            NotConcludedReason::SomeRanksOnly { seen, of } => Some((seen, of)),
+            _ => None,
+        });
         out.push(section(
             "Client vs server",
-            vec![Block::Lines(client_lines(c))],
+            vec![Block::Lines(client_lines(c, ranks))],
         ));
     }
     if !r.benchmark_runs.is_empty() {

@@ -665,7 +665,11 @@ fn failure(f: &watchdog::Facts, kind: FindingKind, title: &str, detail: &str) ->
         kind,
         title,
         format!("{detail} First: {}", f.first_text),
-        vec![Figure::new("failure lines (all ranks)", f.count as f64, Unit::Lines)],
+        vec![Figure::new(
+            "failure lines (all ranks)",
+            f.count as f64,
+            Unit::Lines,
+        )],
         f.evidence.clone().into_iter().collect(),
         Confidence::High,
     )
