@@ -209,7 +209,7 @@ pub fn command() -> clap::Command {
 /// Arguments of `diagnose`.
 #[derive(Debug, Args, Default, Clone)]
 pub struct DiagnoseArgs {
-    /// SGLang server logs: plain text, .gz, a directory (every file under it whose name holds .log or ends in .out, .err or .txt: a job's rank and node logs, rotated parts), or `-` for stdin; several may be given (ranks, nodes; one server: the logs of a PD prefill instance and of a decode instance are refused together). With no input at all (no log, --server, --server-info, --gpu, --gpu-snapshot, --model-config, --client-log or --client-records), the embedded sample is diagnosed.
+    /// SGLang server logs: plain text, .gz, a directory (every file under it whose name holds .log or ends in .out, .err or .txt: a job's rank and node logs, rotated parts), or `-` for stdin; several may be given (the ranks, nodes and rotated parts of one server run: the logs of a PD prefill instance and of a decode instance, or of two runs one after the other, are refused together). With no input at all (no log, --server, --server-info, --gpu, --gpu-snapshot, --model-config, --client-log or --client-records), the embedded sample is diagnosed.
     pub logs: Vec<PathBuf>,
     /// A live SGLang server's base URL (e.g. http://127.0.0.1:30000): reads /server_info (or /get_server_info) and polls /metrics. The API key, if any, comes from SGLANG_API_KEY. If it is the only input and cannot be reached, diagnose exits 1.
     #[arg(long, value_name = "URL", value_parser = flags::server_url)]
@@ -457,7 +457,7 @@ const PD_FILES_SHOWN: usize = 3;
 /// a count; the commands are given when every file is named and each name can be written as a
 /// shell word (quoted where needed); a name with a control character or bytes that are not
 /// UTF-8 is shown escaped.
-pub(crate) fn mixed_pd_roles_text(
+fn mixed_pd_roles_text(
     ev: &Evidence,
     roles: &[(
         diagnosis::evidence::PdRole,
