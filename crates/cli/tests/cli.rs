@@ -15,9 +15,14 @@ fn data(rel: &str) -> PathBuf {
 
 /// `throughput-doctor diagnose FILE` with colour off; its stdout (the run must exit 0).
 fn diagnose_text(file: &Path) -> String {
+    diagnose_args_text(&[file.as_os_str()])
+}
+
+/// `throughput-doctor diagnose ARGS...` with colour off; its stdout (the run must exit 0).
+fn diagnose_args_text(args: &[&std::ffi::OsStr]) -> String {
     let out = bin()
         .arg("diagnose")
-        .arg(file)
+        .args(args)
         .env("NO_COLOR", "1")
         .output()
         .expect("run");
@@ -1162,16 +1167,11 @@ fn a_client_progress_log_in_a_directory_is_named_as_the_client() {
 /// beside the client's (8.9 against 5.1 req/s had no word of why).
 #[test]
 fn the_server_side_client_rate_says_which_ranks_it_covers() {
-    let out = bin()
-        .arg("diagnose")
-        .arg(data("real-long/ascend-dsr1-pd-decode-dp32.log"))
-        .arg("--client-log")
-        .arg(data("real-long/ascend-dsr1-pd-client-router.log"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = diagnose_args_text(&[
+        data("real-long/ascend-dsr1-pd-decode-dp32.log").as_os_str(),
+        "--client-log".as_ref(),
+        data("real-long/ascend-dsr1-pd-client-router.log").as_os_str(),
+    ]);
     assert!(
         text.contains(
             "implied by server tokens 5.125 req/s (95% interval 5.001-5.249) over 4.9 min (from the 16 of the server's 32 DP ranks in the log: the whole server about 2.0x)"

@@ -204,25 +204,28 @@ mod tests {
     /// "needs more memory" (the founding scenario without --client-records).
     #[test]
     fn no_ceiling_and_no_projected_change_are_said_as_such() {
+        let reach = |p: &Projection, e| check(&measured(), Some(p), Some(e)).expect("check").reach;
         let mut p = projection();
         p.ceiling_tok_per_s = None;
         p.no_ceiling = Some(NoCeiling::PoorFit { r2: 0.41 });
-        let e = check(&measured(), Some(&p), Some(Expectation::Multiple(2.0))).expect("check");
-        assert_eq!(e.reach, Some(Reach::NoCeiling));
+        let by = |change: &str| Reach::ByChange {
+            change: change.into(),
+        };
         // a change that fits still reaches what it reaches
-        let e = check(&measured(), Some(&p), Some(Expectation::TokPerS(800.0))).expect("check");
-        assert_eq!(
-            e.reach,
-            Some(Reach::ByChange {
-                change: "mem_fraction_static 0.88".into()
-            })
-        );
+        for (e, want) in [
+            (Expectation::Multiple(2.0), Reach::NoCeiling),
+            (Expectation::TokPerS(800.0), by("mem_fraction_static 0.88")),
+        ] {
+            assert_eq!(reach(&p, e), Some(want));
+        }
         let mut p = projection();
         p.rows.retain(|r| r.change == Change::Current);
-        let e = check(&measured(), Some(&p), Some(Expectation::TokPerS(800.0))).expect("check");
-        assert_eq!(e.reach, Some(Reach::BelowCeilingUnprojected));
-        let e = check(&measured(), Some(&p), Some(Expectation::Multiple(4.0))).expect("check");
-        assert_eq!(e.reach, Some(Reach::BeyondCeiling));
+        for (e, want) in [
+            (Expectation::TokPerS(800.0), Reach::BelowCeilingUnprojected),
+            (Expectation::Multiple(4.0), Reach::BeyondCeiling),
+        ] {
+            assert_eq!(reach(&p, e), Some(want));
+        }
     }
 
     /// The ceiling is the fit's: the what-if rows (sized by the requests' lengths when given)
