@@ -50,6 +50,11 @@ pub fn check(
     candidates.sort_by(|a, b| a.0.cmp(&b.0).then(b.2.total_cmp(&a.2)));
     let best = candidates.first().map(|c| (c.1.clone(), c.2));
     let fastest = candidates.iter().map(|c| c.2).fold(0.0, f64::max);
+    let faster = candidates
+        .iter()
+        .filter(|c| c.0 && best.as_ref().is_some_and(|b| c.2 > b.1))
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|c| (c.1.clone(), c.2));
     let ceiling = p
         .ceiling_tok_per_s
         .map(|c| (c * ceiling_scale).max(fastest));
@@ -81,6 +86,7 @@ pub fn check(
         measured_tok_per_s: m,
         ceiling_tok_per_s: ceiling,
         best_change: best,
+        faster_change_altering_outputs: faster,
         reach,
         no_ceiling: p.no_ceiling,
         text: String::new(),
@@ -172,6 +178,10 @@ mod tests {
         let (label, rate) = e.best_change.expect("best");
         assert_eq!(label, "mem_fraction_static 0.88");
         assert!((rate - 828.7).abs() < 0.1, "{rate}");
+        // fp8 is faster (1004 × 727 / 779 = 937) but alters outputs: named beside it
+        let (label, rate) = e.faster_change_altering_outputs.expect("faster");
+        assert_eq!(label, "fp8");
+        assert!((rate - 937.0).abs() < 0.1, "{rate}");
     }
 
     #[test]

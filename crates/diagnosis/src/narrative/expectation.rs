@@ -42,8 +42,18 @@ pub fn expectation(e: &ExpectationCheck) -> String {
         )
     });
     let best = e.best_change.as_ref().map(|(label, rate)| {
+        let faster = e
+            .faster_change_altering_outputs
+            .as_ref()
+            .map(|(l, r)| {
+                format!(
+                    "; {l} gives more, ~{r:.0} tok/s ({:+.0}%), but alters outputs",
+                    (r / m - 1.0) * 100.0
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "the best change that fits, {label}, gives ~{rate:.0} tok/s ({:+.0}%)",
+            "the best change that fits, {label}, gives ~{rate:.0} tok/s ({:+.0}%){faster}",
             (rate / m - 1.0) * 100.0
         )
     });

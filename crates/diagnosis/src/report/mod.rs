@@ -865,8 +865,13 @@ pub struct ExpectationCheck {
     /// The ceiling of this setup on the measured rate's scale (tok/s): the step-time fit's
     /// limit as more requests decode at once with unlimited KV.
     pub ceiling_tok_per_s: Option<f64>,
-    /// The best change that fits, and its projected rate on the measured rate's scale (tok/s).
+    /// The best change that fits, and its projected rate on the measured rate's scale (tok/s):
+    /// changes that keep outputs as they are come first (an fp8 KV cache alters them), then
+    /// the fastest.
     pub best_change: Option<(String, f64)>,
+    /// The fastest change that fits and its rate (tok/s), when it is not [`Self::best_change`]
+    /// (it alters outputs).
+    pub faster_change_altering_outputs: Option<(String, f64)>,
     /// Whether the expectation is reachable (`null` without `--expect`).
     pub reach: Option<Reach>,
     /// Why the fit gives no ceiling, when it gives none.
