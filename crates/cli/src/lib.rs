@@ -465,7 +465,6 @@ fn mixed_pd_roles_text(
     )],
 ) -> String {
     use diagnosis::evidence::PdRole;
-    let (word, shown) = (shell_word, shown_name);
     let names = |ids: &[diagnosis::evidence::SourceId]| -> Vec<&str> {
         ids.iter()
             .filter_map(|&id| ev.sources.get(id))
@@ -480,8 +479,11 @@ fn mixed_pd_roles_text(
         .iter()
         .map(|(r, ids)| {
             let all = names(ids);
-            let mut listed: Vec<String> =
-                all.iter().take(PD_FILES_SHOWN).map(|n| shown(n)).collect();
+            let mut listed: Vec<String> = all
+                .iter()
+                .take(PD_FILES_SHOWN)
+                .map(|n| shown_name(n))
+                .collect();
             if all.len() > PD_FILES_SHOWN {
                 listed.push(format!("and {} more", all.len() - PD_FILES_SHOWN));
             }
@@ -495,7 +497,7 @@ fn mixed_pd_roles_text(
             if all.len() > PD_FILES_SHOWN {
                 return None;
             }
-            let words: Option<Vec<String>> = all.iter().map(|n| word(n)).collect();
+            let words: Option<Vec<String>> = all.iter().map(|n| shell_word(n)).collect();
             Some(format!("`throughput-doctor diagnose {}`", words?.join(" ")))
         })
         .collect();
@@ -530,7 +532,7 @@ fn end_of_log(
     b.finish_source(id, &read.stats);
     // a job directory's client log read as a server log: it holds no server line, and
     // passing it as the client is what would use it
-    if read.stats.events == 0 && read.stats.lines > 0 && client_progress_lines(path).is_some() {
+    if read.stats.events == 0 && read.stats.lines > 0 && is_client_progress_log(path) {
         warnings.push(format!(
             "{name}: its lines are a client's progress log (`date-time ... N/M done`), not a server log; pass it as --client-log {} to compare the client's rate with the server's",
             shown_name(name)
@@ -540,25 +542,24 @@ fn end_of_log(
     not_sglang.extend(sniff.error(name));
 }
 
-/// Head of a file looked at for client progress lines ([`client_progress_lines`]), in bytes.
+/// Head of a file looked at for client progress lines ([`is_client_progress_log`]), in bytes.
 const CLIENT_SNIFF_BYTES: u64 = 64 << 10;
 
-/// How many client progress lines (`date-time ... N/M done`, as `--client-log` reads them) the
-/// first [`CLIENT_SNIFF_BYTES`] of `path` hold, when at least two: `None` for fewer, stdin, or
-/// a file that cannot be read again.
-fn client_progress_lines(path: &std::path::Path) -> Option<usize> {
+/// Whether the first [`CLIENT_SNIFF_BYTES`] of `path` hold at least two client progress lines
+/// (`date-time ... N/M done`, as `--client-log` reads them): `false` for stdin or a file that
+/// cannot be read again. Only a log that gave no SGLang event is looked at, so the second read
+/// of its head costs nothing on a server log.
+fn is_client_progress_log(path: &std::path::Path) -> bool {
     use std::io::Read as _;
-    if path.as_os_str() == "-" {
-        return None;
-    }
     let mut head = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(CLIENT_SNIFF_BYTES)
-        .read_to_end(&mut head)
-        .ok()?;
-    let c = sglang_log::parse_client(path.display().to_string(), &String::from_utf8_lossy(&head));
-    (c.progress.len() >= 2).then_some(c.progress.len())
+    path.as_os_str() != "-"
+        && std::fs::File::open(path)
+            .and_then(|f| f.take(CLIENT_SNIFF_BYTES).read_to_end(&mut head))
+            .is_ok()
+        && sglang_log::parse_client(path.display().to_string(), &String::from_utf8_lossy(&head))
+            .progress
+            .len()
+            >= 2
 }
 
 /// Gather the evidence beside the logs. A server that cannot be reached narrows the report;

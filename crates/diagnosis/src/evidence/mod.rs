@@ -982,6 +982,14 @@ impl SchedulerTimeline {
 }
 
 impl Evidence {
+    /// Every scheduler of this run and of the earlier runs ([`Self::earlier_runs`]), keyed as
+    /// read (by source): what a source showed over all its lines, whichever run they fell in.
+    fn every_run_schedulers(&self) -> impl Iterator<Item = (&SchedulerKey, &SchedulerTimeline)> {
+        std::iter::once(self)
+            .chain(self.earlier_runs.iter())
+            .flat_map(|r| r.schedulers.iter())
+    }
+
     /// Two log sources that are separate server runs, not parts of one: `(earlier, later)`,
     /// where the later one opens with its own startup lines and its batch lines begin after
     /// the earlier one's end (within [`crate::thresholds::JITTER_WINDOW_S`]). Read together
@@ -992,8 +1000,7 @@ impl Evidence {
     /// such (or none is timed). Of several such pairs, the one whose later run starts first.
     pub fn separate_runs(&self) -> Option<(SourceId, SourceId)> {
         let mut span: BTreeMap<SourceId, (f64, f64)> = BTreeMap::new();
-        let runs = std::iter::once(self).chain(self.earlier_runs.iter());
-        for (k, tl) in runs.flat_map(|r| r.schedulers.iter()) {
+        for (k, tl) in self.every_run_schedulers() {
             if let (Some(s), Some((a, b))) = (k.source, tl.time_range()) {
                 let e = span.entry(s).or_insert((a, b));
                 *e = (e.0.min(a), e.1.max(b));
@@ -1011,7 +1018,8 @@ impl Evidence {
             .map(|(_, a, b)| (a, b))
     }
 
-    /// The sources of each PD role their startup lines name, when they name more than one:
+    /// The sources of each PD role ([`SourceInfo::pd_role`]: named by their startup lines or
+    /// shown by their batch lines), when there is more than one role:
     /// `(role, sources)` in role order (prefill, then decode), each list in input order. A
     /// prefill instance's log and a decode instance's log are two servers with their own KV
     /// pools, limits and schedulers (their DP ranks share names, not state), so one diagnosis
@@ -1548,8 +1556,7 @@ impl EvidenceBuilder {
     /// keeps `None`.
     fn infer_pd_roles(ev: &mut Evidence, states: &[SourceState]) {
         let mut shown: BTreeMap<SourceId, (u64, u64)> = BTreeMap::new();
-        let runs = std::iter::once(&*ev).chain(ev.earlier_runs.iter());
-        for (k, tl) in runs.flat_map(|r| r.schedulers.iter()) {
+        for (k, tl) in ev.every_run_schedulers() {
             if let Some(s) = k.source {
                 let e = shown.entry(s).or_default();
                 e.0 += tl.agg.pd_prefill_lines;
@@ -1941,9 +1948,7 @@ mod tests {
 
     /// Line `n` (1-based) of a test log under `tests/data/`.
     fn data_line(rel: &str, n: usize) -> String {
-        let path = format!("{}/../../tests/data/{rel}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        text.lines().nth(n - 1).expect("line").to_string()
+        data_lines(rel).swap_remove(n - 1)
     }
 
     #[test]
