@@ -2111,6 +2111,31 @@ mod tests {
         assert_eq!(ev.separate_runs(), None);
     }
 
+    /// The boundary of "after the other's end": a later log's batch lines may begin up to
+    /// [`crate::thresholds::JITTER_WINDOW_S`] (60 s) before the earlier log's last one; a
+    /// second more of overlap is overlapping logs of one run.
+    #[test]
+    fn separate_runs_allow_a_jitter_window_of_overlap_and_no_more() {
+        let startup = data_line("real-long/ascend-dsr1-pd-decode-dp32.log", 101);
+        let earlier = decode_lines(1000, 100); // batch lines at 1000 ..= 1099 s
+        let later = |from: u64| {
+            let mut l = vec![startup.clone()];
+            l.extend(decode_lines(from, 50));
+            l
+        };
+        let read = |b_lines: Vec<String>| {
+            let mut b = EvidenceBuilder::new();
+            read_into(&mut b, "earlier.log", &earlier);
+            read_into(&mut b, "later.log", &b_lines);
+            b.build().separate_runs()
+        };
+        assert_eq!(read(later(1099 - 60)), Some((0, 1)));
+        assert_eq!(read(later(1200)), Some((0, 1)));
+        assert_eq!(read(later(1099 - 61)), None);
+        // the same lines without the startup line: a rotated part, not a run
+        assert_eq!(read(decode_lines(1200, 50)), None);
+    }
+
     fn kept(ev: &Evidence) -> usize {
         ev.schedulers
             .values()
