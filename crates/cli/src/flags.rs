@@ -157,6 +157,8 @@ pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
 const EXPECT_MULTIPLE: std::ops::RangeInclusive<f64> = 0.01..=1000.0;
 /// Range of an `--expect` rate (tok/s): a server is expected to make at least 1 tok/s.
 const EXPECT_RATE: std::ops::RangeInclusive<f64> = 1.0..=1e9;
+/// `--expect` completion rates (req/s): from one request a day to a million a second.
+const EXPECT_REQ_RATE: std::ops::RangeInclusive<f64> = 1e-5..=1e6;
 
 /// `--expect`: `4x` (a multiple of the measured steady rate, 0.01 to 1000) or `2500tok/s` /
 /// `2500 tokens/s` (a generation rate in tok/s, 1 to 10^9). A number without its unit is
@@ -168,7 +170,21 @@ const EXPECT_RATE: std::ops::RangeInclusive<f64> = 1.0..=1e9;
 pub fn expectation(s: &str) -> Result<diagnosis::Expectation, String> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
-    let forms = "give a multiple such as 4x or a rate such as 2500tok/s";
+    let forms = "give a multiple such as 4x, a rate such as 2500tok/s, or a completion rate such as 0.4req/s";
+    if let Some(x) = lower
+        .strip_suffix("req/s")
+        .or_else(|| lower.strip_suffix("requests/s"))
+    {
+        let v: f64 = x.trim().parse().map_err(|_| format!("`{s}`: {forms}"))?;
+        if !EXPECT_REQ_RATE.contains(&v) {
+            return Err(format!(
+                "`{s}`: must be between {} req/s and {} req/s",
+                EXPECT_REQ_RATE.start(),
+                EXPECT_REQ_RATE.end()
+            ));
+        }
+        return Ok(diagnosis::Expectation::ReqPerS(v));
+    }
     let (num, multiple) = if let Some(x) = lower.strip_suffix('x').or_else(|| t.strip_suffix('×'))
     {
         (x.trim().to_string(), true)
@@ -182,6 +198,7 @@ pub fn expectation(s: &str) -> Result<diagnosis::Expectation, String> {
             Ok(v) => [
                 (EXPECT_MULTIPLE.contains(&v)).then(|| format!("{t}x (times the measured rate)")),
                 (EXPECT_RATE.contains(&v)).then(|| format!("{t}tok/s")),
+                (EXPECT_REQ_RATE.contains(&v)).then(|| format!("{t}req/s")),
             ]
             .into_iter()
             .flatten()
@@ -299,17 +316,30 @@ mod tests {
             Ok(Expectation::TokPerS(2500.0))
         );
         assert_eq!(super::expectation("4.5X"), Ok(Expectation::Multiple(4.5)));
+        assert_eq!(
+            super::expectation("0.4req/s"),
+            Ok(Expectation::ReqPerS(0.4))
+        );
+        assert_eq!(
+            super::expectation(" 2 requests/s"),
+            Ok(Expectation::ReqPerS(2.0))
+        );
+        assert!(super::expectation("0req/s").is_err());
+        assert!(super::expectation("fastreq/s").is_err());
         // a bare number has no unit: the readings in range are offered, neither is guessed;
         // values far too small to mean anything are refused, not answered as "0 tok/s"
         let asked = "a multiple or a rate? give";
-        let forms = "give a multiple such as 4x or a rate such as 2500tok/s";
+        let forms = "give a multiple such as 4x, a rate such as 2500tok/s, or a completion rate such as 0.4req/s";
         for (input, message) in [
             (
                 "4",
-                format!("{asked} 4x (times the measured rate) or 4tok/s"),
+                format!("{asked} 4x (times the measured rate) or 4tok/s or 4req/s"),
             ),
-            ("2500", format!("{asked} 2500tok/s")),
-            ("0.5", format!("{asked} 0.5x (times the measured rate)")),
+            ("2500", format!("{asked} 2500tok/s or 2500req/s")),
+            (
+                "0.5",
+                format!("{asked} 0.5x (times the measured rate) or 0.5req/s"),
+            ),
             ("inf", forms.into()),
             ("NaN", forms.into()),
             ("0", forms.into()),

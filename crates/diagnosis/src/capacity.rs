@@ -18,11 +18,11 @@ pub enum MemorySource {
     GpuTotal(String),
     /// `avail mem + mem usage` of the log's `Load weight end` line.
     LoadWeightLine,
-    /// The log's `available_gpu_mem` after CUDA graph capture, less an estimate of the first
-    /// prefill's activations (GiB) for a chunk of this many tokens.
+    /// The log's `available_gpu_mem` after CUDA graph capture, of which a change must leave
+    /// what runs with prefill chunks of this many tokens were seen to need (GiB).
     LogAvailableAfterGraphs {
-        /// The activation estimate, GiB.
-        reserve_gib: f64,
+        /// What a change must leave to be called likely to fit, GiB.
+        need_gib: f64,
         /// The prefill chunk it assumes (tokens).
         chunk_tokens: u64,
         /// Whether the chunk is the configured `chunked_prefill_size` (else SGLang's default).
@@ -35,8 +35,6 @@ pub enum MemorySource {
 /// The prefill chunk assumed when the log and server info do not give one (tokens): SGLang's
 /// default `chunked_prefill_size` on large GPUs (`server_args.py`).
 pub const DEFAULT_CHUNK_TOKENS: u64 = 8192;
-/// Activation reserve assumed when the model's hidden size is unknown (GiB).
-pub const FALLBACK_RESERVE_GIB: f64 = 2.0;
 
 /// The capacity model and where its memory figures came from.
 #[derive(Clone, Debug)]
@@ -109,6 +107,10 @@ pub fn parallel(ev: &Evidence, ctx: &Context) -> ParallelConfig {
 
 /// Build the KV capacity model and its what-if table.
 ///
+/// `observed_held`: the KV tokens each running request held on the steady decode lines of a
+/// scheduler whose pool is full (tokens), for the decode concurrency of each row when the
+/// client's records give no requests' lengths (`InFlightLoad::observed`); records win.
+///
 /// # Errors
 /// [`WhatIfUnavailable`] naming the missing fact (model config, `mem_fraction_static`, pool
 /// size, GPU memory) or what `kv-capacity` refused.
@@ -117,6 +119,7 @@ pub fn capacity_model(
     ctx: &Context,
     cap: &CapacitySummary,
     cached_share: Option<f64>,
+    observed_held: Option<f64>,
 ) -> Result<Built, WhatIfUnavailable> {
     let model = ctx.model.as_ref();
     // Bytes per token from the log's `KV Cache is allocated. #tokens: N, K size: a GB, V size:
@@ -157,20 +160,26 @@ pub fn capacity_model(
         (None, None) => return Err(WhatIfUnavailable::NoModelConfig),
     };
     let gpu = ctx.gpu.as_ref();
-    let (pre_bytes, pre_kind, pre) = match gpu.and_then(|g| g.min_total_bytes()) {
-        Some(t) => (
+    // `pre` is SGLang's `total_gpu_memory`: what was free before the weights loaded, after the
+    // CUDA context. The log's `Load weight end` line gives it (avail + usage); a GPU's total
+    // memory is a little more (the context), so it is the fallback, and one `pre` for every
+    // set of inputs that holds the log.
+    let (pre_bytes, pre_kind, pre) = match (
+        ev.startup.avail_mem_after_weights_gb,
+        ev.startup.weights_gb,
+        gpu.and_then(|g| g.min_total_bytes()),
+    ) {
+        (Some(a), Some(w), _) => (
+            (a + w) * GIB,
+            PreSource::LogLoadWeightLine,
+            MemorySource::LoadWeightLine,
+        ),
+        (_, _, Some(t)) => (
             t as f64,
             PreSource::GpuTotal,
             MemorySource::GpuTotal(gpu.map(|g| g.source.clone()).unwrap_or_default()),
         ),
-        None => match (ev.startup.avail_mem_after_weights_gb, ev.startup.weights_gb) {
-            (Some(a), Some(w)) => (
-                (a + w) * GIB,
-                PreSource::LogLoadWeightLine,
-                MemorySource::LoadWeightLine,
-            ),
-            _ => return Err(WhatIfUnavailable::NoGpuMemory),
-        },
+        _ => return Err(WhatIfUnavailable::NoGpuMemory),
     };
     let pool = PoolModel::calibrated(fraction, tokens, pre_bytes, pre_kind, cell_bytes)?;
     // Free memory under load (a GPU snapshot while requests run) already holds the activation
@@ -189,16 +198,17 @@ pub fn capacity_model(
             let configured = cap.chunked_prefill_size.or(cap.max_prefill_tokens);
             let chunk = configured.unwrap_or(DEFAULT_CHUNK_TOKENS);
             let attn_tp = f64::from(par.attn_tp_size.unwrap_or(par.tp_size).max(1));
-            let reserve = model
-                .and_then(|m| m.config.hidden_size)
-                .map(|h| kv_capacity::activation_estimate_bytes(chunk, h) / attn_tp)
-                // Unknown hidden size: a fixed guess, never more than half of what is free
-                // (the running server's first prefills fit in it).
-                .unwrap_or((FALLBACK_RESERVE_GIB * GIB).min(gb * GIB / 2.0));
+            // the calibrated need of this chunk, or a wide model's activation estimate
+            let need = kv_capacity::startup_need_bytes(
+                chunk,
+                model
+                    .and_then(|m| m.config.hidden_size)
+                    .map(|h| kv_capacity::activation_estimate_bytes(chunk, h) / attn_tp),
+            );
             (
-                Some(Headroom::after_startup(gb * GIB, reserve)),
+                Some(Headroom::after_startup(gb * GIB, need)),
                 Some(MemorySource::LogAvailableAfterGraphs {
-                    reserve_gib: reserve / GIB,
+                    need_gib: need / GIB,
                     chunk_tokens: chunk,
                     chunk_configured: configured.is_some(),
                 }),
@@ -215,7 +225,9 @@ pub fn capacity_model(
         mem_fraction_static: fraction,
         pool: pool.clone(),
         headroom,
-        load: InFlightLoad::from_samples(&lengths).ok(),
+        load: InFlightLoad::from_samples(&lengths)
+            .ok()
+            .or_else(|| observed_held.and_then(|h| InFlightLoad::observed(h).ok())),
         gpus_on_host: gpu.map(|g| g.devices.len() as u32),
         max_total_tokens: ev
             .startup

@@ -146,7 +146,13 @@ pub fn client_summary(
         windowed_req_per_s: None,
         implied_req_per_s: None,
         first_completion_after_s: None,
-        mean_completion_tokens: comp.map(|x| x.0),
+        // records first, else the last mean completion a progress log printed (`avg_comp`)
+        mean_completion_tokens: comp.map(|x| x.0).or_else(|| {
+            c.progress
+                .iter()
+                .rev()
+                .find_map(|p| p.mean_completion_tokens)
+        }),
         mean_prompt_tokens: throughput_stats::mean_sd(&prompts).map(|x| x.0),
         adequacy: None,
         eta: None,

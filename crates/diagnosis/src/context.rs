@@ -132,6 +132,9 @@ pub enum Expectation {
     Multiple(f64),
     /// A generation rate, tok/s (`--expect 2500tok/s`).
     TokPerS(f64),
+    /// A completion rate, req/s (`--expect 0.4req/s`): read against the client's mean
+    /// completion length, so it needs the client's figures (`--client-log`, records).
+    ReqPerS(f64),
 }
 
 /// Every optional source of evidence beside the logs.

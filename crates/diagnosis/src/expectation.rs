@@ -13,14 +13,26 @@
 use kv_capacity::{Change, Feasibility};
 
 use crate::context::Expectation;
-use crate::report::{ExpectationCheck, Projection, Rate, Reach};
+use crate::report::{ClientExpectation, ExpectationCheck, Projection, Rate, Reach};
 
-/// The check, when the measured rate and the fit are known. `expected`: the user's, if given.
-/// The `text` is filled by `crate::narrative`.
+/// The client's figures an expectation can be read in: the rate it printed last (req/s) and
+/// its mean completion length (tokens).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClientFigures {
+    /// The last completion rate the client printed (req/s).
+    pub printed_req_per_s: Option<f64>,
+    /// Mean completion tokens per request.
+    pub mean_completion_tokens: Option<f64>,
+}
+
+/// The check, when the measured rate and the fit are known. `expected`: the user's, if given;
+/// `client`: the client's figures, which a multiple (`4x` of what the client prints) and a
+/// req/s figure are read in. The `text` is filled by `crate::narrative`.
 pub fn check(
     measured: &Rate,
     projection: Option<&Projection>,
     expected: Option<Expectation>,
+    client: ClientFigures,
 ) -> Option<ExpectationCheck> {
     let m = measured.value;
     if !(m.is_finite() && m > 0.0) {
@@ -58,13 +70,31 @@ pub fn check(
     let ceiling = p
         .ceiling_tok_per_s
         .map(|c| (c * ceiling_scale).max(fastest));
-    let target = expected.map(|e| match e {
-        Expectation::Multiple(x) => x * m,
-        Expectation::TokPerS(t) => t,
-    });
+    let completion = client
+        .mean_completion_tokens
+        .filter(|c| c.is_finite() && *c > 0.0);
+    // req/s in tok/s at the client's mean completion length
+    let in_client_units = |req_per_s: f64, printed: Option<f64>| {
+        completion.map(|c| (req_per_s, printed, c, req_per_s * c))
+    };
+    let (target, client_target) = match expected {
+        None => (None, None),
+        Some(Expectation::Multiple(x)) => (
+            Some(x * m),
+            client
+                .printed_req_per_s
+                .filter(|r| r.is_finite() && *r > 0.0)
+                .and_then(|r| in_client_units(x * r, Some(r))),
+        ),
+        Some(Expectation::TokPerS(t)) => (Some(t), None),
+        Some(Expectation::ReqPerS(r)) => {
+            let c = in_client_units(r, None);
+            (c.map(|c| c.3), c)
+        }
+    };
     // what-if changes with a projected rate (none without a load model: no requests' lengths)
     let projected = p.rows.iter().any(|r| r.change != Change::Current);
-    let reach = target.map(|t| {
+    let reach_of = |t: f64| {
         if t <= m {
             Reach::AlreadyThere
         } else if let Some(c) = candidates.iter().find(|c| c.2 >= t) {
@@ -79,6 +109,14 @@ pub fn check(
                 Some(_) => Reach::BelowCeilingUnprojected,
             }
         }
+    };
+    let reach = target.map(reach_of);
+    let client = client_target.map(|(req, printed, comp, tps)| ClientExpectation {
+        printed_req_per_s: printed,
+        expected_req_per_s: req,
+        mean_completion_tokens: comp,
+        expected_tok_per_s: tps,
+        reach: reach_of(tps),
     });
     Some(ExpectationCheck {
         asked: expected.and_then(|e| serde_json::to_value(e).ok()),
@@ -89,6 +127,9 @@ pub fn check(
         faster_change_altering_outputs: faster,
         reach,
         no_ceiling: p.no_ceiling,
+        needs_completion_length: matches!(expected, Some(Expectation::ReqPerS(_)))
+            && client.is_none(),
+        client,
         text: String::new(),
     })
 }
@@ -168,9 +209,11 @@ mod tests {
             &measured(),
             Some(&projection()),
             Some(Expectation::Multiple(4.0)),
+            ClientFigures::default(),
         )
         .expect("check");
         assert_eq!(e.expected_tok_per_s, Some(2908.0));
+        assert!(e.client.is_none());
         assert_eq!(e.reach, Some(Reach::BeyondCeiling));
         // 1408 × 727 / 770 (the fit at the observed mean batch, not the "now" row's 779) =
         // 1329 tok/s on the measured scale
@@ -184,10 +227,81 @@ mod tests {
         assert!((rate - 937.0).abs() < 0.1, "{rate}");
     }
 
+    /// kimi-k25-b2's client: it prints 0.1 req/s, completions average 4,116 tokens.
+    fn founding_client() -> ClientFigures {
+        ClientFigures {
+            printed_req_per_s: Some(0.1),
+            mean_completion_tokens: Some(4116.0),
+        }
+    }
+
+    #[test]
+    fn four_times_what_the_client_prints() {
+        // 4 × 0.1 req/s = 0.4 req/s × 4,116 tokens = 1,646 tok/s: beyond the 1,329 ceiling,
+        // and 4 × the server's 727 tok/s is too
+        let e = check(
+            &measured(),
+            Some(&projection()),
+            Some(Expectation::Multiple(4.0)),
+            founding_client(),
+        )
+        .expect("check");
+        let c = e.client.expect("client reading");
+        assert_eq!(c.printed_req_per_s, Some(0.1));
+        assert!((c.expected_req_per_s - 0.4).abs() < 1e-12);
+        assert!((c.expected_tok_per_s - 1646.4).abs() < 1e-9);
+        assert_eq!(c.reach, Reach::BeyondCeiling);
+        assert_eq!(e.reach, Some(Reach::BeyondCeiling));
+        // 2x of what the client prints is 823 tok/s: the 0.88 change (828.7) reaches it
+        let e = check(
+            &measured(),
+            Some(&projection()),
+            Some(Expectation::Multiple(2.0)),
+            founding_client(),
+        )
+        .expect("check");
+        assert_eq!(
+            e.client.expect("client").reach,
+            Reach::ByChange {
+                change: "mem_fraction_static 0.88".into()
+            }
+        );
+    }
+
+    #[test]
+    fn req_per_s_needs_the_completion_length() {
+        // 0.2 req/s × 4,116 = 823 tok/s: the 0.88 change reaches it
+        let e = check(
+            &measured(),
+            Some(&projection()),
+            Some(Expectation::ReqPerS(0.2)),
+            founding_client(),
+        )
+        .expect("check");
+        assert!((e.expected_tok_per_s.expect("rate") - 823.2).abs() < 1e-9);
+        assert!(!e.needs_completion_length);
+        // without the client's lengths it cannot be turned into tok/s: said, not guessed
+        let e = check(
+            &measured(),
+            Some(&projection()),
+            Some(Expectation::ReqPerS(0.2)),
+            ClientFigures::default(),
+        )
+        .expect("check");
+        assert_eq!((e.expected_tok_per_s, e.reach.clone()), (None, None));
+        assert!(e.needs_completion_length);
+    }
+
     #[test]
     fn a_tenth_more_is_one_change_away_and_a_third_needs_memory() {
         let p = projection();
-        let e = check(&measured(), Some(&p), Some(Expectation::TokPerS(800.0))).expect("check");
+        let e = check(
+            &measured(),
+            Some(&p),
+            Some(Expectation::TokPerS(800.0)),
+            ClientFigures::default(),
+        )
+        .expect("check");
         assert_eq!(
             e.reach,
             Some(Reach::ByChange {
@@ -195,16 +309,34 @@ mod tests {
             })
         );
         // fp8 (937 on the measured scale) reaches 900 when 0.88 does not
-        let e = check(&measured(), Some(&p), Some(Expectation::TokPerS(900.0))).expect("check");
+        let e = check(
+            &measured(),
+            Some(&p),
+            Some(Expectation::TokPerS(900.0)),
+            ClientFigures::default(),
+        )
+        .expect("check");
         assert_eq!(
             e.reach,
             Some(Reach::ByChange {
                 change: "fp8".into()
             })
         );
-        let e = check(&measured(), Some(&p), Some(Expectation::Multiple(1.5))).expect("check");
+        let e = check(
+            &measured(),
+            Some(&p),
+            Some(Expectation::Multiple(1.5)),
+            ClientFigures::default(),
+        )
+        .expect("check");
         assert_eq!(e.reach, Some(Reach::NeedsMoreMemory));
-        let e = check(&measured(), Some(&p), Some(Expectation::Multiple(0.9))).expect("check");
+        let e = check(
+            &measured(),
+            Some(&p),
+            Some(Expectation::Multiple(0.9)),
+            ClientFigures::default(),
+        )
+        .expect("check");
         assert_eq!(e.reach, Some(Reach::AlreadyThere));
     }
 
@@ -214,7 +346,11 @@ mod tests {
     /// "needs more memory" (the founding scenario without --client-records).
     #[test]
     fn no_ceiling_and_no_projected_change_are_said_as_such() {
-        let reach = |p: &Projection, e| check(&measured(), Some(p), Some(e)).expect("check").reach;
+        let reach = |p: &Projection, e| {
+            check(&measured(), Some(p), Some(e), ClientFigures::default())
+                .expect("check")
+                .reach
+        };
         let mut p = projection();
         p.ceiling_tok_per_s = None;
         p.no_ceiling = Some(NoCeiling::PoorFit { r2: 0.41 });
@@ -243,15 +379,21 @@ mod tests {
     /// ~1323 with them, from the same fit); it is never shown below a change's projection.
     #[test]
     fn the_ceiling_does_not_move_with_the_what_if_rows() {
-        let with_rows = check(&measured(), Some(&projection()), None).expect("check");
+        let with_rows = check(
+            &measured(),
+            Some(&projection()),
+            None,
+            ClientFigures::default(),
+        )
+        .expect("check");
         let mut p = projection();
         p.rows.clear();
-        let without = check(&measured(), Some(&p), None).expect("check");
+        let without = check(&measured(), Some(&p), None, ClientFigures::default()).expect("check");
         assert_eq!(with_rows.ceiling_tok_per_s, without.ceiling_tok_per_s);
         // a "now" row far below the observed batch scales the rows up past the fit's limit
         let mut p = projection();
         p.rows[0].tok_per_s = 500.0;
-        let e = check(&measured(), Some(&p), None).expect("check");
+        let e = check(&measured(), Some(&p), None, ClientFigures::default()).expect("check");
         let (_, best) = e.best_change.expect("best");
         assert!((best - 888.0 * 727.0 / 500.0).abs() < 0.1, "{best}");
         // fp8, the fastest change that fits (1460 tok/s), is above the fit's limit (1329)
@@ -261,8 +403,22 @@ mod tests {
 
     #[test]
     fn without_a_fit_there_is_no_answer() {
-        assert!(check(&measured(), None, Some(Expectation::Multiple(4.0))).is_none());
-        let e = check(&measured(), Some(&projection()), None).expect("check");
+        assert!(
+            check(
+                &measured(),
+                None,
+                Some(Expectation::Multiple(4.0)),
+                ClientFigures::default()
+            )
+            .is_none()
+        );
+        let e = check(
+            &measured(),
+            Some(&projection()),
+            None,
+            ClientFigures::default(),
+        )
+        .expect("check");
         assert_eq!((e.reach, e.expected_tok_per_s), (None, None));
     }
 }

@@ -141,8 +141,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             .map(|f| narrative::prefill_interference(&f, &capacity)),
     );
     findings.extend(rules::stall::check(&input).iter().map(narrative::stall));
-    findings
-        .extend(rules::retraction::check(&input).map(|f| narrative::retraction(&f, &retractions)));
+    let retraction = rules::retraction::check(&input);
+    findings.extend(
+        retraction
+            .as_ref()
+            .map(|f| narrative::retraction(f, &retractions)),
+    );
     findings.extend(oom.as_ref().map(narrative::oom));
     findings.extend(rejected.as_ref().map(narrative::rejected_requests));
     findings.extend(crash.as_ref().map(narrative::scheduler_exception));
@@ -201,28 +205,34 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         let total = agg.prefill_cached_tokens + agg.prefill_new_tokens;
         (total > 0).then(|| agg.prefill_cached_tokens as f64 / total as f64)
     });
-    let capacity_model = match capacity::capacity_model(ev, ctx, &capacity, cached_share) {
-        Ok(b) => {
-            let mut cm = b.model;
-            cm.pre_source = narrative::memory_source(&b.pre);
-            cm.free_now_source = b.free_now.as_ref().map(narrative::memory_source);
-            if let capacity::CellSource::LogDisagreesWithConfig { config, log } = b.cell {
-                not_concluded.push(narrative::not_concluded(
-                    NotConcludedReason::ModelConfigDisagrees,
-                    Some(&narrative::cell_disagreement(config, log)),
-                ));
+    // The KV tokens a running request holds where the pool binds: what sizes each what-if
+    // row's decode concurrency when no records give the requests' lengths.
+    let observed_held = primary
+        .filter(|v| v.kv_full())
+        .and_then(|v| Some(v.usage_per_request()? * capacity.max_total_num_tokens? as f64));
+    let capacity_model =
+        match capacity::capacity_model(ev, ctx, &capacity, cached_share, observed_held) {
+            Ok(b) => {
+                let mut cm = b.model;
+                cm.pre_source = narrative::memory_source(&b.pre);
+                cm.free_now_source = b.free_now.as_ref().map(narrative::memory_source);
+                if let capacity::CellSource::LogDisagreesWithConfig { config, log } = b.cell {
+                    not_concluded.push(narrative::not_concluded(
+                        NotConcludedReason::ModelConfigDisagrees,
+                        Some(&narrative::cell_disagreement(config, log)),
+                    ));
+                }
+                findings.extend(narrative::capacity(&cm));
+                Some(cm)
             }
-            findings.extend(narrative::capacity(&cm));
-            Some(cm)
-        }
-        Err(why) => {
-            not_concluded.push(narrative::not_concluded(
-                NotConcludedReason::NoWhatIfTable,
-                Some(&why.to_string()),
-            ));
-            None
-        }
-    };
+            Err(why) => {
+                not_concluded.push(narrative::not_concluded(
+                    NotConcludedReason::NoWhatIfTable,
+                    Some(&why.to_string()),
+                ));
+                None
+            }
+        };
     let projection = primary
         .and_then(|v| projection::projection(v.tl.decode.samples(), capacity_model.as_ref()));
     // the scheduler behind the verdict, as in the headline (else the busiest)
@@ -245,6 +255,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         projection: projection.as_ref(),
         client: client.as_ref(),
         retractions: &retractions,
+        retraction_material: retraction.as_ref().is_some_and(|f| f.material()),
         load,
         mem_fraction_static: capacity.mem_fraction_static,
         measured_tok_per_s: steady_gen_throughput.as_ref().map(|r| r.value),
@@ -412,9 +423,13 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     headline.text = format!("{label}: {summary}");
     (headline.label, headline.summary) = (label, summary);
 
+    let figures = crate::expectation::ClientFigures {
+        printed_req_per_s: client.as_ref().and_then(|c| c.printed_req_per_s),
+        mean_completion_tokens: client.as_ref().and_then(|c| c.mean_completion_tokens),
+    };
     let mut expectation = steady_gen_throughput
         .as_ref()
-        .and_then(|m| crate::expectation::check(m, projection.as_ref(), ctx.expectation));
+        .and_then(|m| crate::expectation::check(m, projection.as_ref(), ctx.expectation, figures));
     if let Some(e) = expectation.as_mut() {
         e.text = narrative::expectation(e);
     } else if ctx.expectation.is_some() {

@@ -70,6 +70,9 @@ pub struct Apply {
     pub free_after_gib: Option<f64>,
     /// Today's row: projected tok/s and concurrency.
     pub base: (f64, f64),
+    /// R² of the step-time fit the gain comes from: below
+    /// [`th::MIN_CEILING_FIT_R2`] the gain is a rough figure, and said so.
+    pub fit_r2: f64,
     /// The measured steady rate (tok/s), against which the gain is read.
     pub measured: Option<f64>,
     /// The client's completion rate now (req/s: its steady-window rate, else the rate the
@@ -86,8 +89,11 @@ pub struct DoNotRaise {
     pub check: Option<kv_capacity::FeasibilityCheck>,
     /// Extra GiB per GPU of the pool.
     pub extra_gib_per_gpu: f64,
-    /// The largest fraction above today's that fits, when one does.
+    /// The largest fraction above today's that likely fits, when one does.
     pub edge: Option<f64>,
+    /// The fractions between `edge` and `to` whose outcome the evidence cannot tell (the
+    /// lowest and the highest), when there are any: never forbidden.
+    pub uncertain: Option<(f64, f64)>,
 }
 
 /// What filling today's pool would give (below the pool).
@@ -227,6 +233,9 @@ pub struct Input<'a> {
     pub client: Option<&'a ClientSummary>,
     /// Retractions.
     pub retractions: &'a RetractionSummary,
+    /// Re-prefilling the retracted requests took a material share of the time
+    /// (`rules::retraction::Facts::material`): only then is admitting fewer requests advised.
+    pub retraction_material: bool,
     /// The load of the primary scheduler.
     pub load: Option<Load>,
     /// Today's `mem_fraction_static`.
@@ -311,6 +320,7 @@ fn kv_plans(
                 .and_then(|w| w.feasibility.as_ref())
                 .map(|f| f.free_after_gib),
             base,
+            fit_r2: p.r2,
             measured,
             user,
             row: r,
@@ -332,6 +342,23 @@ fn kv_plans(
         })
         .last()
         .map(|w| w.mem_fraction_static);
+    let uncertain: Vec<f64> = fraction_rows()
+        .skip_while(|w| {
+            w.feasibility
+                .as_ref()
+                .is_some_and(|f| f.verdict == Feasibility::Fits)
+        })
+        .take_while(|w| {
+            w.feasibility
+                .as_ref()
+                .is_some_and(|f| f.verdict == Feasibility::Uncertain)
+        })
+        .map(|w| w.mem_fraction_static)
+        .collect();
+    let uncertain = uncertain
+        .first()
+        .zip(uncertain.last())
+        .map(|(a, b)| (*a, *b));
     if let Some(bad) = fraction_rows().find(|w| {
         w.feasibility
             .as_ref()
@@ -342,6 +369,7 @@ fn kv_plans(
             check: bad.feasibility,
             extra_gib_per_gpu: bad.extra_gib_per_gpu,
             edge,
+            uncertain,
         }));
     }
 }
@@ -386,7 +414,8 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
         } else {
             out.push(Plan::MoreKvSlots);
         }
-        if i.retractions.events > 0 {
+        // admitting fewer requests lowers throughput on a full pool: only for a material cost
+        if i.retractions.events > 0 && i.retraction_material {
             out.push(Plan::RaiseConservativeness(i.retractions.events));
         }
     }

@@ -141,6 +141,11 @@ pub const PREFILL_INTERFERENCE_MIN_LOSS: f64 = 0.10;
 pub const MIN_INTERFERENCE_INTERVALS: usize = 5;
 /// Retraction events per hour above which retraction is called thrashing (events/h).
 pub const THRASH_PER_HOUR: f64 = 30.0;
+/// Share of the logged time that re-prefilling retracted requests may take at most before
+/// retraction is worth a recommendation of its own (fraction). Below it, admitting fewer
+/// requests (`--schedule-conservativeness`) to avoid retractions costs more decode throughput
+/// than the re-prefill it saves; the issue of the founding case asks for a material cost.
+pub const MATERIAL_REPREFILL_SHARE: f64 = 0.05;
 /// Share of decode lines without a CUDA graph from which it is reported (fraction).
 pub const NO_GRAPH_SHARE: f64 = 0.2;
 /// DP imbalance is not reported below this mean running count on the busiest rank (requests).

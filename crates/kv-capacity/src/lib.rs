@@ -38,8 +38,9 @@ mod whatif;
 pub use cell::{CellSize, KvDtype, ParallelConfig, cell_size_bytes};
 pub use error::CapacityError;
 pub use feasibility::{
-    ACTIVATION_TENSORS_PER_TOKEN, DEFAULT_MARGIN_GIB, Feasibility, FeasibilityCheck, FreeSource,
-    Headroom, activation_estimate_bytes, check_feasibility,
+    ACTIVATION_TENSORS_PER_TOKEN, DEFAULT_MARGIN_GIB, FITS_FLOOR_GIB, Feasibility,
+    FeasibilityCheck, FreeSource, Headroom, OOM_BELOW_GIB, RUN_NEED_GIB_PER_1K_CHUNK_TOKENS,
+    activation_estimate_bytes, check_feasibility, startup_need_bytes,
 };
 pub use hicache::{
     HOST_RESERVE_BYTES, HiCacheInput, HiCacheSizing, HiCacheVerdict, MIN_USEFUL_CACHED_SHARE,

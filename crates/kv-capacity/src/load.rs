@@ -13,6 +13,11 @@ pub enum LoadMethod {
     /// From means and the completion second moment, assuming prompt and completion lengths are
     /// independent.
     MomentsIndependent,
+    /// From the server log: the KV tokens the running requests held per request on the steady
+    /// decode lines (`token usage × pool / #running-req`, or `#token / #running-req`). The
+    /// requests' lengths are not known; the figure already holds whatever prefix sharing and
+    /// length mix the run had.
+    LogObserved,
 }
 
 /// KV tokens held by the requests that are decoding, time-averaged.
@@ -30,12 +35,12 @@ pub enum LoadMethod {
 /// free, so real concurrency is somewhat lower).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct InFlightLoad {
-    /// Requests the figures came from (0 for moments).
+    /// Requests the figures came from (0 for moments and for the log).
     pub requests: u64,
-    /// Mean prompt length, tokens.
-    pub mean_prompt_tokens: f64,
-    /// Mean completion length, tokens.
-    pub mean_completion_tokens: f64,
+    /// Mean prompt length, tokens (`None` when read from the log).
+    pub mean_prompt_tokens: Option<f64>,
+    /// Mean completion length, tokens (`None` when read from the log).
+    pub mean_completion_tokens: Option<f64>,
     /// `H`, tokens per in-flight request (time average).
     pub mean_held_tokens: f64,
     /// How `H` was obtained.
@@ -67,8 +72,8 @@ impl InFlightLoad {
         let n = samples.len() as f64;
         Ok(InFlightLoad {
             requests: samples.len() as u64,
-            mean_prompt_tokens: sp / n,
-            mean_completion_tokens: sc / n,
+            mean_prompt_tokens: Some(sp / n),
+            mean_completion_tokens: Some(sc / n),
             mean_held_tokens: num / sc,
             method: LoadMethod::Samples,
         })
@@ -101,16 +106,39 @@ impl InFlightLoad {
         }
         Ok(InFlightLoad {
             requests: 0,
-            mean_prompt_tokens: mean_prompt,
-            mean_completion_tokens: mean_completion,
+            mean_prompt_tokens: Some(mean_prompt),
+            mean_completion_tokens: Some(mean_completion),
             mean_held_tokens: mean_prompt + mean_completion_sq / (2.0 * mean_completion),
             method: LoadMethod::MomentsIndependent,
         })
     }
 
-    /// The naive `E[P] + E[C]/2`, for comparison (it under-counts long requests).
-    pub fn naive_held_tokens(&self) -> f64 {
-        self.mean_prompt_tokens + self.mean_completion_tokens / 2.0
+    /// From the KV tokens held per running request on the server's steady decode lines
+    /// (tokens; see [`LoadMethod::LogObserved`]). With a full pool, `pool / H` is then the
+    /// running requests the pool holds at today's fill: scaled to another pool, it assumes the
+    /// same lengths and the same admission reserve (`new_token_ratio`).
+    ///
+    /// # Errors
+    /// [`CapacityError::Invalid`] when `held_tokens` is not finite or not above 0.
+    pub fn observed(held_tokens: f64) -> Result<InFlightLoad, CapacityError> {
+        if !(held_tokens.is_finite() && held_tokens > 0.0) {
+            return Err(CapacityError::Invalid(format!(
+                "KV tokens held per running request must be finite and > 0: {held_tokens}"
+            )));
+        }
+        Ok(InFlightLoad {
+            requests: 0,
+            mean_prompt_tokens: None,
+            mean_completion_tokens: None,
+            mean_held_tokens: held_tokens,
+            method: LoadMethod::LogObserved,
+        })
+    }
+
+    /// The naive `E[P] + E[C]/2`, for comparison (it under-counts long requests); `None` when
+    /// the lengths are not known.
+    pub fn naive_held_tokens(&self) -> Option<f64> {
+        Some(self.mean_prompt_tokens? + self.mean_completion_tokens? / 2.0)
     }
 
     /// Requests that can decode at once in a pool of `pool_tokens`: `pool_tokens / H`.

@@ -188,23 +188,28 @@ pub fn what_if(input: &CapacityInput) -> WhatIfTable {
     }
     assumptions
         .push("not modelled: page-size rounding, EAGLE draft pools, multimodal reservation".into());
-    if input.load.is_some() {
-        assumptions.push(
+    match input.load.map(|l| (l.method, l.mean_held_tokens)) {
+        Some((crate::LoadMethod::LogObserved, h)) => assumptions.push(format!(
+            "decode concurrency = pool tokens / H with H = {h:.0} KV tokens held per running request on the log's steady decode lines: a larger pool is filled as today's is (same lengths, same admission reserve)"
+        )),
+        Some(_) => assumptions.push(
             "decode concurrency = pool tokens / H with H = E[C·(P + C/2)] / E[C] (time-averaged tokens held per in-flight request); the admission reserve (new_token_ratio) lowers it in practice".into(),
-        );
+        ),
+        None => {}
     }
     if let Some(h) = input.headroom {
         assumptions.push(match h.source {
             crate::FreeSource::UnderLoad => format!(
-                "feasibility from {:.2} GiB free under load (a GPU snapshot while requests run: the activation peak is already in use): a change fits when {:.1} GiB stay free after it; today's configuration and changes that take no more memory fit",
+                "feasibility from {:.2} GiB free under load (a GPU snapshot while requests run: the activation peak is already in use): a change likely fits when {:.1} GiB stay free after it, is uncertain down to {:.1} GiB, and likely runs out of memory below; today's configuration and changes that take no more memory fit",
                 h.free_bytes / GIB,
-                h.margin_bytes / GIB
+                h.fits_at_bytes / GIB,
+                h.oom_below_bytes / GIB
             ),
             crate::FreeSource::AfterStartup => format!(
-                "feasibility from {:.2} GiB free after start-up (available_gpu_mem) less {:.2} GiB of prefill activations (an estimate): a change fits when {:.1} GiB stay free after both; today's configuration and changes that take no more memory fit",
+                "feasibility from {:.2} GiB free after start-up (available_gpu_mem), less what a change adds to the pool: a change likely fits when it leaves {:.2} GiB (what runs with this prefill chunk were seen to serve with), is uncertain down to {:.1} GiB and likely runs out of memory below (where runs were seen to fail; the evidence: kv_capacity's feasibility doc); today's configuration and changes that take no more memory fit",
                 h.free_bytes / GIB,
-                h.reserve_bytes / GIB,
-                h.margin_bytes / GIB
+                h.fits_at_bytes / GIB,
+                h.oom_below_bytes / GIB
             ),
         });
     }

@@ -3,7 +3,7 @@
 use kv_capacity::{
     CapacityError, Feasibility, GIB, Headroom, HiCacheInput, HiCacheSizing, InFlightLoad,
     LoadMethod, MemInfo, PoolModel, PreSource, PrefixReuse, activation_estimate_bytes,
-    check_feasibility, hicache_verdict,
+    check_feasibility, hicache_verdict, startup_need_bytes,
 };
 
 #[test]
@@ -48,8 +48,19 @@ fn feasibility_keeps_a_margin_and_trusts_what_runs() {
     let h = Headroom::under_load(5.0 * GIB);
     let c = check_feasibility(&h, 3.0 * GIB);
     assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Fits, 2.0));
+    // boundary: exactly the 1.5 GiB margin left fits, a little less is uncertain
+    assert_eq!(check_feasibility(&h, 3.5 * GIB).verdict, Feasibility::Fits);
     let c = check_feasibility(&h, 4.0 * GIB);
-    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Tight, 1.0));
+    assert_eq!((c.verdict, c.free_after_gib), (Feasibility::Uncertain, 1.0));
+    // boundary: 0.5 GiB left is uncertain, less is likely out of memory
+    assert_eq!(
+        check_feasibility(&h, 4.5 * GIB).verdict,
+        Feasibility::Uncertain
+    );
+    assert_eq!(
+        check_feasibility(&h, 4.6 * GIB).verdict,
+        Feasibility::OomLikely
+    );
     let c = check_feasibility(&h, 6.0 * GIB);
     assert_eq!(
         (c.verdict, c.free_after_gib),
@@ -57,18 +68,140 @@ fn feasibility_keeps_a_margin_and_trusts_what_runs() {
     );
     // The running configuration, and a change that frees memory, fit whatever is free: a
     // 24 GB card serving a 4B model runs with 1.91 GiB left.
-    let tight = Headroom::after_startup(1.91 * GIB, 0.5 * GIB);
-    assert_eq!(check_feasibility(&tight, 0.0).verdict, Feasibility::Fits);
+    let small = Headroom::after_startup(1.91 * GIB, startup_need_bytes(2048, None));
+    assert_eq!(check_feasibility(&small, 0.0).verdict, Feasibility::Fits);
     assert_eq!(
-        check_feasibility(&tight, -2.0 * GIB).verdict,
+        check_feasibility(&small, -2.0 * GIB).verdict,
         Feasibility::Fits
     );
-    // At start-up the activations come on top: 1.91 − 0.5 − 1.0 = 0.41 GiB → tight.
-    let c = check_feasibility(&tight, GIB);
-    assert_eq!(c.verdict, Feasibility::Tight);
-    assert!((c.free_after_gib - 0.41).abs() < 1e-9);
+    // 1 GiB more leaves 0.91 GiB: below the 1.0 GiB floor, above 0.5 → uncertain, not forbidden
+    let c = check_feasibility(&small, GIB);
+    assert_eq!(c.verdict, Feasibility::Uncertain);
+    assert!((c.free_after_gib - 0.91).abs() < 1e-9);
     // 8192-token chunks of hidden size 2560 (Qwen3-4B): 8192 × 2560 × 2 × 16 B = 0.625 GiB
     assert_eq!(activation_estimate_bytes(8192, 2560) / GIB, 0.625);
+}
+
+/// One real outcome the start-up band rests on (`feasibility.rs`' table).
+struct Outcome {
+    case: &'static str,
+    /// `chunked_prefill_size` (tokens).
+    chunk: u64,
+    /// A wide model's activation estimate per GPU (bytes), when its config is known.
+    activation: Option<f64>,
+    /// Free memory left after start-up at the fraction that ran or failed (GiB).
+    left_gib: f64,
+    /// Whether it served under load (else it ran out of memory).
+    ran: bool,
+    /// The band it must fall in.
+    band: Feasibility,
+}
+
+/// The start-up band reproduces each real outcome it rests on: no case that ran is called out
+/// of memory, no case that failed is called a fit, and the thin middle is uncertain.
+#[test]
+fn startup_band_reproduces_real_outcomes() {
+    use Feasibility::*;
+    let kimi = Some(activation_estimate_bytes(8192, 7168) / 8.0);
+    let cases = [
+        // the founding case: 5.16 GiB at 0.85, pre 95.0 GiB: 0.88 leaves 5.16 − 3 × 0.95
+        Outcome {
+            case: "kimi-k25 8×RTX PRO 6000 TP8 at 0.88",
+            chunk: 8192,
+            activation: kimi,
+            left_gib: 5.16 - 3.0 * 0.95,
+            ran: true,
+            band: Fits,
+        },
+        Outcome {
+            case: "kimi-k25 at 0.93",
+            chunk: 8192,
+            activation: kimi,
+            left_gib: 5.16 - 8.0 * 0.95,
+            ran: false,
+            band: OomLikely,
+        },
+        // real-long/rtx4090-qwen3-4b-*: 1.91 GiB after start-up, the pool full, 2048-token chunks
+        Outcome {
+            case: "Qwen3-4B on an RTX 4090 at 0.85",
+            chunk: 2048,
+            activation: Some(activation_estimate_bytes(2048, 2560)),
+            left_gib: 1.91,
+            ran: true,
+            band: Fits,
+        },
+        // a hybrid model with MTP on a 96 GB card, 4096-token chunks (public report)
+        Outcome {
+            case: "hybrid + MTP, 96 GB, 1.37 GiB left",
+            chunk: 4096,
+            activation: None,
+            left_gib: 1.37,
+            ran: true,
+            band: Fits,
+        },
+        Outcome {
+            case: "hybrid + MTP, 96 GB, 0.72 GiB left",
+            chunk: 4096,
+            activation: None,
+            left_gib: 0.72,
+            ran: false,
+            band: Uncertain,
+        },
+        Outcome {
+            case: "hybrid + MTP, 96 GB, 0.45 GiB left",
+            chunk: 4096,
+            activation: None,
+            left_gib: 0.45,
+            ran: false,
+            band: OomLikely,
+        },
+        // Qwen3-4B with 0.45 GiB left ran out of memory on a 29k-token prefill (public report)
+        Outcome {
+            case: "Qwen3-4B, 0.45 GiB left",
+            chunk: 2048,
+            activation: None,
+            left_gib: 0.45,
+            ran: false,
+            band: OomLikely,
+        },
+        // a 27B hybrid on a 48 GB card served long prompts with 0.52 GiB left (public report):
+        // not ruled out, so not forbidden
+        Outcome {
+            case: "27B hybrid, 48 GB, 0.52 GiB left",
+            chunk: 2048,
+            activation: None,
+            left_gib: 0.52,
+            ran: true,
+            band: Uncertain,
+        },
+        // real-4/100-101: a GB10 with 6.22 GiB after start-up ran 8192-token chunks
+        Outcome {
+            case: "GB10 Laguna INT4, 8192-token chunks",
+            chunk: 8192,
+            activation: None,
+            left_gib: 6.22,
+            ran: true,
+            band: Fits,
+        },
+    ];
+    for o in cases {
+        // a change that leaves `left_gib` of a server that had 10 GiB free after start-up
+        let h = Headroom::after_startup(10.0 * GIB, startup_need_bytes(o.chunk, o.activation));
+        let c = check_feasibility(&h, (10.0 - o.left_gib) * GIB);
+        assert_eq!(c.verdict, o.band, "{}: {:.2} GiB left", o.case, o.left_gib);
+        if o.ran {
+            assert_ne!(c.verdict, OomLikely, "{}", o.case);
+        } else {
+            assert_ne!(c.verdict, Fits, "{}", o.case);
+        }
+    }
+    // the calibrated need: 0.25 GiB per 1,024 chunk tokens, at least 1 GiB
+    assert_eq!(startup_need_bytes(8192, None) / GIB, 2.0);
+    assert_eq!(startup_need_bytes(2048, None) / GIB, 1.0);
+    assert_eq!(startup_need_bytes(256, None) / GIB, 1.0);
+    // a wide model at TP1 needs more than the calibrated figure: its estimate wins
+    let wide = activation_estimate_bytes(8192, 8192);
+    assert_eq!(startup_need_bytes(8192, Some(wide)), wide);
 }
 
 #[test]
@@ -78,7 +211,7 @@ fn in_flight_requests_are_length_biased() {
     let l = InFlightLoad::from_samples(&[(100, 100), (100, 900)]).unwrap();
     assert_eq!(l.method, LoadMethod::Samples);
     assert_eq!(l.mean_held_tokens, 510.0);
-    assert_eq!(l.naive_held_tokens(), 350.0); // E[P] + E[C]/2 under-counts
+    assert_eq!(l.naive_held_tokens(), Some(350.0)); // E[P] + E[C]/2 under-counts
     assert_eq!(l.concurrency(51_000), 100.0);
     // moments, independent: E[P]=100, E[C]=500, E[C²]=(100²+900²)/2=410,000 → 100 + 410 = 510
     let m = InFlightLoad::from_moments(100.0, 500.0, 410_000.0).unwrap();
@@ -89,6 +222,20 @@ fn in_flight_requests_are_length_biased() {
     // zero-completion requests weigh nothing
     let z = InFlightLoad::from_samples(&[(100, 100), (100, 900), (5000, 0)]).unwrap();
     assert_eq!(z.mean_held_tokens, 510.0);
+}
+
+#[test]
+fn in_flight_load_from_the_log() {
+    // kimi-k25-b2-early's steady decode lines: token usage 0.88 of 116,171 tokens over 42
+    // running requests holds 2,434 tokens each; the records of the same run give 2,446.
+    let l = InFlightLoad::observed(2434.1).unwrap();
+    assert_eq!(l.method, LoadMethod::LogObserved);
+    assert_eq!(l.naive_held_tokens(), None);
+    // at 0.88's pool of 159,990 tokens: 65.7 requests at today's fill
+    assert_eq!(format!("{:.1}", l.concurrency(159_990)), "65.7");
+    assert!(InFlightLoad::observed(0.0).is_err());
+    assert!(InFlightLoad::observed(f64::NAN).is_err());
+    assert!(InFlightLoad::observed(-5.0).is_err());
 }
 
 const MEMINFO: &str = "MemTotal:       1056467156 kB

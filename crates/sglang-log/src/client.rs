@@ -44,6 +44,8 @@ pub struct ProgressPoint {
     pub total: Option<u64>,
     /// The rate the client printed on this line (req/s), when it did.
     pub printed_req_per_s: Option<f64>,
+    /// The mean completion length the client printed (`avg_comp=4121tok`, tokens), when it did.
+    pub mean_completion_tokens: Option<f64>,
 }
 
 /// One completed request.
@@ -248,11 +250,23 @@ fn progress_from_line(line: &str) -> Option<ProgressPoint> {
             .parse::<f64>()
             .ok()
     });
+    // `avg_comp=4121tok` (or `avg_comp=4121`, `avg_comp: 4121 tokens`)
+    let avg_comp = rest.find("avg_comp").and_then(|i| {
+        let v = rest[i + "avg_comp".len()..].trim_start_matches([' ', '=', ':']);
+        let end = v
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(v.len());
+        v[..end]
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x > 0.0)
+    });
     Some(ProgressPoint {
         t,
         done,
         total,
         printed_req_per_s: printed,
+        mean_completion_tokens: avg_comp,
     })
 }
 
@@ -331,6 +345,14 @@ mod tests {
         assert_eq!(p.done, 1005);
         assert_eq!(p.total, Some(11000));
         assert_eq!(p.printed_req_per_s, Some(0.1));
+        assert_eq!(p.mean_completion_tokens, Some(4121.0));
+        let p = progress_from_line("2026-02-10 15:59:36 [x] 3/10 done, avg_comp: 17 tokens")
+            .expect("parsed");
+        assert_eq!(p.mean_completion_tokens, Some(17.0));
+        // a malformed figure is no figure
+        let p =
+            progress_from_line("2026-02-10 15:59:36 [x] 3/10 done, avg_comp=?tok").expect("parsed");
+        assert_eq!(p.mean_completion_tokens, None);
         let t0 = parse_datetime_prefix("2026-02-10 00:00:00").expect("t").0;
         assert_eq!(p.t - t0, 15.0 * 3600.0 + 59.0 * 60.0 + 36.0);
     }

@@ -66,6 +66,7 @@ impl BatchSample {
                 running: b.running_req(),
                 queue: b.queue_req(),
                 usage: b.token_usage(),
+                input_tps: b.input_throughput(),
                 graph: b.graph(),
                 prealloc_req: b.prealloc_req(),
                 inflight_req: b.inflight_req(),

@@ -271,6 +271,10 @@ pub struct PrefillSample {
     pub queue: Option<u64>,
     /// `token usage` (fraction 0-1).
     pub usage: Option<f64>,
+    /// `input throughput (token/s)`: the batch's new tokens over the time since the previous
+    /// prefill line (SGLang `scheduler_metrics_mixin.py` `log_prefill_stats`), so at most the
+    /// rate prefill computes at (tok/s).
+    pub input_tps: Option<f64>,
     /// The graph flag (`cuda graph: True`), printed on prefill lines from v0.5.9, when the line
     /// moved after the forward: its `token usage` then includes the batch's own KV (spec
     /// §2.2.1); without it the usage was read before the batch was allocated.
@@ -315,6 +319,9 @@ pub struct Aggregates {
     pub prefill_cached_tokens: u64,
     /// Largest `#new-token` of one prefill line (tokens).
     pub max_prefill_new_tokens: Option<u64>,
+    /// Highest `input throughput` of a prefill line (tok/s): a lower bound on the rate prefill
+    /// computes at (the figure's time includes whatever ran since the previous prefill line).
+    pub max_input_tps: Option<f64>,
     /// Decode lines whose batch did not run as a graph.
     pub decode_without_graph: u64,
     /// Decode lines with a PD decode instance's fields (`#prealloc-req`, `#transfer-req`,
@@ -700,6 +707,7 @@ impl Aggregates {
         self.prefill_cached_tokens += o.prefill_cached_tokens;
         self.max_prefill_new_tokens =
             max_opt(self.max_prefill_new_tokens, o.max_prefill_new_tokens);
+        self.max_input_tps = max_opt(self.max_input_tps, o.max_input_tps);
         self.decode_without_graph += o.decode_without_graph;
         self.pd_decode_lines += o.pd_decode_lines;
         self.pd_prefill_lines += o.pd_prefill_lines;
@@ -756,6 +764,7 @@ impl SchedulerTimeline {
         agg.prefill_new_tokens += p.new_token.unwrap_or(0);
         agg.prefill_cached_tokens += p.cached_token.unwrap_or(0);
         agg.max_prefill_new_tokens = max_opt(agg.max_prefill_new_tokens, p.new_token);
+        agg.max_input_tps = max_opt(agg.max_input_tps, p.input_tps);
         agg.max_prealloc_req = max_opt(agg.max_prealloc_req, p.prealloc_req);
         agg.pd_prefill_lines += u64::from(p.prealloc_req.is_some() || p.inflight_req.is_some());
     }

@@ -62,21 +62,99 @@ pub fn expectation(e: &ExpectationCheck) -> String {
         .flatten()
         .collect::<Vec<_>>()
         .join("; ");
+    if e.needs_completion_length {
+        let asked = e
+            .asked
+            .as_ref()
+            .and_then(|a| a.get("value"))
+            .and_then(serde_json::Value::as_f64)
+            .map_or_else(|| "The req/s asked".to_string(), |r| format!("{r} req/s"));
+        let verdict = format!(
+            "{asked} cannot be set against the server's {m:.0} tok/s without the requests' completion length: give the client's progress log (--client-log, its avg_comp) or its records (--client-records)."
+        );
+        return if facts.is_empty() {
+            verdict
+        } else {
+            format!("{verdict} Meanwhile: {facts}.")
+        };
+    }
     let Some(target) = e.expected_tok_per_s else {
         return if facts.is_empty() {
             format!(
                 "The server generates {m:.0} tok/s; no ceiling can be fitted from this log: {}.",
                 no_ceiling_words(e.no_ceiling)
             )
+        } else if e.ceiling_tok_per_s.is_none() {
+            format!(
+                "{}{}; no ceiling can be fitted from this log: {}.",
+                facts[..1].to_uppercase(),
+                &facts[1..],
+                no_ceiling_words(e.no_ceiling)
+            )
         } else {
             format!("{}{}.", facts[..1].to_uppercase(), &facts[1..])
         };
     };
-    let asked = format!(
+    let server_asked = format!(
         "{target:.0} tok/s ({:.1}x the measured {m:.0} tok/s)",
         target / m
     );
-    let verdict = match &e.reach {
+    let verdict = match &e.client {
+        // the user's number is the client's: answer in its units first, then the server's
+        Some(c) => {
+            let asked = match c.printed_req_per_s {
+                Some(p) => format!(
+                    "{:.1}x what the client prints ({p} req/s → {:.2} req/s, ~{:.0} tok/s at its mean completion of {:.0} tokens)",
+                    c.expected_req_per_s / p,
+                    c.expected_req_per_s,
+                    c.expected_tok_per_s,
+                    c.mean_completion_tokens
+                ),
+                None => format!(
+                    "{:.2} req/s (~{:.0} tok/s at the client's mean completion of {:.0} tokens; {:.1}x the measured {m:.0} tok/s)",
+                    c.expected_req_per_s,
+                    c.expected_tok_per_s,
+                    c.mean_completion_tokens,
+                    c.expected_tok_per_s / m
+                ),
+            };
+            let first = reach_words(&asked, Some(&c.reach), e.no_ceiling);
+            match (c.printed_req_per_s, &e.reach) {
+                (Some(_), Some(r)) => format!(
+                    "{first} Against the server's own rate, the same multiple is {server_asked}: {}.",
+                    reach_short(r)
+                ),
+                _ => first,
+            }
+        }
+        None => reach_words(&server_asked, e.reach.as_ref(), e.no_ceiling),
+    };
+    if facts.is_empty() {
+        verdict
+    } else {
+        format!("{verdict} Why: {facts}.")
+    }
+}
+
+/// Whether a rate is reachable, in a few words.
+fn reach_short(r: &Reach) -> String {
+    match r {
+        Reach::AlreadyThere => "the server already does it".into(),
+        Reach::ByChange { change } => format!("{change} gets there"),
+        Reach::NeedsMoreMemory => {
+            "below the ceiling, but not with the memory this setup has".into()
+        }
+        Reach::BeyondCeiling => "beyond the ceiling".into(),
+        Reach::BelowCeilingUnprojected => {
+            "below the ceiling, by a change the lengths of the requests would size".into()
+        }
+        Reach::NoCeiling => "not known (no ceiling can be fitted)".into(),
+    }
+}
+
+/// Whether `asked` is reachable and what could reach it, as a sentence.
+fn reach_words(asked: &str, reach: Option<&Reach>, no_ceiling: Option<NoCeiling>) -> String {
+    match reach {
         Some(Reach::AlreadyThere) => format!("{asked} is what the server already does."),
         Some(Reach::ByChange { change }) => format!("{asked} is reachable: {change} gets there."),
         Some(Reach::NeedsMoreMemory) => format!(
@@ -90,12 +168,7 @@ pub fn expectation(e: &ExpectationCheck) -> String {
         ),
         Some(Reach::NoCeiling) => format!(
             "Whether {asked} is reachable is not known: no change that fits is projected to reach it, and no ceiling can be fitted from this log: {}.",
-            no_ceiling_words(e.no_ceiling)
+            no_ceiling_words(no_ceiling)
         ),
-    };
-    if facts.is_empty() {
-        verdict
-    } else {
-        format!("{verdict} Why: {facts}.")
     }
 }

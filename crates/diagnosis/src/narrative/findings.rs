@@ -546,6 +546,7 @@ pub fn stall(f: &stall::Facts) -> Finding {
 /// The finding of [`crate::rules::retraction`].
 pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
     let nothing_waited = f.nothing_waited;
+    let material = f.material();
     let mut figures = vec![
         Figure::new("retraction events", r.events as f64, Unit::Events),
         Figure::new("retraction lines (all ranks)", r.lines as f64, Unit::Lines),
@@ -563,6 +564,18 @@ pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
             "KV slots freed by retraction",
             x as f64,
             Unit::Tokens,
+        ));
+    }
+    if let Some(c) = f.reprefill {
+        figures.push(Figure::new(
+            "fastest prefill rate on a prefill line",
+            c.rate_tps,
+            Unit::TokPerS,
+        ));
+        figures.push(Figure::new(
+            "share of the logged time re-prefilling retracted requests, at most",
+            c.share(),
+            Unit::Fraction,
         ));
     }
     if let Some(x) = r.max_ratio_after {
@@ -583,9 +596,22 @@ pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
             "The KV pool could not hold the next decode token of every running request, so SGLang retracted requests back to the queue; \
              each keeps the tokens it generated and is prefilled again (prompt plus those tokens) when readmitted, so a retraction costs a prefill, not the decode work twice. {}",
             if nothing_waited {
-                "No request waited on the batch lines, so admission (and --schedule-conservativeness) played no part: the requests already running grew past the pool. Cap max_tokens, or give the KV cache more memory."
+                "No request waited on the batch lines, so admission (and --schedule-conservativeness) played no part: the requests already running grew past the pool. Cap max_tokens, or give the KV cache more memory.".to_string()
             } else {
-                "It means admission was too optimistic for this pool (new_token_ratio decayed) and the pool is the limit. Frequent retraction wastes compute and latency: raise --schedule-conservativeness, cap max_tokens, or give the KV cache more memory."
+                let cost = match f.reprefill {
+                    Some(c) if c.material() => format!(
+                        " Re-prefilling the {} freed tokens took up to {:.1}% of the logged time (at the fastest prefill line's {:.0} tok/s): worth fewer retractions, though a higher --schedule-conservativeness admits fewer requests at once, which costs decode throughput on a full pool.",
+                        c.tokens, c.share() * 100.0, c.rate_tps
+                    ),
+                    Some(c) => format!(
+                        " Re-prefilling the {} freed tokens took at most {:.2}% of the logged time (at the fastest prefill line's {:.0} tok/s): not worth admitting fewer requests for; the retractions are a symptom of the full pool, which more KV memory treats.",
+                        c.tokens, c.share() * 100.0, c.rate_tps
+                    ),
+                    None => " What re-prefilling cost is not measured (no freed-token count or no prefill rate in the log), so no setting is advised for retraction alone; the pool is the limit.".to_string(),
+                };
+                format!(
+                    "It means admission was too optimistic for this pool (new_token_ratio decayed) and the pool is the limit.{cost}"
+                )
             }
         ),
         figures,
@@ -593,14 +619,17 @@ pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
         Confidence::High,
     );
     // with nothing waiting no admission took place: the requests that run grew past the pool
+    // only a material cost is worth admitting fewer requests (or cutting outputs) for
     let levers: &[Lever] = if nothing_waited {
         &[Lever::MaxTokens]
-    } else {
+    } else if material {
         &[
+            Lever::MemFractionStatic,
             Lever::ScheduleConservativeness,
             Lever::MaxTokens,
-            Lever::MemFractionStatic,
         ]
+    } else {
+        &[Lever::MemFractionStatic]
     };
     with_levers(f, levers)
 }
@@ -1432,10 +1461,16 @@ pub fn capacity(cm: &CapacityModel) -> Vec<Finding> {
         .find(|w| w.change == Change::Current)
         .map(|w| w.mem_fraction_static);
     let above = |w: &&kv_capacity::WhatIfRow| matches!(w.change, Change::Fraction { to } if current.is_none_or(|c| to > c));
+    // the band's edges: the largest change that likely fits, the largest uncertain one, and
+    // the first likely out of memory
     let largest_fitting = rows
         .iter()
         .filter(above)
-        .rfind(|w| verdict(w).is_some_and(|v| v != Feasibility::OomLikely));
+        .rfind(|w| verdict(w) == Some(Feasibility::Fits));
+    let largest_uncertain = rows
+        .iter()
+        .filter(above)
+        .rfind(|w| verdict(w) == Some(Feasibility::Uncertain));
     let first_oom = rows
         .iter()
         .filter(above)
@@ -1443,10 +1478,15 @@ pub fn capacity(cm: &CapacityModel) -> Vec<Finding> {
     let dtype = rows
         .iter()
         .filter(|w| matches!(w.change, Change::KvDtype { .. }));
-    for w in largest_fitting.into_iter().chain(first_oom).chain(dtype) {
+    for w in largest_fitting
+        .into_iter()
+        .chain(largest_uncertain)
+        .chain(first_oom)
+        .chain(dtype)
+    {
         let feasible = match verdict(w) {
             Some(Feasibility::Fits) => " (fits)",
-            Some(Feasibility::Tight) => " (fits with little margin)",
+            Some(Feasibility::Uncertain) => " (uncertain: may run out of memory)",
             Some(Feasibility::OomLikely) => " (likely out of memory)",
             None => "",
         };

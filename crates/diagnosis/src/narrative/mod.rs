@@ -75,11 +75,11 @@ pub fn client_format_words(f: ClientFormat) -> &'static str {
     }
 }
 
-/// `Fits` → `fits`, `OomLikely` → `OOM likely`.
+/// `Fits` → `fits`, `Uncertain` → `uncertain`, `OomLikely` → `OOM likely`.
 pub fn feasibility_label(f: kv_capacity::Feasibility) -> &'static str {
     match f {
         kv_capacity::Feasibility::Fits => "fits",
-        kv_capacity::Feasibility::Tight => "tight",
+        kv_capacity::Feasibility::Uncertain => "uncertain",
         kv_capacity::Feasibility::OomLikely => "OOM likely",
     }
 }
@@ -238,11 +238,11 @@ pub fn memory_source(m: &MemorySource) -> String {
             "avail mem + mem usage of the log's `Load weight end` line".into()
         }
         MemorySource::LogAvailableAfterGraphs {
-            reserve_gib,
+            need_gib,
             chunk_tokens,
             chunk_configured,
         } => format!(
-            "the log's available_gpu_mem after CUDA graph capture, at start-up: {reserve_gib:.2} GiB of it is reserved for the activations of a {chunk_tokens}-token prefill chunk{} (an estimate)",
+            "the log's available_gpu_mem after CUDA graph capture, at start-up; runs with a {chunk_tokens}-token prefill chunk{} were seen to serve with {need_gib:.2} GiB of it left",
             if *chunk_configured {
                 ""
             } else {

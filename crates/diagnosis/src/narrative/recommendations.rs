@@ -5,8 +5,8 @@ use crate::report::{FindingKind, Lever, Recommendation};
 
 fn feasibility_words(f: Option<kv_capacity::Feasibility>) -> &'static str {
     match f {
-        Some(kv_capacity::Feasibility::Fits) => "fits in the free memory",
-        Some(kv_capacity::Feasibility::Tight) => "fits with little margin",
+        Some(kv_capacity::Feasibility::Fits) => "likely fits in the free memory",
+        Some(kv_capacity::Feasibility::Uncertain) => "uncertain: may run out of memory",
         Some(kv_capacity::Feasibility::OomLikely) => "likely out of memory",
         None => "feasibility unknown",
     }
@@ -22,9 +22,22 @@ fn extrapolated(e: bool) -> &'static str {
 
 /// A gain in the user's units: the client's completion rate scaled by the gain, and the time to
 /// finish the requests left (the same "now" as the client section's ETA).
+/// A gain from a fit that explains little of the lines is a rough figure: said beside it.
+fn rough(r2: f64) -> String {
+    if r2 < crate::thresholds::MIN_CEILING_FIT_R2 {
+        format!(", which explains little of the lines (R² {r2:.2}): a rough figure")
+    } else {
+        String::new()
+    }
+}
+
+/// Without the client's figures, the gain in req/s is the same share at today's completion
+/// lengths.
 fn user_units(gain_pct: f64, user: Option<(f64, Option<u64>)>) -> String {
     let Some((now, remaining)) = user else {
-        return String::new();
+        return format!(
+            "; req/s {gain_pct:+.0}% too at today's completion lengths (the client's progress log, --client-log, puts it in req/s and time to finish)"
+        );
     };
     let new = now * (1.0 + gain_pct / 100.0);
     let eta = remaining
@@ -39,6 +52,20 @@ fn user_units(gain_pct: f64, user: Option<(f64, Option<u64>)>) -> String {
         })
         .unwrap_or_default();
     format!("; for the client ~{new:.3} req/s instead of ~{now:.3}{eta}")
+}
+
+/// The band below a fraction that does not fit: "; 0.88 likely fits, 0.89-0.90 uncertain".
+fn band(edge: Option<f64>, uncertain: Option<(f64, f64)>) -> String {
+    let mut s = String::new();
+    if let Some(e) = edge {
+        s.push_str(&format!("; up to {e:.2} likely fits"));
+    }
+    match uncertain {
+        Some((a, b)) if (a - b).abs() < 1e-9 => s.push_str(&format!("; {a:.2} is uncertain")),
+        Some((a, b)) => s.push_str(&format!("; {a:.2}-{b:.2} are uncertain")),
+        None => {}
+    }
+    s
 }
 
 /// A recommendation from its plan.
@@ -58,8 +85,9 @@ pub fn recommendation(p: &Plan) -> Recommendation {
                         Some(m) => {
                             let new = m * (1.0 + r.gain_pct / 100.0);
                             format!(
-                                "~{new:.0} tok/s against the measured {m:.0} ({:+.0}%, by the step-time fit){}",
+                                "~{new:.0} tok/s against the measured {m:.0} ({:+.0}%, by the step-time fit{}){}",
                                 r.gain_pct,
+                                rough(a.fit_r2),
                                 user_units(r.gain_pct, a.user)
                             )
                         }
@@ -84,21 +112,18 @@ pub fn recommendation(p: &Plan) -> Recommendation {
         Plan::DoNotRaise(d) => (
             format!("Do not raise mem_fraction_static to {:.2} or beyond", d.to),
             match d.check {
-                Some(c) if c.reserve_gib > 0.0 => format!(
-                    "none: {:.2} needs {:.2} GiB more per GPU, but of the {:.2} GiB free at start-up only {:.2} remain after the prefill activations (~{:.2} GiB, an estimate){}",
-                    d.to,
-                    c.extra_gib,
-                    c.free_now_gib,
-                    c.free_now_gib - c.reserve_gib,
-                    c.reserve_gib,
-                    d.edge.map(|e| format!("; up to about {e:.2} fits")).unwrap_or_default()
-                ),
                 Some(c) => format!(
-                    "none: {:.2} needs {:.2} GiB more per GPU than the {:.2} free under load{}",
+                    "none: {:.2} takes {:.2} GiB more per GPU, leaving {:.2} of the {:.2} GiB free {} (below {:.1} GiB runs have run out of memory){}",
                     d.to,
                     c.extra_gib,
+                    c.free_after_gib,
                     c.free_now_gib,
-                    d.edge.map(|e| format!("; up to about {e:.2} fits")).unwrap_or_default()
+                    match c.source {
+                        kv_capacity::FreeSource::AfterStartup => "after start-up",
+                        kv_capacity::FreeSource::UnderLoad => "under load",
+                    },
+                    c.oom_below_gib,
+                    band(d.edge, d.uncertain)
                 ),
                 None => format!(
                     "none: the pool would take {:.2} GiB more per GPU than is safe to give it",
@@ -118,13 +143,13 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             "uses pinned host RAM per rank".into(),
         ),
         Plan::RaiseConservativeness(n) => (
-            "Raise --schedule-conservativeness a little (e.g. 1.3) or cap max_tokens".into(),
+            "Raise --schedule-conservativeness a little (e.g. 1.3)".into(),
             if *n == 1 {
                 "fewer retractions like the one seen, and the re-prefill work they cause".to_string()
             } else {
                 format!("fewer of the {n} retractions and the re-prefill work they cause")
             },
-            "slightly fewer requests admitted at once".into(),
+            "fewer requests admitted at once: on a full KV pool fewer decode together, which lowers tok/s".into(),
         ),
         Plan::LowerConservativeness(fill) => (
             "Lower --schedule-conservativeness (e.g. 0.7), or send max_tokens closer to the real completion lengths".into(),
@@ -265,7 +290,7 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
         (Lever::ScheduleConservativeness, _) => (
             format!("Raise {flag} a little (e.g. 1.3)"),
             "fewer retractions and the re-prefill work they cause",
-            "slightly fewer requests admitted at once",
+            "fewer requests admitted at once: on a full KV pool fewer decode together, which lowers tok/s",
         ),
         (Lever::MaxRunningRequests, F::CudaGraphCoverage) => (
             format!("Raise --cuda-graph-max-bs to the batch you expect, or lower {flag} to it"),

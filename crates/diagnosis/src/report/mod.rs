@@ -877,8 +877,32 @@ pub struct ExpectationCheck {
     /// Why the fit gives no ceiling, when it gives none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_ceiling: Option<NoCeiling>,
+    /// The expectation read in the client's units: a multiple of the rate the client prints
+    /// (the number the user sees), or a req/s figure, each turned into tok/s at the client's
+    /// mean completion length. `null` without a client's rate and completion length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientExpectation>,
+    /// The expectation was in req/s and no client figures give the completion length, so it
+    /// could not be turned into tok/s: the answer says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_completion_length: bool,
     /// The answer, in words.
     pub text: String,
+}
+
+/// An expectation in the client's units, and whether it is reachable.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ClientExpectation {
+    /// The completion rate the client printed last (req/s), multiplied by `--expect Nx`.
+    pub printed_req_per_s: Option<f64>,
+    /// The completion rate expected (req/s).
+    pub expected_req_per_s: f64,
+    /// The client's mean completion length (tokens).
+    pub mean_completion_tokens: f64,
+    /// `expected_req_per_s × mean_completion_tokens` (tok/s).
+    pub expected_tok_per_s: f64,
+    /// Whether that rate is reachable.
+    pub reach: Reach,
 }
 
 /// The server's `/metrics` over the polls.
@@ -1159,8 +1183,9 @@ impl RecommendationKind {
                     Lever::MaxTokens,
                 ]
             }
-            RecommendationKind::RaiseConservativeness
-            | RecommendationKind::LowerConservativeness => {
+            // capping max_tokens cuts outputs: its own recommendation, with that risk
+            RecommendationKind::RaiseConservativeness => vec![Lever::ScheduleConservativeness],
+            RecommendationKind::LowerConservativeness => {
                 vec![Lever::ScheduleConservativeness, Lever::MaxTokens]
             }
             // its words raise the cap together with the client's concurrency

@@ -11,8 +11,15 @@
 //!
 //! **Evidence it needs.** Retraction lines; timestamps for the rate per hour.
 //!
-//! **What to change.** Raise `--schedule-conservativeness`, cap `max_tokens`, or give the KV
-//! cache more memory.
+//! **What it costs.** Each retracted request is prefilled again: the KV slots freed (prompt and
+//! generated tokens, `#new_tokens_gained`) over the fastest prefill rate a prefill line shows
+//! (`input throughput`, a lower bound on the rate prefill computes at) is at most the time the
+//! re-prefill took; over the logged span it is the share of time retraction costs.
+//!
+//! **What to change.** Only when that share is material ([`th::MATERIAL_REPREFILL_SHARE`]):
+//! raise `--schedule-conservativeness` (fewer requests admitted at once: on a KV-bound server
+//! that lowers throughput, so never first), cap `max_tokens` (cuts outputs), or give the KV
+//! cache more memory. Below it the retractions are a symptom of the full pool, not a cost.
 //!
 //! **Source.** SGLang `scheduler.py` (`update_running_batch` → `retract_decode`),
 //! `schedule_batch.py` (`reset_for_retract`); spec §3.
@@ -32,6 +39,40 @@ pub struct Facts {
     /// one): admission, and so `--schedule-conservativeness`, played no part; the running
     /// requests grew past the pool.
     pub nothing_waited: bool,
+    /// What re-prefilling the retracted requests cost at most, when the log gives the tokens,
+    /// a prefill rate and a span.
+    pub reprefill: Option<Reprefill>,
+}
+
+/// The time re-prefilling retracted requests took at most.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reprefill {
+    /// KV slots the retractions freed, prefilled again on readmission (tokens).
+    pub tokens: u64,
+    /// The fastest `input throughput` of a prefill line (tok/s).
+    pub rate_tps: f64,
+    /// The logged span the retractions happened in (seconds).
+    pub wall_s: f64,
+}
+
+impl Reprefill {
+    /// `tokens / rate / wall`: the share of the logged time spent re-prefilling, at most
+    /// (fraction).
+    pub fn share(&self) -> f64 {
+        self.tokens as f64 / self.rate_tps / self.wall_s
+    }
+
+    /// The share reaches [`th::MATERIAL_REPREFILL_SHARE`].
+    pub fn material(&self) -> bool {
+        self.share() >= th::MATERIAL_REPREFILL_SHARE
+    }
+}
+
+impl Facts {
+    /// Retraction is worth changing a setting for: its measured cost is material.
+    pub fn material(&self) -> bool {
+        self.reprefill.is_some_and(|r| r.material())
+    }
 }
 
 /// The rule.
@@ -51,6 +92,27 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                 .iter()
                 .all(|v| v.queued.max.is_none_or(|q| q < 1.0)),
         evidence: t.first_line.zip(t.last_line).map(|(a, b)| input.span(a, b)),
+        reprefill: reprefill(input),
+    })
+}
+
+fn reprefill(input: &Input<'_>) -> Option<Reprefill> {
+    let tokens = input.retractions.tokens_freed?;
+    let rate_tps = input
+        .views
+        .iter()
+        .filter_map(|v| v.tl.agg.max_input_tps)
+        .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))))
+        .filter(|&r| r > 0.0)?;
+    let wall_s = input
+        .views
+        .iter()
+        .filter_map(|v| v.tl.time_range().map(|(a, b)| b - a))
+        .fold(0.0, f64::max);
+    (wall_s > 0.0).then_some(Reprefill {
+        tokens,
+        rate_tps,
+        wall_s,
     })
 }
 
@@ -80,6 +142,43 @@ mod tests {
             &whole("real/046-i2746-dsv3-usage100-tiny-batch-then-decode-oom.log"),
             |i| assert!(check(i).expect("retraction").nothing_waited),
         );
+    }
+
+    #[test]
+    fn reprefill_cost_of_the_founding_case_is_not_material() {
+        // kimi-k25-b2-early: 39 retractions freed 124,097 tokens; the fastest prefill line
+        // (line 637) ran 234,082 tok/s; the log spans 14.9 min: at most 0.53 s of 895 s.
+        with_input(&whole("scenarios/kimi-k25-b2-early/server.log"), |i| {
+            let f = check(i).expect("retraction");
+            let r = f.reprefill.expect("cost");
+            assert_eq!(r.tokens, 124_097);
+            assert_eq!(format!("{:.0}", r.rate_tps), "234082");
+            assert!(r.share() < 0.001, "{}", r.share());
+            assert!(!f.material());
+        });
+    }
+
+    #[test]
+    fn reprefill_cost_boundary() {
+        // at the threshold the cost is material, just below it is not
+        let at = |share: f64| Reprefill {
+            tokens: (share * 1000.0 * 100.0).round() as u64,
+            rate_tps: 1000.0,
+            wall_s: 100.0,
+        };
+        assert!(at(th::MATERIAL_REPREFILL_SHARE).material());
+        assert!(!at(th::MATERIAL_REPREFILL_SHARE - 0.001).material());
+    }
+
+    #[test]
+    fn a_retraction_without_freed_tokens_has_no_measured_cost() {
+        // the debug line of this version prints no #new_tokens_gained: the cost is unknown,
+        // so it is not material
+        with_input(&whole(OOM), |i| {
+            let f = check(i).expect("retraction");
+            assert_eq!(f.reprefill, None);
+            assert!(!f.material());
+        });
     }
 
     #[test]
