@@ -5,6 +5,7 @@
 //! diagnostics to stderr; exit codes are 0 (ok), 1 (failure), 2 (bad arguments).
 
 pub mod batch_cmd;
+pub mod case_dir;
 pub mod flags;
 pub mod fleet;
 pub mod logfile;
@@ -646,6 +647,12 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<Report> {
 /// # Errors
 /// See [`read_logs`].
 pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
+    // a case folder: its client log, GPU copy, config, server info and records take their roles
+    let mut assigned = args.clone();
+    for note in case_dir::assign_roles(&mut assigned)? {
+        eprintln!("note: {}", flags::printable(&note));
+    }
+    let args = &assigned;
     let mut ctx = build_context(args)?;
     let mut warnings = Vec::new();
     let ev = read_logs(args, &mut warnings)?;

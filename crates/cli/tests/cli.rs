@@ -277,8 +277,10 @@ fn markdown_report_carries_recommendations_and_the_what_if_table() {
     ] {
         assert!(text.contains(heading), "{heading} missing:\n{text}");
     }
+    // pre is SGLang's own (the log's `Load weight end` line: 95.00 GiB), not the card's
+    // 95.59 GiB total: 0.08 × 95.00 GiB / 70,272 B = 116,126 more tokens
     assert!(
-        text.contains("| mem_fraction_static 0.93 | 233022 | +100.6% |"),
+        text.contains("| mem_fraction_static 0.93 | 232297 | +100.0% |"),
         "{text}"
     );
     assert!(text.contains("OOM likely"));
@@ -1127,11 +1129,10 @@ fn two_runs_one_after_the_other_are_not_one_log() {
     );
 }
 
-/// A job directory that holds the client's progress log beside the server's: it is read as a
-/// log of no server line, and a warning (also in "Not concluded") says to pass it as the
-/// client instead.
+/// A job directory that holds the client's progress log beside the server's: it is recognised
+/// by its content and used as `--client-log`, and stderr says which role each file took.
 #[test]
-fn a_client_progress_log_in_a_directory_is_named_as_the_client() {
+fn a_client_progress_log_in_a_directory_is_used_as_the_client() {
     let dir = tempfile::tempdir().expect("tmp");
     for f in ["server.log", "client.log"] {
         std::fs::copy(
@@ -1148,18 +1149,57 @@ fn a_client_progress_log_in_a_directory_is_named_as_the_client() {
         .expect("run");
     assert_eq!(out.status.code(), Some(0));
     let client = dir.path().join("client.log");
-    let hint = format!(
-        "{}: its lines are a client's progress log (`date-time ... N/M done`), not a server log; pass it as --client-log {} to compare the client's rate with the server's",
-        client.display(),
-        client.display()
-    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("warning: {hint}")), "{err}");
+    assert!(
+        err.contains(&format!(
+            "note: {}: read {} as the server log, {} as --client-log",
+            dir.path().display(),
+            dir.path().join("server.log").display(),
+            client.display()
+        )),
+        "{err}"
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(&format!("  - {hint}")), "{text}");
-    // the server log alone says nothing of the kind
-    let alone = diagnose_text(&dir.path().join("server.log"));
-    assert!(!alone.contains("client's progress log"), "{alone}");
+    // the same report as naming the two files
+    let named = diagnose_args_text(&[
+        dir.path().join("server.log").as_os_str(),
+        "--client-log".as_ref(),
+        client.as_os_str(),
+    ]);
+    assert_eq!(text, named);
+    assert!(
+        text.contains("client rate over the steady window"),
+        "{text}"
+    );
+}
+
+/// The founding case's folder, every file a user has, gives the report of naming each file
+/// (`diagnose tests/data/scenarios/kimi-k25-b2-early/`).
+#[test]
+fn the_founding_case_folder_reads_as_its_files_named() {
+    let d = data("scenarios/kimi-k25-b2-early");
+    let folder = diagnose_args_text(&[d.as_os_str(), "--expect".as_ref(), "4x".as_ref()]);
+    let f = |n: &str| d.join(n).into_os_string();
+    let named = diagnose_args_text(&[
+        f("server.log").as_os_str(),
+        "--client-log".as_ref(),
+        f("client.log").as_os_str(),
+        "--gpu-snapshot".as_ref(),
+        f("nvidia-smi.csv").as_os_str(),
+        "--model-config".as_ref(),
+        f("config.json").as_os_str(),
+        "--server-info".as_ref(),
+        f("server_info.json").as_os_str(),
+        "--client-records".as_ref(),
+        f("responses.jsonl").as_os_str(),
+        "--expect".as_ref(),
+        "4x".as_ref(),
+    ]);
+    assert_eq!(folder, named);
+    assert!(
+        folder.contains("  1. Set mem_fraction_static 0.88\n"),
+        "{folder}"
+    );
 }
 
 /// A log of half the server's DP ranks beside the benchmark that loaded the whole server:
