@@ -34,6 +34,9 @@ pub struct Incidents {
     pub captured_graph_max_bs: Option<u64>,
     /// `Pyspy failed to dump PID N` lines (py-spy is not installed where the server runs).
     pub pyspy_failed: u64,
+    /// The free memory the last CUDA-graph capture line printed (`avail_mem=X GB` of
+    /// `Capturing batches (…)`, or `avail mem` of `Capture … graph begin`), GiB.
+    pub capture_avail_gib: Option<f64>,
     /// Requests the server turned away (HTTP errors on generation endpoints, context-length
     /// rejections).
     pub rejections: Rejections,
@@ -108,9 +111,14 @@ impl IncidentBuilder {
         let reached = match &rec.event {
             Event::ServerArgs(_) => Some(StartupStep::Launched),
             Event::LoadWeightEnd(_) => Some(StartupStep::WeightsLoaded),
-            Event::KvCacheAllocated(_) | Event::MemoryPoolEnd(_) | Event::Capacity(_) => {
+            Event::KvCacheAllocated(_) | Event::MemoryPoolEnd(_) => {
                 Some(StartupStep::KvPoolAllocated)
             }
+            // the scheduler prints its capacity line once the model runner is built, CUDA
+            // graphs included (`scheduler.py` after `TpModelWorker`; its available_gpu_mem is
+            // measured after the capture), so it also ends a capture whose end line it was
+            // glued to
+            Event::Capacity(_) => Some(StartupStep::CudaGraphsCaptured),
             Event::CudaGraphEnd(_) => Some(StartupStep::CudaGraphsCaptured),
             Event::ServerReady | Event::Batch(_) => Some(StartupStep::Serving),
             Event::SchedulerException(_) | Event::TracebackStart => {
@@ -132,7 +140,12 @@ impl IncidentBuilder {
                     self.inc.captured_graph_max_bs = self.inc.captured_graph_max_bs.max(Some(bs));
                 }
                 count_rejection(&mut self.inc.rejections, source, rec);
-                None
+                capture_progress(&mut self.inc, rec.message)
+            }
+            // a capture's progress bar without a stamp (`  2%|▊ | 1/52 … Capturing batches`)
+            Event::Other if rec.timestamp.is_none() => {
+                count_rejection(&mut self.inc.rejections, source, rec);
+                capture_progress(&mut self.inc, rec.message)
             }
             Event::Other => {
                 count_rejection(&mut self.inc.rejections, source, rec);
@@ -156,7 +169,38 @@ impl IncidentBuilder {
         }
         st.stacks.push(rec);
     }
+}
 
+/// A CUDA-graph capture that began (its `begin` line or its progress bar): the step, and the
+/// free memory it printed (kept in `inc`).
+fn capture_progress(inc: &mut Incidents, msg: &str) -> Option<StartupStep> {
+    let begun = (msg.starts_with("Capture ") && msg.contains("graph begin"))
+        || msg.contains("Capturing batches (")
+        || msg.contains("Capturing num tokens (");
+    if !begun {
+        return None;
+    }
+    let avail = msg
+        .rfind("avail_mem=")
+        .map(|i| &msg[i + "avail_mem=".len()..])
+        .or_else(|| {
+            msg.rfind("avail mem=")
+                .map(|i| &msg[i + "avail mem=".len()..])
+        })
+        .and_then(|v| {
+            let end = v
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(v.len());
+            v[..end].parse::<f64>().ok()
+        })
+        .filter(|g| g.is_finite() && *g >= 0.0);
+    if avail.is_some() {
+        inc.capture_avail_gib = avail;
+    }
+    Some(StartupStep::CapturingGraphs)
+}
+
+impl IncidentBuilder {
     /// A batch line seen through a parsed chunk's facts (`evidence/merge.rs`), where the
     /// record itself is gone: what [`IncidentBuilder::push`] does with a batch record (the
     /// server is serving; an open stack ends before it).

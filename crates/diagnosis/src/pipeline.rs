@@ -69,7 +69,9 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         retractions: retractions.events > 0,
         oom: oom.is_some(),
         crash: crash.is_some(),
-        startup_incomplete: incomplete.as_ref().is_some_and(|f| f.before_pool),
+        startup_incomplete: incomplete
+            .as_ref()
+            .is_some_and(|f| f.before_pool || f.in_capture),
         startup_capacity: ev.startup.max_total_num_tokens.is_some() && ev.benchmarks.is_empty(),
         rejections: rejected.is_some(),
     };
@@ -363,7 +365,11 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             watchdog.as_ref(),
             incomplete.as_ref(),
         ),
-        startup: (bottleneck == Bottleneck::StartupOnly).then(|| StartupCapacity {
+        startup: matches!(
+            bottleneck,
+            Bottleneck::StartupOnly | Bottleneck::StartupIncomplete
+        )
+        .then(|| StartupCapacity {
             pool_tokens: capacity.max_total_num_tokens,
             max_running_requests: capacity.max_running_requests,
             context_len: capacity.context_len,
@@ -595,6 +601,7 @@ fn incident_of(
             step: f.step,
             process: None,
             waits_on_children: false,
+            free_gib: None,
         }),
         Bottleneck::SchedulerCrashed => crash.map(|f| Incident {
             exception: f.exception.clone(),
@@ -603,6 +610,7 @@ fn incident_of(
             step: f.step,
             process: None,
             waits_on_children: false,
+            free_gib: None,
         }),
         Bottleneck::Stall => watchdog.and_then(|f| f.hang.as_ref()).map(|h| Incident {
             exception: None,
@@ -611,6 +619,7 @@ fn incident_of(
             step: None,
             process: h.process.clone(),
             waits_on_children: h.waits_on_children,
+            free_gib: None,
         }),
         Bottleneck::StartupIncomplete => incomplete.map(|f| Incident {
             exception: None,
@@ -619,6 +628,7 @@ fn incident_of(
             step: Some(f.step),
             process: None,
             waits_on_children: false,
+            free_gib: f.capture_avail_gib,
         }),
         _ => None,
     }

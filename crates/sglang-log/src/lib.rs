@@ -203,6 +203,10 @@ pub enum Event<'a> {
         /// The sliding-window layers' pool (tokens).
         swa_tokens: Option<u64>,
     },
+    /// `Max running requests is reset to N for speculative decoding.` (and other reasons the
+    /// start-up lowers the cap for, `server_args.py`): the cap in effect (requests per DP
+    /// rank), when no capacity line prints it.
+    MaxRunningReset(Option<u64>),
     /// `The server is fired up and ready to roll!`
     ServerReady,
     /// A watchdog timeout (`Watchdog timeout (self.watchdog_timeout=300)` and later
@@ -242,6 +246,7 @@ impl Event<'_> {
             Event::LaunchCommand(_) => "launch_command",
             Event::HiCacheAllocated { .. } => "hicache_allocated",
             Event::SwaPool { .. } => "swa_pool",
+            Event::MaxRunningReset(_) => "max_running_reset",
             Event::ServerReady => "server_ready",
             Event::WatchdogTimeout(_) => "watchdog_timeout",
             Event::KvTransferFailed(_) => "kv_transfer_failed",

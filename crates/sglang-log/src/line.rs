@@ -374,6 +374,13 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         b'L' if starts("Load weight end") => {
             glued_capacity(msg).unwrap_or_else(|| Event::LoadWeightEnd(events::parse_memory(msg)))
         }
+        b'M' if starts("Max running requests is reset to ") => {
+            let rest = &msg["Max running requests is reset to ".len()..];
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            Event::MaxRunningReset(rest[..digits].parse().ok())
+        }
         b'M' if starts("Memory pool end") => {
             glued_capacity(msg).unwrap_or_else(|| Event::MemoryPoolEnd(events::parse_memory(msg)))
         }

@@ -527,6 +527,13 @@ pub struct Startup {
     /// Hybrid sliding-window models: the sliding-window layers' pool (`swa_layer_tokens`,
     /// tokens per DP rank); `max_total_num_tokens` is then the full-attention layers' pool.
     pub swa_pool_tokens: Option<u64>,
+    /// Hybrid sliding-window models: the full-attention layers' pool of the same line
+    /// (`full_layer_tokens`, tokens per DP rank), the pool size when no capacity line prints
+    /// `max_total_num_tokens` (the first `KV Cache is allocated` line is then the
+    /// sliding-window pool's, not the full one's).
+    pub swa_full_pool_tokens: Option<u64>,
+    /// `Max running requests is reset to N` (requests per DP rank).
+    pub max_running_reset: Option<u64>,
     /// Selected `server_args=ServerArgs(...)` values, raw (quotes stripped); for a log without
     /// that line, the same arguments from an echoed launch command (`--mem-fraction-static 0.8`
     /// as `mem_fraction_static`, a bare switch as `True`).
@@ -1780,9 +1787,17 @@ impl EvidenceBuilder {
                     st.available_gpu_mem_gb = st.available_gpu_mem_gb.or(c.available_gpu_mem_gb);
                 }
             }
-            Event::SwaPool { swa_tokens, .. } => {
+            Event::SwaPool {
+                swa_tokens,
+                full_tokens,
+            } => {
                 let st = &mut self.ev.startup;
                 st.swa_pool_tokens = st.swa_pool_tokens.or(*swa_tokens);
+                st.swa_full_pool_tokens = st.swa_full_pool_tokens.or(*full_tokens);
+            }
+            Event::MaxRunningReset(n) => {
+                let st = &mut self.ev.startup;
+                st.max_running_reset = st.max_running_reset.or(*n);
             }
             Event::KvCacheAllocated(k) => {
                 let st = &mut self.ev.startup;

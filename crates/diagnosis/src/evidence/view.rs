@@ -465,10 +465,12 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
         max_total_num_tokens: st
             .max_total_num_tokens
             .map(|x| x.0)
+            .or(st.swa_full_pool_tokens)
             .or(st.kv_alloc_tokens)
             .or_else(|| srv.and_then(|s| s.max_total_num_tokens)),
         max_running_requests: st
             .max_running_requests
+            .or(st.max_running_reset)
             .or_else(|| arg_u64("max_running_requests"))
             .or_else(|| srv.and_then(|s| s.max_running_requests)),
         chunked_prefill_size: st

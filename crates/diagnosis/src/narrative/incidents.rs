@@ -30,6 +30,7 @@ pub fn step_words(s: StartupStep) -> &'static str {
         StartupStep::Launched => "the server arguments were printed",
         StartupStep::WeightsLoaded => "the weights loaded",
         StartupStep::KvPoolAllocated => "the KV pool was allocated",
+        StartupStep::CapturingGraphs => "CUDA graph capture began",
         StartupStep::CudaGraphsCaptured => "the CUDA graphs were captured",
         StartupStep::Serving => "the server was ready",
     }
@@ -122,6 +123,11 @@ pub fn startup_incomplete(f: &startup_incomplete::Facts) -> Finding {
         (
             "Loading or building the model hung or was killed (a kill by the host's OOM killer leaves no traceback: see dmesg). There is no throughput to diagnose.",
             Confidence::High,
+        )
+    } else if f.in_capture {
+        (
+            "The CUDA-graph capture began and never ended: it ran out of memory, hung, or the process was killed (see dmesg). The graphs take their memory from what the KV pool left, so lowering mem_fraction_static (or --cuda-graph-max-bs) leaves them more. There is no throughput to diagnose.",
+            Confidence::Medium,
         )
     } else {
         (
@@ -296,6 +302,24 @@ pub fn incident_headline(
             "Scheduler crashed",
             format!("a scheduler died with {error}{at}; the server stopped, no batch was served."),
         ),
+        B::StartupIncomplete
+            if incident.and_then(|i| i.step) == Some(StartupStep::CapturingGraphs) =>
+        {
+            let pool = startup
+                .and_then(|s| s.pool_tokens)
+                .map(|p| format!(" (a KV pool of {p} tokens per DP rank)"))
+                .unwrap_or_default();
+            let free = incident
+                .and_then(|i| i.free_gib)
+                .map(|g| format!(", with {g:.2} GiB free on its last line"))
+                .unwrap_or_default();
+            (
+                "Startup never finished",
+                format!(
+                    "the log stops during CUDA graph capture, after the KV pool was allocated{pool}{free}: no capture end, no ready banner, no batch line, no traceback. The graphs take their memory from what the pool left, so a capture that stops is most often out of memory (lower mem_fraction_static or --cuda-graph-max-bs), else a hung kernel or a killed process."
+                ),
+            )
+        }
         B::StartupIncomplete => (
             "Startup never finished",
             format!(

@@ -17,7 +17,7 @@ pub fn not_concluded(reason: NotConcludedReason, detail: Option<&str>) -> NotCon
         NotConcludedReason::NoPoolSize => "The startup lines (max_total_num_tokens=...) are not in the log and no server info was given, so the KV pool size is known only through token usage.".into(),
         NotConcludedReason::GpuUnreadable => format!("GPU memory could not be read ({d}); free memory comes from the log only."),
         NotConcludedReason::NoGpuData { log_has_memory: true } => "No GPU memory data was given (--gpu / --gpu-snapshot): free memory comes from the log's startup lines only.".into(),
-        NotConcludedReason::NoGpuData { log_has_memory: false } => "No GPU memory data was given (--gpu / --gpu-snapshot), and the log has no startup memory lines: free GPU memory is unknown, so no change to the KV pool can be checked against it.".into(),
+        NotConcludedReason::NoGpuData { log_has_memory: false } => "No GPU memory data was given (--gpu / --gpu-snapshot), and the log prints no free memory after start-up (available_gpu_mem, or the avail mem of the CUDA-graph capture's end line): free GPU memory is unknown, so no change to the KV pool can be checked against it.".into(),
         NotConcludedReason::NoClientRecords => "No client records were given (--client-records / --client-log): the client-side rate cannot be compared with the server's.".into(),
         NotConcludedReason::ClientIsBenchmarkSummary => "The client evidence is a benchmark's summary: whole-run figures only, so the client's rate over time (and its steady window) cannot be measured.".into(),
         NotConcludedReason::ClientUntimed => "The client records carry no completion times, so the client's own rate over time cannot be measured (lengths are still used).".into(),

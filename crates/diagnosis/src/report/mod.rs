@@ -80,6 +80,10 @@ pub enum StartupStep {
     WeightsLoaded,
     /// `KV Cache is allocated` / `Memory pool end` / the capacity line.
     KvPoolAllocated,
+    /// CUDA-graph capture began (`Capture cuda graph begin`, or the capture's progress bar:
+    /// `Capturing batches (bs=… avail_mem=… GB)`, `Capturing num tokens (…)`) and had not
+    /// ended.
+    CapturingGraphs,
     /// `Capture … graph end`.
     CudaGraphsCaptured,
     /// The ready banner or a batch line.
@@ -99,6 +103,10 @@ pub struct Incident {
     pub step: Option<StartupStep>,
     /// py-spy: the process dumped.
     pub process: Option<String>,
+    /// The free memory the step under way printed last (GiB): a CUDA-graph capture's
+    /// `avail_mem`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_gib: Option<f64>,
     /// py-spy: the dumped process only waits for its child processes (a DP controller): the
     /// hung scheduler's own stack is not in the log.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

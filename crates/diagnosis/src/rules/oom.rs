@@ -61,9 +61,11 @@ pub struct Facts {
 fn phase_of(step: Option<StartupStep>) -> OomPhase {
     match step {
         None | Some(StartupStep::Launched | StartupStep::WeightsLoaded) => OomPhase::WeightLoad,
-        Some(StartupStep::KvPoolAllocated | StartupStep::CudaGraphsCaptured) => {
-            OomPhase::AfterKvPool
-        }
+        Some(
+            StartupStep::KvPoolAllocated
+            | StartupStep::CapturingGraphs
+            | StartupStep::CudaGraphsCaptured,
+        ) => OomPhase::AfterKvPool,
         Some(StartupStep::Serving) => OomPhase::Serving,
     }
 }

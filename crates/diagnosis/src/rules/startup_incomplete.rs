@@ -6,7 +6,10 @@
 //!
 //! **Why it matters.** A server that never printed its ready banner never served: there is no
 //! throughput to diagnose. Stopping before the KV pool means loading or building the model
-//! hung or was killed (an OOM kill by the host leaves no traceback); stopping after it may
+//! hung or was killed (an OOM kill by the host leaves no traceback); stopping while the CUDA
+//! graphs were being captured (the capture began, its progress bar printed, no end line) means
+//! the capture did not finish: it takes its memory from what the KV pool left, so it is most
+//! often out of memory, or a hung kernel. Stopping after the pool with no step under way may
 //! also be a paste that ends there, so then the capacity the startup fixed is judged instead
 //! (`startup_only`).
 //!
@@ -28,6 +31,10 @@ pub struct Facts {
     pub step: StartupStep,
     /// Whether it stopped before the KV pool was allocated (then it is the verdict).
     pub before_pool: bool,
+    /// Whether it stopped during CUDA-graph capture (then it is the verdict too).
+    pub in_capture: bool,
+    /// The free memory the last capture line printed (GiB).
+    pub capture_avail_gib: Option<f64>,
     /// The line of the step reached.
     pub evidence: SourceRange,
 }
@@ -42,6 +49,8 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         Facts {
             step,
             before_pool: step < StartupStep::KvPoolAllocated,
+            in_capture: step == StartupStep::CapturingGraphs,
+            capture_avail_gib: ev.incidents.capture_avail_gib,
             evidence: input.line(loc),
         }
     })
@@ -59,11 +68,47 @@ mod tests {
             &whole("real/062-i11208-gb200-glm45air-dp-startup-kv-capacity.log"),
             |i| {
                 let f = check(i).expect("incomplete");
-                assert_eq!(f.step, StartupStep::KvPoolAllocated);
-                assert!(!f.before_pool);
-                assert_eq!(f.evidence.first_line, 1);
+                // the capacity line comes after the model runner, graphs included
+                assert_eq!(f.step, StartupStep::CudaGraphsCaptured);
+                assert!(!f.before_pool && !f.in_capture);
+                assert_eq!(f.evidence.first_line, 6);
             },
         );
+    }
+
+    #[test]
+    fn a_log_that_stops_during_graph_capture() {
+        // real-4/119: the pool allocated, then the capture's progress bar at 1 of 52 batch
+        // sizes with 20.14 GB free, and nothing after
+        with_input(
+            &whole("real-4/119-pr18263-amd-aiter-mem0911-kv-overallocation-debug-prints.log"),
+            |i| {
+                let f = check(i).expect("incomplete");
+                assert_eq!(f.step, StartupStep::CapturingGraphs);
+                assert!(f.in_capture && !f.before_pool);
+                assert_eq!(f.capture_avail_gib, Some(20.14));
+                assert_eq!(f.evidence.first_line, 8);
+            },
+        );
+        // real-4/102: the capture began (target prefill graphs) and its bar stopped at 0 of 58
+        with_input(
+            &whole("real-4/102-dgxspark-gb10-nvfp4-mem088-kv26k-stuck-graph-capture.log"),
+            |i| {
+                let f = check(i).expect("incomplete");
+                assert!(f.in_capture);
+                assert_eq!(f.capture_avail_gib, Some(11.78));
+            },
+        );
+        // boundary: the capture's end line after its bar: the step is past the capture
+        let ended = format!(
+            "{}[2026-07-15 13:15:30] Capture cuda graph end. Time elapsed: 36.00 s. mem usage=3.10 GB. avail mem=17.04 GB.\n",
+            whole("real-4/119-pr18263-amd-aiter-mem0911-kv-overallocation-debug-prints.log")
+        );
+        with_input(&ended, |i| {
+            let f = check(i).expect("incomplete");
+            assert_eq!(f.step, StartupStep::CudaGraphsCaptured);
+            assert!(!f.in_capture);
+        });
     }
 
     #[test]

@@ -164,6 +164,7 @@ pub fn render(rec: &Record<'_>) -> String {
             kv("full_tokens", full_tokens.map(|v| v.to_string()));
             kv("swa_tokens", swa_tokens.map(|v| v.to_string()));
         }
+        Event::MaxRunningReset(n) => kv("max_running_requests", n.map(|v| v.to_string())),
         Event::WatchdogTimeout(m) | Event::KvTransferFailed(m) | Event::SchedulerException(m) => {
             kv("msg", Some(format!("{m:?}")));
         }
