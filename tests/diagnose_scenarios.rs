@@ -266,3 +266,91 @@ fn b2_json_report_snapshot() {
     });
     insta::assert_json_snapshot!("b2_report_key_numbers", key);
 }
+
+/// The founding case from what its user really has (issue: "the lever that worked, first"):
+/// for b2 and b2-early, with (a) the log alone, (b) log + client log, (c) log + nvidia-smi and
+/// (d) every file but the records, and `--expect 4x`: recommendation 1 sets
+/// mem_fraction_static 0.88 with its gain in tok/s and req/s; nothing forbids 0.86-0.89; the
+/// 0.88 what-if row has a decode concurrency and a projected rate; the Answer says 4x is beyond
+/// the ceiling.
+#[test]
+fn the_lever_that_worked_first_from_what_the_user_has() {
+    for scenario in ["kimi-k25-b2", "kimi-k25-b2-early"] {
+        let full = args(scenario);
+        let log_only = DiagnoseArgs {
+            logs: full.logs.clone(),
+            sample_window: 60.0,
+            expect: Some(diagnosis::Expectation::Multiple(4.0)),
+            ..DiagnoseArgs::default()
+        };
+        let cases = [
+            ("log", log_only.clone()),
+            (
+                "log + client log",
+                DiagnoseArgs {
+                    client_log: full.client_log.clone(),
+                    ..log_only.clone()
+                },
+            ),
+            (
+                "log + nvidia-smi",
+                DiagnoseArgs {
+                    gpu_snapshot: full.gpu_snapshot.clone(),
+                    ..log_only.clone()
+                },
+            ),
+            (
+                "all but the records",
+                DiagnoseArgs {
+                    client_records: None,
+                    expect: log_only.expect,
+                    ..full.clone()
+                },
+            ),
+        ];
+        for (inputs, a) in cases {
+            let r = diagnose(&a).expect("diagnose");
+            let what = format!("{scenario}, {inputs}");
+            let first = &r.recommendations[0];
+            assert_eq!(first.action, "Set mem_fraction_static 0.88", "{what}");
+            assert!(
+                first.expected_gain.contains("tok/s against the measured")
+                    && first.expected_gain.contains("req/s"),
+                "{what}: {}",
+                first.expected_gain
+            );
+            assert!(first.gain_pct.is_some_and(|g| g > 10.0), "{what}");
+            for rec in &r.recommendations {
+                if let diagnosis::report::RecommendationKind::DoNotRaiseFraction { to } = rec.kind {
+                    assert!(to >= 0.895, "{what}: {}", rec.action);
+                }
+            }
+            let r88 = row(&r, "mem_fraction_static 0.88");
+            assert_eq!(
+                r88.feasibility.as_ref().map(|f| f.verdict),
+                Some(kv_capacity::Feasibility::Fits),
+                "{what}"
+            );
+            // 42 running requests at 0.85 scale to ~58 at 0.88's pool
+            assert!(r88.decode_concurrency.is_some(), "{what}");
+            let p = r.projection.as_ref().expect("projection");
+            assert!(
+                p.rows.iter().any(|x| x.label == r88.label),
+                "{what}: no projected rate for 0.88"
+            );
+            let e = r.expectation.as_ref().expect("answer");
+            assert_eq!(
+                e.reach,
+                Some(diagnosis::report::Reach::BeyondCeiling),
+                "{what}"
+            );
+            // with the client's log, 4x is read against what the client prints too
+            assert_eq!(
+                e.client.is_some(),
+                a.client_log.is_some(),
+                "{what}: {}",
+                e.text
+            );
+        }
+    }
+}

@@ -547,7 +547,7 @@ fn sections(r: &Report) -> Vec<Section> {
     }
     if !r.recommendations.is_empty() {
         out.push(section(
-            "Recommendations (output-preserving changes first, then by expected gain)",
+            "Recommendations (changes that keep outputs as they are first, each group by expected gain; what not to change last)",
             vec![Block::Recommendations(r.recommendations.clone())],
         ));
     }

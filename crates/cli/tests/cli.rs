@@ -270,7 +270,7 @@ fn markdown_report_carries_recommendations_and_the_what_if_table() {
     );
     let text = std::fs::read_to_string(&md).expect("md");
     for heading in [
-        "## Recommendations (output-preserving changes first, then by expected gain)",
+        "## Recommendations (changes that keep outputs as they are first, each group by expected gain; what not to change last)",
         "## Client vs server",
         "## KV capacity what-if",
         "## Findings",

@@ -15,12 +15,16 @@ use kv_capacity::{Change, Feasibility};
 use crate::context::Expectation;
 use crate::report::{ClientExpectation, ExpectationCheck, Projection, Rate, Reach};
 
-/// The client's figures an expectation can be read in: the rate it printed last (req/s) and
-/// its mean completion length (tokens).
+/// The client's figures an expectation can be read in: the rate it printed last (req/s), the
+/// rate it really completes at now (req/s) and its mean completion length (tokens).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ClientFigures {
     /// The last completion rate the client printed (req/s).
     pub printed_req_per_s: Option<f64>,
+    /// The client's completion rate now: its steady-window rate, else the rate the server's
+    /// tokens imply (req/s); the recommendations scale the same figure, so a req/s target
+    /// and a change's req/s are read on one scale.
+    pub now_req_per_s: Option<f64>,
     /// Mean completion tokens per request.
     pub mean_completion_tokens: Option<f64>,
 }
@@ -70,12 +74,15 @@ pub fn check(
     let ceiling = p
         .ceiling_tok_per_s
         .map(|c| (c * ceiling_scale).max(fastest));
-    let completion = client
-        .mean_completion_tokens
-        .filter(|c| c.is_finite() && *c > 0.0);
-    // req/s in tok/s at the client's mean completion length
-    let in_client_units = |req_per_s: f64, printed: Option<f64>| {
-        completion.map(|c| (req_per_s, printed, c, req_per_s * c))
+    let positive = |x: Option<f64>| x.filter(|c| c.is_finite() && *c > 0.0);
+    let completion = positive(client.mean_completion_tokens);
+    let now = positive(client.now_req_per_s);
+    // req/s in the server's tok/s: in proportion to the client's rate now (the scale the
+    // recommendations' req/s use), else at its mean completion length
+    let in_client_units = |req_per_s: f64, printed: Option<f64>| match (now, completion) {
+        (Some(n), _) => Some((req_per_s, printed, m * req_per_s / n)),
+        (None, Some(c)) => Some((req_per_s, printed, req_per_s * c)),
+        _ => None,
     };
     let (target, client_target) = match expected {
         None => (None, None),
@@ -89,7 +96,7 @@ pub fn check(
         Some(Expectation::TokPerS(t)) => (Some(t), None),
         Some(Expectation::ReqPerS(r)) => {
             let c = in_client_units(r, None);
-            (c.map(|c| c.3), c)
+            (c.map(|c| c.2), c)
         }
     };
     // what-if changes with a projected rate (none without a load model: no requests' lengths)
@@ -100,6 +107,7 @@ pub fn check(
         } else if let Some(c) = candidates.iter().find(|c| c.2 >= t) {
             Reach::ByChange {
                 change: c.1.clone(),
+                alters_outputs: c.0,
             }
         } else {
             match ceiling {
@@ -111,11 +119,19 @@ pub fn check(
         }
     };
     let reach = target.map(reach_of);
-    let client = client_target.map(|(req, printed, comp, tps)| ClientExpectation {
+    // the ceiling in the client's req/s, on the same scale
+    let req_per_tok = match (now, completion) {
+        (Some(n), _) => Some(n / m),
+        (None, Some(c)) => Some(1.0 / c),
+        _ => None,
+    };
+    let client = client_target.map(|(req, printed, tps)| ClientExpectation {
         printed_req_per_s: printed,
         expected_req_per_s: req,
-        mean_completion_tokens: comp,
+        now_req_per_s: now,
+        mean_completion_tokens: completion,
         expected_tok_per_s: tps,
+        ceiling_req_per_s: ceiling.zip(req_per_tok).map(|(c, r)| c * r),
         reach: reach_of(tps),
     });
     Some(ExpectationCheck {
@@ -227,12 +243,35 @@ mod tests {
         assert!((rate - 937.0).abs() < 0.1, "{rate}");
     }
 
-    /// kimi-k25-b2's client: it prints 0.1 req/s, completions average 4,116 tokens.
+    /// kimi-k25-b2's client: it prints 0.1 req/s, completions average 4,116 tokens; no
+    /// windowed rate (the conversion at its completion length).
     fn founding_client() -> ClientFigures {
         ClientFigures {
             printed_req_per_s: Some(0.1),
+            now_req_per_s: None,
             mean_completion_tokens: Some(4116.0),
         }
+    }
+
+    #[test]
+    fn a_req_per_s_target_on_the_clients_own_scale() {
+        // the client completes 0.177 req/s now while the server makes 727 tok/s: 0.4 req/s is
+        // 0.4 / 0.177 = 2.26x, 1,643 tok/s; the 1,329 tok/s ceiling is 0.324 req/s for it
+        let e = check(
+            &measured(),
+            Some(&projection()),
+            Some(Expectation::Multiple(4.0)),
+            ClientFigures {
+                now_req_per_s: Some(0.177),
+                ..founding_client()
+            },
+        )
+        .expect("check");
+        let c = e.client.expect("client");
+        assert!((c.expected_tok_per_s - 727.0 * 0.4 / 0.177).abs() < 1e-9);
+        assert_eq!(c.reach, Reach::BeyondCeiling);
+        let ceiling = c.ceiling_req_per_s.expect("ceiling in req/s");
+        assert!((ceiling - 1329.4 * 0.177 / 727.0).abs() < 1e-3, "{ceiling}");
     }
 
     #[test]
@@ -263,7 +302,8 @@ mod tests {
         assert_eq!(
             e.client.expect("client").reach,
             Reach::ByChange {
-                change: "mem_fraction_static 0.88".into()
+                change: "mem_fraction_static 0.88".into(),
+                alters_outputs: false,
             }
         );
     }
@@ -305,7 +345,8 @@ mod tests {
         assert_eq!(
             e.reach,
             Some(Reach::ByChange {
-                change: "mem_fraction_static 0.88".into()
+                change: "mem_fraction_static 0.88".into(),
+                alters_outputs: false,
             })
         );
         // fp8 (937 on the measured scale) reaches 900 when 0.88 does not
@@ -319,7 +360,8 @@ mod tests {
         assert_eq!(
             e.reach,
             Some(Reach::ByChange {
-                change: "fp8".into()
+                change: "fp8".into(),
+                alters_outputs: true,
             })
         );
         let e = check(
@@ -356,6 +398,7 @@ mod tests {
         p.no_ceiling = Some(NoCeiling::PoorFit { r2: 0.41 });
         let by = |change: &str| Reach::ByChange {
             change: change.into(),
+            alters_outputs: change.contains("fp8"),
         };
         // a change that fits still reaches what it reaches
         for (e, want) in [

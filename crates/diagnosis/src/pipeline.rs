@@ -431,6 +431,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
 
     let figures = crate::expectation::ClientFigures {
         printed_req_per_s: client.as_ref().and_then(|c| c.printed_req_per_s),
+        now_req_per_s: client.as_ref().and_then(|c| {
+            c.windowed_req_per_s
+                .as_ref()
+                .or(c.implied_req_per_s.as_ref())
+                .map(|r| r.value)
+        }),
         mean_completion_tokens: client.as_ref().and_then(|c| c.mean_completion_tokens),
     };
     let mut expectation = steady_gen_throughput

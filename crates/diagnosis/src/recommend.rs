@@ -1,5 +1,6 @@
-//! What to change, as typed plans: those with a gain first, changes that keep outputs as they
-//! are (not fp8 KV) before those that alter them, then by expected gain. Plans match on
+//! What to change, as typed plans: changes that keep outputs as they are (not fp8 KV, not a
+//! `max_tokens` cap) before those that alter them, each group with a gain first, by expected
+//! gain; advice not to change something last. Plans match on
 //! `kv_capacity::Change` and the bottleneck, never on labels; `narrative` words them.
 
 use kv_capacity::{Change, Feasibility};
@@ -462,15 +463,18 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
             out.push(Plan::Change { lever, finding });
         }
     }
-    // Plans with a gain first; among them changes without a cost in output quality first
-    // (fp8 KV changes numerics), then by gain; the rest in the order made, advice not to
-    // change something last.
+    // Changes that keep outputs as they are first (fp8 KV changes numerics, a max_tokens cap
+    // cuts completions), those with a gain by gain, then those without in the order made;
+    // then those that alter outputs, the same way; advice not to change something last.
     out.sort_by(|a, b| {
         let key = |p: &Plan| {
-            let quality = matches!(p, Plan::Apply(x) if costs_output_quality(x.row.change));
-            // advice not to change something comes after the changes to make
+            let quality = match p {
+                Plan::Apply(x) => costs_output_quality(x.row.change),
+                Plan::Change { lever, .. } => *lever == Lever::MaxTokens,
+                _ => false,
+            };
             let dont = matches!(p, Plan::DoNotRaise(_) | Plan::HiCacheNoGain);
-            (p.gain_pct().is_none(), dont, quality)
+            (dont, quality, p.gain_pct().is_none())
         };
         key(a).cmp(&key(b)).then(
             b.gain_pct()

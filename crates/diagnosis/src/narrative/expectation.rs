@@ -102,23 +102,32 @@ pub fn expectation(e: &ExpectationCheck) -> String {
     let verdict = match &e.client {
         // the user's number is the client's: answer in its units first, then the server's
         Some(c) => {
+            // the scale: the client's real rate now (the printed figure is often a rounded
+            // lifetime average), else its completion length
+            let scale = match (c.now_req_per_s, c.mean_completion_tokens) {
+                (Some(n), _) => format!(
+                    "{:.1}x the {n:.3} req/s the client really completes now, ~{:.0} tok/s of the server's",
+                    c.expected_req_per_s / n,
+                    c.expected_tok_per_s
+                ),
+                (None, Some(comp)) => format!(
+                    "~{:.0} tok/s at its mean completion of {comp:.0} tokens",
+                    c.expected_tok_per_s
+                ),
+                (None, None) => format!("~{:.0} tok/s", c.expected_tok_per_s),
+            };
             let asked = match c.printed_req_per_s {
                 Some(p) => format!(
-                    "{:.1}x what the client prints ({p} req/s → {:.2} req/s, ~{:.0} tok/s at its mean completion of {:.0} tokens)",
+                    "{:.1}x what the client prints ({p} req/s → {:.2} req/s: {scale})",
                     c.expected_req_per_s / p,
                     c.expected_req_per_s,
-                    c.expected_tok_per_s,
-                    c.mean_completion_tokens
                 ),
-                None => format!(
-                    "{:.2} req/s (~{:.0} tok/s at the client's mean completion of {:.0} tokens; {:.1}x the measured {m:.0} tok/s)",
-                    c.expected_req_per_s,
-                    c.expected_tok_per_s,
-                    c.mean_completion_tokens,
-                    c.expected_tok_per_s / m
-                ),
+                None => format!("{:.2} req/s ({scale})", c.expected_req_per_s),
             };
-            let first = reach_words(&asked, Some(&c.reach), e.no_ceiling);
+            let mut first = reach_words(&asked, Some(&c.reach), e.no_ceiling);
+            if let Some(cr) = c.ceiling_req_per_s {
+                first.push_str(&format!(" For this client the ceiling is ~{cr:.2} req/s."));
+            }
             match (c.printed_req_per_s, &e.reach) {
                 (Some(_), Some(r)) => format!(
                     "{first} Against the server's own rate, the same multiple is {server_asked}: {}.",
@@ -140,7 +149,17 @@ pub fn expectation(e: &ExpectationCheck) -> String {
 fn reach_short(r: &Reach) -> String {
     match r {
         Reach::AlreadyThere => "the server already does it".into(),
-        Reach::ByChange { change } => format!("{change} gets there"),
+        Reach::ByChange {
+            change,
+            alters_outputs,
+        } => format!(
+            "{change} gets there{}",
+            if *alters_outputs {
+                ", but alters outputs"
+            } else {
+                ""
+            }
+        ),
         Reach::NeedsMoreMemory => {
             "below the ceiling, but not with the memory this setup has".into()
         }
@@ -156,7 +175,16 @@ fn reach_short(r: &Reach) -> String {
 fn reach_words(asked: &str, reach: Option<&Reach>, no_ceiling: Option<NoCeiling>) -> String {
     match reach {
         Some(Reach::AlreadyThere) => format!("{asked} is what the server already does."),
-        Some(Reach::ByChange { change }) => format!("{asked} is reachable: {change} gets there."),
+        Some(Reach::ByChange {
+            change,
+            alters_outputs: false,
+        }) => format!("{asked} is reachable: {change} gets there."),
+        Some(Reach::ByChange {
+            change,
+            alters_outputs: true,
+        }) => format!(
+            "{asked} is reachable only by a change that alters outputs: {change} gets there; no change that keeps them does."
+        ),
         Some(Reach::NeedsMoreMemory) => format!(
             "{asked} is not reachable with the memory this setup has, but lies below its ceiling: more KV slots than fit (more GPUs, a smaller or quantised model, shorter completions) could reach it."
         ),

@@ -845,6 +845,9 @@ pub enum Reach {
     ByChange {
         /// The what-if row's label.
         change: String,
+        /// The change alters outputs (an fp8 KV cache): no change that keeps them gets there.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        alters_outputs: bool,
     },
     /// Below the ceiling but beyond every change that fits: more KV slots than this memory
     /// allows (more GPUs, a smaller or quantised model).
@@ -905,10 +908,16 @@ pub struct ClientExpectation {
     pub printed_req_per_s: Option<f64>,
     /// The completion rate expected (req/s).
     pub expected_req_per_s: f64,
+    /// The client's completion rate now (req/s): its steady-window rate, else the rate the
+    /// server's tokens imply; the scale the recommendations' req/s use.
+    pub now_req_per_s: Option<f64>,
     /// The client's mean completion length (tokens).
-    pub mean_completion_tokens: f64,
-    /// `expected_req_per_s × mean_completion_tokens` (tok/s).
+    pub mean_completion_tokens: Option<f64>,
+    /// The expected rate in the server's tok/s: `measured × expected / now`, else
+    /// `expected_req_per_s × mean_completion_tokens`.
     pub expected_tok_per_s: f64,
+    /// This setup's ceiling in the client's req/s, on the same scale.
+    pub ceiling_req_per_s: Option<f64>,
     /// Whether that rate is reachable.
     pub reach: Reach,
 }
