@@ -24,7 +24,7 @@ use prometheus_client::registry::Registry;
 use serde::Serialize;
 
 /// Every verdict, in the JSON report's spelling; each gets a 0/1 gauge per instance.
-pub const BOTTLENECKS: [Bottleneck; 17] = [
+pub const BOTTLENECKS: [Bottleneck; 18] = [
     Bottleneck::KvCacheBound,
     Bottleneck::RunningCapBound,
     Bottleneck::PrefillBound,
@@ -42,6 +42,7 @@ pub const BOTTLENECKS: [Bottleneck; 17] = [
     Bottleneck::StartupOnly,
     Bottleneck::RequestsRejected,
     Bottleneck::AdmissionHeld,
+    Bottleneck::KvTransferFailed,
 ];
 
 /// Compile-time reminder: a new verdict must be added to [`BOTTLENECKS`].
@@ -64,6 +65,7 @@ const fn _every_bottleneck_listed(b: Bottleneck) -> usize {
         Bottleneck::StartupOnly => 14,
         Bottleneck::RequestsRejected => 15,
         Bottleneck::AdmissionHeld => 16,
+        Bottleneck::KvTransferFailed => 17,
     }
 }
 

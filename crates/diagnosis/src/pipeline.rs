@@ -56,6 +56,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     let incomplete = rules::startup_incomplete::check(&input);
     let watchdog = rules::watchdog::check(&input);
     let rejected = rules::rejected_requests::check(&input);
+    let transfer = rules::kv_transfer::check(&input);
     let votes: Vec<(Bottleneck, u64)> = views
         .iter()
         .zip(&reasons)
@@ -74,6 +75,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             .is_some_and(|f| f.before_pool || f.in_capture),
         startup_capacity: ev.startup.max_total_num_tokens.is_some() && ev.benchmarks.is_empty(),
         rejections: rejected.is_some(),
+        transfer_failed: transfer.is_some(),
     };
     let bottleneck = verdict::decide(&votes, overrides);
     // A hung server hangs on every rank: a rank whose own lines look weak (client bound,
@@ -167,7 +169,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
                 .map(narrative::few_full_context),
         );
     }
-    findings.extend(rules::kv_transfer::check(&input).map(|f| narrative::kv_transfer(&f)));
+    findings.extend(transfer.as_ref().map(narrative::kv_transfer));
     findings.extend(rules::idle_window::check(&input).map(|f| narrative::idle_window(&f)));
     findings.extend(rules::cuda_graph::check(&input).map(|f| narrative::cuda_graph(&f)));
     findings.extend(rules::speculative::check(&input).map(|f| narrative::speculative(&f)));
@@ -364,6 +366,8 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             crash.as_ref(),
             watchdog.as_ref(),
             incomplete.as_ref(),
+            transfer.as_ref(),
+            views.iter().any(|v| !v.steady.is_empty()),
         ),
         startup: matches!(
             bottleneck,
@@ -598,6 +602,8 @@ fn incident_of(
     crash: Option<&rules::scheduler_exception::Facts>,
     watchdog: Option<&rules::watchdog::Facts>,
     incomplete: Option<&rules::startup_incomplete::Facts>,
+    transfer: Option<&rules::watchdog::Facts>,
+    after_serving: bool,
 ) -> Option<Incident> {
     match bottleneck {
         Bottleneck::OutOfMemory => oom.map(|f| Incident {
@@ -608,6 +614,8 @@ fn incident_of(
             process: None,
             waits_on_children: false,
             free_gib: None,
+            count: None,
+            after_serving,
         }),
         Bottleneck::SchedulerCrashed => crash.map(|f| Incident {
             exception: f.exception.clone(),
@@ -617,6 +625,8 @@ fn incident_of(
             process: None,
             waits_on_children: false,
             free_gib: None,
+            count: None,
+            after_serving,
         }),
         Bottleneck::Stall => watchdog.and_then(|f| f.hang.as_ref()).map(|h| Incident {
             exception: None,
@@ -626,6 +636,8 @@ fn incident_of(
             process: h.process.clone(),
             waits_on_children: h.waits_on_children,
             free_gib: None,
+            count: None,
+            after_serving,
         }),
         Bottleneck::StartupIncomplete => incomplete.map(|f| Incident {
             exception: None,
@@ -635,6 +647,19 @@ fn incident_of(
             process: None,
             waits_on_children: false,
             free_gib: f.capture_avail_gib,
+            count: None,
+            after_serving,
+        }),
+        Bottleneck::KvTransferFailed => transfer.map(|f| Incident {
+            exception: None,
+            message: Some(f.first_text.clone()),
+            frame: None,
+            step: None,
+            process: None,
+            waits_on_children: false,
+            free_gib: None,
+            count: Some(f.count),
+            after_serving,
         }),
         _ => None,
     }

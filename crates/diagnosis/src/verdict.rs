@@ -25,12 +25,17 @@
 //! [`th::KV_VOTE_SHARE`] of the votes makes the server KV-bound (under DP attention any full
 //! rank caps them all).
 //!
+//! **Events that end serving come first** ([`ENDS_SERVING`]), batch lines or not, first match
+//! wins: `oom` → `out_of_memory`, `scheduler_exception` → `scheduler_crashed`, `watchdog` →
+//! `stall`: the server stopped there, whatever its batch lines said before.
+//!
 //! **Overrides**, in this order, for a weak verdict (`client_bound`, `inconclusive`, none; for
 //! the compute rules also `prefill_bound` and `scheduler_conservative`), when no long stall and
 //! no watchdog explain the slowness: `decode_compute` → `decode_compute_bound`;
 //! `prefill_compute` → `prefill_compute_bound`. Then, for a weak vote (whatever the compute
-//! rules said): a long stall or a watchdog timeout → `stall`; else retractions →
-//! `kv_cache_bound` (the pool ran out at the run's peak even if the queue was short).
+//! rules said): a long stall or a watchdog timeout → `stall`; else failed KV transfers →
+//! `kv_transfer_failed`; else retractions → `kv_cache_bound` (the pool ran out at the run's
+//! peak even if the queue was short).
 //!
 //! **Without batch lines** (the vote is `no_scheduler_lines`) the events name the verdict,
 //! first match wins ([`NO_LINES_PRECEDENCE`]):
@@ -40,9 +45,11 @@
 //! | 1 | `oom` | `out_of_memory` |
 //! | 2 | `scheduler_exception` | `scheduler_crashed` |
 //! | 3 | `watchdog` | `stall` |
-//! | 4 | `startup_incomplete`, before the KV pool | `startup_incomplete` |
-//! | 5 | startup capacity lines (`max_total_num_tokens`) | `startup_only` |
-//! | 6 | otherwise | `no_scheduler_lines` |
+//! | 4 | `kv_transfer` | `kv_transfer_failed` |
+//! | 5 | `startup_incomplete`, before the KV pool or during CUDA-graph capture | `startup_incomplete` |
+//! | 6 | `rejected_requests` | `requests_rejected` |
+//! | 7 | startup capacity lines (`max_total_num_tokens`) | `startup_only` |
+//! | 8 | otherwise | `no_scheduler_lines` |
 
 use crate::evidence::view::SchedulerView;
 use crate::report::{Bottleneck, CapacitySummary};
@@ -162,6 +169,7 @@ pub fn priority(b: Bottleneck) -> u8 {
         Bottleneck::NoSchedulerLines
         | Bottleneck::OutOfMemory
         | Bottleneck::SchedulerCrashed
+        | Bottleneck::KvTransferFailed
         | Bottleneck::StartupIncomplete
         | Bottleneck::StartupOnly
         | Bottleneck::RequestsRejected => 8,
@@ -210,6 +218,8 @@ pub struct Overrides {
     pub startup_capacity: bool,
     /// `rejected_requests` holds.
     pub rejections: bool,
+    /// `kv_transfer` holds: KV transfers failed.
+    pub transfer_failed: bool,
 }
 
 /// One row of [`NO_LINES_PRECEDENCE`]: its name, whether it holds, the verdict it names.
@@ -226,7 +236,12 @@ pub const NO_LINES_PRECEDENCE: &[NoLinesStep] = &[
     ),
     ("watchdog", |o| o.watchdog, Bottleneck::Stall),
     (
-        "startup_incomplete (before the pool)",
+        "kv_transfer",
+        |o| o.transfer_failed,
+        Bottleneck::KvTransferFailed,
+    ),
+    (
+        "startup_incomplete (before the pool, or in graph capture)",
         |o| o.startup_incomplete,
         Bottleneck::StartupIncomplete,
     ),
@@ -242,12 +257,28 @@ pub const NO_LINES_PRECEDENCE: &[NoLinesStep] = &[
     ),
 ];
 
+/// Events that end serving, and so are the verdict even after batch lines ([`decide`]),
+/// first match wins: a process out of memory, a scheduler that died, a watchdog that fired.
+pub const ENDS_SERVING: &[NoLinesStep] = &[
+    ("oom", |o| o.oom, Bottleneck::OutOfMemory),
+    (
+        "scheduler_exception",
+        |o| o.crash,
+        Bottleneck::SchedulerCrashed,
+    ),
+    ("watchdog", |o| o.watchdog, Bottleneck::Stall),
+];
+
 /// The server's bottleneck: the vote, then the overrides (see the module doc).
 pub fn decide(votes: &[(Bottleneck, u64)], o: Overrides) -> Bottleneck {
     let voted = vote(votes);
     if voted == Bottleneck::NoSchedulerLines
         && let Some((_, _, b)) = NO_LINES_PRECEDENCE.iter().find(|(_, holds, _)| holds(&o))
     {
+        return *b;
+    }
+    // what ended serving is the verdict, whatever the batch lines said before it
+    if let Some((_, _, b)) = ENDS_SERVING.iter().find(|(_, holds, _)| holds(&o)) {
         return *b;
     }
     let weak = matches!(
@@ -268,6 +299,8 @@ pub fn decide(votes: &[(Bottleneck, u64)], o: Overrides) -> Bottleneck {
     }
     if weak && hung {
         b = Bottleneck::Stall;
+    } else if weak && o.transfer_failed {
+        b = Bottleneck::KvTransferFailed;
     } else if weak && o.retractions {
         b = Bottleneck::KvCacheBound;
     }
@@ -369,9 +402,41 @@ mod tests {
             ..Overrides::default()
         };
         assert_eq!(decide(&[], oom), Bottleneck::OutOfMemory);
+        // what ended serving is the verdict after batch lines too
         assert_eq!(
             decide(&[(Bottleneck::ClientBound, 3)], oom),
+            Bottleneck::OutOfMemory
+        );
+        let crashed = Overrides {
+            crash: true,
+            ..Overrides::default()
+        };
+        assert_eq!(
+            decide(&[(Bottleneck::RunningCapBound, 30)], crashed),
+            Bottleneck::SchedulerCrashed
+        );
+        let watchdog = Overrides {
+            watchdog: true,
+            ..Overrides::default()
+        };
+        assert_eq!(
+            decide(&[(Bottleneck::KvCacheBound, 30)], watchdog),
             Bottleneck::Stall
+        );
+        // failed transfers: the verdict without batch lines or a named bottleneck, else not
+        let transfers = Overrides {
+            transfer_failed: true,
+            startup_capacity: true,
+            ..Overrides::default()
+        };
+        assert_eq!(decide(&[], transfers), Bottleneck::KvTransferFailed);
+        assert_eq!(
+            decide(&[(Bottleneck::Inconclusive, 3)], transfers),
+            Bottleneck::KvTransferFailed
+        );
+        assert_eq!(
+            decide(&[(Bottleneck::KvCacheBound, 3)], transfers),
+            Bottleneck::KvCacheBound
         );
         let startup = Overrides {
             startup_capacity: true,

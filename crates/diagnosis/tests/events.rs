@@ -125,3 +125,49 @@ fn events_do_not_override_a_served_log() {
     assert!(r.headline.incident.is_none() && r.headline.startup.is_none());
     let _ = StartupStep::Serving;
 }
+
+/// real-3/012: a PD decode server whose KV transfers failed on two TP ranks, no batch line:
+/// the failures are the verdict, not "no scheduler lines".
+#[test]
+fn failed_kv_transfers_are_the_verdict() {
+    let r = diagnose("real-3/012-i10560-pd-mooncake-decode-transfer-failed.log");
+    assert_eq!(r.bottleneck, Bottleneck::KvTransferFailed);
+    let i = r.headline.incident.as_ref().expect("incident");
+    assert_eq!(i.count, Some(2));
+    assert!(!i.after_serving);
+    assert!(
+        r.headline
+            .text
+            .starts_with("KV transfers failed: 2 failure lines (all ranks), the first: "),
+        "{}",
+        r.headline.text
+    );
+    assert!(has(&r, FindingKind::KvTransferFailure));
+}
+
+/// real-4/122: every decode rank at its cap of 26 with token usage 0.91-0.98, then a
+/// scheduler dies inside `retract_decode`: the crash ended the run, so it is the verdict, and
+/// no recommendation raises the running cap.
+#[test]
+fn a_crash_after_batch_lines_is_the_verdict() {
+    let r = diagnose("real-4/122-npu-pd-decode-dp32-cap26-usage-near-full-096.log");
+    assert_eq!(r.bottleneck, Bottleneck::SchedulerCrashed);
+    let i = r.headline.incident.as_ref().expect("incident");
+    assert!(i.after_serving);
+    assert_eq!(
+        i.frame.as_ref().map(|f| f.function.as_str()),
+        Some("retract_decode")
+    );
+    assert!(
+        r.headline.text.contains("while serving"),
+        "{}",
+        r.headline.text
+    );
+    assert!(
+        r.recommendations
+            .iter()
+            .all(|x| x.kind != diagnosis::report::RecommendationKind::RaiseMaxRunningRequests),
+        "{:?}",
+        r.recommendations
+    );
+}

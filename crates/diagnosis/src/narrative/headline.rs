@@ -282,6 +282,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         | Bottleneck::SchedulerCrashed
         | Bottleneck::StartupIncomplete
         | Bottleneck::StartupOnly
+        | Bottleneck::KvTransferFailed
         | Bottleneck::NoSchedulerLines => (
             "No SGLang scheduler lines",
             if h.benchmark_not_streamed {

@@ -298,9 +298,31 @@ pub fn incident_headline(
                 )
             }
         }
+        B::SchedulerCrashed if incident.is_some_and(|i| i.after_serving) => (
+            "Scheduler crashed",
+            format!(
+                "a scheduler died with {error}{at} while serving; the server stopped (SGLang kills the whole server when a scheduler dies), so the run ended there whatever its batch lines said before."
+            ),
+        ),
         B::SchedulerCrashed => (
             "Scheduler crashed",
             format!("a scheduler died with {error}{at}; the server stopped, no batch was served."),
+        ),
+        B::KvTransferFailed => (
+            "KV transfers failed",
+            format!(
+                "{} failure line{} (all ranks){}: PD disaggregation could not move KV from the prefill to the decode server, and SGLang's decode side aborts a request whose KV did not come. The cause is logged where a transfer failed first (the prefill server, or another rank when the line says so): check the transfer backend (Mooncake, NIXL) and the network between the nodes.",
+                incident.and_then(|i| i.count).unwrap_or(1),
+                if incident.and_then(|i| i.count).unwrap_or(1) == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                incident
+                    .and_then(|i| i.message.as_deref())
+                    .map(|m| format!(", the first: {m}"))
+                    .unwrap_or_default()
+            ),
         ),
         B::StartupIncomplete
             if incident.and_then(|i| i.step) == Some(StartupStep::CapturingGraphs) =>

@@ -61,6 +61,7 @@ pub fn bottleneck_label(b: Bottleneck) -> &'static str {
         Bottleneck::StartupIncomplete => "startup never finished",
         Bottleneck::StartupOnly => "startup lines only",
         Bottleneck::RequestsRejected => "requests rejected",
+        Bottleneck::KvTransferFailed => "KV transfers failed",
     }
 }
 

@@ -56,7 +56,8 @@ pub enum Bottleneck {
     /// No batch lines, and a process ran out of device memory (`torch.OutOfMemoryError`,
     /// `CUDA out of memory`): the server never served, or stopped serving.
     OutOfMemory,
-    /// No batch lines, and a scheduler died (`Scheduler hit an exception`).
+    /// A scheduler died (`Scheduler hit an exception`): the server stopped, whatever its batch
+    /// lines said before.
     SchedulerCrashed,
     /// No batch lines, and the startup stops before the KV pool was allocated, without the
     /// ready banner or a traceback.
@@ -67,6 +68,10 @@ pub enum Bottleneck {
     /// No batch lines, and the server turned the generation requests away (HTTP 4xx/5xx,
     /// prompts over the context length): nothing ran.
     RequestsRejected,
+    /// PD disaggregation could not move KV (`KVTransferError`, `Decode transfer failed`):
+    /// without batch lines, or when the batch lines name no bottleneck, the failed transfers
+    /// are what blocked serving (SGLang's decode side aborts a request whose KV did not come).
+    KvTransferFailed,
 }
 
 /// How far a server's startup got, in SGLang's order (`model_runner.py`: weights, then the KV
@@ -103,6 +108,12 @@ pub struct Incident {
     pub step: Option<StartupStep>,
     /// py-spy: the process dumped.
     pub process: Option<String>,
+    /// Lines that reported it (all ranks), when counted (KV transfer failures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// Whether batch lines were served before it (the run ended by it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_serving: bool,
     /// The free memory the step under way printed last (GiB): a CUDA-graph capture's
     /// `avail_mem`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

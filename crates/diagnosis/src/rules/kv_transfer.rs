@@ -27,8 +27,8 @@ mod tests {
     use super::*;
     use crate::rules::testing::{excerpt, with_input};
 
-    // No log in tests/data prints a transfer failure; these lines follow the message SGLang's
-    // decode side writes (`Decode transfer failed for request rank=…`), under a real envelope.
+    // These lines follow the message SGLang's decode side writes (`Decode transfer failed for
+    // request rank=…`), under a real envelope; real-3/012 is a whole real log of them.
     const FAILED: &str = "[2026-01-04 02:03:56 DP1 TP2 EP2] Decode transfer failed for request rank=2 req.rid='3f2a' req.bootstrap_room=7 with exception KVTransferError\n";
 
     #[test]
@@ -44,6 +44,26 @@ mod tests {
     fn two_ranks_count_twice() {
         let two = format!("{FAILED}{}", FAILED.replace("DP1 TP2 EP2", "DP0 TP0 EP0"));
         with_input(&two, |i| assert_eq!(check(i).map(|f| f.count), Some(2)));
+    }
+
+    #[test]
+    fn a_real_pd_decode_log_of_failed_transfers() {
+        // real-3/012: TP1 and TP2 each report the failed transfer of the same request
+        with_input(
+            &crate::rules::testing::whole(
+                "real-3/012-i10560-pd-mooncake-decode-transfer-failed.log",
+            ),
+            |i| {
+                let f = check(i).expect("transfer failure");
+                assert_eq!(f.count, 2);
+                assert!(
+                    f.first_text
+                        .starts_with("Decode transfer failed for request rank=1"),
+                    "{}",
+                    f.first_text
+                );
+            },
+        );
     }
 
     #[test]
