@@ -148,6 +148,11 @@ pub const THRASH_PER_HOUR: f64 = 30.0;
 pub const MATERIAL_REPREFILL_SHARE: f64 = 0.05;
 /// Share of decode lines without a CUDA graph from which it is reported (fraction).
 pub const NO_GRAPH_SHARE: f64 = 0.2;
+/// Decode batch sizes SGLang captures as CUDA graphs whenever graphs are on (requests): the
+/// default `cuda_graph_bs` list starts 1, 2, 4, 8 whatever `--cuda-graph-max-bs` is
+/// (`server_args.py` `_generate_cuda_graph_batch_sizes`); an eager batch this small means
+/// graphs are off.
+pub const ALWAYS_CAPTURED_BS: u64 = 8;
 /// DP imbalance is not reported below this mean running count on the busiest rank (requests).
 pub const DP_IMBALANCE_MIN_RUNNING: f64 = 4.0;
 /// The idlest rank's mean running over the busiest's below which DP load is uneven (ratio).

@@ -740,22 +740,35 @@ pub fn cuda_graph(f: &cuda_graph::Facts) -> Finding {
             Unit::Requests,
         ));
     }
-    let detail = if f.disabled {
-        format!(
+    use cuda_graph::Pattern;
+    let detail = match f.pattern {
+        Pattern::Disabled => format!(
             "{:.0}% of decode batches of {} ran without a captured graph: the server was started with disable_cuda_graph=True, so every decode step runs eagerly. \
              Remove --disable-cuda-graph (graphs cost some memory and start-up time) unless it was set to work around a bug.",
             f.share * 100.0,
             f.scheduler
-        )
-    } else {
-        format!(
-            "{:.0}% of decode batches of {} ran without a captured graph{}: batches larger than --cuda-graph-max-bs (or graphs disabled) run eagerly and each step is slower. Raise --cuda-graph-max-bs to the running batch size if memory allows.",
+        ),
+        Pattern::NeverRan { smallest } => format!(
+            "No decode batch of {} ran as a CUDA graph, not even of {smallest} request{}: graphs are off (--disable-cuda-graph, or this backend or model did not capture them), so every step pays its kernel launches; --cuda-graph-max-bs changes nothing here. Turn graphs on (remove --disable-cuda-graph; check the start-up lines for why capture was skipped).",
+            f.scheduler,
+            if smallest == 1 { "" } else { "s" }
+        ),
+        Pattern::NeverRanLarge { smallest } => format!(
+            "No decode batch of {} ran as a CUDA graph; the smallest ran {smallest} requests: either graphs are off (--disable-cuda-graph, or not captured on this backend), or every batch was larger than the captured sizes (the start-up's `Capture cuda graph begin` line lists them). Turn graphs on, or raise --cuda-graph-max-bs to the running batch size.",
+            f.scheduler
+        ),
+        Pattern::MixedSteps => format!(
+            "{:.0}% of decode batches of {} ran without a graph, at batch sizes that also ran as graphs (up to {} requests): those steps were mixed with a prefill (under DP attention another rank's prefill makes every rank step eagerly; or --enable-mixed-chunk), not too large for the captured sizes, so --cuda-graph-max-bs changes nothing; fewer or larger prefill passes (a larger chunked prefill size) leave more pure decode steps.",
             f.share * 100.0,
             f.scheduler,
-            f.largest_with_graph
-                .map(|m| format!(" (graphs were used up to {m} requests)"))
-                .unwrap_or_default()
-        )
+            f.largest_with_graph.unwrap_or(0)
+        ),
+        Pattern::AboveLargest => format!(
+            "{:.0}% of decode batches of {} ran without a captured graph (graphs were used up to {} requests): batches larger than the captured sizes run eagerly and each step is slower. Raise --cuda-graph-max-bs to the running batch size if memory allows.",
+            f.share * 100.0,
+            f.scheduler,
+            f.largest_with_graph.unwrap_or(0)
+        ),
     };
     with_levers(
         finding(
@@ -766,10 +779,15 @@ pub fn cuda_graph(f: &cuda_graph::Facts) -> Finding {
             f.evidence.clone().into_iter().collect(),
             Confidence::Medium,
         ),
-        if f.disabled {
-            &[Lever::DisableCudaGraph]
-        } else {
-            &[Lever::CudaGraphMaxBs]
+        match f.pattern {
+            cuda_graph::Pattern::Disabled | cuda_graph::Pattern::NeverRan { .. } => {
+                &[Lever::DisableCudaGraph]
+            }
+            cuda_graph::Pattern::NeverRanLarge { .. } => {
+                &[Lever::DisableCudaGraph, Lever::CudaGraphMaxBs]
+            }
+            cuda_graph::Pattern::MixedSteps => &[],
+            cuda_graph::Pattern::AboveLargest => &[Lever::CudaGraphMaxBs],
         },
     )
 }

@@ -318,7 +318,7 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
             "graphs take some memory and start-up time",
         ),
         (Lever::DisableCudaGraph, _) => (
-            format!("Remove {flag}"),
+            format!("Turn CUDA graphs on: remove {flag} if it is set, else see the start-up lines for why capture was skipped"),
             "decode steps run as captured graphs, much faster for small batches",
             "some memory and start-up time; a bug it worked around may return",
         ),

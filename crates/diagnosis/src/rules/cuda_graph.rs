@@ -11,8 +11,15 @@
 //! **Evidence it needs.** Decode lines that print the graph flag; `server_args` for the
 //! disabled case.
 //!
-//! **What to change.** Raise `--cuda-graph-max-bs` to the running batch size if memory allows;
-//! remove `--disable-cuda-graph` unless it works around a bug.
+//! **Three situations, three advices** ([`Pattern`]): graphs disabled or never run (no batch,
+//! however small, ran as a graph: turn them on; `--cuda-graph-max-bs` changes nothing); graphs
+//! dropped only at batch sizes that ran as graphs elsewhere (those steps were mixed with a
+//! prefill: another DP rank's under DP attention, or `--enable-mixed-chunk`; nothing to
+//! raise); graphs dropped only above the largest batch that ran as one (raise
+//! `--cuda-graph-max-bs`, or add sizes to an explicit `--cuda-graph-bs`).
+//!
+//! **What to change.** As the pattern says; remove `--disable-cuda-graph` unless it works
+//! around a bug.
 //!
 //! **Without batch lines** ([`startup_coverage`]): the startup fixes how many decode requests
 //! run as a graph (`cuda_graph_max_bs` in `server_args`, else the largest `bs` of the
@@ -27,9 +34,38 @@ use crate::report::SourceRange;
 use crate::rules::Input;
 use crate::thresholds as th;
 
+/// Which batches ran without a graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// `disable_cuda_graph=True` in the server arguments.
+    Disabled,
+    /// No decode batch ran as a graph, down to this many requests, a size SGLang captures
+    /// whenever graphs are on (at most [`th::ALWAYS_CAPTURED_BS`], or at most the captured
+    /// sizes the start-up names): graphs are off (disabled where the log does not show it, or
+    /// not captured on this backend).
+    NeverRan {
+        /// The smallest batch that ran eagerly (requests).
+        smallest: u64,
+    },
+    /// No decode batch ran as a graph, but the smallest was larger than the sizes SGLang always
+    /// captures and the captured sizes are not in the log: graphs are off, or every batch was
+    /// larger than them.
+    NeverRanLarge {
+        /// The smallest batch that ran eagerly (requests).
+        smallest: u64,
+    },
+    /// Batches ran eagerly at sizes that also ran as graphs: mixed with a prefill, not too
+    /// large for the captured sizes.
+    MixedSteps,
+    /// Only batches larger than every batch that ran as a graph ran eagerly.
+    AboveLargest,
+}
+
 /// What the rule saw on the first scheduler that qualifies.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Facts {
+    /// Which batches ran without a graph.
+    pub pattern: Pattern,
     /// The scheduler.
     pub scheduler: String,
     /// Share of its decode lines without a graph (fraction).
@@ -110,14 +146,36 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             return None;
         }
         let share = without as f64 / total as f64;
+        let largest_with_graph = d
+            .iter()
+            .filter(|s| s.graph == Some(true))
+            .filter_map(|s| s.running)
+            .max();
+        let eager = || {
+            d.iter()
+                .filter(|s| s.graph == Some(false))
+                .filter_map(|s| s.running)
+        };
+        let captured = graph_max_bs(input);
+        let pattern = match largest_with_graph {
+            _ if disabled => Pattern::Disabled,
+            None => {
+                let smallest = eager().min().unwrap_or(0);
+                match captured {
+                    Some(c) if smallest > c => Pattern::AboveLargest,
+                    Some(_) => Pattern::NeverRan { smallest },
+                    None if smallest <= th::ALWAYS_CAPTURED_BS => Pattern::NeverRan { smallest },
+                    None => Pattern::NeverRanLarge { smallest },
+                }
+            }
+            Some(g) if eager().any(|r| r <= g) => Pattern::MixedSteps,
+            Some(_) => Pattern::AboveLargest,
+        };
         (share >= th::NO_GRAPH_SHARE).then(|| Facts {
+            pattern,
             scheduler: v.key.to_string(),
             share,
-            largest_with_graph: d
-                .iter()
-                .filter(|s| s.graph == Some(true))
-                .filter_map(|s| s.running)
-                .max(),
+            largest_with_graph,
             disabled,
             evidence: v.tl.first.map(|f| input.span(f, v.tl.last.unwrap_or(f))),
         })
@@ -163,6 +221,77 @@ mod tests {
                 (f.share, f.largest_with_graph, f.disabled),
                 (1.0, None, false)
             );
+        });
+    }
+
+    #[test]
+    fn one_request_at_a_time_without_a_graph_means_graphs_are_off() {
+        // real-4/105: a single stream on two R9700s, every decode line `cuda graph: False`
+        // at 1 running request: no max-bs to raise
+        with_input(
+            &whole("real-4/105-amd-2x-r9700-rdna4-tp2-coder30b-awq-no-graph-23tps.log"),
+            |i| {
+                let f = check(i).expect("no graph");
+                assert_eq!(f.pattern, Pattern::NeverRan { smallest: 1 });
+            },
+        );
+    }
+
+    #[test]
+    fn graphs_dropped_at_sizes_that_ran_as_graphs_are_mixed_steps() {
+        // real-4/121: 24 running ran both with and without a graph (DP attention: another
+        // rank prefilling), and 24 is in --cuda-graph-bs 16 20 24
+        with_input(
+            &whole(
+                "real-4/121-npu-2node-qwen3-480b-dp-attn-chunk256-prefill-bound-cap24-graph-off.log",
+            ),
+            |i| {
+                let f = check(i).expect("some steps without a graph");
+                assert_eq!(f.pattern, Pattern::MixedSteps);
+                assert_eq!(f.largest_with_graph, Some(24));
+            },
+        );
+    }
+
+    #[test]
+    fn graphs_dropped_only_above_the_largest_graph() {
+        // real-3/006: False at 46 and 36 running, True from 28 down
+        with_input(
+            &whole("real-3/006-pr13023-trailing-comma-cuda-graph-false.log"),
+            |i| {
+                let f = check(i).expect("large batches without a graph");
+                assert_eq!(f.pattern, Pattern::AboveLargest);
+                assert_eq!(f.largest_with_graph, Some(28));
+            },
+        );
+        // boundary: one eager step at the largest graph's own size is a mixed step
+        with_input(
+            &edit(
+                &whole("real-3/006-pr13023-trailing-comma-cuda-graph-false.log"),
+                "#running-req: 46,",
+                "#running-req: 28,",
+            ),
+            |i| assert_eq!(check(i).map(|f| f.pattern), Some(Pattern::MixedSteps)),
+        );
+    }
+
+    #[test]
+    fn no_graph_at_a_large_batch_is_not_told_apart_without_the_captured_sizes() {
+        // real/058: its one decode line runs 128 requests eagerly, and the start-up lines are
+        // not in the excerpt
+        with_input(&whole(NPU), |i| {
+            assert_eq!(
+                check(i).map(|f| f.pattern),
+                Some(Pattern::NeverRanLarge { smallest: 128 })
+            );
+        });
+        // with a capture line listing sizes up to 64, 128 is above them
+        let text = format!(
+            "[2026-07-01 15:19:00 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=20.00 GB, bs=[1, 2, 4, 8, 16, 32, 64]\n{}",
+            whole(NPU)
+        );
+        with_input(&text, |i| {
+            assert_eq!(check(i).map(|f| f.pattern), Some(Pattern::AboveLargest));
         });
     }
 
