@@ -207,6 +207,10 @@ pub enum Event<'a> {
     /// start-up lowers the cap for, `server_args.py`): the cap in effect (requests per DP
     /// rank), when no capacity line prints it.
     MaxRunningReset(Option<u64>),
+    /// `Using default MoE kernel config. Performance might be sub-optimal! Config file not
+    /// found at …` (and `Using MoE kernel config with … Performance might be sub-optimal!`):
+    /// the fused MoE kernels run with configs not tuned for this GPU; the message text.
+    MoeConfigUntuned(&'a str),
     /// `The server is fired up and ready to roll!`
     ServerReady,
     /// A watchdog timeout (`Watchdog timeout (self.watchdog_timeout=300)` and later
@@ -247,6 +251,7 @@ impl Event<'_> {
             Event::HiCacheAllocated { .. } => "hicache_allocated",
             Event::SwaPool { .. } => "swa_pool",
             Event::MaxRunningReset(_) => "max_running_reset",
+            Event::MoeConfigUntuned(_) => "moe_config_untuned",
             Event::ServerReady => "server_ready",
             Event::WatchdogTimeout(_) => "watchdog_timeout",
             Event::KvTransferFailed(_) => "kv_transfer_failed",

@@ -404,6 +404,12 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
             None => Event::Other,
         },
         b'W' if starts("Watchdog timeout") => Event::WatchdogTimeout(msg),
+        b'U' if starts("Using default MoE kernel config")
+            || (starts("Using MoE kernel config")
+                && memmem::find(msg.as_bytes(), b"sub-optimal").is_some()) =>
+        {
+            Event::MoeConfigUntuned(msg)
+        }
         b'U' if starts("Use Sliding window memory pool")
             || starts("Use sliding window memory pool") =>
         {

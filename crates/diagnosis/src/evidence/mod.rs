@@ -629,6 +629,8 @@ pub struct Evidence {
     pub watchdog: FailureLines,
     /// KV transfer failures (PD disaggregation).
     pub kv_transfer_failures: FailureLines,
+    /// `Using default MoE kernel config … sub-optimal` lines (all ranks).
+    pub moe_config_untuned: FailureLines,
     /// Whether any timestamp lacked a date (times are then seconds since midnight, unwrapped).
     pub dateless_timestamps: bool,
     /// Benchmark summary blocks (`Serving Benchmark Result`, spec §7) found among the lines
@@ -1864,6 +1866,7 @@ impl EvidenceBuilder {
             Event::ServerReady => self.ev.startup.server_ready = true,
             Event::WatchdogTimeout(text) => self.ev.watchdog.note(loc, text),
             Event::KvTransferFailed(text) => self.ev.kv_transfer_failures.note(loc, text),
+            Event::MoeConfigUntuned(text) => self.ev.moe_config_untuned.note(loc, text),
             // A benchmark's summary has no server timestamp; server lines are never part of one.
             Event::Other if rec.timestamp.is_none() => {
                 if let Some(st) = self.states.get_mut(source) {

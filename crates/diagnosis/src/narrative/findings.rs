@@ -689,6 +689,18 @@ pub fn kv_transfer(f: &watchdog::Facts) -> Finding {
     )
 }
 
+/// [`crate::rules::moe_config`].
+pub fn moe_config(f: &watchdog::Facts) -> Finding {
+    let mut out = failure(
+        f,
+        FindingKind::MoeConfigUntuned,
+        "MoE kernels run with default configs, not tuned for this GPU",
+        "SGLang found no tuned fused-MoE kernel config for this GPU, expert shape and dtype, and runs every MoE layer with a generic default, which can be several times slower. Tune the kernels for this GPU (SGLang's tuning_fused_moe_triton.py writes the file the warning names).",
+    );
+    out.confidence = Confidence::Medium;
+    with_levers(out, &[Lever::MoeKernelConfig])
+}
+
 fn failure(f: &watchdog::Facts, kind: FindingKind, title: &str, detail: &str) -> Finding {
     finding(
         kind,

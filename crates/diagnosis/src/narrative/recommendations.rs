@@ -167,9 +167,13 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             "Send more requests at once from the client (raise its concurrency)".into(),
             match load.and_then(|l| Some((l, l.headroom()?))) {
                 Some((l, (extra, limit))) => format!(
-                    "little waits: ~{:.0} requests run at token usage ~{:.2}{}; about {extra:.0} more could run at once before {} stops them, \
+                    "little waits: ~{} at token usage ~{:.2}{}; about {extra:.0} more could run at once before {} stops them, \
                      and throughput grows with the batch until then",
-                    l.running_median,
+                    if l.running_median.round() == 1.0 {
+                        "1 request runs".to_string()
+                    } else {
+                        format!("{:.0} requests run", l.running_median)
+                    },
                     l.usage_median,
                     l.usage_p90.map(|p| format!(" (p90 {p:.2})")).unwrap_or_default(),
                     match limit {
@@ -361,6 +365,11 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
             format!("Let the scheduler try a prefill pass at every step: set {flag} back to 1 (its default), and remove any interval between prefill passes the build offers (NPU builds: --prefill-decode-interval)"),
             "waiting requests are admitted at the next forward pass instead of hundreds of decode steps later",
             "decode steps are interrupted by prefill more often (higher inter-token latency for the running requests)",
+        ),
+        (Lever::MoeKernelConfig, _) => (
+            "Tune the fused MoE kernels for this GPU (SGLang's benchmark/kernels/fused_moe_triton/tuning_fused_moe_triton.py writes the config file the start-up warning names), or use a build that ships one".into(),
+            "every MoE layer runs with tile sizes chosen for this GPU instead of a generic default",
+            "tuning takes a while per shape and dtype; outputs are unchanged",
         ),
         (Lever::ClientConcurrency, _) => (
             format!("Raise the client's concurrency ({flag} of a benchmark)"),

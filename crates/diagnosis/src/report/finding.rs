@@ -112,6 +112,8 @@ pub enum FindingKind {
     WatchdogTimeout,
     /// KV transfers failed (PD disaggregation).
     KvTransferFailure,
+    /// The fused MoE kernels run with default configs, not tuned for this GPU.
+    MoeConfigUntuned,
     /// The first decode line after an idle gap reads low: SGLang's window includes the idle time.
     IdleWindowArtifact,
     /// Decode batches larger than the captured CUDA-graph batch size ran without graphs.
@@ -221,6 +223,9 @@ pub enum Lever {
     /// steps run before the next check for new requests; NPU builds also have a prefill-decode
     /// interval).
     PrefillInterval,
+    /// The fused MoE kernels' tuned config for this GPU, shape and dtype (the file SGLang looks
+    /// for; its `tuning_fused_moe_triton.py` benchmark writes it).
+    MoeKernelConfig,
 }
 
 impl Lever {
@@ -243,6 +248,7 @@ impl Lever {
             Lever::ClientConcurrency => "--max-concurrency",
             Lever::ContextLength => "--context-length",
             Lever::PrefillInterval => "--num-continuous-decode-steps",
+            Lever::MoeKernelConfig => "the fused MoE kernel config",
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod idle_window;
 pub mod kv_cache_bound;
 pub mod kv_transfer;
 pub mod littles_law;
+pub mod moe_config;
 pub mod oom;
 pub mod pd_transfer;
 pub mod prefill_compute;

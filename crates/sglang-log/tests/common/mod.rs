@@ -165,7 +165,10 @@ pub fn render(rec: &Record<'_>) -> String {
             kv("swa_tokens", swa_tokens.map(|v| v.to_string()));
         }
         Event::MaxRunningReset(n) => kv("max_running_requests", n.map(|v| v.to_string())),
-        Event::WatchdogTimeout(m) | Event::KvTransferFailed(m) | Event::SchedulerException(m) => {
+        Event::WatchdogTimeout(m)
+        | Event::KvTransferFailed(m)
+        | Event::SchedulerException(m)
+        | Event::MoeConfigUntuned(m) => {
             kv("msg", Some(format!("{m:?}")));
         }
         Event::Malformed { reason } => kv("reason", Some(format!("{reason:?}"))),
