@@ -24,7 +24,7 @@ use prometheus_client::registry::Registry;
 use serde::Serialize;
 
 /// Every verdict, in the JSON report's spelling; each gets a 0/1 gauge per instance.
-pub const BOTTLENECKS: [Bottleneck; 18] = [
+pub const BOTTLENECKS: [Bottleneck; 19] = [
     Bottleneck::KvCacheBound,
     Bottleneck::RunningCapBound,
     Bottleneck::PrefillBound,
@@ -43,6 +43,7 @@ pub const BOTTLENECKS: [Bottleneck; 18] = [
     Bottleneck::RequestsRejected,
     Bottleneck::AdmissionHeld,
     Bottleneck::KvTransferFailed,
+    Bottleneck::Drain,
 ];
 
 /// Compile-time reminder: a new verdict must be added to [`BOTTLENECKS`].
@@ -66,6 +67,7 @@ const fn _every_bottleneck_listed(b: Bottleneck) -> usize {
         Bottleneck::RequestsRejected => 15,
         Bottleneck::AdmissionHeld => 16,
         Bottleneck::KvTransferFailed => 17,
+        Bottleneck::Drain => 18,
     }
 }
 

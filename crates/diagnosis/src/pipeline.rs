@@ -238,7 +238,9 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
                 None
             }
         };
+    // a drain's lines change batch, context and graph mode together: no fit, no ceiling
     let projection = primary
+        .filter(|_| bottleneck != Bottleneck::Drain)
         .and_then(|v| projection::projection(v.tl.decode.samples(), capacity_model.as_ref()));
     // the scheduler behind the verdict, as in the headline (else the busiest)
     let load = carrier.map(|c| c.0).or(primary).and_then(|v| {
@@ -408,6 +410,10 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             }),
         pool_fill,
         long_requests,
+        drain: match carrier.map(|c| c.1) {
+            Some(Reason::Drain(f)) => Some((f.from, f.to)),
+            _ => None,
+        },
         at_cap_share: match carrier.map(|c| c.1) {
             Some(Reason::RunningCap(l)) => Some(l.share()),
             _ => None,

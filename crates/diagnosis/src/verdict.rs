@@ -16,7 +16,8 @@
 //! | 9 | `conservative_admission` (queued) | `scheduler_conservative` |
 //! | 10 | `held_admission` (queued) | `admission_held` |
 //! | 11 | queued, nothing above | `inconclusive` |
-//! | 12 | `client_bound` | `client_bound` |
+//! | 12 | `drain` (the span only falls, nothing waits or is admitted) | `drain` |
+//! | 12b | `client_bound` | `client_bound` |
 //! | 13 | `kv_cache_bound::full_without_queue` | `kv_cache_bound` |
 //! | 14 | otherwise | `inconclusive` |
 //!
@@ -54,7 +55,7 @@
 use crate::evidence::view::SchedulerView;
 use crate::report::{Bottleneck, CapacitySummary};
 use crate::rules::{
-    client_bound, conservative_admission, held_admission, kv_cache_bound, pd_transfer,
+    client_bound, conservative_admission, drain, held_admission, kv_cache_bound, pd_transfer,
     prefill_limit, running_cap,
 };
 use crate::thresholds as th;
@@ -78,6 +79,8 @@ pub enum Reason {
     HeldAdmission(held_admission::Facts),
     /// Requests wait but no rule explains why.
     QueuedUnexplained,
+    /// `drain`.
+    Drain(crate::rules::drain::Facts),
     /// `client_bound`.
     ClientBound,
     /// Nothing holds.
@@ -95,6 +98,7 @@ impl Reason {
             Reason::PrefillLimit(_) => Bottleneck::PrefillBound,
             Reason::Conservative(_) => Bottleneck::SchedulerConservative,
             Reason::HeldAdmission(_) => Bottleneck::AdmissionHeld,
+            Reason::Drain(_) => Bottleneck::Drain,
             Reason::ClientBound => Bottleneck::ClientBound,
             Reason::QueuedUnexplained | Reason::Unexplained => Bottleneck::Inconclusive,
         }
@@ -139,6 +143,7 @@ pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
     ("queued, unexplained", |v, _| {
         v.queued().then_some(Reason::QueuedUnexplained)
     }),
+    ("drain", |v, _| drain::check(v).map(Reason::Drain)),
     ("client_bound", |v, _| {
         client_bound::check(v).then_some(Reason::ClientBound)
     }),
@@ -164,7 +169,7 @@ pub fn priority(b: Bottleneck) -> u8 {
         Bottleneck::PrefillBound => 3,
         Bottleneck::SchedulerConservative | Bottleneck::AdmissionHeld => 4,
         Bottleneck::Stall | Bottleneck::DecodeComputeBound | Bottleneck::PrefillComputeBound => 5,
-        Bottleneck::ClientBound => 6,
+        Bottleneck::ClientBound | Bottleneck::Drain => 6,
         Bottleneck::Inconclusive => 7,
         Bottleneck::NoSchedulerLines
         | Bottleneck::OutOfMemory

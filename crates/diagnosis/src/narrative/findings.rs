@@ -338,6 +338,16 @@ pub fn bottleneck(
             ),
             Confidence::Medium,
         ),
+        Reason::Drain(f) => (
+            FindingKind::Drain,
+            "Only the drain of a run".to_string(),
+            format!(
+                "Over {} decode lines the batch only shrinks, from {} to {} running requests, while nothing waits and no prefill admits a request: requests finish and none replace them, so the client had stopped sending (the end of a benchmark or a job). \
+                 The batch size here describes no state the server was held in, and a step-time fit over it mixes batch, context length and graph mode changing together: no verdict on the server, the client's concurrency or a ceiling can come from these lines. Give a log of the run while the client was sending.",
+                f.lines, f.from, f.to
+            ),
+            Confidence::Medium,
+        ),
         Reason::ClientBound => (
             FindingKind::ClientBound,
             "Client too slow / not enough load".to_string(),

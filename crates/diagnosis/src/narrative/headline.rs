@@ -207,6 +207,17 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
             "requests pile up waiting for KV pre-allocation / bootstrap on the decode side."
                 .to_string(),
         ),
+        Bottleneck::Drain => (
+            "Only the drain of a run",
+            match h.drain {
+                Some((from, to)) => format!(
+                    "the batch only shrinks, from {from} to {to} running requests, with nothing waiting and nothing admitted: the client had stopped sending, so these lines are the tail of a run and say nothing of the server under load (nor of the client's concurrency)."
+                ),
+                None => {
+                    "the batch only shrinks with nothing waiting: the tail of a run.".to_string()
+                }
+            },
+        ),
         Bottleneck::ClientBound => (
             if h.pd_decode_transfer.is_some() {
                 "PD decode fed by the prefill side"

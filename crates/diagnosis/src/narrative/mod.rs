@@ -62,6 +62,7 @@ pub fn bottleneck_label(b: Bottleneck) -> &'static str {
         Bottleneck::StartupOnly => "startup lines only",
         Bottleneck::RequestsRejected => "requests rejected",
         Bottleneck::KvTransferFailed => "KV transfers failed",
+        Bottleneck::Drain => "only the drain of a run",
     }
 }
 

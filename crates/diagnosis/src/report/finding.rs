@@ -120,6 +120,8 @@ pub enum FindingKind {
     NoCudaGraph,
     /// The log covers only the ramp-up; no steady state.
     RampOnly,
+    /// The log covers only the drain of a run: the batch falls with nothing waiting.
+    Drain,
     /// Load is spread unevenly over DP ranks.
     DpImbalance,
     /// The KV pool is very small for the model/context, e.g. `--max-total-tokens` set.

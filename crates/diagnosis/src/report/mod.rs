@@ -68,6 +68,10 @@ pub enum Bottleneck {
     /// No batch lines, and the server turned the generation requests away (HTTP 4xx/5xx,
     /// prompts over the context length): nothing ran.
     RequestsRejected,
+    /// The log holds only a run winding down: the batch falls with nothing waiting and nothing
+    /// admitted (`rules::drain`): the client stopped sending, and the lines say nothing of the
+    /// server under load.
+    Drain,
     /// PD disaggregation could not move KV (`KVTransferError`, `Decode transfer failed`):
     /// without batch lines, or when the batch lines name no bottleneck, the failed transfers
     /// are what blocked serving (SGLang's decode side aborts a request whose KV did not come).
@@ -197,6 +201,9 @@ pub struct Headline {
     /// held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_cap_share: Option<f64>,
+    /// With a `drain` verdict: the running requests on the first and the last decode line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain: Option<(u64, u64)>,
     /// A PD decode node's mean `#transfer-req` over the steady span of the scheduler behind
     /// the verdict (requests), for a client-bound verdict there: its load comes from the
     /// prefill side.

@@ -28,6 +28,7 @@ pub mod conservative_admission;
 pub mod cuda_graph;
 pub mod decode_compute;
 pub mod dp_imbalance;
+pub mod drain;
 pub mod held_admission;
 pub mod idle_window;
 pub mod kv_cache_bound;
