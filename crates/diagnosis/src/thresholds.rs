@@ -146,6 +146,9 @@ pub const THRASH_PER_HOUR: f64 = 30.0;
 /// requests (`--schedule-conservativeness`) to avoid retractions costs more decode throughput
 /// than the re-prefill it saves; the issue of the founding case asks for a material cost.
 pub const MATERIAL_REPREFILL_SHARE: f64 = 0.05;
+/// Decode lines (over every scheduler) that must all show one running count for it to be read
+/// as a cap the log does not print (lines): one per DP rank of a 4-rank server.
+pub const MIN_PINNED_LINES: usize = 4;
 /// Share of decode lines without a CUDA graph from which it is reported (fraction).
 pub const NO_GRAPH_SHARE: f64 = 0.2;
 /// Decode batch sizes SGLang captures as CUDA graphs whenever graphs are on (requests): the

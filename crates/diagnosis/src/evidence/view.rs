@@ -314,6 +314,10 @@ pub struct SchedulerView<'e> {
     /// Whether every pool the steady decode lines report has room
     /// ([`crate::evidence::pools`]).
     pub pool_room: crate::evidence::pools::PoolRoom,
+    /// The running count every steady decode line of every scheduler shows, when they all
+    /// show one and requests wait on some ([`views`]; `rules::running_cap::pinned`): a cap the
+    /// log does not print, seen across the ranks.
+    pub pinned_across_ranks: Option<u64>,
 }
 
 impl<'e> SchedulerView<'e> {
@@ -397,6 +401,7 @@ impl<'e> SchedulerView<'e> {
             full_share,
             first_windows,
             pool_room,
+            pinned_across_ranks: None,
         }
     }
 
@@ -441,10 +446,16 @@ impl<'e> SchedulerView<'e> {
 
 /// One view per scheduler of `ev`, in key order.
 pub fn views(ev: &Evidence) -> Vec<SchedulerView<'_>> {
-    ev.schedulers
+    let mut views: Vec<SchedulerView<'_>> = ev
+        .schedulers
         .iter()
         .map(|(k, tl)| SchedulerView::new(*k, tl))
-        .collect()
+        .collect();
+    let pinned = crate::rules::running_cap::pinned(&views);
+    for v in &mut views {
+        v.pinned_across_ranks = pinned;
+    }
+    views
 }
 
 /// The longest span of batch lines over the schedulers (seconds), the basis of rates per hour.

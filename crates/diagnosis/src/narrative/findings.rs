@@ -244,13 +244,31 @@ pub fn bottleneck(
             FindingKind::RunningCapBound,
             "Running-request cap bound".to_string(),
             format!(
-                "The running batch {} its ceiling{}{}{}.{} {}",
+                "The running batch {} its ceiling{}{}{}{}.{} {}",
                 match reason {
                     Reason::RunningCap(l) if l.share() < th::AT_CAP_SHARE => format!("reaches (on {:.0}% of the lines, with running plus waiting requests filling it)", l.share() * 100.0),
                     _ => "stays at".to_string(),
                 },
+                match (cap.max_running_requests, v.pinned_across_ranks) {
+                    (Some(c), _) => format!(" (max_running_requests={c} per DP rank)"),
+                    (None, Some(p)) => format!(
+                        " of {p} requests on every decode line of every rank (a cap of {p} per DP rank: max_running_requests, which the log does not print, or a router's limit)"
+                    ),
+                    _ => String::new(),
+                },
                 if waits { " while requests queue" } else { "" },
-                cap.max_running_requests.map(|c| format!(" (max_running_requests={c} per DP rank)")).unwrap_or_default(),
+                // a PD decode node reserves KV for requests still in transfer
+                throughput_stats::median_f64(
+                    &v.steady_decode
+                        .iter()
+                        .filter_map(|d| d.pre_allocated_usage)
+                        .collect::<Vec<_>>()
+                )
+                .filter(|p| *p > 0.0)
+                .map(|p| format!(
+                    "; of the pool, ~{p:.2} is pre-allocated for requests whose KV is still in transfer (a PD decode node reserves it before the transfer)"
+                ))
+                .unwrap_or_default(),
                 if running_cap::pool_near_full(v) {
                     format!(
                         ", and the KV pool is nearly full too (token usage ~{:.2}): both limits bind, so raising the cap alone would run the pool out and retract requests",

@@ -4,7 +4,11 @@
 //! [`th::AT_CAP_SHARE`] of the steady lines; or, with a standing queue, the mamba state slots
 //! of a hybrid SSM model full (`mamba usage` ≥ [`th::MAMBA_FULL_USAGE`]); or, with a standing
 //! queue and the KV pool below [`th::CONSERVATIVE_USAGE`], a flat ceiling: the running count at
-//! its maximum on at least [`th::PLATEAU_SHARE`] of the lines (a cap the log does not print).
+//! its maximum on at least [`th::PLATEAU_SHARE`] of the lines (a cap the log does not print);
+//! or the same running count on every steady decode line of every scheduler, at least
+//! [`th::MIN_PINNED_LINES`] of them, while requests wait on some ([`pinned`]): a cap, seen
+//! across the ranks even when each rank prints a line or two (prefill lines are left out:
+//! their `#running-req` is counted before the batch's new requests join).
 //!
 //! **Why it matters.** Whatever the client sends and whatever the pool holds, no more than the
 //! cap run at once; the queue only lengthens the time to first token.
@@ -94,11 +98,35 @@ pub fn mamba_slots_full(v: &SchedulerView<'_>) -> Option<Limit> {
     (s >= th::MAMBA_FULL_SHARE).then_some(Limit::MambaSlots { share: s })
 }
 
+/// The running count every steady decode line of every scheduler shows, when there are at
+/// least [`th::MIN_PINNED_LINES`] such lines, the count is at least 2, and a request waits on
+/// one of them: the running cap (per DP rank) the log does not print.
+pub fn pinned(views: &[SchedulerView<'_>]) -> Option<u64> {
+    let lines = || views.iter().flat_map(|v| v.steady_decode.iter());
+    let first = lines().find_map(|d| d.running)?;
+    let n = lines().filter(|d| d.running.is_some()).count();
+    (first >= 2
+        && n >= th::MIN_PINNED_LINES
+        && lines().all(|d| d.running.is_none_or(|r| r == first))
+        && lines().any(|d| d.queue.is_some_and(|q| q > 0)))
+    .then_some(first)
+}
+
 /// Requests wait at a flat running ceiling the log does not name: a cap (`max_running_requests`
 /// from an unlogged argument, the mamba state slots, a router's limit), whatever the pool's
 /// usage ([`pool_near_full`] says whether the pool binds too). Not when the log names a cap
 /// above the ceiling: then something else holds the batch there.
 pub fn flat_plateau(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limit> {
+    // pinned on every line of every rank while requests wait somewhere: the cap of each
+    if let Some(p) = v.pinned_across_ranks
+        && !cap.max_running_requests.is_some_and(|c| c > p)
+        && v.steady_decode.iter().any(|d| d.running == Some(p))
+    {
+        return Some(Limit::Plateau {
+            ceiling: p,
+            share: 1.0,
+        });
+    }
     if !v.queued() || v.steady.len() < th::MIN_PLATEAU_LINES {
         return None;
     }
@@ -127,6 +155,45 @@ mod tests {
 
     fn dp1() -> String {
         only(&excerpt(MAXRUN2, 2200..=2600), "DP1 TP2")
+    }
+
+    #[test]
+    fn pinned_at_32_on_every_rank_is_a_cap() {
+        // real-3/018: a PD decode node, one line per DP rank, each at 32 running, queue 0-2
+        with_input(
+            &crate::rules::testing::whole("real-3/018-pr11854-h20-dp-ep-custom-logformat-mtp.log"),
+            |i| {
+                assert_eq!(pinned(i.views), Some(32));
+                for v in i.views {
+                    assert_eq!(
+                        flat_plateau(v, i.capacity),
+                        Some(Limit::Plateau {
+                            ceiling: 32,
+                            share: 1.0
+                        })
+                    );
+                }
+            },
+        );
+    }
+
+    #[test]
+    fn pinned_needs_a_wait_and_one_count() {
+        let f = "real-3/018-pr11854-h20-dp-ep-custom-logformat-mtp.log";
+        // nothing waits anywhere: no cap is seen
+        with_input(
+            &set_field(&crate::rules::testing::whole(f), "#queue-req", "0"),
+            |i| assert_eq!(pinned(i.views), None),
+        );
+        // one rank at 31: not one count
+        with_input(
+            &crate::rules::testing::edit(
+                &crate::rules::testing::whole(f),
+                "#running-req: 32, #token: 157952",
+                "#running-req: 31, #token: 157952",
+            ),
+            |i| assert_eq!(pinned(i.views), None),
+        );
     }
 
     #[test]
