@@ -119,7 +119,7 @@ pub fn pinned(views: &[SchedulerView<'_>]) -> Option<u64> {
 pub fn flat_plateau(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limit> {
     // pinned on every line of every rank while requests wait somewhere: the cap of each
     if let Some(p) = v.pinned_across_ranks
-        && !cap.max_running_requests.is_some_and(|c| c > p)
+        && cap.max_running_requests.is_none_or(|c| c <= p)
         && v.steady_decode.iter().any(|d| d.running == Some(p))
     {
         return Some(Limit::Plateau {
