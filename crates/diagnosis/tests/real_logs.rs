@@ -1522,12 +1522,22 @@ fn a_client_bound_pd_decode_node_names_its_transfers() {
 
 #[test]
 fn with_chunked_prefill_off_mixed_chunks_are_not_advised() {
-    // `chunked_prefill_size=-1` (lines 135, 484): no chunks to mix, so the prefill
-    // interference finding asks for a chunk size instead of --enable-mixed-chunk
+    // `chunked_prefill_size=-1` (lines 135, 484): no chunks to mix, so a prefill
+    // interference finding asks for a chunk size instead of --enable-mixed-chunk. (Its
+    // prefills run in the ramp, 12 of them at #running-req 0: too few interrupt a decode for
+    // the finding itself, so its words are checked on this log's capacity.)
     let r = diagnose("real-long/ascend-qwen3next-80b-hybrid-mamba.log");
     assert!(r.capacity.chunked_prefill_off);
-    let levers: Vec<diagnosis::report::Lever> =
-        r.findings.iter().flat_map(|f| f.levers.clone()).collect();
+    let f = diagnosis::rules::prefill_interference::Facts {
+        scheduler: "rank 0".into(),
+        loss: 0.2,
+        share_with_prefill: 0.3,
+        clean_tok_per_s: 100.0,
+        mixed_tok_per_s: 60.0,
+        largest_prefill_tokens: Some(32_768),
+        evidence: None,
+    };
+    let levers = diagnosis::narrative::prefill_interference(&f, &r.capacity).levers;
     assert!(levers.contains(&diagnosis::report::Lever::ChunkedPrefillSize));
     assert!(!levers.contains(&diagnosis::report::Lever::EnableMixedChunk));
     // b2 runs 8192-token chunks

@@ -18,7 +18,7 @@ fn no_ceiling_words(why: Option<NoCeiling>) -> String {
             "fitted to these lines, the fixed part of a decode step comes out at or below zero, which no server has: the fit does not describe them well enough to extrapolate (decode lines over a wider range of batch sizes would)".into()
         }
         Some(NoCeiling::NoLimit) => {
-            "in these lines a decode step takes no longer when more requests decode at once (the fitted cost per request is zero or below), so they show no limit; lines at larger batch sizes would".into()
+            "the step-time fit over these lines finds no cost for each added request, which no server has: something else changed with the batch size (context length, CUDA graphs, speculation, prefills in the window), so these lines cannot show where throughput levels off; a steady run at several batch sizes would".into()
         }
         Some(NoCeiling::NotAboveCurrent) => {
             "the step-time fit levels off at or below today's rate, so it names no ceiling above it"

@@ -6,6 +6,10 @@
 //! passes included, so intervals that held a prefill read lower. Loss = 1 − (time-weighted mean
 //! over all decode intervals) / (mean over intervals without a prefill), over intervals
 //! shorter than [`th::IDLE_GAP_S`], with at least [`th::MIN_INTERFERENCE_INTERVALS`] of each kind.
+//! An interval whose prefill found nothing running (`#running-req: 0` on the prefill line: the
+//! previous requests had finished, decode had stopped) is neither: no request decoded during
+//! that prefill, and its window spans the wait for the next request; only a prefill that ran
+//! while requests were decoding interferes.
 //!
 //! **Why it matters.** Each prefill pass stops decode (unless mixed chunks are enabled): long
 //! prompts arriving steadily slow every running request.
@@ -50,13 +54,14 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         let decode = v.tl.every_decode_line()?;
         let (mut clean, mut mixed) = (Vec::new(), Vec::new());
         let mut prefill_since_last = false;
+        let mut refill_since_last = false;
         let mut prev_t: Option<f64> = None;
         for o in &v.obs {
             match decode.get(&(o.source, o.line)) {
                 Some(d) if d.t.is_some() => {
                     if let (Some(g), Some(t), Some(p)) = (d.gen_tps, d.t, prev_t) {
                         let dt = t - p;
-                        if dt > 0.0 && dt < th::IDLE_GAP_S {
+                        if dt > 0.0 && dt < th::IDLE_GAP_S && !refill_since_last {
                             if prefill_since_last {
                                 mixed.push((g, dt))
                             } else {
@@ -66,8 +71,12 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                     }
                     prev_t = d.t;
                     prefill_since_last = false;
+                    refill_since_last = false;
                 }
                 Some(_) => {}
+                // a prefill that found nothing running stopped no decode: its interval holds
+                // the wait for the next request instead
+                None if o.running == Some(0) => refill_since_last = true,
                 None => prefill_since_last = true,
             }
         }
@@ -124,6 +133,27 @@ mod tests {
         with_input(&only(&dp0(1..=8877), "Decode batch"), |i| {
             assert_eq!(check(i), None)
         });
+    }
+
+    #[test]
+    fn prefills_that_found_nothing_running_do_not_interfere() {
+        // real-4/101: a single client's requests, each prefilled at #running-req: 0 after the
+        // previous ones finished: the low windows hold the wait, not an interrupted decode
+        with_input(
+            &crate::rules::testing::whole(
+                "real-4/101-dgxspark-gb10-long-prefix-chunked-then-400-ctx-exceeded.log",
+            ),
+            |i| assert_eq!(check(i), None),
+        );
+        // boundary: the same prefills counted as running beside decode would interfere
+        let text = crate::rules::testing::edit(
+            &crate::rules::testing::whole(
+                "real-4/101-dgxspark-gb10-long-prefix-chunked-then-400-ctx-exceeded.log",
+            ),
+            "#running-req: 0,",
+            "#running-req: 1,",
+        );
+        with_input(&text, |i| assert!(check(i).is_some()));
     }
 
     #[test]
