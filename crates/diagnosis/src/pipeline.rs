@@ -410,6 +410,10 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             }),
         pool_fill,
         long_requests,
+        one_per_pass: matches!(
+            carrier.map(|c| c.1),
+            Some(Reason::PrefillLimit(f)) if f.one_per_pass.is_some()
+        ),
         drain: match carrier.map(|c| c.1) {
             Some(Reason::Drain(f)) => Some((f.from, f.to)),
             _ => None,

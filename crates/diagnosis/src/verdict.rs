@@ -10,6 +10,7 @@
 //! | 3 | `kv_cache_bound::queued_at_full_pool` | `kv_cache_bound` |
 //! | 4 | `running_cap::at_configured_cap` | `running_cap_bound` |
 //! | 5 | `running_cap::mamba_slots_full` (queued) | `running_cap_bound` |
+//! | 5b | `prefill_limit`, one request per pass (queued) | `prefill_bound` |
 //! | 6 | `running_cap::flat_plateau` (queued) | `running_cap_bound` |
 //! | 7 | `kv_cache_bound::fills_as_admitted` (queued ramp) | `kv_cache_bound` |
 //! | 8 | `prefill_limit` (queued) | `prefill_bound` |
@@ -124,6 +125,11 @@ pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
     }),
     ("running_cap (mamba slots)", |v, _| {
         running_cap::mamba_slots_full(v).map(Reason::RunningCap)
+    }),
+    ("prefill_limit (one request per pass)", |v, c| {
+        prefill_limit::check(v, c)
+            .filter(|f| f.one_per_pass.is_some())
+            .map(Reason::PrefillLimit)
     }),
     ("running_cap (flat ceiling)", |v, c| {
         running_cap::flat_plateau(v, c).map(Reason::RunningCap)

@@ -163,6 +163,8 @@ pub fn bottleneck(
             l
         }
         Reason::PrefillLimit(f) if f.budget_below_prompt.is_some() => vec![Lever::MaxPrefillTokens],
+        // the budget is not what caps a pass at one request
+        Reason::PrefillLimit(f) if f.one_per_pass.is_some() => Vec::new(),
         Reason::PrefillLimit(_) => vec![Lever::ChunkedPrefillSize, Lever::MaxPrefillTokens],
         Reason::Conservative(_) => vec![Lever::ScheduleConservativeness, Lever::MaxTokens],
         // a PD decode node's load comes from the prefill side, not from a client setting
@@ -301,7 +303,14 @@ pub fn bottleneck(
             if let Some(m) = v.tl.agg.max_prefill_new_tokens {
                 figures.push(Figure::new("largest prefill batch", m as f64, Unit::Tokens));
             }
-            let detail = match f.budget_below_prompt {
+            let detail = match (f.budget_below_prompt, f.one_per_pass) {
+                (None, Some(o)) => format!(
+                    "Each of {} prefill passes admitted one request (prompts of ~{} tokens, a small part of the {}-token prefill budget) while requests waited: the queue drains one request per pass. \
+                     SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, so something else caps each pass at one: a build without batched prefill (older speculative decoding), requests that reach the scheduler one at a time (tokenization, a client or router sending serially), or a per-pass admission setting of this build. \
+                     Check which: the budget is not it, so raising --chunked-prefill-size or --max-prefill-tokens changes nothing.",
+                    o.passes, o.median_prompt, f.limit_tokens
+                ),
+                _ => match f.budget_below_prompt {
                 Some((budget, p)) => format!(
                     "max_prefill_tokens ({budget}) is below one prompt (~{p} tokens): SGLang admits the first request of a prefill batch whatever its size, \
                      so every prefill batch holds exactly one request and requests are admitted one per prefill pass while the queue waits. \
@@ -319,10 +328,15 @@ pub fn bottleneck(
                     },
                     pool_room_clause(&v.pool_room),
                 ),
+                },
             };
             (
                 FindingKind::PrefillBound,
-                "Prefill bound: admission is limited by the prefill batch size".to_string(),
+                if f.one_per_pass.is_some() {
+                    "Prefill bound: one request admitted per prefill pass".to_string()
+                } else {
+                    "Prefill bound: admission is limited by the prefill batch size".to_string()
+                },
                 detail,
                 Confidence::Medium,
             )

@@ -183,6 +183,13 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 while_(vec![wait_s, usage_s])
             ),
         ),
+        Bottleneck::PrefillBound if h.one_per_pass => (
+            "Prefill bound",
+            format!(
+                "each prefill pass admits one request{}, so the queue drains one request per pass.",
+                while_(vec![wait_s, usage_s])
+            ),
+        ),
         Bottleneck::PrefillBound => (
             "Prefill bound",
             format!(

@@ -201,6 +201,10 @@ pub struct Headline {
     /// held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_cap_share: Option<f64>,
+    /// With a `prefill_bound` verdict: every prefill pass admitted one request though the
+    /// budget held more (`rules::prefill_limit::OnePerPass`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_per_pass: bool,
     /// With a `drain` verdict: the running requests on the first and the last decode line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drain: Option<(u64, u64)>,

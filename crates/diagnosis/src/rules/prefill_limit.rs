@@ -4,7 +4,11 @@
 //! steady prefill batches carry `#new-token` within [`th::PREFILL_AT_LIMIT_FRACTION`] of the
 //! prefill size limit: `min(chunked_prefill_size, max_prefill_tokens)` when the log or server
 //! info gives them, else the largest prefill seen. It also tells when `max_prefill_tokens` is
-//! below a single prompt, so that every prefill pass admits exactly one request.
+//! below a single prompt, so that every prefill pass admits exactly one request; and when every
+//! pass admits exactly one request although its prompt fills a small part of the budget
+//! ([`OnePerPass`]): something other than the budget caps each pass at one request (a build
+//! without batched prefill, such as older speculative decoding; requests that reach the
+//! scheduler one at a time), and the queue drains one request per pass.
 //!
 //! **Why it matters.** Queued requests are admitted only as fast as their prompts are
 //! prefilled; with the KV cache still having room, the prefill budget is the limit.
@@ -51,6 +55,18 @@ pub struct Facts {
     /// `Some((max_prefill_tokens, median prompt))` when the budget is below every prompt and
     /// each prefill batch holds one request (tokens).
     pub budget_below_prompt: Option<(u64, u64)>,
+    /// Every pass admits one request though its prompt fills a small part of the budget.
+    pub one_per_pass: Option<OnePerPass>,
+}
+
+/// Every steady prefill pass admits exactly one request while requests wait, its prompt below
+/// [`th::PREFILL_AT_LIMIT_FRACTION`] of the budget.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OnePerPass {
+    /// Prefill passes seen, each with `#new-seq: 1`.
+    pub passes: usize,
+    /// Median `#new-token` of a pass (tokens).
+    pub median_prompt: u64,
 }
 
 /// SGLang's default `max_prefill_tokens` (tokens; `server_args.py`).
@@ -106,7 +122,27 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
         }
         _ => None,
     };
-    if share_at_limit < th::PREFILL_AT_LIMIT_SHARE && budget_below_prompt.is_none() {
+    // one request a pass although the budget held several of these prompts
+    let one_per_pass = match throughput_stats::median_u64(&prompts) {
+        Some(m)
+            if one_each
+                && budget_below_prompt.is_none()
+                && seqs.len() >= th::MIN_PREFILL_LINES
+                && prompts
+                    .iter()
+                    .all(|&p| (p as f64) < th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64) =>
+        {
+            Some(OnePerPass {
+                passes: seqs.len(),
+                median_prompt: m,
+            })
+        }
+        _ => None,
+    };
+    if share_at_limit < th::PREFILL_AT_LIMIT_SHARE
+        && budget_below_prompt.is_none()
+        && one_per_pass.is_none()
+    {
         return None;
     }
     Some(Facts {
@@ -114,6 +150,7 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
         limit_tokens,
         source,
         budget_below_prompt,
+        one_per_pass,
     })
 }
 
@@ -127,6 +164,42 @@ mod tests {
 
     fn check_lines(lines: &str, cap: &CapacitySummary) -> Option<Facts> {
         with_input(lines, |i| check(&i.views[0], cap))
+    }
+
+    const EAGLE_BURST: &str = "real-3/039-i2777-eagle2-bench-cache-hit-rate-queue62.log";
+
+    #[test]
+    fn one_request_per_pass_while_a_burst_waits() {
+        // 039: 63 requests at once; every prefill admits #new-seq 1 (48-80 tokens) and the
+        // queue falls 62, 61, 60, ... one per line
+        let f = check_lines(&whole(EAGLE_BURST), &CapacitySummary::default()).expect("facts");
+        let o = f.one_per_pass.expect("one per pass");
+        assert_eq!(o.passes, 7);
+        assert_eq!(o.median_prompt, 60);
+        assert_eq!(f.budget_below_prompt, None);
+    }
+
+    #[test]
+    fn two_requests_in_one_pass_is_not_one_per_pass() {
+        // boundary: one pass admitting 2 breaks the pattern
+        let text = crate::rules::testing::edit(
+            &whole(EAGLE_BURST),
+            "#new-seq: 1, #new-token: 75",
+            "#new-seq: 2, #new-token: 75",
+        );
+        assert_eq!(
+            check_lines(&text, &CapacitySummary::default()).and_then(|f| f.one_per_pass),
+            None
+        );
+    }
+
+    #[test]
+    fn one_per_pass_needs_a_queue() {
+        let text = set_field(&whole(EAGLE_BURST), "#queue-req", "0");
+        assert_eq!(
+            check_lines(&text, &CapacitySummary::default()).and_then(|f| f.one_per_pass),
+            None
+        );
     }
 
     #[test]
