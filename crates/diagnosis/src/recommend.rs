@@ -425,11 +425,15 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
             out.push(Plan::LowerConservativeness(fill(i.capacity, i.projection)))
         }
         Bottleneck::RunningCapBound => {
-            out.push(Plan::RaiseMaxRunning(i.cap_advice));
-            // the pool binds too: a higher cap needs more KV slots with it
-            if i.load
-                .is_some_and(|l| l.usage_median >= th::CONSERVATIVE_USAGE)
-            {
+            // the pool binds too: a higher cap needs more KV slots first (raising the cap alone
+            // would run the pool out and retract), so those come before it
+            let pool_binds = i
+                .load
+                .is_some_and(|l| l.usage_median >= th::CONSERVATIVE_USAGE);
+            if !pool_binds {
+                out.push(Plan::RaiseMaxRunning(i.cap_advice));
+            }
+            if pool_binds {
                 match (i.capacity, i.projection) {
                     (Some(cm), Some(p)) => kv_plans(
                         cm,
@@ -441,6 +445,7 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
                     ),
                     _ => out.push(Plan::MoreKvSlots),
                 }
+                out.push(Plan::RaiseMaxRunning(i.cap_advice));
             }
         }
         // Nothing runs (a PD prefill instance, an idle server): the batch model does not apply.

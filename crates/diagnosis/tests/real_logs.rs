@@ -1779,3 +1779,23 @@ fn a_missing_ceiling_says_which_test_of_the_fit_failed() {
     assert!(p.ceiling_tok_per_s.is_some());
     assert_eq!(p.no_ceiling, None);
 }
+
+/// real-4/108: every PD decode rank at its cap of 26 with token usage ~0.8: both limits bind,
+/// so more KV slots come before a higher cap (raising the cap alone would run the pool out).
+#[test]
+fn a_cap_with_a_nearly_full_pool_asks_for_kv_first() {
+    use diagnosis::report::RecommendationKind as K;
+    let r = diagnose("real-4/108-npu-pd-decode-2node-dp32-mtp-cap26-usage078-transfer.log");
+    assert_eq!(r.bottleneck, diagnosis::Bottleneck::RunningCapBound);
+    let kinds: Vec<&K> = r.recommendations.iter().map(|x| &x.kind).collect();
+    let kv = kinds
+        .iter()
+        .position(|k| matches!(k, K::MoreKvSlots | K::Apply { .. }));
+    let cap = kinds
+        .iter()
+        .position(|k| matches!(k, K::RaiseMaxRunningRequests));
+    assert!(
+        matches!((kv, cap), (Some(a), Some(b)) if a < b),
+        "{kinds:?}"
+    );
+}
