@@ -428,6 +428,26 @@ pub fn bottleneck(
 /// The finding of [`crate::rules::decode_compute`].
 pub fn decode_compute(f: &decode_compute::Facts) -> Finding {
     let per_req = f.tok_per_s_per_request;
+    if f.lines == 1 {
+        // one instant: its window may hold a prefill, a retraction or idle time
+        return finding(
+            FindingKind::DecodeComputeBound,
+            "Decode looks slow per running request in a single reading",
+            format!(
+                "On {} the one decode line gives each running request {per_req:.2} tok/s (gen throughput / running requests). \
+                 One sample is an instantaneous figure over a window that may hold prefill passes, a retraction or idle time, so it shows no more than that one window: \
+                 a log with more decode lines tells whether decode itself is slow (no CUDA graphs, CPU offload, a hung collective).",
+                f.scheduler
+            ),
+            vec![Figure::new(
+                "decode speed per running request (one line)",
+                per_req,
+                Unit::TokPerS,
+            )],
+            Vec::new(),
+            Confidence::Low,
+        );
+    }
     finding(
         FindingKind::DecodeComputeBound,
         "Decode is extremely slow per running request",

@@ -26,6 +26,9 @@ pub struct Facts {
     pub scheduler: String,
     /// Median decode speed per running request (tok/s).
     pub tok_per_s_per_request: f64,
+    /// Decode lines the median is over: one reading is an instant whose window may hold a
+    /// prefill, a retraction or idle time, so it is said as such.
+    pub lines: usize,
 }
 
 /// The rule over all schedulers: `Some` only when the slowest is below the threshold.
@@ -43,13 +46,18 @@ pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
                         (r > 0.0 && g > 0.0).then(|| g / r)
                     })
                     .collect();
-            Some((v.key.to_string(), throughput_stats::median_f64(&per_req)?))
+            Some((
+                v.key.to_string(),
+                throughput_stats::median_f64(&per_req)?,
+                per_req.len(),
+            ))
         })
         .min_by(|x, y| x.1.total_cmp(&y.1))
         .filter(|s| s.1 < th::SLOW_DECODE_TOK_PER_REQ)
-        .map(|(scheduler, tok_per_s_per_request)| Facts {
+        .map(|(scheduler, tok_per_s_per_request, lines)| Facts {
             scheduler,
             tok_per_s_per_request,
+            lines,
         })
 }
 
@@ -65,6 +73,8 @@ mod tests {
         with_input(&whole(NPU_NO_GRAPH), |i| {
             let f = check(i.views).expect("slow decode");
             assert_eq!(f.scheduler, "rank 0");
+            // one decode line: a single reading, said as such
+            assert_eq!(f.lines, 1);
             assert!(f.tok_per_s_per_request < 0.2, "{f:?}");
         });
     }
