@@ -1258,14 +1258,15 @@ fn page_granular_token_count_is_not_a_stall() {
 #[test]
 fn client_bound_says_how_many_more_requests_fit() {
     // Ascend Qwen3-30B (SOURCES.tsv): "client-concurrency bound (156 < 192 cap)"; token usage
-    // median 0.83 over the measured run's steady span: the KV cache (at 0.95) stops ~22 more
-    // before the cap of 192 would.
+    // median 0.83 over the measured run's steady span: the KV cache (at 0.95) stops ~21 more
+    // before the cap of 192 would. The running median is the decode lines' (a prefill line
+    // counts the batch before its own requests join).
     let r = diagnose("real-long/ascend-qwen3-30b-tp2-eagle3-highload.log");
     assert_eq!(r.bottleneck, Bottleneck::ClientBound);
     let rec = &r.recommendations[0];
     assert!(rec.action.starts_with("Send more requests at once"));
     assert!(
-        rec.expected_gain.contains("~155 requests run at token usage ~0.83 (p90 0.88); about 22 more could run at once before the KV cache stops them"),
+        rec.expected_gain.contains("~156 requests run at token usage ~0.83 (p90 0.88); about 21 more could run at once before the KV cache stops them"),
         "{}",
         rec.expected_gain
     );
@@ -1798,4 +1799,12 @@ fn a_cap_with_a_nearly_full_pool_asks_for_kv_first() {
         matches!((kv, cap), (Some(a), Some(b)) if a < b),
         "{kinds:?}"
     );
+}
+
+/// real-3/009: prefill lines at 1, 2, 10 and 26 running (each counted before its own new
+/// requests join), then the decode line at 40: the running requests are the decode line's.
+#[test]
+fn running_requests_come_from_the_decode_lines() {
+    let r = diagnose("real-3/009-pr30047-npu-mamba-usage-accept-len.log");
+    assert_eq!(r.headline.running_median, Some(40.0));
 }

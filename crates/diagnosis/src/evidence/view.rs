@@ -353,10 +353,23 @@ impl<'e> SchedulerView<'e> {
             prefill.len(),
             prefill.iter().copied().filter(|p| in_span(p.t, &span)),
         );
-        let running = gauge(&collect_within(
-            steady.len(),
-            steady.iter().filter_map(|o| Some((o.t, o.running? as f64))),
-        ));
+        // A prefill line counts the running batch before its own new requests join
+        // (`log_prefill_stats`: `#running-req` is the running batch the prefill is merged
+        // into), so the running requests come from the decode lines when there are any.
+        let decode_running: Vec<(Option<f64>, f64)> = collect_within(
+            steady_decode.len(),
+            steady_decode
+                .iter()
+                .filter_map(|d| Some((d.t, d.running? as f64))),
+        );
+        let running = if decode_running.is_empty() {
+            gauge(&collect_within(
+                steady.len(),
+                steady.iter().filter_map(|o| Some((o.t, o.running? as f64))),
+            ))
+        } else {
+            gauge(&decode_running)
+        };
         let decode_queue: Vec<(Option<f64>, f64)> = collect_within(
             steady_decode.len(),
             steady_decode
