@@ -619,9 +619,15 @@ fn sections(r: &Report) -> Vec<Section> {
             vec![Block::Lines(vec![format!(
                 "KV pool: {} tokens per DP rank{}; mem_fraction_static {}; {}KV cache {} GiB; free after CUDA graphs {} GiB (SGLang's log prints GiB as \"GB\"); max_running_requests {}",
                 opt(c.max_total_num_tokens),
-                c.swa_pool_tokens
-                    .map(|s| format!(" in the full-attention layers and {s} in the sliding-window layers (two pools, each used against its own size)"))
-                    .unwrap_or_default(),
+                format!(
+                    "{}{}",
+                    c.swa_pool_tokens
+                        .map(|s| format!(" in the full-attention layers and {s} in the sliding-window layers (two pools, each used against its own size)"))
+                        .unwrap_or_default(),
+                    c.mamba_cache_slots
+                        .map(|m| format!(" and {m} mamba state slots (one per running request: they cap the batch as max_running_requests does)"))
+                        .unwrap_or_default()
+                ),
                 f(c.mem_fraction_static, 2),
                 c.weights_gb
                     .map(|w| format!("weights {w:.2} GiB; "))

@@ -203,6 +203,9 @@ pub enum Event<'a> {
         /// The sliding-window layers' pool (tokens).
         swa_tokens: Option<u64>,
     },
+    /// `Mamba Cache is allocated. max_mamba_cache_size: N, conv_state size: …` (hybrid SSM
+    /// models): the mamba state slots, one per running request (slots per rank).
+    MambaCacheAllocated(Option<u64>),
     /// `Max running requests is reset to N for speculative decoding.` (and other reasons the
     /// start-up lowers the cap for, `server_args.py`): the cap in effect (requests per DP
     /// rank), when no capacity line prints it.
@@ -251,6 +254,7 @@ impl Event<'_> {
             Event::HiCacheAllocated { .. } => "hicache_allocated",
             Event::SwaPool { .. } => "swa_pool",
             Event::MaxRunningReset(_) => "max_running_reset",
+            Event::MambaCacheAllocated(_) => "mamba_cache_allocated",
             Event::MoeConfigUntuned(_) => "moe_config_untuned",
             Event::ServerReady => "server_ready",
             Event::WatchdogTimeout(_) => "watchdog_timeout",

@@ -374,6 +374,16 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         b'L' if starts("Load weight end") => {
             glued_capacity(msg).unwrap_or_else(|| Event::LoadWeightEnd(events::parse_memory(msg)))
         }
+        b'M' if starts("Mamba Cache is allocated.") => {
+            let n = msg.find("max_mamba_cache_size:").and_then(|i| {
+                let rest = msg[i + "max_mamba_cache_size:".len()..].trim_start();
+                let end = rest
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(rest.len());
+                rest[..end].parse().ok()
+            });
+            Event::MambaCacheAllocated(n)
+        }
         b'M' if starts("Max running requests is reset to ") => {
             let rest = &msg["Max running requests is reset to ".len()..];
             let digits = rest

@@ -311,6 +311,24 @@ fn envelopes_and_wrappers() {
 /// Spec §2.9 startup lines: KV cache, memory, capacity, server_args, HiCache, ready banner.
 #[test]
 fn startup_lines() {
+    // real-4/106: a hybrid SSM model's state slots; real-4/102: the cap lowered for speculation
+    check(
+        "[2026-05-25 17:30:11 TP0] Mamba Cache is allocated. max_mamba_cache_size: 40, conv_state size: 0.11GB, ssm_state size: 5.77GB ",
+        "mamba_cache_allocated @2026-05-25 17:30:11 [TP0] max_mamba_cache_size=40",
+    );
+    check(
+        "[2026-08-01 21:40:28] Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.",
+        "max_running_reset @2026-08-01 21:40:28 max_running_requests=48",
+    );
+    // real-4/105: the fused MoE kernels' untuned config, and its down_moe form
+    check(
+        "[2026-05-25 18:04:09 TP1] Using default MoE kernel config. Performance might be sub-optimal! Config file not found at /x/E=128,N=384.json",
+        "moe_config_untuned @2026-05-25 18:04:09 [TP1] msg=\"Using default MoE kernel config. Performance might be sub-optimal! Config file not found at /x/E=128,N=384.json\"",
+    );
+    check(
+        "[2026-05-25 18:04:09 TP1] Using MoE kernel config with down_moe=False. Performance might be sub-optimal! Config file not found at /x",
+        "moe_config_untuned @2026-05-25 18:04:09 [TP1] msg=\"Using MoE kernel config with down_moe=False. Performance might be sub-optimal! Config file not found at /x\"",
+    );
     check(
         "[2025-10-03 20:34:47 DP0 TP0 EP0] KV Cache is allocated. #tokens: 1339395, K size: 58.76 GB, V size: 58.76 GB",
         "kv_cache_allocated @2025-10-03 20:34:47 [DP0 TP0 EP0] tokens=1339395 k_gb=58.76 v_gb=58.76",

@@ -534,6 +534,8 @@ pub struct Startup {
     pub swa_full_pool_tokens: Option<u64>,
     /// `Max running requests is reset to N` (requests per DP rank).
     pub max_running_reset: Option<u64>,
+    /// `Mamba Cache is allocated. max_mamba_cache_size: N` (state slots per rank).
+    pub mamba_cache_slots: Option<u64>,
     /// Selected `server_args=ServerArgs(...)` values, raw (quotes stripped); for a log without
     /// that line, the same arguments from an echoed launch command (`--mem-fraction-static 0.8`
     /// as `mem_fraction_static`, a bare switch as `True`).
@@ -1800,6 +1802,10 @@ impl EvidenceBuilder {
             Event::MaxRunningReset(n) => {
                 let st = &mut self.ev.startup;
                 st.max_running_reset = st.max_running_reset.or(*n);
+            }
+            Event::MambaCacheAllocated(n) => {
+                let st = &mut self.ev.startup;
+                st.mamba_cache_slots = st.mamba_cache_slots.or(*n);
             }
             Event::KvCacheAllocated(k) => {
                 let st = &mut self.ev.startup;

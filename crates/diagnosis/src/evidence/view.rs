@@ -517,6 +517,7 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
         kv_cache_gb: st.kv_alloc_gb,
         weights_gb: st.weights_gb,
         swa_pool_tokens: st.swa_pool_tokens,
+        mamba_cache_slots: st.mamba_cache_slots,
         chunked_prefill_off: st.chunked_prefill_off
             || st
                 .server_args

@@ -532,6 +532,10 @@ pub struct CapacitySummary {
     /// `max_total_num_tokens` (tokens per DP rank); for hybrid sliding-window models the
     /// full-attention layers' pool.
     pub max_total_num_tokens: Option<u64>,
+    /// Hybrid SSM models: the mamba state slots (`max_mamba_cache_size`), one per running
+    /// request (slots per rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mamba_cache_slots: Option<u64>,
     /// Hybrid sliding-window models: the sliding-window layers' pool (`swa_layer_tokens`,
     /// tokens per DP rank). Each pool is used against its own size (`full token usage`,
     /// `swa token usage`); the sizes do not add up to one pool.

@@ -165,6 +165,7 @@ pub fn render(rec: &Record<'_>) -> String {
             kv("swa_tokens", swa_tokens.map(|v| v.to_string()));
         }
         Event::MaxRunningReset(n) => kv("max_running_requests", n.map(|v| v.to_string())),
+        Event::MambaCacheAllocated(n) => kv("max_mamba_cache_size", n.map(|v| v.to_string())),
         Event::WatchdogTimeout(m)
         | Event::KvTransferFailed(m)
         | Event::SchedulerException(m)
