@@ -304,10 +304,17 @@ pub fn bottleneck(
                 figures.push(Figure::new("largest prefill batch", m as f64, Unit::Tokens));
             }
             let detail = match (f.budget_below_prompt, f.one_per_pass) {
-                (None, Some(o)) => format!(
-                    "Each of {} prefill passes admitted one request (prompts of ~{} tokens, a small part of the {}-token prefill budget) while requests waited: the queue drains one request per pass. \
+                (None, Some(o)) if f.source == prefill_limit::LimitSource::Configured => format!(
+                    "Each of {} prefill passes admitted one request (prompts of ~{} tokens, a small part of the configured {}-token prefill budget) while requests waited: requests leave the queue one per pass. \
                      SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, so something else caps each pass at one: a build without batched prefill (older speculative decoding), requests that reach the scheduler one at a time (tokenization, a client or router sending serially), or a per-pass admission setting of this build. \
                      Check which: the budget is not it, so raising --chunked-prefill-size or --max-prefill-tokens changes nothing.",
+                    o.passes, o.median_prompt, f.limit_tokens
+                ),
+                (None, Some(o)) => format!(
+                    "Each of {} prefill passes admitted one request (prompts of ~{} tokens) while requests waited: requests leave the queue one per pass. \
+                     SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, and this log prints no budget (SGLang's default max_prefill_tokens is {}): \
+                     either the budget (chunked_prefill_size or max_prefill_tokens) is below two of these prompts, or something else caps each pass at one: a build without batched prefill (older speculative decoding), requests that reach the scheduler one at a time (tokenization, a client or router sending serially). \
+                     The start-up's capacity line (chunked_prefill_size, max_prefill_tokens) tells which.",
                     o.passes, o.median_prompt, f.limit_tokens
                 ),
                 _ => match f.budget_below_prompt {
@@ -630,12 +637,12 @@ pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
     }
     if let Some(c) = f.reprefill {
         figures.push(Figure::new(
-            "fastest prefill rate on a prefill line",
+            "median prefill rate of the prefill lines",
             c.rate_tps,
             Unit::TokPerS,
         ));
         figures.push(Figure::new(
-            "share of the logged time re-prefilling retracted requests, at most",
+            "share of the logged time re-prefilling retracted requests, about",
             c.share(),
             Unit::Fraction,
         ));
@@ -662,11 +669,11 @@ pub fn retraction(f: &retraction::Facts, r: &RetractionSummary) -> Finding {
             } else {
                 let cost = match f.reprefill {
                     Some(c) if c.material() => format!(
-                        " Re-prefilling the {} freed tokens took up to {:.1}% of the logged time (at the fastest prefill line's {:.0} tok/s): worth fewer retractions, though a higher --schedule-conservativeness admits fewer requests at once, which costs decode throughput on a full pool.",
+                        " Re-prefilling the {} freed tokens took about {:.1}% of the logged time (at the median prefill line's {:.0} tok/s): worth fewer retractions, though a higher --schedule-conservativeness admits fewer requests at once, which costs decode throughput on a full pool.",
                         c.tokens, c.share() * 100.0, c.rate_tps
                     ),
                     Some(c) => format!(
-                        " Re-prefilling the {} freed tokens took at most {:.2}% of the logged time (at the fastest prefill line's {:.0} tok/s): not worth admitting fewer requests for; the retractions are a symptom of the full pool, which more KV memory treats.",
+                        " Re-prefilling the {} freed tokens took about {:.2}% of the logged time (at the median prefill line's {:.0} tok/s, a figure that errs high): not worth admitting fewer requests for; the retractions are a symptom of the full pool, which more KV memory treats.",
                         c.tokens, c.share() * 100.0, c.rate_tps
                     ),
                     None => " What re-prefilling cost is not measured (no freed-token count or no prefill rate in the log), so no setting is advised for retraction alone; the pool is the limit.".to_string(),
@@ -747,7 +754,7 @@ pub fn kv_transfer(f: &watchdog::Facts) -> Finding {
         f,
         FindingKind::KvTransferFailure,
         "KV transfers failed",
-        "PD disaggregation could not move KV from prefill to decode servers; affected requests fail or retry. Check the transfer backend and network.",
+        "PD disaggregation could not move KV from prefill to decode servers; SGLang's decode side aborts a request whose transfer failed (every TP rank of the decode server logs the same request). Check the transfer backend and network; the first failure's cause is logged where it happened (the prefill server or another rank).",
     )
 }
 

@@ -186,7 +186,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         Bottleneck::PrefillBound if h.one_per_pass => (
             "Prefill bound",
             format!(
-                "each prefill pass admits one request{}, so the queue drains one request per pass.",
+                "each prefill pass admits one request{}, so requests leave the queue one per pass.",
                 while_(vec![wait_s, usage_s])
             ),
         ),

@@ -6,7 +6,9 @@
 //! number of draft steps per verify (`speculative_num_steps`) when `server_args` gives it. It
 //! says speculation gains nothing when the median accept length is at or below
 //! [`th::SPEC_NO_GAIN_ACCEPT_LEN`], and little when the median accept rate is below
-//! [`th::SPEC_LOW_ACCEPT_RATE`] (most drafted tokens are thrown away).
+//! [`th::SPEC_LOW_ACCEPT_RATE`] (most drafted tokens are thrown away) while the accept length
+//! stays below [`th::SPEC_GAINS_ACCEPT_LEN`] (a longer one halves the target passes or more,
+//! whatever the rate: a long draft block, drafted in one forward by DFLASH, keeps a small share).
 //!
 //! **Why it matters.** Each verify step runs the target model once for every running request
 //! and keeps `accept len` tokens of it (the bonus token included), so the target model runs
@@ -135,7 +137,9 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         lines,
         accept_len,
         accept_rate,
-        low_accept_rate: accept_rate.is_some_and(|r| r.median < th::SPEC_LOW_ACCEPT_RATE),
+        // a low rate with a long accept length is a long draft block, not a loss
+        low_accept_rate: accept_rate.is_some_and(|r| r.median < th::SPEC_LOW_ACCEPT_RATE)
+            && accept_len.median < th::SPEC_GAINS_ACCEPT_LEN,
         cap_len: Spread::of(cap),
         num_steps,
         num_draft_tokens: arg("speculative_num_draft_tokens"),
@@ -277,6 +281,15 @@ mod tests {
         });
         let below = set_field(&whole(EAGLE3), "accept rate", "0.29");
         with_input(&below, |i| {
+            assert!(check(i).expect("speculative").low_accept_rate)
+        });
+        // a low rate with an accept length of 2 or more is a long draft block, not a loss
+        let long_block = set_field(&below, "accept len", "2.00");
+        with_input(&long_block, |i| {
+            assert!(!check(i).expect("speculative").low_accept_rate)
+        });
+        let just_below = set_field(&below, "accept len", "1.99");
+        with_input(&just_below, |i| {
             assert!(check(i).expect("speculative").low_accept_rate)
         });
     }
