@@ -134,16 +134,21 @@ fn b2_is_kv_bound_and_explains_the_client_rate() {
     assert!(fp8.tok_per_s > p.current_tok_per_s);
     assert_eq!(fp8.feasibility, Some(kv_capacity::Feasibility::Fits));
     // The first recommendation raises mem_fraction_static to the largest fraction that fits,
-    // 0.88; fp8 KV follows (it costs output fidelity, which matters for distillation data).
+    // 0.88; DP attention (output-preserving, not projected) follows; fp8 KV after them (it
+    // costs output fidelity, which matters for distillation data).
     assert_eq!(
         r.recommendations[0].action, "Set mem_fraction_static 0.88",
         "{:?}",
         r.recommendations[0]
     );
+    assert_eq!(
+        r.recommendations[1].kind,
+        diagnosis::report::RecommendationKind::DpAttention
+    );
     assert!(
-        r.recommendations[1].action.contains("fp8"),
+        r.recommendations[2].action.contains("fp8"),
         "{:?}",
-        r.recommendations[1]
+        r.recommendations[2]
     );
     assert!(
         r.recommendations
@@ -202,12 +207,23 @@ fn b2_four_times_faster_is_not_reachable_and_says_what_could() {
         e.best_change.as_ref().map(|b| b.0.as_str()),
         Some("mem_fraction_static 0.88")
     );
+    // an MLA model at TP8 without DP attention: the ceiling is that layout's, and DP
+    // attention (each rank holding only its own requests' KV) is named beside the rest
+    assert_eq!(e.kv_replicated_by_tp, Some(8));
     assert!(
-        e.text.contains("is not reachable on this setup"),
+        e.text.contains("is not reachable with this layout"),
         "{}",
         e.text
     );
     assert!(e.text.contains("speculative decoding"), "{}", e.text);
+    assert!(e.text.contains("--enable-dp-attention"), "{}", e.text);
+    assert!(
+        r.recommendations
+            .iter()
+            .any(|x| x.kind == diagnosis::report::RecommendationKind::DpAttention),
+        "{:?}",
+        r.recommendations
+    );
 }
 
 #[test]

@@ -143,6 +143,7 @@ pub fn check(
         faster_change_altering_outputs: faster,
         reach,
         no_ceiling: p.no_ceiling,
+        kv_replicated_by_tp: None,
         needs_completion_length: matches!(expected, Some(Expectation::ReqPerS(_)))
             && client.is_none(),
         client,

@@ -256,6 +256,14 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         .iter()
         .flat_map(|f| f.levers.iter().map(|&l| (l, f.kind)))
         .collect();
+    // an MLA model at TP > 1 without DP attention: every rank holds the whole latent KV
+    let kv_replicated_by_tp = {
+        let par = capacity::parallel(ev, ctx);
+        let mla = ctx.model.as_ref().map_or(ev.startup.kv_alloc_mla, |m| {
+            m.config.attention_kind() == kv_capacity::AttentionKind::Mla
+        });
+        (mla && par.tp_size > 1 && par.attn_tp_size.is_none()).then_some(par.tp_size)
+    };
     let recommendations = recommend::plans(&recommend::Input {
         bottleneck,
         capacity: capacity_model.as_ref(),
@@ -269,6 +277,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         levers: &levers,
         long_requests: long_requests.is_some(),
         pd_decode: carrier.is_some_and(|(v, _)| v.is_pd_decode()),
+        kv_replicated_by_tp,
         cap_advice: recommend::CapAdvice {
             client: server_cap.and_then(|cap| {
                 Some(recommend::ClientLimit {
@@ -458,6 +467,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         .as_ref()
         .and_then(|m| crate::expectation::check(m, projection.as_ref(), ctx.expectation, figures));
     if let Some(e) = expectation.as_mut() {
+        e.kv_replicated_by_tp = kv_replicated_by_tp;
         e.text = narrative::expectation(e);
     } else if ctx.expectation.is_some() {
         // asked and not answered: said, not silently dropped

@@ -163,6 +163,8 @@ pub enum Plan {
     CheckPrefillSide(Option<Load>),
     /// Judge progress by the windowed rate.
     UseWindowedRate,
+    /// Try DP attention: an MLA model's KV is held whole by each of this many TP ranks.
+    DpAttention(u32),
     /// Change a setting a finding names that no plan above covers.
     Change {
         /// The setting.
@@ -188,6 +190,7 @@ impl Plan {
             Plan::RaiseClientConcurrency(_) => RecommendationKind::RaiseClientConcurrency,
             Plan::CheckPrefillSide(_) => RecommendationKind::CheckPrefillSide,
             Plan::UseWindowedRate => RecommendationKind::UseWindowedRate,
+            Plan::DpAttention(_) => RecommendationKind::DpAttention,
             Plan::Change { lever, finding } => RecommendationKind::Change {
                 lever: *lever,
                 finding: *finding,
@@ -253,6 +256,9 @@ pub struct Input<'a> {
     /// The scheduler behind the verdict is a PD decode node (its load comes from the prefill
     /// side).
     pub pd_decode: bool,
+    /// An MLA model under TP of this many ranks without DP attention: every rank holds the
+    /// latent KV of every running request.
+    pub kv_replicated_by_tp: Option<u32>,
 }
 
 fn kv_plans(
@@ -409,6 +415,9 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
                 i.client,
                 &mut out,
             );
+        }
+        if let Some(tp) = i.kv_replicated_by_tp {
+            out.push(Plan::DpAttention(tp));
         }
         if i.capacity.is_some() {
             out.push(Plan::HiCacheNoGain);

@@ -536,6 +536,10 @@ pub struct Startup {
     pub max_running_reset: Option<u64>,
     /// `Mamba Cache is allocated. max_mamba_cache_size: N` (state slots per rank).
     pub mamba_cache_slots: Option<u64>,
+    /// The first KV allocation line printed one `KV size` (SGLang's `MLATokenToKVPool`), not
+    /// `K size` and `V size` (`MHATokenToKVPool`): the model's attention is MLA, whose latent
+    /// KV every TP rank holds whole.
+    pub kv_alloc_mla: bool,
     /// Selected `server_args=ServerArgs(...)` values, raw (quotes stripped); for a log without
     /// that line, the same arguments from an echoed launch command (`--mem-fraction-static 0.8`
     /// as `mem_fraction_static`, a bare switch as `True`).
@@ -1810,6 +1814,7 @@ impl EvidenceBuilder {
             Event::KvCacheAllocated(k) => {
                 let st = &mut self.ev.startup;
                 if st.kv_alloc_tokens.is_none() {
+                    st.kv_alloc_mla = k.kv_size_gb.is_some() && k.k_size_gb.is_none();
                     st.kv_alloc_tokens = k.tokens;
                     st.kv_alloc_gb = match (k.kv_size_gb, k.k_size_gb, k.v_size_gb) {
                         (Some(kv), _, _) => Some(kv),

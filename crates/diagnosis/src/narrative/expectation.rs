@@ -57,7 +57,13 @@ pub fn expectation(e: &ExpectationCheck) -> String {
             (rate / m - 1.0) * 100.0
         )
     });
-    let facts = [ceiling, best]
+    // an MLA model at TP without DP attention: the ceiling is this layout's
+    let layout = e.ceiling_tok_per_s.and(e.kv_replicated_by_tp).map(|tp| {
+        format!(
+            "the ceiling is this layout's: this MLA model's KV is held whole by each of the {tp} TP ranks, and with --enable-dp-attention each rank would hold only its own requests' (up to {tp}x the requests at once), which the fit does not project"
+        )
+    });
+    let facts = [ceiling, best, layout]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
@@ -124,7 +130,8 @@ pub fn expectation(e: &ExpectationCheck) -> String {
                 ),
                 None => format!("{:.2} req/s ({scale})", c.expected_req_per_s),
             };
-            let mut first = reach_words(&asked, Some(&c.reach), e.no_ceiling);
+            let mut first =
+                reach_words(&asked, Some(&c.reach), e.no_ceiling, e.kv_replicated_by_tp);
             if let Some(cr) = c.ceiling_req_per_s {
                 first.push_str(&format!(" For this client the ceiling is ~{cr:.2} req/s."));
             }
@@ -136,7 +143,12 @@ pub fn expectation(e: &ExpectationCheck) -> String {
                 _ => first,
             }
         }
-        None => reach_words(&server_asked, e.reach.as_ref(), e.no_ceiling),
+        None => reach_words(
+            &server_asked,
+            e.reach.as_ref(),
+            e.no_ceiling,
+            e.kv_replicated_by_tp,
+        ),
     };
     if facts.is_empty() {
         verdict
@@ -172,7 +184,14 @@ fn reach_short(r: &Reach) -> String {
 }
 
 /// Whether `asked` is reachable and what could reach it, as a sentence.
-fn reach_words(asked: &str, reach: Option<&Reach>, no_ceiling: Option<NoCeiling>) -> String {
+/// `layout`: an MLA model under TP of this many ranks without DP attention (the ceiling is
+/// that layout's).
+fn reach_words(
+    asked: &str,
+    reach: Option<&Reach>,
+    no_ceiling: Option<NoCeiling>,
+    layout: Option<u32>,
+) -> String {
     match reach {
         Some(Reach::AlreadyThere) => format!("{asked} is what the server already does."),
         Some(Reach::ByChange {
@@ -187,6 +206,10 @@ fn reach_words(asked: &str, reach: Option<&Reach>, no_ceiling: Option<NoCeiling>
         ),
         Some(Reach::NeedsMoreMemory) => format!(
             "{asked} is not reachable with the memory this setup has, but lies below its ceiling: more KV slots than fit (more GPUs, a smaller or quantised model, shorter completions) could reach it."
+        ),
+        Some(Reach::BeyondCeiling) | None if layout.is_some() => format!(
+            "{asked} is not reachable with this layout: it lies beyond its ceiling, so no memory or scheduling setting gets there; faster decode steps (speculative decoding such as EAGLE/MTP, a smaller or quantised model), more replicas beside this one (more GPUs), or a layout in which each of the {} ranks holds only its own requests' KV (--enable-dp-attention, not projected) could.",
+            layout.unwrap_or(1)
         ),
         Some(Reach::BeyondCeiling) | None => format!(
             "{asked} is not reachable on this setup: it lies beyond the ceiling, so no memory or scheduling setting gets there; only faster decode steps (speculative decoding such as EAGLE/MTP, a smaller or quantised model) or more replicas beside this one (data parallel, more GPUs) can."

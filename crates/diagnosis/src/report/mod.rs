@@ -919,6 +919,10 @@ pub struct ExpectationCheck {
     /// mean completion length. `null` without a client's rate and completion length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientExpectation>,
+    /// An MLA model under TP of this many ranks without DP attention: the ceiling is this
+    /// layout's (every rank holds the whole latent KV); DP attention is not projected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_replicated_by_tp: Option<u32>,
     /// The expectation was in req/s and no client figures give the completion length, so it
     /// could not be turned into tok/s: the answer says so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -1200,6 +1204,8 @@ pub enum RecommendationKind {
     CheckPrefillSide,
     /// Judge progress by the windowed rate, not the lifetime average.
     UseWindowedRate,
+    /// Try `--enable-dp-attention`: an MLA model's latent KV is held whole by every TP rank.
+    DpAttention,
     /// Change a setting that a finding names and no recommendation above covers.
     Change {
         /// The setting.
@@ -1243,6 +1249,7 @@ impl RecommendationKind {
             } => vec![Lever::ChunkedPrefillSize, Lever::MaxPrefillTokens],
             RecommendationKind::Change { lever, .. } => vec![lever],
             RecommendationKind::HiCacheNoGain
+            | RecommendationKind::DpAttention
             | RecommendationKind::UseWindowedRate
             | RecommendationKind::CheckPrefillSide => Vec::new(),
         }
