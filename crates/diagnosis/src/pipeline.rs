@@ -171,6 +171,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     }
     findings.extend(transfer.as_ref().map(narrative::kv_transfer));
     findings.extend(rules::moe_config::check(&input).map(|f| narrative::moe_config(&f)));
+    findings.extend(rules::prefix_reuse::check(&input).map(|f| narrative::prefix_reuse(&f)));
     findings.extend(rules::idle_window::check(&input).map(|f| narrative::idle_window(&f)));
     findings.extend(rules::cuda_graph::check(&input).map(|f| narrative::cuda_graph(&f)));
     findings.extend(rules::speculative::check(&input).map(|f| narrative::speculative(&f)));

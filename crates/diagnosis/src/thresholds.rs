@@ -149,6 +149,10 @@ pub const MATERIAL_REPREFILL_SHARE: f64 = 0.05;
 /// Decode lines (over every scheduler) that must all show one running count for it to be read
 /// as a cap the log does not print (lines): one per DP rank of a 4-rank server.
 pub const MIN_PINNED_LINES: usize = 4;
+/// Share of prompt tokens served by the prefix cache from which it is reported (fraction).
+pub const PREFIX_REUSE_SHARE: f64 = 0.5;
+/// Prompt tokens (new plus cached) the prefix-reuse finding needs (tokens).
+pub const MIN_PREFIX_REUSE_TOKENS: u64 = 10_000;
 /// Share of decode lines without a CUDA graph from which it is reported (fraction).
 pub const NO_GRAPH_SHARE: f64 = 0.2;
 /// Decode batch sizes SGLang captures as CUDA graphs whenever graphs are on (requests): the

@@ -758,6 +758,31 @@ pub fn kv_transfer(f: &watchdog::Facts) -> Finding {
     )
 }
 
+/// [`crate::rules::prefix_reuse`].
+pub fn prefix_reuse(f: &crate::rules::prefix_reuse::Facts) -> Finding {
+    finding(
+        FindingKind::PrefixReuse,
+        "Most prompt tokens come from the prefix cache",
+        format!(
+            "{:.0}% of the {} prompt tokens the prefill lines admitted were served from the radix (prefix) cache (#cached-token): only {} were computed. Repeated prefixes (a system prompt, earlier turns, an agent's context) cost no prefill and no new KV slots; keep the radix cache on, and route a conversation's turns to the same replica.",
+            f.share() * 100.0,
+            f.new_tokens + f.cached_tokens,
+            f.new_tokens
+        ),
+        vec![
+            Figure::new(
+                "prompt tokens from the prefix cache",
+                f.cached_tokens as f64,
+                Unit::Tokens,
+            ),
+            Figure::new("prompt tokens computed", f.new_tokens as f64, Unit::Tokens),
+            Figure::new("share from the prefix cache", f.share(), Unit::Fraction),
+        ],
+        Vec::new(),
+        Confidence::High,
+    )
+}
+
 /// [`crate::rules::moe_config`].
 pub fn moe_config(f: &watchdog::Facts) -> Finding {
     let mut out = failure(

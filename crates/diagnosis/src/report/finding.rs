@@ -114,6 +114,8 @@ pub enum FindingKind {
     KvTransferFailure,
     /// The fused MoE kernels run with default configs, not tuned for this GPU.
     MoeConfigUntuned,
+    /// Most prompt tokens came from the prefix (radix) cache.
+    PrefixReuse,
     /// The first decode line after an idle gap reads low: SGLang's window includes the idle time.
     IdleWindowArtifact,
     /// Decode batches larger than the captured CUDA-graph batch size ran without graphs.

@@ -40,6 +40,7 @@ pub mod pd_transfer;
 pub mod prefill_compute;
 pub mod prefill_interference;
 pub mod prefill_limit;
+pub mod prefix_reuse;
 pub mod ramp_only;
 pub mod rejected_requests;
 pub mod retraction;
