@@ -895,7 +895,9 @@ fn many_dp_ranks_print_as_one_table_with_their_total() {
     assert_eq!(out.status.code(), Some(0));
     let text = std::fs::read_to_string(&md).expect("md");
     assert!(
-        text.contains("Server generates 820 tok/s (one sample per DP rank, summed over 5 ranks)."),
+        text.contains(
+            "The 5 DP ranks in the log (of at least 8) generate 820 tok/s (one sample per DP rank, summed over 5 ranks)."
+        ),
         "{text}"
     );
     assert!(

@@ -317,9 +317,17 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         let ci = interval(r, 0);
         let ci = if ci.is_empty() { ci } else { format!("{ci}, ") };
         let few = super::samples_note(r, h.dp_ranks);
+        // a log of some of the server's DP ranks: the sum is theirs, not the server's
+        let subject = match h.dp_ranks_of {
+            Some(of) if h.dp_ranks >= 1 => format!(
+                "The {} DP ranks in the log (of at least {of}) generate",
+                h.dp_ranks
+            ),
+            _ => "Server generates".to_string(),
+        };
         summary.push_str(&match h.busy_gen_tok_per_s {
             _ if few.is_some() => format!(
-                " Server generates {:.0} tok/s ({}).",
+                " {subject} {:.0} tok/s ({}).",
                 r.value,
                 few.unwrap_or_default()
             ),
@@ -329,12 +337,12 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 fmt_duration(r.window_s)
             ),
             _ if !r.basis_is_steady() => format!(
-                " Server generates {:.0} tok/s averaged over the whole log ({ci}over {}; no steady state found).",
+                " {subject} {:.0} tok/s averaged over the whole log ({ci}over {}; no steady state found).",
                 r.value,
                 fmt_duration(r.window_s)
             ),
             _ => format!(
-                " Server generates {:.0} tok/s in steady state ({ci}over {}).",
+                " {subject} {:.0} tok/s in steady state ({ci}over {}).",
                 r.value,
                 fmt_duration(r.window_s)
             ),
