@@ -142,8 +142,7 @@ pub fn assign_roles(args: &mut DiagnoseArgs) -> anyhow::Result<Vec<String>> {
         }
         let mut skipped = Vec::new();
         let rest: Vec<PathBuf> =
-            crate::logfile::expand_log_dirs(std::slice::from_ref(&p), &mut skipped)
-                .unwrap_or_default()
+            crate::logfile::expand_log_dirs(std::slice::from_ref(&p), &mut skipped)?
                 .into_iter()
                 .filter(|f| !taken.contains(f))
                 .collect();

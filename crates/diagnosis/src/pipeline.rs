@@ -50,7 +50,8 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     let slow_decode = rules::decode_compute::check(&views);
     let slow_prefill = rules::prefill_compute::check(&input);
     let long_stall = rules::stall::has_long_stall(&views);
-    // Events that end or block serving (the verdict when there are no batch lines).
+    // Events that end or block serving: the verdict without batch lines, and a crash, OOM or
+    // watchdog after them too (`verdict::ENDS_SERVING`).
     let oom = rules::oom::check(&input);
     let crash = rules::scheduler_exception::check(&input);
     let incomplete = rules::startup_incomplete::check(&input);
@@ -263,7 +264,9 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         let mla = ctx.model.as_ref().map_or(ev.startup.kv_alloc_mla, |m| {
             m.config.attention_kind() == kv_capacity::AttentionKind::Mla
         });
-        (mla && par.tp_size > 1 && par.attn_tp_size.is_none()).then_some(par.tp_size)
+        // lines tagged with DP ranks: DP (attention) is already on, whatever the args say
+        let dp_tagged = views.iter().any(|v| v.key.dp.is_some());
+        (mla && par.tp_size > 1 && par.attn_tp_size.is_none() && !dp_tagged).then_some(par.tp_size)
     };
     let recommendations = recommend::plans(&recommend::Input {
         bottleneck,

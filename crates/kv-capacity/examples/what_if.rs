@@ -49,7 +49,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         kv_dtype: KvDtype::Auto,
         mem_fraction_static: fraction,
         pool,
-        headroom: Some(Headroom::after_startup(free_gib * GIB, 0.0)),
+        // what runs with SGLang's default 8192-token prefill chunk were seen to need
+        headroom: Some(Headroom::after_startup(
+            free_gib * GIB,
+            kv_capacity::startup_need_bytes(8192, None),
+        )),
         load: None,
         gpus_on_host: None,
         max_total_tokens: None,

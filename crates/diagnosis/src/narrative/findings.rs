@@ -312,10 +312,10 @@ pub fn bottleneck(
                 ),
                 (None, Some(o)) => format!(
                     "Each of {} prefill passes admitted one request (prompts of ~{} tokens) while requests waited: requests leave the queue one per pass. \
-                     SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, and this log prints no budget (SGLang's default max_prefill_tokens is {}): \
+                     SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, and this log prints no budget (SGLang's default max_prefill_tokens is {}, its default chunk size depends on the GPU): \
                      either the budget (chunked_prefill_size or max_prefill_tokens) is below two of these prompts, or something else caps each pass at one: a build without batched prefill (older speculative decoding), requests that reach the scheduler one at a time (tokenization, a client or router sending serially). \
                      The start-up's capacity line (chunked_prefill_size, max_prefill_tokens) tells which.",
-                    o.passes, o.median_prompt, f.limit_tokens
+                    o.passes, o.median_prompt, prefill_limit::DEFAULT_MAX_PREFILL_TOKENS
                 ),
                 _ => match f.budget_below_prompt {
                 Some((budget, p)) => format!(

@@ -113,7 +113,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             format!("Do not raise mem_fraction_static to {:.2} or beyond", d.to),
             match d.check {
                 Some(c) => format!(
-                    "none: {:.2} takes {:.2} GiB more per GPU, leaving {:.2} of the {:.2} GiB free {} (below {:.1} GiB runs have run out of memory){}",
+                    "none: {:.2} takes {:.2} GiB more per GPU, leaving {:.2} GiB of the {:.2} GiB free {} (below {:.1} GiB runs have run out of memory){}",
                     d.to,
                     c.extra_gib,
                     c.free_after_gib,

@@ -53,14 +53,14 @@ pub enum Bottleneck {
     Inconclusive,
     /// No SGLang scheduler lines were found.
     NoSchedulerLines,
-    /// No batch lines, and a process ran out of device memory (`torch.OutOfMemoryError`,
-    /// `CUDA out of memory`): the server never served, or stopped serving.
+    /// A process ran out of device memory (`torch.OutOfMemoryError`, `CUDA out of memory`):
+    /// the server never served, or stopped serving (the verdict after batch lines too).
     OutOfMemory,
     /// A scheduler died (`Scheduler hit an exception`): the server stopped, whatever its batch
     /// lines said before.
     SchedulerCrashed,
-    /// No batch lines, and the startup stops before the KV pool was allocated, without the
-    /// ready banner or a traceback.
+    /// No batch lines, and the startup stops before the KV pool was allocated or during
+    /// CUDA-graph capture, without the ready banner or a traceback.
     StartupIncomplete,
     /// No batch lines, only startup lines: the capacity they fix (pool, running cap, CUDA
     /// graphs) is all that can be judged.
