@@ -227,7 +227,10 @@ fn bench_lines(runs: &[BenchmarkRun]) -> Vec<String> {
             .max_concurrency
             .map(|m| format!(" (limit {m})"))
             .unwrap_or_default();
-        o.push(range_text(&run.source));
+        o.push(match diagnosis::narrative::bench_client_words(b.client) {
+            Some(c) => format!("{} ({c})", range_text(&run.source)),
+            None => range_text(&run.source),
+        });
         o.push(format!(
             "  {ok} ok{of} in {} s · {} req/s · output {} tok/s (peak {}) · {} requests in flight{limit} · sent at {}{}",
             f(b.duration_s, 1),

@@ -383,7 +383,7 @@ fn client_file_alone_is_diagnosed_without_the_embedded_sample() {
     // the benchmark alone: its summary gives the headline, nothing about a server is invented
     assert!(
         text.contains(
-            "Verdict: No SGLang scheduler lines: only a benchmark summary — 660 requests succeeded, 12196 output tok/s over the whole run"
+            "Verdict: No SGLang scheduler lines: only a benchmark summary of SGLang bench_serving — 660 requests succeeded, 12196 output tok/s over the whole run"
         ),
         "{text}"
     );
@@ -714,7 +714,7 @@ fn verdict_does_not_repeat_its_label() {
         "real/bench/007-pr2643-v0.4.1post2-dsv3-sharegpt5k.txt",
     ));
     assert!(
-        text.contains("\nVerdict: No SGLang scheduler lines: only a benchmark summary — 5,000 requests succeeded, 2674 output tok/s"),
+        text.contains("\nVerdict: No SGLang scheduler lines: only a benchmark summary of SGLang bench_serving — 5,000 requests succeeded, 2674 output tok/s"),
         "{text}"
     );
     // A headline that names its own verdict keeps it once.

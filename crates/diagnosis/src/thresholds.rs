@@ -224,6 +224,10 @@ pub const TTFT_SHARE_SURE: f64 = 0.4;
 pub const TTFT_REPORTED_S: f64 = 1.0;
 /// Mean prompt length from which prefill is a real part of the time to first token (tokens).
 pub const LONG_PROMPT_TOKENS: f64 = 4096.0;
+/// Mean completion length below which a benchmark measures prefill, not decode (tokens): a
+/// request is then almost all prefill, its TTFT most of its latency by construction, and the
+/// output rate says nothing of decode speed.
+pub const PREFILL_ONLY_OUTPUT_TOKENS: f64 = 16.0;
 /// Mean requests in flight over `--max-concurrency` from which the limit counts as held full (fraction).
 pub const LIMIT_HELD_FULL: f64 = 0.9;
 /// Median `accept len` at or below which speculative decoding gains nothing (tokens per verify

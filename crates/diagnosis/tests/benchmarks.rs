@@ -51,7 +51,7 @@ fn failed_requests_come_first_and_the_client_summary_is_the_benchmarks() {
     assert_eq!(r.bottleneck, Bottleneck::NoSchedulerLines);
     assert_eq!(
         r.headline.text,
-        "No SGLang scheduler lines: only a benchmark summary — 1,648 of 3,000 requests succeeded, 1915 output tok/s over the whole run, mean TTFT 44.29 s."
+        "No SGLang scheduler lines: only a benchmark summary of SGLang bench_serving — 1,648 of 3,000 requests succeeded, 1915 output tok/s over the whole run, mean TTFT 44.29 s."
     );
     assert_eq!(r.benchmark_runs.len(), 1);
     let f = &r.findings[0];
@@ -142,7 +142,7 @@ fn multi_turn_summary_without_successful_count() {
     let r = as_client("real/bench/008-i26886-hicache-bench-multiturn-summary.txt");
     assert_eq!(
         r.headline.text,
-        "No SGLang scheduler lines: only a benchmark summary — 75 requests, 25 output tok/s over the whole run, mean TTFT 38.35 s."
+        "No SGLang scheduler lines: only a benchmark summary of SGLang multi-turn benchmark — 75 requests, 25 output tok/s over the whole run, mean TTFT 38.35 s."
     );
     let q = figure(&r, FindingKind::BenchmarkQueueing, "TTFT share of latency");
     assert!((q - 38.35 / 50.19).abs() < 1e-9);
@@ -191,7 +191,7 @@ fn benchmark_only_ci_log_has_a_headline_from_the_last_run() {
     assert_eq!(r.bottleneck, Bottleneck::NoSchedulerLines);
     assert_eq!(
         r.headline.text,
-        "No SGLang scheduler lines: only a benchmark summary (last of 2 runs) — 3,328 requests succeeded, 13348 output tok/s over the whole run, 579.4 in flight on average, mean TTFT 4.71 s, mean TPOT 40.3 ms."
+        "No SGLang scheduler lines: only a benchmark summary of SGLang bench_serving (last of 2 runs) — 3,328 requests succeeded, 13348 output tok/s over the whole run, 579.4 in flight on average, mean TTFT 4.71 s, mean TPOT 40.3 ms."
     );
     assert_eq!(r.client.expect("client").completed, 3328);
 }

@@ -33,6 +33,24 @@ pub enum BenchTool {
     MultiTurnSummary,
 }
 
+/// Which client program printed a `Serving Benchmark Result` block, told from what each one
+/// prints (their own source: SGLang's `bench_serving.py` / `benchmark/serving.py`, vLLM's
+/// `benchmarks/benchmark_serving.py` and `vllm/benchmarks/serve.py`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BenchClient {
+    /// SGLang's `bench_serving`: its block opens with `Backend:`.
+    SglangBenchServing,
+    /// vLLM's `benchmark_serving.py` / `vllm bench serve`: no `Backend:` line; `Failed
+    /// requests`, `Maximum request concurrency`, `Request goodput`, `Total Token throughput`,
+    /// or the `Traffic request rate` / `Burstiness factor` lines printed before the block.
+    VllmBenchServe,
+    /// SGLang's multi-turn benchmark (`Performance metrics summary:`).
+    SglangMultiTurn,
+    /// Nothing in the block tells.
+    Unknown,
+}
+
 /// Statistics of one latency metric over the benchmark's requests (seconds; `None` where the
 /// block does not print that statistic).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
@@ -75,6 +93,8 @@ pub struct BenchField {
 pub struct BenchSummary {
     /// Which benchmark printed it.
     pub tool: BenchTool,
+    /// Which client program printed it ([`BenchClient`]).
+    pub client: BenchClient,
     /// 1-based line number of the title line.
     pub first_line: u64,
     /// 1-based line number of the block's last line read.
@@ -140,6 +160,10 @@ impl BenchSummary {
     fn new(tool: BenchTool, line_no: u64, num_prompts: Option<u64>) -> Self {
         BenchSummary {
             tool,
+            client: match tool {
+                BenchTool::ServingBenchmark => BenchClient::Unknown,
+                BenchTool::MultiTurnSummary => BenchClient::SglangMultiTurn,
+            },
             first_line: line_no,
             last_line: line_no,
             num_prompts,
@@ -217,6 +241,24 @@ impl BenchSummary {
         }
     }
 
+    /// What a label says of the client that printed it: `Backend:` is SGLang's alone; labels
+    /// only vLLM's block prints (`Total Token throughput` with its capital T) are vLLM's.
+    fn note_client(&mut self, label: &str, key: &str) {
+        if self.tool != BenchTool::ServingBenchmark {
+            return;
+        }
+        if key == "backend" {
+            self.client = BenchClient::SglangBenchServing;
+        } else if self.client == BenchClient::Unknown
+            && (matches!(
+                key,
+                "failed requests" | "maximum request concurrency" | "request goodput (req/s)"
+            ) || label.starts_with("Total Token throughput"))
+        {
+            self.client = BenchClient::VllmBenchServe;
+        }
+    }
+
     /// The block's `Label: value` lines read into typed fields: `false` when the label is not
     /// one this tool knows (the caller keeps it in `other`).
     fn apply(&mut self, label: &str, value: &str) -> Apply {
@@ -224,6 +266,7 @@ impl BenchSummary {
             .trim()
             .to_ascii_lowercase()
             .replace("reqeuest", "request");
+        self.note_client(label.trim(), &key);
         let num = first_token(value);
         let f = || {
             num.and_then(|s| s.parse::<f64>().ok())
@@ -430,6 +473,36 @@ pub struct BenchCollector {
     cur: Option<BenchSummary>,
     done: Vec<BenchSummary>,
     num_prompts: Option<u64>,
+    preamble: Preamble,
+}
+
+/// What vLLM's benchmark prints before its block (`Traffic request rate: inf`, `Burstiness
+/// factor: 1.0 (Poisson process)`, `Maximum request concurrency: 10`): the settings of the run
+/// whose block follows. SGLang's block prints its own inside.
+#[derive(Debug, Default)]
+struct Preamble {
+    request_rate: Option<String>,
+    max_concurrency: Option<u64>,
+    seen: bool,
+}
+
+impl Preamble {
+    /// Reads one line outside a block; `true` when it was a preamble line.
+    fn read(&mut self, t: &str) -> bool {
+        let Some((label, value)) = split_label(t) else {
+            return false;
+        };
+        match label {
+            "Traffic request rate" => self.request_rate = first_token(value).map(str::to_string),
+            "Maximum request concurrency" | "Max request concurrency" => {
+                self.max_concurrency = first_token(value).and_then(|v| v.parse().ok())
+            }
+            "Burstiness factor" => {}
+            _ => return false,
+        }
+        self.seen = true;
+        true
+    }
 }
 
 impl BenchCollector {
@@ -455,11 +528,14 @@ impl BenchCollector {
         let t = line.trim_matches(|c: char| c.is_whitespace() || c == '\'' || c == '"' || c == '`');
         if is_title(t) {
             self.close();
-            self.cur = Some(BenchSummary::new(
-                BenchTool::ServingBenchmark,
-                line_no,
-                self.num_prompts,
-            ));
+            let mut b = BenchSummary::new(BenchTool::ServingBenchmark, line_no, self.num_prompts);
+            let pre = std::mem::take(&mut self.preamble);
+            if pre.seen {
+                b.client = BenchClient::VllmBenchServe;
+                b.request_rate = pre.request_rate;
+                b.max_concurrency = pre.max_concurrency;
+            }
+            self.cur = Some(b);
             return;
         }
         if t.ends_with("Performance metrics summary:") {
@@ -472,6 +548,9 @@ impl BenchCollector {
             return;
         }
         let Some(cur) = self.cur.as_mut() else {
+            if self.preamble.read(t) {
+                return;
+            }
             if t.contains("num") && t.contains("prompts") {
                 self.num_prompts = num_prompts_in(t).or(self.num_prompts);
             }

@@ -129,7 +129,7 @@ pub use access::{
     ContextRejection, HttpAccess, parse_context_rejection, parse_http_access, parse_http_error,
 };
 pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
-pub use bench::{BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
+pub use bench::{BenchClient, BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
 pub use client::{ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, parse_client};
 pub use events::{
     CapacityLine, Frame, KvCacheAllocated, LaunchArgs, MemoryLine, Retraction, RetractionWording,

@@ -216,3 +216,48 @@ fn text_without_a_block_has_none() {
     assert_eq!(b.len(), 1);
     assert_eq!(b[0].successful_requests, None);
 }
+
+#[test]
+fn the_client_that_printed_the_block() {
+    use sglang_log::BenchClient;
+    // 003: SGLang's block opens with `Backend: sglang-oai` (line 3).
+    let b = &read("real-3/bench/003-achatbot-pr183-gpt-oss-20b-h100-sglang-oai.txt")[0];
+    assert_eq!(b.client, BenchClient::SglangBenchServing);
+    assert_eq!(b.max_concurrency, Some(4));
+    // 004: no `Backend:`; `Failed requests` and `Maximum request concurrency` are vLLM's.
+    let b = &read("real/bench/004-vllm-pr40852-2x-rtx-pro-6000-maxq-dsv4.txt")[0];
+    assert_eq!(b.client, BenchClient::VllmBenchServe);
+    // 008: the multi-turn summary is SGLang's own benchmark.
+    let b = &read("real/bench/008-i26886-hicache-bench-multiturn-summary.txt")[0];
+    assert_eq!(b.client, BenchClient::SglangMultiTurn);
+}
+
+#[test]
+fn vllm_prints_its_settings_before_the_block() {
+    use sglang_log::BenchClient;
+    // 103: `Traffic request rate: inf` and `Maximum request concurrency: 10` (lines 1-2) come
+    // before the title (line 3): they are the settings of the block that follows.
+    let b = read("real-4/bench/103-NEGATIVE-vllm-i9722-benchmark-serving-conc10-tiny-output.txt");
+    assert_eq!(b.len(), 1);
+    let b = &b[0];
+    assert_eq!(b.client, BenchClient::VllmBenchServe);
+    assert_eq!(b.request_rate.as_deref(), Some("inf"));
+    assert_eq!(b.max_concurrency, Some(10));
+    assert_eq!(b.first_line, 3);
+    assert_eq!(b.successful_requests, Some(100));
+    assert_eq!(b.total_generated_tokens, Some(746));
+    // 006: `Traffic request rate: 15.0 RPS.` with `Burstiness factor` between (lines 3-5).
+    let b = &read("real-3/bench/006-kvcached-i136-vllm-benchmark-goodput-percentiles.txt")[0];
+    assert_eq!(b.client, BenchClient::VllmBenchServe);
+    assert_eq!(b.request_rate_per_s(), Some(15.0));
+    assert_eq!(b.max_concurrency, Some(100));
+    // No preamble carried past its block: a second block without one has none.
+    let two = parse_bench_summaries(
+        "Traffic request rate: inf\n============ Serving Benchmark Result ============\n\
+         Successful requests: 1\n==================================================\n\
+         ============ Serving Benchmark Result ============\nSuccessful requests: 2\n",
+    );
+    assert_eq!(two[0].request_rate.as_deref(), Some("inf"));
+    assert_eq!(two[1].request_rate, None);
+    assert_eq!(two[1].client, BenchClient::Unknown);
+}

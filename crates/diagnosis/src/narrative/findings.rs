@@ -1222,17 +1222,28 @@ pub fn bench_queueing(
         Some(p) if p >= th::LONG_PROMPT_TOKENS => {
             format!(" Prompts average {p:.0} tokens: prefill itself takes a real share of it.")
         }
-        Some(p) => format!(
-            " Prompts average {p:.0} tokens: their prefill alone is short, so most of it is time waiting to be scheduled."
-        ),
+        Some(p) => format!(" Prompts average {p:.0} tokens."),
         None => String::new(),
     };
     let server = match bottleneck {
         Bottleneck::NoSchedulerLines => {
-            " The server log (its #queue-req and token usage) tells which; give it to this tool."
+            " Which part is queueing and which is prefill (or time before the server: tokenizing, a chat template, the network) a client summary cannot tell; \
+             the server log (its #queue-req and Prefill batch lines) tells: give it to this tool."
                 .to_string()
         }
         other => format!(" The server log says: {}.", bottleneck_label(other)),
+    };
+    let output = match b.mean_completion_tokens() {
+        Some(o) if f.prefill_only => format!(
+            " Completions average {o:.1} tokens: a request is almost all prefill, so its TTFT is most of its latency by construction, and the output rate ({} tok/s) \
+             does not measure decode; the run's throughput is its total {} tok/s, nearly all prompt tokens.",
+            super::num(b.output_tok_per_s, 0),
+            super::num(b.total_tok_per_s, 0)
+        ),
+        _ => format!(
+            " Output throughput ({} tok/s over the whole run) is what the admitted requests achieve; if the server queues, more requests in flight only lengthen the wait.",
+            super::num(b.output_tok_per_s, 0)
+        ),
     };
     finding(
         FindingKind::BenchmarkQueueing,
@@ -1244,9 +1255,7 @@ pub fn bench_queueing(
         ),
         format!(
             "{submitted}{e2e_from}. A request's time to first token is its wait in the server's queue (the server admits only as many requests as its KV cache \
-             and max_running_requests allow) plus its prefill.{prompt}{server} \
-             Output throughput ({} tok/s over the whole run) is what the admitted requests achieve; while the server queues, more requests in flight only lengthen the wait.",
-            super::num(b.output_tok_per_s, 0)
+             and max_running_requests allow) plus its prefill.{prompt}{server}{output}"
         ),
         vec![
             Figure::new("mean TTFT", f.ttft_s, Unit::Seconds),
@@ -1299,19 +1308,47 @@ pub fn bench_concurrency_limit(run: &BenchmarkRun, f: &bench_concurrency_limit::
             Confidence::Medium,
         ),
     };
+    let (title, how) = match f.peak {
+        Some(peak) if !f.held_full => (
+            format!(
+                "The benchmark reached its concurrency limit: up to {peak:.0} requests active at once against --max-concurrency {limit}, though {:.1} on average",
+                f.concurrency
+            ),
+            format!(
+                "Peak concurrent requests counts the requests active in a 1-second bucket (a few more than the limit when some end and others begin within that second); \
+                 Concurrency is the sum of end-to-end latencies over the run's duration, a whole-run average that the ramp-up and the drain pull down{}. \
+                 Do not read {:.0} as the load the server held. {meaning}",
+                match (f.send_window_s, f.duration_s) {
+                    (Some(w), Some(d)) if w < d => format!(
+                        " (requests were sent for ~{w:.0} s of the {d:.0} s run; the rest is the drain)"
+                    ),
+                    _ => String::new(),
+                },
+                f.concurrency
+            ),
+        ),
+        _ => (
+            format!(
+                "The benchmark held its concurrency limit full: {:.1} requests in flight on average of --max-concurrency {limit}",
+                f.concurrency
+            ),
+            format!(
+                "bench_serving's Concurrency is the sum of end-to-end latencies over the run's duration, the mean number of requests in flight (Little's law). {meaning}"
+            ),
+        ),
+    };
+    let mut figures = vec![
+        Figure::new("mean requests in flight", f.concurrency, Unit::Requests),
+        Figure::new("max concurrency", limit as f64, Unit::Requests),
+    ];
+    if let Some(p) = f.peak {
+        figures.push(Figure::new("peak concurrent requests", p, Unit::Requests));
+    }
     let out = finding(
         FindingKind::BenchmarkConcurrencyLimit,
-        format!(
-            "The benchmark held its concurrency limit full: {:.1} requests in flight on average of --max-concurrency {limit}",
-            f.concurrency
-        ),
-        format!(
-            "bench_serving's Concurrency is the sum of end-to-end latencies over the run's duration, the mean number of requests in flight (Little's law). {meaning}"
-        ),
-        vec![
-            Figure::new("mean requests in flight", f.concurrency, Unit::Requests),
-            Figure::new("max concurrency", limit as f64, Unit::Requests),
-        ],
+        title,
+        how,
+        figures,
         vec![run.source.clone()],
         confidence,
     );

@@ -85,8 +85,11 @@ fn benchmark_summary(runs: &[BenchmarkRun]) -> Option<String> {
     } else {
         String::new()
     };
+    let of = super::bench_client_words(b.client)
+        .map(|c| format!(" of {c}"))
+        .unwrap_or_default();
     Some(format!(
-        "only a benchmark summary{runs_s} — {}.",
+        "only a benchmark summary{of}{runs_s} — {}.",
         parts.join(", ")
     ))
 }

@@ -77,6 +77,17 @@ pub fn client_format_words(f: ClientFormat) -> &'static str {
     }
 }
 
+/// The program that printed a benchmark block, in words; `None` when the block does not tell.
+pub fn bench_client_words(c: sglang_log::BenchClient) -> Option<&'static str> {
+    use sglang_log::BenchClient as C;
+    match c {
+        C::SglangBenchServing => Some("SGLang bench_serving"),
+        C::VllmBenchServe => Some("vLLM benchmark_serving (vllm bench serve)"),
+        C::SglangMultiTurn => Some("SGLang multi-turn benchmark"),
+        C::Unknown => None,
+    }
+}
+
 /// `Fits` → `fits`, `Uncertain` → `uncertain`, `OomLikely` → `OOM likely`.
 pub fn feasibility_label(f: kv_capacity::Feasibility) -> &'static str {
     match f {

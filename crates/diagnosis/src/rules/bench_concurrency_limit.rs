@@ -1,8 +1,17 @@
 //! # `bench_concurrency_limit`: the benchmark's `--max-concurrency` was held full
 //!
 //! **What it detects.** A benchmark whose mean requests in flight (`Concurrency`) is at least
-//! [`th::LIMIT_HELD_FULL`] of its `--max-concurrency`, read against the server's verdict and
+//! [`th::LIMIT_HELD_FULL`] of its `--max-concurrency`, or whose `Peak concurrent requests`
+//! reached the limit while the mean stayed below it, read against the server's verdict and
 //! `max_running_requests`.
+//!
+//! **The peak against the mean.** `Concurrency` is a whole-run average (Σ end-to-end latency
+//! over the run's duration): a run that sends at a finite rate ramps up while it sends and
+//! drains after, so the mean sits below the load it held in between. `Peak concurrent
+//! requests` is the most requests active in one 1-second bucket (bench_serving's
+//! `calculate_metrics`; spec §7): at or above the limit, the limit was reached. The sending
+//! window, `requested / rate` for a Poisson arrival process, says how much of the run was
+//! sending at all.
 //!
 //! **Why it matters.** The client's limit, not the server, may set the load: raising it helps
 //! only when the server has headroom, and only together with a server cap at the same number.
@@ -68,6 +77,14 @@ pub struct Facts {
     pub concurrency: f64,
     /// What it means.
     pub meaning: Meaning,
+    /// The mean held the limit full ([`th::LIMIT_HELD_FULL`]); else only the peak reached it.
+    pub held_full: bool,
+    /// `Peak concurrent requests` when the block prints it (requests in a 1-second bucket).
+    pub peak: Option<f64>,
+    /// Seconds over which requests were sent: requested / rate at a finite rate (seconds).
+    pub send_window_s: Option<f64>,
+    /// `Benchmark duration (s)` (seconds).
+    pub duration_s: Option<f64>,
 }
 
 /// A peak in flight above the server's cap.
@@ -100,9 +117,20 @@ pub fn check(
 ) -> Option<Facts> {
     let b = &run.summary;
     let (limit, c) = (b.max_concurrency?, b.concurrency?);
-    if limit == 0 || c < th::LIMIT_HELD_FULL * limit as f64 {
+    let held_full = c >= th::LIMIT_HELD_FULL * limit as f64;
+    let peak_reached = b
+        .peak_concurrent_requests
+        .is_some_and(|p| p >= limit as f64);
+    if limit == 0 || !(held_full || peak_reached) {
         return None;
     }
+    let send_window_s = match (
+        b.request_rate_per_s(),
+        b.requested().or(b.successful_requests),
+    ) {
+        (Some(r), Some(n)) if r > 0.0 => Some(n as f64 / r),
+        _ => None,
+    };
     let meaning = match (bottleneck, server_cap) {
         (Bottleneck::ClientBound, _) => Meaning::ServerHasHeadroom,
         (_, Some(cap)) if cap.total() <= limit => Meaning::ServerCapAtOrBelow { cap },
@@ -113,6 +141,10 @@ pub fn check(
         limit,
         concurrency: c,
         meaning,
+        held_full,
+        peak: b.peak_concurrent_requests,
+        send_window_s,
+        duration_s: b.duration_s,
     })
 }
 
@@ -200,6 +232,30 @@ mod tests {
             check(&r[0], Bottleneck::KvCacheBound, Some(cap(limit + 1))).map(|f| f.meaning),
             Some(Meaning::ServerBound(Bottleneck::KvCacheBound))
         );
+    }
+
+    #[test]
+    fn a_peak_at_the_limit_under_a_lower_mean() {
+        // bench_serving: 3,328 prompts at 16 req/s under --max-concurrency 832, `Concurrency:
+        // 519.71`, `Peak concurrent requests: 851` (lines 20-21, 31-33): the limit was reached;
+        // requests were sent for 208 s of the 395 s run.
+        let r = runs("real-4/bench/100-npu-pd-2p1d-dsr1-w8a8-conc832-accept-len.txt");
+        let f = check(&r[0], Bottleneck::NoSchedulerLines, None).expect("peak");
+        assert!(!f.held_full);
+        assert_eq!(f.peak, Some(851.0));
+        assert_eq!(f.limit, 832);
+        assert!(
+            (f.send_window_s.expect("window") - 208.0).abs() < 0.5,
+            "{f:?}"
+        );
+        assert!((f.duration_s.expect("duration") - 395.31).abs() < 0.01);
+        // a peak one below the limit is not the limit reached
+        let mut r = r[0].clone();
+        r.summary.peak_concurrent_requests = Some(831.0);
+        assert_eq!(check(&r, Bottleneck::NoSchedulerLines, None), None);
+        // 004 (vLLM): peak 20 over limit 10 with a mean of none printed: no mean, no finding
+        let v = runs("real/bench/004-vllm-pr40852-2x-rtx-pro-6000-maxq-dsv4.txt");
+        assert_eq!(check(&v[0], Bottleneck::NoSchedulerLines, None), None);
     }
 
     #[test]

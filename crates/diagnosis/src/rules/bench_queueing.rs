@@ -4,13 +4,18 @@
 //! least [`th::TTFT_SHARE_REPORTED`] of the mean end-to-end latency (printed, or TTFT + TPOT ×
 //! (mean output − 1) when the block prints no E2E).
 //!
-//! **Why it matters.** A request's time to first token is its wait in the server's queue plus
-//! its prefill; a large share means requests were sent faster than the server admits them.
+//! **Why it matters.** A request's time to first token is its wait in the server's queue, its
+//! prefill, and whatever comes before the server (tokenizing, a chat template, the network).
+//! A client summary cannot tell these apart: the finding says so and sends the user to the
+//! server log, whose `#queue-req` and prefill lines do. With completions under
+//! [`th::PREFILL_ONLY_OUTPUT_TOKENS`] (`prefill_only`) a request is almost all prefill: the
+//! share is large by construction and the run measures prefill, not decode.
 //!
 //! **Evidence it needs.** A benchmark block with TTFT and E2E (or TPOT and output tokens).
 //!
 //! **What to change.** Read the server log for why admission stalls (the KV cache,
-//! `max_running_requests`); more requests in flight only lengthen the wait.
+//! `max_running_requests`); when the server queues, more requests in flight only lengthen the
+//! wait. A prefill-only run is read by its total token rate.
 //!
 //! **Source.** SGLang `bench_serving.py` (`calculate_metrics`; TPOT = (E2E − TTFT) / (output − 1));
 //! spec §7.
@@ -31,6 +36,9 @@ pub struct Facts {
     pub e2e_estimated: bool,
     /// Whether the share is large enough to be sure ([`th::TTFT_SHARE_SURE`]).
     pub sure: bool,
+    /// Mean completion tokens below [`th::PREFILL_ONLY_OUTPUT_TOKENS`]: the run measures
+    /// prefill.
+    pub prefill_only: bool,
 }
 
 /// The rule on one run.
@@ -47,6 +55,9 @@ pub fn check(run: &BenchmarkRun) -> Option<Facts> {
         share,
         e2e_estimated: b.e2e.mean_s.is_none(),
         sure: share >= th::TTFT_SHARE_SURE,
+        prefill_only: b
+            .mean_completion_tokens()
+            .is_some_and(|o| o < th::PREFILL_ONLY_OUTPUT_TOKENS),
     })
 }
 
@@ -60,7 +71,22 @@ mod tests {
         let r = runs("real/bench/001-i2805-sglang-0.4.0-sharegpt-partial-success.txt");
         let f = check(&r[0]).expect("queueing");
         assert!((f.share - 0.55).abs() < 0.01, "{f:?}");
-        assert!(f.sure && !f.e2e_estimated);
+        assert!(f.sure && !f.e2e_estimated && !f.prefill_only);
+    }
+
+    #[test]
+    fn completions_of_a_few_tokens_measure_prefill() {
+        // vLLM benchmark_serving: 746 tokens generated for 100 requests of 777-token prompts
+        // (lines 7-8): TTFT is 70% of the latency because a request is almost all prefill.
+        let r =
+            runs("real-4/bench/103-NEGATIVE-vllm-i9722-benchmark-serving-conc10-tiny-output.txt");
+        let f = check(&r[0]).expect("share");
+        assert!(f.prefill_only && f.e2e_estimated, "{f:?}");
+        assert!((f.share - 0.70).abs() < 0.01, "{f:?}");
+        // 1,024-token completions (003, 20480 / 20) are decode
+        let r = runs("real-3/bench/003-achatbot-pr183-gpt-oss-20b-h100-sglang-oai.txt");
+        let f = check(&r[0]).expect("share");
+        assert!(!f.prefill_only, "{f:?}");
     }
 
     #[test]
