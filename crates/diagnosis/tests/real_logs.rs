@@ -480,6 +480,15 @@ const CASES: &[Case] = &[
             ChunkedPrefill(2032),
         ],
     ),
+    // Hybrid SWA model with a DFLASH draft: three `KV Cache is allocated` lines (lines 11,
+    // 12, 15: 20.42 + 8.50 + 4.26 GB K + V), all of one rank's KV memory; the first alone
+    // (the SWA pool) is not "the KV cache".
+    row(
+        "real-4/100-dgxspark-gb10-laguna-swa-dflash-c1-c4-client-bound.log",
+        B::ClientBound,
+        p(4, 0, 0.01),
+        &[KvCacheGb(33.18), MaxTotalTokens(185_897)],
+    ),
     row(
         "real/064-i3909-earlier-chunk-0438.log",
         B::ClientBound,

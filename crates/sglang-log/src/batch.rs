@@ -39,6 +39,11 @@ pub enum BatchForm {
     LegacyFill,
     /// ≤ v0.1.16 decode stats without a head: `#running-req: N, #token: N, …`.
     LegacyStats,
+    /// A decode line whose start was cut off (a paste that begins mid-line): `req: 229,
+    /// #token: 55875, token usage: 0.18, gen throughput (token/s): 505.16, …`. The first
+    /// fragment's key is the tail of `#running-req` (the field SGLang prints before
+    /// `#token`), and is read as that field; the stamp and ranks are lost with the head.
+    CutStart,
 }
 
 /// Byte offsets of one `key: value` pair inside [`BatchLine::text`]: key start, value start,
@@ -1033,6 +1038,39 @@ pub(crate) fn parse_legacy_stats(text: &str) -> Option<BatchLine<'_>> {
     let mut line = BatchLine::new(BatchKind::Decode, BatchForm::LegacyStats, text);
     split_fields(&mut line, 0, b',');
     (line.len > 0 && line.running_req().is_some()).then_some(line)
+}
+
+/// Parses a decode line whose start was cut off (see [`BatchForm::CutStart`]): a first
+/// fragment `K: N` whose key `K` is a non-empty tail of `#running-req`, followed by `, #token: `,
+/// and `gen throughput (token/s)` later in the line. `None` for anything else.
+pub(crate) fn parse_cut_decode(text: &str) -> Option<BatchLine<'_>> {
+    const RUNNING: &str = "#running-req";
+    if text.len() > MAX_BATCH_LINE || !text.contains("gen throughput (token/s): ") {
+        return None;
+    }
+    let (first, rest) = text.split_once(", ")?;
+    let (key, value) = first.split_once(": ")?;
+    if key.is_empty()
+        || key.len() >= RUNNING.len()
+        || !RUNNING.ends_with(key)
+        || value.is_empty()
+        || !value.bytes().all(|c| c.is_ascii_digit())
+        || !rest.starts_with("#token: ")
+    {
+        return None;
+    }
+    let mut line = BatchLine::new(BatchKind::Decode, BatchForm::CutStart, text);
+    split_fields(&mut line, 0, b',');
+    let id = const { kid("#running-req") };
+    let first = line.spans[..usize::from(line.len)]
+        .iter()
+        .position(|s| s.k0 == 0)?;
+    if line.slot[id] == 0 {
+        line.slot[id] = first as u8 + 1;
+        line.known += 1;
+    }
+    validate(&line).ok()?;
+    (line.running_req().is_some() && line.num_token().is_some()).then_some(line)
 }
 
 /// What the previous batch lines looked like: for each batch kind and each key (or the line

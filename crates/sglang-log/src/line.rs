@@ -311,6 +311,16 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
     if matches!(rec.event, Event::Other) && (enveloped || rec.timestamp.is_some()) {
         fallback_scan(msg, atc, sfe, &mut rec.event);
     }
+    // A paste that begins mid-line: the tail of a decode line, its head (stamp, ranks,
+    // `Decode batch. #running-`) cut off.
+    if matches!(rec.event, Event::Other)
+        && !enveloped
+        && rec.timestamp.is_none()
+        && let Some(b) = batch::parse_cut_decode(msg)
+    {
+        rec.event = Event::Batch(b);
+        return;
+    }
     if atc
         && !matches!(rec.event, Event::Batch(_) | Event::Malformed { .. })
         && let Some((s, p)) = find_batch_marker(s.as_bytes())
@@ -927,5 +937,60 @@ mod tests {
             }
         }
         assert!(lines > 100_000 && batch > 20_000, "{lines} {batch}");
+    }
+}
+
+#[cfg(test)]
+mod cut_start_tests {
+    use super::*;
+    use crate::BatchForm;
+
+    /// The first line of a real paste (real-3/054, sglang ~0.4.3, 16×A100) begins mid-line:
+    /// the head `[… TP0] Decode batch. #running-` was cut off.
+    const CUT: &str = "req: 229, #token: 55875, token usage: 0.18, gen throughput (token/s): 505.16, largest-len: 0, #queue-req: 28,                                                                    ";
+
+    #[test]
+    fn a_decode_line_cut_at_its_start_is_read() {
+        let r = parse_line(CUT.as_bytes(), 1);
+        let Event::Batch(b) = &r.event else {
+            panic!("{:?}", r.event)
+        };
+        assert_eq!(b.form, BatchForm::CutStart);
+        assert_eq!(b.running_req(), Some(229));
+        assert_eq!(b.num_token(), Some(55875));
+        assert_eq!(b.token_usage(), Some(0.18));
+        assert_eq!(b.gen_throughput(), Some(505.16));
+        assert_eq!(b.queue_req(), Some(28));
+        assert_eq!(r.timestamp, None);
+        // a longer tail of the key is read the same way
+        let r = parse_line(b"ning-req: 7, #token: 10, token usage: 0.00, gen throughput (token/s): 1.00", 2);
+        assert!(matches!(&r.event, Event::Batch(b) if b.running_req() == Some(7)));
+    }
+
+    #[test]
+    fn only_a_tail_of_the_running_key_before_token_is_a_cut_line() {
+        for line in [
+            // not a tail of `#running-req`
+            "queue-req: 229, #token: 55875, gen throughput (token/s): 505.16",
+            // no `#token` after it
+            "req: 229, token usage: 0.18, gen throughput (token/s): 505.16",
+            // no gen throughput: too little to call it a decode line
+            "req: 229, #token: 55875, token usage: 0.18",
+            // a value that is not a count
+            "req: many, #token: 55875, gen throughput (token/s): 505.16",
+        ] {
+            let r = parse_line(line.as_bytes(), 1);
+            assert!(matches!(r.event, Event::Other), "{line}: {:?}", r.event);
+        }
+        // only the `#` lost is still a tail of the key
+        let r = parse_line(b"running-req: 2, #token: 5, gen throughput (token/s): 1.0", 1);
+        assert!(
+            matches!(&r.event, Event::Batch(b) if b.form == BatchForm::CutStart && b.running_req() == Some(2)),
+            "{:?}",
+            r.event
+        );
+        // a stamped line is never a cut one: its head is there
+        let r = parse_line(b"[2025-03-10 22:30:44] req: 229, #token: 5, gen throughput (token/s): 1.0", 1);
+        assert!(!matches!(r.event, Event::Batch(_)), "{:?}", r.event);
     }
 }

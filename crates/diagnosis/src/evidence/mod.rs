@@ -522,8 +522,17 @@ pub struct Startup {
     pub avail_mem_after_graph_gb: Option<f64>,
     /// `KV Cache is allocated. #tokens`.
     pub kv_alloc_tokens: Option<u64>,
-    /// K + V (or KV for MLA) size (GiB).
+    /// K + V (or KV for MLA) size (GiB) of the first `KV Cache is allocated` line: the pool
+    /// whose `#tokens` is [`Self::kv_alloc_tokens`].
     pub kv_alloc_gb: Option<f64>,
+    /// Every KV pool one rank allocated (GiB): the sum over the distinct (`#tokens`, size)
+    /// of the `KV Cache is allocated` lines with the first line's rank tags. A hybrid
+    /// sliding-window model allocates two (the SWA and the full pool), a speculative
+    /// draft model one more; other TP ranks repeat the same lines, which count once.
+    pub kv_alloc_total_gb: Option<f64>,
+    /// The pools summed in [`Self::kv_alloc_total_gb`]: (rank tags, tokens, GiB bits).
+    #[serde(skip)]
+    kv_alloc_seen: Vec<(RankTags, Option<u64>, u64)>,
     /// Hybrid sliding-window models: the sliding-window layers' pool (`swa_layer_tokens`,
     /// tokens per DP rank); `max_total_num_tokens` is then the full-attention layers' pool.
     pub swa_pool_tokens: Option<u64>,
@@ -1813,6 +1822,14 @@ impl EvidenceBuilder {
             }
             Event::KvCacheAllocated(k) => {
                 let st = &mut self.ev.startup;
+                if let Some(gb) = k.total_gb() {
+                    let key = (rec.ranks, k.tokens, gb.to_bits());
+                    let same_rank = st.kv_alloc_seen.first().is_none_or(|f| f.0 == rec.ranks);
+                    if same_rank && !st.kv_alloc_seen.contains(&key) && st.kv_alloc_seen.len() < 8 {
+                        st.kv_alloc_seen.push(key);
+                        st.kv_alloc_total_gb = Some(st.kv_alloc_total_gb.unwrap_or(0.0) + gb);
+                    }
+                }
                 if st.kv_alloc_tokens.is_none() {
                     st.kv_alloc_mla = k.kv_size_gb.is_some() && k.k_size_gb.is_none();
                     st.kv_alloc_tokens = k.tokens;

@@ -514,7 +514,7 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
             .and_then(|v| v.parse().ok())
             .or_else(|| srv.and_then(|s| s.mem_fraction_static)),
         available_gpu_mem_gb: st.available_gpu_mem_gb.or(st.avail_mem_after_graph_gb),
-        kv_cache_gb: st.kv_alloc_gb,
+        kv_cache_gb: st.kv_alloc_total_gb.or(st.kv_alloc_gb),
         weights_gb: st.weights_gb,
         swa_pool_tokens: st.swa_pool_tokens,
         mamba_cache_slots: st.mamba_cache_slots,
