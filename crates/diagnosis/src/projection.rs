@@ -6,6 +6,12 @@
 //! decoding), then fitted as `step_s = a + b × running + c × kv_tokens` by least squares
 //! (`throughput_stats::least_squares_2`). SGLang's logged throughput counts wall time, prefill
 //! passes included (spec §2.1.2), so the fit describes the mix as it ran.
+//!
+//! One graph mode per fit: when the lines print `cuda graph` and both modes occur, only the
+//! lines that ran as a CUDA graph are fitted. An eager step (a batch mixed with a prefill, or
+//! above the captured sizes) costs several times a graph step at the same batch, so a fit
+//! across both reads the mode change as a cost of the batch size (`cuda_graph_runner.py`
+//! `can_run`; real-4/121: 549 tok/s on a graph line, 62-127 on eager ones at 24 running).
 
 use crate::evidence::DecodeSample;
 use crate::report::{CapacityModel, NoCeiling, Projection, ProjectionRow};
@@ -14,8 +20,11 @@ use crate::thresholds as th;
 /// Fit decode step time and project throughput for the what-if rows (none without a
 /// capacity model). `None` when the fit fails (too few lines, a batch that never varies).
 pub fn projection(decode: &[DecodeSample], cap: Option<&CapacityModel>) -> Option<Projection> {
+    let mixed_modes = decode.iter().any(|d| d.graph == Some(true))
+        && decode.iter().any(|d| d.graph == Some(false));
     let rows: Vec<(f64, f64, f64)> = decode
         .iter()
+        .filter(|d| !mixed_modes || d.graph == Some(true))
         .filter_map(|d| {
             let r = d.running? as f64;
             let g = d.gen_tps?;
@@ -89,4 +98,55 @@ pub fn projection(decode: &[DecodeSample], cap: Option<&CapacityModel>) -> Optio
         current_tok_per_s: current,
         rows: out,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{set_field, whole, with_input};
+
+    const CAP24: &str =
+        "real-4/121-npu-2node-qwen3-480b-dp-attn-chunk256-prefill-bound-cap24-graph-off.log";
+
+    /// (decode lines, of them with `cuda graph: True`) of the first scheduler of `text`, and
+    /// the lines its fit used (`None`: no fit).
+    fn fitted(text: &str) -> (usize, usize, Option<usize>) {
+        let mut out = (0, 0, None);
+        with_input(text, |i| {
+            let d = i.views[0].tl.decode.samples();
+            out = (
+                d.len(),
+                d.iter().filter(|s| s.graph == Some(true)).count(),
+                projection(d, None).map(|p| p.n),
+            );
+        });
+        out
+    }
+
+    #[test]
+    fn only_graph_steps_are_fitted_when_both_modes_ran() {
+        // 121, DP0: 6 decode lines, 2 of them `npu graph: True`: a fit over 2 points fails
+        // rather than read the eager steps' cost as the batch's.
+        let (lines, graph, n) = fitted(&whole(CAP24));
+        assert_eq!((lines, graph), (6, 2));
+        assert_eq!(n, None);
+    }
+
+    #[test]
+    fn one_mode_is_fitted_whole() {
+        // every line in graph mode, or none: every line is fitted
+        for mode in ["True", "False"] {
+            let text = set_field(&whole(CAP24), "npu graph", mode);
+            let (lines, _, n) = fitted(&text);
+            assert_eq!(n, Some(lines), "{mode}");
+        }
+    }
+
+    #[test]
+    fn lines_without_the_flag_are_fitted_whole() {
+        // a v0.2 log prints no graph field: all its 10 decode lines are fitted
+        let (lines, graph, n) = fitted(&whole("real/047-i1270-v0.2-time-only-timestamp.log"));
+        assert_eq!((lines, graph), (10, 0));
+        assert_eq!(n, Some(10));
+    }
 }

@@ -247,6 +247,14 @@ pub const SPEC_LOW_ACCEPT_RATE: f64 = 0.3;
 /// A low accept rate then says only that the draft block is long (DFLASH drafts a 16-token
 /// block in one forward: 2.8 kept of 16 is a rate of 0.12 and nearly 3x fewer target passes).
 pub const SPEC_GAINS_ACCEPT_LEN: f64 = 2.0;
+/// Fall of the median accept length from the earlier half of a scheduler's decode lines to the
+/// later half at or above which the draft is said to predict the later text worse (fraction of
+/// the earlier median). Accept length varies line to line by ±30% in a steady run (real
+/// logs: EAGLE3 1.80-2.17, DFLASH 3.50-4.25); a fall of the median of each half by a quarter
+/// is beyond that.
+pub const SPEC_ACCEPT_DROP: f64 = 0.25;
+/// Decode lines with an accept length each half needs before a fall is read (lines).
+pub const SPEC_TREND_MIN_LINES: usize = 4;
 
 /// TTFT over end-to-end latency (both medians or both means) at or above which, with an
 /// inter-token latency of 0, a benchmark's client received each response in one piece: it did

@@ -963,7 +963,10 @@ mod cut_start_tests {
         assert_eq!(b.queue_req(), Some(28));
         assert_eq!(r.timestamp, None);
         // a longer tail of the key is read the same way
-        let r = parse_line(b"ning-req: 7, #token: 10, token usage: 0.00, gen throughput (token/s): 1.00", 2);
+        let r = parse_line(
+            b"ning-req: 7, #token: 10, token usage: 0.00, gen throughput (token/s): 1.00",
+            2,
+        );
         assert!(matches!(&r.event, Event::Batch(b) if b.running_req() == Some(7)));
     }
 
@@ -983,14 +986,20 @@ mod cut_start_tests {
             assert!(matches!(r.event, Event::Other), "{line}: {:?}", r.event);
         }
         // only the `#` lost is still a tail of the key
-        let r = parse_line(b"running-req: 2, #token: 5, gen throughput (token/s): 1.0", 1);
+        let r = parse_line(
+            b"running-req: 2, #token: 5, gen throughput (token/s): 1.0",
+            1,
+        );
         assert!(
             matches!(&r.event, Event::Batch(b) if b.form == BatchForm::CutStart && b.running_req() == Some(2)),
             "{:?}",
             r.event
         );
         // a stamped line is never a cut one: its head is there
-        let r = parse_line(b"[2025-03-10 22:30:44] req: 229, #token: 5, gen throughput (token/s): 1.0", 1);
+        let r = parse_line(
+            b"[2025-03-10 22:30:44] req: 229, #token: 5, gen throughput (token/s): 1.0",
+            1,
+        );
         assert!(!matches!(r.event, Event::Batch(_)), "{:?}", r.event);
     }
 }

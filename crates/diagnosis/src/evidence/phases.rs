@@ -9,8 +9,9 @@
 //! - the first decode line after such a gap (and the log's first line) reports `gen throughput`
 //!   over a window that includes the idle time (`num_generated_tokens / (now -
 //!   last_decode_stats_tic)`): its reading is not a decode rate ([`first_window_lines`]);
-//! - activity segments before the main one that hold only a few tiny batches are a **warm-up**
-//!   (JIT/graph compile requests, a health check);
+//! - activity segments before the main one that hold only a few tiny batches, smaller than the
+//!   main one's, are a **warm-up** (JIT/graph compile requests, a health check); a segment as
+//!   large as the main one (a single client's earlier request) is another burst of the run;
 //! - in the main segment, the **ramp** is cut by MSER on the running requests
 //!   ([`super::view::find_span`]) and, while requests wait, by the fill of the KV pool (token
 //!   usage reaching its plateau: until then every step is cheaper than the steady ones);
@@ -207,8 +208,11 @@ pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>) -> Option<Phases> 
         }
         let s = &timed[r.clone()];
         if i != main {
-            let tiny =
-                peak_running(s) as f64 <= (th::WARMUP_MAX_RUNNING).max(main_peak as f64 / 4.0);
+            // a warm-up is smaller than the run it precedes: a single client's earlier
+            // requests, at the same one request, are that run's own work
+            let peak = peak_running(s);
+            let tiny = peak < main_peak
+                && peak as f64 <= (th::WARMUP_MAX_RUNNING).max(main_peak as f64 / 4.0);
             let kind = if i < main && tiny {
                 PhaseKind::WarmUp
             } else {

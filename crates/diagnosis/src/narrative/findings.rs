@@ -864,10 +864,15 @@ pub fn cuda_graph(f: &cuda_graph::Facts) -> Finding {
             f.scheduler
         ),
         Pattern::MixedSteps => format!(
-            "{:.0}% of decode batches of {} ran without a graph, at batch sizes that also ran as graphs (up to {} requests): those steps were mixed with a prefill (under DP attention another rank's prefill makes every rank step eagerly; or --enable-mixed-chunk), not too large for the captured sizes, so --cuda-graph-max-bs changes nothing; fewer or larger prefill passes (a larger chunked prefill size) leave more pure decode steps.",
+            "{:.0}% of decode batches of {} ran without a graph, at batch sizes that also ran as graphs (up to {} requests): those steps were mixed with a prefill (under DP attention another rank's prefill makes every rank step eagerly; or --enable-mixed-chunk), not too large for the captured sizes, so --cuda-graph-max-bs changes nothing; fewer or larger prefill passes (a larger chunked prefill size{}) leave more pure decode steps.",
             f.share * 100.0,
             f.scheduler,
-            f.largest_with_graph.unwrap_or(0)
+            f.largest_with_graph.unwrap_or(0),
+            f.chunked_prefill_size
+                .map(|c| format!(
+                    "; the chunked prefill size is {c} tokens here, so a prompt takes one prefill pass per {c} tokens"
+                ))
+                .unwrap_or_default()
         ),
         Pattern::AboveLargest => format!(
             "{:.0}% of decode batches of {} ran without a captured graph (graphs were used up to {} requests): batches larger than the captured sizes run eagerly and each step is slower. Raise --cuda-graph-max-bs to the running batch size if memory allows.",
@@ -1125,11 +1130,43 @@ pub fn speculative(f: &speculative::Facts) -> Finding {
     } else {
         &[]
     };
+    let falls = match f.falls {
+        Some(t) => {
+            figures.push(Figure::new(
+                "median accept length, earlier half",
+                t.earlier,
+                Unit::Tokens,
+            ));
+            figures.push(Figure::new(
+                "median accept length, later half",
+                t.later,
+                Unit::Tokens,
+            ));
+            let context = match (t.earlier_tokens_per_req, t.later_tokens_per_req) {
+                (Some(x), Some(y)) => format!(
+                    ", while the KV tokens per running request went from {} to {}",
+                    count(x.round() as u64),
+                    count(y.round() as u64)
+                ),
+                _ => String::new(),
+            };
+            format!(
+                " The accept length falls over the log: a median of {:.2} on the earlier {} decode lines, {:.2} on the later {} ({:+.0}%){context}. \
+                 The draft predicts the later text worse (a longer context, another kind of output), so each target forward yields fewer tokens and decode slows with it.",
+                t.earlier,
+                t.lines_per_half,
+                t.later,
+                t.lines_per_half,
+                (t.later / t.earlier - 1.0) * 100.0
+            )
+        }
+        None => String::new(),
+    };
     let out = finding(
         FindingKind::SpeculativeDecoding,
         title,
         format!(
-            "Accept length (SGLang's accept len: tokens kept per request per verify step, the bonus token included) has a median of {:.2} over {over}{extra}. Each target-model forward yields ~{:.2} tokens per running request instead of 1{cost}. {verdict}",
+            "Accept length (SGLang's accept len: tokens kept per request per verify step, the bonus token included) has a median of {:.2} over {over}{extra}. Each target-model forward yields ~{:.2} tokens per running request instead of 1{cost}. {verdict}{falls}",
             a.median, a.median
         ),
         figures,

@@ -74,6 +74,9 @@ pub struct Facts {
     pub largest_with_graph: Option<u64>,
     /// Whether `server_args` has `disable_cuda_graph=True`.
     pub disabled: bool,
+    /// `chunked_prefill_size` (tokens per prefill pass) when known: with mixed steps, the
+    /// smaller it is, the more passes a prompt takes and the more decode steps run eagerly.
+    pub chunked_prefill_size: Option<u64>,
     /// Its batch lines.
     pub evidence: Option<SourceRange>,
 }
@@ -177,6 +180,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             share,
             largest_with_graph,
             disabled,
+            chunked_prefill_size: input.capacity.chunked_prefill_size,
             evidence: v.tl.first.map(|f| input.span(f, v.tl.last.unwrap_or(f))),
         })
     })

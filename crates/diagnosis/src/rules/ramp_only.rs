@@ -5,7 +5,10 @@
 //! [`th::RAMP_MAX_SKIPPED_LINES`]), running requests climb by more than [`th::RAMP_MIN_RISE`]
 //! and rarely fall ([`th::RAMP_RISING_SHARE`] of the steps) while the queue drains by more than
 //! [`th::RAMP_MIN_RISE`], and at most half the lines sit at the final ceiling (a run that
-//! reaches its ceiling early and stays there has a steady state).
+//! reaches its ceiling early and stays there has a steady state). The log must end still
+//! climbing: its last running count within [`th::RAMP_MIN_RISE`] of the highest, which is
+//! below `max_running_requests` (a batch that reached the cap, or peaked and fell, is past its
+//! ramp: it held a plateau or drains).
 //!
 //! **Why it matters.** Rates measured over a ramp understate the steady rate, and the verdict
 //! holds for the ramp only: the report must say that the steady state is not in the log.
@@ -63,19 +66,27 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         let draining = q1 + th::RAMP_MIN_RISE < q0;
         let top = run.iter().copied().max().unwrap_or(0);
         let on_plateau = run.iter().filter(|&&r| r == top).count();
-        (rising && draining && on_plateau * 2 <= run.len()).then(|| Facts {
-            scheduler: v.key.to_string(),
-            ramp: Ramp {
-                running_start: r0,
-                running_end: r1,
-                queued_start: q0,
-                queued_end: q1,
+        // past the ramp: the batch reached the cap, or peaked and fell back
+        let reached_cap = input
+            .capacity
+            .max_running_requests
+            .is_some_and(|cap| top >= cap);
+        let still_rising = r1 + th::RAMP_MIN_RISE >= top;
+        (rising && draining && on_plateau * 2 <= run.len() && still_rising && !reached_cap).then(
+            || Facts {
+                scheduler: v.key.to_string(),
+                ramp: Ramp {
+                    running_start: r0,
+                    running_end: r1,
+                    queued_start: q0,
+                    queued_end: q1,
+                },
+                evidence: input.timeline_range(v.tl).map(|mut r| {
+                    r.source = input.source_name(input.source_of(v.tl));
+                    r
+                }),
             },
-            evidence: input.timeline_range(v.tl).map(|mut r| {
-                r.source = input.source_name(input.source_of(v.tl));
-                r
-            }),
-        })
+        )
     })
 }
 
@@ -111,6 +122,32 @@ mod tests {
         with_input(&set_field(&whole(CHUNKS), "#running-req", "40"), |i| {
             assert_eq!(check(i), None)
         });
+    }
+
+    const CAP24: &str =
+        "real-4/121-npu-2node-qwen3-480b-dp-attn-chunk256-prefill-bound-cap24-graph-off.log";
+
+    #[test]
+    fn a_batch_that_reached_its_cap_and_fell_back_is_past_its_ramp() {
+        // 121: DP0 climbs from 0 while 31 wait, holds max_running_requests=24 (line 7) with
+        // 8-9 queued, and ends at 17 running with nothing queued: ramp, plateau and drain.
+        with_input(&whole(CAP24), |i| assert_eq!(check(i), None));
+    }
+
+    #[test]
+    fn a_climb_that_stops_short_of_the_cap_and_ends_at_its_top_is_a_ramp() {
+        // 035 with the cap line of 121 in front: 74 running is below a cap of 256, and the log
+        // ends at its highest running count: still a ramp. At a cap of 74 it is not.
+        let cap = |n: u32| {
+            format!(
+                "[2026-01-17 10:35:59] max_total_num_tokens=156800, chunked_prefill_size=256, max_prefill_tokens=458880, max_running_requests={n}, context_len=8192, available_gpu_mem=9.10 GB\n{}",
+                whole(BURST)
+            )
+        };
+        with_input(&cap(256), |i| {
+            assert_eq!(check(i).map(|f| f.ramp.running_end), Some(74))
+        });
+        with_input(&cap(74), |i| assert_eq!(check(i), None));
     }
 
     #[test]

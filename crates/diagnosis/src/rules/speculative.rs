@@ -17,6 +17,13 @@
 //! draft forwards per output token, plus a verify batch `speculative_num_draft_tokens` times
 //! wider. An accept length near 1 pays that cost for nothing.
 //!
+//! **A fall over the run** ([`Trend`]): the median accept length of the later half of one
+//! scheduler's decode lines (in time order) at least [`th::SPEC_ACCEPT_DROP`] below that of
+//! the earlier half, each half with [`th::SPEC_TREND_MIN_LINES`] lines or more. The draft
+//! predicts the later text worse (a longer context, another kind of output), so each target
+//! forward yields fewer tokens and decode slows with it; the KV tokens per running request of
+//! each half are given beside it.
+//!
 //! **Evidence it needs.** Decode lines with `accept len`; `server_args` for the step count.
 //! Unlike `gen throughput`, accept length is not a rate over wall time: SGLang divides the
 //! tokens accepted by the verify steps run since the previous decode line, so the first line
@@ -67,6 +74,21 @@ impl Spread {
     }
 }
 
+/// The accept length of the earlier and later halves of one scheduler's decode lines.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Trend {
+    /// Median accept length of the earlier half (tokens per verify step).
+    pub earlier: f64,
+    /// Median accept length of the later half (tokens per verify step).
+    pub later: f64,
+    /// Median `#token / #running-req` of the earlier half (KV tokens per running request).
+    pub earlier_tokens_per_req: Option<f64>,
+    /// The same of the later half.
+    pub later_tokens_per_req: Option<f64>,
+    /// Decode lines in each half (lines).
+    pub lines_per_half: usize,
+}
+
 /// What the rule saw.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Facts {
@@ -88,6 +110,8 @@ pub struct Facts {
     pub no_gain: bool,
     /// The median accept rate is below [`th::SPEC_LOW_ACCEPT_RATE`].
     pub low_accept_rate: bool,
+    /// The accept length fell over the run (on the first scheduler where it did).
+    pub falls: Option<Trend>,
     /// The lines that print it: the first scheduler's that prints it (across the sources it
     /// was read from), and other schedulers' in the source of its first line.
     pub evidence: SourceRange,
@@ -147,7 +171,40 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             .filter(|_| accept_len.median > 0.0)
             .map(|s| s as f64 / accept_len.median),
         no_gain: accept_len.median <= th::SPEC_NO_GAIN_ACCEPT_LEN,
+        falls: input
+            .views
+            .iter()
+            .find_map(|v| trend(v.tl.decode.samples())),
         evidence: input.span(lo, hi),
+    })
+}
+
+/// The fall of the accept length over one scheduler's decode lines (see [`Trend`]).
+fn trend(decode: &[crate::evidence::DecodeSample]) -> Option<Trend> {
+    let with: Vec<_> = decode.iter().filter(|d| d.accept_len.is_some()).collect();
+    let half = with.len() / 2;
+    if half < th::SPEC_TREND_MIN_LINES {
+        return None;
+    }
+    let (a, b) = (&with[..half], &with[with.len() - half..]);
+    let median = |s: &[&crate::evidence::DecodeSample]| {
+        Spread::of(s.iter().filter_map(|d| d.accept_len).collect()).map(|x| x.median)
+    };
+    let per_req = |s: &[&crate::evidence::DecodeSample]| {
+        Spread::of(
+            s.iter()
+                .filter_map(|d| Some(d.tokens? as f64 / d.running.filter(|r| *r > 0)? as f64))
+                .collect(),
+        )
+        .map(|x| x.median)
+    };
+    let (earlier, later) = (median(a)?, median(b)?);
+    (later <= (1.0 - th::SPEC_ACCEPT_DROP) * earlier).then(|| Trend {
+        earlier,
+        later,
+        earlier_tokens_per_req: per_req(a),
+        later_tokens_per_req: per_req(b),
+        lines_per_half: half,
     })
 }
 
@@ -174,6 +231,59 @@ mod tests {
         (a.lowest - b.lowest).abs() < 1e-9
             && (a.median - b.median).abs() < 1e-9
             && (a.highest - b.highest).abs() < 1e-9
+    }
+
+    const AGENTIC: &str =
+        "real-4/118-rtxpro6000-v0.5.18dev-agentic-300k-prefix-mamba-mtp-reqtimestats.log";
+
+    #[test]
+    fn the_accept_length_falls_in_the_later_window() {
+        // 118: MTP on one agentic client; accept len 5.60, 5.15, 3.42 … on the decode lines of
+        // 15:56 (lines 1-18), 2.60, 2.40, 3.23 … on those of 15:56:39-15:58 (lines 21-36): 11 lines
+        // a half.
+        with_input(&whole(AGENTIC), |i| {
+            let t = check(i).expect("speculative").falls.expect("falls");
+            assert_eq!(t.lines_per_half, 11);
+            assert!((t.earlier - 4.00).abs() < 0.5, "{t:?}");
+            assert!((t.later - 2.80).abs() < 0.3, "{t:?}");
+            assert!(t.later <= 0.75 * t.earlier);
+        });
+    }
+
+    #[test]
+    fn a_steady_accept_length_does_not_fall() {
+        // EAGLE3 (5 lines: too few for halves), DFLASH 4.22-3.70 over 4 lines, the Ascend
+        // high-load log's hundreds of lines at a steady length: no fall.
+        for log in [EAGLE3, DFLASH, ASCEND] {
+            with_input(&whole(log), |i| {
+                assert_eq!(check(i).expect("speculative").falls, None, "{log}");
+            });
+        }
+    }
+
+    #[test]
+    fn a_fall_just_short_of_a_quarter_is_not_read() {
+        // the 118 lines with the later half's lengths raised to 76% of the earlier median
+        let text = whole(AGENTIC);
+        with_input(&text, |i| {
+            let t = check(i).expect("speculative").falls.expect("falls");
+            let floor = 0.76 * t.earlier;
+            let raised: String = text
+                .lines()
+                .enumerate()
+                .map(|(n, l)| {
+                    if n >= 20 && l.contains("accept len: ") {
+                        set_field(l, "accept len", &format!("{floor:.2}"))
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            with_input(&raised, |j| {
+                assert_eq!(check(j).expect("speculative").falls, None);
+            });
+        });
     }
 
     #[test]
