@@ -77,6 +77,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         startup_capacity: ev.startup.max_total_num_tokens.is_some() && ev.benchmarks.is_empty(),
         rejections: rejected.is_some(),
         transfer_failed: transfer.is_some(),
+        jit_at_end: jit_at_end(ev, &views),
     };
     let bottleneck = verdict::decide(&votes, overrides);
     // A hung server hangs on every rank: a rank whose own lines look weak (client bound,
@@ -444,6 +445,17 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
                 context_len: f.context.map(|c| c.context_len),
                 largest_requested: f.context.and_then(|c| c.largest_requested),
             }),
+        lone_reading: bottleneck == Bottleneck::Inconclusive
+            && views.iter().any(|v| !v.steady.is_empty())
+            && views
+                .iter()
+                .filter(|v| !v.steady.is_empty())
+                .all(rules::client_bound::lone_reading),
+        jit_compile: ev
+            .jit_compile
+            .first
+            .filter(|_| bottleneck == Bottleneck::Inconclusive && jit_at_end(ev, &views))
+            .map(|l| input.span(l, l)),
     };
     if matches!(
         bottleneck,
@@ -688,6 +700,19 @@ fn incident_of(
         }),
         _ => None,
     }
+}
+
+/// A JIT compile session began after the last batch line of every scheduler of its source:
+/// the log ends in the server's warm-up.
+fn jit_at_end(ev: &Evidence, views: &[SchedulerView<'_>]) -> bool {
+    let Some(jit) = ev.jit_compile.first else {
+        return false;
+    };
+    views
+        .iter()
+        .filter_map(|v| v.tl.last)
+        .filter(|l| l.source == jit.source)
+        .all(|l| l.line < jit.line)
 }
 
 fn benchmark_findings(

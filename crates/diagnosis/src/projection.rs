@@ -103,7 +103,7 @@ pub fn projection(decode: &[DecodeSample], cap: Option<&CapacityModel>) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::testing::{set_field, whole, with_input};
+    use crate::rules::testing::{edit, whole, with_input};
 
     const CAP24: &str =
         "real-4/121-npu-2node-qwen3-480b-dp-attn-chunk256-prefill-bound-cap24-graph-off.log";
@@ -135,10 +135,14 @@ mod tests {
     #[test]
     fn one_mode_is_fitted_whole() {
         // every line in graph mode, or none: every line is fitted
-        for mode in ["True", "False"] {
-            let text = set_field(&whole(CAP24), "npu graph", mode);
-            let (lines, _, n) = fitted(&text);
-            assert_eq!(n, Some(lines), "{mode}");
+        for (from, to) in [
+            ("npu graph: False", "npu graph: True"),
+            ("npu graph: True", "npu graph: False"),
+        ] {
+            let text = edit(&whole(CAP24), from, to);
+            let (lines, graph, n) = fitted(&text);
+            assert!(graph == 0 || graph == lines, "{to}");
+            assert_eq!(n, Some(lines), "{to}");
         }
     }
 

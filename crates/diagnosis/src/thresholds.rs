@@ -228,6 +228,9 @@ pub const LONG_PROMPT_TOKENS: f64 = 4096.0;
 /// request is then almost all prefill, its TTFT most of its latency by construction, and the
 /// output rate says nothing of decode speed.
 pub const PREFILL_ONLY_OUTPUT_TOKENS: f64 = 16.0;
+/// Steady batch lines from which a scheduler's state is a span, not an instant (lines): a
+/// single line whose decode crawls cannot tell an idle window from a hang.
+pub const MIN_CLIENT_BOUND_LINES: usize = 2;
 /// Mean requests in flight over `--max-concurrency` from which the limit counts as held full (fraction).
 pub const LIMIT_HELD_FULL: f64 = 0.9;
 /// Median `accept len` at or below which speculative decoding gains nothing (tokens per verify

@@ -10,6 +10,7 @@
 //! | 3 | `kv_cache_bound::queued_at_full_pool` | `kv_cache_bound` |
 //! | 4 | `running_cap::at_configured_cap` | `running_cap_bound` |
 //! | 5 | `running_cap::mamba_slots_full` (queued) | `running_cap_bound` |
+//! | 5a | `client_bound::lone_reading` (one steady batch line: an instant) | `inconclusive` |
 //! | 5b | `prefill_limit`, one request per pass (queued) | `prefill_bound` |
 //! | 6 | `running_cap::flat_plateau` (queued) | `running_cap_bound` |
 //! | 7 | `kv_cache_bound::fills_as_admitted` (queued ramp) | `kv_cache_bound` |
@@ -37,7 +38,9 @@
 //! `prefill_compute` → `prefill_compute_bound`. Then, for a weak vote (whatever the compute
 //! rules said): a long stall or a watchdog timeout → `stall`; else failed KV transfers →
 //! `kv_transfer_failed`; else retractions → `kv_cache_bound` (the pool ran out at the run's
-//! peak even if the queue was short).
+//! peak even if the queue was short). Before the compute overrides, a weak vote whose log ends
+//! in a JIT compile session (DeepGEMM's pre-compile entered after the last batch line) is
+//! `inconclusive`: the lines are the server's warm-up.
 //!
 //! **Without batch lines** (the vote is `no_scheduler_lines`) the events name the verdict,
 //! first match wins ([`NO_LINES_PRECEDENCE`]):
@@ -78,6 +81,9 @@ pub enum Reason {
     Conservative(f64),
     /// `held_admission`.
     HeldAdmission(held_admission::Facts),
+    /// One steady batch line: an instant, from which the limits that need a phase (an inferred
+    /// cap, prefill's pace, the admission reserve, the client's load) do not follow.
+    LoneReading,
     /// Requests wait but no rule explains why.
     QueuedUnexplained,
     /// `drain`.
@@ -101,7 +107,9 @@ impl Reason {
             Reason::HeldAdmission(_) => Bottleneck::AdmissionHeld,
             Reason::Drain(_) => Bottleneck::Drain,
             Reason::ClientBound => Bottleneck::ClientBound,
-            Reason::QueuedUnexplained | Reason::Unexplained => Bottleneck::Inconclusive,
+            Reason::LoneReading | Reason::QueuedUnexplained | Reason::Unexplained => {
+                Bottleneck::Inconclusive
+            }
         }
     }
 }
@@ -125,6 +133,9 @@ pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
     }),
     ("running_cap (mamba slots)", |v, _| {
         running_cap::mamba_slots_full(v).map(Reason::RunningCap)
+    }),
+    ("one reading", |v, _| {
+        client_bound::lone_reading(v).then_some(Reason::LoneReading)
     }),
     ("prefill_limit (one request per pass)", |v, c| {
         prefill_limit::check(v, c)
@@ -231,6 +242,9 @@ pub struct Overrides {
     pub rejections: bool,
     /// `kv_transfer` holds: KV transfers failed.
     pub transfer_failed: bool,
+    /// A JIT compile session (DeepGEMM's pre-compile) began after the last batch line of its
+    /// log: the log ends in the server's warm-up.
+    pub jit_at_end: bool,
 }
 
 /// One row of [`NO_LINES_PRECEDENCE`]: its name, whether it holds, the verdict it names.
@@ -302,6 +316,10 @@ pub fn decide(votes: &[(Bottleneck, u64)], o: Overrides) -> Bottleneck {
             Bottleneck::PrefillBound | Bottleneck::SchedulerConservative
         );
     let hung = o.long_stall || o.watchdog;
+    // the log ends in a JIT warm-up: its lines are the warm-up's, no load or speed follows
+    if weak && !hung && !o.transfer_failed && o.jit_at_end {
+        return Bottleneck::Inconclusive;
+    }
     let mut b = voted;
     if decode_weak && !hung && o.slow_decode {
         b = Bottleneck::DecodeComputeBound;

@@ -214,6 +214,11 @@ pub enum Event<'a> {
     /// found at …` (and `Using MoE kernel config with … Performance might be sub-optimal!`):
     /// the fused MoE kernels run with configs not tuned for this GPU; the message text.
     MoeConfigUntuned(&'a str),
+    /// `Entering DeepGEMM JIT Pre-Compile session. It may take a long time (typically 10-20
+    /// mins) if you have not run `sglang.compile_deep_gemm`. …`: the first requests of a
+    /// DeepGEMM build wait while its kernels compile (`layers/deep_gemm_wrapper/
+    /// compile_utils.py`); the message text.
+    JitCompile(&'a str),
     /// `The server is fired up and ready to roll!`
     ServerReady,
     /// A watchdog timeout (`Watchdog timeout (self.watchdog_timeout=300)` and later
@@ -256,6 +261,7 @@ impl Event<'_> {
             Event::MaxRunningReset(_) => "max_running_reset",
             Event::MambaCacheAllocated(_) => "mamba_cache_allocated",
             Event::MoeConfigUntuned(_) => "moe_config_untuned",
+            Event::JitCompile(_) => "jit_compile",
             Event::ServerReady => "server_ready",
             Event::WatchdogTimeout(_) => "watchdog_timeout",
             Event::KvTransferFailed(_) => "kv_transfer_failed",

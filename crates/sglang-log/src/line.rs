@@ -379,6 +379,7 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
             Event::KvTransferFailed(msg)
         }
         b'T' if starts("The server is fired up and ready to roll") => Event::ServerReady,
+        b'E' if starts("Entering DeepGEMM JIT Pre-Compile session") => Event::JitCompile(msg),
         b'T' if starts("Testing retraction.") => retraction(),
         b'T' if starts("Transfer failed") => Event::KvTransferFailed(msg),
         b'L' if starts("Load weight end") => {

@@ -329,6 +329,11 @@ fn startup_lines() {
         "[2026-05-25 18:04:09 TP1] Using MoE kernel config with down_moe=False. Performance might be sub-optimal! Config file not found at /x",
         "moe_config_untuned @2026-05-25 18:04:09 [TP1] msg=\"Using MoE kernel config with down_moe=False. Performance might be sub-optimal! Config file not found at /x\"",
     );
+    // real-3/045: DeepGEMM's JIT pre-compile entered after the first requests
+    check(
+        "[2025-12-26 23:02:39 DP0 TP0 EP0] Entering DeepGEMM JIT Pre-Compile session. It may take a long time (typically 10-20 mins) if you have not run `sglang.compile_deep_gemm`.",
+        "jit_compile @2025-12-26 23:02:39 [DP0 TP0 EP0] msg=\"Entering DeepGEMM JIT Pre-Compile session. It may take a long time (typically 10-20 mins) if you have not run `sglang.compile_deep_gemm`.\"",
+    );
     check(
         "[2025-10-03 20:34:47 DP0 TP0 EP0] KV Cache is allocated. #tokens: 1339395, K size: 58.76 GB, V size: 58.76 GB",
         "kv_cache_allocated @2025-10-03 20:34:47 [DP0 TP0 EP0] tokens=1339395 k_gb=58.76 v_gb=58.76",

@@ -646,6 +646,9 @@ pub struct Evidence {
     pub kv_transfer_failures: FailureLines,
     /// `Using default MoE kernel config … sub-optimal` lines (all ranks).
     pub moe_config_untuned: FailureLines,
+    /// `Entering DeepGEMM JIT Pre-Compile session` lines: requests wait while kernels compile
+    /// (10-20 min on first use).
+    pub jit_compile: FailureLines,
     /// Whether any timestamp lacked a date (times are then seconds since midnight, unwrapped).
     pub dateless_timestamps: bool,
     /// Benchmark summary blocks (`Serving Benchmark Result`, spec §7) found among the lines
@@ -1895,6 +1898,7 @@ impl EvidenceBuilder {
             Event::WatchdogTimeout(text) => self.ev.watchdog.note(loc, text),
             Event::KvTransferFailed(text) => self.ev.kv_transfer_failures.note(loc, text),
             Event::MoeConfigUntuned(text) => self.ev.moe_config_untuned.note(loc, text),
+            Event::JitCompile(text) => self.ev.jit_compile.note(loc, text),
             // A benchmark's summary has no server timestamp; server lines are never part of one.
             Event::Other if rec.timestamp.is_none() => {
                 if let Some(st) = self.states.get_mut(source) {

@@ -400,6 +400,7 @@ pub fn bottleneck(
         // worded by `held_admission` below
         Reason::NoLines
         | Reason::HeldAdmission(_)
+        | Reason::LoneReading
         | Reason::QueuedUnexplained
         | Reason::Unexplained => return None,
     };

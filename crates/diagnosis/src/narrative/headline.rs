@@ -288,8 +288,17 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         Bottleneck::Inconclusive => (
             "Inconclusive",
             match (h.queued_median, h.token_usage_median, h.running_median) {
+                // the log ends in a JIT warm-up: nothing about load or speed yet
+                _ if h.jit_compile.is_some() => format!(
+                    "the log ends as the server enters DeepGEMM's JIT pre-compile (line {}), after its first requests: kernels compile for minutes (typically 10-20) on first use and requests wait meanwhile, so these lines are the warm-up and say nothing of load or speed. Run `python3 -m sglang.compile_deep_gemm` with the server's arguments before serving, and diagnose a log of the run after it.",
+                    h.jit_compile.as_ref().map_or(0, |r| r.first_line)
+                ),
                 // requests wait at an empty pool: admission waits for a prefill pass
                 _ if h.held_admission.is_some() => held_summary(h.held_admission),
+                // one line per scheduler: an instant
+                (Some(q), Some(u), Some(r)) if h.lone_reading => format!(
+                    "one decode line per scheduler (~{r:.0} requests run, ~{q:.0} wait, token usage ~{u:.2}) at a crawl for its batch: an instant whose window either spans idle time (SGLang's rate divides the tokens since the previous decode line by the time since then) or holds steps that hang (a collective waiting on a peer, a stuck rank). Which one, and whether the client sends too little, needs a log of a minute or more; if the server stopped responding, a py-spy dump of each scheduler shows where it hangs."
+                ),
                 // the queue field is missing: whether the pool turns requests away is unknown
                 (None, Some(u), Some(r)) => format!(
                     "~{r:.0} requests run at token usage ~{u:.2}, and the log prints no #queue-req, so whether requests wait (and for what) is unknown."

@@ -230,6 +230,14 @@ pub struct Headline {
     /// The requests the server turned away, for the [`Bottleneck::RequestsRejected`] verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected: Option<RejectedRequests>,
+    /// With an `inconclusive` verdict: each scheduler's steady span holds one batch line, an
+    /// instant from which no phase, load or speed follows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lone_reading: bool,
+    /// With an `inconclusive` verdict: the JIT compile line (DeepGEMM's pre-compile) the log
+    /// ends in, after its last batch line: the lines are the server's warm-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit_compile: Option<SourceRange>,
 }
 
 /// A burst's ramp-up: running requests climbing while the queue drains.

@@ -7,7 +7,9 @@
 //! **Why it matters.** With nothing waiting and room in the pool, server tuning cannot raise
 //! throughput: only more concurrent requests can, until the pool or compute is the limit.
 //!
-//! **Evidence it needs.** Steady batch lines with `#queue-req` and `token usage`.
+//! **Evidence it needs.** Steady batch lines with `#queue-req` and `token usage`. A single
+//! line is an instant: it is read as the server's state only when it looks healthy; one whose
+//! decode crawls ([`lone_reading`]) is `inconclusive`, saying so.
 //!
 //! **What to change.** Send more requests at once from the client (raise its concurrency).
 //!
@@ -19,17 +21,45 @@ use crate::thresholds as th;
 
 /// The rule on one scheduler.
 pub fn check(v: &SchedulerView<'_>) -> bool {
-    v.queued_share
-        .is_some_and(|s| s < th::LOW_LOAD_QUEUED_SHARE)
+    !lone_reading(v)
+        && v.queued_share
+            .is_some_and(|s| s < th::LOW_LOAD_QUEUED_SHARE)
         && !v.kv_full()
+}
+
+/// The scheduler's steady span holds fewer than [`th::MIN_CLIENT_BOUND_LINES`] batch lines
+/// and its one decode reading gives each running request less than
+/// [`th::SLOW_DECODE_TOK_PER_REQ`] while running as a CUDA graph (or without the flag): an
+/// instant that cannot tell a window spanning idle time (SGLang divides the tokens since the
+/// previous decode line by the time since then) from steps that hang. Neither "underfed" nor
+/// "slow decode" follows. Not when the running count is pinned at one value on every rank's
+/// lines (`SchedulerView::pinned_across_ranks`): the ranks together are the evidence then.
+pub fn lone_reading(v: &SchedulerView<'_>) -> bool {
+    if v.steady.len() >= th::MIN_CLIENT_BOUND_LINES || v.pinned_across_ranks.is_some() {
+        return false;
+    }
+    let d = v.tl.decode.samples();
+    match d {
+        [one] => {
+            one.graph != Some(false)
+                && one.running.is_some_and(|r| r > 0)
+                && one
+                    .gen_tps
+                    .zip(one.running)
+                    .is_some_and(|(g, r)| g / (r as f64) < th::SLOW_DECODE_TOK_PER_REQ)
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::testing::{only, set_field, whole, with_input};
+    use crate::rules::testing::{excerpt, only, set_field, whole, with_input};
 
     const DP_EP: &str = "real/023-pr17392-dp-ep-decode-prealloc-generate.log";
+    /// One request at a time on a TP8 B200: 8 decode lines, 1 running, nothing queued.
+    const SINGLE: &str = "real/061-pr7481-dsr1-fp4-tp8-b200-single-stream.log";
 
     fn check_lines(lines: &str, expected: bool) {
         with_input(lines, |i| assert_eq!(check(&i.views[0]), expected));
@@ -37,20 +67,46 @@ mod tests {
 
     #[test]
     fn nothing_waits_and_the_pool_has_room() {
-        check_lines(&only(&whole(DP_EP), "DP0"), true);
+        check_lines(&whole(SINGLE), true);
     }
 
     #[test]
-    fn a_standing_queue_is_not_client_bound() {
-        check_lines(
-            &set_field(&only(&whole(DP_EP), "DP0"), "#queue-req", "3"),
-            false,
+    fn a_lone_crawling_reading_is_no_underfed_server() {
+        // 024: one line per DP rank, 12 running at 3.83 tok/s with CUDA graphs on: an idle
+        // window or a hang, not a client that sends too little
+        let dp16 = "real-3/024-pr20766-multinode-dp16-stalled-3tps.log";
+        with_input(&whole(dp16), |i| {
+            assert!(i.views.iter().all(|v| lone_reading(v) && !check(v)));
+        });
+        // the same line at 12.00 tok/s per request is a healthy instant: read as it is
+        with_input(
+            &set_field(&whole(dp16), "gen throughput (token/s)", "144.00"),
+            |i| assert!(i.views.iter().all(|v| !lone_reading(v) && check(v))),
         );
     }
 
     #[test]
+    fn a_lone_healthy_reading_and_a_span_are_read() {
+        // one line of the single stream (line 2: 82 tok/s for 1 request), two lines, and one
+        // line of the DP-EP log's DP0 (8 running at 1,044 tok/s)
+        check_lines(&excerpt(SINGLE, 2..=2), true);
+        check_lines(&excerpt(SINGLE, 2..=3), true);
+        check_lines(&only(&whole(DP_EP), "DP0"), true);
+        // the single stream's line at 0.99 tok/s for its 1 request: lone and slow
+        let slow = set_field(&excerpt(SINGLE, 2..=2), "gen throughput (token/s)", "0.99");
+        with_input(&slow, |i| assert!(lone_reading(&i.views[0])));
+        let ok = set_field(&excerpt(SINGLE, 2..=2), "gen throughput (token/s)", "1.00");
+        with_input(&ok, |i| assert!(!lone_reading(&i.views[0])));
+    }
+
+    #[test]
+    fn a_standing_queue_is_not_client_bound() {
+        check_lines(&set_field(&whole(SINGLE), "#queue-req", "3"), false);
+    }
+
+    #[test]
     fn an_unknown_queue_is_not_an_empty_one() {
-        let no_queue: String = only(&whole(DP_EP), "DP0")
+        let no_queue: String = whole(SINGLE)
             .lines()
             .map(|l| format!("{}\n", l.replace(", #queue-req: 0", "")))
             .collect();
@@ -59,13 +115,7 @@ mod tests {
 
     #[test]
     fn a_full_pool_is_not_client_bound() {
-        check_lines(
-            &set_field(&only(&whole(DP_EP), "DP0"), "token usage", "0.95"),
-            false,
-        );
-        check_lines(
-            &set_field(&only(&whole(DP_EP), "DP0"), "token usage", "0.89"),
-            true,
-        );
+        check_lines(&set_field(&whole(SINGLE), "token usage", "0.95"), false);
+        check_lines(&set_field(&whole(SINGLE), "token usage", "0.89"), true);
     }
 }

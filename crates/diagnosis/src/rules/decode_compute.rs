@@ -8,7 +8,12 @@
 //! even in large batches. Far below that, decode itself is broken or starved (eager mode, CPU
 //! offload, a hung collective), and no load or memory lever helps.
 //!
-//! **Evidence it needs.** Decode lines with `#running-req` > 0 and `gen throughput` > 0.
+//! **Evidence it needs.** Decode lines with `#running-req` > 0 and `gen throughput` > 0. A
+//! scheduler with one such line counts only when that line ran eagerly (`cuda graph: False`):
+//! a lone reading is an instant whose window may span idle time (SGLang divides the tokens
+//! since the previous decode line by the time since then, idle included), and only a line
+//! that shows a cause of slow steps on itself says decode is slow. With graphs on (or no flag
+//! printed), a lone low reading is as likely a window after idle as a crawl.
 //!
 //! **What to change.** Look for decode without CUDA graphs (`cuda graph: False`,
 //! `--cuda-graph-max-bs` below the batch), CPU or host offload, a broken kernel.
@@ -36,16 +41,23 @@ pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
     views
         .iter()
         .filter_map(|v| {
-            let per_req: Vec<f64> =
+            let read: Vec<_> =
                 v.tl.decode
                     .samples()
                     .iter()
                     .filter_map(|d| {
                         let r = d.running? as f64;
                         let g = d.gen_tps?;
-                        (r > 0.0 && g > 0.0).then(|| g / r)
+                        (r > 0.0 && g > 0.0).then_some((g / r, d.graph))
                     })
                     .collect();
+            // a lone reading counts only when its line ran eagerly (see the module doc)
+            if let [(_, graph)] = read.as_slice()
+                && *graph != Some(false)
+            {
+                return None;
+            }
+            let per_req: Vec<f64> = read.iter().map(|r| r.0).collect();
             Some((
                 v.key.to_string(),
                 throughput_stats::median_f64(&per_req)?,
@@ -64,7 +76,7 @@ pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::testing::{set_field, whole, with_input};
+    use crate::rules::testing::{edit, set_field, whole, with_input};
 
     const NPU_NO_GRAPH: &str = "real/058-pr29853-npu-grok2-128running-14tps-no-graph.log";
 
@@ -77,6 +89,23 @@ mod tests {
             assert_eq!(f.lines, 1);
             assert!(f.tok_per_s_per_request < 0.2, "{f:?}");
         });
+    }
+
+    #[test]
+    fn a_lone_reading_with_graphs_on_is_no_crawl() {
+        // 024: one decode line per DP rank, 12 running at 3.83 tok/s with `cuda graph: True`
+        // and 64 KV tokens per request (young requests: the window may span idle time)
+        let dp16 = "real-3/024-pr20766-multinode-dp16-stalled-3tps.log";
+        with_input(&whole(dp16), |i| assert_eq!(check(i.views), None));
+        // the same line run eagerly is slow decode: the line shows why
+        with_input(
+            &edit(&whole(dp16), "cuda graph: True", "cuda graph: False"),
+            |i| {
+                let f = check(i.views).expect("slow");
+                assert_eq!(f.lines, 1);
+                assert!(f.tok_per_s_per_request < 0.33, "{f:?}");
+            },
+        );
     }
 
     #[test]

@@ -169,7 +169,8 @@ pub fn render(rec: &Record<'_>) -> String {
         Event::WatchdogTimeout(m)
         | Event::KvTransferFailed(m)
         | Event::SchedulerException(m)
-        | Event::MoeConfigUntuned(m) => {
+        | Event::MoeConfigUntuned(m)
+        | Event::JitCompile(m) => {
             kv("msg", Some(format!("{m:?}")));
         }
         Event::Malformed { reason } => kv("reason", Some(format!("{reason:?}"))),
