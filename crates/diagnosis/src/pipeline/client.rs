@@ -1,15 +1,72 @@
 //! The client's side: the client summary and its findings, and the benchmark rules over
 //! every run.
 
-use crate::client_view;
+use super::inputs::dp_size;
 use crate::context::Context;
-use crate::evidence::view::SchedulerView;
+use crate::evidence::Evidence;
+use crate::evidence::view::{self, SchedulerView};
 use crate::narrative;
-use crate::report::{BenchmarkRun, Bottleneck, ClientSummary, Finding, Rate};
-use crate::rules;
+use crate::report::{BenchmarkRun, Bottleneck, CapacitySummary, ClientSummary, Finding, Rate};
+use crate::rules::{self, bench_concurrency_limit::ServerCap};
+use crate::{bench, client_view};
+
+/// The server's rate and the client's view of it.
+pub(super) struct ClientSide<'a> {
+    /// The server's generation rate over the steady span.
+    pub(super) steady_gen_throughput: Option<Rate>,
+    /// The scheduler with the most decode lines.
+    pub(super) primary: Option<&'a SchedulerView<'a>>,
+    /// The benchmark runs read from the logs and client files.
+    pub(super) benchmark_runs: Vec<BenchmarkRun>,
+    /// The client summary.
+    pub(super) client: Option<ClientSummary>,
+    /// The server's running-request cap as a client sees it.
+    pub(super) server_cap: Option<ServerCap>,
+}
+
+/// The server's rate and the client's view of it; the client's and the benchmarks' findings
+/// are added to `findings`.
+pub(super) fn client_side<'a>(
+    ev: &Evidence,
+    ctx: &Context,
+    views: &'a [SchedulerView<'a>],
+    capacity: &CapacitySummary,
+    bottleneck: Bottleneck,
+    findings: &mut Vec<Finding>,
+) -> ClientSide<'a> {
+    let steady_gen_throughput = view::steady_throughput(views);
+    let primary = views.iter().max_by_key(|v| v.tl.decode.pushed());
+    let benchmark_runs = bench::collect_runs(ev, ctx);
+    let client = if benchmark_runs.is_empty() || bench::clients_have_times(ctx) {
+        client_findings(ctx, primary, steady_gen_throughput.as_ref(), findings)
+    } else {
+        bench::client_summary(&benchmark_runs, steady_gen_throughput.as_ref())
+    };
+    let server_cap =
+        capacity
+            .max_running_requests
+            .map(|per_rank| rules::bench_concurrency_limit::ServerCap {
+                per_rank,
+                dp_ranks: dp_size(ev, ctx).unwrap_or(0).max(
+                    views
+                        .iter()
+                        .filter_map(|v| v.key.dp)
+                        .max()
+                        .map_or(1, |m| m + 1),
+                ),
+            });
+    benchmark_findings(&benchmark_runs, bottleneck, server_cap, findings);
+    ClientSide {
+        steady_gen_throughput,
+        primary,
+        benchmark_runs,
+        client,
+        server_cap,
+    }
+}
 
 /// The client summary, and the findings on it: Little's law, the gap, a short sample's adequacy.
-pub(super) fn client_findings(
+fn client_findings(
     ctx: &Context,
     primary: Option<&SchedulerView<'_>>,
     server_tps: Option<&Rate>,
@@ -51,7 +108,7 @@ pub(super) fn client_findings(
 
 /// The benchmark rules over every run; failures that dominate a run come before everything
 /// else (the run measured is not the one asked for).
-pub(super) fn benchmark_findings(
+fn benchmark_findings(
     runs: &[BenchmarkRun],
     bottleneck: Bottleneck,
     cap: Option<rules::bench_concurrency_limit::ServerCap>,

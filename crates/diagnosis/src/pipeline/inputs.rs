@@ -1,13 +1,13 @@
-//! The inputs as the report lists them, the DP ranks added up, and what the inputs could not
-//! say.
+//! The inputs as the report lists them, the DP ranks added up, what the inputs could not say,
+//! and the sources used beside the logs.
 
 use crate::context::Context;
-use crate::evidence::Evidence;
 use crate::evidence::view::SchedulerView;
+use crate::evidence::{Evidence, JoinNote};
 use crate::narrative;
 use crate::report::{
-    CapacitySummary, ClientSummary, DpTotals, InputKind, InputSummary, MalformedLine, NotConcluded,
-    NotConcludedReason, RejectedValue,
+    BenchmarkRun, CapacitySummary, ClientSummary, DpTotals, InputKind, InputSummary, MalformedLine,
+    NotConcluded, NotConcludedReason, RejectedValue,
 };
 
 /// (line number, reason, excerpt) triples as report lines.
@@ -184,4 +184,38 @@ pub(super) fn missing(
             .map(|e| nc(R::SourceError, Some(e))),
     );
     out
+}
+
+/// What went wrong with the inputs themselves comes first: it explains the rest.
+pub(super) fn inputs_first(not_concluded: &mut [NotConcluded]) {
+    not_concluded.sort_by_key(|n| {
+        !matches!(
+            n.reason,
+            NotConcludedReason::EmptyInput { .. } | NotConcludedReason::SourceError
+        )
+    });
+}
+
+/// The sources used beside the logs, in words: the files joined, the context's sources, and
+/// the benchmark summaries read from the logs.
+pub(super) fn sources(
+    joins: &[JoinNote],
+    ctx: &Context,
+    ev: &Evidence,
+    benchmark_runs: &[BenchmarkRun],
+) -> Vec<String> {
+    let mut sources: Vec<String> = joins.iter().map(narrative::join_note).collect();
+    sources.extend(narrative::sources(ctx));
+    sources.extend(
+        benchmark_runs
+            .iter()
+            .filter(|r| ev.sources.iter().any(|s| s.name == r.source.source))
+            .map(|r| {
+                format!(
+                    "benchmark summary: {}:{}-{}",
+                    r.source.source, r.source.first_line, r.source.last_line
+                )
+            }),
+    );
+    sources
 }
