@@ -9,8 +9,8 @@ use super::MAX_RETRACTION_SAMPLES;
 use super::events::RECENT_RETRACTIONS;
 use super::startup::SERVER_ARG_KEYS;
 use super::{
-    Evidence, Loc, PdRole, RetractionEvent, SchedulerKey, SourceId, SourceInfo, SourceStats,
-    SourcedBench, merge, runs, timeline,
+    BatchSample, Evidence, Loc, PdRole, RetractionEvent, SchedulerKey, SchedulerTimeline, SourceId,
+    SourceInfo, SourceStats, SourcedBench, runs, timeline,
 };
 use crate::report::InputKind;
 
@@ -40,7 +40,7 @@ fn flush_bench(ev: &mut Evidence, source: SourceId, st: &mut SourceState) {
 
 /// Builds [`Evidence`] from records, one source at a time or interleaved.
 pub struct EvidenceBuilder {
-    pub(super) ev: Evidence,
+    ev: Evidence,
     states: Vec<SourceState>,
     /// Last retraction key per source for deduplication: (time, text) -> index in `retractions`.
     recent_retractions: Vec<(SourceId, Option<i64>, String, usize)>,
@@ -48,7 +48,7 @@ pub struct EvidenceBuilder {
     /// Where a new server run begins.
     runs: runs::RunSplitter,
     /// Samples each scheduler's timelines keep while reading (lowered by the sample budget).
-    pub(super) timeline_capacity: usize,
+    timeline_capacity: usize,
 }
 
 /// Samples (decode and prefill together) that the schedulers of a read of several sources
@@ -282,7 +282,7 @@ impl EvidenceBuilder {
         }
     }
 
-    pub(super) fn key_for(source: SourceId, ranks: &RankTags) -> SchedulerKey {
+    fn key_for(source: SourceId, ranks: &RankTags) -> SchedulerKey {
         // Per source while reading (a DP rank's files are joined by `Evidence::consolidated`).
         SchedulerKey {
             source: Some(source),
@@ -310,7 +310,7 @@ impl EvidenceBuilder {
         match &rec.event {
             Event::Batch(b) => {
                 if let Some(sched) = self.batch_target(source, rec.line_no, &rec.ranks) {
-                    sched.offer(&merge::BatchSample::of(rec.line_no, b), batch_t, loc);
+                    sched.offer(&BatchSample::of(rec.line_no, b), batch_t, loc);
                 }
             }
             Event::Retraction(r) => {
@@ -515,5 +515,45 @@ impl EvidenceBuilder {
         Self::infer_pd_roles(&mut ev, &self.states);
         Self::close_runs(&mut ev);
         ev
+    }
+
+    /// The scheduler timeline a batch line of `source` at `line` goes into: `None` for another
+    /// TP rank's line (the lowest TP rank's lines are kept; the others repeat the same batch
+    /// and are counted as duplicates). Its first and last line are set to this one.
+    pub(super) fn batch_target(
+        &mut self,
+        source: SourceId,
+        line: u64,
+        ranks: &RankTags,
+    ) -> Option<&mut SchedulerTimeline> {
+        let loc = Loc { source, line };
+        let key = Self::key_for(source, ranks);
+        let capacity = self.timeline_capacity;
+        let sched = self
+            .ev
+            .schedulers
+            .entry(key)
+            .or_insert_with(|| SchedulerTimeline::with_capacity(capacity));
+        // Keep the lowest TP rank's lines; other TP ranks repeat the same batch.
+        let tp = ranks.tp;
+        if sched.first.is_none() {
+            sched.tp = tp;
+        } else if tp != sched.tp {
+            match (tp, sched.tp) {
+                (Some(new), Some(old)) if new < old => {
+                    // A lower rank appeared late: treat its lines as the kept ones from now on.
+                    sched.tp = Some(new);
+                }
+                _ => {
+                    sched.duplicate_lines += 1;
+                    return None;
+                }
+            }
+        }
+        if sched.first.is_none() {
+            sched.first = Some(loc);
+        }
+        sched.last = Some(loc);
+        Some(sched)
     }
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::runs;
 use super::{
     Aggregates, DecodeSample, Evidence, Loc, PrefillSample, RetractionEvent, RetractionTotals,
-    SchedulerKey, SourceId, SourceInfo, Timeline, timeline,
+    SchedulerKey, SchedulerTimeline, SourceId, SourceInfo, Timeline, timeline,
 };
 use crate::report::InputKind;
 
@@ -377,5 +377,92 @@ impl Evidence {
             tl.push_decode(d);
         }
         ev
+    }
+}
+
+impl SchedulerTimeline {
+    /// Put the samples in time order: steps back shorter than the jitter window are reordered;
+    /// after a longer step back (a restart) only the last run is kept. Returns what was done.
+    pub(super) fn put_in_time_order(&mut self, key: &SchedulerKey) -> Option<JoinNote> {
+        if self.is_time_ordered() {
+            return None;
+        }
+        let window = crate::thresholds::JITTER_WINDOW_S;
+        // Steps back in push order over both lists, merged by line (one source: line order is
+        // write order).
+        let mut marks: Vec<(u64, f64)> = self
+            .decode
+            .samples()
+            .iter()
+            .filter_map(|d| Some((d.line, d.t?)))
+            .chain(
+                self.prefill
+                    .samples()
+                    .iter()
+                    .filter_map(|p| Some((p.line, p.t?))),
+            )
+            .collect();
+        marks.sort_by_key(|m| m.0);
+        let mut steps_back = 0;
+        let mut restarts: Vec<(u64, f64)> = Vec::new();
+        for w in marks.windows(2) {
+            if w[1].1 < w[0].1 {
+                steps_back += 1;
+                if w[0].1 - w[1].1 > window {
+                    restarts.push((w[1].0, w[0].1 - w[1].1));
+                }
+            }
+        }
+        // Most steps back: the lines are in reverse order (a reversed paste), not restarts.
+        let reversed = steps_back * 2 > marks.len().saturating_sub(1);
+        if reversed {
+            restarts.clear();
+        }
+        let single_source = self
+            .first
+            .zip(self.last)
+            .is_some_and(|(a, b)| a.source == b.source);
+        let mut decode: Vec<DecodeSample> = self.decode.samples().to_vec();
+        let mut prefill: Vec<PrefillSample> = self.prefill.samples().to_vec();
+        let note = match restarts.last() {
+            Some(&(from_line, step_back_s)) if single_source => {
+                decode.retain(|d| d.line >= from_line);
+                prefill.retain(|p| p.line >= from_line);
+                if let Some(first) = self.first.as_mut() {
+                    first.line = from_line;
+                }
+                JoinNote::EarlierRunsSetAside {
+                    scheduler: key.to_string(),
+                    runs: restarts.len() + 1,
+                    step_back_s,
+                    from_line,
+                }
+            }
+            _ => JoinNote::Reordered {
+                scheduler: key.to_string(),
+                steps_back,
+            },
+        };
+        let by_time = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(x), Some(y)) => x.total_cmp(&y),
+            _ => std::cmp::Ordering::Equal,
+        };
+        decode.sort_by(|a, b| by_time(a.t, b.t));
+        prefill.sort_by(|a, b| by_time(a.t, b.t));
+        let (tp, first, last, dup) = (self.tp, self.first, self.last, self.duplicate_lines);
+        *self = SchedulerTimeline {
+            tp,
+            first,
+            last,
+            duplicate_lines: dup,
+            ..SchedulerTimeline::default()
+        };
+        for d in decode {
+            self.push_decode(d);
+        }
+        for p in prefill {
+            self.push_prefill(p);
+        }
+        Some(note)
     }
 }

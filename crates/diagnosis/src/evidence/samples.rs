@@ -1,7 +1,8 @@
 //! The owned samples of one batch line each: a `Decode batch` line ([`DecodeSample`]) and a
-//! `Prefill batch` line ([`PrefillSample`]).
+//! `Prefill batch` line ([`PrefillSample`]), and either of them as read ([`BatchSample`]).
 
 use serde::Serialize;
+use sglang_log::{BatchKind, BatchLine};
 
 #[cfg(doc)]
 use super::Evidence;
@@ -104,6 +105,67 @@ impl PrefillSample {
         Loc {
             source: self.source as SourceId,
             line: self.line,
+        }
+    }
+}
+
+/// The sample of one batch line, owned (its time `t` is set by the builder, which unwraps it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum BatchSample {
+    /// A `Decode batch` line.
+    Decode(DecodeSample),
+    /// A `Prefill batch` line.
+    Prefill(PrefillSample),
+}
+
+impl BatchSample {
+    /// The line number of the sample.
+    pub(super) fn line(&self) -> u64 {
+        match self {
+            BatchSample::Decode(d) => d.line,
+            BatchSample::Prefill(p) => p.line,
+        }
+    }
+
+    /// The sample of batch line `b` (line number `line`), without its time and source (set by
+    /// [`SchedulerTimeline::offer`] on the copy a timeline keeps).
+    pub(crate) fn of(line: u64, b: &BatchLine<'_>) -> Self {
+        match b.kind {
+            BatchKind::Decode => BatchSample::Decode(DecodeSample {
+                t: None,
+                line,
+                source: 0,
+                running: b.running_req(),
+                queue: b.queue_req(),
+                tokens: b.num_token(),
+                usage: b.token_usage(),
+                gen_tps: b.gen_throughput(),
+                graph: b.graph(),
+                accept_len: b.accept_len(),
+                accept_rate: b.accept_rate(),
+                cap_len: b.cap_len(),
+                pre_allocated_usage: b.pre_allocated_usage(),
+                prealloc_req: b.prealloc_req(),
+                transfer_req: b.transfer_req(),
+                mamba_usage: b.mamba_usage(),
+                swa_usage: b.swa_token_usage(),
+            }),
+            BatchKind::Prefill => BatchSample::Prefill(PrefillSample {
+                t: None,
+                line,
+                source: 0,
+                new_seq: b.new_seq(),
+                new_token: b.new_token(),
+                cached_token: b.cached_token(),
+                running: b.running_req(),
+                queue: b.queue_req(),
+                usage: b.token_usage(),
+                input_tps: b.input_throughput(),
+                graph: b.graph(),
+                prealloc_req: b.prealloc_req(),
+                inflight_req: b.inflight_req(),
+                iter: b.iter,
+            }),
         }
     }
 }

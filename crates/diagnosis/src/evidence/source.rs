@@ -1,14 +1,11 @@
 //! Where evidence comes from: the input sources, a place in one (a [`Loc`]), what each
-//! source's parse produced, and the server part (PD role) and run each source belongs to.
-
-use std::collections::BTreeMap;
+//! source's parse produced, and the part its server plays in PD disaggregation ([`PdRole`]).
 
 use serde::Serialize;
 use sglang_log::ParseStats;
 
-use super::{Evidence, SchedulerKey, SchedulerTimeline};
 #[cfg(doc)]
-use super::{EvidenceBuilder, runs};
+use super::{Evidence, EvidenceBuilder, runs};
 use crate::report::InputKind;
 
 /// Index of an input source (a log file) in [`Evidence::sources`].
@@ -141,62 +138,5 @@ impl From<&ParseStats> for SourceStats {
                 })
                 .collect(),
         }
-    }
-}
-
-impl Evidence {
-    /// Every scheduler of this run and of the earlier runs ([`Self::earlier_runs`]), keyed as
-    /// read (by source): what a source showed over all its lines, whichever run they fell in.
-    pub(super) fn every_run_schedulers(
-        &self,
-    ) -> impl Iterator<Item = (&SchedulerKey, &SchedulerTimeline)> {
-        std::iter::once(self)
-            .chain(self.earlier_runs.iter())
-            .flat_map(|r| r.schedulers.iter())
-    }
-
-    /// Two log sources that are separate server runs, not parts of one: `(earlier, later)`,
-    /// where the later one opens with its own startup lines and its batch lines begin after
-    /// the earlier one's end (within [`crate::thresholds::JITTER_WINDOW_S`]). Read together
-    /// they were joined as rotated parts of one scheduler: two runs' batches (and one run's
-    /// limits) in one timeline, with a verdict that changed with the order of the files. The
-    /// logs of one run's nodes and ranks overlap in time; a rotated part has no startup lines.
-    /// Times are those of the batch lines kept, over every run; `None` when no two sources are
-    /// such (or none is timed). Of several such pairs, the one whose later run starts first.
-    pub fn separate_runs(&self) -> Option<(SourceId, SourceId)> {
-        let mut span: BTreeMap<SourceId, (f64, f64)> = BTreeMap::new();
-        for (k, tl) in self.every_run_schedulers() {
-            if let (Some(s), Some((a, b))) = (k.source, tl.time_range()) {
-                let e = span.entry(s).or_insert((a, b));
-                *e = (e.0.min(a), e.1.max(b));
-            }
-        }
-        let opens = |s: SourceId| self.sources.get(s).is_some_and(|x| x.opens_with_startup);
-        span.iter()
-            .flat_map(|(&a, &(_, a_end))| {
-                span.iter().filter_map(move |(&b, &(b_start, _))| {
-                    (a != b && opens(b) && b_start >= a_end - crate::thresholds::JITTER_WINDOW_S)
-                        .then_some((b_start, a, b))
-                })
-            })
-            .min_by(|x, y| x.0.total_cmp(&y.0).then((x.1, x.2).cmp(&(y.1, y.2))))
-            .map(|(_, a, b)| (a, b))
-    }
-
-    /// The sources of each PD role ([`SourceInfo::pd_role`]: named by their startup lines or
-    /// shown by their batch lines), when there is more than one role:
-    /// `(role, sources)` in role order (prefill, then decode), each list in input order. A
-    /// prefill instance's log and a decode instance's log are two servers with their own KV
-    /// pools, limits and schedulers (their DP ranks share names, not state), so one diagnosis
-    /// of both would join unrelated schedulers and take one server's limits for the other's;
-    /// `None` when the sources name one role or none.
-    pub fn mixed_pd_roles(&self) -> Option<Vec<(PdRole, Vec<SourceId>)>> {
-        let mut by_role: BTreeMap<PdRole, Vec<SourceId>> = BTreeMap::new();
-        for (id, s) in self.sources.iter().enumerate() {
-            if let Some(role) = s.pd_role {
-                by_role.entry(role).or_default().push(id);
-            }
-        }
-        (by_role.len() > 1).then(|| by_role.into_iter().collect())
     }
 }
