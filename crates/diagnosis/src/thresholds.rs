@@ -160,6 +160,11 @@ pub const NO_GRAPH_SHARE: f64 = 0.2;
 /// (`server_args.py` `_generate_cuda_graph_batch_sizes`); an eager batch this small means
 /// graphs are off.
 pub const ALWAYS_CAPTURED_BS: u64 = 8;
+/// SGLang's cap on one request's reserved output tokens in the admission budget (tokens;
+/// `schedule_policy.py`, `SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`, default 4096).
+pub const CLIP_MAX_NEW_TOKENS: f64 = 4096.0;
+/// SGLang's default `max_prefill_tokens` (tokens; `server_args.py`).
+pub const DEFAULT_MAX_PREFILL_TOKENS: u64 = 16384;
 /// DP imbalance is not reported below this mean running count on the busiest rank (requests).
 pub const DP_IMBALANCE_MIN_RUNNING: f64 = 4.0;
 /// The idlest rank's mean running over the busiest's below which DP load is uneven (ratio).

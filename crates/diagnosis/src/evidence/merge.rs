@@ -12,69 +12,8 @@
 //! values, and the other lines are parsed again with [`sglang_log::parse_line`], which gives
 //! the record the reader gave. Memory: a chunk's facts are bounded by the chunk's size.
 
-use super::{DecodeSample, EvidenceBuilder, Loc, PrefillSample, SchedulerTimeline, SourceId};
-use sglang_log::{BatchKind, BatchLine, Event, RankTags, Record, Timestamp};
-
-/// The sample of one batch line, owned (its time `t` is set by the builder, which unwraps it).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum BatchSample {
-    /// A `Decode batch` line.
-    Decode(DecodeSample),
-    /// A `Prefill batch` line.
-    Prefill(PrefillSample),
-}
-
-impl BatchSample {
-    /// The line number of the sample.
-    fn line(&self) -> u64 {
-        match self {
-            BatchSample::Decode(d) => d.line,
-            BatchSample::Prefill(p) => p.line,
-        }
-    }
-
-    /// The sample of batch line `b` (line number `line`), without its time and source (set by
-    /// [`SchedulerTimeline::offer`] on the copy a timeline keeps).
-    pub(crate) fn of(line: u64, b: &BatchLine<'_>) -> Self {
-        match b.kind {
-            BatchKind::Decode => BatchSample::Decode(DecodeSample {
-                t: None,
-                line,
-                source: 0,
-                running: b.running_req(),
-                queue: b.queue_req(),
-                tokens: b.num_token(),
-                usage: b.token_usage(),
-                gen_tps: b.gen_throughput(),
-                graph: b.graph(),
-                accept_len: b.accept_len(),
-                accept_rate: b.accept_rate(),
-                cap_len: b.cap_len(),
-                pre_allocated_usage: b.pre_allocated_usage(),
-                prealloc_req: b.prealloc_req(),
-                transfer_req: b.transfer_req(),
-                mamba_usage: b.mamba_usage(),
-                swa_usage: b.swa_token_usage(),
-            }),
-            BatchKind::Prefill => BatchSample::Prefill(PrefillSample {
-                t: None,
-                line,
-                source: 0,
-                new_seq: b.new_seq(),
-                new_token: b.new_token(),
-                cached_token: b.cached_token(),
-                running: b.running_req(),
-                queue: b.queue_req(),
-                usage: b.token_usage(),
-                input_tps: b.input_throughput(),
-                graph: b.graph(),
-                prealloc_req: b.prealloc_req(),
-                inflight_req: b.inflight_req(),
-                iter: b.iter,
-            }),
-        }
-    }
-}
+use super::{BatchSample, EvidenceBuilder, Loc, SourceId};
+use sglang_log::{Event, RankTags, Record, Timestamp};
 
 /// What the builder takes from one record of a chunk.
 // Batch lines are nearly every fact: boxing their sample would allocate once per line.
@@ -205,77 +144,6 @@ impl EvidenceBuilder {
         facts.clear();
         text.clear();
         *closed = false;
-    }
-
-    /// The scheduler timeline a batch line of `source` at `line` goes into: `None` for another
-    /// TP rank's line (the lowest TP rank's lines are kept; the others repeat the same batch
-    /// and are counted as duplicates). Its first and last line are set to this one.
-    pub(super) fn batch_target(
-        &mut self,
-        source: SourceId,
-        line: u64,
-        ranks: &RankTags,
-    ) -> Option<&mut SchedulerTimeline> {
-        let loc = Loc { source, line };
-        let key = Self::key_for(source, ranks);
-        let capacity = self.timeline_capacity;
-        let sched = self
-            .ev
-            .schedulers
-            .entry(key)
-            .or_insert_with(|| SchedulerTimeline::with_capacity(capacity));
-        // Keep the lowest TP rank's lines; other TP ranks repeat the same batch.
-        let tp = ranks.tp;
-        if sched.first.is_none() {
-            sched.tp = tp;
-        } else if tp != sched.tp {
-            match (tp, sched.tp) {
-                (Some(new), Some(old)) if new < old => {
-                    // A lower rank appeared late: treat its lines as the kept ones from now on.
-                    sched.tp = Some(new);
-                }
-                _ => {
-                    sched.duplicate_lines += 1;
-                    return None;
-                }
-            }
-        }
-        if sched.first.is_none() {
-            sched.first = Some(loc);
-        }
-        sched.last = Some(loc);
-        Some(sched)
-    }
-}
-
-impl SchedulerTimeline {
-    /// Takes batch line `sample` at `at` (time `t`, seconds): its exact aggregates, and a copy
-    /// with its time and place when the timeline keeps it (most lines of a long log are not
-    /// kept: no copy of a ~240-byte sample is made for them).
-    pub(super) fn offer(&mut self, sample: &BatchSample, t: Option<f64>, at: Loc) {
-        // ok: a read of more than 4 billion sources is not possible; saturates if it were
-        let source = u32::try_from(at.source).unwrap_or(u32::MAX);
-        let line = at.line;
-        match sample {
-            BatchSample::Decode(d) => {
-                self.note_decode(d, t, at);
-                self.decode.push_with(|| DecodeSample {
-                    t,
-                    line,
-                    source,
-                    ..*d
-                });
-            }
-            BatchSample::Prefill(p) => {
-                self.note_prefill(p);
-                self.prefill.push_with(|| PrefillSample {
-                    t,
-                    line,
-                    source,
-                    ..*p
-                });
-            }
-        }
     }
 }
 

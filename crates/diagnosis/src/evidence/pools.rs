@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use crate::evidence::view::gauge;
+use crate::evidence::gauges::gauge;
 use crate::evidence::{DecodeSample, PrefillSample, collect_within};
 use crate::thresholds as th;
 

@@ -12,7 +12,8 @@ use crate::report::{
     Unit,
 };
 use crate::thresholds as th;
-use throughput_stats::Hold;
+
+pub use super::gauges::{gauge, is_sorted, rate_gauge, share};
 
 /// One batch-line observation on a common footing (decode or prefill).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -75,91 +76,6 @@ pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
         (None, None) => a.line.cmp(&b.line),
     });
     all
-}
-
-/// Time-weighted stats of `(t, v)` points; equal weights when times are missing, unsorted, or
-/// too coarse (SGLang prints whole seconds, so a burst of lines within a few seconds shares
-/// timestamps: then every line counts equally instead).
-pub fn gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
-    gauge_held(points, Hold::Forward)
-}
-
-/// [`gauge`] of a windowed rate (SGLang's `gen throughput`: tokens since the previous decode
-/// line ÷ the time since it): each reading stands for the interval before it
-/// ([`Hold::Backward`]), so the first reading, whose window starts before the series, has no
-/// weight in the mean and quantiles (it stays in min and max). Equal weights when the times
-/// are unusable, as in [`gauge`].
-pub fn rate_gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
-    gauge_held(points, Hold::Backward)
-}
-
-fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
-    let vals: Vec<f64> = collect_within(
-        points.len(),
-        points.iter().map(|p| p.1).filter(|v| v.is_finite()),
-    );
-    if vals.is_empty() {
-        return GaugeStats::default();
-    }
-    let timed: Vec<(f64, f64)> = collect_within(
-        points.len(),
-        points.iter().filter_map(|&(t, v)| t.map(|t| (t, v))),
-    );
-    let distinct = timed.windows(2).filter(|w| w[1].0 > w[0].0).count() + 1;
-    let series: Vec<(f64, f64)> =
-        if timed.len() == points.len() && is_sorted(&timed) && distinct * 2 >= timed.len() {
-            match hold {
-                // reading i+1 holds over (t_i, t_i+1]: as a forward-held series, (t_i, v_i+1),
-                // closed by the last time
-                Hold::Backward if timed.len() >= 2 => timed
-                    .windows(2)
-                    .map(|w| (w[0].0, w[1].1))
-                    .chain(timed.last().copied())
-                    .collect(),
-                _ => timed,
-            }
-        } else {
-            vals.iter()
-                .enumerate()
-                .map(|(i, &v)| (i as f64, v))
-                .collect()
-        };
-    match throughput_stats::time_weighted_summary(&series) {
-        Ok(s) => GaugeStats {
-            n: vals.len(),
-            min: vals.iter().copied().reduce(f64::min),
-            median: Some(s.median),
-            p90: Some(s.p90),
-            max: vals.iter().copied().reduce(f64::max),
-            mean: Some(s.mean),
-        },
-        Err(_) => GaugeStats {
-            n: vals.len(),
-            min: vals.iter().copied().reduce(f64::min),
-            max: vals.iter().copied().reduce(f64::max),
-            ..GaugeStats::default()
-        },
-    }
-}
-
-/// Whether the points' times never decrease.
-pub fn is_sorted(s: &[(f64, f64)]) -> bool {
-    s.windows(2).all(|w| w[0].0 <= w[1].0)
-}
-
-/// Share of the items for which `pred` says yes, among those it can judge (`None` = unknown).
-pub fn share<T>(items: &[T], pred: impl Fn(&T) -> Option<bool>) -> Option<f64> {
-    let mut n = 0usize;
-    let mut yes = 0usize;
-    for it in items {
-        if let Some(b) = pred(it) {
-            n += 1;
-            if b {
-                yes += 1;
-            }
-        }
-    }
-    (n > 0).then(|| yes as f64 / n as f64)
 }
 
 fn in_span(t: Option<f64>, span: &Option<Span>) -> bool {
@@ -457,6 +373,20 @@ impl<'e> SchedulerView<'e> {
     }
 }
 
+/// The running count every steady decode line of every scheduler shows, when there are at
+/// least [`th::MIN_PINNED_LINES`] such lines, the count is at least 2, and a request waits on
+/// one of them: the running cap (per DP rank) the log does not print.
+pub fn pinned(views: &[SchedulerView<'_>]) -> Option<u64> {
+    let lines = || views.iter().flat_map(|v| v.steady_decode.iter());
+    let first = lines().find_map(|d| d.running)?;
+    let n = lines().filter(|d| d.running.is_some()).count();
+    (first >= 2
+        && n >= th::MIN_PINNED_LINES
+        && lines().all(|d| d.running.is_none_or(|r| r == first))
+        && lines().any(|d| d.queue.is_some_and(|q| q > 0)))
+    .then_some(first)
+}
+
 /// One view per scheduler of `ev`, in key order.
 pub fn views(ev: &Evidence) -> Vec<SchedulerView<'_>> {
     let mut views: Vec<SchedulerView<'_>> = ev
@@ -464,7 +394,7 @@ pub fn views(ev: &Evidence) -> Vec<SchedulerView<'_>> {
         .iter()
         .map(|(k, tl)| SchedulerView::new(*k, tl))
         .collect();
-    let pinned = crate::rules::running_cap::pinned(&views);
+    let pinned = pinned(&views);
     for v in &mut views {
         v.pinned_across_ranks = pinned;
     }

@@ -67,9 +67,12 @@ mod tests {
     use super::*;
     use crate::rules::bench_failures::tests::runs;
 
+    const NOT_STREAMED: &str =
+        "real-2/bench/104-sglang-dlora-repo-rate2-itl-zero-retokenized-mismatch.txt";
+
     #[test]
     fn itl_zero_and_ttft_equal_to_e2e() {
-        let r = runs("real-2/bench/104-sglang-dlora-repo-rate2-itl-zero-retokenized-mismatch.txt");
+        let r = runs(NOT_STREAMED);
         let f = check(&r[0]).expect("not streamed");
         assert!(
             (f.ttft_s - 0.60688).abs() < 1e-6 && (f.e2e_s - 0.60686).abs() < 1e-6,
@@ -89,5 +92,26 @@ mod tests {
             let r = runs(file);
             assert_eq!(check(&r[0]), None, "{file}");
         }
+    }
+
+    #[test]
+    fn the_means_decide_without_medians_and_a_gap_between_chunks_is_streaming() {
+        let r = runs(NOT_STREAMED)[0].clone();
+        // without medians, the means: a TTFT of 2074.09 ms in 2098.07 ms
+        let mut means = r.clone();
+        (means.summary.ttft.median_s, means.summary.e2e.median_s) = (None, None);
+        let f = check(&means).expect("not streamed, by the means");
+        assert!(
+            (f.ttft_s - 2.07409).abs() < 1e-6 && (f.e2e_s - 2.09807).abs() < 1e-6,
+            "{f:?}"
+        );
+        // a gap after the first chunk (ITL p99 above 0): the client streamed
+        let mut late_chunk = r.clone();
+        late_chunk.summary.itl.p99_s = Some(0.05);
+        assert_eq!(check(&late_chunk), None);
+        // the first token well before the last: not one piece
+        let mut early_first = r;
+        early_first.summary.ttft.median_s = Some(0.3);
+        assert_eq!(check(&early_first), None);
     }
 }

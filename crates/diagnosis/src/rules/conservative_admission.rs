@@ -24,9 +24,7 @@
 use crate::evidence::view::SchedulerView;
 use crate::thresholds as th;
 
-/// SGLang's cap on one request's reserved output tokens in the admission budget (tokens;
-/// `schedule_policy.py`, `SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`, default 4096).
-pub const CLIP_MAX_NEW_TOKENS: f64 = 4096.0;
+pub use crate::thresholds::CLIP_MAX_NEW_TOKENS;
 
 /// A lower bound of the KV pool (tokens) from the steady decode lines: `#token / token usage`,
 /// the usage rounded up by the half-hundredth SGLang's two decimals may have dropped.

@@ -116,4 +116,22 @@ mod tests {
         };
         assert_eq!(check_lines(&whole(INTERVAL), &capped), None);
     }
+
+    #[test]
+    fn a_pool_the_decode_reservation_could_fill_is_not_held_admission() {
+        // `#token` 128-256 at usage 0.49: a pool of a few hundred tokens, which the decode
+        // reservation of the running requests could fill: conservative admission's case
+        let small_pool = set_field(&whole(INTERVAL), "token usage", "0.49");
+        assert!(with_input(&small_pool, |i| conservative_admission::check(&i.views[0])).is_some());
+        assert_eq!(check_lines(&small_pool, &CapacitySummary::default()), None);
+        // a cap above the most running is not what holds the queue
+        let roomy = CapacitySummary {
+            max_running_requests: Some(3),
+            ..CapacitySummary::default()
+        };
+        assert_eq!(
+            check_lines(&whole(INTERVAL), &roomy).map(|f| f.running_max),
+            Some(2)
+        );
+    }
 }

@@ -28,6 +28,8 @@ use crate::evidence::view::{SchedulerView, share};
 use crate::report::CapacitySummary;
 use crate::thresholds as th;
 
+pub use crate::thresholds::DEFAULT_MAX_PREFILL_TOKENS;
+
 /// Where the prefill size limit came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LimitSource {
@@ -68,9 +70,6 @@ pub struct OnePerPass {
     /// Median `#new-token` of a pass (tokens).
     pub median_prompt: u64,
 }
-
-/// SGLang's default `max_prefill_tokens` (tokens; `server_args.py`).
-pub const DEFAULT_MAX_PREFILL_TOKENS: u64 = 16384;
 
 /// The prefill size limit (tokens) and where it came from: a chunk size the batches fill
 /// exactly and repeatedly, else the configured limit, else SGLang's default budget. Never the

@@ -24,6 +24,7 @@
 //! **Source.** SGLang `schedule_policy.py` (`PrefillAdder` stops at `max_running_requests`),
 //! `mem_cache/memory_pool.py` (`MambaPool` slots per request); spec §2.1 and §5.3.
 
+pub use crate::evidence::view::pinned;
 use crate::evidence::view::{SchedulerView, share};
 use crate::report::CapacitySummary;
 use crate::thresholds as th;
@@ -96,20 +97,6 @@ pub fn mamba_slots_full(v: &SchedulerView<'_>) -> Option<Limit> {
         d.mamba_usage.map(|m| m >= th::MAMBA_FULL_USAGE)
     })?;
     (s >= th::MAMBA_FULL_SHARE).then_some(Limit::MambaSlots { share: s })
-}
-
-/// The running count every steady decode line of every scheduler shows, when there are at
-/// least [`th::MIN_PINNED_LINES`] such lines, the count is at least 2, and a request waits on
-/// one of them: the running cap (per DP rank) the log does not print.
-pub fn pinned(views: &[SchedulerView<'_>]) -> Option<u64> {
-    let lines = || views.iter().flat_map(|v| v.steady_decode.iter());
-    let first = lines().find_map(|d| d.running)?;
-    let n = lines().filter(|d| d.running.is_some()).count();
-    (first >= 2
-        && n >= th::MIN_PINNED_LINES
-        && lines().all(|d| d.running.is_none_or(|r| r == first))
-        && lines().any(|d| d.queue.is_some_and(|q| q > 0)))
-    .then_some(first)
 }
 
 /// Requests wait at a flat running ceiling the log does not name: a cap (`max_running_requests`

@@ -1,0 +1,92 @@
+//! Gauges over samples: time-weighted summaries of `(t, v)` points and shares of the items a
+//! predicate says yes to. A leaf: the views ([`super::view`], which re-exports these) and the
+//! pools ([`super::pools`]) both summarise with them.
+
+use super::collect_within;
+use crate::report::GaugeStats;
+use throughput_stats::Hold;
+
+/// Time-weighted stats of `(t, v)` points; equal weights when times are missing, unsorted, or
+/// too coarse (SGLang prints whole seconds, so a burst of lines within a few seconds shares
+/// timestamps: then every line counts equally instead).
+pub fn gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
+    gauge_held(points, Hold::Forward)
+}
+
+/// [`gauge`] of a windowed rate (SGLang's `gen throughput`: tokens since the previous decode
+/// line ÷ the time since it): each reading stands for the interval before it
+/// ([`Hold::Backward`]), so the first reading, whose window starts before the series, has no
+/// weight in the mean and quantiles (it stays in min and max). Equal weights when the times
+/// are unusable, as in [`gauge`].
+pub fn rate_gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
+    gauge_held(points, Hold::Backward)
+}
+
+fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
+    let vals: Vec<f64> = collect_within(
+        points.len(),
+        points.iter().map(|p| p.1).filter(|v| v.is_finite()),
+    );
+    if vals.is_empty() {
+        return GaugeStats::default();
+    }
+    let timed: Vec<(f64, f64)> = collect_within(
+        points.len(),
+        points.iter().filter_map(|&(t, v)| t.map(|t| (t, v))),
+    );
+    let distinct = timed.windows(2).filter(|w| w[1].0 > w[0].0).count() + 1;
+    let series: Vec<(f64, f64)> =
+        if timed.len() == points.len() && is_sorted(&timed) && distinct * 2 >= timed.len() {
+            match hold {
+                // reading i+1 holds over (t_i, t_i+1]: as a forward-held series, (t_i, v_i+1),
+                // closed by the last time
+                Hold::Backward if timed.len() >= 2 => timed
+                    .windows(2)
+                    .map(|w| (w[0].0, w[1].1))
+                    .chain(timed.last().copied())
+                    .collect(),
+                _ => timed,
+            }
+        } else {
+            vals.iter()
+                .enumerate()
+                .map(|(i, &v)| (i as f64, v))
+                .collect()
+        };
+    match throughput_stats::time_weighted_summary(&series) {
+        Ok(s) => GaugeStats {
+            n: vals.len(),
+            min: vals.iter().copied().reduce(f64::min),
+            median: Some(s.median),
+            p90: Some(s.p90),
+            max: vals.iter().copied().reduce(f64::max),
+            mean: Some(s.mean),
+        },
+        Err(_) => GaugeStats {
+            n: vals.len(),
+            min: vals.iter().copied().reduce(f64::min),
+            max: vals.iter().copied().reduce(f64::max),
+            ..GaugeStats::default()
+        },
+    }
+}
+
+/// Whether the points' times never decrease.
+pub fn is_sorted(s: &[(f64, f64)]) -> bool {
+    s.windows(2).all(|w| w[0].0 <= w[1].0)
+}
+
+/// Share of the items for which `pred` says yes, among those it can judge (`None` = unknown).
+pub fn share<T>(items: &[T], pred: impl Fn(&T) -> Option<bool>) -> Option<f64> {
+    let mut n = 0usize;
+    let mut yes = 0usize;
+    for it in items {
+        if let Some(b) = pred(it) {
+            n += 1;
+            if b {
+                yes += 1;
+            }
+        }
+    }
+    (n > 0).then(|| yes as f64 / n as f64)
+}

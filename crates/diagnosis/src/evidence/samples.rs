@@ -1,0 +1,171 @@
+//! The owned samples of one batch line each: a `Decode batch` line ([`DecodeSample`]) and a
+//! `Prefill batch` line ([`PrefillSample`]), and either of them as read ([`BatchSample`]).
+
+use serde::Serialize;
+use sglang_log::{BatchKind, BatchLine};
+
+#[cfg(doc)]
+use super::Evidence;
+use super::{Loc, SourceId};
+
+/// One `Decode batch` line, owned. Times are seconds (see [`sglang_log::Timestamp::seconds`],
+/// unwrapped across midnight for date-less logs); `None` when the line has no timestamp.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DecodeSample {
+    /// Seconds.
+    pub t: Option<f64>,
+    /// 1-based line number in its source.
+    pub line: u64,
+    /// Its source: an index into [`Evidence::sources`] (a [`SourceId`], narrowed so that the
+    /// sample stays 240 bytes). A joined scheduler's samples come from several sources.
+    pub source: u32,
+    /// `#running-req` (requests).
+    pub running: Option<u64>,
+    /// `#queue-req` (requests).
+    pub queue: Option<u64>,
+    /// `#token` (KV slots in use, tokens).
+    pub tokens: Option<u64>,
+    /// `token usage` (fraction 0-1); for hybrid models the full-attention pool.
+    pub usage: Option<f64>,
+    /// `gen throughput (token/s)`.
+    pub gen_tps: Option<f64>,
+    /// Whether the batch ran as a captured CUDA/NPU graph.
+    pub graph: Option<bool>,
+    /// `accept len` (tokens per verify step, speculative decoding).
+    pub accept_len: Option<f64>,
+    /// `accept rate` (fraction 0-1, speculative decoding; its definition depends on the version,
+    /// spec §2.5).
+    pub accept_rate: Option<f64>,
+    /// `cap len` (tokens per verify step, DSpark/DFLASH speculative decoding).
+    pub cap_len: Option<f64>,
+    /// PD decode: `pre-allocated usage` (fraction 0-1).
+    pub pre_allocated_usage: Option<f64>,
+    /// PD decode: `#prealloc-req` (requests).
+    pub prealloc_req: Option<u64>,
+    /// PD decode: `#transfer-req` (requests).
+    pub transfer_req: Option<u64>,
+    /// `mamba usage` (fraction 0-1), hybrid SSM models.
+    pub mamba_usage: Option<f64>,
+    /// `swa token usage` (fraction 0-1), hybrid sliding-window models: the SWA pool, against
+    /// its own size (spec §2.6).
+    pub swa_usage: Option<f64>,
+}
+
+impl DecodeSample {
+    /// Where the line is.
+    pub fn loc(&self) -> Loc {
+        Loc {
+            source: self.source as SourceId,
+            line: self.line,
+        }
+    }
+}
+
+/// One `Prefill batch` line, owned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct PrefillSample {
+    /// Seconds (see [`DecodeSample::t`]).
+    pub t: Option<f64>,
+    /// 1-based line number in its source.
+    pub line: u64,
+    /// Its source (see [`DecodeSample::source`]).
+    pub source: u32,
+    /// `#new-seq` (requests).
+    pub new_seq: Option<u64>,
+    /// `#new-token` (tokens computed in this batch).
+    pub new_token: Option<u64>,
+    /// `#cached-token` (prefix tokens reused).
+    pub cached_token: Option<u64>,
+    /// `#running-req` (requests).
+    pub running: Option<u64>,
+    /// `#queue-req` (requests).
+    pub queue: Option<u64>,
+    /// `token usage` (fraction 0-1).
+    pub usage: Option<f64>,
+    /// `input throughput (token/s)`: the batch's new tokens over the time since the previous
+    /// prefill line (SGLang `scheduler_metrics_mixin.py` `log_prefill_stats`), so at most the
+    /// rate prefill computes at (tok/s).
+    pub input_tps: Option<f64>,
+    /// The graph flag (`cuda graph: True`), printed on prefill lines from v0.5.9, when the line
+    /// moved after the forward: its `token usage` then includes the batch's own KV (spec
+    /// §2.2.1); without it the usage was read before the batch was allocated.
+    pub graph: Option<bool>,
+    /// PD prefill: `#prealloc-req` / `#bootstrap-req` (requests).
+    pub prealloc_req: Option<u64>,
+    /// PD prefill: `#inflight-req` (requests).
+    pub inflight_req: Option<u64>,
+    /// The forward-iteration counter of `Prefill batch [N]` (v0.5.4+, or
+    /// `SGLANG_LOG_FORWARD_ITERS=1`).
+    pub iter: Option<u64>,
+}
+
+impl PrefillSample {
+    /// Where the line is.
+    pub fn loc(&self) -> Loc {
+        Loc {
+            source: self.source as SourceId,
+            line: self.line,
+        }
+    }
+}
+
+/// The sample of one batch line, owned (its time `t` is set by the builder, which unwraps it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum BatchSample {
+    /// A `Decode batch` line.
+    Decode(DecodeSample),
+    /// A `Prefill batch` line.
+    Prefill(PrefillSample),
+}
+
+impl BatchSample {
+    /// The line number of the sample.
+    pub(super) fn line(&self) -> u64 {
+        match self {
+            BatchSample::Decode(d) => d.line,
+            BatchSample::Prefill(p) => p.line,
+        }
+    }
+
+    /// The sample of batch line `b` (line number `line`), without its time and source (set by
+    /// [`SchedulerTimeline::offer`] on the copy a timeline keeps).
+    pub(crate) fn of(line: u64, b: &BatchLine<'_>) -> Self {
+        match b.kind {
+            BatchKind::Decode => BatchSample::Decode(DecodeSample {
+                t: None,
+                line,
+                source: 0,
+                running: b.running_req(),
+                queue: b.queue_req(),
+                tokens: b.num_token(),
+                usage: b.token_usage(),
+                gen_tps: b.gen_throughput(),
+                graph: b.graph(),
+                accept_len: b.accept_len(),
+                accept_rate: b.accept_rate(),
+                cap_len: b.cap_len(),
+                pre_allocated_usage: b.pre_allocated_usage(),
+                prealloc_req: b.prealloc_req(),
+                transfer_req: b.transfer_req(),
+                mamba_usage: b.mamba_usage(),
+                swa_usage: b.swa_token_usage(),
+            }),
+            BatchKind::Prefill => BatchSample::Prefill(PrefillSample {
+                t: None,
+                line,
+                source: 0,
+                new_seq: b.new_seq(),
+                new_token: b.new_token(),
+                cached_token: b.cached_token(),
+                running: b.running_req(),
+                queue: b.queue_req(),
+                usage: b.token_usage(),
+                input_tps: b.input_throughput(),
+                graph: b.graph(),
+                prealloc_req: b.prealloc_req(),
+                inflight_req: b.inflight_req(),
+                iter: b.iter,
+            }),
+        }
+    }
+}

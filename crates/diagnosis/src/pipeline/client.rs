@@ -1,0 +1,149 @@
+//! The client's side: the client summary and its findings, and the benchmark rules over
+//! every run.
+
+use super::inputs::dp_size;
+use crate::context::Context;
+use crate::evidence::Evidence;
+use crate::evidence::view::{self, SchedulerView};
+use crate::narrative;
+use crate::report::{BenchmarkRun, Bottleneck, CapacitySummary, ClientSummary, Finding, Rate};
+use crate::rules::{self, bench_concurrency_limit::ServerCap};
+use crate::{bench, client_view};
+
+/// The server's rate and the client's view of it.
+pub(super) struct ClientSide<'a> {
+    /// The server's generation rate over the steady span.
+    pub(super) steady_gen_throughput: Option<Rate>,
+    /// The scheduler with the most decode lines.
+    pub(super) primary: Option<&'a SchedulerView<'a>>,
+    /// The benchmark runs read from the logs and client files.
+    pub(super) benchmark_runs: Vec<BenchmarkRun>,
+    /// The client summary.
+    pub(super) client: Option<ClientSummary>,
+    /// The server's running-request cap as a client sees it.
+    pub(super) server_cap: Option<ServerCap>,
+}
+
+/// The server's rate and the client's view of it; the client's and the benchmarks' findings
+/// are added to `findings`.
+pub(super) fn client_side<'a>(
+    ev: &Evidence,
+    ctx: &Context,
+    views: &'a [SchedulerView<'a>],
+    capacity: &CapacitySummary,
+    bottleneck: Bottleneck,
+    findings: &mut Vec<Finding>,
+) -> ClientSide<'a> {
+    let steady_gen_throughput = view::steady_throughput(views);
+    let primary = views.iter().max_by_key(|v| v.tl.decode.pushed());
+    let benchmark_runs = bench::collect_runs(ev, ctx);
+    let client = if benchmark_runs.is_empty() || bench::clients_have_times(ctx) {
+        client_findings(ctx, primary, steady_gen_throughput.as_ref(), findings)
+    } else {
+        bench::client_summary(&benchmark_runs, steady_gen_throughput.as_ref())
+    };
+    let server_cap =
+        capacity
+            .max_running_requests
+            .map(|per_rank| rules::bench_concurrency_limit::ServerCap {
+                per_rank,
+                dp_ranks: dp_size(ev, ctx).unwrap_or(0).max(
+                    views
+                        .iter()
+                        .filter_map(|v| v.key.dp)
+                        .max()
+                        .map_or(1, |m| m + 1),
+                ),
+            });
+    benchmark_findings(&benchmark_runs, bottleneck, server_cap, findings);
+    ClientSide {
+        steady_gen_throughput,
+        primary,
+        benchmark_runs,
+        client,
+        server_cap,
+    }
+}
+
+/// The client summary, and the findings on it: Little's law, the gap, a short sample's adequacy.
+fn client_findings(
+    ctx: &Context,
+    primary: Option<&SchedulerView<'_>>,
+    server_tps: Option<&Rate>,
+    findings: &mut Vec<Finding>,
+) -> Option<ClientSummary> {
+    // The steady span as the log's clock can place it: a line stamped in whole seconds happened
+    // somewhere within that second, so the span reaches to the end of its last second.
+    let steady = primary.and_then(|v| {
+        v.span.as_ref().map(|s| client_view::SteadyClock {
+            start_s: s.steady_start_s,
+            end_s: s.steady_end_s + s.timestamp_resolution_s,
+            resolution_s: s.timestamp_resolution_s,
+        })
+    });
+    let s = client_view::client_summary(ctx, steady, server_tps)?;
+    let c = client_view::primary_client(ctx)?;
+    let in_system = primary.and_then(|v| Some(v.running.mean? + v.queued.mean.unwrap_or(0.0)));
+    if let (Some(f), Some(w)) = (
+        rules::littles_law::check(&s, c, in_system),
+        &s.windowed_req_per_s,
+    ) {
+        findings.push(narrative::littles_law(&f, w.value));
+    }
+    let waits: Vec<f64> = c
+        .requests
+        .iter()
+        .filter_map(|r| r.permit_wait_s)
+        .filter(|x| x.is_finite())
+        .collect();
+    if let Some(gap) = rules::client_gap::check(&s, primary.and_then(|v| v.running.median), &waits)
+    {
+        findings.extend(narrative::client_gap(&s, &gap));
+        if matches!(gap, rules::client_gap::Facts::Gap(_)) {
+            findings.extend(s.adequacy.as_ref().map(narrative::sample_adequacy));
+        }
+    }
+    Some(s)
+}
+
+/// The benchmark rules over every run; failures that dominate a run come before everything
+/// else (the run measured is not the one asked for).
+fn benchmark_findings(
+    runs: &[BenchmarkRun],
+    bottleneck: Bottleneck,
+    cap: Option<rules::bench_concurrency_limit::ServerCap>,
+    findings: &mut Vec<Finding>,
+) {
+    let mut first = Vec::new();
+    let mut rest = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let n = |f| narrative::numbered(f, i + 1, runs.len());
+        if let Some(f) = rules::bench_failures::check(run) {
+            let dominant = f.dominate;
+            let finding = n(narrative::bench_failures(run, &f));
+            if dominant {
+                first.push(finding)
+            } else {
+                rest.push(finding)
+            }
+        }
+        // A client that did not stream makes TTFT the whole request: no queueing to read.
+        match rules::bench_not_streamed::check(run) {
+            Some(f) => first.push(n(narrative::bench_not_streamed(run, &f))),
+            None => rest.extend(
+                rules::bench_queueing::check(run)
+                    .map(|f| n(narrative::bench_queueing(run, &f, bottleneck))),
+            ),
+        }
+        rest.extend(
+            rules::bench_concurrency_limit::check(run, bottleneck, cap)
+                .map(|f| n(narrative::bench_concurrency_limit(run, &f))),
+        );
+        rest.extend(
+            rules::bench_concurrency_limit::peak_above_cap(run, cap)
+                .map(|f| n(narrative::bench_peak_above_cap(run, &f))),
+        );
+    }
+    findings.splice(0..0, first);
+    findings.extend(rest);
+}

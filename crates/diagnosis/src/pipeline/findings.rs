@@ -1,0 +1,128 @@
+//! The findings stage: the verdict's own findings, then every finding rule's, most important
+//! first.
+
+use super::vote::Vote;
+use crate::evidence::view::SchedulerView;
+use crate::narrative;
+use crate::report::{Bottleneck, Finding};
+use crate::rules::{self, Input};
+use crate::verdict::Reason;
+
+/// The rule facts that later stages use beside the findings.
+pub(super) struct Found<'a> {
+    /// The verdict's held admission, else (a weak vote) the first rank where admission is held.
+    pub(super) held: Option<(&'a SchedulerView<'a>, rules::held_admission::Facts)>,
+    /// `retraction`'s facts.
+    pub(super) retraction: Option<rules::retraction::Facts>,
+    /// `ramp_only`'s facts.
+    pub(super) ramp: Option<rules::ramp_only::Facts>,
+}
+
+/// The verdict's findings, then every finding rule's, most important first, added to
+/// `findings`.
+pub(super) fn findings<'a>(
+    input: &Input<'a>,
+    vote: &Vote<'a>,
+    findings: &mut Vec<Finding>,
+) -> Found<'a> {
+    let (views, capacity, retractions) = (input.views, input.capacity, input.retractions);
+    let (bottleneck, carrier) = (vote.bottleneck, vote.carrier);
+    let Vote {
+        slow_decode,
+        slow_prefill,
+        events,
+        ..
+    } = vote;
+    if let Some((v, r)) = carrier {
+        findings.extend(narrative::bottleneck(
+            v,
+            r,
+            capacity,
+            retractions,
+            input.timeline_range(v.tl),
+        ));
+        // a prefill budget that admits requests slowly is its own finding even when another
+        // limit names the verdict (one request per prefill pass fills a cap more slowly); not
+        // when the pool fills as the queue is admitted: a faster prefill only reaches it sooner
+        if !matches!(
+            r,
+            Reason::PrefillLimit(_)
+                | Reason::KvCache(rules::kv_cache_bound::Pattern::FillsAsAdmitted(_))
+        ) && let Some(f) = rules::prefill_limit::check(v, capacity)
+        {
+            findings.extend(narrative::bottleneck(
+                v,
+                &Reason::PrefillLimit(f),
+                capacity,
+                retractions,
+                input.timeline_range(v.tl),
+            ));
+        }
+    }
+    // the verdict's own facts, else (a weak vote) the first rank where admission is held
+    let held = match carrier {
+        Some((v, Reason::HeldAdmission(f))) => Some((v, *f)),
+        Some((_, Reason::QueuedUnexplained)) | None => views
+            .iter()
+            .find_map(|v| rules::held_admission::check(v, capacity).map(|f| (v, f))),
+        _ => None,
+    };
+    findings.extend(
+        held.as_ref()
+            .map(|(v, f)| narrative::held_admission(f, input.timeline_range(v.tl))),
+    );
+    // In a stall the crawl is a symptom of the hang, reported by the stall findings.
+    if bottleneck != Bottleneck::Stall {
+        findings.extend(slow_decode.as_ref().map(narrative::decode_compute));
+    }
+    findings.extend(slow_prefill.as_ref().map(narrative::prefill_compute));
+    findings.extend(
+        rules::prefill_interference::check(input)
+            .map(|f| narrative::prefill_interference(&f, capacity)),
+    );
+    findings.extend(rules::stall::check(input).iter().map(narrative::stall));
+    let retraction = rules::retraction::check(input);
+    findings.extend(
+        retraction
+            .as_ref()
+            .map(|f| narrative::retraction(f, retractions)),
+    );
+    findings.extend(events.oom.as_ref().map(narrative::oom));
+    findings.extend(events.rejected.as_ref().map(narrative::rejected_requests));
+    findings.extend(events.crash.as_ref().map(narrative::scheduler_exception));
+    findings.extend(events.watchdog.as_ref().map(narrative::watchdog));
+    findings.extend(
+        events
+            .incomplete
+            .as_ref()
+            .map(narrative::startup_incomplete),
+    );
+    // Startup lines only: the capacity the startup fixed is what can be judged.
+    if views.iter().all(|v| v.tl.decode.pushed() == 0) {
+        findings.extend(
+            rules::cuda_graph::startup_coverage(input)
+                .as_ref()
+                .map(narrative::cuda_graph_coverage),
+        );
+        findings.extend(
+            rules::tiny_pool::few_full_context(input)
+                .as_ref()
+                .map(narrative::few_full_context),
+        );
+    }
+    findings.extend(events.transfer.as_ref().map(narrative::kv_transfer));
+    findings.extend(rules::moe_config::check(input).map(|f| narrative::moe_config(&f)));
+    findings.extend(rules::prefix_reuse::check(input).map(|f| narrative::prefix_reuse(&f)));
+    findings.extend(rules::idle_window::check(input).map(|f| narrative::idle_window(&f)));
+    findings.extend(rules::cuda_graph::check(input).map(|f| narrative::cuda_graph(&f)));
+    findings.extend(rules::speculative::check(input).map(|f| narrative::speculative(&f)));
+    findings.extend(rules::dp_imbalance::check(views).map(|f| narrative::dp_imbalance(&f)));
+    let ramp = rules::ramp_only::check(input);
+    findings.extend(ramp.as_ref().map(narrative::ramp_only));
+    findings.extend(rules::tiny_pool::check(input).map(|f| narrative::tiny_pool(&f)));
+    Found {
+        held,
+        retraction,
+        ramp,
+    }
+}

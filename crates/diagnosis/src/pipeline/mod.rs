@@ -1,0 +1,145 @@
+//! The diagnosis, top to bottom: evidence → views → rules → verdict → findings → report.
+//!
+//! [`diagnose_with`] runs the stages in order; each stage is a function in a file of its own:
+//! `vote.rs` (each scheduler's reason, the events, the server's bottleneck), `findings.rs` (the
+//! rules' findings, most important first), `client.rs` (the server's rate, the client's view,
+//! the benchmark runs), `plans.rs` (capacity model, projection, recommendations), `inputs.rs`
+//! (the inputs, what they could not say, the sources), `headline.rs`, `expectation.rs`, then
+//! the report's rows (`summary.rs`) and the log's other runs (`runs.rs`).
+
+use crate::context::Context;
+use crate::evidence::Evidence;
+use crate::evidence::view;
+use crate::narrative;
+use crate::report::{Report, SCHEMA_VERSION};
+use crate::rules::Input;
+use crate::verdict::{self, Reason};
+
+mod client;
+mod expectation;
+mod findings;
+mod headline;
+mod inputs;
+mod plans;
+mod runs;
+mod summary;
+mod vote;
+
+use inputs::{dp_totals, input_summaries, inputs_first, missing, sources};
+use runs::server_runs;
+use summary::{metrics_summary, scheduler_summary};
+
+/// Diagnose from log evidence alone.
+pub fn diagnose(ev: &Evidence) -> Report {
+    diagnose_with(ev, &Context::default())
+}
+
+/// Diagnose from log evidence and whatever else the context holds (server info, `/metrics`
+/// polls, GPU memory, model config, client records).
+pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
+    // Evidence: a polled server stands for the logs when they hold no batch lines; files that
+    // repeat or continue each other are joined.
+    let with_metrics;
+    let ev = match &ctx.metrics {
+        Some(m) if ev.schedulers.is_empty() && !m.samples.is_empty() => {
+            with_metrics = ev.with_metrics_scheduler(m);
+            &with_metrics
+        }
+        _ => ev,
+    };
+    let (consolidated, joins) = ev.consolidated();
+    let ev = &*consolidated;
+    let capacity = view::capacity_summary(ev, ctx);
+    let views = view::views(ev);
+    let span_s = view::longest_span_s(&views);
+    let retractions = view::retraction_summary(ev, span_s);
+    let input = Input {
+        ev,
+        views: &views,
+        capacity: &capacity,
+        retractions: &retractions,
+    };
+
+    // The verdict: each scheduler's, then the server's.
+    let reasons: Vec<Reason> = views
+        .iter()
+        .map(|v| verdict::classify(v, &capacity))
+        .collect();
+    let vote = vote::vote(&input, &reasons);
+    let bottleneck = vote.bottleneck;
+
+    // Findings, most important first.
+    let mut findings = Vec::new();
+    let found = findings::findings(&input, &vote, &mut findings);
+
+    // The server's rate and the client's view of it.
+    let side = client::client_side(ev, ctx, &views, &capacity, bottleneck, &mut findings);
+
+    // Capacity, projection, recommendations.
+    let mut not_concluded = Vec::new();
+    let plans = plans::plans(
+        &input,
+        ctx,
+        &vote,
+        found.retraction.as_ref(),
+        &side,
+        &mut findings,
+        &mut not_concluded,
+    );
+
+    let inputs = input_summaries(ev);
+    not_concluded.extend(missing(
+        ev,
+        ctx,
+        &inputs,
+        &capacity,
+        side.steady_gen_throughput
+            .as_ref()
+            .is_some_and(|r| r.window_s > 0.0),
+        side.client.as_ref(),
+        side.benchmark_runs.is_empty(),
+    ));
+    inputs_first(&mut not_concluded);
+    let sources = sources(&joins, ctx, ev, &side.benchmark_runs);
+
+    // The headline: the verdict and the figures of the scheduler that carries it.
+    let dp_totals = dp_totals(ev, ctx, &views);
+    let headline = headline::headline(&input, &vote, &found, &side, dp_totals.as_ref());
+
+    let expectation = expectation::expectation(
+        ctx,
+        &side,
+        plans.projection.as_ref(),
+        plans.kv_replicated_by_tp,
+        &mut not_concluded,
+    );
+    let mut report = Report {
+        schema_version: SCHEMA_VERSION,
+        inputs,
+        bottleneck,
+        headline,
+        schedulers: views
+            .iter()
+            .zip(&reasons)
+            .map(|(v, r)| scheduler_summary(ev, v, vote.row_verdict(r)))
+            .collect(),
+        dp_totals,
+        steady_gen_throughput: side.steady_gen_throughput,
+        capacity,
+        retractions,
+        findings,
+        not_concluded,
+        client: side.client,
+        benchmark_runs: side.benchmark_runs,
+        capacity_model: plans.capacity_model,
+        projection: plans.projection,
+        recommendations: plans.recommendations,
+        sources,
+        server_metrics: ctx.metrics.as_ref().and_then(metrics_summary),
+        expectation,
+        runs: None,
+    };
+    narrative::fill_methods(&mut report);
+    report.runs = server_runs(ev, &report);
+    report
+}

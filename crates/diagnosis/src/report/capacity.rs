@@ -1,0 +1,157 @@
+//! Capacity: the KV pool facts of the startup lines, retractions, the capacity model with
+//! its what-if table, and the step-time projection.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// KV pool facts read from the log's startup lines.
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+pub struct CapacitySummary {
+    /// `max_total_num_tokens` (tokens per DP rank); for hybrid sliding-window models the
+    /// full-attention layers' pool.
+    pub max_total_num_tokens: Option<u64>,
+    /// Hybrid SSM models: the mamba state slots (`max_mamba_cache_size`), one per running
+    /// request (slots per rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mamba_cache_slots: Option<u64>,
+    /// Hybrid sliding-window models: the sliding-window layers' pool (`swa_layer_tokens`,
+    /// tokens per DP rank). Each pool is used against its own size (`full token usage`,
+    /// `swa token usage`); the sizes do not add up to one pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swa_pool_tokens: Option<u64>,
+    /// Chunked prefill is off (`chunked_prefill_size` -1 or 0 in the capacity line or
+    /// `server_args`): a whole prompt prefills in one pass, and `--enable-mixed-chunk` has no
+    /// chunks to mix.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub chunked_prefill_off: bool,
+    /// `max_running_requests` (per DP rank).
+    pub max_running_requests: Option<u64>,
+    /// `chunked_prefill_size` (tokens).
+    pub chunked_prefill_size: Option<u64>,
+    /// `max_prefill_tokens` (tokens).
+    pub max_prefill_tokens: Option<u64>,
+    /// `context_len` (tokens).
+    pub context_len: Option<u64>,
+    /// `mem_fraction_static` from `server_args`.
+    pub mem_fraction_static: Option<f64>,
+    /// Free GPU memory after CUDA-graph capture (GiB per GPU; SGLang prints it as "GB").
+    pub available_gpu_mem_gb: Option<f64>,
+    /// KV cache size (GiB per GPU).
+    pub kv_cache_gb: Option<f64>,
+    /// Weights (GiB per GPU).
+    pub weights_gb: Option<f64>,
+}
+
+/// Retractions, deduplicated across TP ranks.
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+pub struct RetractionSummary {
+    /// Distinct retraction events.
+    pub events: u64,
+    /// Retraction lines before deduplication (every TP rank prints one).
+    pub lines: u64,
+    /// Σ `#retracted_reqs` (requests).
+    pub retracted_requests: u64,
+    /// Σ `#new_tokens_gained` (tokens), when the version prints it.
+    pub tokens_freed: Option<u64>,
+    /// Events per hour over the logged span.
+    pub per_hour: Option<f64>,
+    /// Highest `#new_token_ratio` after a retraction.
+    pub max_ratio_after: Option<f64>,
+}
+
+/// KV capacity: the pool model and its what-if table (from `kv-capacity`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct CapacityModel {
+    /// TP size the model was computed for.
+    pub tp_size: u32,
+    /// Bytes per token slot per GPU.
+    pub cell_bytes: u64,
+    /// `pre` (free GPU memory before weights load), GiB per GPU.
+    pub pre_gib: f64,
+    /// Where `pre` came from, in words.
+    pub pre_source: String,
+    /// Free GPU memory at run time, GiB per GPU.
+    pub free_now_gib: Option<f64>,
+    /// Source of the free-memory figure, in words.
+    pub free_now_source: Option<String>,
+    /// Tokens added per +0.01 of `mem_fraction_static`.
+    pub tokens_per_hundredth: f64,
+    /// The what-if table.
+    pub what_if: kv_capacity::WhatIfTable,
+    /// The HiCache verdict, when it could be computed.
+    pub hicache: Option<kv_capacity::HiCacheVerdict>,
+}
+
+/// Decode step time as a function of batch size and KV tokens, and projected throughput.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Projection {
+    /// Model: `step_s = a + b × running + c × kv_tokens` (least squares over decode lines).
+    pub formula: String,
+    /// `a` (seconds per step).
+    pub a: f64,
+    /// `b` (seconds per step per running request).
+    pub b: f64,
+    /// `c` (seconds per step per KV token).
+    pub c: f64,
+    /// Coefficient of determination of the fit.
+    pub r2: f64,
+    /// Decode lines used.
+    pub n: usize,
+    /// Lowest and highest running requests observed.
+    pub running_range: (f64, f64),
+    /// Throughput at the observed mean running requests, by the fit (tok/s).
+    pub current_tok_per_s: f64,
+    /// Mean running requests over the decode lines used.
+    pub observed_mean_running: f64,
+    /// The rate the fit approaches as more requests decode at once with unlimited KV,
+    /// `1 / (b + c × KV tokens per request)` (tok/s); `None` when the fit has no such limit.
+    pub ceiling_tok_per_s: Option<f64>,
+    /// Why no ceiling is given, when none is (the first test of the fit that failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_ceiling: Option<NoCeiling>,
+    /// Projected rows, one per what-if row with a decode concurrency.
+    pub rows: Vec<ProjectionRow>,
+}
+
+/// Why a step-time fit gives no ceiling (see `projection.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum NoCeiling {
+    /// The per-request step time is not positive: the fit has no limit.
+    NoLimit,
+    /// The fixed step time `a` is not positive: no step time.
+    NegativeFixedStep,
+    /// The fit explains too little of the lines' variance.
+    PoorFit {
+        /// Its R².
+        r2: f64,
+    },
+    /// The lines' batch sizes are too close together to fit a slope.
+    NarrowBatchSizes {
+        /// Lowest running requests (requests).
+        low: f64,
+        /// Highest running requests (requests).
+        high: f64,
+    },
+    /// The asymptote is not above the rate the fit gives now.
+    NotAboveCurrent,
+}
+
+/// Throughput projected for one what-if row.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct ProjectionRow {
+    /// The what-if row's label.
+    pub label: String,
+    /// The change the row makes.
+    pub change: kv_capacity::Change,
+    /// Requests that could decode at once.
+    pub concurrency: f64,
+    /// Projected gen throughput (tok/s).
+    pub tok_per_s: f64,
+    /// Change versus the fit's throughput now (percent).
+    pub gain_pct: f64,
+    /// True when the concurrency is outside the observed range (extrapolation).
+    pub extrapolated: bool,
+    /// Feasibility of the row, when known.
+    pub feasibility: Option<kv_capacity::Feasibility>,
+}

@@ -1,0 +1,246 @@
+//! The client's side: benchmark runs, the client's view against the server's, `/metrics`,
+//! and the expectation check.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+#[cfg(doc)]
+use super::Confidence;
+use super::{NoCeiling, Rate, SourceRange};
+
+/// One benchmark run the report read, and where it came from.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct BenchmarkRun {
+    /// The file and lines of the summary block.
+    pub source: SourceRange,
+    /// The block's figures (latencies in seconds).
+    pub summary: sglang_log::BenchSummary,
+}
+
+impl BenchmarkRun {
+    /// Mean end-to-end latency (seconds): the printed mean, else TTFT + TPOT × (mean output
+    /// tokens − 1), the identity bench_serving's TPOT is defined by (spec §7).
+    pub fn mean_e2e_s(&self) -> Option<f64> {
+        let b = &self.summary;
+        b.e2e.mean_s.or_else(|| {
+            let out = b.mean_completion_tokens()?;
+            Some(b.ttft.mean_s? + b.tpot.mean_s? * (out - 1.0).max(0.0))
+        })
+    }
+}
+
+/// Whether an expected rate is within reach, and of what.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reach {
+    /// Already reached: the measured rate is at or above it.
+    AlreadyThere,
+    /// A feasible change reaches it.
+    ByChange {
+        /// The what-if row's label.
+        change: String,
+        /// The change alters outputs (an fp8 KV cache): no change that keeps them gets there.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        alters_outputs: bool,
+    },
+    /// Below the ceiling but beyond every change that fits: more KV slots than this memory
+    /// allows (more GPUs, a smaller or quantised model).
+    NeedsMoreMemory,
+    /// Beyond the ceiling: only faster decode steps reach it (speculative decoding, a smaller
+    /// or quantised model), or more replicas (data parallel) beside this one.
+    BeyondCeiling,
+    /// Below the ceiling, but no what-if change could be projected (without the requests'
+    /// lengths the rows have no decode concurrency): which change reaches it is not known.
+    BelowCeilingUnprojected,
+    /// No ceiling could be fitted ([`ExpectationCheck::no_ceiling`] says why) and no change
+    /// that fits is projected to reach it: whether this setup can is not known.
+    NoCeiling,
+}
+
+/// The answer to "it should be N times faster": the measured steady rate, the ceiling of this
+/// setup, the best feasible change, and whether the expectation is reachable.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ExpectationCheck {
+    /// The expectation as given (`null` without `--expect`).
+    pub asked: Option<serde_json::Value>,
+    /// The expected rate (tok/s).
+    pub expected_tok_per_s: Option<f64>,
+    /// The measured steady rate (tok/s).
+    pub measured_tok_per_s: f64,
+    /// The ceiling of this setup on the measured rate's scale (tok/s): the step-time fit's
+    /// limit as more requests decode at once with unlimited KV.
+    pub ceiling_tok_per_s: Option<f64>,
+    /// The best change that fits, and its projected rate on the measured rate's scale (tok/s):
+    /// changes that keep outputs as they are come first (an fp8 KV cache alters them), then
+    /// the fastest.
+    pub best_change: Option<(String, f64)>,
+    /// The fastest change that fits and its rate (tok/s), when it is not [`Self::best_change`]
+    /// (it alters outputs).
+    pub faster_change_altering_outputs: Option<(String, f64)>,
+    /// Whether the expectation is reachable (`null` without `--expect`).
+    pub reach: Option<Reach>,
+    /// Why the fit gives no ceiling, when it gives none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_ceiling: Option<NoCeiling>,
+    /// The expectation read in the client's units: a multiple of the rate the client prints
+    /// (the number the user sees), or a req/s figure, each turned into tok/s at the client's
+    /// mean completion length. `null` without a client's rate and completion length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientExpectation>,
+    /// An MLA model under TP of this many ranks without DP attention: the ceiling is this
+    /// layout's (every rank holds the whole latent KV); DP attention is not projected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_replicated_by_tp: Option<u32>,
+    /// The expectation was in req/s and no client figures give the completion length, so it
+    /// could not be turned into tok/s: the answer says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_completion_length: bool,
+    /// The answer, in words.
+    pub text: String,
+}
+
+/// An expectation in the client's units, and whether it is reachable.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ClientExpectation {
+    /// The completion rate the client printed last (req/s), multiplied by `--expect Nx`.
+    pub printed_req_per_s: Option<f64>,
+    /// The completion rate expected (req/s).
+    pub expected_req_per_s: f64,
+    /// The client's completion rate now (req/s): its steady-window rate, else the rate the
+    /// server's tokens imply; the scale the recommendations' req/s use.
+    pub now_req_per_s: Option<f64>,
+    /// The client's mean completion length (tokens).
+    pub mean_completion_tokens: Option<f64>,
+    /// The expected rate in the server's tok/s: `measured × expected / now`, else
+    /// `expected_req_per_s × mean_completion_tokens`.
+    pub expected_tok_per_s: f64,
+    /// This setup's ceiling in the client's req/s, on the same scale.
+    pub ceiling_req_per_s: Option<f64>,
+    /// Whether that rate is reachable.
+    pub reach: Reach,
+}
+
+/// The server's `/metrics` over the polls.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct MetricsSummary {
+    /// Server URL.
+    pub source: String,
+    /// Polls.
+    pub samples: usize,
+    /// Seconds between the first and last poll.
+    pub span_s: f64,
+    /// Last running requests.
+    pub running: Option<f64>,
+    /// Last queued requests.
+    pub queued: Option<f64>,
+    /// Last token usage (fraction).
+    pub token_usage: Option<f64>,
+    /// Last logged gen throughput (tok/s).
+    pub gen_throughput: Option<f64>,
+    /// Increase of `generation_tokens_total` over the polls divided by their span (tok/s).
+    pub generated_tok_per_s: Option<f64>,
+    /// Median TTFT (seconds, histogram estimate, since server start).
+    pub ttft_p50_s: Option<f64>,
+    /// 90th percentile TTFT (seconds).
+    pub ttft_p90_s: Option<f64>,
+    /// Median inter-token latency (seconds).
+    pub itl_p50_s: Option<f64>,
+    /// Median end-to-end latency (seconds).
+    pub e2e_p50_s: Option<f64>,
+}
+
+/// Whether a short window can pin down a rate (exact Poisson, Garwood).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct SampleAdequacy {
+    /// The window considered (seconds).
+    pub window_s: f64,
+    /// The rate assumed (req/s).
+    pub rate_per_s: f64,
+    /// Completions such a window is expected to hold.
+    pub expected_count: f64,
+    /// Lower end of the rate interval that count would give (req/s).
+    pub low: f64,
+    /// Upper end (req/s).
+    pub high: f64,
+    /// Confidence level of the interval.
+    pub confidence: f64,
+    /// Seconds a window must last for ±10% at that confidence.
+    pub window_needed_s: f64,
+    /// Whether the window is long enough.
+    pub adequate: bool,
+    /// The same, in words.
+    pub text: String,
+}
+
+/// The client's view and how it relates to the server's.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ClientSummary {
+    /// The client file.
+    pub source: String,
+    /// How it was read.
+    pub format: sglang_log::ClientFormat,
+    /// Completed requests seen.
+    pub completed: u64,
+    /// Failed requests seen.
+    pub failed: u64,
+    /// Total requests of the job, when the client printed it.
+    pub total: Option<u64>,
+    /// The last rate the client printed (req/s), when it printed one.
+    pub printed_req_per_s: Option<f64>,
+    /// Completions since the client's start divided by the time since then: the lifetime average.
+    pub lifetime_req_per_s: Option<Rate>,
+    /// Completions in the steady window divided by its length, with a Poisson interval.
+    pub windowed_req_per_s: Option<Rate>,
+    /// The server's steady gen throughput divided by the mean completion length (delta-method interval).
+    pub implied_req_per_s: Option<Rate>,
+    /// Seconds from the client's start to its first completion.
+    pub first_completion_after_s: Option<f64>,
+    /// Mean completion tokens per request.
+    pub mean_completion_tokens: Option<f64>,
+    /// Mean prompt tokens per request.
+    pub mean_prompt_tokens: Option<f64>,
+    /// Sample adequacy of a short window at the best rate known.
+    pub adequacy: Option<SampleAdequacy>,
+    /// Time to finish the remaining requests at the windowed rate.
+    pub eta: Option<EtaSummary>,
+    /// Client records the rates do not count, and why.
+    pub set_aside: Vec<ClientSetAside>,
+}
+
+/// Client records left out of the rates.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct ClientSetAside {
+    /// Why.
+    pub reason: SetAsideReason,
+    /// How many records.
+    pub records: u64,
+    /// The first such record's line in the client file.
+    pub first_line: Option<u64>,
+}
+
+/// Why client records were left out of the rates.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SetAsideReason {
+    /// The end time lies further than `cutoff_s` from the median end time: a clock error.
+    EndFarFromOthers {
+        /// The distance beyond which an end time is set aside (seconds).
+        cutoff_s: f64,
+    },
+    /// A completed record without an end time: the rates count only timed records, so they
+    /// are a lower bound.
+    NoEndTime,
+}
+
+/// Estimated time to completion.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct EtaSummary {
+    /// Requests left.
+    pub remaining: u64,
+    /// Seconds, at the point estimate of the rate.
+    pub seconds: f64,
+    /// Seconds at the upper end of the rate interval (optimistic).
+    pub low_s: f64,
+    /// Seconds at the lower end of the rate interval (pessimistic; may be infinite → null).
+    pub high_s: Option<f64>,
+}
