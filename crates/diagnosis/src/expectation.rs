@@ -13,7 +13,9 @@
 use kv_capacity::{Change, Feasibility};
 
 use crate::context::Expectation;
-use crate::report::{ClientExpectation, ExpectationCheck, Projection, Rate, Reach};
+use crate::report::{
+    ClientExpectation, ExpectationCheck, NoCeiling, Projection, ProjectionRow, Rate, Reach,
+};
 
 /// The client's figures an expectation can be read in: the rate it printed last (req/s), the
 /// rate it really completes at now (req/s) and its mean completion length (tokens).
@@ -29,7 +31,8 @@ pub struct ClientFigures {
     pub mean_completion_tokens: Option<f64>,
 }
 
-/// The check, when the measured rate and the fit are known. `expected`: the user's, if given;
+/// The check, when the measured rate is known and a fit or a target is (without a fit a target
+/// is answered "not known", `NoCeiling::NoFit`). `expected`: the user's, if given;
 /// `client`: the client's figures, which a multiple (`4x` of what the client prints) and a
 /// req/s figure are read in. The `text` is filled by `crate::narrative`.
 pub fn check(
@@ -42,19 +45,29 @@ pub fn check(
     if !(m.is_finite() && m > 0.0) {
         return None;
     }
-    let p = projection?;
-    let base = p
-        .rows
+    // without a fit: no ceiling and no change; asked, the answer says why, else there is none
+    if projection.is_none() && expected.is_none() {
+        return None;
+    }
+    let (rows, fit_now, fit_ceiling, no_ceiling): (&[ProjectionRow], _, _, _) = match projection {
+        Some(p) => (
+            &p.rows,
+            p.current_tok_per_s,
+            p.ceiling_tok_per_s,
+            p.no_ceiling,
+        ),
+        None => (&[], m, None, Some(NoCeiling::NoFit)),
+    };
+    let base = rows
         .iter()
         .find(|r| r.change == Change::Current)
-        .map_or(p.current_tok_per_s, |r| r.tok_per_s);
+        .map_or(fit_now, |r| r.tok_per_s);
     let scale = if base > 0.0 { m / base } else { 1.0 };
-    let observed = p.current_tok_per_s;
+    let observed = fit_now;
     let ceiling_scale = if observed > 0.0 { m / observed } else { 1.0 };
     // Changes that fit and gain, those without a cost in output quality (fp8 KV changes
     // numerics) first, then by rate: the order the recommendations use.
-    let mut candidates: Vec<(bool, String, f64)> = p
-        .rows
+    let mut candidates: Vec<(bool, String, f64)> = rows
         .iter()
         .filter(|r| !matches!(r.change, Change::Current | Change::TpSize { .. }))
         .filter(|r| r.feasibility == Some(Feasibility::Fits) && r.tok_per_s > base)
@@ -71,9 +84,7 @@ pub fn check(
         .filter(|c| c.0 && best.as_ref().is_some_and(|b| c.2 > b.1))
         .max_by(|a, b| a.2.total_cmp(&b.2))
         .map(|c| (c.1.clone(), c.2));
-    let ceiling = p
-        .ceiling_tok_per_s
-        .map(|c| (c * ceiling_scale).max(fastest));
+    let ceiling = fit_ceiling.map(|c| (c * ceiling_scale).max(fastest));
     let positive = |x: Option<f64>| x.filter(|c| c.is_finite() && *c > 0.0);
     let completion = positive(client.mean_completion_tokens);
     let now = positive(client.now_req_per_s);
@@ -100,7 +111,7 @@ pub fn check(
         }
     };
     // what-if changes with a projected rate (none without a load model: no requests' lengths)
-    let projected = p.rows.iter().any(|r| r.change != Change::Current);
+    let projected = rows.iter().any(|r| r.change != Change::Current);
     let reach_of = |t: f64| {
         if t <= m {
             Reach::AlreadyThere
@@ -142,7 +153,7 @@ pub fn check(
         best_change: best,
         faster_change_altering_outputs: faster,
         reach,
-        no_ceiling: p.no_ceiling,
+        no_ceiling,
         kv_replicated_by_tp: None,
         needs_completion_length: matches!(expected, Some(Expectation::ReqPerS(_)))
             && client.is_none(),
@@ -387,6 +398,32 @@ mod tests {
     /// ceiling" (the fresh user's rtx4090 log: R² 0.41, no ceiling, yet "beyond the ceiling");
     /// without projected changes (no requests' lengths), one below the ceiling is not called
     /// "needs more memory" (the founding scenario without --client-records).
+    /// Without any fit (steady lines at one batch size), `--expect` is still answered: not
+    /// known, because there is no fit; a target at or below the measured rate is there already.
+    #[test]
+    fn without_a_fit_the_expectation_is_answered_not_known() {
+        let c = check(
+            &measured(),
+            None,
+            Some(Expectation::Multiple(2.0)),
+            ClientFigures::default(),
+        )
+        .expect("answered");
+        assert_eq!(c.reach, Some(Reach::NoCeiling));
+        assert_eq!(c.no_ceiling, Some(NoCeiling::NoFit));
+        assert_eq!(c.ceiling_tok_per_s, None);
+        assert_eq!(c.best_change, None);
+        let m = measured().value;
+        let c = check(
+            &measured(),
+            None,
+            Some(Expectation::TokPerS(m)),
+            ClientFigures::default(),
+        )
+        .expect("answered");
+        assert_eq!(c.reach, Some(Reach::AlreadyThere));
+    }
+
     #[test]
     fn no_ceiling_and_no_projected_change_are_said_as_such() {
         let reach = |p: &Projection, e| {
@@ -446,16 +483,8 @@ mod tests {
     }
 
     #[test]
-    fn without_a_fit_there_is_no_answer() {
-        assert!(
-            check(
-                &measured(),
-                None,
-                Some(Expectation::Multiple(4.0)),
-                ClientFigures::default()
-            )
-            .is_none()
-        );
+    fn without_a_fit_or_a_target_there_is_no_answer() {
+        assert!(check(&measured(), None, None, ClientFigures::default()).is_none());
         let e = check(
             &measured(),
             Some(&projection()),

@@ -1768,20 +1768,20 @@ fn with_chunked_prefill_off_the_chunk_advised_is_below_the_largest_prefill_pass(
 fn a_missing_ceiling_says_which_test_of_the_fit_failed() {
     use diagnosis::report::NoCeiling;
     let why = |rel: &str| diagnose(rel).projection.and_then(|p| p.no_ceiling);
-    // qwen3next: the per-request step time is not positive (its R² of 0.75 passes)
-    assert_eq!(
-        why("real-long/ascend-qwen3next-80b-hybrid-mamba.log"),
-        Some(NoCeiling::NoLimit)
-    );
-    // maxrun2: 2 running on every line, a fixed step time at or below zero
-    assert_eq!(
+    // qwen3next: every steady decode line runs the cap of 80 (the ramp is not fitted): no
+    // fit at all, and --expect is answered with that reason
+    let q = diagnose("real-long/ascend-qwen3next-80b-hybrid-mamba.log");
+    assert!(q.projection.is_none());
+    // maxrun2: 1-2 running on the steady lines (first windows after idle left out): the fit
+    // explains little (R² ~0.12)
+    assert!(matches!(
         why("real-long/ascend-dsr1-pd-decode-maxrun2-queued.log"),
-        Some(NoCeiling::NegativeFixedStep)
-    );
-    // dp16: the fit explains little (R² ~0.05)
+        Some(NoCeiling::PoorFit { r2 }) if r2 < 0.2
+    ));
+    // dp16: the fit explains little (R² ~0.18)
     assert!(matches!(
         why("real-long/ascend-dsr1-dp16-mtp-mixed.log"),
-        Some(NoCeiling::PoorFit { r2 }) if r2 < 0.1
+        Some(NoCeiling::PoorFit { r2 }) if r2 < 0.2
     ));
     // b2 has its ceiling, and no reason against one
     let b2 = diagnose("scenarios/kimi-k25-b2/server.log");

@@ -54,6 +54,8 @@ pub enum PoolRoom {
     Room {
         /// Highest 90th-percentile usage over the pools (fraction).
         fullest: f64,
+        /// The pool that reads it.
+        pool: PoolKind,
     },
     /// A pool reaches [`th::CONSERVATIVE_USAGE`] at its 90th percentile: the fullest such
     /// pool.
@@ -102,15 +104,20 @@ pub fn pool_usage(samples: &[DecodeSample]) -> Vec<PoolUsage> {
 }
 
 /// Whether every pool of `decode` has room (see the module doc); without a decode line that
-/// prints a usage, the prefill lines' `token usage` stands for the KV pool.
+/// prints a usage, the prefill lines' `token usage` stands for the KV pool and their `mamba
+/// usage` for the mamba-state slots.
 pub fn pool_room(decode: &[DecodeSample], prefill: &[PrefillSample]) -> PoolRoom {
     let mut pools = pool_usage(decode);
     if pools.is_empty() {
-        let points: Vec<(Option<f64>, f64)> = collect_within(
-            prefill.len(),
-            prefill.iter().filter_map(|p| Some((p.t, p.usage?))),
-        );
-        pools.extend(summary(PoolKind::Kv, &points));
+        let of = |pool: PoolKind, get: fn(&PrefillSample) -> Option<f64>| {
+            let points: Vec<(Option<f64>, f64)> = collect_within(
+                prefill.len(),
+                prefill.iter().filter_map(|p| Some((p.t, get(p)?))),
+            );
+            summary(pool, &points)
+        };
+        pools.extend(of(PoolKind::Kv, |p| p.usage));
+        pools.extend(of(PoolKind::Mamba, |p| p.mamba_usage));
     }
     if pools.is_empty() {
         return PoolRoom::Unknown;
@@ -121,9 +128,16 @@ pub fn pool_room(decode: &[DecodeSample], prefill: &[PrefillSample]) -> PoolRoom
         .max_by(|a, b| a.p90.total_cmp(&b.p90))
     {
         Some(p) => PoolRoom::Tight(*p),
-        None => PoolRoom::Room {
-            fullest: pools.iter().map(|p| p.p90).fold(0.0, f64::max),
-        },
+        None => {
+            let top = pools
+                .iter()
+                .max_by(|a, b| a.p90.total_cmp(&b.p90))
+                .map_or((0.0, PoolKind::Kv), |p| (p.p90, p.pool));
+            PoolRoom::Room {
+                fullest: top.0,
+                pool: top.1,
+            }
+        }
     }
 }
 
@@ -175,7 +189,13 @@ mod tests {
             pools.iter().map(|p| p.pool).collect::<Vec<_>>(),
             [PoolKind::Kv, PoolKind::Swa]
         );
-        assert_eq!(pool_room(&s, &[]), PoolRoom::Room { fullest: 0.02 });
+        assert_eq!(
+            pool_room(&s, &[]),
+            PoolRoom::Room {
+                fullest: 0.02,
+                pool: PoolKind::Kv
+            }
+        );
         // the SWA pool alone at 0.85 takes the room away (boundary: 0.80 is tight)
         let tight = samples(&edit(
             &excerpt(
@@ -235,6 +255,54 @@ mod tests {
             .flat_map(|tl| tl.prefill.samples().iter().copied())
             .collect();
         assert_eq!(prefill.len(), 1);
-        assert_eq!(pool_room(&s, &prefill), PoolRoom::Room { fullest: 0.02 });
+        assert_eq!(
+            pool_room(&s, &prefill),
+            PoolRoom::Room {
+                fullest: 0.02,
+                pool: PoolKind::Kv
+            }
+        );
+    }
+
+    #[test]
+    fn prefill_lines_of_a_hybrid_ssm_model_report_the_mamba_slots_too() {
+        // real-3/015: prefill lines only, full token usage 0.14 -> 0.40, mamba usage 0.20 ->
+        // 0.60 (lines 1-5): the mamba slots are the fuller pool; 0.50 is the time-weighted
+        // 90th percentile (the last reading holds for no time)
+        let ev = evidence(&crate::rules::testing::whole(
+            "real-3/015-pr30047-npu-mamba-prefill-queue97-pending-token.log",
+        ));
+        let prefill: Vec<PrefillSample> = ev
+            .schedulers
+            .values()
+            .flat_map(|tl| tl.prefill.samples().iter().copied())
+            .collect();
+        assert_eq!(prefill.len(), 5);
+        let PoolRoom::Room { fullest, pool } = pool_room(&[], &prefill) else {
+            panic!("room")
+        };
+        assert!((fullest - 0.50).abs() < 1e-9, "{fullest}");
+        assert_eq!(pool, PoolKind::Mamba);
+        // at 0.80 mamba usage the slots are tight, whatever the KV pool says
+        let tight = edit(
+            &crate::rules::testing::whole(
+                "real-3/015-pr30047-npu-mamba-prefill-queue97-pending-token.log",
+            ),
+            "mamba usage: 0.",
+            "mamba usage: 0.9",
+        );
+        let ev = evidence(&tight);
+        let prefill: Vec<PrefillSample> = ev
+            .schedulers
+            .values()
+            .flat_map(|tl| tl.prefill.samples().iter().copied())
+            .collect();
+        assert!(matches!(
+            pool_room(&[], &prefill),
+            PoolRoom::Tight(PoolUsage {
+                pool: PoolKind::Mamba,
+                ..
+            })
+        ));
     }
 }

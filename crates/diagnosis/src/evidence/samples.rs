@@ -82,6 +82,8 @@ pub struct PrefillSample {
     pub queue: Option<u64>,
     /// `token usage` (fraction 0-1).
     pub usage: Option<f64>,
+    /// `mamba usage` of a hybrid SSM model (fraction of the mamba-state slots, 0-1).
+    pub mamba_usage: Option<f64>,
     /// `input throughput (token/s)`: the batch's new tokens over the time since the previous
     /// prefill line (SGLang `scheduler_metrics_mixin.py` `log_prefill_stats`), so at most the
     /// rate prefill computes at (tok/s).
@@ -160,6 +162,7 @@ impl BatchSample {
                 running: b.running_req(),
                 queue: b.queue_req(),
                 usage: b.token_usage(),
+                mamba_usage: b.mamba_usage(),
                 input_tps: b.input_throughput(),
                 graph: b.graph(),
                 prealloc_req: b.prealloc_req(),

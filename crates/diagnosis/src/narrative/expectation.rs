@@ -20,6 +20,9 @@ fn no_ceiling_words(why: Option<NoCeiling>) -> String {
         Some(NoCeiling::NoLimit) => {
             "the step-time fit over these lines finds no cost for each added request, which no server has: something else changed with the batch size (context length, CUDA graphs, speculation, prefills in the window), so these lines cannot show where throughput levels off; a steady run at several batch sizes would".into()
         }
+        Some(NoCeiling::NoFit) => {
+            "the steady decode lines give no step-time fit (too few of them with running requests and a gen throughput, or every one at the same batch size), so no ceiling and no change can be set against the target; a steady run at several batch sizes would".into()
+        }
         Some(NoCeiling::NotAboveCurrent) => {
             "the step-time fit levels off at or below today's rate, so it names no ceiling above it"
                 .into()

@@ -184,7 +184,13 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                     ))
                     .unwrap_or_default(),
                 while_(vec![wait_s, usage_s])
-            ),
+            ) + if h.queued_median.is_some_and(|q| q < 0.5)
+                && h.queued_peak.is_some_and(|q| q < 0.5)
+            {
+                " With no queue the log cannot tell whether more demand would run: a client holding as many requests as the cap over every rank looks the same; the client's own limit, or a log with a queue, tells."
+            } else {
+                ""
+            },
         ),
         Bottleneck::PrefillBound if h.one_per_pass => (
             "Prefill bound",
@@ -365,7 +371,15 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
             " This is a PD prefill instance: it runs no decode (its running count stays near 0), so its work is prefill: {tokens} new prompt tokens, ~{rate:.0} tok/s over its lines."
         ));
     }
-    if let Some(r) = &h.ramp_only {
+    if let Some(r) = h
+        .ramp_only
+        .filter(|r| r.queued_start == 0 && r.queued_end == 0)
+    {
+        summary.push_str(&format!(
+            " This log holds only a ramp: running climbs {} → {} while nothing waits (requests are admitted as they arrive; the client is still ramping up): the steady load is not in it; capture a longer log for the rates.",
+            r.running_start, r.running_end
+        ));
+    } else if let Some(r) = &h.ramp_only {
         summary.push_str(&format!(
             " This log holds only the ramp-up of a burst (running {} → {}, queue {} → {}): the steady state is not in it; capture a longer log for the rates.",
             r.running_start, r.running_end, r.queued_start, r.queued_end

@@ -135,6 +135,8 @@ pub enum NoCeiling {
     },
     /// The asymptote is not above the rate the fit gives now.
     NotAboveCurrent,
+    /// No fit at all: the steady decode lines are too few, or run one batch size only.
+    NoFit,
 }
 
 /// Throughput projected for one what-if row.

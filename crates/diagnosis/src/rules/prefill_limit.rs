@@ -43,6 +43,13 @@ pub enum LimitSource {
     RepeatedChunk,
     /// Nothing says it: SGLang's default `max_prefill_tokens` (16384, `server_args.py`).
     DefaultBudget,
+    /// Nothing says it, and passes of several requests hold more than the default budget, so
+    /// this server's budget is not the default: the passes fill about the same size again and
+    /// again ([`th::MIN_EXACT_CHUNKS`] and [`th::PREFILL_AT_LIMIT_SHARE`] of them within
+    /// [`th::PREFILL_AT_LIMIT_FRACTION`] of the largest),
+    /// which is the size in force; whether a budget or prefill's own pace sets it the log does
+    /// not say, so no budget is advised.
+    SteadyPasses,
 }
 
 /// What the rule saw.
@@ -91,6 +98,26 @@ fn limit(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u64, LimitSour
     if exact >= th::MIN_EXACT_CHUNKS && max.is_power_of_two() && configured.is_none_or(|c| max <= c)
     {
         return Some((max, LimitSource::RepeatedChunk));
+    }
+    if configured.is_none() {
+        // passes of several requests above the default: the default is not this server's
+        let over_default = v.steady_prefill.iter().any(|p| {
+            p.new_seq.is_some_and(|n| n > 1)
+                && p.new_token.is_some_and(|t| t > DEFAULT_MAX_PREFILL_TOKENS)
+        });
+        if over_default {
+            let near = v
+                .steady_prefill
+                .iter()
+                .filter(|p| {
+                    p.new_token
+                        .is_some_and(|t| t as f64 >= th::PREFILL_AT_LIMIT_FRACTION * max as f64)
+                })
+                .count();
+            let steady = near >= th::MIN_EXACT_CHUNKS
+                && near as f64 >= th::PREFILL_AT_LIMIT_SHARE * v.steady_prefill.len() as f64;
+            return steady.then_some((max, LimitSource::SteadyPasses));
+        }
     }
     Some(match configured {
         Some(c) => (c, LimitSource::Configured),
@@ -247,6 +274,42 @@ mod tests {
             None
         );
         assert_eq!(check_lines(&excerpt(COMPOSE, 1..=1), &none), None);
+    }
+
+    #[test]
+    fn passes_above_the_default_budget_are_not_judged_against_it() {
+        // real-3/015: 12 requests and 43,008-43,904 tokens a pass (lines 1-5), no budget
+        // printed: the default 16,384 is not this server's; the passes fill the same size
+        let log = "real-3/015-pr30047-npu-mamba-prefill-queue97-pending-token.log";
+        with_input(&whole(log), |i| {
+            let f = check(&i.views[0], i.capacity).expect("prefill bound");
+            assert_eq!(f.source, LimitSource::SteadyPasses);
+            assert_eq!(f.limit_tokens, 43_904);
+            assert!((f.share_at_limit - 1.0).abs() < 1e-9);
+        });
+        // one pass of one request over the default is a long prompt, not a larger budget
+        let one = set_field(&whole(log), "#new-seq", "1");
+        with_input(&one, |i| {
+            assert!(
+                check(&i.views[0], i.capacity)
+                    .is_none_or(|f| f.source != LimitSource::SteadyPasses)
+            );
+        });
+        // passes that vary (three of the five at half the size) set no size in force
+        let varied: String = whole(log)
+            .lines()
+            .enumerate()
+            .map(|(n, l)| {
+                if n % 2 == 0 {
+                    format!("{}\n", l.replacen("#new-token: 43", "#new-token: 21", 1))
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        with_input(&varied, |i| {
+            assert_eq!(check(&i.views[0], i.capacity), None)
+        });
     }
 
     #[test]

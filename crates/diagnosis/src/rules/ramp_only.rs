@@ -10,6 +10,10 @@
 //! below `max_running_requests` (a batch that reached the cap, or peaked and fell, is past its
 //! ramp: it held a plateau or drains).
 //!
+//! The same climb with nothing waiting on any line is the client's own ramp (requests admitted
+//! as they arrive, `queued_start` and `queued_end` both 0): the steady load is not in the log
+//! either.
+//!
 //! **Why it matters.** Rates measured over a ramp understate the steady rate, and the verdict
 //! holds for the ramp only: the report must say that the steady state is not in the log.
 //!
@@ -64,6 +68,8 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         let rising = r1 > r0 + th::RAMP_MIN_RISE
             && non_falling as f64 >= th::RAMP_RISING_SHARE * (run.len() - 1) as f64;
         let draining = q1 + th::RAMP_MIN_RISE < q0;
+        // requests admitted as they arrive: the client's own ramp, nothing ever waits
+        let arriving = q.iter().all(|&x| x == 0);
         let top = run.iter().copied().max().unwrap_or(0);
         let on_plateau = run.iter().filter(|&&r| r == top).count();
         // past the ramp: the batch reached the cap, or peaked and fell back
@@ -72,8 +78,12 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             .max_running_requests
             .is_some_and(|cap| top >= cap);
         let still_rising = r1 + th::RAMP_MIN_RISE >= top;
-        (rising && draining && on_plateau * 2 <= run.len() && still_rising && !reached_cap).then(
-            || Facts {
+        (rising
+            && (draining || arriving)
+            && on_plateau * 2 <= run.len()
+            && still_rising
+            && !reached_cap)
+            .then(|| Facts {
                 scheduler: v.key.to_string(),
                 ramp: Ramp {
                     running_start: r0,
@@ -85,15 +95,14 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                     r.source = input.source_name(input.source_of(v.tl));
                     r
                 }),
-            },
-        )
+            })
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::testing::{excerpt, set_field, whole, with_input};
+    use crate::rules::testing::{edit, excerpt, set_field, whole, with_input};
 
     const BURST: &str = "real/035-pr13023-prefill-burst-with-benchmark-marker.log";
     const CHUNKS: &str = "real/041-i11970-v0.5.3post3-prefill-queue114-chunk8192.log";
@@ -148,6 +157,38 @@ mod tests {
             assert_eq!(check(i).map(|f| f.ramp.running_end), Some(74))
         });
         with_input(&cap(74), |i| assert_eq!(check(i), None));
+    }
+
+    const MAMBA_RAMP: &str = "real-3/009-pr30047-npu-mamba-usage-accept-len.log";
+
+    #[test]
+    fn a_climb_with_nothing_waiting_is_the_clients_ramp() {
+        // 009: prefill passes admit 1, 8, 16 and 14 requests in 10 s (lines 1-4), running 1,
+        // 2, 10, 26, then 40 on the decode line (line 5), #queue-req 0 on every line
+        with_input(&whole(MAMBA_RAMP), |i| {
+            let f = check(i).expect("ramp");
+            assert_eq!(
+                f.ramp,
+                Ramp {
+                    running_start: 1,
+                    running_end: 40,
+                    queued_start: 0,
+                    queued_end: 0
+                }
+            );
+        });
+        // one request waiting on one line is neither a drain nor an arrival ramp
+        with_input(
+            &edit(
+                &whole(MAMBA_RAMP),
+                "#queue-req: 0, #pending",
+                "#queue-req: 1, #pending",
+            ),
+            |i| assert_eq!(check(i), None),
+        );
+        // a climb of 4 (1 -> 5) is not more than the minimum rise
+        let low = set_field(&excerpt(MAMBA_RAMP, 1..=4), "#running-req", "1");
+        with_input(&low, |i| assert_eq!(check(i), None));
     }
 
     #[test]

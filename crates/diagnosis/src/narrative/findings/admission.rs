@@ -139,6 +139,10 @@ pub fn bottleneck(
         Reason::PrefillLimit(f) if f.budget_below_prompt.is_some() => vec![Lever::MaxPrefillTokens],
         // the budget is not what caps a pass at one request
         Reason::PrefillLimit(f) if f.one_per_pass.is_some() => Vec::new(),
+        // no budget in force is known: a larger one is no known gain
+        Reason::PrefillLimit(f) if f.source == prefill_limit::LimitSource::SteadyPasses => {
+            Vec::new()
+        }
         Reason::PrefillLimit(_) => vec![Lever::ChunkedPrefillSize, Lever::MaxPrefillTokens],
         Reason::Conservative(_) => vec![Lever::ScheduleConservativeness, Lever::MaxTokens],
         // a PD decode node's load comes from the prefill side, not from a client setting
@@ -298,6 +302,14 @@ pub fn bottleneck(
                      Raise --max-prefill-tokens to a few prompts (e.g. {}) so that one pass admits several; it costs activation memory and longer decode pauses.",
                     p * 4
                 ),
+                None if f.source == prefill_limit::LimitSource::SteadyPasses => format!(
+                    "Every prefill pass holds about the same size, up to {} tokens of several requests, while the queue waits{}: requests are admitted only as fast as these passes run. \
+                     That is above SGLang's default max_prefill_tokens, so this server's budget is not the default, and the log prints neither the budget nor the chunk size: \
+                     whether a budget or prefill's own pace sets the size is not in it. If the passes run back to back (a prefill line every pass's compute time), prefill compute paces admission \
+                     and a larger budget only makes each pass longer; more prefill compute (a larger TP, PD disaggregation) admits faster. The start-up's capacity line tells the budget.",
+                    f.limit_tokens,
+                    pool_room_clause(&v.pool_room),
+                ),
                 None => format!(
                     "Prefill batches run at their token limit ({} tokens: {}) while the queue waits{}: requests are admitted only as fast as prompts are prefilled. \
                  A larger --chunked-prefill-size and --max-prefill-tokens admit more per batch (more activation memory; longer decode pauses), or PD disaggregation separates prefill from decode.",
@@ -306,6 +318,7 @@ pub fn bottleneck(
                         prefill_limit::LimitSource::Configured => "the configured chunked_prefill_size / max_prefill_tokens",
                         prefill_limit::LimitSource::RepeatedChunk => "batch after batch filled to exactly this size, SGLang's chunked prefill at work; the log does not print chunked_prefill_size",
                         prefill_limit::LimitSource::DefaultBudget => "SGLang's default max_prefill_tokens; the log does not print the configured one",
+                        prefill_limit::LimitSource::SteadyPasses => "the size the passes fill again and again",
                     },
                     pool_room_clause(&v.pool_room),
                 ),
@@ -513,9 +526,16 @@ pub fn held_admission(f: &held_admission::Facts, evidence: Option<SourceRange>) 
 /// the log prints no usage.
 fn pool_room_clause(room: &PoolRoom) -> String {
     match room {
-        PoolRoom::Room { fullest } => {
+        PoolRoom::Room {
+            fullest,
+            pool: PoolKind::Kv,
+        } => {
             format!(" and the KV cache has room (fullest pool at {fullest:.2}, 90th percentile)")
         }
+        PoolRoom::Room { fullest, pool } => format!(
+            " and every pool has room (the fullest, the {}, at {fullest:.2}, 90th percentile)",
+            pool_name(*pool)
+        ),
         PoolRoom::Tight(p) => format!(
             ", with the {} at {:.2} (90th percentile; median {:.2})",
             pool_name(p.pool),

@@ -223,10 +223,17 @@ pub fn ramp_only(f: &ramp_only::Facts) -> Finding {
     finding(
         FindingKind::RampOnly,
         "The log shows only the ramp-up",
-        format!(
-            "On {}, running requests climb from {} to {} while the queue drains from {} to {}: this excerpt is the start of a burst, not a steady state. Rates measured here understate the steady rate; capture a longer log.",
-            f.scheduler, r.running_start, r.running_end, r.queued_start, r.queued_end
-        ),
+        if r.queued_start == 0 && r.queued_end == 0 {
+            format!(
+                "On {}, running requests climb from {} to {} while nothing waits: requests are admitted as they arrive, the client is still ramping up, and the steady load is not in this excerpt. Rates measured here understate the steady rate; capture a longer log.",
+                f.scheduler, r.running_start, r.running_end
+            )
+        } else {
+            format!(
+                "On {}, running requests climb from {} to {} while the queue drains from {} to {}: this excerpt is the start of a burst, not a steady state. Rates measured here understate the steady rate; capture a longer log.",
+                f.scheduler, r.running_start, r.running_end, r.queued_start, r.queued_end
+            )
+        },
         vec![
             Figure::new(
                 "running requests at start",
