@@ -18,6 +18,10 @@
 //!   `` `X` `` or `` `X::…` ``) in the module doc of `verdict.rs` or listed (`` - `X`: … ``)
 //!   under the "Rules" heading of `ARCHITECTURE.md`, starts with a module doc (`//!`) and has
 //!   at least [`MIN_RULE_TESTS`] `#[test]` functions; every rule listed there has its file.
+//! - **The precedence tables in code and in `ARCHITECTURE.md` agree**
+//!   ([`the_precedence_tables_match_the_code`]): the rows of the three tables under "Verdict
+//!   precedence" are `verdict::ENDS_SERVING`, `verdict::SCHEDULER_PRECEDENCE` and
+//!   `verdict::NO_LINES_PRECEDENCE`, step names in order (and each event step's bottleneck).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -1032,4 +1036,87 @@ fn a_circle_is_found_and_a_reexport_is_followed() {
         .map(|c| c.iter().map(|m| module_name(m)).collect())
         .collect();
     assert_eq!(found, vec![vec!["a::user", "b", "a::user"]]);
+}
+
+/// The rows `(step, bottleneck)` of the table that follows the line naming `constant` in the
+/// "Verdict precedence" section of `ARCHITECTURE.md` (the `(none)` row left out).
+fn precedence_rows(doc: &str, constant: &str) -> Vec<(String, String)> {
+    let section = doc
+        .split("## Verdict precedence")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a \"Verdict precedence\" section in ARCHITECTURE.md");
+    let marker = format!("(`{constant}`)");
+    let after = section
+        .split_once(marker.as_str())
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("ARCHITECTURE.md: no table after {marker}"));
+    let ticked = |cell: &str| cell.trim().trim_matches('`').to_string();
+    after
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with('|'))
+        .take_while(|l| l.trim_start().starts_with('|'))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.trim().trim_matches('|').split('|').collect();
+            let (step, b) = (cells.first()?.trim(), cells.get(1)?.trim());
+            (step.starts_with('`')).then(|| (ticked(step), ticked(b)))
+        })
+        .collect()
+}
+
+#[test]
+fn the_precedence_tables_match_the_code() {
+    use diagnosis::verdict::{ENDS_SERVING, NO_LINES_PRECEDENCE, SCHEDULER_PRECEDENCE};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ARCHITECTURE.md");
+    let doc = std::fs::read_to_string(&path).expect("ARCHITECTURE.md");
+    let name = |b: diagnosis::report::Bottleneck| {
+        serde_json::to_value(b)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let mut problems = Vec::new();
+    for (constant, code) in [
+        (
+            "ENDS_SERVING",
+            ENDS_SERVING
+                .iter()
+                .map(|s| (s.0.to_string(), Some(name(s.2))))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "NO_LINES_PRECEDENCE",
+            NO_LINES_PRECEDENCE
+                .iter()
+                .map(|s| (s.0.to_string(), Some(name(s.2))))
+                .collect(),
+        ),
+        (
+            "SCHEDULER_PRECEDENCE",
+            SCHEDULER_PRECEDENCE
+                .iter()
+                .map(|s| (s.0.to_string(), None))
+                .collect(),
+        ),
+    ] {
+        let rows = precedence_rows(&doc, constant);
+        let steps: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+        let want: Vec<&str> = code.iter().map(|c| c.0.as_str()).collect();
+        if steps != want {
+            problems.push(format!(
+                "ARCHITECTURE.md: the {constant} table lists {steps:?}; verdict.rs has {want:?}"
+            ));
+            continue;
+        }
+        for ((step, b), (_, want_b)) in rows.iter().zip(&code) {
+            if let Some(w) = want_b
+                && b != w
+            {
+                problems.push(format!(
+                    "ARCHITECTURE.md: {constant} step `{step}` names `{b}`; verdict.rs names `{w}`"
+                ));
+            }
+        }
+    }
+    report("precedence tables", &problems);
 }
