@@ -236,6 +236,13 @@ pub const PREFILL_ONLY_OUTPUT_TOKENS: f64 = 16.0;
 /// Steady batch lines from which a scheduler's state is a span, not an instant (lines): a
 /// single line whose decode crawls cannot tell an idle window from a hang.
 pub const MIN_CLIENT_BOUND_LINES: usize = 2;
+/// SGLang's default `max_running_requests` when speculative decoding is on and the flag is not
+/// given (requests per DP rank; `server_args.py`, and the start-up line "Max running requests
+/// is reset to 48 for speculative decoding" of real-4/100).
+pub const SPEC_DEFAULT_MAX_RUNNING: u64 = 48;
+/// Two runs' median running requests within this share of the larger count as the same batch,
+/// so that their rates compare one setting (fraction).
+pub const SAME_BATCH_SHARE: f64 = 0.1;
 /// Mean requests in flight over `--max-concurrency` from which the limit counts as held full (fraction).
 pub const LIMIT_HELD_FULL: f64 = 0.9;
 /// Median `accept len` at or below which speculative decoding gains nothing (tokens per verify

@@ -252,3 +252,69 @@ fn each_run_keeps_its_own_startup_configuration() {
     assert_eq!(r.bottleneck, two.bottleneck);
     assert_eq!(rate(&r), rate(&two));
 }
+
+/// real-3/036: the same 48 requests decoded twice, first with `cuda graph: False` (lines 2-3,
+/// 5,453 and 5,399 tok/s), then, on a clock 111 s earlier, with `cuda graph: True` (line 5,
+/// 6,139 tok/s): two runs, and what the graphs were worth between them.
+#[test]
+fn two_runs_that_differ_in_graph_mode_say_what_graphs_are_worth() {
+    let text = read("real-3/036-fastrl-pr4-custom-fmt-spec-accept-len-1.log");
+    let r = diagnose(&text);
+    let runs = r.runs.as_ref().expect("two runs");
+    assert_eq!(runs.runs.len(), 2);
+    let (a, b) = (&runs.runs[0], &runs.runs[1]);
+    assert_eq!(
+        (a.decode_lines_with_graph, a.decode_lines_without_graph),
+        (0, 2)
+    );
+    assert_eq!(
+        (b.decode_lines_with_graph, b.decode_lines_without_graph),
+        (1, 0)
+    );
+    assert_eq!(
+        (a.running_median, b.running_median),
+        (Some(48.0), Some(48.0))
+    );
+    assert!(
+        runs.text.contains("Run 1 decoded without CUDA graphs"),
+        "{}",
+        runs.text
+    );
+    assert!(
+        runs.text.contains("the graphs were worth +14%"),
+        "{}",
+        runs.text
+    );
+    // the same two runs both in graph mode: nothing to compare
+    let same = String::from_utf8_lossy(&text).replace("cuda graph: False", "cuda graph: True");
+    let r = diagnose(same.as_bytes());
+    assert!(!r.runs.expect("two runs").text.contains("graphs were worth"));
+}
+
+/// real-3/036 again: no start-up line states a cap, every decode line prints `accept len` and
+/// runs 48 (SGLang's default max_running_requests with speculative decoding): the cap is
+/// inferred, and said to be; at 47 on every line it is not.
+#[test]
+fn speculative_decoding_pinned_at_48_is_the_default_cap() {
+    let text = read("real-3/036-fastrl-pr4-custom-fmt-spec-accept-len-1.log");
+    let r = diagnose(&text);
+    assert_eq!(r.capacity.max_running_requests, Some(48));
+    assert!(r.capacity.max_running_inferred);
+    assert_eq!(r.bottleneck, diagnosis::report::Bottleneck::RunningCapBound);
+    let fewer = String::from_utf8_lossy(&text).replace("#running-req: 48", "#running-req: 47");
+    let r = diagnose(fewer.as_bytes());
+    assert_eq!(r.capacity.max_running_requests, None);
+    assert!(!r.capacity.max_running_inferred);
+    // without accept len (no speculative decoding) 48 is no default
+    let plain: String = String::from_utf8_lossy(&text)
+        .lines()
+        .map(|l| {
+            format!(
+                "{}\n",
+                l.replace("accept len: 1.00, accept rate: 0.11, ", "")
+            )
+        })
+        .collect();
+    let r = diagnose(plain.as_bytes());
+    assert_eq!(r.capacity.max_running_requests, None);
+}

@@ -415,6 +415,15 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
     let st = &ev.startup;
     let srv = ctx.server.as_ref();
     let arg_u64 = |k: &str| st.server_args.get(k).and_then(|v| v.parse::<u64>().ok());
+    let stated = st
+        .max_running_requests
+        .or(st.max_running_reset)
+        .or_else(|| arg_u64("max_running_requests"))
+        .or_else(|| srv.and_then(|s| s.max_running_requests));
+    let inferred = stated
+        .is_none()
+        .then(|| speculative_default_cap(ev))
+        .flatten();
     CapacitySummary {
         max_total_num_tokens: st
             .max_total_num_tokens
@@ -422,11 +431,8 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
             .or(st.swa_full_pool_tokens)
             .or(st.kv_alloc_tokens)
             .or_else(|| srv.and_then(|s| s.max_total_num_tokens)),
-        max_running_requests: st
-            .max_running_requests
-            .or(st.max_running_reset)
-            .or_else(|| arg_u64("max_running_requests"))
-            .or_else(|| srv.and_then(|s| s.max_running_requests)),
+        max_running_requests: stated.or(inferred),
+        max_running_inferred: inferred.is_some(),
         chunked_prefill_size: st
             .chunked_prefill_size
             .or_else(|| arg_u64("chunked_prefill_size"))
@@ -455,6 +461,27 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
                 .and_then(|v| v.parse::<i64>().ok())
                 .is_some_and(|v| v <= 0),
     }
+}
+
+/// SGLang's default `max_running_requests` with speculative decoding
+/// ([`th::SPEC_DEFAULT_MAX_RUNNING`], `server_args.py`: "Max running requests is reset to 48
+/// for speculative decoding") when nothing states a cap, every decode line prints `accept len`
+/// and the highest running count of each scheduler is exactly that.
+fn speculative_default_cap(ev: &Evidence) -> Option<u64> {
+    let mut any = false;
+    for tl in ev.schedulers.values() {
+        let d = tl.decode.samples();
+        if d.is_empty() {
+            continue;
+        }
+        if d.iter().any(|s| s.accept_len.is_none())
+            || d.iter().filter_map(|s| s.running).max() != Some(th::SPEC_DEFAULT_MAX_RUNNING)
+        {
+            return None;
+        }
+        any = true;
+    }
+    any.then_some(th::SPEC_DEFAULT_MAX_RUNNING)
 }
 
 /// The retraction totals, with events per hour over `span_s` (when at least a minute).

@@ -79,6 +79,9 @@ pub fn server_runs(s: &ServerRuns) -> String {
             count((s.count - kept) as u64)
         ));
     }
+    if let Some(c) = graph_comparison(&s.runs) {
+        out.push_str(&c);
+    }
     if let Some(r) = s.runs.iter().find(|r| r.repeats.is_some())
         && let Some(j) = r.repeats
     {
@@ -88,4 +91,31 @@ pub fn server_runs(s: &ServerRuns) -> String {
         ));
     }
     out
+}
+
+/// Two runs at about the same batch, one decoding without CUDA graphs on every line and one
+/// with them on every line: what the graphs were worth, from the two steady rates.
+fn graph_comparison(runs: &[RunSummary]) -> Option<String> {
+    use crate::thresholds as th;
+    let eager = runs
+        .iter()
+        .find(|r| r.decode_lines_without_graph > 0 && r.decode_lines_with_graph == 0)?;
+    let graphs = runs
+        .iter()
+        .find(|r| r.decode_lines_with_graph > 0 && r.decode_lines_without_graph == 0)?;
+    let (a, b) = (eager.steady_gen_tok_per_s?, graphs.steady_gen_tok_per_s?);
+    let (ra, rb) = (eager.running_median?, graphs.running_median?);
+    if a <= 0.0 || (ra - rb).abs() > th::SAME_BATCH_SHARE * ra.max(rb) {
+        return None;
+    }
+    Some(format!(
+        " Run {} decoded without CUDA graphs (graph flag False on its {} decode lines) at {} tok/s, run {} with them (True on its {}) at {} tok/s, both at ~{rb:.0} running requests: the graphs were worth {:+.0}%.",
+        eager.index,
+        eager.decode_lines_without_graph,
+        count(a.round() as u64),
+        graphs.index,
+        graphs.decode_lines_with_graph,
+        count(b.round() as u64),
+        (b / a - 1.0) * 100.0
+    ))
 }

@@ -50,6 +50,9 @@ pub(super) fn server_runs(ev: &Evidence, last: &Report) -> Option<ServerRuns> {
                 gap_before_s: e.run.gap_before_s,
                 bottleneck: r.bottleneck,
                 steady_gen_tok_per_s: r.steady_gen_throughput.as_ref().map(|g| g.value),
+                running_median: r.headline.running_median,
+                decode_lines_with_graph: graph_lines(e, true),
+                decode_lines_without_graph: graph_lines(e, false),
                 repeats: all[..i]
                     .iter()
                     .position(|p| p.same_run_lines(e))
@@ -68,4 +71,14 @@ pub(super) fn server_runs(ev: &Evidence, last: &Report) -> Option<ServerRuns> {
     };
     s.text = narrative::server_runs(&s);
     Some(s)
+}
+
+/// Decode lines of every scheduler of `e` whose graph flag reads `graph` (lines kept in the
+/// timelines; every line of a run short enough to matter here).
+fn graph_lines(e: &Evidence, graph: bool) -> u64 {
+    e.schedulers
+        .values()
+        .flat_map(|tl| tl.decode.samples())
+        .filter(|d| d.graph == Some(graph))
+        .count() as u64
 }

@@ -26,6 +26,11 @@ pub struct CapacitySummary {
     pub chunked_prefill_off: bool,
     /// `max_running_requests` (per DP rank).
     pub max_running_requests: Option<u64>,
+    /// `max_running_requests` is not printed but inferred: SGLang's default with speculative
+    /// decoding ([`crate::thresholds::SPEC_DEFAULT_MAX_RUNNING`]), which every decode line
+    /// (all printing `accept len`) reaches and none exceeds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub max_running_inferred: bool,
     /// `chunked_prefill_size` (tokens).
     pub chunked_prefill_size: Option<u64>,
     /// `max_prefill_tokens` (tokens).

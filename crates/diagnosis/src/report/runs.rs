@@ -40,6 +40,12 @@ pub struct RunSummary {
     pub bottleneck: Bottleneck,
     /// Its steady server generation throughput (tok/s), when measured.
     pub steady_gen_tok_per_s: Option<f64>,
+    /// Median running requests of the scheduler behind its verdict (requests).
+    pub running_median: Option<f64>,
+    /// Its decode lines that ran as a CUDA (NPU) graph (lines; 0 when no line prints the flag).
+    pub decode_lines_with_graph: u64,
+    /// Its decode lines that ran without one (lines).
+    pub decode_lines_without_graph: u64,
     /// The index of an earlier run that holds the same lines (a log concatenated with itself).
     pub repeats: Option<usize>,
     /// Whether the rest of the report is this run's (the last one).

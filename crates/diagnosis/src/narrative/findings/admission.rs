@@ -230,6 +230,9 @@ pub fn bottleneck(
                     _ => "stays at".to_string(),
                 },
                 match (cap.max_running_requests, v.pinned_across_ranks) {
+                    (Some(c), _) if cap.max_running_inferred => format!(
+                        " ({c} per DP rank: SGLang's default max_running_requests with speculative decoding, which the log does not print but every decode line reaches and none exceeds)"
+                    ),
                     (Some(c), _) => format!(" (max_running_requests={c} per DP rank)"),
                     (None, Some(p)) => format!(
                         " of {p} requests on every decode line of every rank (a cap of {p} per DP rank: max_running_requests, which the log does not print, or a router's limit)"
