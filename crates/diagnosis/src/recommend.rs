@@ -150,7 +150,11 @@ pub enum Plan {
     /// HiCache will not raise decode concurrency.
     HiCacheNoGain,
     /// More KV slots, without a what-if table to size them (no model config or memory figures).
-    MoreKvSlots,
+    MoreKvSlots {
+        /// The running cap holds the batch too: more slots only make room for a higher cap
+        /// (they run no more requests by themselves).
+        for_cap: bool,
+    },
     /// Raise conservativeness: the run retracted this many times.
     RaiseConservativeness(u64),
     /// Lower conservativeness, with what filling the pool would give.
@@ -183,7 +187,7 @@ impl Plan {
             },
             Plan::DoNotRaise(d) => RecommendationKind::DoNotRaiseFraction { to: d.to },
             Plan::HiCacheNoGain => RecommendationKind::HiCacheNoGain,
-            Plan::MoreKvSlots => RecommendationKind::MoreKvSlots,
+            Plan::MoreKvSlots { .. } => RecommendationKind::MoreKvSlots,
             Plan::RaiseConservativeness(_) => RecommendationKind::RaiseConservativeness,
             Plan::LowerConservativeness(_) => RecommendationKind::LowerConservativeness,
             Plan::RaiseMaxRunning(_) => RecommendationKind::RaiseMaxRunningRequests,
@@ -422,7 +426,7 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
         if i.capacity.is_some() {
             out.push(Plan::HiCacheNoGain);
         } else {
-            out.push(Plan::MoreKvSlots);
+            out.push(Plan::MoreKvSlots { for_cap: false });
         }
         // admitting fewer requests lowers throughput on a full pool: only for a material cost
         if i.retractions.events > 0 && i.retraction_material {
@@ -452,7 +456,7 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
                         i.client,
                         &mut out,
                     ),
-                    _ => out.push(Plan::MoreKvSlots),
+                    _ => out.push(Plan::MoreKvSlots { for_cap: true }),
                 }
                 out.push(Plan::RaiseMaxRunning(i.cap_advice));
             }

@@ -240,6 +240,10 @@ pub const MIN_CLIENT_BOUND_LINES: usize = 2;
 /// given (requests per DP rank; `server_args.py`, and the start-up line "Max running requests
 /// is reset to 48 for speculative decoding" of real-4/100).
 pub const SPEC_DEFAULT_MAX_RUNNING: u64 = 48;
+/// Free memory on a CUDA-graph capture's last line from which a capture that stops is not
+/// called out of memory (GiB): the real logs' captures take 0.45-5.24 GiB each ("mem usage" of
+/// their `Capture … graph end` lines, real-4/100 the largest), so this leaves a margin.
+pub const CAPTURE_ROOM_GIB: f64 = 8.0;
 /// Two runs' median running requests within this share of the larger count as the same batch,
 /// so that their rates compare one setting (fraction).
 pub const SAME_BATCH_SHARE: f64 = 0.1;

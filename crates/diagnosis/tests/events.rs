@@ -171,3 +171,39 @@ fn a_crash_after_batch_lines_is_the_verdict() {
         r.recommendations
     );
 }
+
+fn diagnose_text(text: &str) -> Report {
+    let mut b = EvidenceBuilder::new();
+    let id = b.add_source("log");
+    let stats = LogReader::from_reader("log", text.as_bytes())
+        .for_each(|r| b.push(id, r))
+        .expect("in memory");
+    b.finish_source(id, &stats);
+    diagnosis::diagnose(&b.build())
+}
+
+/// real-4/102: the capture's last line reads `avail_mem=11.78 GB` (line 35) and no traceback
+/// follows: with that much free, out of memory is not the likely reason the capture stops;
+/// at 2.00 GB free it is.
+#[test]
+fn a_capture_that_stops_with_room_is_not_called_out_of_memory() {
+    let rel = "real-4/102-dgxspark-gb10-nvfp4-mem088-kv26k-stuck-graph-capture.log";
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let r = diagnose_text(&text);
+    assert_eq!(r.bottleneck, Bottleneck::StartupIncomplete);
+    assert!(
+        r.headline.summary.contains("out of memory is unlikely"),
+        "{}",
+        r.headline.summary
+    );
+    assert!(!r.headline.summary.contains("most often out of memory"));
+    let tight = diagnose_text(&text.replace("avail_mem=11.78 GB", "avail_mem=2.00 GB"));
+    assert!(
+        tight.headline.summary.contains("most often out of memory"),
+        "{}",
+        tight.headline.summary
+    );
+}

@@ -335,10 +335,21 @@ pub fn incident_headline(
                 .and_then(|i| i.free_gib)
                 .map(|g| format!(", with {g:.2} GiB free on its last line"))
                 .unwrap_or_default();
+            let roomy = incident
+                .and_then(|i| i.free_gib)
+                .is_some_and(|g| g >= crate::thresholds::CAPTURE_ROOM_GIB);
+            let why = if roomy {
+                format!(
+                    "With that much free (captures take a few GiB; {} GiB or more leaves them room), out of memory is unlikely: the log was cut mid-capture, the process was stopped, or a capture hangs (a first-use kernel compile can take minutes). A later part of the log, or the process's state, tells which.",
+                    crate::thresholds::CAPTURE_ROOM_GIB
+                )
+            } else {
+                "The graphs take their memory from what the pool left, so a capture that stops is most often out of memory (lower mem_fraction_static or --cuda-graph-max-bs), else a hung kernel or a killed process.".to_string()
+            };
             (
                 "Startup never finished",
                 format!(
-                    "the log stops during CUDA graph capture, after the KV pool was allocated{pool}{free}: no capture end, no ready banner, no batch line, no traceback. The graphs take their memory from what the pool left, so a capture that stops is most often out of memory (lower mem_fraction_static or --cuda-graph-max-bs), else a hung kernel or a killed process."
+                    "the log stops during CUDA graph capture, after the KV pool was allocated{pool}{free}: no capture end, no ready banner, no batch line, no traceback. {why}"
                 ),
             )
         }

@@ -132,9 +132,13 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             },
             "out of memory at start-up or under the first large prefill".to_string(),
         ),
-        Plan::MoreKvSlots => (
+        Plan::MoreKvSlots { for_cap } => (
             "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or use an fp8 KV cache, or cap max_tokens".into(),
-            "more requests decoding at once; with --model-config and a GPU snapshot (--gpu-snapshot) the what-if table sizes each change against the free memory".into(),
+            if *for_cap {
+                "room for a higher --max-running-requests (the next recommendation): the cap holds the batch too, so more slots alone run no more requests, and a higher cap alone would run the pool out; with --model-config and a GPU snapshot (--gpu-snapshot) the what-if table sizes each change against the free memory".into()
+            } else {
+                "more requests decoding at once; with --model-config and a GPU snapshot (--gpu-snapshot) the what-if table sizes each change against the free memory".into()
+            },
             "a larger pool leaves less memory for activations (out of memory under a large prefill); fp8 KV changes numerics".into(),
         ),
         Plan::HiCacheNoGain => (
