@@ -1220,4 +1220,28 @@ fn the_server_side_client_rate_says_which_ranks_it_covers() {
         ),
         "{text}"
     );
+    // half the ranks' tokens are not the whole server's: no claim that the client overcounts
+    assert!(!text.contains("The benchmark counts ~"), "{text}");
+}
+
+/// bench_serving against a server that generated ~259 tokens per completed request while the
+/// client counts the 512 it asked for (`clients/README.md`): the tokens disagree, and the
+/// Answer reads the client's own 2.147 req/s as its rate now, not the 1.08 its tokens imply.
+#[test]
+fn a_benchmark_that_counts_tokens_the_server_did_not_generate() {
+    let text = diagnose_args_text(&[
+        data("clients/sglang-bench-serving-0.5.23/server.log").as_os_str(),
+        "--client-log".as_ref(),
+        data("clients/sglang-bench-serving-0.5.23/bench_serving.console.txt").as_os_str(),
+        "--expect".as_ref(),
+        "2x".as_ref(),
+    ]);
+    assert!(
+        text.contains("The benchmark counts ~512 output tokens per request; the server generated ~259 per completed request"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2.0x the 2.147 req/s the client really completes now"),
+        "{text}"
+    );
 }

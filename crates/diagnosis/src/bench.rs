@@ -60,7 +60,13 @@ pub fn clients_have_times(ctx: &Context) -> bool {
 /// the totals, and the rate the server's steady token rate implies at that mean completion
 /// (no spread of completion lengths is known from a summary: the interval reflects the server
 /// rate's uncertainty only).
-pub fn client_summary(runs: &[BenchmarkRun], server_tps: Option<&Rate>) -> Option<ClientSummary> {
+/// `whole_server`: the same rate when the log holds every DP rank, to check the client's tokens
+/// against (`rules::bench_tokens`).
+pub fn client_summary(
+    runs: &[BenchmarkRun],
+    server_tps: Option<&Rate>,
+    whole_server: Option<&Rate>,
+) -> Option<ClientSummary> {
     let run = runs.last()?;
     let b = &run.summary;
     let completed = b.successful_requests.or(b.total_requests).unwrap_or(0);
@@ -69,8 +75,12 @@ pub fn client_summary(runs: &[BenchmarkRun], server_tps: Option<&Rate>) -> Optio
         Some(rate_from(&est, RateBasis::BenchmarkWholeRun))
     });
     let mean_completion_tokens = b.mean_completion_tokens();
+    // the server's rate at the client's tokens per request, unless the client counts tokens
+    // the server did not generate (`rules::bench_tokens`): then its completions are the rate
     let implied_req_per_s = match (server_tps, mean_completion_tokens) {
-        (Some(t), Some(m)) => implied_rate(t, m, 0.0, completed),
+        (Some(t), Some(m)) if crate::rules::bench_tokens::check(run, whole_server).is_none() => {
+            implied_rate(t, m, 0.0, completed)
+        }
         _ => None,
     };
     Some(ClientSummary {

@@ -274,11 +274,7 @@ fn kv_plans(
     out: &mut Vec<Plan>,
 ) {
     let user = client.and_then(|c| {
-        let now = c
-            .windowed_req_per_s
-            .as_ref()
-            .or(c.implied_req_per_s.as_ref())?
-            .value;
+        let now = crate::client_view::now_rate(c)?.value;
         (now > 0.0).then(|| (now, c.eta.as_ref().map(|e| e.remaining)))
     });
     let now = cm.what_if.rows.iter().find(|w| w.change == Change::Current);

@@ -244,6 +244,11 @@ pub const SPEC_DEFAULT_MAX_RUNNING: u64 = 48;
 /// called out of memory (GiB): the real logs' captures take 0.45-5.24 GiB each ("mem usage" of
 /// their `Capture … graph end` lines, real-4/100 the largest), so this leaves a margin.
 pub const CAPTURE_ROOM_GIB: f64 = 8.0;
+/// Share by which the server's tokens per completed request may fall short of the output tokens
+/// per request a benchmark counts before the two are said to disagree (fraction of the
+/// client's): the whole-run request rate only understates the steady one, so the server's
+/// figure errs high, never a quarter low.
+pub const CLIENT_TOKENS_DISAGREE: f64 = 0.25;
 /// Two runs' median running requests within this share of the larger count as the same batch,
 /// so that their rates compare one setting (fraction).
 pub const SAME_BATCH_SHARE: f64 = 0.1;

@@ -37,10 +37,27 @@ pub(super) fn client_side<'a>(
     let steady_gen_throughput = view::steady_throughput(views);
     let primary = views.iter().max_by_key(|v| v.tl.decode.pushed());
     let benchmark_runs = bench::collect_runs(ev, ctx);
+    // the server's tokens against a client's only when the log holds every DP rank (the
+    // highest rank seen, or `dp_size`, counts them)
+    let ranks_seen = views.iter().filter(|v| v.key.dp.is_some()).count();
+    let ranks_of = dp_size(ev, ctx).unwrap_or(0).max(
+        views
+            .iter()
+            .filter_map(|v| v.key.dp)
+            .max()
+            .map_or(0, |m| m + 1),
+    ) as usize;
+    let whole_server = steady_gen_throughput
+        .as_ref()
+        .filter(|_| ranks_seen == 0 || ranks_seen >= ranks_of);
     let client = if benchmark_runs.is_empty() || bench::clients_have_times(ctx) {
         client_findings(ctx, primary, steady_gen_throughput.as_ref(), findings)
     } else {
-        bench::client_summary(&benchmark_runs, steady_gen_throughput.as_ref())
+        bench::client_summary(
+            &benchmark_runs,
+            steady_gen_throughput.as_ref(),
+            whole_server,
+        )
     };
     let server_cap =
         capacity
@@ -55,7 +72,13 @@ pub(super) fn client_side<'a>(
                         .map_or(1, |m| m + 1),
                 ),
             });
-    benchmark_findings(&benchmark_runs, bottleneck, server_cap, findings);
+    benchmark_findings(
+        &benchmark_runs,
+        bottleneck,
+        server_cap,
+        whole_server,
+        findings,
+    );
     ClientSide {
         steady_gen_throughput,
         primary,
@@ -112,6 +135,7 @@ fn benchmark_findings(
     runs: &[BenchmarkRun],
     bottleneck: Bottleneck,
     cap: Option<rules::bench_concurrency_limit::ServerCap>,
+    server: Option<&Rate>,
     findings: &mut Vec<Finding>,
 ) {
     let mut first = Vec::new();
@@ -142,6 +166,12 @@ fn benchmark_findings(
         rest.extend(
             rules::bench_concurrency_limit::peak_above_cap(run, cap)
                 .map(|f| n(narrative::bench_peak_above_cap(run, &f))),
+        );
+    }
+    // the last run is the one the server's log covers
+    if let Some(run) = runs.last() {
+        rest.extend(
+            rules::bench_tokens::check(run, server).map(|f| narrative::bench_tokens(run, &f)),
         );
     }
     findings.splice(0..0, first);

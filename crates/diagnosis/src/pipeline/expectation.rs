@@ -18,12 +18,9 @@ pub(super) fn expectation(
     let (client, steady_gen_throughput) = (&side.client, &side.steady_gen_throughput);
     let figures = crate::expectation::ClientFigures {
         printed_req_per_s: client.as_ref().and_then(|c| c.printed_req_per_s),
-        now_req_per_s: client.as_ref().and_then(|c| {
-            c.windowed_req_per_s
-                .as_ref()
-                .or(c.implied_req_per_s.as_ref())
-                .map(|r| r.value)
-        }),
+        now_req_per_s: client
+            .as_ref()
+            .and_then(|c| crate::client_view::now_rate(c).map(|r| r.value)),
         mean_completion_tokens: client.as_ref().and_then(|c| c.mean_completion_tokens),
     };
     let mut expectation = steady_gen_throughput

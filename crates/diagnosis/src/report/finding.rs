@@ -162,6 +162,9 @@ pub enum FindingKind {
     BenchmarkNotStreamed,
     /// A benchmark's peak requests in flight exceeded the server's `max_running_requests`.
     BenchmarkPeakAboveCap,
+    /// A benchmark counts more output tokens per request than the server generated per
+    /// completed request over the same run.
+    BenchmarkTokensDisagree,
     /// The server turned generation requests away (HTTP errors, prompts over the context
     /// length).
     RequestsRejected,

@@ -14,8 +14,8 @@ mod events;
 pub use admission::{bottleneck, dp_imbalance, held_admission, tiny_pool};
 pub use capacity::capacity;
 pub use client::{
-    bench_concurrency_limit, bench_failures, bench_queueing, client_gap, littles_law, numbered,
-    sample_adequacy,
+    bench_concurrency_limit, bench_failures, bench_queueing, bench_tokens, client_gap, littles_law,
+    numbered, sample_adequacy,
 };
 pub use compute::{
     cuda_graph, decode_compute, moe_config, prefill_compute, prefill_interference, prefix_reuse,
