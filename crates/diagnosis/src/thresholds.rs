@@ -188,6 +188,9 @@ pub const RAMP_RISING_SHARE: f64 = 0.8;
 pub const RAMP_MAX_SKIPPED_SHARE: f64 = 0.1;
 /// Ramp: lines that may always precede the queue's peak (lines).
 pub const RAMP_MAX_SKIPPED_LINES: usize = 3;
+/// Ramp: share of its whole climb a ramp still makes over the later half of its lines
+/// (fraction): less is a batch that levelled off, a plateau.
+pub const RAMP_LATER_RISE_SHARE: f64 = 0.25;
 /// Ramp: lines a ramp needs (lines).
 pub const RAMP_MIN_LINES: usize = 4;
 /// Relative difference between lifetime and windowed client rates within which they agree (fraction).

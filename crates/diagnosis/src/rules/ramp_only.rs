@@ -7,8 +7,9 @@
 //! [`th::RAMP_MIN_RISE`], and at most half the lines sit at the final ceiling (a run that
 //! reaches its ceiling early and stays there has a steady state). The log must end still
 //! climbing: its last running count within [`th::RAMP_MIN_RISE`] of the highest, which is
-//! below `max_running_requests` (a batch that reached the cap, or peaked and fell, is past its
-//! ramp: it held a plateau or drains).
+//! below `max_running_requests`, and at least [`th::RAMP_LATER_RISE_SHARE`] of the whole climb
+//! still in the later half of the lines (a batch that reached the cap, peaked and fell, or
+//! levelled off is past its ramp: it held a plateau or drains).
 //!
 //! The same climb with nothing waiting on any line is the client's own ramp (requests admitted
 //! as they arrive, `queued_start` and `queued_end` both 0): the steady load is not in the log
@@ -77,7 +78,13 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             .capacity
             .max_running_requests
             .is_some_and(|cap| top >= cap);
-        let still_rising = r1 + th::RAMP_MIN_RISE >= top;
+        // a ramp still climbs in its later half; a batch that levels off there has a plateau
+        let later = &run[run.len() / 2..];
+        let later_rise =
+            later.last().copied().unwrap_or(0) as f64 - later.first().copied().unwrap_or(0) as f64;
+        let still_rising = r1 + th::RAMP_MIN_RISE >= top
+            && later_rise > 0.0
+            && later_rise >= th::RAMP_LATER_RISE_SHARE * r1.saturating_sub(r0) as f64;
         (rising
             && (draining || arriving)
             && on_plateau * 2 <= run.len()
@@ -189,6 +196,15 @@ mod tests {
         // a climb of 4 (1 -> 5) is not more than the minimum rise
         let low = set_field(&excerpt(MAMBA_RAMP, 1..=4), "#running-req", "1");
         with_input(&low, |i| assert_eq!(check(i), None));
+    }
+
+    #[test]
+    fn a_batch_that_levels_off_in_its_later_half_is_no_ramp() {
+        // GuideLLM at concurrency 64 against a 20,000-token pool (clients/README.md): running
+        // 24 -> 32 over the first half, then 29-32 while ~33 wait and usage holds 0.85-0.92:
+        // a full pool, not a burst still being admitted
+        let log = "clients/guidellm-0.8.1/server.log";
+        with_input(&whole(log), |i| assert_eq!(check(i), None));
     }
 
     #[test]
