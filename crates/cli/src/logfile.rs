@@ -353,6 +353,12 @@ pub fn foreign_hint(e: &NotSglangLog) -> &'static str {
         Some(ForeignFormat::PrometheusExposition) => {
             " (/metrics is read from a live server with --server URL, or from Prometheus with --prometheus URL; a saved scrape is not read)"
         }
+        Some(ForeignFormat::ModelConfig) => {
+            " (a model config goes to --model-config FILE, beside the server log)"
+        }
+        Some(ForeignFormat::AiperfConsole) => {
+            " (AIPerf's console summary is not read; the server log is what this tool diagnoses)"
+        }
         Some(ForeignFormat::Vllm | ForeignFormat::LlamaCpp | ForeignFormat::Tgi) | None => "",
     }
 }

@@ -18,7 +18,11 @@
 //!   `text_generation_server` targets of its tracing output;
 //! - a Prometheus text exposition: `# HELP name …` / `# TYPE name …` lines;
 //! - `nvidia-smi`: the table's `NVIDIA-SMI <version>` banner, the `-q` output's `NVSMI LOG`
-//!   title, or the command itself (`nvidia-smi …`).
+//!   title, the command itself (`nvidia-smi …`), or the CSV header of a query
+//!   (`memory.total [MiB]`, `memory.used [MiB]`: `--query-gpu=… --format=csv`).
+//! - a Hugging Face model config (`config.json`): its `"model_type":` or `"architectures":`
+//!   keys.
+//! - NVIDIA AIPerf's console summary: its `NVIDIA AIPerf |` table titles.
 //!
 //! The cost: a few substring searches per non-SGLang line, and none once the file has shown
 //! SGLang content (the caller stops feeding it, see [`FormatSniffer::is_sglang`]).
@@ -40,16 +44,22 @@ pub enum ForeignFormat {
     PrometheusExposition,
     /// `nvidia-smi` output (table, `-q` or CSV query).
     NvidiaSmi,
+    /// A Hugging Face model config (`config.json`).
+    ModelConfig,
+    /// NVIDIA AIPerf's console summary.
+    AiperfConsole,
 }
 
 impl ForeignFormat {
     /// Every format, in the order ties are broken.
-    pub const ALL: [ForeignFormat; 5] = [
+    pub const ALL: [ForeignFormat; 7] = [
         ForeignFormat::Vllm,
         ForeignFormat::LlamaCpp,
         ForeignFormat::Tgi,
         ForeignFormat::PrometheusExposition,
         ForeignFormat::NvidiaSmi,
+        ForeignFormat::ModelConfig,
+        ForeignFormat::AiperfConsole,
     ];
 
     /// What the file looks like, as the error says it: `a vLLM log`, `a llama.cpp log`, …
@@ -60,6 +70,8 @@ impl ForeignFormat {
             ForeignFormat::Tgi => "a text-generation-inference (TGI) log",
             ForeignFormat::PrometheusExposition => "a Prometheus /metrics dump",
             ForeignFormat::NvidiaSmi => "nvidia-smi output",
+            ForeignFormat::ModelConfig => "a Hugging Face model config (config.json)",
+            ForeignFormat::AiperfConsole => "NVIDIA AIPerf's console summary",
         }
     }
 
@@ -95,7 +107,14 @@ impl ForeignFormat {
                     || msg.starts_with(b"nvidia-smi")
                     || has(b"$ nvidia-smi")
                     || has(b"# nvidia-smi")
+                    || has(b"memory.total [MiB]")
+                    || has(b"memory.used [MiB]")
             }
+            ForeignFormat::ModelConfig => {
+                let t = msg.trim_ascii_start();
+                t.starts_with(b"\"model_type\":") || t.starts_with(b"\"architectures\":")
+            }
+            ForeignFormat::AiperfConsole => has(b"NVIDIA AIPerf |"),
         }
     }
 }
@@ -316,6 +335,38 @@ mod tests {
         ] {
             assert_eq!(kind_of(rel), LogKind::Sglang, "{rel}");
         }
+    }
+
+    /// The scenario's `nvidia-smi --query-gpu=… --format=csv` copy, its `config.json` and
+    /// AIPerf's console summary (`clients/README.md`) given as the log: each is named.
+    #[test]
+    fn a_gpu_csv_a_model_config_and_an_aiperf_console_are_named() {
+        for (rel, format) in [
+            (
+                "scenarios/kimi-k25-b2-early/nvidia-smi.csv",
+                ForeignFormat::NvidiaSmi,
+            ),
+            (
+                "scenarios/kimi-k25-b2-early/config.json",
+                ForeignFormat::ModelConfig,
+            ),
+            (
+                "clients/aiperf-0.13.0/profile_export_console.txt",
+                ForeignFormat::AiperfConsole,
+            ),
+        ] {
+            assert!(
+                matches!(kind_of(rel), LogKind::Foreign { format: f, .. } if f == format),
+                "{rel}: {:?}",
+                kind_of(rel)
+            );
+        }
+        // a JSON line that only mentions the key in a value is not a config
+        let mut s = FormatSniffer::new();
+        LogReader::from_reader("t", &b"{\"msg\": \"model_type: llama\"}\n"[..])
+            .for_each(|r| s.push(r))
+            .unwrap();
+        assert_eq!(s.classify(), LogKind::Unrecognised);
     }
 
     /// vLLM's stats line and TGI's tracing targets, as they are printed (vLLM issue 19680,
