@@ -58,6 +58,10 @@ pub fn check(
         ),
         None => (&[], m, None, Some(NoCeiling::NoFit)),
     };
+    let ceiling_at_running = projection.and_then(|p| p.ceiling_at_running);
+    let fit_running_range = projection
+        .filter(|p| p.ceiling_tok_per_s.is_some())
+        .map(|p| p.running_range);
     let base = rows
         .iter()
         .find(|r| r.change == Change::Current)
@@ -150,6 +154,8 @@ pub fn check(
         expected_tok_per_s: target,
         measured_tok_per_s: m,
         ceiling_tok_per_s: ceiling,
+        ceiling_at_running: ceiling_at_running.filter(|_| ceiling.is_some()),
+        fit_running_range,
         best_change: best,
         faster_change_altering_outputs: faster,
         reach,
@@ -190,6 +196,7 @@ mod tests {
             current_tok_per_s: 770.0,
             observed_mean_running: 44.0,
             ceiling_tok_per_s: Some(1408.0),
+            ceiling_at_running: None,
             no_ceiling: None,
             rows: vec![
                 row("now", Change::Current, 779.0, Feasibility::Fits),

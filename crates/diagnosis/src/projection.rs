@@ -18,8 +18,14 @@ use crate::report::{CapacityModel, NoCeiling, Projection, ProjectionRow};
 use crate::thresholds as th;
 
 /// Fit decode step time and project throughput for the what-if rows (none without a
-/// capacity model). `None` when the fit fails (too few lines, a batch that never varies).
-pub fn projection(decode: &[DecodeSample], cap: Option<&CapacityModel>) -> Option<Projection> {
+/// capacity model). `running_cap`: `max_running_requests` (per DP rank), which bounds the
+/// ceiling: no more requests than that decode at once, whatever the KV pool holds. `None`
+/// when the fit fails (too few lines, a batch that never varies).
+pub fn projection(
+    decode: &[DecodeSample],
+    cap: Option<&CapacityModel>,
+    running_cap: Option<u64>,
+) -> Option<Projection> {
     let mixed_modes = decode.iter().any(|d| d.graph == Some(true))
         && decode.iter().any(|d| d.graph == Some(false));
     let rows: Vec<(f64, f64, f64)> = decode
@@ -83,9 +89,26 @@ pub fn projection(decode: &[DecodeSample], cap: Option<&CapacityModel>) -> Optio
     } else {
         None
     };
-    let ceiling = no_ceiling.is_none().then(|| 1.0 / per_request);
+    // the scheduler runs at most `running_cap` at once: the ceiling is the fit's rate there
+    // when that is below its limit
+    let mut no_ceiling = no_ceiling;
+    let mut ceiling_at_running = None;
+    let mut ceiling = no_ceiling.is_none().then(|| 1.0 / per_request);
+    if let (Some(limit), Some(k)) = (ceiling, running_cap.filter(|&k| k > 0)) {
+        let at_cap = tps(k as f64);
+        if at_cap.is_finite() && at_cap < th::CEILING_CAP_SHARE * limit {
+            if at_cap > current {
+                ceiling = Some(at_cap);
+                ceiling_at_running = Some(k as f64);
+            } else {
+                ceiling = None;
+                no_ceiling = Some(NoCeiling::NotAboveCurrent);
+            }
+        }
+    }
     Some(Projection {
         ceiling_tok_per_s: ceiling,
+        ceiling_at_running,
         no_ceiling,
         observed_mean_running: rmean,
         formula: "step_s = a + b × running + c × kv_tokens; tok/s = running / step_s, with kv_tokens = running × (observed KV tokens per running request)".into(),
@@ -117,7 +140,7 @@ mod tests {
             out = (
                 d.len(),
                 d.iter().filter(|s| s.graph == Some(true)).count(),
-                projection(d, None).map(|p| p.n),
+                projection(d, None, None).map(|p| p.n),
             );
         });
         out
@@ -144,6 +167,33 @@ mod tests {
             assert!(graph == 0 || graph == lines, "{to}");
             assert_eq!(n, Some(lines), "{to}");
         }
+    }
+
+    /// real-4/100: DFLASH on a GB10 at 1-4 running, max_running_requests reset to 48 (line
+    /// 4): the ceiling is the fit's rate at 48, below its limit; without the cap, the limit; at
+    /// a cap of 2 (below the batches run) no ceiling above today's rate.
+    #[test]
+    fn the_running_cap_bounds_the_ceiling() {
+        let log = "real-4/100-dgxspark-gb10-laguna-swa-dflash-c1-c4-client-bound.log";
+        with_input(&whole(log), |i| {
+            let d = &i.views[0].steady_decode;
+            let free = projection(d, None, None).expect("fit");
+            let limit = free.ceiling_tok_per_s.expect("limit");
+            assert_eq!(free.ceiling_at_running, None);
+            let capped = projection(d, None, Some(48)).expect("fit");
+            let at48 = capped.ceiling_tok_per_s.expect("at 48");
+            assert_eq!(capped.ceiling_at_running, Some(48.0));
+            assert!(
+                at48 < limit && at48 > capped.current_tok_per_s,
+                "{at48} {limit}"
+            );
+            // a cap far above the batch changes nothing the fit can see
+            let loose = projection(d, None, Some(1_000_000)).expect("fit");
+            assert_eq!(loose.ceiling_at_running, None);
+            let tight = projection(d, None, Some(1)).expect("fit");
+            assert_eq!(tight.ceiling_tok_per_s, None);
+            assert_eq!(tight.no_ceiling, Some(NoCeiling::NotAboveCurrent));
+        });
     }
 
     #[test]

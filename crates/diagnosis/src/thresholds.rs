@@ -252,6 +252,12 @@ pub const CAPTURE_ROOM_GIB: f64 = 8.0;
 /// client's): the whole-run request rate only understates the steady one, so the server's
 /// figure errs high, never a quarter low.
 pub const CLIENT_TOKENS_DISAGREE: f64 = 0.25;
+/// The fit's rate at `max_running_requests` is the ceiling only below this share of the fit's
+/// limit (fraction): nearer, the cap is no bound worth naming.
+pub const CEILING_CAP_SHARE: f64 = 0.99;
+/// A ceiling taken at a running count more than this many times the largest batch of the lines
+/// the fit rests on is said to be an extrapolation (ratio).
+pub const CEILING_EXTRAPOLATION: f64 = 2.0;
 /// Two runs' median running requests within this share of the larger count as the same batch,
 /// so that their rates compare one setting (fraction).
 pub const SAME_BATCH_SHARE: f64 = 0.1;

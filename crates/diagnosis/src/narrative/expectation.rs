@@ -39,10 +39,24 @@ fn no_ceiling_words(why: Option<NoCeiling>) -> String {
 pub fn expectation(e: &ExpectationCheck) -> String {
     let m = e.measured_tok_per_s;
     let ceiling = e.ceiling_tok_per_s.map(|c| {
-        format!(
-            "this setup's ceiling is ~{c:.0} tok/s ({:.1}x the measured {m:.0} tok/s: the rate the fitted decode step time approaches as more requests decode at once, with unlimited KV)",
-            c / m
-        )
+        let beyond = match (e.ceiling_at_running, e.fit_running_range) {
+            (Some(k), Some((lo, hi))) if k > crate::thresholds::CEILING_EXTRAPOLATION * hi => {
+                format!(
+                    "; the lines it rests on ran {lo:.0}-{hi:.0} requests, so this is an extrapolation"
+                )
+            }
+            _ => String::new(),
+        };
+        match e.ceiling_at_running {
+            Some(k) => format!(
+                "this setup's ceiling is ~{c:.0} tok/s ({:.1}x the measured {m:.0} tok/s: the fitted decode step time's rate at max_running_requests={k:.0} per rank, the most the scheduler runs at once{beyond})",
+                c / m
+            ),
+            None => format!(
+                "this setup's ceiling is ~{c:.0} tok/s ({:.1}x the measured {m:.0} tok/s: the rate the fitted decode step time approaches as more requests decode at once, with unlimited KV)",
+                c / m
+            ),
+        }
     });
     let best = e.best_change.as_ref().map(|(label, rate)| {
         let faster = e

@@ -76,7 +76,13 @@ pub(super) fn plans(
     // a drain's lines change batch, context and graph mode together: no fit, no ceiling
     let projection = primary
         .filter(|_| bottleneck != Bottleneck::Drain)
-        .and_then(|v| projection::projection(&v.steady_decode, capacity_model.as_ref()));
+        .and_then(|v| {
+            projection::projection(
+                &v.steady_decode,
+                capacity_model.as_ref(),
+                capacity.max_running_requests,
+            )
+        });
     // the scheduler behind the verdict, as in the headline (else the busiest)
     let load = carrier.map(|c| c.0).or(primary).and_then(|v| {
         Some(Load {

@@ -109,8 +109,14 @@ pub struct Projection {
     /// Mean running requests over the decode lines used.
     pub observed_mean_running: f64,
     /// The rate the fit approaches as more requests decode at once with unlimited KV,
-    /// `1 / (b + c × KV tokens per request)` (tok/s); `None` when the fit has no such limit.
+    /// `1 / (b + c × KV tokens per request)` (tok/s), or, when `max_running_requests` is
+    /// known and the fit reaches less there, its rate at that many requests
+    /// ([`Self::ceiling_at_running`]); `None` when the fit has no such limit.
     pub ceiling_tok_per_s: Option<f64>,
+    /// The running requests the ceiling is taken at: `max_running_requests`, when the fit's
+    /// rate there is below its limit (requests per DP rank); `None`: the limit itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling_at_running: Option<f64>,
     /// Why no ceiling is given, when none is (the first test of the fit that failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_ceiling: Option<NoCeiling>,

@@ -68,8 +68,17 @@ pub struct ExpectationCheck {
     /// The measured steady rate (tok/s).
     pub measured_tok_per_s: f64,
     /// The ceiling of this setup on the measured rate's scale (tok/s): the step-time fit's
-    /// limit as more requests decode at once with unlimited KV.
+    /// limit as more requests decode at once with unlimited KV, or its rate at
+    /// `max_running_requests` when that is lower ([`Self::ceiling_at_running`]).
     pub ceiling_tok_per_s: Option<f64>,
+    /// The running requests the ceiling is taken at (`max_running_requests`, per DP rank);
+    /// `None`: the fit's limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling_at_running: Option<f64>,
+    /// The running requests of the lines the fit rests on (lowest, highest), when a ceiling
+    /// is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_running_range: Option<(f64, f64)>,
     /// The best change that fits, and its projected rate on the measured rate's scale (tok/s):
     /// changes that keep outputs as they are come first (an fp8 KV cache alters them), then
     /// the fastest.
