@@ -302,10 +302,20 @@ impl<'e> SchedulerView<'e> {
             decode_queue
         };
         let queued = gauge(&queue_series);
-        let usage = gauge(&collect_within(
-            steady.len(),
-            steady.iter().filter_map(|o| Some((o.t, o.usage?))),
-        ));
+        // like the running count: the decode lines' usage when they print one (a prefill
+        // line's usage may be read before or after its batch joins, spec §2.2.1)
+        let decode_usage: Vec<(Option<f64>, f64)> = collect_within(
+            steady_decode.len(),
+            steady_decode.iter().filter_map(|d| Some((d.t, d.usage?))),
+        );
+        let usage = if decode_usage.is_empty() {
+            gauge(&collect_within(
+                steady.len(),
+                steady.iter().filter_map(|o| Some((o.t, o.usage?))),
+            ))
+        } else {
+            gauge(&decode_usage)
+        };
         let gen_tps = rate_gauge(&collect_within(
             steady_decode.len(),
             steady_decode.iter().filter_map(|d| Some((d.t, d.gen_tps?))),
@@ -349,14 +359,25 @@ impl<'e> SchedulerView<'e> {
             || self.full_share.is_some_and(|s| s >= th::FULL_SHARE)
     }
 
-    /// Median of `token usage / #running-req` over the steady lines that print both, with at
-    /// least one request running (fraction of the pool per request).
+    /// Median of `token usage / #running-req` over the steady decode lines that print both
+    /// with at least one request running (else over every steady batch line): the fraction of
+    /// the pool per request.
     pub fn usage_per_request(&self) -> Option<f64> {
-        let mut per: Vec<f64> = self
-            .steady
+        // a prefill line's running count is the batch before its new requests join, while its
+        // usage may hold them (`log_prefill_stats`): the decode lines, when there are any
+        let from_decode: Vec<f64> = self
+            .steady_decode
             .iter()
-            .filter_map(|o| Some(o.usage? / o.running.filter(|&r| r > 0)? as f64))
+            .filter_map(|d| Some(d.usage? / d.running.filter(|&r| r > 0)? as f64))
             .collect();
+        let mut per: Vec<f64> = if from_decode.is_empty() {
+            self.steady
+                .iter()
+                .filter_map(|o| Some(o.usage? / o.running.filter(|&r| r > 0)? as f64))
+                .collect()
+        } else {
+            from_decode
+        };
         per.sort_by(f64::total_cmp);
         per.get(per.len() / 2).copied()
     }

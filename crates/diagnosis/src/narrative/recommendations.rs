@@ -177,6 +177,15 @@ pub fn recommendation(p: &Plan) -> Recommendation {
         Plan::RaiseClientConcurrency(load) => (
             "Send more requests at once from the client (raise its concurrency)".into(),
             match load.and_then(|l| Some((l, l.headroom()?))) {
+                Some((l, (extra, limit))) if extra < 1.0 => format!(
+                    "little waits, but ~{:.0} running requests already reach {} (token usage ~{:.2}): more at once would wait there, so this gains only with room there too",
+                    l.running_median,
+                    match limit {
+                        Limit::RunningCap => "the running-request cap",
+                        Limit::KvCache => "what the KV cache holds",
+                    },
+                    l.usage_median
+                ),
                 Some((l, (extra, limit))) => format!(
                     "little waits: ~{} at token usage ~{:.2}{}; about {extra:.0} more could run at once before {} stops them, \
                      and throughput grows with the batch until then",
