@@ -125,6 +125,9 @@ pub struct CapAdvice {
     /// The graph sizes were listed explicitly (`--cuda-graph-bs`): a larger batch needs a
     /// larger size in the list, not `--cuda-graph-max-bs`.
     pub graph_sizes_listed: bool,
+    /// Nothing waits at the cap (the steady queue's peak is 0): whether more demand exists is
+    /// not in the log, so the advice is conditional on a client that sends more.
+    pub nothing_waits: bool,
 }
 
 /// The benchmark client's limit against the server's cap.

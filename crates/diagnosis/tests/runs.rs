@@ -301,6 +301,14 @@ fn speculative_decoding_pinned_at_48_is_the_default_cap() {
     assert_eq!(r.capacity.max_running_requests, Some(48));
     assert!(r.capacity.max_running_inferred);
     assert_eq!(r.bottleneck, diagnosis::report::Bottleneck::RunningCapBound);
+    // nothing waits: raising the cap is advised only for a client with more to send
+    assert!(
+        r.recommendations[0]
+            .action
+            .starts_with("If the client has more requests to send than the cap holds"),
+        "{}",
+        r.recommendations[0].action
+    );
     let fewer = String::from_utf8_lossy(&text).replace("#running-req: 48", "#running-req: 47");
     let r = diagnose(fewer.as_bytes());
     assert_eq!(r.capacity.max_running_requests, None);

@@ -264,6 +264,9 @@ fn raise_max_running(a: &crate::recommend::CapAdvice) -> (String, String, String
             "Raise {flag}, if the KV cache has room: the benchmark in the log sends up to {} requests at once, above the server's cap of {} ({whole})",
             c.limit, c.server_total
         ),
+        None if a.nothing_waits => format!(
+            "If the client has more requests to send than the cap holds, raise {flag} with its concurrency, if the KV cache has room ({whole}): nothing waits in the log, so a client that sends exactly the cap looks the same"
+        ),
         None => format!(
             "Raise {flag}, if the KV cache has room ({whole}); check the client is not capped at the same number"
         ),

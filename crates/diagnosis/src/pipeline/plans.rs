@@ -132,6 +132,10 @@ pub(super) fn plans(
                 })
             }),
             graph_sizes_listed: rules::cuda_graph::graph_sizes_listed(input),
+            nothing_waits: carrier
+                .map(|c| c.0)
+                .or(side.primary)
+                .is_some_and(|v| v.queued.max.is_some_and(|q| q < 0.5)),
             graph_max_bs: rules::cuda_graph::graph_max_bs(input).filter(|&g| {
                 capacity
                     .max_running_requests
