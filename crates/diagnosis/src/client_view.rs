@@ -338,6 +338,21 @@ pub fn lifetime_misleads(s: &ClientSummary) -> bool {
     outside || far || rounded
 }
 
+/// The client's rate now (req/s): its rate in the server's steady window (or its run's second
+/// half), else the one the server's tokens imply at its mean completion, else, for a
+/// benchmark's summary, its whole-run rate (the server's tokens imply none when the client
+/// counts tokens the server did not generate, `rules::bench_tokens`).
+pub fn now_rate(c: &ClientSummary) -> Option<&Rate> {
+    c.windowed_req_per_s
+        .as_ref()
+        .or(c.implied_req_per_s.as_ref())
+        .or_else(|| {
+            (c.format == sglang_log::ClientFormat::BenchmarkSummary)
+                .then_some(c.lifetime_req_per_s.as_ref())
+                .flatten()
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,19 +423,4 @@ mod tests {
     fn clean_records_set_nothing_aside() {
         assert!(summary(&records(40)).set_aside.is_empty());
     }
-}
-
-/// The client's rate now (req/s): its rate in the server's steady window (or its run's second
-/// half), else the one the server's tokens imply at its mean completion, else, for a
-/// benchmark's summary, its whole-run rate (the server's tokens imply none when the client
-/// counts tokens the server did not generate, `rules::bench_tokens`).
-pub fn now_rate(c: &ClientSummary) -> Option<&Rate> {
-    c.windowed_req_per_s
-        .as_ref()
-        .or(c.implied_req_per_s.as_ref())
-        .or_else(|| {
-            (c.format == sglang_log::ClientFormat::BenchmarkSummary)
-                .then_some(c.lifetime_req_per_s.as_ref())
-                .flatten()
-        })
 }
