@@ -424,6 +424,37 @@ mod tests {
         assert!(none.is_empty());
     }
 
+    /// 118: one agentic client, 1 running throughout: the burst of 15:56 (lines 1-21) and the
+    /// one of 15:57-15:58 (lines 24-36) are the same work, 65 s of idle apart. The earlier is
+    /// another burst, not a warm-up. With its running count cut to 1 under a main burst at 4,
+    /// it would be one (boundary: a warm-up is smaller than what follows).
+    #[test]
+    fn an_earlier_burst_as_large_as_the_main_one_is_no_warm_up() {
+        let log = "real-4/118-rtxpro6000-v0.5.18dev-agentic-300k-prefix-mamba-mtp-reqtimestats.log";
+        let p = find(&decode_of(&whole(log)), None).expect("phases");
+        let k = kinds(&p);
+        assert!(!k.contains(&PhaseKind::WarmUp), "{k:?}");
+        assert!(k.contains(&PhaseKind::OtherBurst), "{k:?}");
+        assert!(k.contains(&PhaseKind::Idle), "{k:?}");
+        // the later burst at 4 running: the earlier one, at 1, is its warm-up
+        let text: String = whole(log)
+            .lines()
+            .enumerate()
+            .map(|(n, l)| {
+                if n >= 23 {
+                    format!(
+                        "{}\n",
+                        l.replacen("#running-req: 1,", "#running-req: 4,", 1)
+                    )
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        let p = find(&decode_of(&text), None).expect("phases");
+        assert!(kinds(&p).contains(&PhaseKind::WarmUp), "{:?}", kinds(&p));
+    }
+
     #[test]
     fn a_steady_run_has_one_steady_phase() {
         // 002: 8 running throughout, nothing waits, no drain in the excerpt.
