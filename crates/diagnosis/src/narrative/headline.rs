@@ -355,7 +355,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 fmt_duration(r.window_s)
             ),
             _ if !r.basis_is_steady() => format!(
-                " {subject} {:.0} tok/s averaged over the whole log ({ci}over {}; no steady state found).",
+                " {subject} {:.0} tok/s averaged over the lines judged ({ci}over {}; no steady state found).",
                 r.value,
                 fmt_duration(r.window_s)
             ),
