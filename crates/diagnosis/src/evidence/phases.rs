@@ -91,6 +91,7 @@ pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) ->
     let mut out = Vec::new();
     let mut prev: Option<f64> = None;
     let mut prev_line: Option<u64> = None;
+    let mut prev_sample: Option<&DecodeSample> = None;
     for (i, d) in decode.iter().enumerate() {
         // a restart between the previous decode line and this one (binary search: both sorted)
         // (before the first decode line: any such prefill, since SGLang's window then starts
@@ -120,7 +121,13 @@ pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) ->
             None => restarts.first().is_some_and(|r| r.0 < d.line),
         };
         match (prev, d.t) {
-            (Some(p), Some(t)) if t - p >= gap && idle(p, t) => out.push(d.line),
+            (Some(p), Some(t))
+                if t - p >= gap
+                    && idle(p, t)
+                    && !prev_sample.is_some_and(|a| decoded_through(a, d)) =>
+            {
+                out.push(d.line)
+            }
             _ if after_restart => out.push(d.line),
             (None, _) if i == 0 && readings.len() >= 3 => {
                 let rest: Vec<f64> = decode[1..].iter().filter_map(|d| d.gen_tps).collect();
@@ -133,11 +140,37 @@ pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) ->
         }
         if d.t.is_some() {
             prev = d.t;
+            prev_sample = Some(d);
         }
         prev_line = Some(d.line);
     }
     out.sort_unstable();
     out
+}
+
+/// Whether decoding went on through the gap between two decode lines whose lines in between
+/// are missing (a paste that elides them): the same requests run on both sides and the KV
+/// tokens grew by what the later line's rate gives over the gap (within a factor
+/// [`th::GAP_TOKENS_FACTOR`] either way). SGLang prints a decode line every
+/// `decode_log_interval` steps while any request runs, so a real idle gap has no running
+/// request to carry its KV across it.
+pub fn decoded_through(a: &DecodeSample, b: &DecodeSample) -> bool {
+    let (Some(ta), Some(tb)) = (a.t, b.t) else {
+        return false;
+    };
+    let (Some(ra), Some(rb)) = (a.running, b.running) else {
+        return false;
+    };
+    let (Some(ka), Some(kb), Some(g)) = (a.tokens, b.tokens, b.gen_tps) else {
+        return false;
+    };
+    let grew = kb as f64 - ka as f64;
+    let expected = g * (tb - ta);
+    ra == rb
+        && ra > 0
+        && expected > 0.0
+        && grew >= expected / th::GAP_TOKENS_FACTOR
+        && grew <= expected * th::GAP_TOKENS_FACTOR
 }
 
 /// Activity segments: index ranges of `decode` (timestamped, in time order) split at idle gaps.
@@ -147,6 +180,7 @@ fn segments(decode: &[DecodeSample], gap: f64) -> Vec<std::ops::Range<usize>> {
     for i in 1..decode.len() {
         if let (Some(a), Some(b)) = (decode[i - 1].t, decode[i].t)
             && b - a >= gap
+            && !decoded_through(&decode[i - 1], &decode[i])
         {
             out.push(start..i);
             start = i;
@@ -453,6 +487,30 @@ mod tests {
             .collect();
         let p = find(&decode_of(&text), None).expect("phases");
         assert!(kinds(&p).contains(&PhaseKind::WarmUp), "{:?}", kinds(&p));
+    }
+
+    /// real-4/105: one stream at ~23 tok/s; lines 77-78 are 303 s apart, #token 913 -> 7953,
+    /// the later line reading 23.2 tok/s: the lines between were left out of the paste, the
+    /// request decoded on. No idle phase there; with #token unchanged across it, idle.
+    #[test]
+    fn a_gap_the_kv_tokens_decoded_through_is_not_idle() {
+        let log = "real-4/105-amd-2x-r9700-rdna4-tp2-coder30b-awq-no-graph-23tps.log";
+        let d = decode_of(&whole(log));
+        let gap_at = d
+            .windows(2)
+            .position(|w| w[1].t.zip(w[0].t).is_some_and(|(b, a)| b - a > 250.0))
+            .expect("the 5-min gap");
+        assert!(decoded_through(&d[gap_at], &d[gap_at + 1]));
+        let p = find(&d, None).expect("phases");
+        assert!(!kinds(&p).contains(&PhaseKind::Idle), "{:?}", kinds(&p));
+        // the same gap with the KV tokens unchanged: nothing decoded, idle
+        let mut frozen = d.clone();
+        frozen[gap_at + 1].tokens = frozen[gap_at].tokens;
+        assert!(!decoded_through(&frozen[gap_at], &frozen[gap_at + 1]));
+        // and with 5x the tokens the rate gives: not the same request decoding on
+        let mut far = d.clone();
+        far[gap_at + 1].tokens = far[gap_at].tokens.map(|k| k + 5 * 7040);
+        assert!(!decoded_through(&far[gap_at], &far[gap_at + 1]));
     }
 
     #[test]
