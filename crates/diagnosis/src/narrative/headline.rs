@@ -302,6 +302,9 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 // requests wait at an empty pool: admission waits for a prefill pass
                 _ if h.held_admission.is_some() => held_summary(h.held_admission),
                 // one line per scheduler: an instant
+                (Some(q), Some(u), Some(r)) if h.lone_reading && q >= 0.5 => format!(
+                    "one batch line per scheduler: ~{r:.0} requests run and ~{q:.0} wait at token usage ~{u:.2}, an instant; why they wait (the KV reserve SGLang holds for running requests' remaining tokens, a cap the log does not print, or a burst not admitted yet) needs a log of a minute or more."
+                ),
                 (Some(q), Some(u), Some(r)) if h.lone_reading => format!(
                     "one decode line per scheduler (~{r:.0} requests run, ~{q:.0} wait, token usage ~{u:.2}) at a crawl for its batch: an instant whose window either spans idle time (SGLang's rate divides the tokens since the previous decode line by the time since then) or holds steps that hang (a collective waiting on a peer, a stuck rank). Which one, and whether the client sends too little, needs a log of a minute or more; if the server stopped responding, a py-spy dump of each scheduler shows where it hangs."
                 ),
