@@ -242,15 +242,16 @@ pub const LONG_PROMPT_TOKENS: f64 = 4096.0;
 /// output rate says nothing of decode speed.
 pub const PREFILL_ONLY_OUTPUT_TOKENS: f64 = 16.0;
 /// Steady batch lines from which a scheduler's state is a span, not an instant (lines): a
-/// single line whose decode crawls cannot tell an idle window from a hang.
+/// single line with a queue cannot tell why requests wait, and a single line whose decode
+/// crawls cannot tell an idle window from a hang.
 pub const MIN_CLIENT_BOUND_LINES: usize = 2;
 /// SGLang's default `max_running_requests` when speculative decoding is on and the flag is not
 /// given (requests per DP rank; `server_args.py`, and the start-up line "Max running requests
 /// is reset to 48 for speculative decoding" of real-4/100).
 pub const SPEC_DEFAULT_MAX_RUNNING: u64 = 48;
 /// Free memory on a CUDA-graph capture's last line from which a capture that stops is not
-/// called out of memory (GiB): the real logs' captures take 0.45-5.24 GiB each ("mem usage" of
-/// their `Capture … graph end` lines, real-4/100 the largest), so this leaves a margin.
+/// called out of memory (GiB): real-4/100's three captures took 0.45-5.24 GiB ("mem usage" of
+/// its `Capture … graph end` lines, the largest a prefill graph set), so this leaves a margin.
 pub const CAPTURE_ROOM_GIB: f64 = 8.0;
 /// Share by which the server's tokens per completed request may fall short of the output tokens
 /// per request a benchmark counts before the two are said to disagree (fraction of the

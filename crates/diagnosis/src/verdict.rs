@@ -10,7 +10,7 @@
 //! | 3 | `kv_cache_bound::queued_at_full_pool` | `kv_cache_bound` |
 //! | 4 | `running_cap::at_configured_cap` | `running_cap_bound` |
 //! | 5 | `running_cap::mamba_slots_full` (queued) | `running_cap_bound` |
-//! | 5a | `client_bound::lone_reading` (one steady batch line: an instant) | `inconclusive` |
+//! | 5a | `client_bound::lone_reading` (one steady batch line with a queue, or one decode line at a crawl: an instant) | `inconclusive` |
 //! | 5b | `prefill_limit`, one request per pass (queued) | `prefill_bound` |
 //! | 6 | `running_cap::flat_plateau` (queued) | `running_cap_bound` |
 //! | 7 | `kv_cache_bound::fills_as_admitted` (queued ramp) | `kv_cache_bound` |

@@ -160,9 +160,9 @@ pub struct Headline {
     /// The requests the server turned away, for the [`Bottleneck::RequestsRejected`] verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected: Option<RejectedRequests>,
-    /// With an `inconclusive` verdict: each scheduler's steady span holds one decode line at a
-    /// crawl for its batch (`rules::client_bound::lone_reading`), an instant that cannot tell an
-    /// idle window from a hang.
+    /// With an `inconclusive` verdict: each scheduler's steady span holds one batch line
+    /// (`rules::client_bound::lone_reading`), with requests waiting on it (why they wait is not
+    /// in an instant) or decoding at a crawl for its batch (an idle window or a hang).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lone_reading: bool,
     /// With an `inconclusive` verdict: the JIT compile line (DeepGEMM's pre-compile) the log

@@ -27,9 +27,11 @@
 //! server runs: the cap was reached and the rest waited in the server's queue. The client
 //! talks to the whole server, so its figures are read against the cap of every DP rank
 //! together ([`ServerCap::total`]: SGLang divides a `--max-running-requests` by the attention
-//! DP size, `resolve_max_num_reqs`, and each plain-DP replica runs its own). A peak above the
-//! client's own `--max-concurrency` cannot be a count of requests in flight (the client's
-//! semaphore holds them to the limit): the figure is set aside, and nothing is concluded.
+//! DP size, `resolve_max_num_reqs`, and each plain-DP replica runs its own). The peak counts the
+//! requests active in a 1-second bucket, so it can exceed the client's own `--max-concurrency`
+//! by the requests that ended and began within one second; above that limit it no longer says
+//! how many the server held at once, so it is not read against the server's cap (nothing is
+//! concluded), only against the client's limit (see "The peak against the mean").
 //!
 //! **Source.** SGLang `bench_serving.py` (`Concurrency` = Σ E2E / duration, Little's law); spec §7.
 

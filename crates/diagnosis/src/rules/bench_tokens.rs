@@ -75,7 +75,7 @@ mod tests {
     use crate::rules::bench_failures::tests::runs;
 
     /// bench_serving 0.5.23 against the simulator: 240 requests of 512 tokens in 111.78 s, 122,880
-    /// generated, 66,025 retokenized (lines 53-60 of the console); the server's log of the same
+    /// generated, 66,025 retokenized (lines 27-35 of the console); the server's log of the same
     /// run reads 555 tok/s steady.
     const CONSOLE: &str = "clients/sglang-bench-serving-0.5.23/bench_serving.console.txt";
 
