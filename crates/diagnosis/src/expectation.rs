@@ -155,6 +155,9 @@ pub fn check(
         measured_tok_per_s: m,
         ceiling_tok_per_s: ceiling,
         ceiling_at_running: ceiling_at_running.filter(|_| ceiling.is_some()),
+        running_cap_assumed: projection.is_some_and(|p| p.running_cap_assumed)
+            && ceiling.is_some()
+            && ceiling_at_running.is_some(),
         fit_running_range,
         best_change: best,
         faster_change_altering_outputs: faster,
@@ -197,6 +200,7 @@ mod tests {
             observed_mean_running: 44.0,
             ceiling_tok_per_s: Some(1408.0),
             ceiling_at_running: None,
+            running_cap_assumed: false,
             no_ceiling: None,
             rows: vec![
                 row("now", Change::Current, 779.0, Feasibility::Fits),

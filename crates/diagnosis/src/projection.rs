@@ -25,6 +25,7 @@ pub fn projection(
     decode: &[DecodeSample],
     cap: Option<&CapacityModel>,
     running_cap: Option<u64>,
+    running_cap_assumed: bool,
 ) -> Option<Projection> {
     let mixed_modes = decode.iter().any(|d| d.graph == Some(true))
         && decode.iter().any(|d| d.graph == Some(false));
@@ -109,6 +110,7 @@ pub fn projection(
     Some(Projection {
         ceiling_tok_per_s: ceiling,
         ceiling_at_running,
+        running_cap_assumed: running_cap_assumed && ceiling_at_running.is_some(),
         no_ceiling,
         observed_mean_running: rmean,
         formula: "step_s = a + b × running + c × kv_tokens; tok/s = running / step_s, with kv_tokens = running × (observed KV tokens per running request)".into(),
@@ -140,7 +142,7 @@ mod tests {
             out = (
                 d.len(),
                 d.iter().filter(|s| s.graph == Some(true)).count(),
-                projection(d, None, None).map(|p| p.n),
+                projection(d, None, None, false).map(|p| p.n),
             );
         });
         out
@@ -177,10 +179,10 @@ mod tests {
         let log = "real-4/100-dgxspark-gb10-laguna-swa-dflash-c1-c4-client-bound.log";
         with_input(&whole(log), |i| {
             let d = &i.views[0].steady_decode;
-            let free = projection(d, None, None).expect("fit");
+            let free = projection(d, None, None, false).expect("fit");
             let limit = free.ceiling_tok_per_s.expect("limit");
             assert_eq!(free.ceiling_at_running, None);
-            let capped = projection(d, None, Some(48)).expect("fit");
+            let capped = projection(d, None, Some(48), false).expect("fit");
             let at48 = capped.ceiling_tok_per_s.expect("at 48");
             assert_eq!(capped.ceiling_at_running, Some(48.0));
             assert!(
@@ -188,9 +190,9 @@ mod tests {
                 "{at48} {limit}"
             );
             // a cap far above the batch changes nothing the fit can see
-            let loose = projection(d, None, Some(1_000_000)).expect("fit");
+            let loose = projection(d, None, Some(1_000_000), false).expect("fit");
             assert_eq!(loose.ceiling_at_running, None);
-            let tight = projection(d, None, Some(1)).expect("fit");
+            let tight = projection(d, None, Some(1), false).expect("fit");
             assert_eq!(tight.ceiling_tok_per_s, None);
             assert_eq!(tight.no_ceiling, Some(NoCeiling::NotAboveCurrent));
         });

@@ -27,6 +27,19 @@ pub struct Load {
     pub usage_per_request: Option<f64>,
     /// `max_running_requests` per DP rank, when known.
     pub max_running_requests: Option<u64>,
+    /// The pool share the longer running requests hold (fraction of the KV pool per request;
+    /// `SchedulerView::pool_per_long_request`): what the headroom is counted in.
+    pub pool_per_long_request: Option<f64>,
+    /// The mamba state slots one request holds (fraction of the slots per request), for a
+    /// hybrid SSM model.
+    pub mamba_per_request: Option<f64>,
+    /// No cap is stated, and decode lines print `accept len`: with speculative decoding SGLang
+    /// sets `max_running_requests` to [`th::SPEC_DEFAULT_MAX_RUNNING`] unless it is given
+    /// (`server_args.py`), which the headroom then assumes and says.
+    pub speculative_default_cap: bool,
+    /// The span judged is a ramp, or too short ([`th::HEADROOM_MIN_SPAN_S`]) to say how many
+    /// more requests would fit: no headroom figure.
+    pub too_short: bool,
 }
 
 /// Which limit stops more requests from running at once.
@@ -34,29 +47,51 @@ pub struct Load {
 pub enum Limit {
     /// The running-request cap.
     RunningCap,
+    /// SGLang's default cap with speculative decoding, assumed (no cap is stated).
+    SpeculativeDefaultCap,
     /// The KV cache at [`th::HEADROOM_USAGE`].
     KvCache,
+    /// The mamba state slots at [`th::HEADROOM_USAGE`].
+    MambaSlots,
 }
 
 impl Load {
-    /// Extra requests that could run at once before the running cap or a KV pool at
-    /// [`th::HEADROOM_USAGE`] stops them (KV tokens per request assumed as today's), and which
-    /// limit comes first.
+    /// Extra requests that could run at once before the first limit stops them, and which
+    /// limit that is: the running cap (or SGLang's speculative default, assumed), the KV pool
+    /// at [`th::HEADROOM_USAGE`] counted at the longer requests' share
+    /// ([`Load::pool_per_long_request`], else today's median usage), the mamba state slots at
+    /// the same mark. `None` when the span is too short or a ramp, or when the KV pool's
+    /// share per request is unknown (the cap alone may be far above what the pool holds).
     pub fn headroom(&self) -> Option<(f64, Limit)> {
-        let kv = match self.usage_per_request.filter(|&u| u > 0.0) {
-            Some(per) => Some(th::HEADROOM_USAGE / per - self.running_median),
-            None => (self.usage_median > 0.0)
+        if self.too_short {
+            return None;
+        }
+        let kv = match self.pool_per_long_request.or(self.usage_per_request) {
+            Some(per) if per > 0.0 => Some(th::HEADROOM_USAGE / per - self.running_median),
+            _ => (self.usage_median > 0.0)
                 .then(|| self.running_median * (th::HEADROOM_USAGE / self.usage_median - 1.0)),
         };
-        let cap = self
-            .max_running_requests
-            .map(|c| c as f64 - self.running_median);
-        match (kv, cap) {
-            (Some(k), Some(c)) if c <= k => Some((c.max(0.0), Limit::RunningCap)),
-            (Some(k), _) => Some((k.max(0.0), Limit::KvCache)),
-            (None, Some(c)) => Some((c.max(0.0), Limit::RunningCap)),
-            (None, None) => None,
-        }
+        let mamba = self
+            .mamba_per_request
+            .map(|per| th::HEADROOM_USAGE / per - self.running_median);
+        let cap = match (self.max_running_requests, self.speculative_default_cap) {
+            (Some(c), _) => Some((c as f64 - self.running_median, Limit::RunningCap)),
+            (None, true) => Some((
+                th::SPEC_DEFAULT_MAX_RUNNING as f64 - self.running_median,
+                Limit::SpeculativeDefaultCap,
+            )),
+            (None, false) => None,
+        };
+        let kv = kv?;
+        [
+            Some((kv, Limit::KvCache)),
+            mamba.map(|m| (m, Limit::MambaSlots)),
+            cap,
+        ]
+        .into_iter()
+        .flatten()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(n, l)| (n.max(0.0), l))
     }
 }
 
@@ -459,6 +494,15 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
                 }
                 out.push(Plan::RaiseMaxRunning(i.cap_advice));
             }
+        }
+        // at the cap with nothing waiting: the cap advice, conditional on a client with more
+        Bottleneck::Inconclusive
+            if i.cap_advice.nothing_waits
+                && i.levers.iter().any(|&(l, k)| {
+                    l == Lever::MaxRunningRequests && k == FindingKind::RunningCapBound
+                }) =>
+        {
+            out.push(Plan::RaiseMaxRunning(i.cap_advice))
         }
         // Nothing runs (a PD prefill instance, an idle server): the batch model does not apply.
         Bottleneck::ClientBound if i.load.is_some_and(|l| l.running_median < 1.0) => {}

@@ -28,6 +28,15 @@ pub const HELD_MAX_USAGE: f64 = 0.5;
 pub const QUEUED_SHARE: f64 = 0.5;
 /// Share of batch lines with `#queue-req` > 0 below which load counts as too low (fraction).
 pub const LOW_LOAD_QUEUED_SHARE: f64 = 0.1;
+/// Share of the queued steady time an admission constraint must bind to be *the* binding one
+/// (`rules::admission`): a majority of the time requests waited, as [`QUEUED_SHARE`] is of the
+/// lines (fraction).
+pub const ADMISSION_BINDING_SHARE: f64 = 0.5;
+/// Share of the queued request-time one constraint must hold back for the admission model
+/// alone to name the verdict, ahead of the pattern rules (`crate::verdict`): nine tenths, so
+/// that a limit that binds only on part of the run is left to the rules that read its shape
+/// (fraction).
+pub const ADMISSION_DECISIVE_SHARE: f64 = 0.9;
 /// Share of steady lines at the running cap for the cap to bind (fraction).
 pub const AT_CAP_SHARE: f64 = 0.5;
 /// …or the batch reaches the cap at all (on at least this share of lines) while running plus queued
@@ -213,6 +222,14 @@ pub const DEFAULT_SAMPLE_WINDOW_S: f64 = 60.0;
 pub const CLIENT_SLOT_WAIT_S: f64 = 1.0;
 /// Token usage treated as full when estimating headroom (fraction).
 pub const HEADROOM_USAGE: f64 = 0.95;
+/// Shortest steady span from which a headroom figure ("about N more could run") is given
+/// (seconds): over fewer seconds the requests have not decoded long enough for their KV share
+/// to say how many more fit.
+pub const HEADROOM_MIN_SPAN_S: f64 = 10.0;
+/// How far `#token / pool` may lie from a line's printed `token usage` and still be the same
+/// pool: SGLang prints the usage to two decimals, so half a hundredth, with float slack
+/// (fraction).
+pub const USAGE_ROUNDING: f64 = 0.0051;
 /// The logged rate while decoding above which the wall-time average is said to include idle
 /// gaps (ratio of the average to the busy median).
 pub const BUSY_VS_AVERAGE: f64 = 0.5;

@@ -7,8 +7,9 @@
 //! |---|---|---|
 //! | 1 | no steady lines | `no_scheduler_lines` |
 //! | 2 | `pd_transfer` | `pd_transfer_bound` |
+//! | 2a | `admission::decisive`: the constraint that holds back nine tenths of the queued request-time (KV pool, mamba slots, running cap), worded by its rule | its rule's |
 //! | 3 | `kv_cache_bound::queued_at_full_pool` | `kv_cache_bound` |
-//! | 4 | `running_cap::at_configured_cap` | `running_cap_bound` |
+//! | 4 | `running_cap::at_configured_cap` | `running_cap_bound`; `inconclusive` when the queue is printed and 0 on every steady line (the cap holds nothing back the log shows) |
 //! | 5 | `running_cap::mamba_slots_full` (queued) | `running_cap_bound` |
 //! | 5a | `client_bound::lone_reading` (one steady batch line with a queue, or one decode line at a crawl: an instant) | `inconclusive` |
 //! | 5b | `prefill_limit`, one request per pass (queued) | `prefill_bound` |
@@ -58,6 +59,7 @@
 
 use crate::evidence::view::SchedulerView;
 use crate::report::{Bottleneck, CapacitySummary};
+use crate::rules::admission::{self, Constraint};
 use crate::rules::{
     client_bound, conservative_admission, drain, held_admission, kv_cache_bound, pd_transfer,
     prefill_limit, running_cap,
@@ -75,6 +77,10 @@ pub enum Reason {
     KvCache(kv_cache_bound::Pattern),
     /// `running_cap`.
     RunningCap(running_cap::Limit),
+    /// `running_cap` at the configured cap while nothing waits (the queue printed and 0 on every
+    /// steady line): the cap holds no request back that the log shows, and whether the client
+    /// has more to send is not in it.
+    AtCapNothingWaits(running_cap::Limit),
     /// `prefill_limit`.
     PrefillLimit(prefill_limit::Facts),
     /// `conservative_admission`, with the median token usage (fraction).
@@ -107,15 +113,37 @@ impl Reason {
             Reason::HeldAdmission(_) => Bottleneck::AdmissionHeld,
             Reason::Drain(_) => Bottleneck::Drain,
             Reason::ClientBound => Bottleneck::ClientBound,
-            Reason::LoneReading | Reason::QueuedUnexplained | Reason::Unexplained => {
-                Bottleneck::Inconclusive
-            }
+            Reason::LoneReading
+            | Reason::AtCapNothingWaits(_)
+            | Reason::QueuedUnexplained
+            | Reason::Unexplained => Bottleneck::Inconclusive,
         }
     }
 }
 
 /// One step of the per-scheduler precedence.
 type Step = fn(&SchedulerView<'_>, &CapacitySummary) -> Option<Reason>;
+
+/// The admission model's binding constraint, when it holds back nine tenths of the queued
+/// request-time, as the rule of that constraint words it: the KV pool, the mamba slots, or the
+/// running cap (configured or a flat ceiling). The prefill budget and the SWA pool are left to
+/// the steps after (a ramp's prefill pace; the KV words name `token usage`).
+fn decisive(v: &SchedulerView<'_>, c: &CapacitySummary) -> Option<Reason> {
+    let b = admission::decisive(v, c)?;
+    match b.constraint {
+        Constraint::KvPool => Some(Reason::KvCache(
+            kv_cache_bound::queued_at_full_pool(v)
+                .unwrap_or(kv_cache_bound::Pattern::QueuedAtFullPool),
+        )),
+        Constraint::MambaSlots => Some(Reason::RunningCap(running_cap::Limit::MambaSlots {
+            share: b.share,
+        })),
+        Constraint::RunningCap => running_cap::at_configured_cap(v, c)
+            .or_else(|| running_cap::flat_plateau(v, c))
+            .map(Reason::RunningCap),
+        Constraint::SwaPool | Constraint::PrefillBudget => None,
+    }
+}
 
 /// The per-scheduler precedence table (see the module doc), first match wins.
 pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
@@ -125,11 +153,15 @@ pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
     ("pd_transfer", |v, _| {
         pd_transfer::check(v).map(Reason::PdTransfer)
     }),
+    ("admission model (decisive)", decisive),
     ("kv_cache_bound (queued)", |v, _| {
         kv_cache_bound::queued_at_full_pool(v).map(Reason::KvCache)
     }),
     ("running_cap (configured)", |v, c| {
-        running_cap::at_configured_cap(v, c).map(Reason::RunningCap)
+        running_cap::at_configured_cap(v, c).map(|l| match running_cap::nothing_waits(v) {
+            true => Reason::AtCapNothingWaits(l),
+            false => Reason::RunningCap(l),
+        })
     }),
     ("running_cap (mamba slots)", |v, _| {
         running_cap::mamba_slots_full(v).map(Reason::RunningCap)

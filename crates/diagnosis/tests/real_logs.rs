@@ -1267,15 +1267,16 @@ fn page_granular_token_count_is_not_a_stall() {
 #[test]
 fn client_bound_says_how_many_more_requests_fit() {
     // Ascend Qwen3-30B (SOURCES.tsv): "client-concurrency bound (156 < 192 cap)"; token usage
-    // median 0.84 over the measured run's steady decode lines: the KV cache (at 0.95) stops ~20
-    // more before the cap of 192 would. The running median and the usage are the decode
-    // lines' (a prefill line counts the batch before its own requests join).
+    // median 0.84 over the measured run's steady decode lines: the KV cache (at 0.95) stops ~13
+    // more before the cap of 192 would, counted at the longer requests' KV (the 90th percentile
+    // of usage per request: requests grow as they decode). The running median and the usage
+    // are the decode lines' (a prefill line counts the batch before its own requests join).
     let r = diagnose("real-long/ascend-qwen3-30b-tp2-eagle3-highload.log");
     assert_eq!(r.bottleneck, Bottleneck::ClientBound);
     let rec = &r.recommendations[0];
     assert!(rec.action.starts_with("Send more requests at once"));
     assert!(
-        rec.expected_gain.contains("~156 requests run at token usage ~0.84 (p90 0.88); about 20 more could run at once before the KV cache stops them"),
+        rec.expected_gain.contains("~156 requests run at token usage ~0.84 (p90 0.88); about 13 more could run at once before the KV cache (at the longer requests' KV) stops them"),
         "{}",
         rec.expected_gain
     );

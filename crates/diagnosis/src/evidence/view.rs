@@ -382,6 +382,47 @@ impl<'e> SchedulerView<'e> {
         per.get(per.len() / 2).copied()
     }
 
+    /// The pool share the longer running requests hold, for a headroom figure: the 90th
+    /// percentile over the steady decode lines of `#token / #running-req / pool` when the pool's
+    /// size is known (`pool_tokens`, tokens; `#token` is exact where `token usage` rounds to two
+    /// decimals) and the line's usage agrees with it, else of `token usage / #running-req` (fraction of the pool per request). The
+    /// 90th percentile, not the median: a request holds more KV the longer it decodes, so
+    /// room counted at today's median request overstates how many more fit.
+    pub fn pool_per_long_request(&self, pool_tokens: Option<u64>) -> Option<f64> {
+        let mut per: Vec<f64> = self
+            .steady_decode
+            .iter()
+            .filter_map(|d| {
+                let r = d.running.filter(|&r| r > 0)? as f64;
+                // `#token` over the pool where the line's own usage agrees with it (to its
+                // two decimals): a hybrid model's `#token` may count another pool
+                match (d.tokens, pool_tokens.filter(|&p| p > 0), d.usage) {
+                    (Some(t), Some(p), Some(u))
+                        if (t as f64 / p as f64 - u).abs() <= th::USAGE_ROUNDING =>
+                    {
+                        Some(t as f64 / r / p as f64)
+                    }
+                    _ => Some(d.usage? / r),
+                }
+            })
+            .collect();
+        per.sort_by(f64::total_cmp);
+        let i = ((per.len() as f64 * 0.9).ceil() as usize).clamp(1, per.len().max(1)) - 1;
+        per.get(i).copied().filter(|&u| u > 0.0)
+    }
+
+    /// The mamba state slots one running request holds (fraction of the slots per request):
+    /// the median of `mamba usage / #running-req` over the steady decode lines.
+    pub fn mamba_per_request(&self) -> Option<f64> {
+        let mut per: Vec<f64> = self
+            .steady_decode
+            .iter()
+            .filter_map(|d| Some(d.mamba_usage? / d.running.filter(|&r| r > 0)? as f64))
+            .collect();
+        per.sort_by(f64::total_cmp);
+        per.get(per.len() / 2).copied().filter(|&u| u > 0.0)
+    }
+
     /// Whether this scheduler is a PD decode node: its steady decode lines print
     /// `#transfer-req` (SGLang `disaggregation/decode.py`'s transfer queue).
     pub fn is_pd_decode(&self) -> bool {
@@ -487,8 +528,13 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
 /// SGLang's default `max_running_requests` with speculative decoding
 /// ([`th::SPEC_DEFAULT_MAX_RUNNING`], `server_args.py`: "Max running requests is reset to 48
 /// for speculative decoding") when nothing states a cap, every decode line prints `accept len`
-/// and the highest running count of each scheduler is exactly that.
+/// and the highest running count of each scheduler is exactly that. Not with DP attention
+/// ranks beyond the first: the 48 is the server's, and SGLang divides it over the DP ranks
+/// (`48 // dp_size` each), so a rank at 48 is at a cap set on purpose.
 fn speculative_default_cap(ev: &Evidence) -> Option<u64> {
+    if ev.schedulers.keys().any(|k| k.dp.is_some_and(|d| d > 0)) {
+        return None;
+    }
     let mut any = false;
     for tl in ev.schedulers.values() {
         let d = tl.decode.samples();

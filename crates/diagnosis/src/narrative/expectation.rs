@@ -49,8 +49,13 @@ pub fn expectation(e: &ExpectationCheck) -> String {
         };
         match e.ceiling_at_running {
             Some(k) => format!(
-                "this setup's ceiling is ~{c:.0} tok/s ({:.1}x the measured {m:.0} tok/s: the fitted decode step time's rate at max_running_requests={k:.0} per rank, the most the scheduler runs at once{beyond})",
-                c / m
+                "this setup's ceiling is ~{c:.0} tok/s ({:.1}x the measured {m:.0} tok/s: the fitted decode step time's rate at max_running_requests={k:.0} per rank, the most the scheduler runs at once{}{beyond})",
+                c / m,
+                if e.running_cap_assumed {
+                    " (SGLang's default with speculative decoding, assumed: the log states no cap)"
+                } else {
+                    ""
+                }
             ),
             None => format!(
                 "this setup's ceiling is ~{c:.0} tok/s ({:.1}x the measured {m:.0} tok/s: the rate the fitted decode step time approaches as more requests decode at once, with unlimited KV)",

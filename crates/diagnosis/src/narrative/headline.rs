@@ -301,6 +301,17 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 ),
                 // requests wait at an empty pool: admission waits for a prefill pass
                 _ if h.held_admission.is_some() => held_summary(h.held_admission),
+                // at the configured cap with nothing waiting: the cap holds nothing back
+                _ if h.at_cap_share.is_some() => format!(
+                    "the batch stays at its running-request cap ({}) and nothing waits{}, so the cap holds back no request the log shows; whether more demand would run is not in it: a client holding exactly as many requests as the cap looks the same. The client's own concurrency limit, or a log with a queue, tells.",
+                    h.running_peak
+                        .map(|m| format!("~{m:.0} requests{per_rank}"))
+                        .unwrap_or_else(|| "max_running_requests".into()),
+                    usage_s
+                        .as_ref()
+                        .map(|u| format!(" ({u})"))
+                        .unwrap_or_default()
+                ),
                 // one line per scheduler: an instant
                 (Some(q), Some(u), Some(r)) if h.lone_reading && q >= 0.5 => format!(
                     "one batch line per scheduler: ~{r:.0} requests run and ~{q:.0} wait at token usage ~{u:.2}, an instant; why they wait (the KV reserve SGLang holds for running requests' remaining tokens, a cap the log does not print, or a burst not admitted yet) needs a log of a minute or more."

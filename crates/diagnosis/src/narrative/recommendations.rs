@@ -12,6 +12,20 @@ fn feasibility_words(f: Option<kv_capacity::Feasibility>) -> &'static str {
     }
 }
 
+/// The limit a headroom figure stops at; `holds` words it as what the limit holds.
+fn limit_words(l: Limit, holds: bool) -> &'static str {
+    match (l, holds) {
+        (Limit::RunningCap, _) => "the running-request cap",
+        (Limit::SpeculativeDefaultCap, _) => {
+            "the running-request cap (48, SGLang's default with speculative decoding, if --max-running-requests is not set)"
+        }
+        (Limit::KvCache, true) => "what the KV cache holds (at the longer requests' KV)",
+        (Limit::KvCache, false) => "the KV cache (at the longer requests' KV)",
+        (Limit::MambaSlots, true) => "what the mamba state slots hold",
+        (Limit::MambaSlots, false) => "the mamba state slots",
+    }
+}
+
 fn extrapolated(e: bool) -> &'static str {
     if e {
         " (extrapolated beyond the observed batch sizes)"
@@ -177,13 +191,17 @@ pub fn recommendation(p: &Plan) -> Recommendation {
         Plan::RaiseClientConcurrency(load) => (
             "Send more requests at once from the client (raise its concurrency)".into(),
             match load.and_then(|l| Some((l, l.headroom()?))) {
+                None if load.is_some_and(|l| l.too_short) => {
+                    let l = load.map_or(0.0, |l| l.running_median);
+                    format!(
+                        "little waits at ~{l:.0} running request{}, but the log is a ramp or too short for the requests' KV to say how many more would fit: throughput grows with the batch until the KV cache, the running cap or compute is the limit",
+                        if l.round() == 1.0 { "" } else { "s" }
+                    )
+                }
                 Some((l, (extra, limit))) if extra < 1.0 => format!(
                     "little waits, but ~{:.0} running requests already reach {} (token usage ~{:.2}): more at once would wait there, so this gains only with room there too",
                     l.running_median,
-                    match limit {
-                        Limit::RunningCap => "the running-request cap",
-                        Limit::KvCache => "what the KV cache holds",
-                    },
+                    limit_words(limit, true),
                     l.usage_median
                 ),
                 Some((l, (extra, limit))) => format!(
@@ -196,10 +214,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
                     },
                     l.usage_median,
                     l.usage_p90.map(|p| format!(" (p90 {p:.2})")).unwrap_or_default(),
-                    match limit {
-                        Limit::RunningCap => "the running-request cap",
-                        Limit::KvCache => "the KV cache",
-                    }
+                    limit_words(limit, false)
                 ),
                 None => "the server has KV room and little waits: throughput grows with the batch until the KV cache or compute is the limit".into(),
             },
@@ -211,10 +226,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
                 Some((l, (extra, limit))) => format!(
                     "~{:.0} requests run per rank here; about {extra:.0} more could run before {} stops them, so more hand-over from the prefill side (or a faster handoff) raises throughput",
                     l.running_median,
-                    match limit {
-                        Limit::RunningCap => "the running-request cap",
-                        Limit::KvCache => "the KV cache",
-                    }
+                    limit_words(limit, false)
                 ),
                 None => "more hand-over from the prefill side (or a faster handoff) raises throughput".into(),
             },

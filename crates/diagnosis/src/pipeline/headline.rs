@@ -117,7 +117,7 @@ pub(super) fn headline(
             _ => None,
         },
         at_cap_share: match carrier.map(|c| c.1) {
-            Some(Reason::RunningCap(l)) => Some(l.share()),
+            Some(Reason::RunningCap(l) | Reason::AtCapNothingWaits(l)) => Some(l.share()),
             _ => None,
         },
         rejected: events

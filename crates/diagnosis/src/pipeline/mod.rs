@@ -121,7 +121,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         schedulers: views
             .iter()
             .zip(&reasons)
-            .map(|(v, r)| scheduler_summary(ev, v, vote.row_verdict(r)))
+            .map(|(v, r)| scheduler_summary(ev, v, &capacity, vote.row_verdict(r)))
             .collect(),
         dp_totals,
         steady_gen_throughput: side.steady_gen_throughput,

@@ -4,6 +4,7 @@
 use super::client::ClientSide;
 use super::vote::Vote;
 use crate::context::Context;
+use crate::evidence::view::SchedulerView;
 use crate::narrative;
 use crate::recommend::{self, Load};
 use crate::report::{
@@ -11,6 +12,7 @@ use crate::report::{
     Projection, Recommendation,
 };
 use crate::rules::{self, Input};
+use crate::thresholds as th;
 use crate::{capacity, projection};
 
 /// Capacity, projection, recommendations.
@@ -77,22 +79,21 @@ pub(super) fn plans(
     let projection = primary
         .filter(|_| bottleneck != Bottleneck::Drain)
         .and_then(|v| {
+            let assumed = speculative_default_cap(input, v);
             projection::projection(
                 &v.steady_decode,
                 capacity_model.as_ref(),
-                capacity.max_running_requests,
+                capacity
+                    .max_running_requests
+                    .or(assumed.then_some(th::SPEC_DEFAULT_MAX_RUNNING)),
+                assumed,
             )
         });
     // the scheduler behind the verdict, as in the headline (else the busiest)
-    let load = carrier.map(|c| c.0).or(primary).and_then(|v| {
-        Some(Load {
-            running_median: v.running.median?,
-            usage_median: v.usage.median?,
-            usage_p90: v.usage.p90,
-            usage_per_request: v.usage_per_request(),
-            max_running_requests: capacity.max_running_requests.filter(|&c| c > 0),
-        })
-    });
+    let load = carrier
+        .map(|c| c.0)
+        .or(primary)
+        .and_then(|v| load(input, v));
     let levers: Vec<(Lever, FindingKind)> = findings
         .iter()
         .flat_map(|f| f.levers.iter().map(|&l| (l, f.kind)))
@@ -151,5 +152,113 @@ pub(super) fn plans(
         projection,
         kv_replicated_by_tp,
         recommendations,
+    }
+}
+
+/// No cap stated, speculative decoding on every steady decode line, no DP ranks beyond the
+/// first: SGLang's default cap ([`th::SPEC_DEFAULT_MAX_RUNNING`], `server_args.py`) holds
+/// unless the flag was given, so it is assumed, and said.
+fn speculative_default_cap(input: &Input<'_>, v: &SchedulerView<'_>) -> bool {
+    input.capacity.max_running_requests.is_none()
+        && !v.steady_decode.is_empty()
+        && v.steady_decode.iter().all(|d| d.accept_len.is_some())
+        && input.views.iter().all(|w| w.key.dp.is_none_or(|d| d == 0))
+}
+
+/// How loaded `v` is, for the recommendations' headroom ([`Load::headroom`]).
+pub(super) fn load(input: &Input<'_>, v: &SchedulerView<'_>) -> Option<Load> {
+    let capacity = input.capacity;
+    Some(Load {
+        running_median: v.running.median?,
+        usage_median: v.usage.median?,
+        usage_p90: v.usage.p90,
+        usage_per_request: v.usage_per_request(),
+        max_running_requests: capacity.max_running_requests.filter(|&c| c > 0),
+        pool_per_long_request: v.pool_per_long_request(capacity.max_total_num_tokens),
+        mamba_per_request: v.mamba_per_request(),
+        speculative_default_cap: speculative_default_cap(input, v),
+        too_short: rules::ramp_only::check(input).is_some()
+            || v.span
+                .as_ref()
+                .is_none_or(|s| s.steady_end_s - s.steady_start_s < th::HEADROOM_MIN_SPAN_S),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recommend::Limit;
+    use crate::rules::testing::{whole, with_input};
+
+    fn headroom(rel: &str) -> (Load, Option<(f64, Limit)>) {
+        with_input(&whole(rel), |i| {
+            let l = load(i, &i.views[0]).expect("load");
+            (l, l.headroom())
+        })
+    }
+
+    #[test]
+    fn room_is_counted_at_the_longer_requests_kv() {
+        // 105: one request at a time in a 238,809-token pool; `token usage` prints 0.00, the
+        // exact `#token` reaches ~8k for the longest requests: ~27 of those fit, not the 2047
+        // the running cap leaves
+        let (l, h) = headroom("real-4/105-amd-2x-r9700-rdna4-tp2-coder30b-awq-no-graph-23tps.log");
+        assert_eq!(l.max_running_requests, Some(2048));
+        let (extra, limit) = h.unwrap();
+        assert_eq!(limit, Limit::KvCache);
+        assert!((20.0..40.0).contains(&extra), "{extra}");
+    }
+
+    #[test]
+    fn speculative_decoding_without_a_stated_cap_assumes_the_default() {
+        // 101: EAGLE on (accept len on every decode line), no cap in the log: 48 is assumed,
+        // and the KV of its long-prefix requests comes first
+        let (l, h) =
+            headroom("real-4/101-dgxspark-gb10-long-prefix-chunked-then-400-ctx-exceeded.log");
+        assert!(l.speculative_default_cap);
+        assert_eq!(l.max_running_requests, None);
+        let (extra, limit) = h.unwrap();
+        assert!(extra < 48.0 - l.running_median, "{extra}");
+        assert_eq!(limit, Limit::KvCache);
+        // without speculative decoding nothing is assumed
+        let (l, _) = headroom("real-4/105-amd-2x-r9700-rdna4-tp2-coder30b-awq-no-graph-23tps.log");
+        assert!(!l.speculative_default_cap);
+    }
+
+    #[test]
+    fn a_ramp_or_an_instant_gives_no_headroom_figure() {
+        // 009: 13 s of ramp (running 1 -> 40, nothing waits); 057: three prefill lines in one
+        // second: how many more would fit is not in either
+        for rel in [
+            "real-3/009-pr30047-npu-mamba-usage-accept-len.log",
+            "real-3/057-i6291-v0.4.6-prefill-prefix-hit-completions.log",
+        ] {
+            let (l, h) = headroom(rel);
+            assert!(l.too_short, "{rel}");
+            assert_eq!(h, None, "{rel}");
+        }
+    }
+
+    #[test]
+    fn the_fullest_pool_per_request_comes_first() {
+        // 009 read as if steady: 40 running at full-token usage 0.74 and mamba usage 0.80; a
+        // request holds more of the mamba slots than of the KV pool, so the slots stop first
+        let (mut l, _) = headroom("real-3/009-pr30047-npu-mamba-usage-accept-len.log");
+        l.too_short = false;
+        let (extra, limit) = l.headroom().unwrap();
+        assert_eq!(limit, Limit::MambaSlots);
+        assert!(
+            (extra - (0.95 / (0.80 / 40.0) - 40.0)).abs() < 0.5,
+            "{extra}"
+        );
+        // without the mamba pool, speculative decoding's default cap (48) comes next, then
+        // the KV pool, further out
+        l.mamba_per_request = None;
+        assert!(l.speculative_default_cap);
+        assert_eq!(l.headroom(), Some((8.0, Limit::SpeculativeDefaultCap)));
+        l.speculative_default_cap = false;
+        let (kv, limit) = l.headroom().unwrap();
+        assert_eq!(limit, Limit::KvCache);
+        assert!(kv > 8.0);
     }
 }

@@ -3,11 +3,13 @@
 use crate::context::MetricsFacts;
 use crate::evidence::Evidence;
 use crate::evidence::view::SchedulerView;
-use crate::report::{Bottleneck, MetricsSummary, SchedulerSummary};
+use crate::report::{Bottleneck, CapacitySummary, MetricsSummary, SchedulerSummary};
+use crate::rules::admission;
 
 pub(super) fn scheduler_summary(
     ev: &Evidence,
     v: &SchedulerView<'_>,
+    capacity: &CapacitySummary,
     bottleneck: Bottleneck,
 ) -> SchedulerSummary {
     let agg = &v.tl.agg;
@@ -35,6 +37,7 @@ pub(super) fn scheduler_summary(
         prefix_cache_share: (total_prompt > 0)
             .then(|| agg.prefill_cached_tokens as f64 / total_prompt as f64),
         pd_decode: v.is_pd_decode(),
+        admission: admission::model(v, capacity),
         bottleneck,
     }
 }

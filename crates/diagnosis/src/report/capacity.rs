@@ -117,6 +117,10 @@ pub struct Projection {
     /// rate there is below its limit (requests per DP rank); `None`: the limit itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling_at_running: Option<f64>,
+    /// The running cap the ceiling stops at is SGLang's default with speculative decoding
+    /// (48), assumed because no cap is stated and the decode lines print `accept len`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub running_cap_assumed: bool,
     /// Why no ceiling is given, when none is (the first test of the fit that failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_ceiling: Option<NoCeiling>,

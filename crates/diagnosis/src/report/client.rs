@@ -75,6 +75,10 @@ pub struct ExpectationCheck {
     /// `None`: the fit's limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling_at_running: Option<f64>,
+    /// [`Self::ceiling_at_running`] is SGLang's default cap with speculative decoding,
+    /// assumed (no cap is stated).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub running_cap_assumed: bool,
     /// The running requests of the lines the fit rests on (lowest, highest), when a ceiling
     /// is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]

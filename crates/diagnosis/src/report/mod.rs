@@ -8,6 +8,7 @@
 //! types (`schemars`) into `docs/report.schema.json` and versioned by [`SCHEMA_VERSION`]. Every
 //! enum has one spelling (`snake_case`). Unknown values are `null`, never 0 and never NaN.
 
+mod admission;
 mod capacity;
 mod client;
 mod finding;
@@ -18,6 +19,7 @@ mod recommendation;
 mod runs;
 mod scheduler;
 
+pub use admission::{Admission, Binding, Constraint, Slack};
 pub use capacity::{
     CapacityModel, CapacitySummary, NoCeiling, Projection, ProjectionRow, RetractionSummary,
 };

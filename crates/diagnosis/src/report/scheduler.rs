@@ -5,7 +5,7 @@ use serde::Serialize;
 
 #[cfg(doc)]
 use super::Report;
-use super::{Bottleneck, GaugeStats, Span};
+use super::{Admission, Bottleneck, GaugeStats, Span};
 
 /// What one scheduler (DP rank / PP stage) did.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -46,6 +46,10 @@ pub struct SchedulerSummary {
     /// a client-bound verdict there means the prefill side hands over too little.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pd_decode: bool,
+    /// Which admission limit held the queue over the steady steps with requests waiting, and
+    /// for what share of that time (`rules::admission`); absent when nothing waited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<Admission>,
     /// The verdict for this scheduler alone.
     pub bottleneck: Bottleneck,
 }

@@ -18,6 +18,7 @@ use crate::evidence::view::SchedulerView;
 use crate::evidence::{Evidence, Loc, SchedulerTimeline};
 use crate::report::{CapacitySummary, RetractionSummary, SourceRange};
 
+pub mod admission;
 pub mod bench_concurrency_limit;
 pub mod bench_failures;
 pub mod bench_not_streamed;

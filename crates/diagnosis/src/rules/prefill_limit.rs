@@ -81,7 +81,7 @@ pub struct OnePerPass {
 /// The prefill size limit (tokens) and where it came from: a chunk size the batches fill
 /// exactly and repeatedly, else the configured limit, else SGLang's default budget. Never the
 /// largest batch seen by itself: the largest of varying batches is no limit.
-fn limit(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u64, LimitSource)> {
+pub(crate) fn budget(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u64, LimitSource)> {
     let configured = match (
         cap.chunked_prefill_size.filter(|&c| c > 0),
         cap.max_prefill_tokens,
@@ -130,7 +130,7 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
     if !v.queued() || v.steady_prefill.len() < th::MIN_PREFILL_LINES {
         return None;
     }
-    let (limit_tokens, source) = limit(v, cap).filter(|l| l.0 >= th::MIN_PREFILL_LIMIT_TOKENS)?;
+    let (limit_tokens, source) = budget(v, cap).filter(|l| l.0 >= th::MIN_PREFILL_LIMIT_TOKENS)?;
     let share_at_limit = share(&v.steady_prefill, |p| {
         p.new_token
             .map(|n| n as f64 >= th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64)

@@ -88,6 +88,16 @@ pub fn pool_near_full(v: &SchedulerView<'_>) -> bool {
         .is_some_and(|u| u >= th::CONSERVATIVE_USAGE)
 }
 
+/// Nothing waits anywhere the log shows: `#queue-req` printed and 0 on every steady decode
+/// and prefill line, and not a PD decode node (whose waiting requests sit on the prefill
+/// side's bootstrap queue, admitted by pre-allocation only when the decode side has room,
+/// `disaggregation/decode.py`). At the cap, then, the cap holds back no request the log shows.
+pub fn nothing_waits(v: &SchedulerView<'_>) -> bool {
+    v.queued.max == Some(0.0)
+        && v.steady_prefill.iter().all(|p| p.queue.unwrap_or(0) == 0)
+        && !v.is_pd_decode()
+}
+
 /// Requests wait while the mamba state slots are full.
 pub fn mamba_slots_full(v: &SchedulerView<'_>) -> Option<Limit> {
     if !v.queued() {
@@ -128,7 +138,7 @@ pub fn flat_plateau(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::testing::{excerpt, only, set_field, with_input};
+    use crate::rules::testing::{excerpt, only, set_field, whole, with_input};
 
     const MAXRUN2: &str = "real-long/ascend-dsr1-pd-decode-maxrun2-queued.log";
     const MAMBA: &str = "real-long/ascend-qwen3next-80b-hybrid-mamba.log";
@@ -273,5 +283,57 @@ mod tests {
                 "{at}"
             );
         });
+    }
+
+    #[test]
+    fn at_the_cap_with_nothing_waiting_holds_nothing_back() {
+        // 036: 48 running (speculative decoding's default cap) and #queue-req 0 on every line
+        let lines = whole("real-3/036-fastrl-pr4-custom-fmt-spec-accept-len-1.log");
+        with_input(&lines, |i| {
+            let v = &i.views[0];
+            assert!(i.capacity.max_running_inferred);
+            assert!(at_configured_cap(v, i.capacity).is_some());
+            assert!(nothing_waits(v));
+            assert!(matches!(
+                crate::verdict::classify(v, i.capacity),
+                crate::verdict::Reason::AtCapNothingWaits(Limit::Configured { cap: 48, .. })
+            ));
+        });
+        // one request waiting on every line: the cap holds it back
+        let queued = set_field(&lines, "#queue-req", "1");
+        with_input(&queued, |i| {
+            assert!(!nothing_waits(&i.views[0]));
+            assert!(matches!(
+                crate::verdict::classify(&i.views[0], i.capacity),
+                crate::verdict::Reason::RunningCap(_)
+            ));
+        });
+    }
+
+    #[test]
+    fn a_pd_decode_node_with_an_empty_queue_still_has_waiters_upstream() {
+        // 108: PD decode ranks at 26 with #queue-req 0: their waiting requests are on the
+        // prefill side, admitted by pre-allocation only when the decode side has room
+        let lines = whole("real-4/108-npu-pd-decode-2node-dp32-mtp-cap26-usage078-transfer.log");
+        with_input(&lines, |i| {
+            let v = i.views.iter().find(|v| v.is_pd_decode()).unwrap();
+            assert_eq!(v.queued.max, Some(0.0));
+            assert!(!nothing_waits(v));
+        });
+    }
+
+    #[test]
+    fn the_speculative_default_is_the_servers_not_each_dp_ranks() {
+        // 060: 48 running on every rank of a DP16 PD decode node with accept len printed: with
+        // DP attention SGLang's default (48) is divided over the ranks, so 48 a rank is a cap
+        // set on purpose, not the default
+        with_input(
+            &whole("real-3/060-antgroup-pr4-h20-pd-decode-dp16-space-in-bracket.log"),
+            |i| {
+                assert!(!i.capacity.max_running_inferred);
+                assert_eq!(i.capacity.max_running_requests, None);
+                assert!(i.views.iter().all(|v| v.pinned_across_ranks == Some(48)));
+            },
+        );
     }
 }

@@ -10,7 +10,7 @@ use crate::report::{
     SourceRange, Unit,
 };
 use crate::rules::{
-    dp_imbalance, held_admission, kv_cache_bound, prefill_limit, running_cap, tiny_pool,
+    admission, dp_imbalance, held_admission, kv_cache_bound, prefill_limit, running_cap, tiny_pool,
 };
 use crate::thresholds as th;
 use crate::verdict::Reason;
@@ -89,6 +89,24 @@ pub fn bottleneck(
         )),
         _ => {}
     }
+    // the admission model: which limit held the waiting requests back, for how much of the time
+    if let Some(a) = admission::model(v, cap) {
+        for b in a.bindings.iter().filter(|b| b.share > 0.0) {
+            figures.push(Figure::new(
+                of(&format!(
+                    "share of the queued request-time held back by {}",
+                    constraint_words(b.constraint)
+                )),
+                b.share,
+                Unit::Fraction,
+            ));
+        }
+        figures.push(Figure::new(
+            of("share of the queued request-time with room in every limit read"),
+            a.room_everywhere,
+            Unit::Fraction,
+        ));
+    }
     if let Some(x) = v.running.median {
         figures.push(Figure::new(
             of("median running requests"),
@@ -126,7 +144,7 @@ pub fn bottleneck(
             Lever::KvCacheDtype,
             Lever::MaxTokens,
         ],
-        Reason::RunningCap(_) => {
+        Reason::RunningCap(_) | Reason::AtCapNothingWaits(_) => {
             let mut l = vec![Lever::MaxRunningRequests];
             if mamba_full {
                 l.push(Lever::MaxMambaCacheSize);
@@ -220,13 +238,18 @@ pub fn bottleneck(
                 if sure { Confidence::High } else { Confidence::Medium },
             )
         }
-        Reason::RunningCap(_) => (
+        Reason::RunningCap(_) | Reason::AtCapNothingWaits(_) => (
             FindingKind::RunningCapBound,
-            "Running-request cap bound".to_string(),
+            match reason {
+                Reason::AtCapNothingWaits(_) => {
+                    "At the running-request cap, with nothing waiting".to_string()
+                }
+                _ => "Running-request cap bound".to_string(),
+            },
             format!(
                 "The running batch {} its ceiling{}{}{}{}.{} {}",
                 match reason {
-                    Reason::RunningCap(l) if l.share() < th::AT_CAP_SHARE => format!("reaches (on {:.0}% of the lines, with running plus waiting requests filling it)", l.share() * 100.0),
+                    Reason::RunningCap(l) | Reason::AtCapNothingWaits(l) if l.share() < th::AT_CAP_SHARE => format!("reaches (on {:.0}% of the lines, with running plus waiting requests filling it)", l.share() * 100.0),
                     _ => "stays at".to_string(),
                 },
                 match (cap.max_running_requests, v.pinned_across_ranks) {
@@ -265,13 +288,18 @@ pub fn bottleneck(
                 } else {
                     ""
                 },
-                if running_cap::pool_near_full(v) {
+                if matches!(reason, Reason::AtCapNothingWaits(_)) {
+                    "Nothing waits, so the cap holds back no request the log shows: if the client has more to send than the cap, raise both together; if not, the client sets the load."
+                } else if running_cap::pool_near_full(v) {
                     "Raise it together with the KV pool (mem_fraction_static, fp8 KV cache), or leave it."
                 } else {
                     "Raise it if memory allows; if the client's concurrency equals this cap, raise both together, since either alone changes nothing."
                 }
             ),
-            Confidence::Medium,
+            match reason {
+                Reason::AtCapNothingWaits(_) => Confidence::Low,
+                _ => Confidence::Medium,
+            },
         ),
         Reason::PrefillLimit(f) => {
             let f: &prefill_limit::Facts = f;
@@ -553,6 +581,17 @@ fn pool_room_clause(room: &PoolRoom) -> String {
 }
 
 /// The name of a pool in prose.
+/// An admission constraint, as the figures name it.
+fn constraint_words(c: admission::Constraint) -> &'static str {
+    match c {
+        admission::Constraint::RunningCap => "the running-request cap",
+        admission::Constraint::KvPool => "the KV pool",
+        admission::Constraint::SwaPool => "the SWA pool",
+        admission::Constraint::MambaSlots => "the mamba state slots",
+        admission::Constraint::PrefillBudget => "the prefill token budget",
+    }
+}
+
 fn pool_name(p: PoolKind) -> &'static str {
     match p {
         PoolKind::Kv => "KV pool (token usage)",

@@ -1,0 +1,509 @@
+//! # `admission`: which admission limit binds each step that requests wait through
+//!
+//! **What it detects.** For every steady step with requests waiting (a decode line with
+//! `#queue-req` > 0, or on a PD decode server `#prealloc-req` > 0; a prefill line with a queue
+//! when the scheduler prints no decode queue), which of SGLang's admission constraints has no
+//! room at that step:
+//! - the running-request cap: `#running-req` at `max_running_requests` (configured, SGLang's
+//!   default under speculative decoding, or the count every decode line of every rank is
+//!   pinned at);
+//! - the KV pool: `token usage` at [`th::KV_FULL_USAGE`] or more (SGLang holds back the rest
+//!   for the running requests' future tokens, `new_token_ratio`, so a pool this full admits
+//!   nothing new);
+//! - the sliding-window pool of a hybrid SWA model: `swa token usage` at the same level;
+//! - the mamba state slots of a hybrid SSM model: `mamba usage` at [`th::MAMBA_FULL_USAGE`]
+//!   (one slot per running request);
+//! - the prefill token budget: the prefill pass that admitted requests since the previous
+//!   step carried `#new-token` within [`th::PREFILL_AT_LIMIT_FRACTION`] of
+//!   `min(chunked_prefill_size, max_prefill_tokens)` (the largest exactly repeated chunk when
+//!   the log does not print them).
+//!
+//! Each step is weighted by the time to the next one (its line count when lines carry no
+//! time), and each constraint gets the share of the queued steady time it binds, with its
+//! median slack over the queued steps. A step where no constraint the log shows binds is
+//! *room everywhere*: the requests wait for something else (a prefill that was not scheduled,
+//! a handshake, a grammar), not for capacity.
+//!
+//! **Why it matters.** The verdict is the limit that holds the queue most of the time, said
+//! with that share: a pool full on its 90th percentile may still have had room for most of the
+//! time requests waited, and then more KV memory is the wrong lever.
+//!
+//! **Evidence it needs.** Steady batch lines with `#queue-req` and at least one of
+//! `#running-req` (with a known cap), `token usage`, `swa token usage`, `mamba usage`, or
+//! prefill lines with `#new-token`.
+//!
+//! **What to change.** The lever of the binding constraint: `--max-running-requests` (cap),
+//! more KV slots (`mem_fraction_static`, `--kv-cache-dtype`, more GPUs) for a pool, the mamba
+//! cache size, `--chunked-prefill-size` for the budget; nothing of capacity when there is
+//! room everywhere.
+//!
+//! **Source.** SGLang `scheduler.py` (`get_new_batch_prefill`: no admission at
+//! `max_running_requests`, `get_num_allocatable_reqs`), `schedule_policy.py` (`PrefillAdder`:
+//! `rem_total_tokens` with the running requests' reserve, `rem_chunk_tokens`,
+//! `rem_input_tokens`; every allocator, SWA and mamba included, checked per request).
+
+use crate::evidence::DecodeSample;
+use crate::evidence::view::SchedulerView;
+use crate::report::CapacitySummary;
+pub use crate::report::{Admission, Binding, Constraint, Slack};
+use crate::rules::prefill_limit;
+use crate::thresholds as th;
+
+/// The constraint binding the largest share of the queued steady time, when it binds at
+/// least [`th::ADMISSION_BINDING_SHARE`] of it and more than room everywhere; ties go to the
+/// pools (raising the cap into a full pool only brings retractions).
+pub fn binding(a: &Admission) -> Option<Binding> {
+    a.bindings
+        .iter()
+        .copied()
+        .filter(|b| b.share >= th::ADMISSION_BINDING_SHARE && b.share > a.room_everywhere)
+        .max_by(|x, y| {
+            x.share
+                .total_cmp(&y.share)
+                .then(order(y.constraint).cmp(&order(x.constraint)))
+        })
+}
+
+/// The binding constraint when it is decisive: requests wait on most steady lines
+/// ([`SchedulerView::queued`]) and it holds back at least [`th::ADMISSION_DECISIVE_SHARE`] of
+/// the queued request-time.
+pub fn decisive(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Binding> {
+    if !v.queued() {
+        return None;
+    }
+    binding(&model(v, cap)?).filter(|b| b.share >= th::ADMISSION_DECISIVE_SHARE)
+}
+
+/// The share of the queued steady time one constraint binds (0 when it was not judged).
+pub fn share_of(a: &Admission, c: Constraint) -> f64 {
+    a.bindings
+        .iter()
+        .find(|b| b.constraint == c)
+        .map_or(0.0, |b| b.share)
+}
+
+/// Tie-break order (lower first): the pools before the cap before the budget.
+fn order(c: Constraint) -> u8 {
+    match c {
+        Constraint::KvPool => 0,
+        Constraint::SwaPool => 1,
+        Constraint::MambaSlots => 2,
+        Constraint::RunningCap => 3,
+        Constraint::PrefillBudget => 4,
+    }
+}
+
+/// One queued step: when, its weight, and the readings of each constraint.
+struct Step {
+    weight: f64,
+    /// Requests waiting (`#queue-req`, plus `#prealloc-req` on a PD decode server).
+    queue: u64,
+    running: Option<u64>,
+    usage: Option<f64>,
+    swa: Option<f64>,
+    mamba: Option<f64>,
+    /// `#new-token` of the prefill pass admitted in this step.
+    prefill_tokens: Option<u64>,
+}
+
+/// The running-request cap to judge against: configured (or SGLang's speculative default),
+/// else the count every decode line of every rank is pinned at.
+fn running_cap(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<u64> {
+    cap.max_running_requests
+        .filter(|&c| c > 0)
+        .or(v.pinned_across_ranks)
+}
+
+/// Weights from times: each step until the next, the last one the median of the others; one
+/// each when a time is missing or out of order.
+fn weights(times: &[Option<f64>]) -> Vec<f64> {
+    let t: Option<Vec<f64>> = times.iter().copied().collect();
+    let Some(t) = t.filter(|t| t.len() >= 2 && t.windows(2).all(|w| w[1] >= w[0])) else {
+        return vec![1.0; times.len()];
+    };
+    let mut w: Vec<f64> = t.windows(2).map(|p| p[1] - p[0]).collect();
+    let mut sorted = w.clone();
+    sorted.sort_by(f64::total_cmp);
+    w.push(sorted[sorted.len() / 2]);
+    if w.iter().sum::<f64>() <= 0.0 {
+        return vec![1.0; times.len()];
+    }
+    w
+}
+
+/// The steps the model judges, with the times they stand for.
+fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
+    let waits = |d: &DecodeSample| d.queue.unwrap_or(0) > 0 || d.prealloc_req.unwrap_or(0) > 0;
+    let decode_queue = v
+        .steady_decode
+        .iter()
+        .any(|d| d.queue.is_some() || d.prealloc_req.is_some());
+    if decode_queue {
+        let times: Vec<Option<f64>> = v.steady_decode.iter().map(|d| d.t).collect();
+        let w = weights(&times);
+        let mut prefill = v.steady_prefill.iter().peekable();
+        let mut out = Vec::new();
+        for (d, &weight) in v.steady_decode.iter().zip(&w) {
+            // the prefill passes printed since the previous decode line
+            let mut passed: Option<u64> = None;
+            while let Some(p) = prefill.next_if(|p| (p.source, p.line) < (d.source, d.line)) {
+                passed = passed.max(p.new_token);
+            }
+            if waits(d) {
+                out.push(Step {
+                    weight,
+                    queue: d.queue.unwrap_or(0) + d.prealloc_req.unwrap_or(0),
+                    running: d.running,
+                    usage: d.usage,
+                    swa: d.swa_usage,
+                    mamba: d.mamba_usage,
+                    prefill_tokens: passed,
+                });
+            }
+        }
+        return (out, times.iter().all(Option::is_some));
+    }
+    let times: Vec<Option<f64>> = v.steady_prefill.iter().map(|p| p.t).collect();
+    let w = weights(&times);
+    let out = v
+        .steady_prefill
+        .iter()
+        .zip(&w)
+        .filter(|(p, _)| p.queue.unwrap_or(0) > 0)
+        .map(|(p, &weight)| Step {
+            weight,
+            queue: p.queue.unwrap_or(0),
+            // a prefill line counts the running batch before its own requests join
+            running: p.running.map(|r| r + p.new_seq.unwrap_or(0)),
+            usage: p.usage,
+            swa: None,
+            mamba: p.mamba_usage,
+            prefill_tokens: p.new_token,
+        })
+        .collect();
+    (out, times.iter().all(Option::is_some))
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// The admission model of one scheduler (see the module doc); `None` when no steady step has
+/// requests waiting.
+pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
+    let (steps, timed) = steps(v);
+    let time: f64 = steps.iter().map(|s| s.weight).sum();
+    // the queued request-time: each step's waiting requests for its time
+    let total: f64 = steps.iter().map(|s| s.weight * s.queue as f64).sum();
+    if steps.is_empty() || total <= 0.0 {
+        return None;
+    }
+    let cap_n = running_cap(v, cap);
+    let budget = prefill_limit::budget(v, cap).map(|(b, _)| b);
+    // each constraint on one step: how many of the waiting requests it holds back, and its
+    // room there; `None` when the step does not show it
+    type Judge<'a> = Box<dyn Fn(&Step) -> Option<(u64, f64)> + 'a>;
+    let pool = |get: fn(&Step) -> Option<f64>, full: f64| -> Judge<'_> {
+        Box::new(move |s: &Step| {
+            get(s).map(|u| (if u >= full { s.queue } else { 0 }, (1.0 - u).max(0.0)))
+        })
+    };
+    type Row<'a> = (Constraint, Judge<'a>, fn(f64) -> Slack);
+    let judges: Vec<Row<'_>> = vec![
+        (
+            Constraint::RunningCap,
+            // the cap admits `cap - running` more; the rest of the queue waits for it
+            Box::new(move |s: &Step| {
+                let (c, r) = (cap_n?, s.running?);
+                Some((
+                    (r + s.queue).saturating_sub(c).min(s.queue),
+                    c.saturating_sub(r) as f64,
+                ))
+            }),
+            Slack::Requests,
+        ),
+        (
+            Constraint::KvPool,
+            pool(|s| s.usage, th::KV_FULL_USAGE),
+            Slack::Fraction,
+        ),
+        (
+            Constraint::SwaPool,
+            pool(|s| s.swa, th::KV_FULL_USAGE),
+            Slack::Fraction,
+        ),
+        (
+            Constraint::MambaSlots,
+            pool(|s| s.mamba, th::MAMBA_FULL_USAGE),
+            Slack::Fraction,
+        ),
+        (
+            // a pass filled to the budget: what still waits after it waits for the next one
+            Constraint::PrefillBudget,
+            Box::new(move |s: &Step| {
+                let (b, n) = (budget?, s.prefill_tokens?);
+                let full = n as f64 >= th::PREFILL_AT_LIMIT_FRACTION * b as f64;
+                Some((if full { s.queue } else { 0 }, b.saturating_sub(n) as f64))
+            }),
+            Slack::Tokens,
+        ),
+    ];
+    let mut bindings = Vec::new();
+    let mut held = vec![0u64; steps.len()];
+    for (constraint, judge, unit) in &judges {
+        let readings: Vec<(usize, u64, f64)> = steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| judge(s).map(|(h, slack)| (i, h, slack)))
+            .collect();
+        // the prefill budget is read only on steps that admitted; the others must cover most
+        let covered = *constraint == Constraint::PrefillBudget
+            || readings.len() as f64 >= th::QUEUED_SHARE * steps.len() as f64;
+        if readings.is_empty() || !covered {
+            continue;
+        }
+        let binds: f64 = readings
+            .iter()
+            .map(|r| steps[r.0].weight * r.1 as f64)
+            .fold(0.0, |a, b| a + b);
+        for r in &readings {
+            held[r.0] = held[r.0].max(r.1);
+        }
+        bindings.push(Binding {
+            constraint: *constraint,
+            share: binds / total,
+            slack: unit(median(readings.iter().map(|r| r.2).collect())?),
+        });
+    }
+    if bindings.is_empty() {
+        return None;
+    }
+    bindings.sort_by(|a, b| {
+        b.share
+            .total_cmp(&a.share)
+            .then(order(a.constraint).cmp(&order(b.constraint)))
+    });
+    let free: f64 = steps
+        .iter()
+        .zip(&held)
+        .map(|(s, &h)| s.weight * s.queue.saturating_sub(h) as f64)
+        .fold(0.0, |a, b| a + b);
+    Some(Admission {
+        queued_steps: steps.len(),
+        queued_s: timed.then_some(time),
+        bindings,
+        room_everywhere: free / total,
+        cap: cap_n,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{excerpt, only, set_field, whole, with_input};
+    use crate::verdict::{self, Reason};
+
+    const QUEUE12K: &str = "real/001-i938-a100-llama13b-queue12k.log";
+    const MAXRUN2: &str = "real-long/ascend-dsr1-pd-decode-maxrun2-queued.log";
+    const CHUNKS: &str = "real/041-i11970-v0.5.3post3-prefill-queue114-chunk8192.log";
+    const MAMBA: &str = "real-3/015-pr30047-npu-mamba-prefill-queue97-pending-token.log";
+    const INTERVAL: &str = "real/059-npu-doc-forward-iteration-numbers-prefill-decode-interval.log";
+    const DP_ATTN: &str =
+        "real-4/121-npu-2node-qwen3-480b-dp-attn-chunk256-prefill-bound-cap24-graph-off.log";
+
+    fn model_of(lines: &str, cap: &CapacitySummary) -> Option<Admission> {
+        with_input(lines, |i| model(&i.views[0], cap))
+    }
+
+    fn with_cap(n: u64) -> CapacitySummary {
+        CapacitySummary {
+            max_running_requests: Some(n),
+            ..CapacitySummary::default()
+        }
+    }
+
+    fn dp1() -> String {
+        only(&whole(MAXRUN2), "DP1 TP2")
+    }
+
+    #[test]
+    fn a_full_kv_pool_holds_the_whole_queue() {
+        // 001: token usage 0.93 with 12,279 waiting: the pool admits nothing new
+        let a = model_of(&whole(QUEUE12K), &CapacitySummary::default()).unwrap();
+        let b = binding(&a).unwrap();
+        assert_eq!(b.constraint, Constraint::KvPool);
+        assert_eq!(b.share, 1.0);
+        assert!(matches!(b.slack, Slack::Fraction(f) if (f - 0.07).abs() < 1e-9));
+        assert_eq!(a.room_everywhere, 0.0);
+    }
+
+    #[test]
+    fn the_pool_binds_from_the_full_mark_on() {
+        // the same line at 0.90 (the mark) binds; at 0.89 the pool has room and nothing binds
+        let lines = whole(QUEUE12K);
+        let at = model_of(
+            &set_field(&lines, "token usage", "0.90"),
+            &CapacitySummary::default(),
+        );
+        assert_eq!(share_of(&at.unwrap(), Constraint::KvPool), 1.0);
+        let below = model_of(
+            &set_field(&lines, "token usage", "0.89"),
+            &CapacitySummary::default(),
+        )
+        .unwrap();
+        assert_eq!(share_of(&below, Constraint::KvPool), 0.0);
+        assert_eq!(below.room_everywhere, 1.0);
+        assert_eq!(binding(&below), None);
+    }
+
+    #[test]
+    fn nothing_waits_nothing_to_model() {
+        let lines = set_field(&whole(QUEUE12K), "#queue-req", "0");
+        assert_eq!(model_of(&lines, &CapacitySummary::default()), None);
+    }
+
+    #[test]
+    fn the_cap_holds_every_request_above_it() {
+        // a PD decode rank at max_running_requests 2 with 7-22 waiting; its pool below 0.5
+        let a = model_of(&dp1(), &with_cap(2)).unwrap();
+        let b = binding(&a).unwrap();
+        assert_eq!(b.constraint, Constraint::RunningCap);
+        assert_eq!(b.share, 1.0);
+        assert_eq!(b.slack, Slack::Requests(0.0));
+        assert_eq!(share_of(&a, Constraint::KvPool), 0.0);
+        assert_eq!(a.cap, Some(2));
+        // far above the running count: every waiting request had room under the cap
+        let wide = model_of(&dp1(), &with_cap(100)).unwrap();
+        assert_eq!(share_of(&wide, Constraint::RunningCap), 0.0);
+        assert_eq!(wide.room_everywhere, 1.0);
+    }
+
+    #[test]
+    fn a_cap_with_room_for_some_holds_only_the_rest() {
+        // 121 DP1: cap 24; on one line 23 run and 1 waits, so the cap admits it: that step's
+        // request is not held by the cap
+        let a = with_input(&whole(DP_ATTN), |i| {
+            let v = i.views.iter().find(|v| v.key.to_string() == "DP1").unwrap();
+            model(v, i.capacity)
+        })
+        .unwrap();
+        assert_eq!(a.cap, Some(24));
+        let cap = share_of(&a, Constraint::RunningCap);
+        assert!(cap > 0.9 && cap < 1.0, "{a:?}");
+        assert!((a.room_everywhere - (1.0 - cap)).abs() < 1e-9, "{a:?}");
+    }
+
+    #[test]
+    fn full_mamba_slots_hold_the_queue() {
+        // 015 (hybrid SSM, prefill lines only): mamba usage 0.20-0.60 leaves slots free; the
+        // same lines at 1.00 hold every waiting request, ahead of the budget the passes fill
+        let lines = whole(MAMBA);
+        let free = model_of(&lines, &CapacitySummary::default()).unwrap();
+        assert_eq!(share_of(&free, Constraint::MambaSlots), 0.0);
+        assert_eq!(
+            binding(&free).unwrap().constraint,
+            Constraint::PrefillBudget
+        );
+        let full = model_of(
+            &set_field(&lines, "mamba usage", "1.00"),
+            &CapacitySummary::default(),
+        )
+        .unwrap();
+        assert_eq!(binding(&full).unwrap().constraint, Constraint::MambaSlots);
+        let near = set_field(&lines, "mamba usage", "0.98");
+        let near = model_of(&near, &CapacitySummary::default()).unwrap();
+        assert_eq!(share_of(&near, Constraint::MambaSlots), 0.0);
+    }
+
+    #[test]
+    fn a_pass_at_the_chunk_size_holds_the_rest_of_the_queue() {
+        // 041: every prefill pass carries 8192 tokens (the chunk) while 114 wait
+        let lines = whole(CHUNKS);
+        let a = model_of(&lines, &CapacitySummary::default()).unwrap();
+        let b = binding(&a).unwrap();
+        assert_eq!(b.constraint, Constraint::PrefillBudget);
+        assert_eq!(b.share, 1.0);
+        // passes of about half the configured chunk leave the budget room
+        let cap = CapacitySummary {
+            chunked_prefill_size: Some(8192),
+            ..CapacitySummary::default()
+        };
+        let half = model_of(&set_field(&lines, "#new-token", "4000"), &cap).unwrap();
+        assert_eq!(share_of(&half, Constraint::PrefillBudget), 0.0);
+        assert_eq!(binding(&half), None);
+    }
+
+    #[test]
+    fn requests_wait_with_room_in_every_limit() {
+        // 059: an NPU build that runs prefill every N decode iterations; the pool nearly empty
+        let a = model_of(&whole(INTERVAL), &CapacitySummary::default()).unwrap();
+        assert_eq!(a.room_everywhere, 1.0);
+        assert_eq!(binding(&a), None);
+    }
+
+    #[test]
+    fn the_cap_is_the_verdict_when_the_pool_fills_only_while_nothing_waits() {
+        // DP1 at cap 2, its lines with at most three waiting requests turned into full-pool lines
+        // with none waiting: the pool's 90th percentile reads full, yet every request that
+        // waited was held by the cap, with the pool below half
+        let lines: String = dp1()
+            .lines()
+            .map(|l| {
+                if ["0,", "1,", "2,", "3,"]
+                    .iter()
+                    .any(|q| l.contains(&format!("#queue-req: {q}")))
+                {
+                    let l = set_field(l, "token usage", "0.95");
+                    set_field(&l, "#queue-req", "0")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        with_input(&lines, |i| {
+            let v = &i.views[0];
+            assert!(
+                v.kv_full() && v.queued(),
+                "{:?} {:?} {:?}",
+                v.usage,
+                v.queued_share,
+                v.full_share
+            );
+            let old_first = crate::rules::kv_cache_bound::queued_at_full_pool(v);
+            assert!(
+                old_first.is_some(),
+                "the pool rule alone would name the KV cache"
+            );
+            let a = model(v, &with_cap(2)).unwrap();
+            assert_eq!(share_of(&a, Constraint::KvPool), 0.0);
+            assert!(matches!(
+                verdict::classify(v, &with_cap(2)),
+                Reason::RunningCap(crate::rules::running_cap::Limit::Configured { cap: 2, .. })
+            ));
+        });
+        // the lines as logged, with the pool full on every line too: the pool first
+        let full = set_field(&dp1(), "token usage", "0.95");
+        with_input(&full, |i| {
+            let b = decisive(&i.views[0], &with_cap(2)).unwrap();
+            assert_eq!(b.constraint, Constraint::KvPool);
+            assert!(matches!(
+                verdict::classify(&i.views[0], &with_cap(2)),
+                Reason::KvCache(_)
+            ));
+        });
+    }
+
+    #[test]
+    fn steps_are_weighted_by_their_time() {
+        // the first lines of DP1, 8 s then 4 s then 2 s apart: the last step the median
+        let d = excerpt(MAXRUN2, 2200..=2600);
+        let times: Vec<Option<f64>> = with_input(&only(&d, "DP1 TP2"), |i| {
+            i.views[0].steady_decode.iter().map(|d| d.t).collect()
+        });
+        let w = weights(&times);
+        assert_eq!(w.len(), times.len());
+        assert_eq!(&w[..3], &[8.0, 4.0, 2.0]);
+        assert_eq!(weights(&[None, Some(1.0)]), vec![1.0, 1.0]);
+    }
+}
