@@ -517,14 +517,6 @@ pub fn diagnose_instance(
     }
 }
 
-/// The `kind` of a verdict as the JSON report writes it (`kv_cache_bound`, ...).
-pub fn kind(b: Bottleneck) -> String {
-    serde_json::to_value(b)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{b:?}"))
-}
-
 /// Most points one series may take over the window (a day at a 1 s step fits).
 pub const MAX_POINTS_PER_SERIES: f64 = 100_000.0;
 
@@ -686,7 +678,10 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
         totals.steady_gen_tok_per_s += r.steady_gen_throughput.as_ref().map_or(0.0, |x| x.value);
         totals.running_mean += r.running_mean.unwrap_or(0.0);
         totals.queued_mean += r.queued_mean.unwrap_or(0.0);
-        *totals.by_bottleneck.entry(kind(r.bottleneck)).or_default() += 1;
+        *totals
+            .by_bottleneck
+            .entry(r.bottleneck.name().to_string())
+            .or_default() += 1;
     }
     Ok(FleetReport {
         prometheus: shown,

@@ -14,6 +14,7 @@ mod finding;
 mod headline;
 mod inputs;
 mod measures;
+mod names;
 mod recommendation;
 mod runs;
 mod scheduler;
