@@ -50,74 +50,14 @@ pub struct PrometheusArgs {
     #[arg(long, value_name = "DURATION", value_parser = crate::watch::parse_duration, requires = "prometheus", conflicts_with_all = ["start", "end"])]
     pub since: Option<Duration>,
     /// With --prometheus: start of the window (Unix seconds, or RFC 3339 like 2026-12-01T08:00:00Z).
-    #[arg(long, value_name = "TIME", value_parser = parse_time, requires = "end")]
+    #[arg(long, value_name = "TIME", value_parser = sglang_client::prometheus::parse_time, requires = "end")]
     pub start: Option<f64>,
     /// With --prometheus: end of the window (Unix seconds, or RFC 3339).
-    #[arg(long, value_name = "TIME", value_parser = parse_time, requires = "start")]
+    #[arg(long, value_name = "TIME", value_parser = sglang_client::prometheus::parse_time, requires = "start")]
     pub end: Option<f64>,
     /// With --prometheus: the step between points (a duration; default 15s).
     #[arg(long, value_name = "DURATION", value_parser = crate::watch::parse_duration, requires = "prometheus")]
     pub step: Option<Duration>,
-}
-
-/// A time: Unix seconds, or RFC 3339 (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`).
-///
-/// # Errors
-/// Neither form (the message says which forms are read).
-pub fn parse_time(s: &str) -> Result<f64, String> {
-    let s = s.trim();
-    if let Ok(v) = s.parse::<f64>() {
-        if v.is_finite() && (0.0..1e11).contains(&v) {
-            return Ok(v);
-        }
-        return Err(format!("{s}: not a Unix time in seconds"));
-    }
-    let bad = || format!("{s:?}: not a Unix time nor RFC 3339 (2026-12-01T08:00:00Z)");
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return Err(bad());
-    }
-    let num = |r: std::ops::Range<usize>| s.get(r).and_then(|x| x.parse::<i64>().ok());
-    let (y, mo, d, h, mi, se) = (
-        num(0..4).ok_or_else(bad)?,
-        num(5..7).ok_or_else(bad)?,
-        num(8..10).ok_or_else(bad)?,
-        num(11..13).ok_or_else(bad)?,
-        num(14..16).ok_or_else(bad)?,
-        num(17..19).ok_or_else(bad)?,
-    );
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
-        return Err(bad());
-    }
-    let mut rest = &s[19..];
-    let mut frac = 0.0;
-    if let Some(r) = rest.strip_prefix('.') {
-        let n = r.bytes().take_while(u8::is_ascii_digit).count();
-        frac = format!("0.{}", &r[..n]).parse().map_err(|_| bad())?;
-        rest = &r[n..];
-    }
-    let offset_s = match rest {
-        "Z" | "z" => 0,
-        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) => {
-            let hh: i64 = o[1..3].parse().map_err(|_| bad())?;
-            let mm: i64 = o[4..6].parse().map_err(|_| bad())?;
-            let sign = if o.starts_with('-') { -1 } else { 1 };
-            sign * (hh * 3600 + mm * 60)
-        }
-        _ => return Err(bad()),
-    };
-    // Days from the civil date (proleptic Gregorian), after H. Hinnant's algorithm.
-    let (yy, m) = if mo <= 2 {
-        (y - 1, mo + 9)
-    } else {
-        (y, mo - 3)
-    };
-    let era = yy.div_euclid(400);
-    let yoe = yy - era * 400;
-    let doy = (153 * m + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Ok((days * 86_400 + h * 3600 + mi * 60 + se - offset_s) as f64 + frac)
 }
 
 /// The window read.
@@ -888,19 +828,6 @@ pub fn run(args: &crate::DiagnoseArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_and_unix_times() {
-        assert_eq!(parse_time("0").unwrap(), 0.0);
-        assert_eq!(parse_time("1764576000").unwrap(), 1_764_576_000.0);
-        assert_eq!(parse_time("2025-12-01T08:00:00Z").unwrap(), 1_764_576_000.0);
-        assert_eq!(
-            parse_time("2025-12-01T09:30:00.5+01:30").unwrap(),
-            1_764_576_000.5
-        );
-        assert!(parse_time("yesterday").is_err());
-        assert!(parse_time("1e300").is_err());
-    }
 
     fn series(name: &str, rank: &str, pts: &[(f64, f64)]) -> RangeSeries {
         let mut labels = Labels::new();
