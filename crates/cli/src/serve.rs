@@ -23,54 +23,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use serde::Serialize;
 
-/// Every verdict, in the JSON report's spelling; each gets a 0/1 gauge per instance.
-pub const BOTTLENECKS: [Bottleneck; 19] = [
-    Bottleneck::KvCacheBound,
-    Bottleneck::RunningCapBound,
-    Bottleneck::PrefillBound,
-    Bottleneck::SchedulerConservative,
-    Bottleneck::PdTransferBound,
-    Bottleneck::ClientBound,
-    Bottleneck::Stall,
-    Bottleneck::DecodeComputeBound,
-    Bottleneck::PrefillComputeBound,
-    Bottleneck::Inconclusive,
-    Bottleneck::NoSchedulerLines,
-    Bottleneck::OutOfMemory,
-    Bottleneck::SchedulerCrashed,
-    Bottleneck::StartupIncomplete,
-    Bottleneck::StartupOnly,
-    Bottleneck::RequestsRejected,
-    Bottleneck::AdmissionHeld,
-    Bottleneck::KvTransferFailed,
-    Bottleneck::Drain,
-];
-
-/// Compile-time reminder: a new verdict must be added to [`BOTTLENECKS`].
-const fn _every_bottleneck_listed(b: Bottleneck) -> usize {
-    match b {
-        Bottleneck::KvCacheBound => 0,
-        Bottleneck::RunningCapBound => 1,
-        Bottleneck::PrefillBound => 2,
-        Bottleneck::SchedulerConservative => 3,
-        Bottleneck::PdTransferBound => 4,
-        Bottleneck::ClientBound => 5,
-        Bottleneck::Stall => 6,
-        Bottleneck::DecodeComputeBound => 7,
-        Bottleneck::PrefillComputeBound => 8,
-        Bottleneck::Inconclusive => 9,
-        Bottleneck::NoSchedulerLines => 10,
-        Bottleneck::OutOfMemory => 11,
-        Bottleneck::SchedulerCrashed => 12,
-        Bottleneck::StartupIncomplete => 13,
-        Bottleneck::StartupOnly => 14,
-        Bottleneck::RequestsRejected => 15,
-        Bottleneck::AdmissionHeld => 16,
-        Bottleneck::KvTransferFailed => 17,
-        Bottleneck::Drain => 18,
-    }
-}
-
 /// Arguments of `serve`.
 #[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
@@ -166,23 +118,19 @@ pub fn exposition(r: &ServeReport) -> String {
             diagnosed.get_or_create(&il).set(at);
         }
         let Some(rep) = &t.report else { continue };
-        for b in BOTTLENECKS {
+        for &b in Bottleneck::ALL {
             bottleneck
                 .get_or_create(&KindLabels {
                     instance: inst.clone(),
-                    kind: crate::fleet::kind(b),
+                    kind: b.name().to_string(),
                 })
                 .set(i64::from(rep.bottleneck == b));
         }
         for f in &rep.findings {
-            let kind = serde_json::to_value(f.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_else(|| format!("{:?}", f.kind));
             finding
                 .get_or_create(&KindLabels {
                     instance: inst.clone(),
-                    kind,
+                    kind: f.kind.name().to_string(),
                 })
                 .set(1);
         }
@@ -610,7 +558,7 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("throughput_doctor_bottleneck{"))
             .collect();
-        assert_eq!(lines.len(), BOTTLENECKS.len(), "{text}");
+        assert_eq!(lines.len(), Bottleneck::ALL.len(), "{text}");
         assert!(
             text.contains(
                 "throughput_doctor_bottleneck{instance=\"h:1\",kind=\"no_scheduler_lines\"} 1"

@@ -9,6 +9,9 @@ use serde::Serialize;
 
 use sglang_log::ClientEvidence;
 
+// What the user expects (`--expect`): defined with the report, which states it back.
+pub use crate::report::Expectation;
+
 /// What the server said about itself (`/server_info` or `/get_server_info`, live or saved).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ServerFacts {
@@ -122,19 +125,6 @@ pub struct MetricsFacts {
     pub source: String,
     /// Samples in time order.
     pub samples: Vec<MetricsSample>,
-}
-
-/// What the user expects the server to do, to be checked against what this setup can reach.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
-pub enum Expectation {
-    /// A multiple of the measured steady rate (`--expect 4x`).
-    Multiple(f64),
-    /// A generation rate, tok/s (`--expect 2500tok/s`).
-    TokPerS(f64),
-    /// A completion rate, req/s (`--expect 0.4req/s`): read against the client's mean
-    /// completion length, so it needs the client's figures (`--client-log`, records).
-    ReqPerS(f64),
 }
 
 /// Every optional source of evidence beside the logs.

@@ -150,7 +150,7 @@ pub fn check(
         reach: reach_of(tps),
     });
     Some(ExpectationCheck {
-        asked: expected.and_then(|e| serde_json::to_value(e).ok()),
+        asked: expected,
         expected_tok_per_s: target,
         measured_tok_per_s: m,
         ceiling_tok_per_s: ceiling,
@@ -353,6 +353,17 @@ mod tests {
         .expect("check");
         assert_eq!((e.expected_tok_per_s, e.reach.clone()), (None, None));
         assert!(e.needs_completion_length);
+        // stated back typed, in the JSON as `{kind, value}`, and named in the answer
+        assert_eq!(e.asked, Some(Expectation::ReqPerS(0.2)));
+        assert_eq!(
+            serde_json::to_value(&e).expect("json")["asked"],
+            serde_json::json!({"kind": "req_per_s", "value": 0.2})
+        );
+        assert!(
+            crate::narrative::expectation(&e).starts_with("0.2 req/s cannot be set against"),
+            "{}",
+            crate::narrative::expectation(&e)
+        );
     }
 
     #[test]

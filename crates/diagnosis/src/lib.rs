@@ -5,7 +5,8 @@
 //! [`pipeline`]: [`EvidenceBuilder`] (bounded, owned facts per scheduler) → views over each
 //! scheduler's steady span ([`evidence::view`]) → [`rules`] (one file per detector, typed facts
 //! out) → [`verdict`] (the one place that picks the bottleneck) → [`narrative`] (the one place
-//! that writes English) → [`Report`] (data only).
+//! that writes English) → [`Report`] (data only). [`fleet`] runs the same pipeline on each
+//! instance of a fleet read from Prometheus, and compares the instances.
 //!
 //! Design decision: the builder keeps per-scheduler [`evidence::Timeline`]s that decimate when
 //! full, plus exact aggregates (peaks, sums). Memory stays bounded for multi-gigabyte logs at the
@@ -19,6 +20,7 @@ pub mod context;
 pub mod error;
 pub mod evidence;
 pub mod expectation;
+pub mod fleet;
 pub mod incidents;
 pub mod narrative;
 pub mod pipeline;

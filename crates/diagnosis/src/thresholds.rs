@@ -339,3 +339,37 @@ pub const RUN_GAP_S: f64 = 4.0 * 3600.0;
 /// span to end a run, beside [`RUN_GAP_S`] (intervals: a thousand times the ordinary spacing,
 /// so a log written once a minute needs more than 16 h).
 pub const RUN_GAP_INTERVALS: f64 = 1000.0;
+
+// The fleet view (`diagnose --prometheus`, `crate::fleet`, `rules/fleet_imbalance.rs`).
+
+/// A DP rank's or instance's mean queue is apart from its peers' median at this many times it
+/// or more, and [`FLEET_QUEUE_OUTLIER_MIN_EXCESS`] above it (ratio): twice the median is
+/// a member that takes a share of the waiting requests its peers do not, not the jitter of a
+/// mean over the window.
+pub const FLEET_QUEUE_OUTLIER_FACTOR: f64 = 2.0;
+/// ... and this many requests above the median (requests): a queue of 2 against a median of
+/// 1 is twice, but nothing an operator would rebalance for.
+pub const FLEET_QUEUE_OUTLIER_MIN_EXCESS: f64 = 5.0;
+/// A mean token usage this far from its peers' median, either way, is apart (fraction of the
+/// pool): a quarter of the KV pool more or less used than its peers under the same traffic.
+pub const FLEET_USAGE_OUTLIER_DELTA: f64 = 0.25;
+/// Outliers are few: when more than one peer in this many (and more than one) stands apart on
+/// the same measure, they are a group (a different configuration or workload), and none is
+/// flagged for it (peers).
+pub const FLEET_OUTLIER_GROUP_DIVISOR: usize = 10;
+/// The DP ranks of one instance are compared from this many (ranks): two ranks fed by one
+/// router already share its traffic.
+pub const FLEET_MIN_RANK_PEERS: usize = 2;
+/// Instances are compared from this many (instances): between two, neither is the odd one.
+pub const FLEET_MIN_INSTANCE_PEERS: usize = 3;
+/// The finest step of a window read from Prometheus (seconds): Prometheus stores times in
+/// milliseconds.
+pub const FLEET_MIN_STEP_S: f64 = 0.001;
+/// Most points one series may take over a window (points): a day at a 1 s step fits; more is
+/// a step too fine for the window, which the reader would hold in memory per instance.
+pub const FLEET_MAX_POINTS: f64 = 100_000.0;
+/// Largest value of a Prometheus series that is neither a gauge nor a rate `sglang-log`
+/// bounds (a cumulative counter such as `sglang:generation_tokens_total`): 10^15 tokens or
+/// requests is years of any server, and far below what breaks `f64` sums (the bound
+/// `sglang-client`'s `/metrics` reader takes for counters).
+pub const METRIC_COUNTER_MAX: f64 = 1e15;

@@ -1540,7 +1540,11 @@ fn with_chunked_prefill_off_mixed_chunks_are_not_advised() {
     let r = diagnose("real-long/ascend-qwen3next-80b-hybrid-mamba.log");
     assert!(r.capacity.chunked_prefill_off);
     let f = diagnosis::rules::prefill_interference::Facts {
-        scheduler: "rank 0".into(),
+        scheduler: diagnosis::SchedulerKey {
+            source: None,
+            dp: None,
+            pp: None,
+        },
         loss: 0.2,
         share_with_prefill: 0.3,
         clean_tok_per_s: 100.0,

@@ -1069,12 +1069,7 @@ fn the_precedence_tables_match_the_code() {
     use diagnosis::verdict::{ENDS_SERVING, NO_LINES_PRECEDENCE, SCHEDULER_PRECEDENCE};
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ARCHITECTURE.md");
     let doc = std::fs::read_to_string(&path).expect("ARCHITECTURE.md");
-    let name = |b: diagnosis::report::Bottleneck| {
-        serde_json::to_value(b)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
-    };
+    let name = |b: diagnosis::report::Bottleneck| b.name().to_string();
     let mut problems = Vec::new();
     for (constant, code) in [
         (

@@ -37,6 +37,23 @@ pub fn median_f64(xs: &[f64]) -> Option<f64> {
     (k < s.len()).then(|| *s.select_nth_unstable_by(k, f64::total_cmp).1)
 }
 
+/// The median of the finite values of `xs`: the middle one, or for an even count the mean of
+/// the two middle ones (so `[1, 2, 3, 40]` gives 2.5, where [`median_f64`] gives 3); `None`
+/// when none is finite. Units: those of `xs`.
+pub fn median_mid_f64(xs: &[f64]) -> Option<f64> {
+    let mut s: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    Some(if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    })
+}
+
 /// `Σ value × weight / Σ weight` over `(value, weight)` pairs; `None` when the weights sum to
 /// zero or less.
 pub fn weighted_mean(pairs: &[(f64, f64)]) -> Option<f64> {
@@ -150,6 +167,11 @@ mod tests {
         assert_eq!(median_f64(&[4.0, 1.0, 3.0, 2.0, 3.0]), Some(3.0));
         assert_eq!(median_f64(&[4.0, 1.0, 3.0, 2.0]), Some(3.0));
         assert_eq!(median_f64(&[f64::INFINITY]), None);
+        assert_eq!(median_mid_f64(&[40.0, 1.0, 2.0, 1.5]), Some(1.75));
+        assert_eq!(median_mid_f64(&[3.0, f64::NAN, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median_mid_f64(&[7.0]), Some(7.0));
+        assert_eq!(median_mid_f64(&[f64::NAN]), None);
+        assert_eq!(median_mid_f64(&[]), None);
         assert_eq!(weighted_mean(&[(10.0, 1.0), (20.0, 3.0)]), Some(17.5));
         assert_eq!(weighted_mean(&[(10.0, 0.0)]), None);
     }

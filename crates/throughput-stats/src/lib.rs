@@ -70,7 +70,8 @@ mod tokens;
 
 pub use counter::CounterSeries;
 pub use describe::{
-    Fit2, MIN_FIT_ROWS, least_squares_2, mean_sd, median_f64, median_u64, weighted_mean, z_value,
+    Fit2, MIN_FIT_ROWS, least_squares_2, mean_sd, median_f64, median_mid_f64, median_u64,
+    weighted_mean, z_value,
 };
 pub use error::StatsError;
 pub use gauge::{

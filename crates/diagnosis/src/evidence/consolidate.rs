@@ -45,7 +45,7 @@ pub enum JoinNote {
     /// put in order.
     Reordered {
         /// The scheduler.
-        scheduler: String,
+        scheduler: SchedulerKey,
         /// Steps back in time between consecutive lines.
         steps_back: usize,
     },
@@ -53,7 +53,7 @@ pub enum JoinNote {
     /// second run; only the last run is diagnosed.
     EarlierRunsSetAside {
         /// The scheduler.
-        scheduler: String,
+        scheduler: SchedulerKey,
         /// Runs seen.
         runs: usize,
         /// Seconds the clock stepped back at the last restart.
@@ -432,14 +432,14 @@ impl SchedulerTimeline {
                     first.line = from_line;
                 }
                 JoinNote::EarlierRunsSetAside {
-                    scheduler: key.to_string(),
+                    scheduler: *key,
                     runs: restarts.len() + 1,
                     step_back_s,
                     from_line,
                 }
             }
             _ => JoinNote::Reordered {
-                scheduler: key.to_string(),
+                scheduler: *key,
                 steps_back,
             },
         };

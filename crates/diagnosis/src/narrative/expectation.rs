@@ -1,6 +1,6 @@
 //! The expectation check in words.
 
-use crate::report::{ExpectationCheck, NoCeiling, Reach};
+use crate::report::{Expectation, ExpectationCheck, NoCeiling, Reach};
 
 /// Why no ceiling, in words.
 fn no_ceiling_words(why: Option<NoCeiling>) -> String {
@@ -91,12 +91,10 @@ pub fn expectation(e: &ExpectationCheck) -> String {
         .collect::<Vec<_>>()
         .join("; ");
     if e.needs_completion_length {
-        let asked = e
-            .asked
-            .as_ref()
-            .and_then(|a| a.get("value"))
-            .and_then(serde_json::Value::as_f64)
-            .map_or_else(|| "The req/s asked".to_string(), |r| format!("{r} req/s"));
+        let asked = match e.asked {
+            Some(Expectation::ReqPerS(r)) => format!("{r} req/s"),
+            _ => "The req/s asked".to_string(),
+        };
         let verdict = format!(
             "{asked} cannot be set against the server's {m:.0} tok/s without the requests' completion length: give the client's progress log (--client-log, its avg_comp) or its records (--client-records)."
         );

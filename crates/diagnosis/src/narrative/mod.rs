@@ -17,7 +17,7 @@ pub use incidents::{
     bench_not_streamed, bench_peak_above_cap, cuda_graph_coverage, few_full_context, frame_words,
     incident_headline, oom, rejected_requests, scheduler_exception, startup_incomplete, step_words,
 };
-pub use notes::{cell_disagreement, join_note, not_concluded, set_aside, sources};
+pub use notes::{cell_disagreement, join_note, not_concluded, points_not_used, set_aside, sources};
 pub use recommendations::recommendation;
 pub use runs::{run_summary, server_runs};
 

@@ -123,3 +123,11 @@ pub fn sources(ctx: &Context) -> Vec<String> {
     }
     out
 }
+
+/// The source problem of a fleet instance whose series held points the diagnosis could not
+/// use (`rejected` points: NaN, negative, or above `crate::fleet::plausible_max`).
+pub fn points_not_used(prometheus: &str, instance: &str, rejected: u64) -> String {
+    format!(
+        "{prometheus} instance {instance}: {rejected} point(s) not used (NaN, negative or beyond what a server reports)"
+    )
+}

@@ -57,12 +57,26 @@ pub enum Reach {
     NoCeiling,
 }
 
+/// What the user expects the server to do (`--expect`), to be checked against what this setup
+/// can reach. In the JSON: `{"kind": "multiple" | "tok_per_s" | "req_per_s", "value": N}`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Expectation {
+    /// A multiple of the measured steady rate (`--expect 4x`).
+    Multiple(f64),
+    /// A generation rate, tok/s (`--expect 2500tok/s`).
+    TokPerS(f64),
+    /// A completion rate, req/s (`--expect 0.4req/s`): read against the client's mean
+    /// completion length, so it needs the client's figures (`--client-log`, records).
+    ReqPerS(f64),
+}
+
 /// The answer to "it should be N times faster": the measured steady rate, the ceiling of this
 /// setup, the best feasible change, and whether the expectation is reachable.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ExpectationCheck {
     /// The expectation as given (`null` without `--expect`).
-    pub asked: Option<serde_json::Value>,
+    pub asked: Option<Expectation>,
     /// The expected rate (tok/s).
     pub expected_tok_per_s: Option<f64>,
     /// The measured steady rate (tok/s).

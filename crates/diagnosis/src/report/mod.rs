@@ -15,6 +15,7 @@ mod finding;
 mod headline;
 mod inputs;
 mod measures;
+mod names;
 mod recommendation;
 mod runs;
 mod scheduler;
@@ -24,8 +25,8 @@ pub use capacity::{
     CapacityModel, CapacitySummary, NoCeiling, Projection, ProjectionRow, RetractionSummary,
 };
 pub use client::{
-    BenchmarkRun, ClientExpectation, ClientSetAside, ClientSummary, EtaSummary, ExpectationCheck,
-    MetricsSummary, Reach, SampleAdequacy, SetAsideReason,
+    BenchmarkRun, ClientExpectation, ClientSetAside, ClientSummary, EtaSummary, Expectation,
+    ExpectationCheck, MetricsSummary, Reach, SampleAdequacy, SetAsideReason,
 };
 pub use finding::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
 pub use headline::{

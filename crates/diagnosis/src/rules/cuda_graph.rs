@@ -30,6 +30,7 @@
 //! **Source.** SGLang `model_executor/cuda_graph_runner.py` (`can_run`: batch size ≤ the
 //! largest captured), `scheduler_metrics_mixin.py` (`cuda graph:` field); spec §2.1.
 
+use crate::evidence::SchedulerKey;
 use crate::report::SourceRange;
 use crate::rules::Input;
 use crate::thresholds as th;
@@ -67,7 +68,7 @@ pub struct Facts {
     /// Which batches ran without a graph.
     pub pattern: Pattern,
     /// The scheduler.
-    pub scheduler: String,
+    pub scheduler: SchedulerKey,
     /// Share of its decode lines without a graph (fraction).
     pub share: f64,
     /// The largest batch that ran with a graph (requests).
@@ -176,7 +177,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         };
         (share >= th::NO_GRAPH_SHARE).then(|| Facts {
             pattern,
-            scheduler: v.key.to_string(),
+            scheduler: v.key,
             share,
             largest_with_graph,
             disabled,

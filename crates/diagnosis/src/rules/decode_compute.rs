@@ -21,6 +21,7 @@
 //! **Source.** SGLang `scheduler_metrics_mixin.py` (`gen throughput` is tokens generated since
 //! the last decode line over the wall time since then); spec §2.1.2.
 
+use crate::evidence::SchedulerKey;
 use crate::evidence::view::SchedulerView;
 use crate::thresholds as th;
 
@@ -28,7 +29,7 @@ use crate::thresholds as th;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Facts {
     /// The scheduler (`rank 0`, `DP1`, ...).
-    pub scheduler: String,
+    pub scheduler: SchedulerKey,
     /// Median decode speed per running request (tok/s).
     pub tok_per_s_per_request: f64,
     /// Decode lines the median is over: one reading is an instant whose window may hold a
@@ -59,7 +60,7 @@ pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
             }
             let per_req: Vec<f64> = read.iter().map(|r| r.0).collect();
             Some((
-                v.key.to_string(),
+                v.key,
                 throughput_stats::median_f64(&per_req)?,
                 per_req.len(),
             ))
@@ -84,7 +85,7 @@ mod tests {
     fn grok_on_npu_gains_a_tenth_of_a_token_per_request() {
         with_input(&whole(NPU_NO_GRAPH), |i| {
             let f = check(i.views).expect("slow decode");
-            assert_eq!(f.scheduler, "rank 0");
+            assert_eq!(f.scheduler.to_string(), "rank 0");
             // one decode line: a single reading, said as such
             assert_eq!(f.lines, 1);
             assert!(f.tok_per_s_per_request < 0.2, "{f:?}");

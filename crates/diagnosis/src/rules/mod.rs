@@ -12,7 +12,9 @@
 //!   bottleneck: [`pd_transfer`], [`kv_cache_bound`], [`running_cap`], [`prefill_limit`],
 //!   [`conservative_admission`], [`client_bound`];
 //! - *finding rules* look over all schedulers, the retractions, the failure lines, the
-//!   benchmark runs or the client's view: the rest.
+//!   benchmark runs or the client's view: the rest;
+//! - the *fleet rule* [`fleet_imbalance`] compares the instances of a fleet (and each
+//!   instance's DP ranks) read from Prometheus, after each is diagnosed (`crate::fleet`).
 
 use crate::evidence::view::SchedulerView;
 use crate::evidence::{Evidence, Loc, SchedulerTimeline};
@@ -31,6 +33,7 @@ pub mod cuda_graph;
 pub mod decode_compute;
 pub mod dp_imbalance;
 pub mod drain;
+pub mod fleet_imbalance;
 pub mod held_admission;
 pub mod idle_window;
 pub mod kv_cache_bound;

@@ -24,6 +24,7 @@
 //! **Source.** SGLang `scheduler.py` (`get_next_batch_to_run`: a prefill batch runs before
 //! decode), `scheduler_metrics_mixin.py`; spec §2.1.2.
 
+use crate::evidence::SchedulerKey;
 use crate::report::SourceRange;
 use crate::rules::Input;
 use crate::thresholds as th;
@@ -32,7 +33,7 @@ use crate::thresholds as th;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Facts {
     /// The scheduler.
-    pub scheduler: String,
+    pub scheduler: SchedulerKey,
     /// Decode throughput lost (fraction).
     pub loss: f64,
     /// Share of decode wall time with a prefill in it (fraction).
@@ -95,7 +96,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         }
         let wall = |x: &[(f64, f64)]| x.iter().map(|p| p.1).sum::<f64>();
         Some(Facts {
-            scheduler: v.key.to_string(),
+            scheduler: v.key,
             loss,
             share_with_prefill: wall(&mixed) / wall(&all),
             clean_tok_per_s: c,

@@ -26,6 +26,7 @@
 //! **Source.** Phases of a burst as MSER-5 sees them (White 1997); SGLang's admission fills the
 //! batch one prefill pass at a time (`schedule_policy.py`).
 
+use crate::evidence::SchedulerKey;
 use crate::report::{Ramp, SourceRange};
 use crate::rules::Input;
 use crate::thresholds as th;
@@ -34,7 +35,7 @@ use crate::thresholds as th;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Facts {
     /// The scheduler.
-    pub scheduler: String,
+    pub scheduler: SchedulerKey,
     /// Running and queued requests at the ramp's ends.
     pub ramp: Ramp,
     /// Its batch lines.
@@ -91,7 +92,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             && still_rising
             && !reached_cap)
             .then(|| Facts {
-                scheduler: v.key.to_string(),
+                scheduler: v.key,
                 ramp: Ramp {
                     running_start: r0,
                     running_end: r1,

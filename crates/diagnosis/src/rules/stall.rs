@@ -23,8 +23,8 @@
 //! **Source.** SGLang `scheduler_metrics_mixin.py` (`#token` is the KV slots in use when the
 //! line is printed, every `decode_log_interval` steps); spec §2.1.
 
-use crate::evidence::DecodeSample;
 use crate::evidence::view::SchedulerView;
+use crate::evidence::{DecodeSample, SchedulerKey};
 use crate::report::SourceRange;
 use crate::rules::Input;
 use crate::thresholds as th;
@@ -105,7 +105,7 @@ pub fn has_long_stall(views: &[SchedulerView<'_>]) -> bool {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Facts {
     /// The scheduler.
-    pub scheduler: String,
+    pub scheduler: SchedulerKey,
     /// The frozen `#token` (tokens).
     pub tokens: u64,
     /// `#running-req` at its start (requests).
@@ -135,7 +135,7 @@ pub fn check(input: &Input<'_>) -> Vec<Facts> {
                 && (r.is_long() || !r.moving)
             {
                 out.push(Facts {
-                    scheduler: v.key.to_string(),
+                    scheduler: v.key,
                     tokens: r.tokens,
                     running: r.running,
                     duration_s: r.duration_s(),
@@ -167,7 +167,7 @@ pub fn check(input: &Input<'_>) -> Vec<Facts> {
             continue;
         }
         out.push(Facts {
-            scheduler: v.key.to_string(),
+            scheduler: v.key,
             tokens: r.tokens,
             running: r.running,
             duration_s: r.duration_s,
