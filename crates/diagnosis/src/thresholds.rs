@@ -373,3 +373,8 @@ pub const FLEET_MAX_POINTS: f64 = 100_000.0;
 /// requests is years of any server, and far below what breaks `f64` sums (the bound
 /// `sglang-client`'s `/metrics` reader takes for counters).
 pub const METRIC_COUNTER_MAX: f64 = 1e15;
+
+/// Standard deviations of the Poisson send time (`√N / R`) by which a benchmark's duration may
+/// fall short of `N / R` before the run is said to have finished faster than it was sent
+/// (`rules::bench_not_streamed`; four: a chance of about 3 in 100,000).
+pub const BENCH_SEND_SIGMAS: f64 = 4.0;

@@ -6,7 +6,7 @@
 //! | # | rule | bottleneck |
 //! |---|---|---|
 //! | 1 | no steady lines | `no_scheduler_lines` |
-//! | 2 | `pd_transfer` | `pd_transfer_bound` |
+//! | 2 | `pd_transfer` | `pd_transfer_bound`; `prefill_bound` when the prefill server's own passes are full (`FullBatches`) |
 //! | 2a | `admission::decisive`: the constraint that holds back nine tenths of the queued request-time (KV pool, mamba slots, running cap), worded by its rule | its rule's |
 //! | 3 | `kv_cache_bound::queued_at_full_pool` | `kv_cache_bound` |
 //! | 4 | `running_cap::at_configured_cap` | `running_cap_bound`; `inconclusive` when the queue is printed and 0 on every steady line (the cap holds nothing back the log shows) |
@@ -105,6 +105,8 @@ impl Reason {
     pub fn bottleneck(&self) -> Bottleneck {
         match self {
             Reason::NoLines => Bottleneck::NoSchedulerLines,
+            // the prefill server's own passes are full: prefill capacity, not the decode side
+            Reason::PdTransfer(f) if f.full_batches.is_some() => Bottleneck::PrefillBound,
             Reason::PdTransfer(_) => Bottleneck::PdTransferBound,
             Reason::KvCache(_) => Bottleneck::KvCacheBound,
             Reason::RunningCap(_) => Bottleneck::RunningCapBound,
@@ -150,8 +152,8 @@ pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
     ("no steady lines", |v, _| {
         v.steady.is_empty().then_some(Reason::NoLines)
     }),
-    ("pd_transfer", |v, _| {
-        pd_transfer::check(v).map(Reason::PdTransfer)
+    ("pd_transfer", |v, c| {
+        pd_transfer::check(v, c).map(Reason::PdTransfer)
     }),
     ("admission model (decisive)", decisive),
     ("kv_cache_bound (queued)", |v, _| {

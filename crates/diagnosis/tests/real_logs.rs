@@ -671,12 +671,14 @@ const CASES: &[Case] = &[
         &[RanksOf(8, 16), Accept(1.82, 2.98, 3.91)],
     ),
     // A PD prefill node: nothing waits for prefill (#queue-req up to 4), but #prealloc-req is
-    // above 0 on 656 of 1070 prefill lines and reaches 134 (line 2570): requests wait for the
-    // decode side to pre-allocate their KV. SOURCES says "not KV bound", which holds; the
-    // verdict is the PD transfer, not the client.
+    // above 0 on 656 of 1070 prefill lines and reaches 134 (line 2570). Meanwhile its passes
+    // carry 4 new requests (its max_running_requests per rank) back to back at ~11.7k tok/s:
+    // its bootstrap queue stops at its own metadata buffer (twice the cap), and the companion
+    // decode log has room throughout, so the limit is this server's prefill capacity, not the
+    // decode side (strict-expert reading, 2026-12-03).
     row(
         "real-long/ascend-dsr1-pd-prefill-dp2.log",
-        B::PdTransferBound,
+        B::PrefillBound,
         p(0, 4, 0.32),
         &[Schedulers(2)],
     ),

@@ -44,9 +44,19 @@ fn not_streamed_summary(runs: &[BenchmarkRun]) -> Option<String> {
         .request_throughput
         .map(|r| format!(" at {r:.2} req/s"))
         .unwrap_or_default();
-    Some(format!(
-        "only a benchmark summary, from a client that did not stream (TTFT equals end-to-end latency, ITL 0): its latency figures are invalid and only the request rate is usable — {ok}{rate}. A measurement artifact, not a server bottleneck."
-    ))
+    let run = runs.last()?;
+    Some(match crate::rules::bench_not_streamed::sent_too_fast(run) {
+        Some(s) => format!(
+            "only a benchmark summary, from a client that did not stream (TTFT equals end-to-end latency, ITL 0): its latency figures are invalid, and so is its rate — {ok}{rate}, above the {:.1} req/s they were sent at ({} requests take ~{:.0} s to send at that rate; the run printed {:.0} s), so its duration is not what it measured. A measurement artifact, not a server bottleneck.",
+            s.sent_per_s,
+            count(s.requests),
+            s.send_s,
+            s.duration_s
+        ),
+        None => format!(
+            "only a benchmark summary, from a client that did not stream (TTFT equals end-to-end latency, ITL 0): its latency figures are invalid and only the request rate is usable — {ok}{rate}. A measurement artifact, not a server bottleneck."
+        ),
+    })
 }
 
 fn benchmark_summary(runs: &[BenchmarkRun]) -> Option<String> {
@@ -191,6 +201,17 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
             } else {
                 ""
             },
+        ),
+        Bottleneck::PrefillBound if h.pd_prefill_full.is_some() => (
+            "Prefill bound",
+            h.pd_prefill_full
+                .map(|f| format!(
+                    "this PD prefill server runs full batches of {} requests on {:.0}% of its passes while up to {} wait in its bootstrap queue: it prefills as fast as it can, and the queue is its own (its metadata buffer, twice max_running_requests, admits no more until a slot frees), not the decode side's.",
+                    f.per_pass,
+                    f.share * 100.0,
+                    f.waiting_max
+                ))
+                .unwrap_or_default(),
         ),
         Bottleneck::PrefillBound if h.one_per_pass => (
             "Prefill bound",

@@ -199,10 +199,21 @@ pub fn bench_not_streamed(
             f.ttft_s, f.e2e_s
         ),
         detail: format!(
-            "Each response arrived in one piece, so the time to first token is the whole request and there are no gaps between tokens to measure. Its latency figures (TTFT, TPOT, ITL) are invalid and say nothing about queueing; only the request throughput{} is usable. This is a measurement artifact, not a server bottleneck: rerun against a streaming endpoint.{retok}",
-            f.request_throughput
-                .map(|r| format!(" ({r:.2} req/s)"))
-                .unwrap_or_default()
+            "Each response arrived in one piece, so the time to first token is the whole request and there are no gaps between tokens to measure. Its latency figures (TTFT, TPOT, ITL) are invalid and say nothing about queueing; {}. This is a measurement artifact, not a server bottleneck: rerun against a streaming endpoint.{retok}",
+            match (f.sent_too_fast, f.request_throughput) {
+                (Some(s), r) => format!(
+                    "nor is the request throughput{}: {} requests sent at {:.1} req/s take ~{:.0} s to send, yet the run printed {:.0} s, so its duration is not what it measured",
+                    r.map(|r| format!(" ({r:.2} req/s)")).unwrap_or_default(),
+                    crate::narrative::count(s.requests),
+                    s.sent_per_s,
+                    s.send_s,
+                    s.duration_s
+                ),
+                (None, r) => format!(
+                    "only the request throughput{} is usable",
+                    r.map(|r| format!(" ({r:.2} req/s)")).unwrap_or_default()
+                ),
+            }
         ),
         figures: vec![
             Figure::new("ttft", f.ttft_s, Unit::Seconds),

@@ -108,6 +108,14 @@ pub(super) fn headline(
             }),
         pool_fill: vote.pool_fill,
         long_requests: vote.long_requests,
+        pd_prefill_full: match carrier.map(|c| c.1) {
+            Some(Reason::PdTransfer(f)) => f.full_batches.map(|b| crate::report::PdPrefillFull {
+                per_pass: b.per_pass,
+                share: b.share,
+                waiting_max: f.prealloc_max,
+            }),
+            _ => None,
+        },
         one_per_pass: matches!(
             carrier.map(|c| c.1),
             Some(Reason::PrefillLimit(f)) if f.one_per_pass.is_some()
@@ -145,10 +153,11 @@ pub(super) fn headline(
             })
             .map(|l| input.span(l, l)),
     };
-    if matches!(
+    if (matches!(
         bottleneck,
         Bottleneck::ClientBound | Bottleneck::Inconclusive | Bottleneck::PdTransferBound
-    ) && let Some((tokens, rate)) = rules::pd_transfer::prefill_instance(input)
+    ) || headline.pd_prefill_full.is_some())
+        && let Some((tokens, rate)) = rules::pd_transfer::prefill_instance(input)
     {
         headline.pd_prefill_tokens = Some(tokens);
         headline.pd_prefill_tok_per_s = Some(rate);

@@ -135,6 +135,10 @@ pub struct Headline {
     /// budget held more (`rules::prefill_limit::OnePerPass`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub one_per_pass: bool,
+    /// With a `prefill_bound` verdict on a PD prefill server: its passes carry its full batch
+    /// while requests wait in its bootstrap queue (`rules::pd_transfer::FullBatches`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pd_prefill_full: Option<PdPrefillFull>,
     /// With a `drain` verdict: the running requests on the first and the last decode line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drain: Option<(u64, u64)>,
@@ -243,4 +247,16 @@ pub struct RejectedRequests {
     /// The largest prompt plus requested completion among the context-length rejections
     /// (tokens).
     pub largest_requested: Option<u64>,
+}
+
+/// A PD prefill server whose passes are full while its bootstrap queue stands.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct PdPrefillFull {
+    /// Requests in a full pass: `max_running_requests` per DP rank, else the largest
+    /// `#new-seq` seen (requests).
+    pub per_pass: u64,
+    /// Share of the passes with a bootstrap queue that carry it (fraction).
+    pub share: f64,
+    /// Largest `#prealloc-req` (requests).
+    pub waiting_max: u64,
 }

@@ -10,7 +10,15 @@
 //! server's queue or decode, and reading TTFT ≈ E2E as queueing is wrong. Only the request
 //! throughput (and the token totals, if not retokenized) are usable.
 //!
-//! **Evidence it needs.** A benchmark block with ITL, TTFT and E2E.
+//! **Sent slower than it finished** ([`SentTooFast`]). A run sent at a finite request rate
+//! `R` (`Traffic request rate`) cannot end before its last request is sent: `N` Poisson
+//! arrivals take `N / R` seconds on average, with a standard deviation of `√N / R`. A duration
+//! more than [`th::BENCH_SEND_SIGMAS`] deviations below that (so a request throughput above the
+//! rate it was sent at) means the duration is not what this run measured: the request rate
+//! is then no more usable than the latencies.
+//!
+//! **Evidence it needs.** A benchmark block with ITL, TTFT and E2E (and, for the rate check,
+//! the request rate, the successful requests and the duration).
 //!
 //! **What to change.** Rerun with a streaming endpoint (bench_serving streams by default; a
 //! custom backend or a proxy may buffer); judge the server from its log meanwhile.
@@ -32,6 +40,39 @@ pub struct Facts {
     pub request_throughput: Option<f64>,
     /// Retokenized over generated tokens, when both are printed (fraction).
     pub retokenized_share: Option<f64>,
+    /// The run ended before its requests could have been sent at its rate.
+    pub sent_too_fast: Option<SentTooFast>,
+}
+
+/// A run that finished faster than it could have been sent (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SentTooFast {
+    /// The traffic request rate it was sent at (req/s).
+    pub sent_per_s: f64,
+    /// Successful requests.
+    pub requests: u64,
+    /// Seconds those requests take to send at that rate on average (`N / R`).
+    pub send_s: f64,
+    /// The benchmark duration it printed (seconds).
+    pub duration_s: f64,
+}
+
+/// Whether `run` finished before its requests could have been sent (see the module doc).
+pub fn sent_too_fast(run: &BenchmarkRun) -> Option<SentTooFast> {
+    let b = &run.summary;
+    let (r, n, d) = (
+        b.request_rate_per_s().filter(|&r| r > 0.0)?,
+        b.successful_requests.filter(|&n| n > 0)?,
+        b.duration_s?,
+    );
+    let send_s = n as f64 / r;
+    let sd = (n as f64).sqrt() / r;
+    (d < send_s - th::BENCH_SEND_SIGMAS * sd).then_some(SentTooFast {
+        sent_per_s: r,
+        requests: n,
+        send_s,
+        duration_s: d,
+    })
 }
 
 /// The rule on one run.
@@ -59,6 +100,7 @@ pub fn check(run: &BenchmarkRun) -> Option<Facts> {
             (Some(r), Some(g)) if g > 0 => Some(r as f64 / g as f64),
             _ => None,
         },
+        sent_too_fast: sent_too_fast(run),
     })
 }
 
@@ -113,5 +155,32 @@ mod tests {
         let mut early_first = r;
         early_first.summary.ttft.median_s = Some(0.3);
         assert_eq!(check(&early_first), None);
+    }
+
+    #[test]
+    fn a_run_that_ends_before_it_could_be_sent_has_no_usable_rate() {
+        // 104: 996 requests at 2.0 req/s take ~498 s to send (sd ~16 s); the run printed
+        // 264.25 s, so its 3.77 req/s is not what it measured either
+        let r = runs(NOT_STREAMED);
+        let s = sent_too_fast(&r[0]).expect("faster than sent");
+        assert_eq!((s.sent_per_s, s.requests), (2.0, 996));
+        assert!((s.send_s - 498.0).abs() < 1e-9 && (s.duration_s - 264.25).abs() < 1e-9);
+        assert_eq!(check(&r[0]).unwrap().sent_too_fast, Some(s));
+    }
+
+    #[test]
+    fn a_duration_within_the_poisson_spread_is_consistent() {
+        // the same run lasting 498 s, or 4 deviations short of it, is what 2.0 req/s gives;
+        // without a finite rate (inf) nothing is checked
+        let mut r = runs(NOT_STREAMED);
+        let sd = 996f64.sqrt() / 2.0;
+        r[0].summary.duration_s = Some(498.0);
+        assert_eq!(sent_too_fast(&r[0]), None);
+        r[0].summary.duration_s = Some(498.0 - th::BENCH_SEND_SIGMAS * sd);
+        assert_eq!(sent_too_fast(&r[0]), None);
+        r[0].summary.duration_s = Some(498.0 - th::BENCH_SEND_SIGMAS * sd - 1.0);
+        assert!(sent_too_fast(&r[0]).is_some());
+        r[0].summary.request_rate = Some("inf".into());
+        assert_eq!(sent_too_fast(&r[0]), None);
     }
 }

@@ -9,18 +9,32 @@
 //! pre-allocated their KV; when it cannot, requests pile up here and the prefill GPUs idle.
 //! Tuning the prefill server changes nothing.
 //!
+//! **Unless this server is full itself** ([`FullBatches`]). The bootstrap queue also stops
+//! moving when this server's own metadata buffer is used up: it holds `2 ×
+//! max_running_requests` requests (those being prefilled and those whose KV is in transfer),
+//! and `pop_bootstrapped` admits no more until one frees. When the prefill passes made while
+//! requests wait carry the scheduler's full batch (`#new-seq` at `max_running_requests`, or the
+//! same largest batch again and again when the log states no cap) on at least
+//! [`th::PLATEAU_SHARE`] of them, this server prefills as fast as it can and the queue is its
+//! own: the limit is prefill capacity (more prefill instances, a larger batch), not the decode
+//! side.
+//!
 //! **Evidence it needs.** At least two steady prefill lines with `#prealloc-req`, no decode
 //! lines, a median pre-allocation queue of at least 1, and no standing prefill queue. (An
 //! earlier version also asked the queue to end higher than it started; a run that drains at
 //! its end then hid a queue of up to 134 requests.)
 //!
 //! **What to change.** Look at the decode server: its KV usage (a full decode pool cannot
-//! pre-allocate) and the transfer backend.
+//! pre-allocate) and the transfer backend; with full batches here, add prefill capacity (more
+//! prefill instances) or raise this server's `--max-running-requests`.
 //!
-//! **Source.** SGLang `disaggregation/prefill.py` (bootstrap queue, `#prealloc-req` /
-//! `#bootstrap-req` in `scheduler_metrics_mixin.py`); spec §1.5.
+//! **Source.** SGLang `disaggregation/prefill.py` (bootstrap queue, `pop_bootstrapped` stops
+//! when the metadata buffer has no free slot; the buffer is `max_running_requests × 2`),
+//! `#prealloc-req` / `#bootstrap-req` in `scheduler_metrics_mixin.py`; spec §1.5.
 
-use crate::evidence::view::SchedulerView;
+use crate::evidence::view::{SchedulerView, share};
+use crate::report::CapacitySummary;
+use crate::thresholds as th;
 
 /// What the rule saw.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -29,10 +43,48 @@ pub struct Facts {
     pub prealloc_median: u64,
     /// Largest `#prealloc-req` there (requests).
     pub prealloc_max: u64,
+    /// The prefill passes made while requests waited carry this server's full batch: the
+    /// queue is its own (see the module doc).
+    pub full_batches: Option<FullBatches>,
+}
+
+/// This prefill server's passes are full while its bootstrap queue stands.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FullBatches {
+    /// Requests in a full pass: `max_running_requests` per DP rank, else the largest
+    /// `#new-seq` seen (requests).
+    pub per_pass: u64,
+    /// Share of the passes with a bootstrap queue that carry it (fraction).
+    pub share: f64,
+    /// Whether `per_pass` is the configured cap (else the largest batch seen).
+    pub configured: bool,
+}
+
+/// Whether the passes made while requests wait in the bootstrap queue are full.
+fn full_batches(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<FullBatches> {
+    let waiting: Vec<_> = v
+        .steady_prefill
+        .iter()
+        .filter(|p| p.prealloc_req.is_some_and(|q| q > 0))
+        .collect();
+    let (per_pass, configured) = match cap.max_running_requests.filter(|&c| c > 0) {
+        Some(c) => (c, true),
+        None => (waiting.iter().filter_map(|p| p.new_seq).max()?, false),
+    };
+    // a batch of one is no sign of a full server
+    if per_pass < 2 {
+        return None;
+    }
+    let s = share(&waiting, |p| p.new_seq.map(|n| n >= per_pass))?;
+    (s >= th::PLATEAU_SHARE).then_some(FullBatches {
+        per_pass,
+        share: s,
+        configured,
+    })
 }
 
 /// The rule on one scheduler.
-pub fn check(v: &SchedulerView<'_>) -> Option<Facts> {
+pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
     let prealloc: Vec<u64> = v
         .steady_prefill
         .iter()
@@ -43,9 +95,10 @@ pub fn check(v: &SchedulerView<'_>) -> Option<Facts> {
     }
     let median = throughput_stats::median_u64(&prealloc)?;
     let max = prealloc.iter().copied().max()?;
-    (median >= 1 && !v.queued()).then_some(Facts {
+    (median >= 1 && !v.queued()).then(|| Facts {
         prealloc_median: median,
         prealloc_max: max,
+        full_batches: full_batches(v, cap),
     })
 }
 
@@ -95,13 +148,34 @@ mod tests {
     const FILE: &str = "real/031-i22877-pd-prefill-prealloc-rising-custom-fmt.log";
 
     fn check_lines(lines: &str, expected: Option<Facts>) {
-        with_input(lines, |i| assert_eq!(check(&i.views[0]), expected));
+        with_input(lines, |i| {
+            assert_eq!(check(&i.views[0], &CapacitySummary::default()), expected)
+        });
+    }
+
+    const PD_PREFILL: &str = "real-long/ascend-dsr1-pd-prefill-dp2.log";
+
+    fn capped(n: u64) -> CapacitySummary {
+        CapacitySummary {
+            max_running_requests: Some(n),
+            ..CapacitySummary::default()
+        }
+    }
+
+    /// DP0 of the Ascend PD prefill node through its first pile-up (lines 1763-2715).
+    fn dp0() -> String {
+        crate::rules::testing::only(&excerpt(PD_PREFILL, 1763..=2715), "DP0 TP0")
     }
 
     #[test]
     fn rising_prealloc_queue_on_a_prefill_server() {
         // 18 rising to 28 requests in the bootstrap queue
-        let f = with_input(&whole(FILE), |i| check(&i.views[0])).expect("PD transfer");
+        let f = with_input(&whole(FILE), |i| {
+            check(&i.views[0], &CapacitySummary::default())
+        })
+        .expect("PD transfer");
+        // one request a pass: no sign that this server is full
+        assert_eq!(f.full_batches, None);
         assert_eq!(f.prealloc_max, 28);
         assert!(f.prealloc_median >= 18, "{f:?}");
     }
@@ -110,13 +184,14 @@ mod tests {
     fn a_standing_queue_that_drains_at_the_end_still_waits_for_the_decode_side() {
         // the same lines at a flat 18: still 18 requests waiting for pre-allocation
         let f = with_input(&set_field(&whole(FILE), "#prealloc-req", "18"), |i| {
-            check(&i.views[0])
+            check(&i.views[0], &CapacitySummary::default())
         });
         assert_eq!(
             f,
             Some(Facts {
                 prealloc_median: 18,
-                prealloc_max: 18
+                prealloc_max: 18,
+                full_batches: None,
             })
         );
     }
@@ -143,5 +218,36 @@ mod tests {
     fn one_line_or_a_standing_prefill_queue_is_not_enough() {
         check_lines(&excerpt(FILE, 1..=1), None);
         check_lines(&set_field(&whole(FILE), "#queue-req", "3"), None);
+    }
+
+    #[test]
+    fn full_passes_while_the_bootstrap_queue_stands_are_this_servers_own_limit() {
+        // the Ascend PD prefill node, DP0: max_running_requests 4 per rank; up to 60+ wait in
+        // the bootstrap queue while nearly every pass carries 4 new requests back to back
+        let lines = dp0();
+        let f = with_input(&lines, |i| check(&i.views[0], &capped(4))).expect("bootstrap queue");
+        let b = f.full_batches.expect("full batches");
+        assert_eq!((b.per_pass, b.configured), (4, true));
+        assert!(b.share >= th::PLATEAU_SHARE, "{b:?}");
+        // a cap of 8 would leave room in every pass of 4: the decode side holds the queue
+        let f = with_input(&lines, |i| check(&i.views[0], &capped(8))).expect("bootstrap queue");
+        assert_eq!(f.full_batches, None);
+        // no cap stated: the largest batch, 4, repeated, stands for it
+        let f = with_input(&lines, |i| check(&i.views[0], &CapacitySummary::default())).unwrap();
+        assert_eq!(
+            f.full_batches.map(|b| (b.per_pass, b.configured)),
+            Some((4, false))
+        );
+    }
+
+    #[test]
+    fn passes_of_one_request_are_never_full_batches() {
+        // the same lines with one request a pass and no cap: a batch of one says nothing
+        let ones = set_field(&dp0(), "#new-seq", "1");
+        let f = with_input(&ones, |i| check(&i.views[0], &CapacitySummary::default())).unwrap();
+        assert_eq!(f.full_batches, None);
+        // but at a stated cap of 1 they are full
+        let f = with_input(&ones, |i| check(&i.views[0], &capped(1))).unwrap();
+        assert_eq!(f.full_batches, None, "a cap of one is no batch either");
     }
 }

@@ -10,7 +10,8 @@ use crate::report::{
     SourceRange, Unit,
 };
 use crate::rules::{
-    admission, dp_imbalance, held_admission, kv_cache_bound, prefill_limit, running_cap, tiny_pool,
+    admission, dp_imbalance, held_admission, kv_cache_bound, pd_transfer, prefill_limit,
+    running_cap, tiny_pool,
 };
 use crate::thresholds as th;
 use crate::verdict::Reason;
@@ -377,10 +378,29 @@ pub fn bottleneck(
             ),
             Confidence::Medium,
         ),
+        Reason::PdTransfer(pd_transfer::Facts {
+            full_batches: Some(b),
+            prealloc_max,
+            ..
+        }) => (
+            FindingKind::PrefillBound,
+            "Prefill bound: this PD prefill server runs full batches".to_string(),
+            format!(
+                "Up to {prealloc_max} requests stand in the bootstrap queue (#prealloc-req) while {:.0}% of the prefill passes made meanwhile carry {} requests, {}: this server prefills as fast as it can, and its queue is its own (SGLang admits from the bootstrap queue only while its metadata buffer, twice max_running_requests, has a free slot). The decode side is not what holds it. Add prefill capacity (more prefill instances) or raise this server's --max-running-requests if its memory allows.",
+                b.share * 100.0,
+                b.per_pass,
+                if b.configured {
+                    "its max_running_requests per DP rank"
+                } else {
+                    "the largest batch it ran (the log states no cap)"
+                }
+            ),
+            Confidence::Medium,
+        ),
         Reason::PdTransfer(_) => (
             FindingKind::PdTransferBound,
             "PD transfer / pre-allocation bound".to_string(),
-            "On this prefill server requests stand in the bootstrap/pre-allocation queue (#prealloc-req) while none waits for prefill itself: they wait for the decode side to hand-shake and pre-allocate their KV, so this server prefills only as fast as the decode side accepts. Check the decode server's KV usage, running cap and the transfer backend."
+            "On this prefill server requests stand in the bootstrap/pre-allocation queue (#prealloc-req) while none waits for prefill itself, and its prefill passes are not full: they wait for the decode side to hand-shake and pre-allocate their KV, so this server prefills only as fast as the decode side accepts. Check the decode server's KV usage, running cap and the transfer backend."
                 .to_string(),
             Confidence::Medium,
         ),
