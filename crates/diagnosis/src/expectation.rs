@@ -17,6 +17,10 @@ use crate::report::{
     ClientExpectation, ExpectationCheck, NoCeiling, Projection, ProjectionRow, Rate, Reach,
 };
 
+/// The label of the change that fills today's pool (a lower `--schedule-conservativeness`),
+/// as the what-if rows' labels name their changes.
+pub const FILL_LABEL: &str = "schedule_conservativeness lower (today's pool filled)";
+
 /// The client's figures an expectation can be read in: the rate it printed last (req/s), the
 /// rate it really completes at now (req/s) and its mean completion length (tokens).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -38,6 +42,7 @@ pub struct ClientFigures {
 pub fn check(
     measured: &Rate,
     projection: Option<&Projection>,
+    fill: Option<crate::recommend::Fill>,
     expected: Option<Expectation>,
     client: ClientFigures,
 ) -> Option<ExpectationCheck> {
@@ -80,6 +85,12 @@ pub fn check(
             (quality_cost, r.label.clone(), r.tok_per_s * scale)
         })
         .collect();
+    // requests held back below a pool with room (a conservative scheduler): filling today's
+    // pool is a change that fits, on the fit's scale of today's batch (the what-if rows are
+    // read pool against pool, so their gains come on top of it)
+    if let Some(f) = fill.filter(|f| f.tok_per_s * ceiling_scale > m) {
+        candidates.push((false, FILL_LABEL.to_string(), f.tok_per_s * ceiling_scale));
+    }
     candidates.sort_by(|a, b| a.0.cmp(&b.0).then(b.2.total_cmp(&a.2)));
     let best = candidates.first().map(|c| (c.1.clone(), c.2));
     let fastest = candidates.iter().map(|c| c.2).fold(0.0, f64::max);
@@ -247,6 +258,7 @@ mod tests {
         let e = check(
             &measured(),
             Some(&projection()),
+            None,
             Some(Expectation::Multiple(4.0)),
             ClientFigures::default(),
         )
@@ -283,6 +295,7 @@ mod tests {
         let e = check(
             &measured(),
             Some(&projection()),
+            None,
             Some(Expectation::Multiple(4.0)),
             ClientFigures {
                 now_req_per_s: Some(0.177),
@@ -304,6 +317,7 @@ mod tests {
         let e = check(
             &measured(),
             Some(&projection()),
+            None,
             Some(Expectation::Multiple(4.0)),
             founding_client(),
         )
@@ -318,6 +332,7 @@ mod tests {
         let e = check(
             &measured(),
             Some(&projection()),
+            None,
             Some(Expectation::Multiple(2.0)),
             founding_client(),
         )
@@ -337,6 +352,7 @@ mod tests {
         let e = check(
             &measured(),
             Some(&projection()),
+            None,
             Some(Expectation::ReqPerS(0.2)),
             founding_client(),
         )
@@ -347,6 +363,7 @@ mod tests {
         let e = check(
             &measured(),
             Some(&projection()),
+            None,
             Some(Expectation::ReqPerS(0.2)),
             ClientFigures::default(),
         )
@@ -372,6 +389,7 @@ mod tests {
         let e = check(
             &measured(),
             Some(&p),
+            None,
             Some(Expectation::TokPerS(800.0)),
             ClientFigures::default(),
         )
@@ -387,6 +405,7 @@ mod tests {
         let e = check(
             &measured(),
             Some(&p),
+            None,
             Some(Expectation::TokPerS(900.0)),
             ClientFigures::default(),
         )
@@ -401,6 +420,7 @@ mod tests {
         let e = check(
             &measured(),
             Some(&p),
+            None,
             Some(Expectation::Multiple(1.5)),
             ClientFigures::default(),
         )
@@ -409,6 +429,7 @@ mod tests {
         let e = check(
             &measured(),
             Some(&p),
+            None,
             Some(Expectation::Multiple(0.9)),
             ClientFigures::default(),
         )
@@ -427,6 +448,7 @@ mod tests {
         let c = check(
             &measured(),
             None,
+            None,
             Some(Expectation::Multiple(2.0)),
             ClientFigures::default(),
         )
@@ -439,6 +461,7 @@ mod tests {
         let c = check(
             &measured(),
             None,
+            None,
             Some(Expectation::TokPerS(m)),
             ClientFigures::default(),
         )
@@ -449,9 +472,15 @@ mod tests {
     #[test]
     fn no_ceiling_and_no_projected_change_are_said_as_such() {
         let reach = |p: &Projection, e| {
-            check(&measured(), Some(p), Some(e), ClientFigures::default())
-                .expect("check")
-                .reach
+            check(
+                &measured(),
+                Some(p),
+                None,
+                Some(e),
+                ClientFigures::default(),
+            )
+            .expect("check")
+            .reach
         };
         let mut p = projection();
         p.ceiling_tok_per_s = None;
@@ -486,17 +515,19 @@ mod tests {
             &measured(),
             Some(&projection()),
             None,
+            None,
             ClientFigures::default(),
         )
         .expect("check");
         let mut p = projection();
         p.rows.clear();
-        let without = check(&measured(), Some(&p), None, ClientFigures::default()).expect("check");
+        let without =
+            check(&measured(), Some(&p), None, None, ClientFigures::default()).expect("check");
         assert_eq!(with_rows.ceiling_tok_per_s, without.ceiling_tok_per_s);
         // a "now" row far below the observed batch scales the rows up past the fit's limit
         let mut p = projection();
         p.rows[0].tok_per_s = 500.0;
-        let e = check(&measured(), Some(&p), None, ClientFigures::default()).expect("check");
+        let e = check(&measured(), Some(&p), None, None, ClientFigures::default()).expect("check");
         let (_, best) = e.best_change.expect("best");
         assert!((best - 888.0 * 727.0 / 500.0).abs() < 0.1, "{best}");
         // fp8, the fastest change that fits (1460 tok/s), is above the fit's limit (1329)
@@ -506,14 +537,63 @@ mod tests {
 
     #[test]
     fn without_a_fit_or_a_target_there_is_no_answer() {
-        assert!(check(&measured(), None, None, ClientFigures::default()).is_none());
+        assert!(check(&measured(), None, None, None, ClientFigures::default()).is_none());
         let e = check(
             &measured(),
             Some(&projection()),
+            None,
             None,
             ClientFigures::default(),
         )
         .expect("check");
         assert_eq!((e.reach, e.expected_tok_per_s), (None, None));
+    }
+
+    /// Requests held back below a pool with room (b1 scenario: a conservative scheduler runs
+    /// ~65 where today's pool holds ~109): filling today's pool is a change that fits, and the
+    /// answer names it when it gets there before any memory change does.
+    #[test]
+    fn filling_todays_pool_is_a_change_that_fits() {
+        let fill = crate::recommend::Fill {
+            concurrency: 109.0,
+            tok_per_s: 1000.0,
+            gain_pct: 0.0,
+            extrapolated: false,
+            now: (44.0, 770.0),
+        };
+        // on the measured scale: 1000 x 727 / 770 (the fit's rate at today's batch)
+        let at = 1000.0 * measured().value / 770.0;
+        let e = check(
+            &measured(),
+            Some(&projection()),
+            Some(fill),
+            Some(Expectation::TokPerS(at - 1.0)),
+            ClientFigures::default(),
+        )
+        .expect("check");
+        assert_eq!(
+            e.reach,
+            Some(Reach::ByChange {
+                change: FILL_LABEL.into(),
+                alters_outputs: false
+            })
+        );
+        let (label, rate) = e.best_change.expect("best");
+        assert_eq!(label, FILL_LABEL);
+        assert!((rate - at).abs() < 1e-9, "{rate}");
+        // a pool already as full as the run (no gain over the measured rate): no such change
+        let flat = crate::recommend::Fill {
+            tok_per_s: 770.0,
+            ..fill
+        };
+        let e = check(
+            &measured(),
+            Some(&projection()),
+            Some(flat),
+            None,
+            ClientFigures::default(),
+        )
+        .expect("check");
+        assert_ne!(e.best_change.map(|b| b.0), Some(FILL_LABEL.to_string()));
     }
 }

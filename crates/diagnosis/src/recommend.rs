@@ -420,7 +420,10 @@ fn kv_plans(
 }
 
 /// What filling today's pool would give, when admission lets fewer run than it holds.
-fn fill(cap: Option<&CapacityModel>, proj: Option<&Projection>) -> Option<Fill> {
+/// What filling today's pool would give: the what-if table's "now" row (the pool's decode
+/// concurrency at today's pool, `kv_capacity`) on the step-time fit, when it holds more
+/// requests than the run decoded on average.
+pub fn fill(cap: Option<&CapacityModel>, proj: Option<&Projection>) -> Option<Fill> {
     let (cm, p) = (cap?, proj?);
     let now = cm
         .what_if

@@ -1553,6 +1553,7 @@ fn with_chunked_prefill_off_mixed_chunks_are_not_advised() {
         mixed_tok_per_s: 60.0,
         largest_prefill_tokens: Some(32_768),
         evidence: None,
+        mixed_chunk: diagnosis::rules::prefill_interference::MixedChunk::Available,
     };
     let levers = diagnosis::narrative::prefill_interference(&f, &r.capacity).levers;
     assert!(levers.contains(&diagnosis::report::Lever::ChunkedPrefillSize));

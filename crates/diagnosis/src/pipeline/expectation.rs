@@ -12,6 +12,7 @@ pub(super) fn expectation(
     ctx: &Context,
     side: &ClientSide<'_>,
     projection: Option<&Projection>,
+    fill: Option<crate::recommend::Fill>,
     kv_replicated_by_tp: Option<u32>,
     not_concluded: &mut Vec<NotConcluded>,
 ) -> Option<ExpectationCheck> {
@@ -25,7 +26,7 @@ pub(super) fn expectation(
     };
     let mut expectation = steady_gen_throughput
         .as_ref()
-        .and_then(|m| crate::expectation::check(m, projection, ctx.expectation, figures));
+        .and_then(|m| crate::expectation::check(m, projection, fill, ctx.expectation, figures));
     if let Some(e) = expectation.as_mut() {
         e.kv_replicated_by_tp = kv_replicated_by_tp;
         e.text = narrative::expectation(e);

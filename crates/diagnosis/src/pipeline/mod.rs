@@ -110,6 +110,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         ctx,
         &side,
         plans.projection.as_ref(),
+        // requests held back below a pool with room: filling it is a change that fits too
+        (bottleneck == crate::report::Bottleneck::SchedulerConservative)
+            .then(|| {
+                crate::recommend::fill(plans.capacity_model.as_ref(), plans.projection.as_ref())
+            })
+            .flatten(),
         plans.kv_replicated_by_tp,
         &mut not_concluded,
     );

@@ -47,6 +47,42 @@ pub struct Facts {
     pub largest_prefill_tokens: Option<u64>,
     /// The scheduler's batch lines.
     pub evidence: Option<SourceRange>,
+    /// Whether `--enable-mixed-chunk` is a lever here.
+    pub mixed_chunk: MixedChunk,
+}
+
+/// Whether `--enable-mixed-chunk` is a lever here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MixedChunk {
+    /// Off, and could be turned on.
+    Available,
+    /// Already on (`enable_mixed_chunk=True` in the server arguments).
+    AlreadyOn,
+    /// Speculative decoding is on (a `speculative_algorithm` in the server arguments, or
+    /// `accept len` on the decode lines), and SGLang turns mixed chunks off with it
+    /// (`server_args.py`).
+    OffWithSpeculative,
+}
+
+/// Whether `--enable-mixed-chunk` is a lever for `v` (see [`MixedChunk`]).
+fn mixed_chunk(input: &Input<'_>, v: &crate::evidence::view::SchedulerView<'_>) -> MixedChunk {
+    let arg = |k: &str| {
+        input
+            .ev
+            .startup
+            .server_args
+            .get(k)
+            .map(|x| x.trim_matches(|c| c == '\'' || c == '"').to_string())
+    };
+    if arg("enable_mixed_chunk").is_some_and(|x| x.eq_ignore_ascii_case("true")) {
+        return MixedChunk::AlreadyOn;
+    }
+    let spec_arg = arg("speculative_algorithm")
+        .is_some_and(|x| !x.is_empty() && !x.eq_ignore_ascii_case("none"));
+    if spec_arg || v.tl.decode.samples().iter().any(|d| d.accept_len.is_some()) {
+        return MixedChunk::OffWithSpeculative;
+    }
+    MixedChunk::Available
 }
 
 /// The rule.
@@ -103,6 +139,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             mixed_tok_per_s: m,
             largest_prefill_tokens: v.tl.agg.max_prefill_new_tokens,
             evidence: input.timeline_range(v.tl),
+            mixed_chunk: mixed_chunk(input, v),
         })
     })
 }
@@ -160,5 +197,43 @@ mod tests {
     #[test]
     fn a_few_intervals_are_not_enough() {
         with_input(&dp0(1..=400), |i| assert_eq!(check(i), None));
+    }
+
+    /// The DP0 lines without speculative decoding's fields: `accept len` and `accept rate`
+    /// cut from every line.
+    fn without_speculation(text: &str) -> String {
+        text.lines()
+            .map(
+                |l| match (l.find(", accept len: "), l.find(", cpu graph")) {
+                    (Some(a), Some(b)) if a < b => format!("{}{}\n", &l[..a], &l[b..]),
+                    _ => format!("{l}\n"),
+                },
+            )
+            .collect()
+    }
+
+    #[test]
+    fn mixed_chunks_are_no_lever_with_speculative_decoding() {
+        // MTP on (accept len on every decode line): SGLang turns --enable-mixed-chunk off
+        with_input(&dp0(1..=8877), |i| {
+            assert_eq!(
+                check(i).unwrap().mixed_chunk,
+                MixedChunk::OffWithSpeculative
+            )
+        });
+        // the same lines without speculation: mixed chunks are a lever
+        with_input(&without_speculation(&dp0(1..=8877)), |i| {
+            assert_eq!(check(i).unwrap().mixed_chunk, MixedChunk::Available)
+        });
+        // with the server's arguments saying it is on already (the log's own line, edited)
+        let args = crate::rules::testing::edit(
+            &excerpt(MIXED, 150..=150),
+            "enable_mixed_chunk=False",
+            "enable_mixed_chunk=True",
+        );
+        let text = args + &without_speculation(&dp0(1..=8877));
+        with_input(&text, |i| {
+            assert_eq!(check(i).unwrap().mixed_chunk, MixedChunk::AlreadyOn)
+        });
     }
 }

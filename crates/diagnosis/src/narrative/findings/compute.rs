@@ -3,6 +3,7 @@
 
 use super::{count, failure, finding, with_levers};
 use crate::report::{CapacitySummary, Confidence, Figure, Finding, FindingKind, Lever, Unit};
+use crate::rules::prefill_interference::MixedChunk;
 use crate::rules::{
     cuda_graph, decode_compute, prefill_compute, prefill_interference, speculative, watchdog,
 };
@@ -105,6 +106,7 @@ pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySumma
     if let Some(cp) = cap.chunked_prefill_size {
         figures.push(Figure::new("chunked_prefill_size", cp as f64, Unit::Tokens));
     }
+    let mixed_chunk = f.mixed_chunk;
     let f = finding(
         FindingKind::PrefillInterference,
         "Prefills interrupt decode",
@@ -117,7 +119,7 @@ pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySumma
             f.loss * 100.0,
             if cap.chunked_prefill_off {
                 format!(
-                    "Prefill passes stop decode while they run, and chunked prefill is off (chunked_prefill_size=-1): each prompt prefills whole in one pass. A --chunked-prefill-size {} spreads prefill over shorter passes, after which --enable-mixed-chunk can run them with decode; PD disaggregation removes the interference.",
+                    "Prefill passes stop decode while they run, and chunked prefill is off (chunked_prefill_size=-1): each prompt prefills whole in one pass. A --chunked-prefill-size {} spreads prefill over shorter passes{}; PD disaggregation removes the interference.",
                     match f.largest_prefill_tokens {
                         // a chunk splits only what is larger than it
                         Some(n) => format!(
@@ -125,10 +127,25 @@ pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySumma
                             (n.next_power_of_two() / 4).clamp(256, 8192)
                         ),
                         None => "(e.g. 8192)".to_string(),
+                    },
+                    match mixed_chunk {
+                        MixedChunk::Available => {
+                            ", after which --enable-mixed-chunk can run them with decode"
+                        }
+                        MixedChunk::AlreadyOn =>
+                            ", which --enable-mixed-chunk (on) then runs with decode",
+                        MixedChunk::OffWithSpeculative => {
+                            " (--enable-mixed-chunk is no lever: SGLang turns it off with speculative decoding)"
+                        }
                     }
                 )
             } else {
-                "Prefill passes stop decode while they run (unless --enable-mixed-chunk). A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.".to_string()
+                match f.mixed_chunk {
+                    MixedChunk::Available => "Prefill passes stop decode while they run (unless --enable-mixed-chunk). A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.",
+                    MixedChunk::AlreadyOn => "Prefill chunks already run with the decode batch (--enable-mixed-chunk is on), and the steps that carry one are still slower. A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.",
+                    MixedChunk::OffWithSpeculative => "Prefill passes stop decode while they run: with speculative decoding SGLang turns --enable-mixed-chunk off, so it is no lever here. A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.",
+                }
+                .to_string()
             }
         ),
         figures,
@@ -136,7 +153,7 @@ pub fn prefill_interference(f: &prefill_interference::Facts, cap: &CapacitySumma
         Confidence::Medium,
     );
     // mixed chunks need chunked prefill: with it off, the lever is turning it on
-    let levers: &[Lever] = if cap.chunked_prefill_off {
+    let levers: &[Lever] = if cap.chunked_prefill_off || mixed_chunk != MixedChunk::Available {
         &[Lever::ChunkedPrefillSize]
     } else {
         &[Lever::EnableMixedChunk, Lever::ChunkedPrefillSize]
