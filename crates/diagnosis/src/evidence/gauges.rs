@@ -45,6 +45,18 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
                     .map(|w| (w[0].0, w[1].1))
                     .chain(timed.last().copied())
                     .collect(),
+                // each reading holds until the next; the last one as long as a median
+                // interval (else a ramp's last, highest reading had no weight at all)
+                Hold::Forward if timed.len() >= 2 => {
+                    let mut dts: Vec<f64> = timed.windows(2).map(|w| w[1].0 - w[0].0).collect();
+                    dts.sort_by(f64::total_cmp);
+                    let dt = dts[dts.len() / 2];
+                    let mut s = timed.clone();
+                    if let Some(&(t, v)) = timed.last().filter(|_| dt > 0.0) {
+                        s.push((t + dt, v));
+                    }
+                    s
+                }
                 _ => timed,
             }
         } else {
