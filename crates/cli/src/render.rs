@@ -70,6 +70,11 @@ fn section(title: impl Into<String>, blocks: Vec<Block>) -> Section {
 }
 
 fn rate_text(r: &Rate, digits: usize) -> String {
+    rate_text_over(r, digits, 1)
+}
+
+/// [`rate_text`] of a rate summed over `dp_ranks` schedulers (its few-samples note says so).
+fn rate_text_over(r: &Rate, digits: usize, dp_ranks: usize) -> String {
     let ci = interval(r, digits);
     let ci = if ci.is_empty() {
         ci
@@ -80,7 +85,7 @@ fn rate_text(r: &Rate, digits: usize) -> String {
         Unit::ReqPerS => "req/s",
         _ => "tok/s",
     };
-    if let Some(few) = diagnosis::narrative::samples_note(r, 1) {
+    if let Some(few) = diagnosis::narrative::samples_note(r, dp_ranks) {
         return format!("{:.digits$} {unit} ({few})", r.value);
     }
     format!(
@@ -536,7 +541,12 @@ fn sections(r: &Report) -> Vec<Section> {
     let mut out = Vec::new();
     let mut answer = Vec::new();
     if let Some(t) = &r.steady_gen_throughput {
-        answer.push(format!("{}: {}", throughput_label(t), rate_text(t, 0)));
+        let ranks = r.dp_totals.as_ref().map_or(1, |d| d.ranks);
+        answer.push(format!(
+            "{}: {}",
+            throughput_label(t),
+            rate_text_over(t, 0, ranks)
+        ));
     }
     out.push(Section {
         title: None,

@@ -896,7 +896,7 @@ fn many_dp_ranks_print_as_one_table_with_their_total() {
     let text = std::fs::read_to_string(&md).expect("md");
     assert!(
         text.contains(
-            "The 5 DP ranks in the log (of at least 8) generate 820 tok/s (one sample per DP rank, summed over 5 ranks)."
+            "The 5 DP ranks in the log (of at least 8) generate 820 tok/s (summed over 5 DP ranks, one sample on the sparsest)."
         ),
         "{text}"
     );

@@ -149,7 +149,12 @@ pub fn samples_note(r: &Rate, dp_ranks: usize) -> Option<String> {
     } else {
         String::new()
     };
-    if n <= 1 {
+    if n <= 1 && dp_ranks > 1 {
+        // the fewest lines of any rank: the others may hold many
+        Some(format!(
+            "summed over {dp_ranks} DP ranks, one sample on the sparsest"
+        ))
+    } else if n <= 1 {
         Some(format!("one sample{per_rank}"))
     } else if r.window_s <= 0.0 {
         Some(format!(

@@ -332,9 +332,9 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
             "fewer requests admitted at once: on a full KV pool fewer decode together, which lowers tok/s",
         ),
         (Lever::MaxRunningRequests, F::CudaGraphCoverage) => (
-            format!("Raise --cuda-graph-max-bs to the batch you expect, or lower {flag} to it"),
+            format!("Or lower {flag} to the largest captured batch"),
             "every decode step runs as a captured graph",
-            "graphs for larger batches take memory and start-up time",
+            "fewer requests decode at once: less throughput where the KV pool holds more",
         ),
         (Lever::MaxRunningRequests, _) => (
             format!("Raise {flag} together with the client's concurrency (the flag counts the whole server; with DP attention SGLang divides it over the DP ranks)"),
@@ -350,6 +350,12 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
             format!("Lower {flag}"),
             "less memory taken by captured graphs",
             "larger decode batches run eagerly (slower steps)",
+        ),
+        // from the start-up lines alone: no running batch is known yet
+        (Lever::CudaGraphMaxBs, F::CudaGraphCoverage) => (
+            format!("Raise {flag} to the decode batch you expect under load"),
+            "decode steps of batches up to it run as captured graphs",
+            "graphs for larger batches take memory and start-up time",
         ),
         (Lever::CudaGraphMaxBs, _) => (
             format!("Raise {flag} to the running batch size"),
