@@ -247,7 +247,7 @@ impl<'e> SchedulerView<'e> {
             obs.len(),
             obs.iter().copied().filter(|o| in_span(o.t, &span)),
         );
-        // a reading whose window includes idle time is no decode rate (`phases.rs`)
+        // a reading whose window includes idle time is no decode rate (`phases/`)
         let decode = tl.decode.samples();
         let steady_decode: Vec<DecodeSample> = collect_within(
             decode.len(),

@@ -45,7 +45,7 @@ pub enum SpanBasis {
     /// Too few points for phase detection: the whole log is used.
     TooFewPoints,
     /// MSER found no steady state over the whole log, but the phase rules did: the part of a
-    /// burst that saturated the server, between its ramp and its drain (`evidence/phases.rs`).
+    /// burst that saturated the server, between its ramp and its drain (`evidence/phases/`).
     SaturatedBurst,
 }
 
@@ -94,7 +94,7 @@ pub struct Span {
     pub phases: Vec<Phase>,
 }
 
-/// What part of a run a [`Phase`] is (`evidence/phases.rs`).
+/// What part of a run a [`Phase`] is (`evidence/phases/`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PhaseKind {

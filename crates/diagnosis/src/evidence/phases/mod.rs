@@ -387,9 +387,8 @@ pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>, marks: &Marks) -> 
         pieces.push(piece(PhaseKind::AfterCrash, first.t?, last.t?, after.len()));
     }
     let phases = join_pieces(pieces);
-    let mut steady = phases.iter().filter(|p| p.kind == PhaseKind::Steady);
-    let first = steady.next()?;
-    let last = steady.last().unwrap_or(first);
+    let first = phases.iter().find(|p| p.kind == PhaseKind::Steady)?;
+    let last = phases.iter().rfind(|p| p.kind == PhaseKind::Steady)?;
     Some(Phases {
         steady_start_s: first.start_s,
         steady_end_s: last.end_s,
