@@ -462,7 +462,13 @@ impl EvidenceBuilder {
                 st.hicache_host_gb = st.hicache_host_gb.or(*host_gb);
             }
             Event::ServerReady => self.ev.startup.server_ready = true,
-            Event::WatchdogTimeout(text) => self.ev.watchdog.note(loc, text),
+            Event::WatchdogTimeout(text) => {
+                if !text.starts_with("Pyspy") {
+                    self.note_crash(source, rec);
+                }
+                self.ev.watchdog.note(loc, text)
+            }
+            Event::SchedulerException(_) => self.note_crash(source, rec),
             Event::KvTransferFailed(text) => self.ev.kv_transfer_failures.note(loc, text),
             Event::MoeConfigUntuned(text) => self.ev.moe_config_untuned.note(loc, text),
             Event::JitCompile(text) => self.ev.jit_compile.note(loc, text),
@@ -472,10 +478,7 @@ impl EvidenceBuilder {
                     st.bench.push(rec.line_no, rec.message);
                 }
             }
-            Event::Other
-            | Event::Malformed { .. }
-            | Event::SchedulerException(_)
-            | Event::TracebackStart => {}
+            Event::Other | Event::Malformed { .. } | Event::TracebackStart => {}
         }
     }
 
@@ -529,6 +532,22 @@ impl EvidenceBuilder {
     /// The scheduler timeline a batch line of `source` at `line` goes into: `None` for another
     /// TP rank's line (the lowest TP rank's lines are kept; the others repeat the same batch
     /// and are counted as duplicates). Its first and last line are set to this one.
+    /// A line that ends a scheduler (`Scheduler hit an exception`, a watchdog timeout): its
+    /// time marks the scheduler with those tags, when it has batch lines already (a crash
+    /// before serving has no phase to end).
+    fn note_crash(&mut self, source: SourceId, rec: &Record<'_>) {
+        let Some(t) = self.peek_time(source, rec) else {
+            return;
+        };
+        if let Some(s) = self
+            .ev
+            .schedulers
+            .get_mut(&Self::key_for(source, &rec.ranks))
+        {
+            s.crash_t = Some(s.crash_t.map_or(t, |c| c.min(t)));
+        }
+    }
+
     pub(super) fn batch_target(
         &mut self,
         source: SourceId,

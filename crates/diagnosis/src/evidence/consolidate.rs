@@ -257,6 +257,10 @@ impl Evidence {
                         a.prefill.set_capacity(a.prefill.capacity().max(full));
                         a.decode.append(&b.decode);
                         a.frozen.append(&b.frozen);
+                        a.crash_t = match (a.crash_t, b.crash_t) {
+                            (Some(x), Some(y)) => Some(x.min(y)),
+                            (x, y) => x.or(y),
+                        };
                         a.prefill.append(&b.prefill);
                         a.agg.merge(&b.agg);
                         a.duplicate_lines += b.duplicate_lines;
@@ -450,11 +454,13 @@ impl SchedulerTimeline {
         decode.sort_by(|a, b| by_time(a.t, b.t));
         prefill.sort_by(|a, b| by_time(a.t, b.t));
         let (tp, first, last, dup) = (self.tp, self.first, self.last, self.duplicate_lines);
+        let crash_t = self.crash_t;
         *self = SchedulerTimeline {
             tp,
             first,
             last,
             duplicate_lines: dup,
+            crash_t,
             ..SchedulerTimeline::default()
         };
         for d in decode {

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::Loc;
+use super::{DecodeSample, Loc};
 use crate::thresholds as th;
 
 /// One run of consecutive decode lines with `#running-req` > 0 and the same `#token`.
@@ -191,6 +191,68 @@ impl FrozenTracker {
         }
         self.open = later.open;
     }
+}
+
+/// A run of consecutive decode lines with running > 0 and the same `#token` (indices into the
+/// decode samples).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrozenRun {
+    /// First sample index.
+    pub first: usize,
+    /// Last sample index (inclusive).
+    pub last: usize,
+    /// The frozen `#token` (tokens).
+    pub tokens: u64,
+    /// `#running-req` at its start (requests).
+    pub running: u64,
+    /// Seconds from its first to its last line, when timestamped.
+    pub duration_s: Option<f64>,
+}
+
+impl FrozenRun {
+    /// Whether it lasts at least [`th::STALL_MIN_S`].
+    pub fn is_long(&self) -> bool {
+        self.duration_s.is_some_and(|d| d >= th::STALL_MIN_S)
+    }
+}
+
+/// Frozen runs of a decode series that the `stall` rule counts: [`th::MIN_FROZEN_LINES`]
+/// lines, or two lines [`th::STALL_MIN_S`] apart (on a timeline that kept every line; else
+/// [`FrozenTracker`]).
+pub fn frozen_runs(d: &[DecodeSample]) -> Vec<FrozenRun> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < d.len() {
+        let (Some(tok), Some(run)) = (d[i].tokens, d[i].running) else {
+            i += 1;
+            continue;
+        };
+        if run == 0 {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < d.len() && d[j].tokens == Some(tok) && d[j].running.unwrap_or(0) > 0 {
+            j += 1;
+        }
+        let duration_s = match (d[i].t, d[j - 1].t) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        };
+        let run_ = FrozenRun {
+            first: i,
+            last: j - 1,
+            tokens: tok,
+            running: run,
+            duration_s,
+        };
+        let n = j - i;
+        if n >= th::MIN_FROZEN_LINES || (n >= 2 && run_.is_long()) {
+            out.push(run_);
+        }
+        i = j;
+    }
+    out
 }
 
 #[cfg(test)]

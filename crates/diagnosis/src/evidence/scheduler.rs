@@ -102,6 +102,11 @@ pub struct SchedulerTimeline {
     pub duplicate_lines: u64,
     /// Frozen `#token` runs over every kept-rank decode line (exact, whatever `decode` keeps).
     pub frozen: frozen::FrozenTracker,
+    /// When this scheduler crashed (seconds, log clock): the first `Scheduler hit an
+    /// exception` line (an out-of-memory error included) or watchdog timeout line with its
+    /// scheduler's tags, after its first batch line. Its later batch lines are the
+    /// `after_crash` phase ([`super::phases`]).
+    pub crash_t: Option<f64>,
     /// First and last line of this scheduler's batch lines.
     pub first: Option<Loc>,
     /// Last batch line.

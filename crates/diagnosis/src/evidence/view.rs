@@ -8,8 +8,7 @@ use crate::evidence::{
     DecodeSample, Evidence, PrefillSample, SchedulerKey, SchedulerTimeline, collect_within,
 };
 use crate::report::{
-    CapacitySummary, GaugeStats, PhaseKind, Rate, RateBasis, RetractionSummary, Span, SpanBasis,
-    Unit,
+    CapacitySummary, GaugeStats, Rate, RateBasis, RetractionSummary, Span, SpanBasis, Unit,
 };
 use crate::thresholds as th;
 
@@ -80,7 +79,7 @@ pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
 
 fn in_span(t: Option<f64>, span: &Option<Span>) -> bool {
     match (t, span) {
-        (Some(t), Some(s)) => t >= s.steady_start_s && t <= s.steady_end_s,
+        (Some(t), Some(s)) => t >= s.steady_start_s && t <= s.steady_end_s && !s.left_out_at(t),
         _ => true,
     }
 }
@@ -155,16 +154,18 @@ pub fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
     })
 }
 
-/// Narrows `span`'s steady window to the steady phase of [`phases::find`] (warm-up, idle
-/// gaps, other bursts, the KV fill and the drain left out) and records the phases. A span MSER
-/// judged burst-shaped keeps its basis; its phases are recorded all the same.
-fn apply_phases(span: &mut Span, decode: &[DecodeSample]) {
+/// Narrows `span`'s steady window to the steady phase of [`phases::find`] (warm-up, idle and
+/// busy gaps, other bursts, the KV fill, the drain and the lines after a crash left out) and
+/// records the phases. A span MSER judged burst-shaped keeps its basis; its phases are
+/// recorded all the same. Stalls and busy gaps inside the window are left out line by line
+/// ([`Span::left_out_at`]), as are the lines after a crash whatever the basis.
+fn apply_phases(span: &mut Span, tl: &SchedulerTimeline) {
     let ramp_end = span
         .basis
         .is_steady()
         .then_some(span.steady_start_s)
         .filter(|&t| t > span.start_s);
-    let Some(p) = phases::find(decode, ramp_end) else {
+    let Some(p) = phases::find(tl.decode.samples(), ramp_end, &phases::Marks::of(tl)) else {
         return;
     };
     if span.basis.is_steady() {
@@ -173,15 +174,12 @@ fn apply_phases(span: &mut Span, decode: &[DecodeSample]) {
         if span.steady_end_s < span.steady_start_s {
             span.steady_end_s = span.steady_start_s;
         }
-    } else if p.phases.iter().any(|x| x.kind != PhaseKind::Steady) {
+    } else if p.main_stands_apart {
         // burst-shaped over the whole log, but the main segment stands apart (idle gaps, a
         // warm-up): judge that segment; with its ramp and drain cut, it is a steady span
         span.steady_start_s = p.steady_start_s;
         span.steady_end_s = p.steady_end_s;
-        if p.phases
-            .iter()
-            .any(|x| matches!(x.kind, PhaseKind::Ramp | PhaseKind::Drain))
-        {
+        if p.ramp_or_drain {
             span.basis = SpanBasis::SaturatedBurst;
         }
     }
@@ -242,14 +240,14 @@ impl<'e> SchedulerView<'e> {
         let obs = merged_obs(tl);
         let mut span = find_span(tl, &obs);
         if let Some(sp) = span.as_mut() {
-            apply_phases(sp, tl.decode.samples());
+            apply_phases(sp, tl);
         }
         let first_windows = phases::first_window_lines(tl.decode.samples(), tl.prefill.samples());
         let steady: Vec<Obs> = collect_within(
             obs.len(),
             obs.iter().copied().filter(|o| in_span(o.t, &span)),
         );
-        // a reading whose window includes idle time is no decode rate (`phases.rs`)
+        // a reading whose window includes idle time is no decode rate (`phases/`)
         let decode = tl.decode.samples();
         let steady_decode: Vec<DecodeSample> = collect_within(
             decode.len(),

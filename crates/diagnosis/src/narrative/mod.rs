@@ -208,6 +208,9 @@ pub fn span_method(s: &Span) -> String {
                 PhaseKind::Drain => "drain",
                 PhaseKind::Idle => "idle",
                 PhaseKind::OtherBurst => "another burst",
+                PhaseKind::BusyGap => "busy gap",
+                PhaseKind::Stalled => "stalled",
+                PhaseKind::AfterCrash => "after a crash",
             };
             if p.lines > 0 {
                 format!(

@@ -45,8 +45,21 @@ pub enum SpanBasis {
     /// Too few points for phase detection: the whole log is used.
     TooFewPoints,
     /// MSER found no steady state over the whole log, but the phase rules did: the part of a
-    /// burst that saturated the server, between its ramp and its drain (`evidence/phases.rs`).
+    /// burst that saturated the server, between its ramp and its drain (`evidence/phases/`).
     SaturatedBurst,
+}
+
+impl Span {
+    /// Whether a line at `t` (seconds) inside the steady window is left out of the steady
+    /// figures all the same: it is in a stall or after a crash, or inside a busy gap (a line
+    /// at either end of a gap is the last or first one outside it).
+    pub fn left_out_at(&self, t: f64) -> bool {
+        self.phases.iter().any(|p| match p.kind {
+            PhaseKind::Stalled | PhaseKind::AfterCrash => t >= p.start_s && t <= p.end_s,
+            PhaseKind::BusyGap => t > p.start_s && t < p.end_s,
+            _ => false,
+        })
+    }
 }
 
 impl SpanBasis {
@@ -81,7 +94,7 @@ pub struct Span {
     pub phases: Vec<Phase>,
 }
 
-/// What part of a run a [`Phase`] is (`evidence/phases.rs`).
+/// What part of a run a [`Phase`] is (`evidence/phases/`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PhaseKind {
@@ -97,6 +110,26 @@ pub enum PhaseKind {
     Idle,
     /// Another activity segment, outside the main one (not used for the headline).
     OtherBurst,
+    /// A gap of many log intervals between decode lines during which the server was at work,
+    /// not idle: prefill lines kept coming (a long prompt prefilled chunk by chunk, requests
+    /// prefilled without decoding), or the KV tokens grew through it by what the decode rate
+    /// gives (the lines were left out of the excerpt). SGLang prints a decode line every
+    /// `decode_log_interval` steps while requests run and a prefill line for each prefill
+    /// batch (`scheduler_metrics_mixin.py`), so such a gap is work the decode lines do not
+    /// measure: not steady, and no idle time either (it is a latency the user sees).
+    BusyGap,
+    /// Decode lines whose `#token` stays the same while requests run, for
+    /// `thresholds::STALL_MIN_S` or longer: the run the `stall` rule calls a stall. The KV
+    /// slots in use do not move, so no token is decoded (`#token` is the KV slots in use when
+    /// the line is printed, `scheduler_metrics_mixin.py`): a hung step or collective. Not
+    /// steady: its readings are no decode rate.
+    Stalled,
+    /// Decode lines of a scheduler after its `Scheduler hit an exception` line (an
+    /// out-of-memory error included) or a watchdog timeout: the process that printed the
+    /// earlier lines has died or hung (`scheduler.py` `run_scheduler_process` quits the server
+    /// on an exception; the watchdog kills it), so these lines are another process's or a
+    /// server in its last moments. Not steady.
+    AfterCrash,
 }
 
 /// One phase of a run.

@@ -23,71 +23,13 @@
 //! **Source.** SGLang `scheduler_metrics_mixin.py` (`#token` is the KV slots in use when the
 //! line is printed, every `decode_log_interval` steps); spec §2.1.
 
+use crate::evidence::SchedulerKey;
 use crate::evidence::view::SchedulerView;
-use crate::evidence::{DecodeSample, SchedulerKey};
 use crate::report::SourceRange;
 use crate::rules::Input;
 use crate::thresholds as th;
 
-/// A run of consecutive decode lines with running > 0 and the same `#token` (indices into the
-/// decode samples).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FrozenRun {
-    /// First sample index.
-    pub first: usize,
-    /// Last sample index (inclusive).
-    pub last: usize,
-    /// The frozen `#token` (tokens).
-    pub tokens: u64,
-    /// `#running-req` at its start (requests).
-    pub running: u64,
-    /// Seconds from its first to its last line, when timestamped.
-    pub duration_s: Option<f64>,
-}
-
-impl FrozenRun {
-    /// Whether it lasts at least [`th::STALL_MIN_S`].
-    pub fn is_long(&self) -> bool {
-        self.duration_s.is_some_and(|d| d >= th::STALL_MIN_S)
-    }
-}
-
-/// Frozen runs of a decode series.
-pub fn frozen_runs(d: &[DecodeSample]) -> Vec<FrozenRun> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < d.len() {
-        let (Some(tok), Some(run)) = (d[i].tokens, d[i].running) else {
-            i += 1;
-            continue;
-        };
-        if run == 0 {
-            i += 1;
-            continue;
-        }
-        let mut j = i + 1;
-        while j < d.len() && d[j].tokens == Some(tok) && d[j].running.unwrap_or(0) > 0 {
-            j += 1;
-        }
-        let duration_s = match (d[i].t, d[j - 1].t) {
-            (Some(a), Some(b)) => Some(b - a),
-            _ => None,
-        };
-        let run_ = FrozenRun {
-            first: i,
-            last: j - 1,
-            tokens: tok,
-            running: run,
-            duration_s,
-        };
-        let n = j - i;
-        if n >= th::MIN_FROZEN_LINES || (n >= 2 && run_.is_long()) {
-            out.push(run_);
-        }
-        i = j;
-    }
-    out
-}
+pub use crate::evidence::frozen::{FrozenRun, frozen_runs};
 
 /// Whether any scheduler has a frozen run of [`th::STALL_MIN_S`] or more.
 pub fn has_long_stall(views: &[SchedulerView<'_>]) -> bool {

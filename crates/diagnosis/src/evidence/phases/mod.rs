@@ -20,7 +20,8 @@
 
 use serde::Serialize;
 
-use crate::evidence::{DecodeSample, PrefillSample, collect_within};
+use crate::evidence::frozen;
+use crate::evidence::{DecodeSample, PrefillSample, SchedulerTimeline, collect_within};
 use crate::report::{Phase, PhaseKind};
 use crate::thresholds as th;
 
@@ -33,6 +34,11 @@ pub struct Phases {
     pub steady_end_s: f64,
     /// Every phase, in time order (idle gaps included).
     pub phases: Vec<Phase>,
+    /// Whether the main segment stands apart from the rest of the run: other segments (idle
+    /// or busy gaps between) or a ramp or drain cut from it.
+    pub main_stands_apart: bool,
+    /// Whether a ramp or drain was cut from the main segment.
+    pub ramp_or_drain: bool,
 }
 
 /// Median of the positive gaps between consecutive decode lines (seconds), the log interval.
@@ -196,28 +202,108 @@ fn peak_running(s: &[DecodeSample]) -> u64 {
     s.iter().filter_map(|d| d.running).max().unwrap_or(0)
 }
 
-fn phase(kind: PhaseKind, s: &[DecodeSample]) -> Option<Phase> {
-    Some(Phase {
+/// What the phases read beyond the decode lines: when the scheduler prefilled, stalled and
+/// crashed ([`Marks::of`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Marks {
+    /// Times of its prefill lines (seconds), in order.
+    pub prefill_t: Vec<f64>,
+    /// First and last time (seconds) of each frozen `#token` run that lasted
+    /// [`th::STALL_MIN_S`] or more: the runs the `stall` rule calls a stall
+    /// ([`frozen::frozen_runs`], or [`frozen::FrozenTracker::longest`] on a timeline that
+    /// keeps one line in `stride`).
+    pub stalls: Vec<(f64, f64)>,
+    /// When it crashed (seconds; [`SchedulerTimeline::crash_t`]).
+    pub crash_s: Option<f64>,
+}
+
+impl Marks {
+    /// The marks of one scheduler's timeline.
+    pub fn of(tl: &SchedulerTimeline) -> Self {
+        let mut prefill_t: Vec<f64> = collect_within(
+            tl.prefill.samples().len(),
+            tl.prefill.samples().iter().filter_map(|p| p.t),
+        );
+        prefill_t.sort_by(f64::total_cmp);
+        let stalls = if tl.decode.stride() > 1 {
+            // not every line kept: the longest run followed line by line
+            tl.frozen
+                .longest()
+                .filter(frozen::FrozenSpan::is_long)
+                .and_then(|r| r.first_t.zip(r.last_t))
+                .into_iter()
+                .collect()
+        } else {
+            let d = tl.decode.samples();
+            frozen::frozen_runs(d)
+                .iter()
+                .filter(|r| r.is_long())
+                .filter_map(|r| d[r.first].t.zip(d[r.last].t))
+                .collect()
+        };
+        Marks {
+            prefill_t,
+            stalls,
+            crash_s: tl.crash_t,
+        }
+    }
+
+    /// Whether prefill lines kept the server busy through the gap between decode lines at
+    /// `from` and `to` (seconds): some prefill line falls in it and none comes
+    /// `gap` seconds or more after the batch line before it (so no request arrived after idle
+    /// time). The stretch from the last prefill line to `to` is that prefill's forward pass
+    /// (and the first decode steps of what it admitted), however long: SGLang prints a decode
+    /// line every `decode_log_interval` steps once a request runs.
+    fn prefilled_through(&self, from: f64, to: f64, gap: f64) -> bool {
+        let lo = self.prefill_t.partition_point(|&t| t <= from);
+        let hi = self.prefill_t.partition_point(|&t| t < to);
+        let mut last = from;
+        for &t in &self.prefill_t[lo..hi] {
+            if t - last >= gap {
+                return false;
+            }
+            last = t;
+        }
+        hi > lo
+    }
+}
+
+/// One piece of a timeline before like pieces are joined: a line (`lines` 1) or a gap
+/// between two lines (`lines` 0).
+fn piece(kind: PhaseKind, start_s: f64, end_s: f64, lines: usize) -> Phase {
+    Phase {
         kind,
-        start_s: s.first()?.t?,
-        end_s: s.last()?.t?,
-        lines: s.len(),
-    })
+        start_s,
+        end_s,
+        lines,
+    }
 }
 
 /// The phases of one scheduler's decode lines. `ramp_end_s`: where MSER on the running
-/// requests ends the ramp (seconds; `None` when it found none). `None` when fewer than two
-/// decode lines carry timestamps or they are out of order.
-pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>) -> Option<Phases> {
+/// requests ends the ramp (seconds; `None` when it found none); `marks`: its prefills, stalls
+/// and crash. The lines after the crash are the after-crash phase and the others are segmented
+/// without them; a crash before every line is one of an earlier run and is passed over.
+/// `None` when fewer than two decode lines before the crash carry timestamps, when they are out
+/// of order, or when no line is left steady.
+pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>, marks: &Marks) -> Option<Phases> {
     // the timestamped lines: every line as a rule, then no copy
     let some_untimed: Vec<DecodeSample>;
-    let timed: &[DecodeSample] = if decode.iter().all(|d| d.t.is_some()) {
+    let all: &[DecodeSample] = if decode.iter().all(|d| d.t.is_some()) {
         decode
     } else {
         some_untimed = decode.iter().copied().filter(|d| d.t.is_some()).collect();
         &some_untimed
     };
-    if timed.len() < 2 || timed.windows(2).any(|w| w[1].t < w[0].t) {
+    if all.windows(2).any(|w| w[1].t < w[0].t) {
+        return None;
+    }
+    let cut = marks
+        .crash_s
+        .map(|c| all.partition_point(|d| d.t.is_some_and(|t| t <= c)))
+        .filter(|&n| n > 0)
+        .unwrap_or(all.len());
+    let (timed, after) = all.split_at(cut);
+    if timed.len() < 2 {
         return None;
     }
     let gap = idle_gap_s(timed);
@@ -229,50 +315,105 @@ pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>) -> Option<Phases> 
         .iter()
         .rposition(|r| r.len() as f64 >= th::MAIN_SEGMENT_SHARE * most as f64)?;
     let main_peak = peak_running(&timed[segs[main].clone()]);
-    let mut phases = Vec::new();
+    // each line's kind, and the kind of the gap before it (idle or busy), if it is one
+    let mut kinds = vec![PhaseKind::Steady; timed.len()];
+    let mut gaps: Vec<Option<PhaseKind>> = vec![None; timed.len()];
+    let mut ramp_or_drain = false;
     for (i, r) in segs.iter().enumerate() {
+        let s = &timed[r.clone()];
         if i > 0 {
-            let (a, b) = (timed[r.start - 1].t?, timed[r.start].t?);
-            phases.push(Phase {
-                kind: PhaseKind::Idle,
-                start_s: a,
-                end_s: b,
-                lines: 0,
+            let (a, b) = (timed[r.start - 1].t?, s[0].t?);
+            gaps[r.start] = Some(if marks.prefilled_through(a, b, gap) {
+                PhaseKind::BusyGap
+            } else {
+                PhaseKind::Idle
             });
         }
-        let s = &timed[r.clone()];
-        if i != main {
+        // a gap the KV tokens decoded through is no segment's end, but no steady time either
+        for j in r.start + 1..r.end {
+            if let (Some(a), Some(b)) = (timed[j - 1].t, timed[j].t)
+                && b - a >= gap
+            {
+                gaps[j] = Some(PhaseKind::BusyGap);
+            }
+        }
+        let kind = if i == main {
+            let (steady_from, steady_to) = main_window(s, ramp_end_s);
+            // `s` is timestamped and in time order and the window's start is at most its end
+            // (`main_window`), so the lines before, inside and after it are three consecutive
+            // parts of `s`
+            let a = s.partition_point(|d| d.t.is_some_and(|t| t < steady_from));
+            let b = s
+                .partition_point(|d| d.t.is_some_and(|t| t <= steady_to))
+                .max(a);
+            kinds[r.start..r.start + a].fill(PhaseKind::Ramp);
+            kinds[r.start + b..r.end].fill(PhaseKind::Drain);
+            ramp_or_drain = a > 0 || b < s.len();
+            continue;
+        } else {
             // a warm-up is smaller than the run it precedes: a single client's earlier
             // requests, at the same one request, are that run's own work
             let peak = peak_running(s);
             let tiny = peak < main_peak
                 && peak as f64 <= (th::WARMUP_MAX_RUNNING).max(main_peak as f64 / 4.0);
-            let kind = if i < main && tiny {
+            if i < main && tiny {
                 PhaseKind::WarmUp
             } else {
                 PhaseKind::OtherBurst
-            };
-            phases.extend(phase(kind, s));
-            continue;
-        }
-        let (steady_from, steady_to) = main_window(s, ramp_end_s);
-        // `s` is timestamped and in time order and the window's start is at most its end
-        // (`main_window`), so the lines before, inside and after it are three consecutive
-        // parts of `s`
-        let a = s.partition_point(|d| d.t.is_some_and(|t| t < steady_from));
-        let b = s
-            .partition_point(|d| d.t.is_some_and(|t| t <= steady_to))
-            .max(a);
-        phases.extend(phase(PhaseKind::Ramp, &s[..a]));
-        phases.extend(phase(PhaseKind::Steady, &s[a..b]));
-        phases.extend(phase(PhaseKind::Drain, &s[b..]));
+            }
+        };
+        kinds[r.clone()].fill(kind);
     }
-    let steady = phases.iter().find(|p| p.kind == PhaseKind::Steady)?;
+    // a stall is no steady time, whatever segment it is in; nor is the gap inside it
+    for &(from, to) in &marks.stalls {
+        let a = timed.partition_point(|d| d.t.is_some_and(|t| t < from));
+        let b = timed.partition_point(|d| d.t.is_some_and(|t| t <= to));
+        for j in a..b {
+            kinds[j] = PhaseKind::Stalled;
+            if j > a && gaps[j].is_some() {
+                gaps[j] = Some(PhaseKind::Stalled);
+            }
+        }
+    }
+    let mut pieces: Vec<Phase> = Vec::with_capacity(timed.len() + 1);
+    for (j, d) in timed.iter().enumerate() {
+        let t = d.t?;
+        if let Some(g) = gaps[j] {
+            pieces.push(piece(g, timed[j - 1].t?, t, 0));
+        }
+        pieces.push(piece(kinds[j], t, t, 1));
+    }
+    if let (Some(first), Some(last)) = (after.first(), after.last()) {
+        pieces.push(piece(PhaseKind::AfterCrash, first.t?, last.t?, after.len()));
+    }
+    let phases = join_pieces(pieces);
+    let first = phases.iter().find(|p| p.kind == PhaseKind::Steady)?;
+    let last = phases.iter().rfind(|p| p.kind == PhaseKind::Steady)?;
     Some(Phases {
-        steady_start_s: steady.start_s,
-        steady_end_s: steady.end_s,
+        steady_start_s: first.start_s,
+        steady_end_s: last.end_s,
+        main_stands_apart: segs.len() > 1 || ramp_or_drain,
+        ramp_or_drain,
         phases,
     })
+}
+
+/// Pieces in time order joined where the kind runs on; idle and busy gaps stay one phase each
+/// (two lie between two lines of other kinds).
+fn join_pieces(pieces: Vec<Phase>) -> Vec<Phase> {
+    let mut out: Vec<Phase> = Vec::new();
+    for p in pieces {
+        match out.last_mut() {
+            Some(q)
+                if q.kind == p.kind && !matches!(p.kind, PhaseKind::Idle | PhaseKind::BusyGap) =>
+            {
+                q.end_s = p.end_s;
+                q.lines += p.lines;
+            }
+            _ => out.push(p),
+        }
+    }
+    out
 }
 
 /// The steady window of the main segment `s` (timestamped, in order): after the MSER ramp and
@@ -364,217 +505,4 @@ fn drain_start(s: &[DecodeSample]) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rules::testing::{excerpt, only, whole, with_input};
-
-    fn decode_of(lines: &str) -> Vec<DecodeSample> {
-        let mut out = Vec::new();
-        with_input(lines, |i| out = i.views[0].tl.decode.samples().to_vec());
-        out
-    }
-
-    fn first_windows(lines: &str) -> (Vec<DecodeSample>, Vec<u64>) {
-        let mut out = (Vec::new(), Vec::new());
-        with_input(lines, |i| {
-            let tl = i.views[0].tl;
-            out = (
-                tl.decode.samples().to_vec(),
-                first_window_lines(tl.decode.samples(), tl.prefill.samples()),
-            );
-        });
-        out
-    }
-
-    fn kinds(p: &Phases) -> Vec<PhaseKind> {
-        p.phases.iter().map(|p| p.kind).collect()
-    }
-
-    #[test]
-    fn a_low_first_reading_is_a_first_window() {
-        // 017: the first line reads 3.50 tok/s (the window since start-up), the rest ~28.
-        let (d, lines) = first_windows(&whole("real/017-i3243-amd-rx7900xtx-rocm.log"));
-        assert_eq!(lines, vec![d[0].line]);
-        assert_eq!(d[0].gen_tps, Some(3.5));
-        // An excerpt that starts mid-run keeps its first reading.
-        let (_, mid) = first_windows(&excerpt("real/017-i3243-amd-rx7900xtx-rocm.log", 2..=99));
-        assert!(mid.is_empty());
-    }
-
-    #[test]
-    fn the_line_after_idle_is_a_first_window() {
-        // 007: an interactive chat, idle between turns; the line after each pause reads 1.06 and
-        // 3.17 tok/s against ~83 while decoding.
-        let (d, lines) = first_windows(&whole("real/007-i10053-single-user-chat-prefix-cache.log"));
-        let readings: Vec<f64> = d
-            .iter()
-            .filter(|s| lines.contains(&s.line))
-            .filter_map(|s| s.gen_tps)
-            .collect();
-        assert!(
-            readings.contains(&1.06) || readings.contains(&3.17),
-            "{readings:?}"
-        );
-        assert!(readings.iter().all(|&g| g < 10.0), "{readings:?}");
-    }
-
-    #[test]
-    fn a_wave_refilled_at_once_is_no_first_window() {
-        // qwen3next: 80 requests end together (line 1206, 07:44:29) and the next 80 are
-        // prefilled from line 1208 on (same second, `#running-req: 0`) until 07:44:44; the
-        // decode line after it (1298, 185.61 tok/s) is the server at work, not a wait
-        let (_, lines) = first_windows(&whole("real-long/ascend-qwen3next-80b-hybrid-mamba.log"));
-        for refill in [1298, 1426, 1555] {
-            assert!(!lines.contains(&refill), "{refill}: {lines:?}");
-        }
-    }
-
-    #[test]
-    fn the_line_after_a_prefill_from_nothing_running_is_a_first_window() {
-        // 104: one long request finishes, the next is prefilled with nothing running (line
-        // 113) and the next decode line (114) reads 18.95 tok/s against ~76.
-        let (d, lines) = first_windows(&whole(
-            "real-2/104-hicache-mooncake-l3-llama3b-mem02-single-long-req-usage097-queue1.log",
-        ));
-        assert!(lines.contains(&114), "{lines:?}");
-        assert!(lines.contains(&109), "{lines:?}"); // the log's first reading, 0.09
-        assert!(!lines.contains(&115));
-        assert_eq!(
-            d.iter().find(|s| s.line == 114).and_then(|s| s.gen_tps),
-            Some(18.95)
-        );
-    }
-
-    #[test]
-    fn the_first_decode_line_after_a_prefill_from_nothing_running_is_a_first_window() {
-        // 113: a prefill with nothing running (line 1), then the log's first decode line reads
-        // 3.22 tok/s (its window spans the wait and the prefill) and the next 140.78
-        let rel = "real-2/113-i36081-dsv4-dspark-v0.5.18-tp-ep-swa-accept-len-long-ctx.log";
-        let (d, lines) = first_windows(&whole(rel));
-        assert_eq!(lines, vec![3]);
-        assert_eq!(d[0].gen_tps, Some(3.22));
-        // without that prefill line the first reading stands (an excerpt that starts mid-run)
-        let (_, none) = first_windows(&excerpt(rel, 3..=4));
-        assert!(none.is_empty());
-    }
-
-    /// 118: one agentic client, 1 running throughout: the burst of 15:56 (lines 1-21) and the
-    /// one of 15:57-15:58 (lines 24-36) are the same work, 65 s of idle apart. The earlier is
-    /// another burst, not a warm-up. With its running count cut to 1 under a main burst at 4,
-    /// it would be one (boundary: a warm-up is smaller than what follows).
-    #[test]
-    fn an_earlier_burst_as_large_as_the_main_one_is_no_warm_up() {
-        let log = "real-4/118-rtxpro6000-v0.5.18dev-agentic-300k-prefix-mamba-mtp-reqtimestats.log";
-        let p = find(&decode_of(&whole(log)), None).expect("phases");
-        let k = kinds(&p);
-        assert!(!k.contains(&PhaseKind::WarmUp), "{k:?}");
-        assert!(k.contains(&PhaseKind::OtherBurst), "{k:?}");
-        assert!(k.contains(&PhaseKind::Idle), "{k:?}");
-        // the later burst at 4 running: the earlier one, at 1, is its warm-up
-        let text: String = whole(log)
-            .lines()
-            .enumerate()
-            .map(|(n, l)| {
-                if n >= 23 {
-                    format!(
-                        "{}\n",
-                        l.replacen("#running-req: 1,", "#running-req: 4,", 1)
-                    )
-                } else {
-                    format!("{l}\n")
-                }
-            })
-            .collect();
-        let p = find(&decode_of(&text), None).expect("phases");
-        assert!(kinds(&p).contains(&PhaseKind::WarmUp), "{:?}", kinds(&p));
-    }
-
-    /// real-4/105: one stream at ~23 tok/s; lines 77-78 are 303 s apart, #token 913 -> 7953,
-    /// the later line reading 23.2 tok/s: the lines between were left out of the paste, the
-    /// request decoded on. No idle phase there; with #token unchanged across it, idle.
-    #[test]
-    fn a_gap_the_kv_tokens_decoded_through_is_not_idle() {
-        let log = "real-4/105-amd-2x-r9700-rdna4-tp2-coder30b-awq-no-graph-23tps.log";
-        let d = decode_of(&whole(log));
-        let gap_at = d
-            .windows(2)
-            .position(|w| w[1].t.zip(w[0].t).is_some_and(|(b, a)| b - a > 250.0))
-            .expect("the 5-min gap");
-        assert!(decoded_through(&d[gap_at], &d[gap_at + 1]));
-        let p = find(&d, None).expect("phases");
-        assert!(!kinds(&p).contains(&PhaseKind::Idle), "{:?}", kinds(&p));
-        // the same gap with the KV tokens unchanged: nothing decoded, idle
-        let mut frozen = d.clone();
-        frozen[gap_at + 1].tokens = frozen[gap_at].tokens;
-        assert!(!decoded_through(&frozen[gap_at], &frozen[gap_at + 1]));
-        // and with 5x the tokens the rate gives: not the same request decoding on
-        let mut far = d.clone();
-        far[gap_at + 1].tokens = far[gap_at].tokens.map(|k| k + 5 * 7040);
-        assert!(!decoded_through(&far[gap_at], &far[gap_at + 1]));
-    }
-
-    #[test]
-    fn a_steady_run_has_one_steady_phase() {
-        // 002: 8 running throughout, nothing waits, no drain in the excerpt.
-        let d = decode_of(&whole("real/002-i3909-throughput-steadily-decreases.log"));
-        let p = find(&d, None).expect("phases");
-        assert_eq!(kinds(&p), vec![PhaseKind::Steady]);
-    }
-
-    #[test]
-    fn the_kv_fill_is_a_ramp() {
-        // The founding case: 41 of 150 requests admitted at once, token usage 0.09 -> 0.86
-        // over the first minutes while ~109 wait: the steady window starts once the pool is full.
-        let d = decode_of(&whole("scenarios/kimi-k25-b2-early/server.log"));
-        let p = find(&d, None).expect("phases");
-        assert_eq!(kinds(&p), vec![PhaseKind::Ramp, PhaseKind::Steady]);
-        let ramp = p.steady_start_s - d[0].t.unwrap();
-        assert!((60.0..=400.0).contains(&ramp), "{ramp}");
-    }
-
-    #[test]
-    fn a_burst_is_steady_while_it_saturates_the_server() {
-        // RTX 4090: running climbs 1 -> 66 with nothing queued (16:05:27-16:06:05), the pool
-        // fills and requests queue until ~16:07:50, then the burst drains to 1 running.
-        let d = decode_of(&whole("real-long/rtx4090-qwen3-4b-kv-retraction.log"));
-        let p = find(&d, None).expect("phases");
-        assert_eq!(
-            kinds(&p),
-            vec![PhaseKind::Ramp, PhaseKind::Steady, PhaseKind::Drain]
-        );
-        let t0 = d[0].t.unwrap();
-        assert!(
-            (30.0..=45.0).contains(&(p.steady_start_s - t0)),
-            "{}",
-            p.steady_start_s - t0
-        );
-        assert!(
-            (130.0..=170.0).contains(&(p.steady_end_s - t0)),
-            "{}",
-            p.steady_end_s - t0
-        );
-    }
-
-    #[test]
-    fn a_falling_tail_with_nothing_queued_is_a_drain() {
-        // One DP rank of a benchmark on a PD decode node: 26 running at the plateau, then the
-        // client stops and the count falls to 1 with nothing queued.
-        let lines = only(
-            &excerpt("real-long/ascend-dsr1-pd-decode-dp32.log", 4900..=6600),
-            "DP3 TP3",
-        );
-        let d = decode_of(&lines);
-        let p = find(&d, None).expect("phases");
-        assert!(kinds(&p).contains(&PhaseKind::Drain), "{:?}", p.phases);
-        let drain = p
-            .phases
-            .iter()
-            .find(|x| x.kind == PhaseKind::Drain)
-            .unwrap();
-        assert!(drain.lines >= th::MIN_DRAIN_LINES, "{drain:?}");
-        // A steady run does not drain: the same rank's lines with a standing queue.
-        let queued = crate::rules::testing::set_field(&lines, "#queue-req", "3");
-        let p = find(&decode_of(&queued), None).expect("phases");
-        assert!(!kinds(&p).contains(&PhaseKind::Drain), "{:?}", p.phases);
-    }
-}
+mod tests;
