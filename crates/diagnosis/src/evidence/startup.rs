@@ -74,6 +74,18 @@ pub struct Startup {
     pub server_ready: bool,
 }
 
+impl Startup {
+    /// A server argument's value as the log gave it, trimmed (quotes were stripped on reading).
+    pub fn arg(&self, key: &str) -> Option<&str> {
+        self.server_args.get(key).map(|v| v.trim())
+    }
+
+    /// A server argument as a whole number, when it is one.
+    pub fn arg_u64(&self, key: &str) -> Option<u64> {
+        self.arg(key)?.parse().ok()
+    }
+}
+
 /// Keys copied out of the `server_args=ServerArgs(...)` line.
 pub(super) const SERVER_ARG_KEYS: &[&str] = &[
     "model_path",

@@ -412,13 +412,12 @@ impl<'e> SchedulerView<'e> {
     /// The mamba state slots one running request holds (fraction of the slots per request):
     /// the median of `mamba usage / #running-req` over the steady decode lines.
     pub fn mamba_per_request(&self) -> Option<f64> {
-        let mut per: Vec<f64> = self
+        let per: Vec<f64> = self
             .steady_decode
             .iter()
             .filter_map(|d| Some(d.mamba_usage? / d.running.filter(|&r| r > 0)? as f64))
             .collect();
-        per.sort_by(f64::total_cmp);
-        per.get(per.len() / 2).copied().filter(|&u| u > 0.0)
+        throughput_stats::median_f64(&per).filter(|&u| u > 0.0)
     }
 
     /// Whether this scheduler is a PD decode node: its steady decode lines print

@@ -184,11 +184,6 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
     (out, times.iter().all(Option::is_some))
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied()
-}
-
 /// The admission model of one scheduler (see the module doc); `None` when no steady step has
 /// requests waiting.
 pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
@@ -273,7 +268,9 @@ pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> 
         bindings.push(Binding {
             constraint: *constraint,
             share: binds / total,
-            slack: unit(median(readings.iter().map(|r| r.2).collect())?),
+            slack: unit(throughput_stats::median_f64(
+                &readings.iter().map(|r| r.2).collect::<Vec<_>>(),
+            )?),
         });
     }
     if bindings.is_empty() {

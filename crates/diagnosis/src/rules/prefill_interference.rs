@@ -66,14 +66,7 @@ pub enum MixedChunk {
 
 /// Whether `--enable-mixed-chunk` is a lever for `v` (see [`MixedChunk`]).
 fn mixed_chunk(input: &Input<'_>, v: &crate::evidence::view::SchedulerView<'_>) -> MixedChunk {
-    let arg = |k: &str| {
-        input
-            .ev
-            .startup
-            .server_args
-            .get(k)
-            .map(|x| x.trim_matches(|c| c == '\'' || c == '"').to_string())
-    };
+    let arg = |k: &str| input.ev.startup.arg(k);
     if arg("enable_mixed_chunk").is_some_and(|x| x.eq_ignore_ascii_case("true")) {
         return MixedChunk::AlreadyOn;
     }

@@ -147,15 +147,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
     let lines = len.len();
     let accept_len = Spread::of(len)?;
     let (_, lo, hi) = first?;
-    let arg = |k: &str| {
-        input
-            .ev
-            .startup
-            .server_args
-            .get(k)
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
-    let num_steps = arg("speculative_num_steps");
+    let num_steps = input.ev.startup.arg_u64("speculative_num_steps");
     let accept_rate = Spread::of(rate);
     Some(Facts {
         lines,
@@ -166,7 +158,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             && accept_len.median < th::SPEC_GAINS_ACCEPT_LEN,
         cap_len: Spread::of(cap),
         num_steps,
-        num_draft_tokens: arg("speculative_num_draft_tokens"),
+        num_draft_tokens: input.ev.startup.arg_u64("speculative_num_draft_tokens"),
         draft_steps_per_token: num_steps
             .filter(|_| accept_len.median > 0.0)
             .map(|s| s as f64 / accept_len.median),
