@@ -286,16 +286,7 @@ fn what_if(
     )])];
     // One "now" everywhere: today's row shows the measured rate and running requests, and the
     // projections are read on the measured rate's scale (measured / the fit's rate today).
-    let base = proj.and_then(|p| {
-        p.rows
-            .iter()
-            .find(|x| x.change == kv_capacity::Change::Current)
-            .map(|x| x.tok_per_s)
-    });
-    let scale = match (now, base) {
-        (Some((m, _)), Some(b)) if b > 0.0 => m / b,
-        _ => 1.0,
-    };
+    let scale = proj.and_then(|p| p.measured_scale).unwrap_or(1.0);
     // Concurrencies too: the model's for today's pool against the running requests observed.
     let model_now = cm
         .what_if

@@ -212,6 +212,7 @@ mod tests {
             ceiling_tok_per_s: Some(1408.0),
             ceiling_at_running: None,
             running_cap_assumed: false,
+            measured_scale: None,
             no_ceiling: None,
             rows: vec![
                 row("now", Change::Current, 779.0, Feasibility::Fits),

@@ -1826,3 +1826,21 @@ fn running_requests_come_from_the_decode_lines() {
     let r = diagnose("real-3/009-pr30047-npu-mamba-usage-accept-len.log");
     assert_eq!(r.headline.running_median, Some(40.0));
 }
+
+#[test]
+fn the_projection_says_the_scale_that_puts_its_rows_on_the_measured_rate() {
+    // b2: the fit's "now" row (today's pool filled) is not the measured rate; the JSON rows
+    // are the fit's, and `measured_scale` is what the text table multiplies them by, so the
+    // "now" row reads the measured rate on that scale
+    let r = diagnose("scenarios/kimi-k25-b2/server.log");
+    let p = r.projection.as_ref().expect("a fit");
+    let m = r.steady_gen_throughput.as_ref().expect("a rate").value;
+    let now = p
+        .rows
+        .iter()
+        .find(|x| x.change == kv_capacity::Change::Current)
+        .expect("a now row");
+    let scale = p.measured_scale.expect("a scale");
+    assert!((now.tok_per_s * scale - m).abs() < 1e-6, "{scale}");
+    assert!((scale - 1.0).abs() < 0.2, "{scale}");
+}

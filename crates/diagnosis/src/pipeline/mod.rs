@@ -77,7 +77,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
 
     // Capacity, projection, recommendations.
     let mut not_concluded = Vec::new();
-    let plans = plans::plans(
+    let mut plans = plans::plans(
         &input,
         ctx,
         &vote,
@@ -106,6 +106,18 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     let dp_totals = dp_totals(ev, ctx, &views);
     let headline = headline::headline(&input, &vote, &found, &side, dp_totals.as_ref());
 
+    // the what-if rows on the measured rate's scale: measured / the fit's "now" row
+    if let (Some(p), Some(m)) = (
+        plans.projection.as_mut(),
+        side.steady_gen_throughput.as_ref(),
+    ) {
+        p.measured_scale = p
+            .rows
+            .iter()
+            .find(|r| r.change == kv_capacity::Change::Current)
+            .filter(|r| r.tok_per_s > 0.0)
+            .map(|r| m.value / r.tok_per_s);
+    }
     let expectation = expectation::expectation(
         ctx,
         &side,

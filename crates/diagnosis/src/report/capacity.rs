@@ -124,8 +124,15 @@ pub struct Projection {
     /// Why no ceiling is given, when none is (the first test of the fit that failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_ceiling: Option<NoCeiling>,
-    /// Projected rows, one per what-if row with a decode concurrency.
+    /// Projected rows, one per what-if row with a decode concurrency. Their `tok_per_s` and
+    /// `gain_pct` are the fit's (the "now" row is today's pool filled, so it may differ from
+    /// the measured rate); the text report's "tok/s (measured scale)" is `tok_per_s ×
+    /// measured_scale`.
     pub rows: Vec<ProjectionRow>,
+    /// The measured steady rate over the "now" row's rate: what puts the rows on the measured
+    /// rate's scale (one "now" everywhere); `None` without a measured rate or a "now" row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_scale: Option<f64>,
 }
 
 /// Why a step-time fit gives no ceiling (see `projection.rs`).
