@@ -192,6 +192,8 @@ pub enum Plan {
         /// The running cap holds the batch too: more slots only make room for a higher cap
         /// (they run no more requests by themselves).
         for_cap: bool,
+        /// What the what-if table lacked, when that is one input the user can give.
+        missing: Option<WhatIfMissing>,
     },
     /// Raise conservativeness: the run retracted this many times.
     RaiseConservativeness(u64),
@@ -214,6 +216,35 @@ pub enum Plan {
         /// The finding that names it.
         finding: FindingKind,
     },
+}
+
+/// The one input a what-if table lacked (`crate::error::WhatIfUnavailable`), named so that a
+/// recommendation asks for that input and not for others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WhatIfMissing {
+    /// The model's `config.json` (`--model-config`).
+    ModelConfig,
+    /// `mem_fraction_static` (no `server_args` line; `--server-info` states it).
+    MemFraction,
+    /// The pool size (no start-up lines; `--server-info` states it).
+    PoolSize,
+    /// The GPU's memory (`--gpu-snapshot`, or the log's `Load weight end` line).
+    GpuMemory,
+}
+
+impl WhatIfMissing {
+    /// The input missing, from why the table was not made; `None` when it was something else
+    /// (a refused input).
+    pub fn of(why: &crate::error::WhatIfUnavailable) -> Option<Self> {
+        use crate::error::WhatIfUnavailable as W;
+        match why {
+            W::NoModelConfig => Some(Self::ModelConfig),
+            W::NoMemFraction => Some(Self::MemFraction),
+            W::NoPoolSize => Some(Self::PoolSize),
+            W::NoGpuMemory => Some(Self::GpuMemory),
+            W::Capacity(_) => None,
+        }
+    }
 }
 
 impl Plan {
@@ -273,6 +304,8 @@ pub struct Input<'a> {
     pub bottleneck: Bottleneck,
     /// The capacity model.
     pub capacity: Option<&'a CapacityModel>,
+    /// What the capacity model's what-if table lacked, when it was not made.
+    pub what_if_missing: Option<WhatIfMissing>,
     /// The step-time projection.
     pub projection: Option<&'a Projection>,
     /// The client's view.
@@ -463,7 +496,10 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
         if i.capacity.is_some() {
             out.push(Plan::HiCacheNoGain);
         } else {
-            out.push(Plan::MoreKvSlots { for_cap: false });
+            out.push(Plan::MoreKvSlots {
+                for_cap: false,
+                missing: i.what_if_missing,
+            });
         }
         // admitting fewer requests lowers throughput on a full pool: only for a material cost
         if i.retractions.events > 0 && i.retraction_material {
@@ -493,7 +529,10 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
                         i.client,
                         &mut out,
                     ),
-                    _ => out.push(Plan::MoreKvSlots { for_cap: true }),
+                    _ => out.push(Plan::MoreKvSlots {
+                        for_cap: true,
+                        missing: i.what_if_missing,
+                    }),
                 }
                 out.push(Plan::RaiseMaxRunning(i.cap_advice));
             }

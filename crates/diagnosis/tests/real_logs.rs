@@ -1844,3 +1844,26 @@ fn the_projection_says_the_scale_that_puts_its_rows_on_the_measured_rate() {
     assert!((now.tok_per_s * scale - m).abs() < 1e-6, "{scale}");
     assert!((scale - 1.0).abs() < 0.2, "{scale}");
 }
+
+#[test]
+fn more_kv_slots_asks_for_the_input_the_what_if_table_lacks() {
+    // the simulator's log (GuideLLM run) prints the KV allocation and the weights line but no
+    // server_args: mem_fraction_static is what the table lacks, so the advice asks for
+    // --server-info, not for a model config or a GPU snapshot it does not need
+    let r = diagnose("clients/guidellm-0.8.1/server.log");
+    let rec = r
+        .recommendations
+        .iter()
+        .find(|x| x.kind == RecommendationKind::MoreKvSlots)
+        .expect("more KV slots");
+    assert!(
+        rec.expected_gain.contains("with --server-info"),
+        "{}",
+        rec.expected_gain
+    );
+    assert!(
+        !rec.expected_gain.contains("--model-config"),
+        "{}",
+        rec.expected_gain
+    );
+}

@@ -1,6 +1,6 @@
 //! Recommendations in words, from their plans.
 
-use crate::recommend::{Limit, Plan};
+use crate::recommend::{Limit, Plan, WhatIfMissing};
 use crate::report::{FindingKind, Lever, Recommendation};
 
 fn feasibility_words(f: Option<kv_capacity::Feasibility>) -> &'static str {
@@ -146,13 +146,29 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             },
             "out of memory at start-up or under the first large prefill".to_string(),
         ),
-        Plan::MoreKvSlots { for_cap } => (
+        Plan::MoreKvSlots { for_cap, missing } => (
             "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or use an fp8 KV cache, or cap max_tokens".into(),
-            if *for_cap {
-                "room for a higher --max-running-requests (the next recommendation): the cap holds the batch too, so more slots alone run no more requests, and a higher cap alone would run the pool out; with --model-config and a GPU snapshot (--gpu-snapshot) the what-if table sizes each change against the free memory".into()
-            } else {
-                "more requests decoding at once; with --model-config and a GPU snapshot (--gpu-snapshot) the what-if table sizes each change against the free memory".into()
-            },
+            format!(
+                "{}; {} the what-if table sizes each change against the free memory",
+                if *for_cap {
+                    "room for a higher --max-running-requests (the next recommendation): the cap holds the batch too, so more slots alone run no more requests, and a higher cap alone would run the pool out"
+                } else {
+                    "more requests decoding at once"
+                },
+                match missing {
+                    Some(WhatIfMissing::ModelConfig) => "with --model-config (the model's config.json)",
+                    Some(WhatIfMissing::MemFraction) => {
+                        "with --server-info (a saved /server_info response, which states mem_fraction_static; this log prints no server_args line)"
+                    }
+                    Some(WhatIfMissing::PoolSize) => {
+                        "with the server's start-up lines or --server-info (the KV pool's size)"
+                    }
+                    Some(WhatIfMissing::GpuMemory) => {
+                        "with a GPU snapshot (--gpu-snapshot, a copied nvidia-smi) or the log's `Load weight end` line"
+                    }
+                    None => "with --model-config and a GPU snapshot (--gpu-snapshot)",
+                }
+            ),
             "a larger pool leaves less memory for activations (out of memory under a large prefill); fp8 KV changes numerics".into(),
         ),
         Plan::HiCacheNoGain => (

@@ -52,6 +52,7 @@ pub(super) fn plans(
     let observed_held = primary
         .filter(|v| v.kv_full())
         .and_then(|v| Some(v.usage_per_request()? * capacity.max_total_num_tokens? as f64));
+    let mut what_if_missing = None;
     let capacity_model =
         match capacity::capacity_model(ev, ctx, capacity, cached_share, observed_held) {
             Ok(b) => {
@@ -68,6 +69,7 @@ pub(super) fn plans(
                 Some(cm)
             }
             Err(why) => {
+                what_if_missing = recommend::WhatIfMissing::of(&why);
                 not_concluded.push(narrative::not_concluded(
                     NotConcludedReason::NoWhatIfTable,
                     Some(&why.to_string()),
@@ -112,6 +114,7 @@ pub(super) fn plans(
     let recommendations = recommend::plans(&recommend::Input {
         bottleneck,
         capacity: capacity_model.as_ref(),
+        what_if_missing,
         projection: projection.as_ref(),
         client: side.client.as_ref(),
         retractions: input.retractions,
