@@ -194,6 +194,8 @@ pub enum Plan {
         for_cap: bool,
         /// What the what-if table lacked, when that is one input the user can give.
         missing: Option<WhatIfMissing>,
+        /// Whether an fp8 KV cache is a lever on this hardware.
+        fp8_kv: bool,
     },
     /// Raise conservativeness: the run retracted this many times.
     RaiseConservativeness(u64),
@@ -306,6 +308,8 @@ pub struct Input<'a> {
     pub capacity: Option<&'a CapacityModel>,
     /// What the capacity model's what-if table lacked, when it was not made.
     pub what_if_missing: Option<WhatIfMissing>,
+    /// Whether an fp8 KV cache is a lever on this hardware (not on Ascend NPU builds).
+    pub fp8_kv: bool,
     /// The step-time projection.
     pub projection: Option<&'a Projection>,
     /// The client's view.
@@ -499,6 +503,7 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
             out.push(Plan::MoreKvSlots {
                 for_cap: false,
                 missing: i.what_if_missing,
+                fp8_kv: i.fp8_kv,
             });
         }
         // admitting fewer requests lowers throughput on a full pool: only for a material cost
@@ -532,6 +537,7 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
                     _ => out.push(Plan::MoreKvSlots {
                         for_cap: true,
                         missing: i.what_if_missing,
+                        fp8_kv: i.fp8_kv,
                     }),
                 }
                 out.push(Plan::RaiseMaxRunning(i.cap_advice));

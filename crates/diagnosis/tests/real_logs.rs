@@ -1867,3 +1867,34 @@ fn more_kv_slots_asks_for_the_input_the_what_if_table_lacks() {
         rec.expected_gain
     );
 }
+
+#[test]
+fn an_ascend_npu_build_is_offered_no_fp8_kv_cache() {
+    // 108: `npu graph` on every decode line; SGLang's NPU KV cache has no fp8, so the advice to
+    // give the KV cache more slots names none
+    let r = diagnose("real-4/108-npu-pd-decode-2node-dp32-mtp-cap26-usage078-transfer.log");
+    let rec = r
+        .recommendations
+        .iter()
+        .find(|x| x.kind == RecommendationKind::MoreKvSlots)
+        .expect("more KV slots");
+    assert!(
+        !rec.action.contains("use an fp8 KV cache"),
+        "{}",
+        rec.action
+    );
+    // the DP16 Ascend run (device='npu' in its server_args, `cpu graph` on its lines): no fp8
+    // row in its what-if table; a CUDA run keeps them
+    let is_fp8 = |r: &Report| {
+        r.capacity_model.as_ref().is_some_and(|cm| {
+            cm.what_if
+                .rows
+                .iter()
+                .any(|w| matches!(w.change, kv_capacity::Change::KvDtype { .. }))
+        })
+    };
+    let npu = diagnose("real-long/ascend-dsr1-pd-decode-maxrun2-queued.log");
+    assert!(npu.capacity_model.is_some());
+    assert!(!is_fp8(&npu));
+    assert!(is_fp8(&diagnose("scenarios/kimi-k25-b2/server.log")));
+}

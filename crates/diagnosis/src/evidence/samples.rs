@@ -49,6 +49,8 @@ pub struct DecodeSample {
     /// `swa token usage` (fraction 0-1), hybrid sliding-window models: the SWA pool, against
     /// its own size (spec §2.6).
     pub swa_usage: Option<f64>,
+    /// The graph flag reads `npu graph`: an Ascend NPU build (whose KV cache has no fp8).
+    pub npu: bool,
 }
 
 impl DecodeSample {
@@ -151,6 +153,7 @@ impl BatchSample {
                 transfer_req: b.transfer_req(),
                 mamba_usage: b.mamba_usage(),
                 swa_usage: b.swa_token_usage(),
+                npu: b.graph_device() == Some("npu"),
             }),
             BatchKind::Prefill => BatchSample::Prefill(PrefillSample {
                 t: None,

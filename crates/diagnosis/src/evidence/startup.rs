@@ -102,6 +102,7 @@ pub(super) const SERVER_ARG_KEYS: &[&str] = &[
     "schedule_policy",
     "schedule_conservativeness",
     "kv_cache_dtype",
+    "device",
     "enable_hierarchical_cache",
     "hicache_ratio",
     "hicache_size",

@@ -47,7 +47,7 @@ fn not_streamed_summary(runs: &[BenchmarkRun]) -> Option<String> {
     let run = runs.last()?;
     Some(match crate::rules::bench_not_streamed::sent_too_fast(run) {
         Some(s) => format!(
-            "only a benchmark summary, from a client that did not stream (TTFT equals end-to-end latency, ITL 0): its latency figures are invalid, and so is its rate — {ok}{rate}, above the {:.1} req/s they were sent at ({} requests take ~{:.0} s to send at that rate; the run printed {:.0} s), so its duration is not what it measured. A measurement artifact, not a server bottleneck.",
+            "only a benchmark summary, from a client that did not stream (TTFT equals end-to-end latency, ITL 0): its latency figures are invalid, and its rates do not hold together either — {ok}{rate}, above the {:.1} req/s it says it sent at ({} requests take ~{:.0} s to send at that rate; the run printed {:.0} s), so its rate line or its duration is not what the run did (a driver that replays a trace ignores the rate). A measurement artifact, not a server bottleneck.",
             s.sent_per_s,
             count(s.requests),
             s.send_s,

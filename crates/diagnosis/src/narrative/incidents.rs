@@ -202,7 +202,7 @@ pub fn bench_not_streamed(
             "Each response arrived in one piece, so the time to first token is the whole request and there are no gaps between tokens to measure. Its latency figures (TTFT, TPOT, ITL) are invalid and say nothing about queueing; {}. This is a measurement artifact, not a server bottleneck: rerun against a streaming endpoint.{retok}",
             match (f.sent_too_fast, f.request_throughput) {
                 (Some(s), r) => format!(
-                    "nor is the request throughput{}: {} requests sent at {:.1} req/s take ~{:.0} s to send, yet the run printed {:.0} s, so its duration is not what it measured",
+                    "nor can the request throughput{} be taken as measured: {} requests sent at the {:.1} req/s it names take ~{:.0} s to send, yet the run printed {:.0} s, so its rate line or its duration is not what the run did (a driver that replays a trace ignores the rate)",
                     r.map(|r| format!(" ({r:.2} req/s)")).unwrap_or_default(),
                     crate::narrative::count(s.requests),
                     s.sent_per_s,

@@ -297,3 +297,6 @@ pub fn fill_methods(r: &mut Report) {
         s.method = span_method(s);
     }
 }
+
+/// The what-if table's note when fp8 rows are left out on an Ascend NPU build.
+pub const NO_FP8_ON_NPU: &str = "no fp8 KV rows: this is an Ascend NPU build (`npu graph` on its batch lines, or device='npu'), and SGLang's NPU KV cache has no fp8";

@@ -146,8 +146,16 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             },
             "out of memory at start-up or under the first large prefill".to_string(),
         ),
-        Plan::MoreKvSlots { for_cap, missing } => (
-            "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or use an fp8 KV cache, or cap max_tokens".into(),
+        Plan::MoreKvSlots {
+            for_cap,
+            missing,
+            fp8_kv,
+        } => (
+            if *fp8_kv {
+                "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or use an fp8 KV cache, or cap max_tokens".into()
+            } else {
+                "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or cap max_tokens (an fp8 KV cache is not available on Ascend NPU builds)".into()
+            },
             format!(
                 "{}; {} the what-if table sizes each change against the free memory",
                 if *for_cap {
@@ -169,7 +177,11 @@ pub fn recommendation(p: &Plan) -> Recommendation {
                     None => "with --model-config and a GPU snapshot (--gpu-snapshot)",
                 }
             ),
-            "a larger pool leaves less memory for activations (out of memory under a large prefill); fp8 KV changes numerics".into(),
+            if *fp8_kv {
+                "a larger pool leaves less memory for activations (out of memory under a large prefill); fp8 KV changes numerics".into()
+            } else {
+                "a larger pool leaves less memory for activations (out of memory under a large prefill)".into()
+            },
         ),
         Plan::HiCacheNoGain => (
             "Do not expect host-RAM hierarchical cache (HiCache) to raise throughput here".into(),

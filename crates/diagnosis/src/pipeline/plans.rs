@@ -53,6 +53,12 @@ pub(super) fn plans(
         .filter(|v| v.kv_full())
         .and_then(|v| Some(v.usage_per_request()? * capacity.max_total_num_tokens? as f64));
     let mut what_if_missing = None;
+    // an Ascend NPU build (`npu graph` on its decode lines, or device='npu'): its KV cache has
+    // no fp8, so no plan, row or answer offers one
+    let npu = ev.startup.arg("device") == Some("npu")
+        || views
+            .iter()
+            .any(|v| v.tl.decode.samples().iter().any(|d| d.npu));
     let capacity_model =
         match capacity::capacity_model(ev, ctx, capacity, cached_share, observed_held) {
             Ok(b) => {
@@ -64,6 +70,14 @@ pub(super) fn plans(
                         NotConcludedReason::ModelConfigDisagrees,
                         Some(&narrative::cell_disagreement(config, log)),
                     ));
+                }
+                if npu {
+                    cm.what_if
+                        .rows
+                        .retain(|r| !matches!(r.change, kv_capacity::Change::KvDtype { .. }));
+                    cm.what_if
+                        .assumptions
+                        .push(narrative::NO_FP8_ON_NPU.to_string());
                 }
                 findings.extend(narrative::capacity(&cm));
                 Some(cm)
@@ -115,6 +129,7 @@ pub(super) fn plans(
         bottleneck,
         capacity: capacity_model.as_ref(),
         what_if_missing,
+        fp8_kv: !npu,
         projection: projection.as_ref(),
         client: side.client.as_ref(),
         retractions: input.retractions,

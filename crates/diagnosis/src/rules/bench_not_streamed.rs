@@ -14,8 +14,9 @@
 //! `R` (`Traffic request rate`) cannot end before its last request is sent: `N` Poisson
 //! arrivals take `N / R` seconds on average, with a standard deviation of `√N / R`. A duration
 //! more than [`th::BENCH_SEND_SIGMAS`] deviations below that (so a request throughput above the
-//! rate it was sent at) means the duration is not what this run measured: the request rate
-//! is then no more usable than the latencies.
+//! rate it was sent at) means the rate line or the duration is not what the run did (a driver
+//! that replays a trace ignores the rate): the request rate is then no more usable than the
+//! latencies.
 //!
 //! **Evidence it needs.** A benchmark block with ITL, TTFT and E2E (and, for the rate check,
 //! the request rate, the successful requests and the duration).
