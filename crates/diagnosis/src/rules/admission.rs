@@ -414,6 +414,28 @@ mod tests {
     }
 
     #[test]
+    fn the_swa_pool_binds_on_its_own_usage() {
+        // 013 (hybrid SWA): the full-attention pool at 1.00 holds the queue while the SWA pool
+        // reads 0.06; the same lines with the pools' usages swapped make the SWA pool the one
+        let lines = whole("real/013-i26248-swa-retraction-collapse.log");
+        let a = model_of(&lines, &CapacitySummary::default()).unwrap();
+        assert_eq!(binding(&a).unwrap().constraint, Constraint::KvPool);
+        assert_eq!(share_of(&a, Constraint::SwaPool), 0.0);
+        let swapped = set_field(
+            &set_field(&lines, "full token usage", "0.50"),
+            "swa token usage",
+            "0.95",
+        );
+        let a = model_of(&swapped, &CapacitySummary::default()).unwrap();
+        assert_eq!(binding(&a).unwrap().constraint, Constraint::SwaPool);
+        assert_eq!(share_of(&a, Constraint::KvPool), 0.0);
+        // at 0.89 neither pool holds anything back
+        let below = set_field(&swapped, "swa token usage", "0.89");
+        let a = model_of(&below, &CapacitySummary::default()).unwrap();
+        assert_eq!(a.room_everywhere, 1.0);
+    }
+
+    #[test]
     fn a_pass_at_the_chunk_size_holds_the_rest_of_the_queue() {
         // 041: every prefill pass carries 8192 tokens (the chunk) while 114 wait
         let lines = whole(CHUNKS);
