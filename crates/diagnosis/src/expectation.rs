@@ -175,6 +175,7 @@ pub fn check(
         reach,
         no_ceiling,
         kv_replicated_by_tp: None,
+        kv_holds: None,
         needs_completion_length: matches!(expected, Some(Expectation::ReqPerS(_)))
             && client.is_none(),
         client,
@@ -213,6 +214,7 @@ mod tests {
             ceiling_at_running: None,
             running_cap_assumed: false,
             measured_scale: None,
+            kv_tokens_per_request: 0.0,
             no_ceiling: None,
             rows: vec![
                 row("now", Change::Current, 779.0, Feasibility::Fits),

@@ -112,6 +112,7 @@ pub fn projection(
         ceiling_at_running,
         running_cap_assumed: running_cap_assumed && ceiling_at_running.is_some(),
         measured_scale: None,
+        kv_tokens_per_request: held,
         no_ceiling,
         observed_mean_running: rmean,
         formula: "step_s = a + b × running + c × kv_tokens; tok/s = running / step_s, with kv_tokens = running × (observed KV tokens per running request)".into(),

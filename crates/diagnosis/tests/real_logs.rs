@@ -1898,3 +1898,24 @@ fn an_ascend_npu_build_is_offered_no_fp8_kv_cache() {
     assert!(!is_fp8(&npu));
     assert!(is_fp8(&diagnose("scenarios/kimi-k25-b2/server.log")));
 }
+
+#[test]
+fn the_answer_says_what_todays_pool_holds_below_the_ceilings_batch() {
+    // 101: the ceiling is taken at 48 running (speculative decoding's default cap, assumed);
+    // at the long-prefix requests' KV today's pool holds ~11, which recommendation 1 also
+    // says: the Answer names both, with the fit's rate at 11
+    let r = diagnose("real-4/101-dgxspark-gb10-long-prefix-chunked-then-400-ctx-exceeded.log");
+    let e = r.expectation.as_ref().expect("an answer");
+    assert_eq!(e.ceiling_at_running, Some(48.0));
+    assert!(e.running_cap_assumed);
+    let h = e.kv_holds.expect("what today's pool holds");
+    assert!((8.0..15.0).contains(&h.running), "{h:?}");
+    let ceiling = e.ceiling_tok_per_s.expect("a ceiling");
+    assert!(
+        h.tok_per_s > e.measured_tok_per_s && h.tok_per_s < ceiling,
+        "{h:?}"
+    );
+    // a KV-bound run (the founding case) has no room to speak of: nothing added
+    let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
+    assert_eq!(b2.expectation.and_then(|e| e.kv_holds), None);
+}

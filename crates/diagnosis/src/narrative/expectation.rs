@@ -85,7 +85,14 @@ pub fn expectation(e: &ExpectationCheck) -> String {
             "the ceiling is this layout's: this MLA model's KV is held whole by each of the {tp} TP ranks, and with --enable-dp-attention each rank would hold only its own requests' (up to {tp}x the requests at once), which the fit does not project"
         )
     });
-    let facts = [ceiling, best, layout]
+    // the ceiling's batch is more than today's pool holds at the longer requests' KV
+    let holds = e.kv_holds.map(|h| {
+        format!(
+            "today's KV pool holds about {:.0} of the longer requests at once, where the same fit gives ~{:.0} tok/s",
+            h.running, h.tok_per_s
+        )
+    });
+    let facts = [ceiling, holds, best, layout]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()

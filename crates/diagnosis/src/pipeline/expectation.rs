@@ -4,7 +4,7 @@
 use super::client::ClientSide;
 use crate::context::Context;
 use crate::narrative;
-use crate::report::{ExpectationCheck, NotConcluded, NotConcludedReason, Projection};
+use crate::report::{ExpectationCheck, KvHolds, NotConcluded, NotConcludedReason, Projection};
 
 /// The measured rate against the ceiling of this setup and the user's expectation; an
 /// expectation asked and not answered is added to `not_concluded`.
@@ -13,6 +13,7 @@ pub(super) fn expectation(
     side: &ClientSide<'_>,
     projection: Option<&Projection>,
     fill: Option<crate::recommend::Fill>,
+    load: Option<crate::recommend::Load>,
     kv_replicated_by_tp: Option<u32>,
     not_concluded: &mut Vec<NotConcluded>,
 ) -> Option<ExpectationCheck> {
@@ -29,6 +30,9 @@ pub(super) fn expectation(
         .and_then(|m| crate::expectation::check(m, projection, fill, ctx.expectation, figures));
     if let Some(e) = expectation.as_mut() {
         e.kv_replicated_by_tp = kv_replicated_by_tp;
+        // with a fill plan (a conservative scheduler) the best change already says what
+        // today's pool holds
+        e.kv_holds = kv_holds(e, projection, load).filter(|_| fill.is_none());
         e.text = narrative::expectation(e);
     } else if ctx.expectation.is_some() {
         // asked and not answered: said, not silently dropped
@@ -40,4 +44,29 @@ pub(super) fn expectation(
         ));
     }
     expectation
+}
+
+/// What today's pool holds when the ceiling is taken at a larger batch: the headroom's KV (or
+/// mamba) limit at the longer requests' KV, below the ceiling's running count (its cap, or
+/// no cap at all), with the fit's rate there on the measured scale.
+fn kv_holds(
+    e: &ExpectationCheck,
+    projection: Option<&Projection>,
+    load: Option<crate::recommend::Load>,
+) -> Option<KvHolds> {
+    use crate::recommend::Limit;
+    let (p, l) = (projection?, load?);
+    e.ceiling_tok_per_s?;
+    let (extra, limit) = l.headroom()?;
+    // a pool already full (the KV-bound verdicts) says nothing new here
+    if extra < 1.0 || !matches!(limit, Limit::KvCache | Limit::MambaSlots) {
+        return None;
+    }
+    let running = l.running_median + extra;
+    if e.ceiling_at_running.is_some_and(|k| k <= running) {
+        return None;
+    }
+    let scale = e.measured_tok_per_s / p.current_tok_per_s;
+    let tok_per_s = p.tok_per_s_at(running)? * scale;
+    (tok_per_s > e.measured_tok_per_s).then_some(KvHolds { running, tok_per_s })
 }

@@ -128,6 +128,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
                 crate::recommend::fill(plans.capacity_model.as_ref(), plans.projection.as_ref())
             })
             .flatten(),
+        plans.load,
         plans.kv_replicated_by_tp,
         &mut not_concluded,
     );

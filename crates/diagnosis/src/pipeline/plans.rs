@@ -26,6 +26,8 @@ pub(super) struct Plans {
     pub(super) kv_replicated_by_tp: Option<u32>,
     /// What to change.
     pub(super) recommendations: Vec<Recommendation>,
+    /// How loaded the scheduler behind the verdict is (its headroom).
+    pub(super) load: Option<Load>,
 }
 
 /// Capacity, projection, recommendations: the capacity finding is added to `findings`, what
@@ -166,6 +168,7 @@ pub(super) fn plans(
     .map(narrative::recommendation)
     .collect();
     Plans {
+        load,
         capacity_model,
         projection,
         kv_replicated_by_tp,

@@ -108,6 +108,10 @@ pub struct Projection {
     pub current_tok_per_s: f64,
     /// Mean running requests over the decode lines used.
     pub observed_mean_running: f64,
+    /// KV tokens per running request over the decode lines used (mean `#token` over mean
+    /// `#running-req`): what the fit's `c` term is taken at.
+    #[serde(default)]
+    pub kv_tokens_per_request: f64,
     /// The rate the fit approaches as more requests decode at once with unlimited KV,
     /// `1 / (b + c × KV tokens per request)` (tok/s), or, when `max_running_requests` is
     /// known and the fit reaches less there, its rate at that many requests
@@ -178,4 +182,14 @@ pub struct ProjectionRow {
     pub extrapolated: bool,
     /// Feasibility of the row, when known.
     pub feasibility: Option<kv_capacity::Feasibility>,
+}
+
+impl Projection {
+    /// The fit's rate with `running` requests decoding at once, each holding
+    /// [`Self::kv_tokens_per_request`] (tok/s): `running / (a + b × running + c × running ×
+    /// tokens)`; `None` where the step time is not positive.
+    pub fn tok_per_s_at(&self, running: f64) -> Option<f64> {
+        let step = self.a + self.b * running + self.c * running * self.kv_tokens_per_request;
+        (step > 0.0 && running > 0.0).then(|| running / step)
+    }
 }

@@ -118,12 +118,26 @@ pub struct ExpectationCheck {
     /// layout's (every rank holds the whole latent KV); DP attention is not projected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_replicated_by_tp: Option<u32>,
+    /// When the ceiling's batch is more than today's KV pool holds: how many requests it
+    /// holds at the longer requests' KV, and the fit's rate there on the measured scale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_holds: Option<KvHolds>,
     /// The expectation was in req/s and no client figures give the completion length, so it
     /// could not be turned into tok/s: the answer says so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub needs_completion_length: bool,
     /// The answer, in words.
     pub text: String,
+}
+
+/// What today's pool holds, against a ceiling taken at a larger batch.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct KvHolds {
+    /// Requests decoding at once when the KV pool (or the mamba slots) stops more, at the
+    /// longer requests' KV (requests per DP rank).
+    pub running: f64,
+    /// The fit's rate there, on the measured rate's scale (tok/s).
+    pub tok_per_s: f64,
 }
 
 /// An expectation in the client's units, and whether it is reachable.

@@ -26,7 +26,7 @@ pub use capacity::{
 };
 pub use client::{
     BenchmarkRun, ClientExpectation, ClientSetAside, ClientSummary, EtaSummary, Expectation,
-    ExpectationCheck, MetricsSummary, Reach, SampleAdequacy, SetAsideReason,
+    ExpectationCheck, KvHolds, MetricsSummary, Reach, SampleAdequacy, SetAsideReason,
 };
 pub use finding::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
 pub use headline::{
