@@ -1244,4 +1244,13 @@ fn a_benchmark_that_counts_tokens_the_server_did_not_generate() {
         text.contains("2.0x the 2.147 req/s the client really completes now"),
         "{text}"
     );
+    // the queueing finding does not call the overcounted 1099 tok/s what the requests achieve
+    assert!(
+        text.contains("Its output throughput counts tokens the server did not generate"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("is what the admitted requests achieve"),
+        "{text}"
+    );
 }

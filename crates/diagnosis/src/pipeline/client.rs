@@ -140,7 +140,12 @@ fn benchmark_findings(
 ) {
     let mut first = Vec::new();
     let mut rest = Vec::new();
+    // the last run is the one the server's log covers: its token count can be checked
+    let tokens = runs
+        .last()
+        .and_then(|run| rules::bench_tokens::check(run, server));
     for (i, run) in runs.iter().enumerate() {
+        let overcounted = i + 1 == runs.len() && tokens.is_some();
         let n = |f| narrative::numbered(f, i + 1, runs.len());
         if let Some(f) = rules::bench_failures::check(run) {
             let dominant = f.dominate;
@@ -156,7 +161,7 @@ fn benchmark_findings(
             Some(f) => first.push(n(narrative::bench_not_streamed(run, &f))),
             None => rest.extend(
                 rules::bench_queueing::check(run)
-                    .map(|f| n(narrative::bench_queueing(run, &f, bottleneck))),
+                    .map(|f| n(narrative::bench_queueing(run, &f, bottleneck, overcounted))),
             ),
         }
         rest.extend(
@@ -168,11 +173,8 @@ fn benchmark_findings(
                 .map(|f| n(narrative::bench_peak_above_cap(run, &f))),
         );
     }
-    // the last run is the one the server's log covers
-    if let Some(run) = runs.last() {
-        rest.extend(
-            rules::bench_tokens::check(run, server).map(|f| narrative::bench_tokens(run, &f)),
-        );
+    if let (Some(run), Some(f)) = (runs.last(), tokens) {
+        rest.push(narrative::bench_tokens(run, &f));
     }
     findings.splice(0..0, first);
     findings.extend(rest);

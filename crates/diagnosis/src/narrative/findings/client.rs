@@ -54,11 +54,14 @@ pub fn bench_failures(run: &BenchmarkRun, f: &bench_failures::Facts) -> Finding 
     )
 }
 
-/// The finding of [`crate::rules::bench_queueing`]; `bottleneck` is the server-side verdict from the logs.
+/// The finding of [`crate::rules::bench_queueing`]; `bottleneck` is the server-side verdict from
+/// the logs; `overcounted`: the client counts output tokens the server did not generate
+/// ([`crate::rules::bench_tokens`]).
 pub fn bench_queueing(
     run: &BenchmarkRun,
     f: &bench_queueing::Facts,
     bottleneck: Bottleneck,
+    overcounted: bool,
 ) -> Finding {
     let b = &run.summary;
     let inf = b.request_rate.as_deref() == Some("inf");
@@ -108,6 +111,9 @@ pub fn bench_queueing(
             super::num(b.output_tok_per_s, 0),
             super::num(b.total_tok_per_s, 0)
         ),
+        // the client counts tokens the server did not generate (`bench_tokens`): its output
+        // rate is no measure of what the admitted requests achieve
+        _ if overcounted => " Its output throughput counts tokens the server did not generate (see the finding on its token count), so it is no measure of the server; if the server queues, more requests in flight only lengthen the wait.".to_string(),
         _ => format!(
             " Output throughput ({} tok/s over the whole run) is what the admitted requests achieve; if the server queues, more requests in flight only lengthen the wait.",
             super::num(b.output_tok_per_s, 0)
