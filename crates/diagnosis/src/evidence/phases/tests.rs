@@ -478,3 +478,37 @@ fn no_steady_line_no_phases() {
     assert_eq!(kinds(&p), vec![PhaseKind::Steady, PhaseKind::Stalled]);
     assert_eq!((p.steady_start_s, p.steady_end_s), (t0, t0));
 }
+
+/// Boundary of the warm-up rule (`th::WARMUP_MAX_RUNNING`): 118 with its later burst at 4
+/// running; an earlier burst that peaks at 2 is still its warm-up, at 3 it is a burst of its
+/// own (above both 2 and a quarter of the later peak).
+#[test]
+fn an_earlier_burst_up_to_two_running_is_a_warm_up() {
+    let log = "real-4/118-rtxpro6000-v0.5.18dev-agentic-300k-prefix-mamba-mtp-reqtimestats.log";
+    let with_earlier = |earlier: &str| -> String {
+        whole(log)
+            .lines()
+            .enumerate()
+            .map(|(n, l)| {
+                let l = if n >= 23 {
+                    l.replacen("#running-req: 1,", "#running-req: 4,", 1)
+                } else {
+                    l.replacen("#running-req: 1,", &format!("#running-req: {earlier},"), 1)
+                };
+                format!("{l}\n")
+            })
+            .collect()
+    };
+    let two = find(&decode_of(&with_earlier("2")), None, &Marks::default()).expect("phases");
+    assert!(
+        kinds(&two).contains(&PhaseKind::WarmUp),
+        "{:?}",
+        kinds(&two)
+    );
+    let three = find(&decode_of(&with_earlier("3")), None, &Marks::default()).expect("phases");
+    assert!(
+        !kinds(&three).contains(&PhaseKind::WarmUp),
+        "{:?}",
+        kinds(&three)
+    );
+}
