@@ -18,6 +18,8 @@ pub enum Constraint {
     MambaSlots,
     /// The prefill token budget (`chunked_prefill_size` / `max_prefill_tokens`).
     PrefillBudget,
+    /// One request per prefill pass (a build without batched prefill).
+    OnePerPass,
 }
 
 /// How much room a constraint had, the median over the queued steps.

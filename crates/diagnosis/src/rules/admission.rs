@@ -16,7 +16,10 @@
 //! - the prefill token budget: the prefill pass that admitted requests since the previous
 //!   step carried `#new-token` within [`th::PREFILL_AT_LIMIT_FRACTION`] of
 //!   `min(chunked_prefill_size, max_prefill_tokens)` (the largest exactly repeated chunk when
-//!   the log does not print them).
+//!   the log does not print them);
+//! - one request per prefill pass: on a scheduler whose passes all admit one request while
+//!   the budget holds more (`prefill_limit`'s one-per-pass pattern: a build without batched
+//!   prefill), a pass of one request holds back the rest of the queue.
 //!
 //! Each step is weighted by the time to the next one (its line count when lines carry no
 //! time), and each constraint gets the share of the queued steady time it binds, with its
@@ -90,6 +93,7 @@ fn order(c: Constraint) -> u8 {
         Constraint::MambaSlots => 2,
         Constraint::RunningCap => 3,
         Constraint::PrefillBudget => 4,
+        Constraint::OnePerPass => 5,
     }
 }
 
@@ -104,6 +108,8 @@ struct Step {
     mamba: Option<f64>,
     /// `#new-token` of the prefill pass admitted in this step.
     prefill_tokens: Option<u64>,
+    /// `#new-seq` of the prefill passes admitted in this step (requests).
+    prefill_seqs: Option<u64>,
 }
 
 /// The running-request cap to judge against: configured (or SGLang's speculative default),
@@ -146,8 +152,12 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
         for (d, &weight) in v.steady_decode.iter().zip(&w) {
             // the prefill passes printed since the previous decode line
             let mut passed: Option<u64> = None;
+            let mut seqs: Option<u64> = None;
             while let Some(p) = prefill.next_if(|p| (p.source, p.line) < (d.source, d.line)) {
                 passed = passed.max(p.new_token);
+                if let Some(n) = p.new_seq {
+                    seqs = Some(seqs.unwrap_or(0) + n);
+                }
             }
             if waits(d) {
                 out.push(Step {
@@ -158,6 +168,7 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
                     swa: d.swa_usage,
                     mamba: d.mamba_usage,
                     prefill_tokens: passed,
+                    prefill_seqs: seqs,
                 });
             }
         }
@@ -179,6 +190,7 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
             swa: None,
             mamba: p.mamba_usage,
             prefill_tokens: p.new_token,
+            prefill_seqs: p.new_seq,
         })
         .collect();
     (out, times.iter().all(Option::is_some))
@@ -196,6 +208,7 @@ pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> 
     }
     let cap_n = running_cap(v, cap);
     let budget = prefill_limit::budget(v, cap).map(|(b, _)| b);
+    let one_per_pass = prefill_limit::check(v, cap).is_some_and(|f| f.one_per_pass.is_some());
     // each constraint on one step: how many of the waiting requests it holds back, and its
     // room there; `None` when the step does not show it
     type Judge<'a> = Box<dyn Fn(&Step) -> Option<(u64, f64)> + 'a>;
@@ -243,6 +256,16 @@ pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> 
             }),
             Slack::Tokens,
         ),
+        (
+            // a build that admits one request a pass (`prefill_limit`'s pattern): the rest of
+            // the queue waits for the next pass
+            Constraint::OnePerPass,
+            Box::new(move |s: &Step| {
+                let n = s.prefill_seqs.filter(|_| one_per_pass)?;
+                Some((if n == 1 { s.queue } else { 0 }, n.saturating_sub(1) as f64))
+            }),
+            Slack::Requests,
+        ),
     ];
     let mut bindings = Vec::new();
     let mut held = vec![0u64; steps.len()];
@@ -253,8 +276,10 @@ pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> 
             .filter_map(|(i, s)| judge(s).map(|(h, slack)| (i, h, slack)))
             .collect();
         // the prefill budget is read only on steps that admitted; the others must cover most
-        let covered = *constraint == Constraint::PrefillBudget
-            || readings.len() as f64 >= th::QUEUED_SHARE * steps.len() as f64;
+        let covered = matches!(
+            *constraint,
+            Constraint::PrefillBudget | Constraint::OnePerPass
+        ) || readings.len() as f64 >= th::QUEUED_SHARE * steps.len() as f64;
         if readings.is_empty() || !covered {
             continue;
         }
@@ -451,6 +476,28 @@ mod tests {
         let half = model_of(&set_field(&lines, "#new-token", "4000"), &cap).unwrap();
         assert_eq!(share_of(&half, Constraint::PrefillBudget), 0.0);
         assert_eq!(binding(&half), None);
+    }
+
+    #[test]
+    fn one_request_a_pass_holds_the_rest_of_a_burst() {
+        // 039 (EAGLE in v0.4.1, prefill_only_one_req): 63 requests at once, every pass admits
+        // #new-seq 1 while the rest wait
+        let lines = whole("real-3/039-i2777-eagle2-bench-cache-hit-rate-queue62.log");
+        let a = model_of(&lines, &CapacitySummary::default()).unwrap();
+        let b = binding(&a).unwrap();
+        assert_eq!((b.constraint, b.share), (Constraint::OnePerPass, 1.0));
+        assert_eq!(a.room_everywhere, 0.0);
+        // passes of two requests: no one-per-pass pattern, so the constraint is not read
+        let two = set_field(&lines, "#new-seq", "2");
+        let a = model_of(&two, &CapacitySummary::default()).unwrap();
+        assert!(
+            a.bindings
+                .iter()
+                .all(|b| b.constraint != Constraint::OnePerPass)
+        );
+        // passes of several requests filling a chunk (041) are the budget's, not this
+        let a = model_of(&whole(CHUNKS), &CapacitySummary::default()).unwrap();
+        assert_eq!(share_of(&a, Constraint::OnePerPass), 0.0);
     }
 
     #[test]

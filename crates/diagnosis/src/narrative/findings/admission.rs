@@ -609,6 +609,7 @@ fn constraint_words(c: admission::Constraint) -> &'static str {
         admission::Constraint::SwaPool => "the SWA pool",
         admission::Constraint::MambaSlots => "the mamba state slots",
         admission::Constraint::PrefillBudget => "the prefill token budget",
+        admission::Constraint::OnePerPass => "one request per prefill pass",
     }
 }
 
