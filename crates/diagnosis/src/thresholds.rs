@@ -28,9 +28,8 @@ pub const HELD_MAX_USAGE: f64 = 0.5;
 pub const QUEUED_SHARE: f64 = 0.5;
 /// Share of batch lines with `#queue-req` > 0 below which load counts as too low (fraction).
 pub const LOW_LOAD_QUEUED_SHARE: f64 = 0.1;
-/// Share of the queued steady time an admission constraint must bind to be *the* binding one
-/// (`rules::admission`): a majority of the time requests waited, as [`QUEUED_SHARE`] is of the
-/// lines (fraction).
+/// Share of the queued request-time an admission constraint must hold back to be *the* binding
+/// one (`rules::admission`): a majority, as [`QUEUED_SHARE`] is of the lines (fraction).
 pub const ADMISSION_BINDING_SHARE: f64 = 0.5;
 /// Share of the queued request-time one constraint must hold back for the admission model
 /// alone to name the verdict, ahead of the pattern rules (`crate::verdict`): nine tenths, so
@@ -226,6 +225,10 @@ pub const HEADROOM_USAGE: f64 = 0.95;
 /// (seconds): over fewer seconds the requests have not decoded long enough for their KV share
 /// to say how many more fit.
 pub const HEADROOM_MIN_SPAN_S: f64 = 10.0;
+/// Quantile of the pool share per running request a headroom figure is counted at (fraction):
+/// the longer requests' share (the 90th percentile, as the gauges' p90), since a request holds
+/// more KV the longer it decodes.
+pub const LONG_REQUEST_QUANTILE: f64 = 0.9;
 /// How far `#token / pool` may lie from a line's printed `token usage` and still be the same
 /// pool: SGLang prints the usage to two decimals, so half a hundredth, with float slack
 /// (fraction).

@@ -9,7 +9,7 @@
 //! | 2 | `pd_transfer` | `pd_transfer_bound`; `prefill_bound` when the prefill server's own passes are full (`FullBatches`) |
 //! | 2a | `admission::decisive`: the constraint that holds back nine tenths of the queued request-time (KV pool, mamba slots, running cap), worded by its rule | its rule's |
 //! | 3 | `kv_cache_bound::queued_at_full_pool` | `kv_cache_bound` |
-//! | 4 | `running_cap::at_configured_cap` | `running_cap_bound`; `inconclusive` when the queue is printed and 0 on every steady line (the cap holds nothing back the log shows) |
+//! | 4 | `running_cap::at_configured_cap` | `running_cap_bound`; `inconclusive` when nothing waits anywhere the log shows (`running_cap::nothing_waits`: the queue printed and 0 on every steady decode and prefill line, not a PD decode node): the cap holds nothing back |
 //! | 5 | `running_cap::mamba_slots_full` (queued) | `running_cap_bound` |
 //! | 5a | `client_bound::lone_reading` (one steady batch line with a queue, or one decode line at a crawl: an instant) | `inconclusive` |
 //! | 5b | `prefill_limit`, one request per pass (queued) | `prefill_bound` |
@@ -57,7 +57,7 @@
 //! | 7 | startup capacity lines (`max_total_num_tokens`) | `startup_only` |
 //! | 8 | otherwise | `no_scheduler_lines` |
 
-use crate::evidence::view::SchedulerView;
+use crate::evidence::view::{SchedulerView, share};
 use crate::report::{Bottleneck, CapacitySummary};
 use crate::rules::admission::{self, Constraint};
 use crate::rules::{
@@ -77,9 +77,9 @@ pub enum Reason {
     KvCache(kv_cache_bound::Pattern),
     /// `running_cap`.
     RunningCap(running_cap::Limit),
-    /// `running_cap` at the configured cap while nothing waits (the queue printed and 0 on every
-    /// steady line): the cap holds no request back that the log shows, and whether the client
-    /// has more to send is not in it.
+    /// `running_cap` at the configured cap while nothing waits anywhere the log shows
+    /// (`running_cap::nothing_waits`): the cap holds no request back, and whether the client
+    /// has more to send is not in the log.
     AtCapNothingWaits(running_cap::Limit),
     /// `prefill_limit`.
     PrefillLimit(prefill_limit::Facts),
@@ -128,8 +128,10 @@ type Step = fn(&SchedulerView<'_>, &CapacitySummary) -> Option<Reason>;
 
 /// The admission model's binding constraint, when it holds back nine tenths of the queued
 /// request-time, as the rule of that constraint words it: the KV pool, the mamba slots, or the
-/// running cap (configured or a flat ceiling). The prefill budget and the SWA pool are left to
-/// the steps after (a ramp's prefill pace; the KV words name `token usage`).
+/// running cap (configured or a flat ceiling). The prefill budget, one request per pass and the
+/// SWA pool are left to the steps after (a ramp's prefill pace; the one-per-pass pattern's own
+/// step; the KV words name `token usage`). The mamba limit carries the share of steady decode
+/// lines with full slots, as `running_cap::mamba_slots_full` does.
 fn decisive(v: &SchedulerView<'_>, c: &CapacitySummary) -> Option<Reason> {
     let b = admission::decisive(v, c)?;
     match b.constraint {
@@ -137,9 +139,14 @@ fn decisive(v: &SchedulerView<'_>, c: &CapacitySummary) -> Option<Reason> {
             kv_cache_bound::queued_at_full_pool(v)
                 .unwrap_or(kv_cache_bound::Pattern::QueuedAtFullPool),
         )),
-        Constraint::MambaSlots => Some(Reason::RunningCap(running_cap::Limit::MambaSlots {
-            share: b.share,
-        })),
+        Constraint::MambaSlots => {
+            let full = share(&v.steady_decode, |d| {
+                d.mamba_usage.map(|m| m >= th::MAMBA_FULL_USAGE)
+            })?;
+            Some(Reason::RunningCap(running_cap::Limit::MambaSlots {
+                share: full,
+            }))
+        }
         Constraint::RunningCap => running_cap::at_configured_cap(v, c)
             .or_else(|| running_cap::flat_plateau(v, c))
             .map(Reason::RunningCap),

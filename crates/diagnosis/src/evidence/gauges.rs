@@ -6,9 +6,10 @@ use super::collect_within;
 use crate::report::GaugeStats;
 use throughput_stats::Hold;
 
-/// Time-weighted stats of `(t, v)` points; equal weights when times are missing, unsorted, or
-/// too coarse (SGLang prints whole seconds, so a burst of lines within a few seconds shares
-/// timestamps: then every line counts equally instead).
+/// Time-weighted stats of `(t, v)` points: each reading holds until the next, the last one for
+/// the series' median interval (a ramp's last, highest reading is not left out); equal weights
+/// when times are missing, unsorted, or too coarse (SGLang prints whole seconds, so a burst of
+/// lines within a few seconds shares timestamps: then every line counts equally instead).
 pub fn gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
     gauge_held(points, Hold::Forward)
 }

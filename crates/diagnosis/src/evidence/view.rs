@@ -380,12 +380,13 @@ impl<'e> SchedulerView<'e> {
         per.get(per.len() / 2).copied()
     }
 
-    /// The pool share the longer running requests hold, for a headroom figure: the 90th
-    /// percentile over the steady decode lines of `#token / #running-req / pool` when the pool's
-    /// size is known (`pool_tokens`, tokens; `#token` is exact where `token usage` rounds to two
-    /// decimals) and the line's usage agrees with it, else of `token usage / #running-req` (fraction of the pool per request). The
-    /// 90th percentile, not the median: a request holds more KV the longer it decodes, so
-    /// room counted at today's median request overstates how many more fit.
+    /// The pool share the longer running requests hold, for a headroom figure: the
+    /// [`th::LONG_REQUEST_QUANTILE`] quantile (nearest rank) over the steady decode lines of
+    /// `#token / #running-req / pool` when the pool's size is known (`pool_tokens`, tokens;
+    /// `#token` is exact where `token usage` rounds to two decimals) and the line's usage agrees
+    /// with it, else of `token usage / #running-req` (fraction of the pool per request). A high
+    /// quantile, not the median: a request holds more KV the longer it decodes, so room counted
+    /// at today's median request overstates how many more fit.
     pub fn pool_per_long_request(&self, pool_tokens: Option<u64>) -> Option<f64> {
         let mut per: Vec<f64> = self
             .steady_decode
@@ -405,7 +406,9 @@ impl<'e> SchedulerView<'e> {
             })
             .collect();
         per.sort_by(f64::total_cmp);
-        let i = ((per.len() as f64 * 0.9).ceil() as usize).clamp(1, per.len().max(1)) - 1;
+        let i = ((per.len() as f64 * th::LONG_REQUEST_QUANTILE).ceil() as usize)
+            .clamp(1, per.len().max(1))
+            - 1;
         per.get(i).copied().filter(|&u| u > 0.0)
     }
 

@@ -1,7 +1,7 @@
 //! The headline's words, from its figures.
 
 use super::{count, fmt_duration, interval};
-use crate::report::{BenchmarkRun, Bottleneck, Headline};
+use crate::report::{BenchmarkRun, Bottleneck, Headline, SentTooFast};
 use crate::thresholds as th;
 
 /// Clauses with their numbers, leaving out what is unknown (never `?` in a sentence).
@@ -34,7 +34,7 @@ fn while_(parts: Vec<Option<String>>) -> String {
 
 /// The headline of a run without scheduler lines but with benchmark summaries: the last run's figures.
 /// A benchmark-only headline whose client did not stream: only its request rate stands.
-fn not_streamed_summary(runs: &[BenchmarkRun]) -> Option<String> {
+fn not_streamed_summary(runs: &[BenchmarkRun], sent: Option<SentTooFast>) -> Option<String> {
     let b = &runs.last()?.summary;
     let ok = b
         .successful_requests
@@ -44,8 +44,7 @@ fn not_streamed_summary(runs: &[BenchmarkRun]) -> Option<String> {
         .request_throughput
         .map(|r| format!(" at {r:.2} req/s"))
         .unwrap_or_default();
-    let run = runs.last()?;
-    Some(match crate::rules::bench_not_streamed::sent_too_fast(run) {
+    Some(match sent {
         Some(s) => format!(
             "only a benchmark summary, from a client that did not stream (TTFT equals end-to-end latency, ITL 0): its latency figures are invalid, and its rates do not hold together either — {ok}{rate}, above the {:.1} req/s it says it sent at ({} requests take ~{:.0} s to send at that rate; the run printed {:.0} s), so its rate line or its duration is not what the run did (a driver that replays a trace ignores the rate). A measurement artifact, not a server bottleneck.",
             s.sent_per_s,
@@ -357,7 +356,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
         | Bottleneck::NoSchedulerLines => (
             "No SGLang scheduler lines",
             if h.benchmark_not_streamed {
-                not_streamed_summary(benchmarks)
+                not_streamed_summary(benchmarks, h.benchmark_sent_too_fast)
             } else {
                 benchmark_summary(benchmarks)
             }

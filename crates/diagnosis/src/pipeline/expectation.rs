@@ -66,6 +66,9 @@ fn kv_holds(
     if e.ceiling_at_running.is_some_and(|k| k <= running) {
         return None;
     }
+    if p.current_tok_per_s <= 0.0 {
+        return None;
+    }
     let scale = e.measured_tok_per_s / p.current_tok_per_s;
     let tok_per_s = p.tok_per_s_at(running)? * scale;
     (tok_per_s > e.measured_tok_per_s).then_some(KvHolds { running, tok_per_s })

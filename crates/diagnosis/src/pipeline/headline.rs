@@ -82,6 +82,10 @@ pub(super) fn headline(
             .benchmark_runs
             .last()
             .is_some_and(|r| rules::bench_not_streamed::check(r).is_some()),
+        benchmark_sent_too_fast: side
+            .benchmark_runs
+            .last()
+            .and_then(rules::bench_not_streamed::sent_too_fast),
         held_admission: found
             .held
             .as_ref()

@@ -1,5 +1,5 @@
 //! The admission model's figures: which of SGLang's admission constraints held the queue, and
-//! for what share of the time requests waited (computed by `rules::admission`).
+//! for what share of the queued request-time (computed by `rules::admission`).
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -26,7 +26,7 @@ pub enum Constraint {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "unit", content = "value", rename_all = "snake_case")]
 pub enum Slack {
-    /// Requests more the cap allowed (requests).
+    /// Requests: more the cap allowed, or more a one-request pass could have taken.
     Requests(f64),
     /// Free fraction of a pool (fraction 0–1).
     Fraction(f64),
@@ -34,13 +34,13 @@ pub enum Slack {
     Tokens(f64),
 }
 
-/// One constraint's part of the queued steady time.
+/// One constraint's part of the queued request-time (waiting requests × seconds).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Binding {
     /// Which constraint.
     pub constraint: Constraint,
-    /// Share of the queued steady time it had no room (fraction 0–1; constraints may bind
-    /// together, so shares may sum above 1).
+    /// Share of the queued request-time it held back (fraction 0–1; constraints may hold back
+    /// the same requests, so shares may sum above 1).
     pub share: f64,
     /// Its median room over the queued steps.
     pub slack: Slack,
@@ -55,7 +55,7 @@ pub struct Admission {
     pub queued_s: Option<f64>,
     /// Every constraint the log lets us judge, the largest share first.
     pub bindings: Vec<Binding>,
-    /// Share of the queued steady time with room in every constraint judged (fraction).
+    /// Share of the queued request-time no constraint judged held back (fraction).
     pub room_everywhere: f64,
     /// The running-request cap judged against (requests per DP rank), when one is known.
     pub cap: Option<u64>,

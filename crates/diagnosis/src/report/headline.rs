@@ -121,6 +121,11 @@ pub struct Headline {
     /// The last benchmark run's client did not stream (`bench_not_streamed`): its latency
     /// figures are invalid.
     pub benchmark_not_streamed: bool,
+    /// The last benchmark run ended before its requests could have been sent at the rate it
+    /// names (`bench_not_streamed::sent_too_fast`): its rate line or its duration is not what
+    /// the run did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark_sent_too_fast: Option<SentTooFast>,
     /// Requests wait at a nearly empty pool (`held_admission`), for the
     /// [`Bottleneck::AdmissionHeld`] verdict (or an inconclusive one): the headline points at
     /// how often prefill runs.
@@ -128,7 +133,8 @@ pub struct Headline {
     pub held_admission: Option<HeldAdmissionFacts>,
     /// Share of the steady lines at the running cap, for the [`Bottleneck::RunningCapBound`]
     /// verdict (fraction): below one half the cap is reached while the demand fills it, not
-    /// held.
+    /// held; also for an [`Bottleneck::Inconclusive`] verdict at the cap while nothing waits
+    /// (`rules::running_cap::nothing_waits`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_cap_share: Option<f64>,
     /// With a `prefill_bound` verdict: every prefill pass admitted one request though the
@@ -259,4 +265,17 @@ pub struct PdPrefillFull {
     pub share: f64,
     /// Largest `#prealloc-req` (requests).
     pub waiting_max: u64,
+}
+
+/// A benchmark run that finished faster than it could have been sent at its rate.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct SentTooFast {
+    /// The traffic request rate it names (req/s).
+    pub sent_per_s: f64,
+    /// Successful requests.
+    pub requests: u64,
+    /// Seconds those requests take to send at that rate on average (`N / R`).
+    pub send_s: f64,
+    /// The benchmark duration it printed (seconds).
+    pub duration_s: f64,
 }

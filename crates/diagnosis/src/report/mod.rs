@@ -31,7 +31,7 @@ pub use client::{
 pub use finding::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
 pub use headline::{
     Headline, HeldAdmissionFacts, Incident, LongRequests, PdPrefillFull, PoolFill, Ramp,
-    RejectedRequests, SlowPrefill, StartupCapacity, StartupStep,
+    RejectedRequests, SentTooFast, SlowPrefill, StartupCapacity, StartupStep,
 };
 pub use inputs::{
     InputKind, InputSummary, MalformedLine, NotConcluded, NotConcludedReason, RejectedValue,

@@ -1,31 +1,33 @@
-//! # `admission`: which admission limit binds each step that requests wait through
+//! # `admission`: which admission limit holds back the requests that wait, step by step
 //!
 //! **What it detects.** For every steady step with requests waiting (a decode line with
 //! `#queue-req` > 0, or on a PD decode server `#prealloc-req` > 0; a prefill line with a queue
-//! when the scheduler prints no decode queue), which of SGLang's admission constraints has no
-//! room at that step:
-//! - the running-request cap: `#running-req` at `max_running_requests` (configured, SGLang's
-//!   default under speculative decoding, or the count every decode line of every rank is
-//!   pinned at);
+//! when the scheduler prints no decode queue), how many of the waiting requests each of
+//! SGLang's admission constraints holds back at that step:
+//! - the running-request cap (configured, SGLang's default under speculative decoding, or the
+//!   count every decode line of every rank is pinned at): it admits `cap - running` more, so
+//!   it holds back `running + queued - cap` of them (none below the cap);
 //! - the KV pool: `token usage` at [`th::KV_FULL_USAGE`] or more (SGLang holds back the rest
 //!   for the running requests' future tokens, `new_token_ratio`, so a pool this full admits
-//!   nothing new);
-//! - the sliding-window pool of a hybrid SWA model: `swa token usage` at the same level;
+//!   nothing new): all of them;
+//! - the sliding-window pool of a hybrid SWA model: `swa token usage` at the same level: all;
 //! - the mamba state slots of a hybrid SSM model: `mamba usage` at [`th::MAMBA_FULL_USAGE`]
-//!   (one slot per running request);
+//!   (the slots the running requests hold; no slot, no admission): all;
 //! - the prefill token budget: the prefill pass that admitted requests since the previous
 //!   step carried `#new-token` within [`th::PREFILL_AT_LIMIT_FRACTION`] of
 //!   `min(chunked_prefill_size, max_prefill_tokens)` (the largest exactly repeated chunk when
-//!   the log does not print them);
+//!   the log does not print them): what still waits after it, all of them;
 //! - one request per prefill pass: on a scheduler whose passes all admit one request while
 //!   the budget holds more (`prefill_limit`'s one-per-pass pattern: a build without batched
 //!   prefill), a pass of one request holds back the rest of the queue.
 //!
-//! Each step is weighted by the time to the next one (its line count when lines carry no
-//! time), and each constraint gets the share of the queued steady time it binds, with its
-//! median slack over the queued steps. A step where no constraint the log shows binds is
-//! *room everywhere*: the requests wait for something else (a prefill that was not scheduled,
-//! a handshake, a grammar), not for capacity.
+//! Each step is weighted by the time to the next one (one each when lines carry no time), so a
+//! step's waiting requests stand for `queued × seconds` of *queued request-time*. Each
+//! constraint gets the share of that it holds back (constraints may hold back the same
+//! requests, so shares may sum above 1), with its median slack over the queued steps; what no
+//! constraint the log shows holds back is *room everywhere*: those requests wait for
+//! something else (a prefill that was not scheduled yet, a handshake, a grammar), not for
+//! capacity.
 //!
 //! **Why it matters.** The verdict is the limit that holds the queue most of the time, said
 //! with that share: a pool full on its 90th percentile may still have had room for most of the
@@ -37,8 +39,8 @@
 //!
 //! **What to change.** The lever of the binding constraint: `--max-running-requests` (cap),
 //! more KV slots (`mem_fraction_static`, `--kv-cache-dtype`, more GPUs) for a pool, the mamba
-//! cache size, `--chunked-prefill-size` for the budget; nothing of capacity when there is
-//! room everywhere.
+//! cache size, `--chunked-prefill-size` for the budget, a build or setting that batches
+//! prefill for one request per pass; nothing of capacity when there is room everywhere.
 //!
 //! **Source.** SGLang `scheduler.py` (`get_new_batch_prefill`: no admission at
 //! `max_running_requests`, `get_num_allocatable_reqs`), `schedule_policy.py` (`PrefillAdder`:
@@ -52,9 +54,9 @@ pub use crate::report::{Admission, Binding, Constraint, Slack};
 use crate::rules::prefill_limit;
 use crate::thresholds as th;
 
-/// The constraint binding the largest share of the queued steady time, when it binds at
-/// least [`th::ADMISSION_BINDING_SHARE`] of it and more than room everywhere; ties go to the
-/// pools (raising the cap into a full pool only brings retractions).
+/// The constraint holding back the largest share of the queued request-time, when it holds
+/// back at least [`th::ADMISSION_BINDING_SHARE`] of it and more than room everywhere; ties go
+/// to the pools (raising the cap into a full pool only brings retractions).
 pub fn binding(a: &Admission) -> Option<Binding> {
     a.bindings
         .iter()
@@ -77,7 +79,7 @@ pub fn decisive(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Binding>
     binding(&model(v, cap)?).filter(|b| b.share >= th::ADMISSION_DECISIVE_SHARE)
 }
 
-/// The share of the queued steady time one constraint binds (0 when it was not judged).
+/// The share of the queued request-time one constraint holds back (0 when it was not judged).
 pub fn share_of(a: &Admission, c: Constraint) -> f64 {
     a.bindings
         .iter()
@@ -436,6 +438,36 @@ mod tests {
         let near = set_field(&lines, "mamba usage", "0.98");
         let near = model_of(&near, &CapacitySummary::default()).unwrap();
         assert_eq!(share_of(&near, Constraint::MambaSlots), 0.0);
+    }
+
+    #[test]
+    fn full_mamba_slots_name_the_verdict_with_their_share_of_decode_lines() {
+        // 009's decode line (40 running, mamba usage 0.80) made full, with 5 waiting: the slots
+        // hold back every waiting request, and the verdict's figure is the share of steady
+        // decode lines with full slots (the unit `running_cap::Limit::MambaSlots` carries)
+        let lines = set_field(
+            &set_field(
+                &whole("real-3/009-pr30047-npu-mamba-usage-accept-len.log"),
+                "mamba usage",
+                "1.00",
+            ),
+            "#queue-req",
+            "5",
+        );
+        with_input(&lines, |i| {
+            let v = &i.views[0];
+            let b = decisive(v, &CapacitySummary::default()).expect("decisive");
+            assert_eq!((b.constraint, b.share), (Constraint::MambaSlots, 1.0));
+            let decode_share = crate::evidence::view::share(&v.steady_decode, |d| {
+                d.mamba_usage.map(|m| m >= th::MAMBA_FULL_USAGE)
+            });
+            match verdict::classify(v, &CapacitySummary::default()) {
+                Reason::RunningCap(crate::rules::running_cap::Limit::MambaSlots { share }) => {
+                    assert_eq!(Some(share), decode_share)
+                }
+                other => panic!("{other:?}"),
+            }
+        });
     }
 
     #[test]

@@ -28,6 +28,7 @@
 //! between chunks; `calculate_metrics`); spec §7.
 
 use crate::report::BenchmarkRun;
+pub use crate::report::SentTooFast;
 use crate::thresholds as th;
 
 /// What the rule saw.
@@ -43,19 +44,6 @@ pub struct Facts {
     pub retokenized_share: Option<f64>,
     /// The run ended before its requests could have been sent at its rate.
     pub sent_too_fast: Option<SentTooFast>,
-}
-
-/// A run that finished faster than it could have been sent (see the module doc).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SentTooFast {
-    /// The traffic request rate it was sent at (req/s).
-    pub sent_per_s: f64,
-    /// Successful requests.
-    pub requests: u64,
-    /// Seconds those requests take to send at that rate on average (`N / R`).
-    pub send_s: f64,
-    /// The benchmark duration it printed (seconds).
-    pub duration_s: f64,
 }
 
 /// Whether `run` finished before its requests could have been sent (see the module doc).
