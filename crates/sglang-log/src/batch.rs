@@ -920,8 +920,57 @@ pub(crate) fn parse_standard_into<'a>(text: &'a str, out: &mut Event<'a>, order:
             }
         }
     }
+    if line.broken > 0 {
+        recover_cut_keys(line);
+    }
     if let Err(reason) = validate(line) {
         *out = Event::Malformed { reason };
+    }
+}
+
+/// The shortest tail of a known key (bytes) that a merged key must end with to be read as that
+/// key by [`recover_cut_keys`]: long enough that no two keys of [`KNOWN_KEYS`] share it by
+/// chance (`-req`, `usage` are shared; `unning-req`, `accept rate` are not).
+const MIN_CUT_TAIL: usize = 8;
+
+/// On a damaged line (a fragment that is not `key: value`), reads a field whose key is not
+/// known but ends with the tail of exactly one known key as that key, when the line has no
+/// field of it already. A terminal that cuts a column out of the middle of a line (the
+/// `column`-truncated logs of real-3/021) joins the head of one key to the tail of a later
+/// one (`#cached-to` + `unning-req: 45`); the value after the colon is the later key's. Lines
+/// without damage are left alone: a new SGLang field may end like a known one.
+fn recover_cut_keys(line: &mut BatchLine<'_>) {
+    let b = line.text.as_bytes();
+    for i in 0..usize::from(line.len) {
+        let s = line.spans[i];
+        let k = &b[usize::from(s.k0)..usize::from(line.key_end(&s))];
+        if key_id(k).is_some() {
+            continue;
+        }
+        // the known key with the longest common tail, if only one has it
+        let (mut best, mut len, mut tie) = (None, 0, false);
+        for (id, known) in KNOWN_KEYS.iter().enumerate() {
+            let kn = known.as_bytes();
+            let l = k
+                .iter()
+                .rev()
+                .zip(kn.iter().rev())
+                .take_while(|(a, b)| a == b)
+                .count();
+            // the merged key's head must be left over: a key cut only at its start is
+            // `parse_cut_decode`'s
+            if l < MIN_CUT_TAIL || l >= k.len() || l < len {
+                continue;
+            }
+            tie = l == len;
+            (best, len) = (Some(id), l);
+        }
+        if let Some(id) = best.filter(|&id| !tie && line.slot[id] == 0) {
+            // ok: i < MAX_FIELDS (32) fits a u8
+            line.slot[id] = i as u8 + 1;
+            line.known += 1;
+            line.check |= u64::from(FAST_SAFE[id] != UNCHECKED) << id;
+        }
     }
 }
 
@@ -1607,6 +1656,40 @@ mod tests {
         assert_eq!(l.swa_token_usage(), Some(0.32));
         assert_eq!(l.broken_fields(), 0);
         assert_eq!(l.graph_device(), Some("cuda"));
+    }
+
+    /// A line with a column cut out of its middle (real-3/021, an Ascend log passed through a
+    /// terminal that truncated columns): a merged key is read as the known key whose tail it
+    /// ends with, only on a damaged line and only when one known key has that tail.
+    #[test]
+    fn a_key_merged_by_a_cut_column_is_read_as_its_tail() {
+        let prefill = "Prefill batch, #new-seq: 1, #new-token: 896, #cached-tounning-req: 46, #queue-req: 80, #pending-token: 69308, npu graph: False, input th";
+        let l = parse_standard(prefill).unwrap();
+        assert!(l.broken_fields() > 0);
+        assert_eq!(l.running_req(), Some(46));
+        assert_eq!(l.queue_req(), Some(80));
+        assert_eq!(l.new_seq(), Some(1));
+        let decode = "Decode batch, #running-req: 45, #token: 44672, token usaccept rate: 0.32, npu graph: False, gen throughput (token/s): 863.65, #queue-r";
+        let l = parse_standard(decode).unwrap();
+        assert_eq!(l.accept_rate(), Some(0.32));
+        // the head of `token usage` is left over: its value is not the usage
+        assert_eq!(l.token_usage(), None);
+        assert_eq!(l.running_req(), Some(45));
+        // the same fields on an undamaged line: a key of a newer SGLang that ends like a
+        // known one is not taken for it
+        let whole = "Decode batch, #running-req: 45, #token: 44672, token usaccept rate: 0.32, npu graph: False, gen throughput (token/s): 863.65";
+        assert_eq!(parse_standard(whole).unwrap().accept_rate(), None);
+        // a tail shared by several keys (`token usage`, `swa token usage`, ...) names none;
+        // a tail of under MIN_CUT_TAIL bytes neither
+        let shared =
+            "Decode batch, #running-req: 45, #tokoken usage: 0.5, #cached-toeue-req: 3, #queue-r";
+        let l = parse_standard(shared).unwrap();
+        assert_eq!((l.token_usage(), l.swa_token_usage()), (None, None));
+        assert_eq!(l.queue_req(), None);
+        // a known key already on the line keeps its own field
+        let twice =
+            "Prefill batch, #new-seq: 1, #running-req: 7, #cached-tounning-req: 46, input th";
+        assert_eq!(parse_standard(twice).unwrap().running_req(), Some(7));
     }
 
     /// The graph flag is the first `<word> graph` field of the line, known device or not.
