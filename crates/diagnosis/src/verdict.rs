@@ -9,7 +9,7 @@
 //! | 2 | `pd_transfer` | `pd_transfer_bound`; `prefill_bound` when the prefill server's own passes are full (`FullBatches`) |
 //! | 2a | `admission::decisive`: the constraint that holds back nine tenths of the queued request-time (KV pool, mamba slots, running cap), worded by its rule | its rule's |
 //! | 3 | `kv_cache_bound::queued_at_full_pool` | `kv_cache_bound` |
-//! | 4 | `running_cap::at_configured_cap` | `running_cap_bound`; `inconclusive` when nothing waits anywhere the log shows (`running_cap::nothing_waits`: the queue printed and 0 on every steady decode and prefill line, not a PD decode node): the cap holds nothing back |
+//! | 4 | `running_cap::at_configured_cap` | `running_cap_bound`; `inconclusive` when nothing waits anywhere the log shows (`running_cap::nothing_waits`: the queue printed and 0 on every steady decode and prefill line, not a PD decode node): the cap holds nothing back; `inconclusive` too when the cap is only assumed (SGLang's speculative default, `CapacitySummary::max_running_inferred`) and no line reads the KV pool: the cap or the pool holds the queue |
 //! | 5 | `running_cap::mamba_slots_full` (queued) | `running_cap_bound` |
 //! | 5a | `client_bound::lone_reading` (one steady batch line with a queue, or one decode line at a crawl: an instant) | `inconclusive` |
 //! | 5b | `prefill_limit`, one request per pass (queued) | `prefill_bound` |
@@ -81,6 +81,10 @@ pub enum Reason {
     /// (`running_cap::nothing_waits`): the cap holds no request back, and whether the client
     /// has more to send is not in the log.
     AtCapNothingWaits(running_cap::Limit),
+    /// `running_cap` at a cap the log does not state but assumes (SGLang's default under
+    /// speculative decoding, [`CapacitySummary::max_running_inferred`]) while no line reads
+    /// the KV pool: the cap or the pool holds the queue, and the log cannot tell which.
+    AssumedCapUnreadPool(running_cap::Limit),
     /// `prefill_limit`.
     PrefillLimit(prefill_limit::Facts),
     /// `conservative_admission`, with the median token usage (fraction).
@@ -117,6 +121,7 @@ impl Reason {
             Reason::ClientBound => Bottleneck::ClientBound,
             Reason::LoneReading
             | Reason::AtCapNothingWaits(_)
+            | Reason::AssumedCapUnreadPool(_)
             | Reason::QueuedUnexplained
             | Reason::Unexplained => Bottleneck::Inconclusive,
         }
@@ -167,9 +172,14 @@ pub const SCHEDULER_PRECEDENCE: &[(&str, Step)] = &[
         kv_cache_bound::queued_at_full_pool(v).map(Reason::KvCache)
     }),
     ("running_cap (configured)", |v, c| {
-        running_cap::at_configured_cap(v, c).map(|l| match running_cap::nothing_waits(v) {
-            true => Reason::AtCapNothingWaits(l),
-            false => Reason::RunningCap(l),
+        running_cap::at_configured_cap(v, c).map(|l| {
+            if running_cap::nothing_waits(v) {
+                Reason::AtCapNothingWaits(l)
+            } else if c.max_running_inferred && v.median_usage().is_none() {
+                Reason::AssumedCapUnreadPool(l)
+            } else {
+                Reason::RunningCap(l)
+            }
         })
     }),
     ("running_cap (mamba slots)", |v, _| {

@@ -1919,3 +1919,30 @@ fn the_answer_says_what_todays_pool_holds_below_the_ceilings_batch() {
     let b2 = diagnose("scenarios/kimi-k25-b2/server.log");
     assert_eq!(b2.expectation.and_then(|e| e.kv_holds), None);
 }
+
+/// real-3/021: a speculative build whose lines a terminal cut: ~80 wait while one request a
+/// pass takes the batch to 48 (SGLang's default cap with speculative decoding, not printed),
+/// and token usage is unreadable. The cap or the pool holds them: inconclusive, naming the
+/// assumed cap, and no "raise the cap" on a pool nobody read.
+#[test]
+fn an_assumed_cap_with_an_unread_pool_is_inconclusive() {
+    let r = diagnose("real-3/021-pr25960-npu-column-truncated-malformed.log");
+    assert_eq!(r.headline.verdict, Bottleneck::Inconclusive);
+    assert_eq!(r.headline.assumed_cap, Some(48));
+    assert!(
+        !rec_kinds(&r).contains(&RecommendationKind::RaiseMaxRunningRequests),
+        "{:?}",
+        rec_kinds(&r)
+    );
+    // the damaged prefill lines' running counts are read (their key's tail), so the one
+    // request a pass is still a finding beside it
+    let kinds: Vec<_> = r.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(
+        kinds.first(),
+        Some(&diagnosis::report::FindingKind::RunningCapBound)
+    );
+    assert!(
+        kinds.contains(&diagnosis::report::FindingKind::PrefillBound),
+        "{kinds:?}"
+    );
+}

@@ -528,7 +528,10 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
 /// SGLang's default `max_running_requests` with speculative decoding
 /// ([`th::SPEC_DEFAULT_MAX_RUNNING`], `server_args.py`: "Max running requests is reset to 48
 /// for speculative decoding") when nothing states a cap, every decode line prints `accept len`
-/// and the highest running count of each scheduler is exactly that. Not with DP attention
+/// or `accept rate`, and the highest running count of each scheduler is exactly that: on a
+/// decode line, or after a prefill pass's requests join (`#running-req` + `#new-seq`: a prefill
+/// line counts the running batch before its own requests, `scheduler.py`'s
+/// `log_prefill_stats`). Not with DP attention
 /// ranks beyond the first: the 48 is the server's, and SGLang divides it over the DP ranks
 /// (`48 // dp_size` each), so a rank at 48 is at a cap set on purpose.
 fn speculative_default_cap(ev: &Evidence) -> Option<u64> {
@@ -541,8 +544,15 @@ fn speculative_default_cap(ev: &Evidence) -> Option<u64> {
         if d.is_empty() {
             continue;
         }
-        if d.iter().any(|s| s.accept_len.is_none())
-            || d.iter().filter_map(|s| s.running).max() != Some(th::SPEC_DEFAULT_MAX_RUNNING)
+        let after_pass = tl
+            .prefill
+            .samples()
+            .iter()
+            .filter_map(|p| Some(p.running? + p.new_seq.unwrap_or(0)));
+        if d.iter()
+            .any(|s| s.accept_len.is_none() && s.accept_rate.is_none())
+            || d.iter().filter_map(|s| s.running).chain(after_pass).max()
+                != Some(th::SPEC_DEFAULT_MAX_RUNNING)
         {
             return None;
         }

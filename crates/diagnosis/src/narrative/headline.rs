@@ -321,6 +321,12 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 ),
                 // requests wait at an empty pool: admission waits for a prefill pass
                 _ if h.held_admission.is_some() => held_summary(h.held_admission),
+                // a cap assumed, not stated, and the pool unread: either holds the queue
+                _ if h.assumed_cap.is_some() => format!(
+                    "~{:.0} requests wait while the running batch reaches {} (counting each prefill pass's new requests), SGLang's default running cap with speculative decoding, which this log does not print, and no line reads token usage: that cap or the KV pool holds them. The start-up lines (max_running_requests, max_total_num_tokens) or a batch line with token usage tell which.",
+                    h.queued_median.unwrap_or(0.0),
+                    h.assumed_cap.unwrap_or(0)
+                ),
                 // at the configured cap with nothing waiting: the cap holds nothing back
                 _ if h.at_cap_share.is_some() => format!(
                     "the batch stays at its running-request cap ({}) and nothing waits{}, so the cap holds back no request the log shows; whether more demand would run is not in it: a client holding exactly as many requests as the cap looks the same. The client's own concurrency limit, or a log with a queue, tells.",

@@ -128,6 +128,10 @@ pub(super) fn headline(
             Some(Reason::Drain(f)) => Some((f.from, f.to)),
             _ => None,
         },
+        assumed_cap: match carrier.map(|c| c.1) {
+            Some(Reason::AssumedCapUnreadPool(_)) => input.capacity.max_running_requests,
+            _ => None,
+        },
         at_cap_share: match carrier.map(|c| c.1) {
             Some(Reason::RunningCap(l) | Reason::AtCapNothingWaits(l)) => Some(l.share()),
             _ => None,

@@ -137,6 +137,12 @@ pub struct Headline {
     /// (`rules::running_cap::nothing_waits`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_cap_share: Option<f64>,
+    /// For an [`Bottleneck::Inconclusive`] verdict: the cap the running batch reaches while
+    /// requests wait (requests), assumed from SGLang's default under speculative decoding and
+    /// not stated by the log, while no line reads the KV pool (`verdict::Reason::AssumedCapUnreadPool`):
+    /// the cap or the pool holds the queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumed_cap: Option<u64>,
     /// With a `prefill_bound` verdict: every prefill pass admitted one request though the
     /// budget held more (`rules::prefill_limit::OnePerPass`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -7,8 +7,9 @@
 //! below a single prompt, so that every prefill pass admits exactly one request; and when every
 //! pass admits exactly one request although its prompt fills a small part of the budget
 //! ([`OnePerPass`]): something other than the budget caps each pass at one request (a build
-//! without batched prefill, such as older speculative decoding; requests that reach the
-//! scheduler one at a time), and the queue drains one request per pass.
+//! without batched prefill, such as older speculative decoding; a running cap the batch sits
+//! just below; not late arrivals, since requests wait in the scheduler's queue), and the queue
+//! drains one request per pass.
 //!
 //! **Why it matters.** Queued requests are admitted only as fast as their prompts are
 //! prefilled; with the KV cache still having room, the prefill budget is the limit.

@@ -68,10 +68,26 @@ impl Limit {
 /// [`th::AT_CAP_SHARE`] of the steady lines, or it reaches the cap on at least
 /// [`th::AT_CAP_DEMAND_MIN_SHARE`] of them while running plus queued requests reach it on at
 /// least [`th::AT_CAP_SHARE`] (the demand meets the cap; the requests below it wait for their
-/// prefill turn, and admitting them faster would only fill the cap sooner).
+/// prefill turn, and admitting them faster would only fill the cap sooner). A prefill line
+/// counts the batch once its pass's requests join (`#running-req` + `#new-seq`): its
+/// `#running-req` is the batch before them (`scheduler.py`'s `log_prefill_stats`), so a pass
+/// that fills the batch to the cap shows the cap only after it.
 pub fn at_configured_cap(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limit> {
     let c = cap.max_running_requests.filter(|&c| c > 0)?;
-    let s = share(&v.steady, |o| o.running.map(|r| r >= c))?;
+    let counts: Vec<u64> = v
+        .steady_decode
+        .iter()
+        .filter_map(|d| d.running)
+        .chain(
+            v.steady_prefill
+                .iter()
+                .filter_map(|p| Some(p.running? + p.new_seq.unwrap_or(0))),
+        )
+        .collect();
+    if counts.is_empty() {
+        return None;
+    }
+    let s = counts.iter().filter(|&&r| r >= c).count() as f64 / counts.len() as f64;
     let demand = share(&v.steady, |o| {
         o.running.map(|r| r + o.queue.unwrap_or(0) >= c)
     })
@@ -138,7 +154,7 @@ pub fn flat_plateau(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::testing::{excerpt, only, set_field, whole, with_input};
+    use crate::rules::testing::{edit, excerpt, only, set_field, whole, with_input};
 
     const MAXRUN2: &str = "real-long/ascend-dsr1-pd-decode-maxrun2-queued.log";
     const MAMBA: &str = "real-long/ascend-qwen3next-80b-hybrid-mamba.log";
@@ -306,6 +322,55 @@ mod tests {
             assert!(matches!(
                 crate::verdict::classify(&i.views[0], i.capacity),
                 crate::verdict::Reason::RunningCap(_)
+            ));
+        });
+    }
+
+    #[test]
+    fn an_assumed_cap_with_the_pool_unread_is_not_told_from_the_pool() {
+        // 021 (a speculative build, its lines cut by a terminal): five prefill passes of one
+        // request each at 45-47 running; after two of them the batch is at 48, SGLang's
+        // default cap with speculative decoding, and no line reads token usage
+        let lines = whole("real-3/021-pr25960-npu-column-truncated-malformed.log");
+        with_input(&lines, |i| {
+            let v = &i.views[0];
+            assert!(i.capacity.max_running_inferred);
+            assert_eq!(i.capacity.max_running_requests, Some(48));
+            let got = at_configured_cap(v, i.capacity);
+            // 2 of 6 lines at 48: the two passes that fill it
+            assert!(
+                matches!(got, Some(Limit::Configured { cap: 48, share }) if (share - 2.0 / 6.0).abs() < 1e-9),
+                "{got:?}"
+            );
+            assert!(matches!(
+                crate::verdict::classify(v, i.capacity),
+                crate::verdict::Reason::AssumedCapUnreadPool(_)
+            ));
+        });
+        // a line that reads the pool: the assumed cap is the verdict
+        let read = edit(
+            &lines,
+            "token usaccept rate: 0.32",
+            "token usage: 0.50, accept rate: 0.32",
+        );
+        with_input(&read, |i| {
+            assert!(matches!(
+                crate::verdict::classify(&i.views[0], i.capacity),
+                crate::verdict::Reason::RunningCap(Limit::Configured { cap: 48, .. })
+            ));
+        });
+        // boundary: one pass that takes the batch to 49 is above SGLang's default, so no cap
+        // is assumed and one request a pass is what the lines show
+        let above = edit(
+            &lines,
+            "#cached-tounning-req: 47, #queue-req: 80",
+            "#cached-tounning-req: 48, #queue-req: 80",
+        );
+        with_input(&above, |i| {
+            assert!(!i.capacity.max_running_inferred);
+            assert!(matches!(
+                crate::verdict::classify(&i.views[0], i.capacity),
+                crate::verdict::Reason::PrefillLimit(_)
             ));
         });
     }

@@ -170,6 +170,23 @@ pub fn bottleneck(
         _ => Vec::new(),
     };
     let (kind, title, detail, confidence) = match reason {
+        Reason::AssumedCapUnreadPool(l) => (
+            FindingKind::RunningCapBound,
+            "Running-request cap or KV pool: the log cannot tell".to_string(),
+            format!(
+                "~{:.0} requests wait while the running batch reaches {} (counting each prefill pass's new requests{}): SGLang's default max_running_requests with speculative decoding (server_args.py resets an unset cap to {}), which the log does not print, and no line reads the KV pool's token usage. Either that cap holds the queue, or the KV pool (with the reserve SGLang keeps for the running requests' remaining tokens) is full at about that many requests. The start-up lines (max_running_requests, max_total_num_tokens) or a batch line with token usage tell which: a higher --max-running-requests admits more only when the cap is {} and the pool has room; a full pool needs more KV memory instead.",
+                v.queued.median.unwrap_or(0.0),
+                cap.max_running_requests.unwrap_or(0),
+                if l.share() < th::AT_CAP_SHARE {
+                    format!(", on {:.0}% of the lines", l.share() * 100.0)
+                } else {
+                    String::new()
+                },
+                th::SPEC_DEFAULT_MAX_RUNNING,
+                cap.max_running_requests.unwrap_or(0),
+            ),
+            Confidence::Low,
+        ),
         Reason::KvCache(kv_cache_bound::Pattern::FillsAsAdmitted(f)) => {
             figures.push(Figure::new("requests holding the pool at the last line", f.holding as f64, Unit::Requests));
             figures.push(Figure::new("requests still to come at the last line", f.to_come as f64, Unit::Requests));
@@ -316,14 +333,14 @@ pub fn bottleneck(
             let detail = match (f.budget_below_prompt, f.one_per_pass) {
                 (None, Some(o)) if f.source == prefill_limit::LimitSource::Configured => format!(
                     "Each of {} prefill passes admitted one request (prompts of ~{} tokens, a small part of the configured {}-token prefill budget) while requests waited: requests leave the queue one per pass. \
-                     SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, so something else caps each pass at one: a build without batched prefill (older speculative decoding), requests that reach the scheduler one at a time (tokenization, a client or router sending serially), or a per-pass admission setting of this build. \
+                     SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, so something else caps each pass at one: a build without batched prefill (older speculative decoding), a running-request cap the batch sits just below (each pass fills it), or a per-pass admission setting of this build (requests already waiting in the scheduler's queue did not arrive too late for the pass). \
                      Check which: the budget is not it, so raising --chunked-prefill-size or --max-prefill-tokens changes nothing.",
                     o.passes, o.median_prompt, f.limit_tokens
                 ),
                 (None, Some(o)) => format!(
                     "Each of {} prefill passes admitted one request (prompts of ~{} tokens) while requests waited: requests leave the queue one per pass. \
                      SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, and this log prints no budget (SGLang's default max_prefill_tokens is {}, its default chunk size depends on the GPU): \
-                     either the budget (chunked_prefill_size or max_prefill_tokens) is below two of these prompts, or something else caps each pass at one: a build without batched prefill (older speculative decoding), requests that reach the scheduler one at a time (tokenization, a client or router sending serially). \
+                     either the budget (chunked_prefill_size or max_prefill_tokens) is below two of these prompts, or something else caps each pass at one: a build without batched prefill (older speculative decoding), or a running-request cap the batch sits just below (each pass fills it); requests already waiting in the scheduler's queue did not arrive too late for the pass. \
                      The start-up's capacity line (chunked_prefill_size, max_prefill_tokens) tells which.",
                     o.passes, o.median_prompt, prefill_limit::DEFAULT_MAX_PREFILL_TOKENS
                 ),
