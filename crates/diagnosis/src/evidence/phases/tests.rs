@@ -512,3 +512,48 @@ fn an_earlier_burst_up_to_two_running_is_a_warm_up() {
         kinds(&three)
     );
 }
+
+#[test]
+fn a_drain_ends_at_half_the_plateau() {
+    // The same rank's fall: nothing waits on its lines, so its plateau is the median running
+    // of the first half of them (21). Cut at 03:44:41 the last line runs 11, above half the
+    // plateau (10.5): the fall is not yet a drain; one line later it runs 10, and the lines
+    // from the last one at four fifths of the plateau on are the drain.
+    let lines = only(
+        &excerpt("real-long/ascend-dsr1-pd-decode-dp32.log", 4900..=6600),
+        "DP3 TP3",
+    );
+    let until = |stamp: &str| -> String {
+        let mut out = String::new();
+        for l in lines.lines() {
+            out.push_str(l);
+            out.push('\n');
+            if l.contains(stamp) {
+                break;
+            }
+        }
+        out
+    };
+    let plateau = |d: &[DecodeSample]| {
+        let r: Vec<f64> = d
+            .iter()
+            .filter_map(|x| x.running.map(|r| r as f64))
+            .collect();
+        throughput_stats::median_f64(&r[..r.len() / 2]).unwrap()
+    };
+    let at_11 = decode_of(&until("03:44:41"));
+    assert_eq!(at_11.last().and_then(|d| d.running), Some(11));
+    assert_eq!(plateau(&at_11), 21.0);
+    let p = find(&at_11, None, &Marks::default()).expect("phases");
+    assert!(!kinds(&p).contains(&PhaseKind::Drain), "{:?}", p.phases);
+    let at_10 = decode_of(&until("03:44:44"));
+    assert_eq!(at_10.last().and_then(|d| d.running), Some(10));
+    assert_eq!(plateau(&at_10), 21.0);
+    let p = find(&at_10, None, &Marks::default()).expect("phases");
+    let drain = p
+        .phases
+        .iter()
+        .find(|x| x.kind == PhaseKind::Drain)
+        .unwrap_or_else(|| panic!("{:?}", p.phases));
+    assert!(drain.lines >= th::MIN_DRAIN_LINES, "{drain:?}");
+}
