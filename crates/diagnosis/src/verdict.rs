@@ -155,7 +155,10 @@ fn decisive(v: &SchedulerView<'_>, c: &CapacitySummary) -> Option<Reason> {
         Constraint::RunningCap => running_cap::at_configured_cap(v, c)
             .or_else(|| running_cap::flat_plateau(v, c))
             .map(Reason::RunningCap),
-        Constraint::SwaPool | Constraint::PrefillBudget | Constraint::OnePerPass => None,
+        Constraint::SwaPool
+        | Constraint::KvReserve
+        | Constraint::PrefillBudget
+        | Constraint::OnePerPass => None,
     }
 }
 

@@ -12,6 +12,11 @@ pub enum Constraint {
     RunningCap,
     /// The KV pool (`token usage`; `full token usage` for hybrid models).
     KvPool,
+    /// The KV pool's reserve: `token usage` between `thresholds::CONSERVATIVE_USAGE` and the
+    /// full mark, where the room SGLang keeps for the running requests' remaining tokens
+    /// (`new_token_ratio` × their `max_new_tokens`, clipped; `schedule_policy.py`
+    /// `PrefillAdder`) can leave too little for a new request.
+    KvReserve,
     /// The sliding-window layers' pool (`swa token usage`).
     SwaPool,
     /// The mamba state slots (`mamba usage`).

@@ -10,6 +10,13 @@
 //! - the KV pool: `token usage` at [`th::KV_FULL_USAGE`] or more (SGLang holds back the rest
 //!   for the running requests' future tokens, `new_token_ratio`, so a pool this full admits
 //!   nothing new): all of them;
+//! - the KV pool's reserve: `token usage` from [`th::CONSERVATIVE_USAGE`] up to the full mark:
+//!   the free part is what `PrefillAdder` takes the running requests' reserve from
+//!   (`min(max_new_tokens - output, CLIP_MAX_NEW_TOKENS) × new_token_ratio` each) before a
+//!   new request's prompt and its own clipped `max_new_tokens` must fit, so long generations
+//!   leave no room well below a full pool (SGLang's tuning guide reads a queue below 0.9 as
+//!   this reserve); the log prints neither the ratio nor `max_new_tokens`, so this is read,
+//!   not computed: all of them, never the verdict alone;
 //! - the sliding-window pool of a hybrid SWA model: `swa token usage` at the same level: all;
 //! - the mamba state slots of a hybrid SSM model: `mamba usage` at [`th::MAMBA_FULL_USAGE`]
 //!   (the slots the running requests hold; no slot, no admission): all;
@@ -94,8 +101,9 @@ fn order(c: Constraint) -> u8 {
         Constraint::SwaPool => 1,
         Constraint::MambaSlots => 2,
         Constraint::RunningCap => 3,
-        Constraint::PrefillBudget => 4,
-        Constraint::OnePerPass => 5,
+        Constraint::KvReserve => 4,
+        Constraint::PrefillBudget => 5,
+        Constraint::OnePerPass => 6,
     }
 }
 
@@ -239,6 +247,17 @@ pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> 
             Slack::Fraction,
         ),
         (
+            // below the full mark, the reserve for the running requests' remaining tokens
+            Constraint::KvReserve,
+            Box::new(|s: &Step| {
+                s.usage.map(|u| {
+                    let reserve = (th::CONSERVATIVE_USAGE..th::KV_FULL_USAGE).contains(&u);
+                    (if reserve { s.queue } else { 0 }, (1.0 - u).max(0.0))
+                })
+            }),
+            Slack::Fraction,
+        ),
+        (
             Constraint::SwaPool,
             pool(|s| s.swa, th::KV_FULL_USAGE),
             Slack::Fraction,
@@ -364,19 +383,52 @@ mod tests {
 
     #[test]
     fn the_pool_binds_from_the_full_mark_on() {
-        // the same line at 0.90 (the mark) binds; at 0.89 the pool has room and nothing binds
+        // the same line at 0.90 (the mark) binds as a full pool, not as its reserve
         let lines = whole(QUEUE12K);
         let at = model_of(
             &set_field(&lines, "token usage", "0.90"),
             &CapacitySummary::default(),
-        );
-        assert_eq!(share_of(&at.unwrap(), Constraint::KvPool), 1.0);
+        )
+        .unwrap();
+        assert_eq!(share_of(&at, Constraint::KvPool), 1.0);
+        assert_eq!(share_of(&at, Constraint::KvReserve), 0.0);
+        // at 0.89 the pool is below the full mark, but the reserve SGLang keeps for the
+        // running requests' remaining tokens still holds the queue
         let below = model_of(
             &set_field(&lines, "token usage", "0.89"),
             &CapacitySummary::default(),
         )
         .unwrap();
         assert_eq!(share_of(&below, Constraint::KvPool), 0.0);
+        assert_eq!(share_of(&below, Constraint::KvReserve), 1.0);
+        assert_eq!(below.room_everywhere, 0.0);
+        assert_eq!(
+            binding(&below).map(|b| b.constraint),
+            Some(Constraint::KvReserve)
+        );
+    }
+
+    #[test]
+    fn the_reserve_binds_from_the_conservative_mark_on() {
+        // 001's lines at 0.80 (the mark below which a queue is the scheduler holding back):
+        // the reserve; at 0.79 nothing the log shows holds the queue
+        let lines = whole(QUEUE12K);
+        let at = model_of(
+            &set_field(&lines, "token usage", "0.80"),
+            &CapacitySummary::default(),
+        )
+        .unwrap();
+        assert_eq!(share_of(&at, Constraint::KvReserve), 1.0);
+        assert!(matches!(
+            at.bindings.iter().find(|b| b.constraint == Constraint::KvReserve).map(|b| b.slack),
+            Some(Slack::Fraction(f)) if (f - 0.2).abs() < 1e-9
+        ));
+        let below = model_of(
+            &set_field(&lines, "token usage", "0.79"),
+            &CapacitySummary::default(),
+        )
+        .unwrap();
+        assert_eq!(share_of(&below, Constraint::KvReserve), 0.0);
         assert_eq!(below.room_everywhere, 1.0);
         assert_eq!(binding(&below), None);
     }
@@ -389,7 +441,8 @@ mod tests {
 
     #[test]
     fn the_cap_holds_every_request_above_it() {
-        // a PD decode rank at max_running_requests 2 with 7-22 waiting; its pool below 0.5
+        // a PD decode rank at max_running_requests 2 with 7-22 waiting; its pool never at the
+        // full mark (two long requests hold up to 0.87 of it)
         let a = model_of(&dp1(), &with_cap(2)).unwrap();
         let b = binding(&a).unwrap();
         assert_eq!(b.constraint, Constraint::RunningCap);
@@ -397,10 +450,16 @@ mod tests {
         assert_eq!(b.slack, Slack::Requests(0.0));
         assert_eq!(share_of(&a, Constraint::KvPool), 0.0);
         assert_eq!(a.cap, Some(2));
-        // far above the running count: every waiting request had room under the cap
+        // far above the running count: every waiting request had room under the cap; what
+        // held them then is the pool's reserve on the steps at 0.80-0.89, nothing else
         let wide = model_of(&dp1(), &with_cap(100)).unwrap();
         assert_eq!(share_of(&wide, Constraint::RunningCap), 0.0);
-        assert_eq!(wide.room_everywhere, 1.0);
+        let reserve = share_of(&wide, Constraint::KvReserve);
+        assert!(reserve > 0.1 && reserve < 0.5, "{wide:?}");
+        assert!(
+            (wide.room_everywhere - (1.0 - reserve)).abs() < 1e-9,
+            "{wide:?}"
+        );
     }
 
     #[test]

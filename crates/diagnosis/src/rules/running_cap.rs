@@ -126,7 +126,8 @@ pub fn mamba_slots_full(v: &SchedulerView<'_>) -> Option<Limit> {
 }
 
 /// Requests wait at a flat running ceiling the log does not name: a cap (`max_running_requests`
-/// from an unlogged argument, the mamba state slots, a router's limit), whatever the pool's
+/// from an unlogged argument, the mamba state slots; not a router's limit, since the queue is the
+/// scheduler's own), whatever the pool's
 /// usage ([`pool_near_full`] says whether the pool binds too). Not when the log names a cap
 /// above the ceiling: then something else holds the batch there.
 pub fn flat_plateau(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limit> {

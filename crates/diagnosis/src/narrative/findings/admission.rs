@@ -276,7 +276,7 @@ pub fn bottleneck(
                     ),
                     (Some(c), _) => format!(" (max_running_requests={c} per DP rank)"),
                     (None, Some(p)) => format!(
-                        " of {p} requests on every decode line of every rank (a cap of {p} per DP rank: max_running_requests, which the log does not print, or a router's limit)"
+                        " of {p} requests on every decode line of every rank (a cap of {p} per DP rank: max_running_requests, which the log does not print; not a router's limit, since requests wait in the scheduler's own queue)"
                     ),
                     _ => String::new(),
                 },
@@ -446,7 +446,7 @@ pub fn bottleneck(
             FindingKind::ClientBound,
             "Client too slow / not enough load".to_string(),
             format!(
-                "Nearly nothing waits in the queue{}: the server runs what it is given. More throughput needs more concurrent requests from the client (raise its concurrency), not server tuning{}.",
+                "Nearly nothing waits in the queue{}: the server runs what it is given. More throughput needs more concurrent requests from the client (raise its concurrency){}; server settings can only make each step faster.",
                 pool_room_clause(&v.pool_room),
                 if v.pool_room.has_room() { "" } else { ", and more requests at once need more room in the fullest pool" }
             ),
@@ -617,12 +617,14 @@ fn pool_room_clause(room: &PoolRoom) -> String {
     }
 }
 
-/// The name of a pool in prose.
 /// An admission constraint, as the figures name it.
 fn constraint_words(c: admission::Constraint) -> &'static str {
     match c {
         admission::Constraint::RunningCap => "the running-request cap",
         admission::Constraint::KvPool => "the KV pool",
+        admission::Constraint::KvReserve => {
+            "the KV pool's reserve for the running requests (token usage high, below the full mark)"
+        }
         admission::Constraint::SwaPool => "the SWA pool",
         admission::Constraint::MambaSlots => "the mamba state slots",
         admission::Constraint::PrefillBudget => "the prefill token budget",
@@ -630,6 +632,7 @@ fn constraint_words(c: admission::Constraint) -> &'static str {
     }
 }
 
+/// The name of a pool in prose.
 fn pool_name(p: PoolKind) -> &'static str {
     match p {
         PoolKind::Kv => "KV pool (token usage)",
