@@ -93,6 +93,32 @@ impl Load {
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(n, l)| (n.max(0.0), l))
     }
+
+    /// The most extra requests the limits that do not grow with decoding allow (the mamba
+    /// state slots, held one set per request for its life, and the running cap), and which one
+    /// stops them first: a bound that holds even when the span is too short or a ramp for the
+    /// requests' KV ([`Load::headroom`] is `None`), since the KV pool can only stop them sooner.
+    pub fn bound_without_kv(&self) -> Option<(f64, Limit)> {
+        let mamba = self.mamba_per_request.map(|per| {
+            (
+                th::HEADROOM_USAGE / per - self.running_median,
+                Limit::MambaSlots,
+            )
+        });
+        let cap = match (self.max_running_requests, self.speculative_default_cap) {
+            (Some(c), _) => Some((c as f64 - self.running_median, Limit::RunningCap)),
+            (None, true) => Some((
+                th::SPEC_DEFAULT_MAX_RUNNING as f64 - self.running_median,
+                Limit::SpeculativeDefaultCap,
+            )),
+            (None, false) => None,
+        };
+        [mamba, cap]
+            .into_iter()
+            .flatten()
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(n, l)| (n.max(0.0), l))
+    }
 }
 
 /// A what-if row worth applying, with its projection relative to today's row.
@@ -163,6 +189,11 @@ pub struct CapAdvice {
     /// Nothing waits at the cap (the steady queue's peak is 0): whether more demand exists is
     /// not in the log, so the advice is conditional on a client that sends more.
     pub nothing_waits: bool,
+    /// The most requests waiting on one steady line of any scheduler (requests per rank): what
+    /// a higher cap admits at once from today's load.
+    pub queued_peak: Option<u64>,
+    /// The log has several schedulers (DP ranks): the queue peak is per rank.
+    pub per_rank: bool,
 }
 
 /// The benchmark client's limit against the server's cap.

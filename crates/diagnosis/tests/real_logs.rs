@@ -1946,3 +1946,22 @@ fn an_assumed_cap_with_an_unread_pool_is_inconclusive() {
         "{kinds:?}"
     );
 }
+
+/// real-3/018: four DP ranks pinned at 32 with 0-2 waiting: a higher cap admits those few
+/// now, and more only as more is sent; real-long qwen3next: nothing waits at the cap, so no
+/// queue is promised.
+#[test]
+fn a_higher_cap_gains_what_waits() {
+    let gain = |rel: &str| {
+        diagnose(rel)
+            .recommendations
+            .iter()
+            .find(|x| x.kind == RecommendationKind::RaiseMaxRunningRequests)
+            .map(|x| x.expected_gain.clone())
+            .unwrap_or_else(|| panic!("{rel}: no cap advice"))
+    };
+    let g = gain("real-3/018-pr11854-h20-dp-ep-custom-logformat-mtp.log");
+    assert!(g.contains("at most 2 per rank, so that many now"), "{g}");
+    let g = gain("real-long/ascend-qwen3next-80b-hybrid-mamba.log");
+    assert!(!g.contains("today's queue"), "{g}");
+}

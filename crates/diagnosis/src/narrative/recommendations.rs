@@ -220,10 +220,16 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             "Send more requests at once from the client (raise its concurrency)".into(),
             match load.and_then(|l| Some((l, l.headroom()?))) {
                 None if load.is_some_and(|l| l.too_short) => {
+                    let bound = load.and_then(|l| l.bound_without_kv());
                     let l = load.map_or(0.0, |l| l.running_median);
                     format!(
-                        "little waits at ~{l:.0} running request{}, but the log is a ramp or too short for the requests' KV to say how many more would fit: throughput grows with the batch until the KV cache, the running cap or compute is the limit",
-                        if l.round() == 1.0 { "" } else { "s" }
+                        "little waits at ~{l:.0} running request{}, but the log is a ramp or too short for the requests' KV to say how many more would fit{}: throughput grows with the batch until the KV cache, the running cap or compute is the limit",
+                        if l.round() == 1.0 { "" } else { "s" },
+                        bound.map_or(String::new(), |(n, limit)| format!(
+                            "; at most ~{n:.0} more before {} stop{} them (the KV cache may stop them sooner)",
+                            limit_words(limit, false),
+                            if limit == Limit::MambaSlots { "" } else { "s" }
+                        ))
                     )
                 }
                 Some((l, (extra, limit))) if extra < 1.0 => format!(
@@ -322,11 +328,14 @@ fn raise_max_running(a: &crate::recommend::CapAdvice) -> (String, String, String
         ),
         None => "larger batches need more activation memory and may exceed the captured CUDA-graph batch size".into(),
     };
-    (
-        action,
-        "more requests decoding at once, up to what the KV pool holds".into(),
-        risk,
-    )
+    let gain = match a.queued_peak {
+        Some(q) if q > 0 && !a.nothing_waits => format!(
+            "more requests decoding at once: today's queue holds at most {q}{}, so that many now, and more only as the client (or the prefill side) sends more, up to what the KV pool holds",
+            if a.per_rank { " per rank" } else { "" }
+        ),
+        _ => "more requests decoding at once, up to what the KV pool holds".into(),
+    };
+    (action, gain, risk)
 }
 
 /// The words of a [`Plan::Change`]: the setting, in the direction its finding gives.

@@ -157,6 +157,13 @@ pub(super) fn plans(
                 .map(|c| c.0)
                 .or(side.primary)
                 .is_some_and(|v| v.queued.max.is_some_and(|q| q < 0.5)),
+            queued_peak: input
+                .views
+                .iter()
+                .filter_map(|v| v.queued.max)
+                .reduce(f64::max)
+                .map(|q| q.round() as u64),
+            per_rank: input.views.len() > 1,
             graph_max_bs: rules::cuda_graph::graph_max_bs(input).filter(|&g| {
                 capacity
                     .max_running_requests
@@ -258,6 +265,25 @@ mod tests {
             assert!(l.too_short, "{rel}");
             assert_eq!(h, None, "{rel}");
         }
+    }
+
+    #[test]
+    fn a_ramp_still_bounds_the_headroom_by_what_does_not_grow() {
+        // 009's ramp: the requests' KV is not settled, but each holds its mamba slots for
+        // its life: 40 at mamba usage 0.80 leave ~7.5 more to the headroom mark, and the
+        // speculative default cap (48) 8
+        let (mut l, _) = headroom("real-3/009-pr30047-npu-mamba-usage-accept-len.log");
+        let (n, limit) = l.bound_without_kv().unwrap();
+        assert_eq!(limit, Limit::MambaSlots);
+        assert!((n - (0.95 / (0.80 / 40.0) - 40.0)).abs() < 1e-6, "{n}");
+        // no mamba pool: the cap bounds it; nor a cap: nothing does
+        l.mamba_per_request = None;
+        assert_eq!(
+            l.bound_without_kv(),
+            Some((8.0, Limit::SpeculativeDefaultCap))
+        );
+        l.speculative_default_cap = false;
+        assert_eq!(l.bound_without_kv(), None);
     }
 
     #[test]
