@@ -14,9 +14,9 @@
 //!   (each with its reason; an entry whose constant is gone fails too). Thresholds belong in
 //!   `thresholds.rs`, with their unit, reason and source.
 //! - **Every rule registered and tested** ([`every_rule_is_registered_documented_and_tested`]):
-//!   each `rules/X.rs` (but `mod.rs`, `testing.rs`) is declared in `rules/mod.rs`, in
-//!   `rules::FINDING_RULES` (by its `Rule::NAME`), named (as `` `X` `` or `` `X::…` ``) in the
-//!   module doc of `verdict.rs` or listed (`` - `X`: … ``) under the "Rules" heading of
+//!   each `rules/X.rs` (but `mod.rs`, `testing.rs`) is declared in `rules/mod.rs`, is in
+//!   `rules::FINDING_RULES` (by its `Rule::NAME`) or named (as `` `X` `` or `` `X::…` ``) in
+//!   the module doc of `verdict.rs` or listed (`` - `X`: … ``) under the "Rules" heading of
 //!   `ARCHITECTURE.md`, starts with a module doc (`//!`) and has at least [`MIN_RULE_TESTS`]
 //!   `#[test]` functions; every rule listed there has its file.
 //! - **Every finding rule in the registry under its file's name**

@@ -1,6 +1,9 @@
-//! The only code that writes English: the headline, finding titles and details, the
-//! recommendations' words, the "not concluded" sentences, the `method` of every rate and span,
-//! and the words for enums. Everything here turns typed facts into text; nothing here decides.
+//! The English that is no rule's own: the headline, the findings of the rules that do not word
+//! their own, the recommendations' words, the "not concluded" sentences, the `method` of every
+//! rate and span, and the words for enums. A finding rule of `crate::rules::FINDING_RULES`
+//! words its own finding beside its check (`crate::rules::Rule::finding`), with the shared
+//! formatting of `words`. Everything here turns typed facts into text: it formats numbers and
+//! assembles; nothing here decides.
 
 mod expectation;
 mod findings;
