@@ -1556,7 +1556,15 @@ fn with_chunked_prefill_off_mixed_chunks_are_not_advised() {
         evidence: None,
         mixed_chunk: diagnosis::rules::prefill_interference::MixedChunk::Available,
     };
-    let levers = diagnosis::narrative::prefill_interference(&f, &r.capacity).levers;
+    use diagnosis::rules::{Input, Rule, prefill_interference::PrefillInterference};
+    let ev = diagnosis::Evidence::default();
+    let input = Input {
+        ev: &ev,
+        views: &[],
+        capacity: &r.capacity,
+        retractions: &r.retractions,
+    };
+    let levers = PrefillInterference::finding(&f, &input).levers;
     assert!(levers.contains(&diagnosis::report::Lever::ChunkedPrefillSize));
     assert!(!levers.contains(&diagnosis::report::Lever::EnableMixedChunk));
     // b2 runs 8192-token chunks

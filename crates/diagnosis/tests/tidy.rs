@@ -14,10 +14,16 @@
 //!   (each with its reason; an entry whose constant is gone fails too). Thresholds belong in
 //!   `thresholds.rs`, with their unit, reason and source.
 //! - **Every rule registered and tested** ([`every_rule_is_registered_documented_and_tested`]):
-//!   each `rules/X.rs` (but `mod.rs`, `testing.rs`) is declared in `rules/mod.rs`, named (as
-//!   `` `X` `` or `` `X::…` ``) in the module doc of `verdict.rs` or listed (`` - `X`: … ``)
-//!   under the "Rules" heading of `ARCHITECTURE.md`, starts with a module doc (`//!`) and has
-//!   at least [`MIN_RULE_TESTS`] `#[test]` functions; every rule listed there has its file.
+//!   each `rules/X.rs` (but `mod.rs`, `testing.rs`) is declared in `rules/mod.rs`, is in
+//!   `rules::FINDING_RULES` (by its `Rule::NAME`) or named (as `` `X` `` or `` `X::…` ``) in
+//!   the module doc of `verdict.rs` or listed (`` - `X`: … ``) under the "Rules" heading of
+//!   `ARCHITECTURE.md`, starts with a module doc (`//!`) and has at least [`MIN_RULE_TESTS`]
+//!   `#[test]` functions; every rule listed there has its file.
+//! - **Every finding rule in the registry under its file's name**
+//!   ([`every_finding_rule_is_registered_under_its_file_name`]): each `impl Rule for T` in
+//!   `rules/X.rs` says `const NAME: &'static str = "X";`, and `rules::FINDING_RULES` holds as
+//!   many entries named `X` as the file has `impl Rule`s (every rule registered, none twice, no
+//!   entry without its file).
 //! - **The precedence tables in code and in `ARCHITECTURE.md` agree**
 //!   ([`the_precedence_tables_match_the_code`]): the rows of the three tables under "Verdict
 //!   precedence" are `verdict::ENDS_SERVING`, `verdict::SCHEDULER_PRECEDENCE` and
@@ -916,11 +922,15 @@ fn every_rule_is_registered_documented_and_tested() {
         }
         let in_verdict = verdict_doc.contains(&format!("`{name}`"))
             || verdict_doc.contains(&format!("`{name}::"));
-        if !in_verdict && !listed.contains(name) {
+        let registered = diagnosis::rules::FINDING_RULES
+            .iter()
+            .any(|r| r.name == name);
+        if !registered && !in_verdict && !listed.contains(name) {
             problems.push(format!(
-                "{file}: the rule `{name}` is named neither in the precedence doc of \
-                 src/verdict.rs nor under the \"Rules\" heading of ARCHITECTURE.md (add a \
-                 line `` - `{name}`: … `` there, from the rule's own doc)"
+                "{file}: the rule `{name}` is neither in rules::FINDING_RULES, nor named in the \
+                 precedence doc of src/verdict.rs, nor under the \"Rules\" heading of \
+                 ARCHITECTURE.md (register its `impl Rule`, or add a line `` - `{name}`: … `` \
+                 there, from the rule's own doc)"
             ));
         }
         if !text.trim_start().starts_with("//!") {
@@ -954,6 +964,87 @@ fn every_rule_is_registered_documented_and_tested() {
         }
     }
     report("rules registered and tested", &problems);
+}
+
+/// The `NAME`s a rule file's `impl Rule`s give (`const NAME: &'static str = "…";`, read from
+/// the text: the tokenizer drops string literals), outside `#[cfg(test)]` items.
+fn rule_names(text: &str) -> Vec<String> {
+    let code = text.split("\n#[cfg(test)]").next().unwrap_or(text);
+    code.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix("const NAME: &'static str = \"")?;
+            Some(rest.split('"').next()?.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_finding_rule_is_registered_under_its_file_name() {
+    let files = source_files();
+    let registry = diagnosis::rules::FINDING_RULES;
+    assert!(
+        registry.len() > 5,
+        "tidy: rules::FINDING_RULES holds {} rules",
+        registry.len()
+    );
+    let mut problems = Vec::new();
+    let mut impls_in: BTreeMap<&str, usize> = BTreeMap::new();
+    for (path, text) in &files {
+        let Some(name) = path
+            .strip_prefix("rules/")
+            .and_then(|p| p.strip_suffix(".rs"))
+            .filter(|n| !n.contains('/') && *n != "mod" && *n != "testing")
+        else {
+            continue;
+        };
+        let (toks, _) = without_test_items(&tokenize(text));
+        let impls = toks
+            .windows(3)
+            .filter(|w| {
+                ident(w.first()) == Some("impl")
+                    && ident(w.get(1)) == Some("Rule")
+                    && ident(w.get(2)) == Some("for")
+            })
+            .count();
+        let names = rule_names(text);
+        if names.len() != impls {
+            problems.push(format!(
+                "src/rules/{name}.rs has {impls} `impl Rule for` but {} `const NAME: &'static \
+                 str = \"…\";` lines: give each impl its NAME on one line",
+                names.len()
+            ));
+        }
+        for n in names.iter().filter(|n| *n != name) {
+            problems.push(format!(
+                "src/rules/{name}.rs: a rule named \"{n}\"; a rule's NAME is its file's name \
+                 (\"{name}\")"
+            ));
+        }
+        impls_in.insert(name, impls);
+    }
+    assert!(
+        impls_in.values().sum::<usize>() > 0,
+        "tidy: no `impl Rule for` found under src/rules/ (the reader is broken)"
+    );
+    for (name, impls) in &impls_in {
+        let entries = registry.iter().filter(|r| r.name == *name).count();
+        if entries != *impls {
+            problems.push(format!(
+                "src/rules/{name}.rs has {impls} `impl Rule`, and rules::FINDING_RULES has \
+                 {entries} entries named \"{name}\": register each rule once \
+                 (`Registered::of::<{name}::T>(slot)`)"
+            ));
+        }
+    }
+    for r in registry {
+        if !impls_in.contains_key(r.name) {
+            problems.push(format!(
+                "rules::FINDING_RULES names \"{}\", but src/rules/{}.rs does not exist",
+                r.name, r.name
+            ));
+        }
+    }
+    report("finding rules registered", &problems);
 }
 
 // ---------------------------------------------------------------------------------------------

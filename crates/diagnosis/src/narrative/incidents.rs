@@ -1,13 +1,11 @@
-//! Events in words: out-of-memory, a scheduler's exception, a startup that never finished,
-//! CUDA-graph coverage at startup, a benchmark that did not stream, and the headlines of a
-//! log without batch lines.
+//! Events in words: out-of-memory, a scheduler's exception, a startup that never finished, a
+//! benchmark that did not stream, and the headlines of a log without batch lines.
 
 use crate::report::{
     Confidence, Figure, Finding, FindingKind, Incident, Lever, StartupCapacity, StartupStep, Unit,
 };
 use crate::rules::{
-    bench_concurrency_limit, bench_not_streamed, cuda_graph, oom, scheduler_exception,
-    startup_incomplete, tiny_pool,
+    bench_concurrency_limit, bench_not_streamed, oom, scheduler_exception, startup_incomplete,
 };
 use sglang_log::Frame;
 
@@ -149,35 +147,6 @@ pub fn startup_incomplete(f: &startup_incomplete::Facts) -> Finding {
     }
 }
 
-/// The finding of [`crate::rules::cuda_graph::startup_coverage`].
-pub fn cuda_graph_coverage(c: &cuda_graph::Coverage) -> Finding {
-    Finding {
-        kind: FindingKind::CudaGraphCoverage,
-        title: format!(
-            "Decode CUDA graphs cover batches up to {} requests; the scheduler admits {}",
-            c.graph_max_bs, c.max_running_requests
-        ),
-        detail: format!(
-            "A decode batch larger than {} runs eagerly (without a CUDA graph), each step paying the kernel launches; under load the running batch grows past it{}. Raise --cuda-graph-max-bs towards the batch you expect (memory allows it on most GPUs), or cap --max-running-requests.",
-            c.graph_max_bs,
-            c.pool_tokens
-                .map(|p| format!(" (the pool holds {p} tokens)"))
-                .unwrap_or_default()
-        ),
-        figures: vec![
-            Figure::new("cuda_graph_max_bs", c.graph_max_bs as f64, Unit::Requests),
-            Figure::new(
-                "max_running_requests",
-                c.max_running_requests as f64,
-                Unit::Requests,
-            ),
-        ],
-        evidence: vec![],
-        confidence: Confidence::Medium,
-        levers: vec![Lever::CudaGraphMaxBs, Lever::MaxRunningRequests],
-    }
-}
-
 /// The finding of [`crate::rules::bench_not_streamed`].
 pub fn bench_not_streamed(
     run: &crate::report::BenchmarkRun,
@@ -222,25 +191,6 @@ pub fn bench_not_streamed(
         evidence: vec![run.source.clone()],
         confidence: Confidence::High,
         levers: Vec::new(),
-    }
-}
-
-/// The finding of [`crate::rules::tiny_pool::few_full_context`].
-pub fn few_full_context(f: &tiny_pool::FullContext) -> Finding {
-    Finding {
-        kind: FindingKind::TinyKvPool,
-        title: format!(
-            "The KV pool holds only {:.1} full-context requests ({} tokens for a {}-token context)",
-            f.requests, f.pool_tokens, f.context_len
-        ),
-        detail: "Two requests of the full context length cannot run together: long requests will run one at a time and the rest queue. Give the pool more memory (--mem-fraction-static, fewer CUDA graphs), a larger --tp, fp8 KV (--kv-cache-dtype fp8_e4m3), or lower --context-length to what the workload needs.".to_string(),
-        figures: vec![
-            Figure::new("KV pool size", f.pool_tokens as f64, Unit::Tokens),
-            Figure::new("context length", f.context_len as f64, Unit::Tokens),
-        ],
-        evidence: vec![],
-        confidence: Confidence::Medium,
-        levers: vec![Lever::MemFractionStatic, Lever::KvCacheDtype],
     }
 }
 

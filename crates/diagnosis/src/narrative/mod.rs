@@ -1,6 +1,9 @@
-//! The only code that writes English: the headline, finding titles and details, the
-//! recommendations' words, the "not concluded" sentences, the `method` of every rate and span,
-//! and the words for enums. Everything here turns typed facts into text; nothing here decides.
+//! The English that is no rule's own: the headline, the findings of the rules that do not word
+//! their own, the recommendations' words, the "not concluded" sentences, the `method` of every
+//! rate and span, and the words for enums. A finding rule of `crate::rules::FINDING_RULES`
+//! words its own finding beside its check (`crate::rules::Rule::finding`), with the shared
+//! formatting of `words`. Everything here turns typed facts into text: it formats numbers and
+//! assembles; nothing here decides.
 
 mod expectation;
 mod findings;
@@ -9,28 +12,25 @@ mod incidents;
 mod notes;
 mod recommendations;
 mod runs;
+pub(crate) mod words;
 
 pub use expectation::expectation;
 pub use findings::*;
 pub use headline::headline;
 pub use incidents::{
-    bench_not_streamed, bench_peak_above_cap, cuda_graph_coverage, few_full_context, frame_words,
-    incident_headline, oom, rejected_requests, scheduler_exception, startup_incomplete, step_words,
+    bench_not_streamed, bench_peak_above_cap, frame_words, incident_headline, oom,
+    rejected_requests, scheduler_exception, startup_incomplete, step_words,
 };
 pub use notes::{cell_disagreement, join_note, not_concluded, points_not_used, set_aside, sources};
 pub use recommendations::recommendation;
 pub use runs::{run_summary, server_runs};
+pub use words::{confidence_pct, count, fmt_duration, interval, num};
 
 use sglang_log::ClientFormat;
 
 use crate::capacity::MemorySource;
 use crate::report::{Bottleneck, PhaseKind, Rate, RateBasis, Report, Span, SpanBasis};
 use crate::thresholds as th;
-
-/// The confidence level as people read it: `95%`.
-pub fn confidence_pct() -> String {
-    format!("{:.0}%", th::CONFIDENCE * 100.0)
-}
 
 /// A short name for one scheduler's verdict: a client-bound PD decode node is fed by the
 /// prefill side.
@@ -94,49 +94,6 @@ pub fn feasibility_label(f: kv_capacity::Feasibility) -> &'static str {
         kv_capacity::Feasibility::Fits => "fits",
         kv_capacity::Feasibility::Uncertain => "uncertain",
         kv_capacity::Feasibility::OomLikely => "OOM likely",
-    }
-}
-
-/// `7087 s` → `1.97 h`; short spans stay in seconds.
-pub fn fmt_duration(s: f64) -> String {
-    if !s.is_finite() {
-        "?".into()
-    } else if s >= 3600.0 {
-        format!("{:.2} h", s / 3600.0)
-    } else if s >= 120.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.0} s")
-    }
-}
-
-/// `1,648` style thousands separators for counts in sentences.
-pub fn count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A number with `digits` decimals, or `?` when unknown or not finite (never `NaN`).
-pub fn num(v: Option<f64>, digits: usize) -> String {
-    match v {
-        Some(x) if x.is_finite() => format!("{x:.digits$}"),
-        _ => "?".into(),
-    }
-}
-
-/// `(95% interval 0.132-0.150)`-style interval words, empty without an interval.
-pub fn interval(r: &Rate, digits: usize) -> String {
-    match (r.low, r.high) {
-        (Some(l), Some(h)) => format!("{} interval {l:.digits$}-{h:.digits$}", confidence_pct()),
-        (Some(l), None) => format!("{} interval from {l:.digits$}", confidence_pct()),
-        _ => String::new(),
     }
 }
 

@@ -1,11 +1,12 @@
 //! The findings stage: the verdict's own findings, then every finding rule's, most important
-//! first.
+//! first: the registered rules' (`rules::FINDING_RULES`, slot by slot) around the findings of
+//! the events whose facts the verdict read.
 
 use super::vote::Vote;
 use crate::evidence::view::SchedulerView;
 use crate::narrative;
 use crate::report::{Bottleneck, Finding};
-use crate::rules::{self, Input};
+use crate::rules::{self, Input, Slot};
 use crate::verdict::Reason;
 
 /// The rule facts that later stages use beside the findings.
@@ -76,17 +77,7 @@ pub(super) fn findings<'a>(
         findings.extend(slow_decode.as_ref().map(narrative::decode_compute));
     }
     findings.extend(slow_prefill.as_ref().map(narrative::prefill_compute));
-    findings.extend(
-        rules::prefill_interference::check(input)
-            .map(|f| narrative::prefill_interference(&f, capacity)),
-    );
-    findings.extend(rules::stall::check(input).iter().map(narrative::stall));
-    let retraction = rules::retraction::check(input);
-    findings.extend(
-        retraction
-            .as_ref()
-            .map(|f| narrative::retraction(f, retractions)),
-    );
+    findings.extend(rules::findings_in(Slot::BeforeEvents, input));
     findings.extend(events.oom.as_ref().map(narrative::oom));
     findings.extend(events.rejected.as_ref().map(narrative::rejected_requests));
     findings.extend(events.crash.as_ref().map(narrative::scheduler_exception));
@@ -97,32 +88,13 @@ pub(super) fn findings<'a>(
             .as_ref()
             .map(narrative::startup_incomplete),
     );
-    // Startup lines only: the capacity the startup fixed is what can be judged.
-    if views.iter().all(|v| v.tl.decode.pushed() == 0) {
-        findings.extend(
-            rules::cuda_graph::startup_coverage(input)
-                .as_ref()
-                .map(narrative::cuda_graph_coverage),
-        );
-        findings.extend(
-            rules::tiny_pool::few_full_context(input)
-                .as_ref()
-                .map(narrative::few_full_context),
-        );
-    }
+    findings.extend(rules::findings_in(Slot::BeforeKvTransfer, input));
     findings.extend(events.transfer.as_ref().map(narrative::kv_transfer));
-    findings.extend(rules::moe_config::check(input).map(|f| narrative::moe_config(&f)));
-    findings.extend(rules::prefix_reuse::check(input).map(|f| narrative::prefix_reuse(&f)));
-    findings.extend(rules::idle_window::check(input).map(|f| narrative::idle_window(&f)));
-    findings.extend(rules::cuda_graph::check(input).map(|f| narrative::cuda_graph(&f)));
-    findings.extend(rules::speculative::check(input).map(|f| narrative::speculative(&f)));
-    findings.extend(rules::dp_imbalance::check(views).map(|f| narrative::dp_imbalance(&f)));
-    let ramp = rules::ramp_only::check(input);
-    findings.extend(ramp.as_ref().map(narrative::ramp_only));
-    findings.extend(rules::tiny_pool::check(input).map(|f| narrative::tiny_pool(&f)));
+    findings.extend(rules::findings_in(Slot::AfterEvents, input));
+    // the facts the later stages read (the registry ran these rules for their findings)
     Found {
         held,
-        retraction,
-        ramp,
+        retraction: rules::retraction::check(input),
+        ramp: rules::ramp_only::check(input),
     }
 }

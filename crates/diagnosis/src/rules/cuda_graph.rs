@@ -31,8 +31,9 @@
 //! largest captured), `scheduler_metrics_mixin.py` (`cuda graph:` field); spec §2.1.
 
 use crate::evidence::SchedulerKey;
-use crate::report::SourceRange;
-use crate::rules::Input;
+use crate::narrative::words::{finding, with_levers};
+use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
+use crate::rules::{Input, Rule};
 use crate::thresholds as th;
 
 /// Which batches ran without a graph.
@@ -185,6 +186,130 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             evidence: v.tl.first.map(|f| input.span(f, v.tl.last.unwrap_or(f))),
         })
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct CudaGraph;
+
+impl Rule for CudaGraph {
+    const NAME: &'static str = "cuda_graph";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let mut figures = vec![Figure::new(
+            "share of decode lines without a graph",
+            f.share,
+            Unit::Fraction,
+        )];
+        if let Some(m) = f.largest_with_graph {
+            figures.push(Figure::new(
+                "largest batch that ran with a graph",
+                m as f64,
+                Unit::Requests,
+            ));
+        }
+        let detail = match f.pattern {
+            Pattern::Disabled => format!(
+                "{:.0}% of decode batches of {} ran without a captured graph: the server was started with disable_cuda_graph=True, so every decode step runs eagerly. \
+                 Remove --disable-cuda-graph (graphs cost some memory and start-up time) unless it was set to work around a bug.",
+                f.share * 100.0,
+                f.scheduler
+            ),
+            Pattern::NeverRan { smallest } => format!(
+                "No decode batch of {} ran as a CUDA graph, not even of {smallest} request{}: graphs are off (--disable-cuda-graph, or this backend or model did not capture them), so every step pays its kernel launches; --cuda-graph-max-bs changes nothing here. Turn graphs on (remove --disable-cuda-graph; check the start-up lines for why capture was skipped).",
+                f.scheduler,
+                if smallest == 1 { "" } else { "s" }
+            ),
+            Pattern::NeverRanLarge { smallest } => format!(
+                "No decode batch of {} ran as a CUDA graph; the smallest ran {smallest} requests: either graphs are off (--disable-cuda-graph, or not captured on this backend), or every batch was larger than the captured sizes (the start-up's `Capture cuda graph begin` line lists them). Turn graphs on, or raise --cuda-graph-max-bs to the running batch size.",
+                f.scheduler
+            ),
+            Pattern::MixedSteps => format!(
+                "{:.0}% of decode batches of {} ran without a graph, at batch sizes that also ran as graphs (up to {} requests): those steps were mixed with a prefill (under DP attention another rank's prefill makes every rank step eagerly; or --enable-mixed-chunk), not too large for the captured sizes, so --cuda-graph-max-bs changes nothing; fewer or larger prefill passes (a larger chunked prefill size{}) leave more pure decode steps.",
+                f.share * 100.0,
+                f.scheduler,
+                f.largest_with_graph.unwrap_or(0),
+                f.chunked_prefill_size
+                    .map(|c| format!(
+                        "; the chunked prefill size is {c} tokens here, so a prompt takes one prefill pass per {c} tokens"
+                    ))
+                    .unwrap_or_default()
+            ),
+            Pattern::AboveLargest => format!(
+                "{:.0}% of decode batches of {} ran without a captured graph (graphs were used up to {} requests): batches larger than the captured sizes run eagerly and each step is slower. Raise --cuda-graph-max-bs to the running batch size if memory allows.",
+                f.share * 100.0,
+                f.scheduler,
+                f.largest_with_graph.unwrap_or(0)
+            ),
+        };
+        with_levers(
+            finding(
+                FindingKind::NoCudaGraph,
+                "Decode runs without CUDA graphs",
+                detail,
+                figures,
+                f.evidence.clone().into_iter().collect(),
+                Confidence::Medium,
+            ),
+            match f.pattern {
+                Pattern::Disabled | Pattern::NeverRan { .. } => &[Lever::DisableCudaGraph],
+                Pattern::NeverRanLarge { .. } => &[Lever::DisableCudaGraph, Lever::CudaGraphMaxBs],
+                Pattern::MixedSteps => &[],
+                Pattern::AboveLargest => &[Lever::CudaGraphMaxBs],
+            },
+        )
+    }
+}
+
+/// The startup's CUDA-graph coverage ([`startup_coverage`]) as a registered rule: judged on a
+/// log of startup lines only ([`Input::no_decode_lines`]), where the capacity the startup
+/// fixed is what can be judged.
+#[derive(Clone, Copy, Debug)]
+pub struct StartupCoverage;
+
+impl Rule for StartupCoverage {
+    const NAME: &'static str = "cuda_graph";
+    type Facts = Coverage;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Coverage> {
+        input
+            .no_decode_lines()
+            .then(|| startup_coverage(input))
+            .flatten()
+    }
+
+    fn finding(c: &Coverage, _input: &Input<'_>) -> Finding {
+        Finding {
+            kind: FindingKind::CudaGraphCoverage,
+            title: format!(
+                "Decode CUDA graphs cover batches up to {} requests; the scheduler admits {}",
+                c.graph_max_bs, c.max_running_requests
+            ),
+            detail: format!(
+                "A decode batch larger than {} runs eagerly (without a CUDA graph), each step paying the kernel launches; under load the running batch grows past it{}. Raise --cuda-graph-max-bs towards the batch you expect (memory allows it on most GPUs), or cap --max-running-requests.",
+                c.graph_max_bs,
+                c.pool_tokens
+                    .map(|p| format!(" (the pool holds {p} tokens)"))
+                    .unwrap_or_default()
+            ),
+            figures: vec![
+                Figure::new("cuda_graph_max_bs", c.graph_max_bs as f64, Unit::Requests),
+                Figure::new(
+                    "max_running_requests",
+                    c.max_running_requests as f64,
+                    Unit::Requests,
+                ),
+            ],
+            evidence: vec![],
+            confidence: Confidence::Medium,
+            levers: vec![Lever::CudaGraphMaxBs, Lever::MaxRunningRequests],
+        }
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@
 //! **Source.** SGLang `managers/data_parallel_controller.py` (dispatch), sgl-router policies.
 
 use crate::evidence::view::SchedulerView;
+use crate::narrative::words::{finding, with_levers};
+use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, Unit};
+use crate::rules::{Input, Rule};
 use crate::thresholds as th;
 
 /// The spread.
@@ -45,6 +48,45 @@ pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
         max,
         ranks: means.len(),
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct DpImbalance;
+
+impl Rule for DpImbalance {
+    const NAME: &'static str = "dp_imbalance";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input.views)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let out = finding(
+            FindingKind::DpImbalance,
+            "Load is uneven across DP ranks",
+            format!(
+                "Mean running requests range from {:.1} to {:.1} across {} DP ranks: the busiest rank sets the pace. Check the router's load-balance method (e.g. --load-balance-method round_robin / shortest_queue).",
+                f.min, f.max, f.ranks
+            ),
+            vec![
+                Figure::new(
+                    "lowest mean running requests on a DP rank",
+                    f.min,
+                    Unit::Requests,
+                ),
+                Figure::new(
+                    "highest mean running requests on a DP rank",
+                    f.max,
+                    Unit::Requests,
+                ),
+            ],
+            Vec::new(),
+            Confidence::Low,
+        );
+        with_levers(out, &[Lever::LoadBalanceMethod])
+    }
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@
 //! **Source.** SGLang `scheduler_metrics_mixin.py` (`log_decode_stats`: `num_generated_tokens /
 //! (time.perf_counter() - last_decode_stats_tic)`); spec §2.1.2.
 
-use crate::report::SourceRange;
-use crate::rules::Input;
+use crate::narrative::words::finding;
+use crate::report::{Confidence, Figure, Finding, FindingKind, SourceRange, Unit};
+use crate::rules::{Input, Rule};
 use crate::thresholds as th;
 
 /// What the rule saw on the first scheduler that has such readings.
@@ -67,6 +68,40 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         }
     }
     None
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct IdleWindow;
+
+impl Rule for IdleWindow {
+    const NAME: &'static str = "idle_window";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        finding(
+            FindingKind::IdleWindowArtifact,
+            "Low gen throughput after idle is a measurement artifact",
+            format!(
+                "SGLang's gen throughput divides the tokens since the previous decode line by the wall time since then, idle time included, so the first line after an idle gap reads low ({:.2} tok/s vs a median of {:.1} tok/s). It is not slowness; ignore it.",
+                f.first_reading, f.median
+            ),
+            vec![
+                Figure::new(
+                    "low readings after idle",
+                    f.low_readings as f64,
+                    Unit::Lines,
+                ),
+                Figure::new("median gen throughput", f.median, Unit::TokPerS),
+            ],
+            vec![f.evidence.clone()],
+            Confidence::Medium,
+        )
+    }
 }
 
 #[cfg(test)]

@@ -3,22 +3,27 @@
 //! follows, exposes pure functions from typed evidence to typed facts, and carries its own
 //! `check(lines, expected)` tests on real log lines.
 //!
-//! Rules never write English and never read text the project wrote: they return facts
-//! (numbers, line ranges), and `crate::narrative` words them. Which verdict wins when several
-//! rules hold is decided in one place, `crate::verdict`.
+//! Rules never read text the project wrote: they return facts (numbers, line ranges, enums).
+//! A *finding rule* also owns its words, beside it as a clippy lint owns its message: it
+//! implements [`Rule`], whose [`Rule::finding`] turns its facts into a [`Finding`] with the
+//! shared formatting of `crate::narrative` (numbers, the finding's constructor), and is listed
+//! in [`FINDING_RULES`], the registry the findings stage runs. The other rules' facts are worded
+//! by `crate::narrative`. Which verdict wins when several rules hold is decided in one place,
+//! `crate::verdict`.
 //!
 //! Two kinds of rule:
 //! - *scheduler rules* judge one scheduler's steady span ([`SchedulerView`]) and name its
 //!   bottleneck: [`pd_transfer`], [`kv_cache_bound`], [`running_cap`], [`prefill_limit`],
 //!   [`conservative_admission`], [`client_bound`];
 //! - *finding rules* look over all schedulers, the retractions, the failure lines, the
-//!   benchmark runs or the client's view: the rest;
+//!   benchmark runs or the client's view: the rest; those of [`FINDING_RULES`] read only the
+//!   whole [`Input`] and word their own findings ([`Rule`]);
 //! - the *fleet rule* [`fleet_imbalance`] compares the instances of a fleet (and each
 //!   instance's DP ranks) read from Prometheus, after each is diagnosed (`crate::fleet`).
 
 use crate::evidence::view::SchedulerView;
 use crate::evidence::{Evidence, Loc, SchedulerTimeline};
-use crate::report::{CapacitySummary, RetractionSummary, SourceRange};
+use crate::report::{CapacitySummary, Finding, RetractionSummary, SourceRange};
 
 pub mod admission;
 pub mod bench_concurrency_limit;
@@ -114,8 +119,126 @@ impl Input<'_> {
         self.range(loc.source, loc.line, loc.line)
     }
 
+    /// No scheduler has a decode line: the log holds the startup (and perhaps prefills) only,
+    /// so what can be judged is the capacity the startup fixed.
+    pub fn no_decode_lines(&self) -> bool {
+        self.views.iter().all(|v| v.tl.decode.pushed() == 0)
+    }
+
     /// The source of a scheduler's first batch line (0 when it has none).
     pub fn source_of(&self, tl: &SchedulerTimeline) -> usize {
         tl.first.map(|l| l.source).unwrap_or(0)
+    }
+}
+
+/// A finding rule: from the whole [`Input`] to typed facts, and from its facts to a finding in
+/// its own words. One type per rule, in the rule's file (a file may hold two, as `cuda_graph`
+/// and `tiny_pool` do for what a startup-only log shows); registered in [`FINDING_RULES`].
+///
+/// `check` decides and `finding` words: every choice (whether the rule holds, which pattern,
+/// which levers) is made on the facts, and `finding` only puts them into sentences and figures
+/// with `crate::narrative`'s formatting.
+pub trait Rule {
+    /// The rule's name: its file's name under `rules/` (`"moe_config"`), as `ARCHITECTURE.md`
+    /// and the tidy check name it.
+    const NAME: &'static str;
+
+    /// What the rule found: numbers, line ranges and enums, no English.
+    type Facts;
+
+    /// The rule: one set of facts per thing it found (an `Option` for a rule that holds once,
+    /// a `Vec` for one that holds several times, as `stall` does), empty when it does not hold.
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Self::Facts>;
+
+    /// The rule's words: the finding of one set of its facts. `input` is the evidence the facts
+    /// came from (the capacity, the retraction totals and the sources it names).
+    fn finding(facts: &Self::Facts, input: &Input<'_>) -> Finding;
+}
+
+/// Every finding of rule `R` over `input`: [`Rule::check`], then [`Rule::finding`] of each set
+/// of facts, in the order `check` found them.
+pub fn run<R: Rule>(input: &Input<'_>) -> Vec<Finding> {
+    R::check(input)
+        .into_iter()
+        .map(|facts| R::finding(&facts, input))
+        .collect()
+}
+
+/// Where a registered rule's findings stand among those the findings stage writes itself from
+/// the verdict's facts: after the verdict's own findings (the bottleneck, held admission, slow
+/// decode or prefill), then the events that end or block serving (out of memory, rejected
+/// requests, a scheduler's exception, the watchdog, an unfinished startup) and failed KV
+/// transfers, whose facts the verdict reads (`crate::verdict::ENDS_SERVING`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Slot {
+    /// Before the events' findings: how serving went.
+    BeforeEvents,
+    /// After the events that end serving, before failed KV transfers.
+    BeforeKvTransfer,
+    /// After every event's finding.
+    AfterEvents,
+}
+
+/// A finding rule in the registry: its name, its slot, and the function that runs it.
+#[derive(Clone, Copy, Debug)]
+pub struct Registered {
+    /// [`Rule::NAME`]: the rule's file under `rules/`.
+    pub name: &'static str,
+    /// Where its findings go among those the findings stage writes itself.
+    pub slot: Slot,
+    /// [`run`] of the rule: its findings over an input.
+    pub run: fn(&Input<'_>) -> Vec<Finding>,
+}
+
+impl Registered {
+    /// The registry's entry for rule `R`, its findings in `slot`.
+    pub const fn of<R: Rule>(slot: Slot) -> Self {
+        Self {
+            name: R::NAME,
+            slot,
+            run: run::<R>,
+        }
+    }
+}
+
+/// The finding rules, in the order of their findings in the report (slot by slot, most
+/// important first within each). `retraction` and `ramp_only` are run here for their findings
+/// and again by the findings stage for the facts the later stages read.
+pub const FINDING_RULES: &[Registered] = &[
+    Registered::of::<prefill_interference::PrefillInterference>(Slot::BeforeEvents),
+    Registered::of::<stall::Stall>(Slot::BeforeEvents),
+    Registered::of::<retraction::Retraction>(Slot::BeforeEvents),
+    Registered::of::<cuda_graph::StartupCoverage>(Slot::BeforeKvTransfer),
+    Registered::of::<tiny_pool::FewFullContext>(Slot::BeforeKvTransfer),
+    Registered::of::<moe_config::MoeConfig>(Slot::AfterEvents),
+    Registered::of::<prefix_reuse::PrefixReuse>(Slot::AfterEvents),
+    Registered::of::<idle_window::IdleWindow>(Slot::AfterEvents),
+    Registered::of::<cuda_graph::CudaGraph>(Slot::AfterEvents),
+    Registered::of::<speculative::Speculative>(Slot::AfterEvents),
+    Registered::of::<dp_imbalance::DpImbalance>(Slot::AfterEvents),
+    Registered::of::<ramp_only::RampOnly>(Slot::AfterEvents),
+    Registered::of::<tiny_pool::TinyPool>(Slot::AfterEvents),
+];
+
+/// The findings of the registered rules of `slot` over `input`, in registry order.
+pub fn findings_in(slot: Slot, input: &Input<'_>) -> Vec<Finding> {
+    FINDING_RULES
+        .iter()
+        .filter(|r| r.slot == slot)
+        .flat_map(|r| (r.run)(input))
+        .collect()
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::{FINDING_RULES, Slot};
+
+    #[test]
+    fn the_registry_lists_its_rules_slot_by_slot() {
+        // the registry's order is the findings' order: a slot's rules stand together
+        let slots: Vec<Slot> = FINDING_RULES.iter().map(|r| r.slot).collect();
+        let mut sorted = slots.clone();
+        sorted.sort();
+        assert_eq!(slots, sorted);
     }
 }

@@ -19,11 +19,39 @@
 //! (`get_moe_configs`: the warning when no config file is found).
 
 use super::watchdog::{Facts, facts};
-use crate::rules::Input;
+use crate::narrative::words::{failure, with_levers};
+use crate::report::{Confidence, Finding, FindingKind, Lever};
+use crate::rules::{Input, Rule};
 
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
     facts(input, &input.ev.moe_config_untuned)
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct MoeConfig;
+
+impl Rule for MoeConfig {
+    const NAME: &'static str = "moe_config";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let mut out = failure(
+            f.count,
+            &f.first_text,
+            f.evidence.as_ref(),
+            FindingKind::MoeConfigUntuned,
+            "MoE kernels run with default configs, not tuned for this GPU",
+            "SGLang found no tuned fused-MoE kernel config for this GPU, expert shape and dtype, and runs every MoE layer with a generic default, which can be several times slower. Tune the kernels for this GPU (SGLang's tuning_fused_moe_triton.py writes the file the warning names).",
+        );
+        out.confidence = Confidence::Medium;
+        with_levers(out, &[Lever::MoeKernelConfig])
+    }
 }
 
 #[cfg(test)]

@@ -25,8 +25,9 @@
 //! decode), `scheduler_metrics_mixin.py`; spec §2.1.2.
 
 use crate::evidence::SchedulerKey;
-use crate::report::SourceRange;
-use crate::rules::Input;
+use crate::narrative::words::{finding, with_levers};
+use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
+use crate::rules::{Input, Rule};
 use crate::thresholds as th;
 
 /// What the rule measured.
@@ -135,6 +136,101 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             mixed_chunk: mixed_chunk(input, v),
         })
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct PrefillInterference;
+
+impl Rule for PrefillInterference {
+    const NAME: &'static str = "prefill_interference";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, input: &Input<'_>) -> Finding {
+        let cap = input.capacity;
+        let mut figures = vec![
+            Figure::new(
+                "decode throughput lost to interleaved prefills",
+                f.loss,
+                Unit::Fraction,
+            ),
+            Figure::new(
+                "share of decode wall time with a prefill in it",
+                f.share_with_prefill,
+                Unit::Fraction,
+            ),
+            Figure::new(
+                "gen throughput without prefills",
+                f.clean_tok_per_s,
+                Unit::TokPerS,
+            ),
+            Figure::new(
+                "gen throughput with prefills",
+                f.mixed_tok_per_s,
+                Unit::TokPerS,
+            ),
+        ];
+        if let Some(cp) = cap.chunked_prefill_size {
+            figures.push(Figure::new("chunked_prefill_size", cp as f64, Unit::Tokens));
+        }
+        let mixed_chunk = f.mixed_chunk;
+        let f = finding(
+            FindingKind::PrefillInterference,
+            "Prefills interrupt decode",
+            format!(
+                "On {}, decode intervals that contain a prefill batch generate {:.0} tok/s against {:.0} tok/s without one; over the run that costs {:.0}% of decode throughput. \
+                 {}",
+                f.scheduler,
+                f.mixed_tok_per_s,
+                f.clean_tok_per_s,
+                f.loss * 100.0,
+                if cap.chunked_prefill_off {
+                    format!(
+                        "Prefill passes stop decode while they run, and chunked prefill is off (chunked_prefill_size=-1): each prompt prefills whole in one pass. A --chunked-prefill-size {} spreads prefill over shorter passes{}; PD disaggregation removes the interference.",
+                        match f.largest_prefill_tokens {
+                            // a chunk splits only what is larger than it
+                            Some(n) => format!(
+                                "below the largest prefill pass here ({n} tokens; e.g. {})",
+                                (n.next_power_of_two() / 4).clamp(256, 8192)
+                            ),
+                            None => "(e.g. 8192)".to_string(),
+                        },
+                        match mixed_chunk {
+                            MixedChunk::Available => {
+                                ", after which --enable-mixed-chunk can run them with decode"
+                            }
+                            MixedChunk::AlreadyOn =>
+                                ", which --enable-mixed-chunk (on) then runs with decode",
+                            MixedChunk::OffWithSpeculative => {
+                                " (--enable-mixed-chunk is no lever: SGLang turns it off with speculative decoding)"
+                            }
+                        }
+                    )
+                } else {
+                    match f.mixed_chunk {
+                        MixedChunk::Available => "Prefill passes stop decode while they run (unless --enable-mixed-chunk). A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.",
+                        MixedChunk::AlreadyOn => "Prefill chunks already run with the decode batch (--enable-mixed-chunk is on), and the steps that carry one are still slower. A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.",
+                        MixedChunk::OffWithSpeculative => "Prefill passes stop decode while they run: with speculative decoding SGLang turns --enable-mixed-chunk off, so it is no lever here. A smaller --chunked-prefill-size spreads long prompts thinner; PD disaggregation removes the interference.",
+                    }
+                    .to_string()
+                }
+            ),
+            figures,
+            f.evidence.clone().into_iter().collect(),
+            Confidence::Medium,
+        );
+        // mixed chunks need chunked prefill: with it off, the lever is turning it on
+        let levers: &[Lever] = if cap.chunked_prefill_off || mixed_chunk != MixedChunk::Available {
+            &[Lever::ChunkedPrefillSize]
+        } else {
+            &[Lever::EnableMixedChunk, Lever::ChunkedPrefillSize]
+        };
+        with_levers(f, levers)
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,9 @@
 //! **Source.** SGLang `schedule_policy.py` (`PrefillAdder` counts a request's prefix match as
 //! cached tokens), `scheduler_metrics_mixin.py` (`log_prefill_stats`: `#cached-token`).
 
-use crate::rules::Input;
+use crate::narrative::words::finding;
+use crate::report::{Confidence, Figure, Finding, FindingKind, Unit};
+use crate::rules::{Input, Rule};
 use crate::thresholds as th;
 
 /// What the rule saw.
@@ -51,6 +53,43 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
     (new_tokens + cached_tokens >= th::MIN_PREFIX_REUSE_TOKENS
         && f.share() >= th::PREFIX_REUSE_SHARE)
         .then_some(f)
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct PrefixReuse;
+
+impl Rule for PrefixReuse {
+    const NAME: &'static str = "prefix_reuse";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        finding(
+            FindingKind::PrefixReuse,
+            "Most prompt tokens come from the prefix cache",
+            format!(
+                "{:.0}% of the {} prompt tokens the prefill lines admitted were served from the radix (prefix) cache (#cached-token): only {} were computed. Repeated prefixes (a system prompt, earlier turns, an agent's context) cost no prefill and no new KV slots; keep the radix cache on, and route a conversation's turns to the same replica.",
+                f.share() * 100.0,
+                f.new_tokens + f.cached_tokens,
+                f.new_tokens
+            ),
+            vec![
+                Figure::new(
+                    "prompt tokens from the prefix cache",
+                    f.cached_tokens as f64,
+                    Unit::Tokens,
+                ),
+                Figure::new("prompt tokens computed", f.new_tokens as f64, Unit::Tokens),
+                Figure::new("share from the prefix cache", f.share(), Unit::Fraction),
+            ],
+            Vec::new(),
+            Confidence::High,
+        )
+    }
 }
 
 #[cfg(test)]

@@ -27,8 +27,9 @@
 //! batch one prefill pass at a time (`schedule_policy.py`).
 
 use crate::evidence::SchedulerKey;
-use crate::report::{Ramp, SourceRange};
-use crate::rules::Input;
+use crate::narrative::words::finding;
+use crate::report::{Confidence, Figure, Finding, FindingKind, Ramp, SourceRange, Unit};
+use crate::rules::{Input, Rule};
 use crate::thresholds as th;
 
 /// The ramp, on the first scheduler that shows one.
@@ -105,6 +106,62 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                 }),
             })
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct RampOnly;
+
+impl Rule for RampOnly {
+    const NAME: &'static str = "ramp_only";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let r = &f.ramp;
+        finding(
+            FindingKind::RampOnly,
+            "The log shows only the ramp-up",
+            if r.queued_start == 0 && r.queued_end == 0 {
+                format!(
+                    "On {}, running requests climb from {} to {} while nothing waits: requests are admitted as they arrive, the client is still ramping up, and the steady load is not in this excerpt. Rates measured here understate the steady rate; capture a longer log.",
+                    f.scheduler, r.running_start, r.running_end
+                )
+            } else {
+                format!(
+                    "On {}, running requests climb from {} to {} while the queue drains from {} to {}: this excerpt is the start of a burst, not a steady state. Rates measured here understate the steady rate; capture a longer log.",
+                    f.scheduler, r.running_start, r.running_end, r.queued_start, r.queued_end
+                )
+            },
+            vec![
+                Figure::new(
+                    "running requests at start",
+                    r.running_start as f64,
+                    Unit::Requests,
+                ),
+                Figure::new(
+                    "running requests at end",
+                    r.running_end as f64,
+                    Unit::Requests,
+                ),
+                Figure::new(
+                    "queued requests at start",
+                    r.queued_start as f64,
+                    Unit::Requests,
+                ),
+                Figure::new(
+                    "queued requests at end",
+                    r.queued_end as f64,
+                    Unit::Requests,
+                ),
+            ],
+            f.evidence.clone().into_iter().collect(),
+            Confidence::Medium,
+        )
+    }
 }
 
 #[cfg(test)]

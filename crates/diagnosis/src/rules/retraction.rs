@@ -25,8 +25,9 @@
 //! **Source.** SGLang `scheduler.py` (`update_running_batch` → `retract_decode`),
 //! `schedule_batch.py` (`reset_for_retract`); spec §3.
 
-use crate::report::SourceRange;
-use crate::rules::Input;
+use crate::narrative::words::{finding, with_levers};
+use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
+use crate::rules::{Input, Rule};
 use crate::thresholds as th;
 
 /// What the rule saw (the counts are in the report's `RetractionSummary`).
@@ -119,6 +120,110 @@ fn reprefill(input: &Input<'_>) -> Option<Reprefill> {
         rate_tps,
         wall_s,
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct Retraction;
+
+impl Rule for Retraction {
+    const NAME: &'static str = "retraction";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, input: &Input<'_>) -> Finding {
+        let r = input.retractions;
+        let nothing_waited = f.nothing_waited;
+        let material = f.material();
+        let mut figures = vec![
+            Figure::new("retraction events", r.events as f64, Unit::Events),
+            Figure::new("retraction lines (all ranks)", r.lines as f64, Unit::Lines),
+            Figure::new(
+                "requests retracted",
+                r.retracted_requests as f64,
+                Unit::Requests,
+            ),
+        ];
+        if let Some(x) = r.per_hour {
+            figures.push(Figure::new("retractions per hour", x, Unit::EventsPerHour));
+        }
+        if let Some(x) = r.tokens_freed {
+            figures.push(Figure::new(
+                "KV slots freed by retraction",
+                x as f64,
+                Unit::Tokens,
+            ));
+        }
+        if let Some(c) = f.reprefill {
+            figures.push(Figure::new(
+                "median prefill rate of the prefill lines",
+                c.rate_tps,
+                Unit::TokPerS,
+            ));
+            figures.push(Figure::new(
+                "share of the logged time re-prefilling retracted requests, about",
+                c.share(),
+                Unit::Fraction,
+            ));
+        }
+        if let Some(x) = r.max_ratio_after {
+            figures.push(Figure::new(
+                "highest new_token_ratio after a retraction",
+                x,
+                Unit::Ratio,
+            ));
+        }
+        let f = finding(
+            FindingKind::Retraction,
+            if f.thrash {
+                "Retraction thrash"
+            } else {
+                "KV cache ran out during decode (retraction)"
+            },
+            format!(
+                "The KV pool could not hold the next decode token of every running request, so SGLang retracted requests back to the queue; \
+                 each keeps the tokens it generated and is prefilled again (prompt plus those tokens) when readmitted, so a retraction costs a prefill, not the decode work twice. {}",
+                if nothing_waited {
+                    "No request waited on the batch lines, so admission (and --schedule-conservativeness) played no part: the requests already running grew past the pool. Cap max_tokens, or give the KV cache more memory.".to_string()
+                } else {
+                    let cost = match f.reprefill {
+                        Some(c) if c.material() => format!(
+                            " Re-prefilling the {} freed tokens took about {:.1}% of the logged time (at the median prefill line's {:.0} tok/s): worth fewer retractions, though a higher --schedule-conservativeness admits fewer requests at once, which costs decode throughput on a full pool.",
+                            c.tokens, c.share() * 100.0, c.rate_tps
+                        ),
+                        Some(c) => format!(
+                            " Re-prefilling the {} freed tokens took about {:.2}% of the logged time (at the median prefill line's {:.0} tok/s, a figure that errs high): not worth admitting fewer requests for; the retractions are a symptom of the full pool, which more KV memory treats.",
+                            c.tokens, c.share() * 100.0, c.rate_tps
+                        ),
+                        None => " What re-prefilling cost is not measured (no freed-token count or no prefill rate in the log), so no setting is advised for retraction alone; the pool is the limit.".to_string(),
+                    };
+                    format!(
+                        "It means admission was too optimistic for this pool (new_token_ratio decayed) and the pool is the limit.{cost}"
+                    )
+                }
+            ),
+            figures,
+            f.evidence.clone().into_iter().collect(),
+            Confidence::High,
+        );
+        // with nothing waiting no admission took place: the requests that run grew past the pool
+        // only a material cost is worth admitting fewer requests (or cutting outputs) for
+        let levers: &[Lever] = if nothing_waited {
+            &[Lever::MaxTokens]
+        } else if material {
+            &[
+                Lever::MemFractionStatic,
+                Lever::ScheduleConservativeness,
+                Lever::MaxTokens,
+            ]
+        } else {
+            &[Lever::MemFractionStatic]
+        };
+        with_levers(f, levers)
+    }
 }
 
 #[cfg(test)]

@@ -38,8 +38,9 @@
 //! spec_num_total_accepted_tokens / spec_num_total_forward_ct`, reset at every decode line;
 //! `accept rate` and `cap len` beside it); spec §2.1 and §2.5.
 
-use crate::report::SourceRange;
-use crate::rules::Input;
+use crate::narrative::words::{count, finding, with_levers};
+use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
+use crate::rules::{Input, Rule};
 use crate::thresholds as th;
 
 /// Lowest, median and highest of a field over the lines that print it.
@@ -198,6 +199,157 @@ fn trend(decode: &[crate::evidence::DecodeSample]) -> Option<Trend> {
         later_tokens_per_req: per_req(b),
         lines_per_half: half,
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct Speculative;
+
+impl Rule for Speculative {
+    const NAME: &'static str = "speculative";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let a = f.accept_len;
+        let over = if f.lines == 1 {
+            "one decode line (one sample)".to_string()
+        } else {
+            format!(
+                "{} decode lines (range {:.2}-{:.2})",
+                count(f.lines as u64),
+                a.lowest,
+                a.highest
+            )
+        };
+        let mut extra = Vec::new();
+        if let Some(r) = f.accept_rate {
+            extra.push(format!("accept rate {:.2}", r.median));
+        }
+        if let Some(c) = f.cap_len {
+            extra.push(format!("cap len {:.2}", c.median));
+        }
+        let extra = if extra.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", extra.join(", "))
+        };
+        let cost = match (f.num_steps, f.draft_steps_per_token) {
+            (Some(steps), Some(per_token)) => format!(
+                ", for {steps} draft-model forward{} per verify step: {per_token:.2} draft forwards per output token",
+                if steps == 1 { "" } else { "s" }
+            ),
+            _ => String::new(),
+        };
+        let (title, verdict, confidence) = if f.no_gain {
+            (
+                format!(
+                    "Speculative decoding gains nothing: accept length ~{:.2}",
+                    a.median
+                ),
+                "Almost every draft token is rejected, so the draft forwards and the wider verify batch are pure cost: decoding without speculation would be at least as fast. Use a draft model trained for this target (and its quantisation), lower --speculative-num-steps, or drop --speculative-algorithm.",
+                Confidence::Medium,
+            )
+        } else if f.low_accept_rate {
+            (
+                format!(
+                    "Speculative decoding gains little: accept length ~{:.2}, accept rate {:.2}",
+                    a.median,
+                    f.accept_rate.map_or(0.0, |r| r.median)
+                ),
+                "Most drafted tokens are thrown away (low accept rate), so each kept token costs several draft tokens and a wider verify batch: the gain is small. Fewer draft tokens (--speculative-num-steps, --speculative-num-draft-tokens) may decode as fast for less work; a draft model trained for this target would accept more.",
+                Confidence::Medium,
+            )
+        } else {
+            (
+                format!(
+                    "Speculative decoding yields ~{:.2} tokens per target forward",
+                    a.median
+                ),
+                "The target model runs about once per that many output tokens, which is the gain before the draft forwards' cost; more draft steps help only while the accept length keeps rising with them.",
+                Confidence::High,
+            )
+        };
+        let mut figures = vec![
+            Figure::new("median accept length", a.median, Unit::Tokens),
+            Figure::new("lowest accept length", a.lowest, Unit::Tokens),
+            Figure::new("highest accept length", a.highest, Unit::Tokens),
+            Figure::new(
+                "decode lines with accept length",
+                f.lines as f64,
+                Unit::Lines,
+            ),
+        ];
+        if let Some(r) = f.accept_rate {
+            figures.push(Figure::new("median accept rate", r.median, Unit::Fraction));
+        }
+        if let Some(c) = f.cap_len {
+            figures.push(Figure::new("median cap length", c.median, Unit::Tokens));
+        }
+        if let Some(d) = f.draft_steps_per_token {
+            figures.push(Figure::new(
+                "draft forwards per output token",
+                d,
+                Unit::Ratio,
+            ));
+        }
+        let levers: &[Lever] = if f.no_gain || f.low_accept_rate {
+            &[Lever::SpeculativeDecoding]
+        } else {
+            &[]
+        };
+        let falls = match f.falls {
+            Some(t) => {
+                figures.push(Figure::new(
+                    "median accept length, earlier half",
+                    t.earlier,
+                    Unit::Tokens,
+                ));
+                figures.push(Figure::new(
+                    "median accept length, later half",
+                    t.later,
+                    Unit::Tokens,
+                ));
+                let context = match (t.earlier_tokens_per_req, t.later_tokens_per_req) {
+                    (Some(x), Some(y)) => format!(
+                        ", while the KV tokens per running request went from {} to {}",
+                        count(x.round() as u64),
+                        count(y.round() as u64)
+                    ),
+                    _ => String::new(),
+                };
+                format!(
+                    " The accept length falls over the log: a median of {:.2} on the earlier {} decode lines, {:.2} on the later {} ({:+.0}%){context}. \
+                     The draft predicts the later text worse (a longer context, another kind of output), so each target forward yields fewer tokens and decode slows with it.",
+                    t.earlier,
+                    t.lines_per_half,
+                    t.later,
+                    t.lines_per_half,
+                    (t.later / t.earlier - 1.0) * 100.0
+                )
+            }
+            None => String::new(),
+        };
+        let out = finding(
+            FindingKind::SpeculativeDecoding,
+            title,
+            format!(
+                "Accept length (SGLang's accept len: tokens kept per request per verify step, the bonus token included) has a median of {:.2} over {over}{extra}. Each target-model forward yields ~{:.2} tokens per running request instead of 1{cost}. {verdict}{falls}",
+                a.median, a.median
+            ),
+            figures,
+            vec![f.evidence.clone()],
+            if f.lines == 1 {
+                Confidence::Low
+            } else {
+                confidence
+            },
+        );
+        with_levers(out, levers)
+    }
 }
 
 #[cfg(test)]

@@ -25,8 +25,9 @@
 
 use crate::evidence::SchedulerKey;
 use crate::evidence::view::SchedulerView;
-use crate::report::SourceRange;
-use crate::rules::Input;
+use crate::narrative::words::finding;
+use crate::report::{Confidence, Figure, Finding, FindingKind, SourceRange, Unit};
+use crate::rules::{Input, Rule};
 use crate::thresholds as th;
 
 pub use crate::evidence::frozen::{FrozenRun, frozen_runs};
@@ -118,6 +119,62 @@ pub fn check(input: &Input<'_>) -> Vec<Facts> {
         });
     }
     out
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct Stall;
+
+impl Rule for Stall {
+    const NAME: &'static str = "stall";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let r = f;
+        let long = r.is_long();
+        let mut figures = vec![
+            Figure::new(
+                "decode lines with #token unchanged",
+                f.lines as f64,
+                Unit::Lines,
+            ),
+            Figure::new("#token", r.tokens as f64, Unit::Tokens),
+            Figure::new("running requests", r.running as f64, Unit::Requests),
+        ];
+        if let Some(x) = r.duration_s {
+            figures.push(Figure::new("duration", x, Unit::Seconds));
+        }
+        finding(
+            FindingKind::Stall,
+            if long {
+                "Stall: tokens stopped moving"
+            } else {
+                "#token frozen while requests run"
+            },
+            format!(
+                "{} consecutive decode lines of {} report {} running request(s) but the same #token ({}){}: decode steps run without adding KV tokens. \
+                 A hung step or collective, broken output (the model emitting nothing new), or a logging bug; look at what the server printed around these lines.",
+                f.lines,
+                f.scheduler,
+                r.running,
+                r.tokens,
+                r.duration_s
+                    .map(|x| format!(" for {x:.0} s"))
+                    .unwrap_or_default()
+            ),
+            figures,
+            vec![f.evidence.clone()],
+            if long {
+                Confidence::High
+            } else {
+                Confidence::Low
+            },
+        )
+    }
 }
 
 #[cfg(test)]

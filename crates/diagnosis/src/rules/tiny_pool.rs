@@ -20,8 +20,9 @@
 //! **Source.** SGLang `model_runner.py` (`profile_max_num_token`, capped by
 //! `max_total_tokens`); `token usage = #token / max_total_num_tokens`, spec §2.1.
 
-use crate::report::SourceRange;
-use crate::rules::Input;
+use crate::narrative::words::{finding, with_levers};
+use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
+use crate::rules::{Input, Rule};
 use crate::thresholds as th;
 
 /// The pool, and where it was seen.
@@ -77,6 +78,75 @@ pub fn few_full_context(input: &Input<'_>) -> Option<FullContext> {
         context_len,
         requests,
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct TinyPool;
+
+impl Rule for TinyPool {
+    const NAME: &'static str = "tiny_pool";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let out = finding(
+            FindingKind::TinyKvPool,
+            "The KV pool is tiny",
+            format!(
+                "The pool holds only ~{:.0} tokens ({}), far below what a GPU normally gives: --max-total-tokens or a very low mem_fraction_static is set, or the run is a reproduction with an artificial cap. Any real load will be KV-bound.",
+                f.pool_tokens,
+                if f.inferred {
+                    "from #token / token usage"
+                } else {
+                    "max_total_num_tokens"
+                }
+            ),
+            vec![Figure::new("KV pool size", f.pool_tokens, Unit::Tokens)],
+            f.evidence.clone().into_iter().collect(),
+            Confidence::Medium,
+        );
+        with_levers(out, &[Lever::MemFractionStatic])
+    }
+}
+
+/// A pool of few full-context requests ([`few_full_context`]) as a registered rule: judged on a
+/// log of startup lines only ([`Input::no_decode_lines`]), where the capacity the startup
+/// fixed is what can be judged.
+#[derive(Clone, Copy, Debug)]
+pub struct FewFullContext;
+
+impl Rule for FewFullContext {
+    const NAME: &'static str = "tiny_pool";
+    type Facts = FullContext;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = FullContext> {
+        input
+            .no_decode_lines()
+            .then(|| few_full_context(input))
+            .flatten()
+    }
+
+    fn finding(f: &FullContext, _input: &Input<'_>) -> Finding {
+        Finding {
+            kind: FindingKind::TinyKvPool,
+            title: format!(
+                "The KV pool holds only {:.1} full-context requests ({} tokens for a {}-token context)",
+                f.requests, f.pool_tokens, f.context_len
+            ),
+            detail: "Two requests of the full context length cannot run together: long requests will run one at a time and the rest queue. Give the pool more memory (--mem-fraction-static, fewer CUDA graphs), a larger --tp, fp8 KV (--kv-cache-dtype fp8_e4m3), or lower --context-length to what the workload needs.".to_string(),
+            figures: vec![
+                Figure::new("KV pool size", f.pool_tokens as f64, Unit::Tokens),
+                Figure::new("context length", f.context_len as f64, Unit::Tokens),
+            ],
+            evidence: vec![],
+            confidence: Confidence::Medium,
+            levers: vec![Lever::MemFractionStatic, Lever::KvCacheDtype],
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Findings of load and admission: the finding that names a scheduler's bottleneck (KV cache,
-//! running cap, prefill limit, conservative scheduler, PD transfer, client bound, drain), held
-//! admission, a tiny KV pool and uneven load across DP ranks.
+//! running cap, prefill limit, conservative scheduler, PD transfer, client bound, drain) and
+//! held admission.
 
 use super::{finding, with_levers};
 use crate::evidence::pools::{PoolKind, PoolRoom};
@@ -10,8 +10,7 @@ use crate::report::{
     SourceRange, Unit,
 };
 use crate::rules::{
-    admission, dp_imbalance, held_admission, kv_cache_bound, pd_transfer, prefill_limit,
-    running_cap, tiny_pool,
+    admission, held_admission, kv_cache_bound, pd_transfer, prefill_limit, running_cap,
 };
 use crate::thresholds as th;
 use crate::verdict::Reason;
@@ -486,54 +485,6 @@ pub fn bottleneck(
         ),
         &levers,
     ))
-}
-
-/// The finding of [`crate::rules::dp_imbalance`].
-pub fn dp_imbalance(f: &dp_imbalance::Facts) -> Finding {
-    let out = finding(
-        FindingKind::DpImbalance,
-        "Load is uneven across DP ranks",
-        format!(
-            "Mean running requests range from {:.1} to {:.1} across {} DP ranks: the busiest rank sets the pace. Check the router's load-balance method (e.g. --load-balance-method round_robin / shortest_queue).",
-            f.min, f.max, f.ranks
-        ),
-        vec![
-            Figure::new(
-                "lowest mean running requests on a DP rank",
-                f.min,
-                Unit::Requests,
-            ),
-            Figure::new(
-                "highest mean running requests on a DP rank",
-                f.max,
-                Unit::Requests,
-            ),
-        ],
-        Vec::new(),
-        Confidence::Low,
-    );
-    with_levers(out, &[Lever::LoadBalanceMethod])
-}
-
-/// The finding of [`crate::rules::tiny_pool`].
-pub fn tiny_pool(f: &tiny_pool::Facts) -> Finding {
-    let out = finding(
-        FindingKind::TinyKvPool,
-        "The KV pool is tiny",
-        format!(
-            "The pool holds only ~{:.0} tokens ({}), far below what a GPU normally gives: --max-total-tokens or a very low mem_fraction_static is set, or the run is a reproduction with an artificial cap. Any real load will be KV-bound.",
-            f.pool_tokens,
-            if f.inferred {
-                "from #token / token usage"
-            } else {
-                "max_total_num_tokens"
-            }
-        ),
-        vec![Figure::new("KV pool size", f.pool_tokens, Unit::Tokens)],
-        f.evidence.clone().into_iter().collect(),
-        Confidence::Medium,
-    );
-    with_levers(out, &[Lever::MemFractionStatic])
 }
 
 /// The finding of [`crate::rules::held_admission`].

@@ -1,0 +1,109 @@
+//! The words every finding shares, a leaf of `narrative` that imports nothing of the rules:
+//! the number formats of a sentence (`count`, `num`, `fmt_duration`, the confidence level and
+//! an interval) and the constructors of a [`Finding`] (`finding`, `with_levers`, `failure`).
+//!
+//! The rule files word their own findings (`rules::Rule::finding`) with these, and the rest of
+//! `narrative` with them too: a rule names its facts and its sentence, this file only formats
+//! and assembles. Being a leaf, it can be shared by both sides without a module circle.
+
+use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, Rate, SourceRange, Unit};
+use crate::thresholds as th;
+
+/// The confidence level as people read it: `95%`.
+pub fn confidence_pct() -> String {
+    format!("{:.0}%", th::CONFIDENCE * 100.0)
+}
+
+/// `7087 s` → `1.97 h`; short spans stay in seconds.
+pub fn fmt_duration(s: f64) -> String {
+    if !s.is_finite() {
+        "?".into()
+    } else if s >= 3600.0 {
+        format!("{:.2} h", s / 3600.0)
+    } else if s >= 120.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
+/// `1,648` style thousands separators for counts in sentences.
+pub fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A number with `digits` decimals, or `?` when unknown or not finite (never `NaN`).
+pub fn num(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "?".into(),
+    }
+}
+
+/// `(95% interval 0.132-0.150)`-style interval words, empty without an interval.
+pub fn interval(r: &Rate, digits: usize) -> String {
+    match (r.low, r.high) {
+        (Some(l), Some(h)) => format!("{} interval {l:.digits$}-{h:.digits$}", confidence_pct()),
+        (Some(l), None) => format!("{} interval from {l:.digits$}", confidence_pct()),
+        _ => String::new(),
+    }
+}
+
+/// `f` with the settings it says to change.
+pub(crate) fn with_levers(mut f: Finding, levers: &[Lever]) -> Finding {
+    f.levers = levers.to_vec();
+    f
+}
+
+/// A finding without levers (add them with [`with_levers`]).
+pub(crate) fn finding(
+    kind: FindingKind,
+    title: impl Into<String>,
+    detail: impl Into<String>,
+    figures: Vec<Figure>,
+    evidence: Vec<SourceRange>,
+    confidence: Confidence,
+) -> Finding {
+    Finding {
+        kind,
+        title: title.into(),
+        detail: detail.into(),
+        figures,
+        evidence,
+        confidence,
+        levers: Vec::new(),
+    }
+}
+
+/// The finding of counted failure lines (the facts of `rules::watchdog` and the rules that
+/// share them): `detail` then the first line's text, the line count as its one figure, the
+/// first line as its evidence, high confidence.
+pub(crate) fn failure(
+    lines: u64,
+    first_text: &str,
+    first: Option<&SourceRange>,
+    kind: FindingKind,
+    title: &str,
+    detail: &str,
+) -> Finding {
+    finding(
+        kind,
+        title,
+        format!("{detail} First: {first_text}"),
+        vec![Figure::new(
+            "failure lines (all ranks)",
+            lines as f64,
+            Unit::Lines,
+        )],
+        first.cloned().into_iter().collect(),
+        Confidence::High,
+    )
+}
