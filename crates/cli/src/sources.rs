@@ -195,8 +195,18 @@ pub fn add_client_file(ctx: &mut Context, path: &Path, flag: &str) -> anyhow::Re
             .first()
             .map(|(l, x)| format!("; line {l}: {x:?}"))
             .unwrap_or_default();
+        // progress lines without the date that sets them against the server's clock
+        if let Some((l, x)) = c
+            .unparsed
+            .iter()
+            .find(|(_, x)| sglang_log::progress_without_time(x))
+        {
+            anyhow::bail!(
+                "{flag} {name}: line {l} counts completed requests ({x:?}) but does not start with a date and time (YYYY-MM-DD HH:MM:SS, bare or in [brackets]): without it the client's progress cannot be set against the server log's clock; print a timestamp at the start of each progress line"
+            );
+        }
         anyhow::bail!(
-            "{flag} {name}: none of its {} lines is a client record (JSONL with token counts or times), a progress line (date-time ... N/M done) or a benchmark summary (bench_serving's 'Serving Benchmark Result' block){first}",
+            "{flag} {name}: none of its {} lines is a client record (JSONL with token counts or times), a progress line (a date-time, then a count of completed requests: N/M done, Progress: N/M, completed N/M) or a benchmark summary (bench_serving's 'Serving Benchmark Result' block){first}",
             c.lines
         );
     }

@@ -1254,3 +1254,40 @@ fn a_benchmark_that_counts_tokens_the_server_did_not_generate() {
         "{text}"
     );
 }
+
+/// A client printout without a date at the start of its lines (what the fresh-user trial of
+/// 2026-12-03 printed first) is refused with what is missing, not with the line's own form;
+/// the same line with the date in brackets is read.
+#[test]
+fn a_printout_without_a_date_says_the_date_is_missing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = data("scenarios/kimi-k25-b2-early").join("server.log");
+    let run = |line: &str| {
+        let f = dir.path().join("client.txt");
+        std::fs::write(&f, line).expect("write");
+        bin()
+            .arg("diagnose")
+            .arg(&log)
+            .arg("--client-log")
+            .arg(&f)
+            .output()
+            .expect("run")
+    };
+    let out = run("129/11000 done, 0.1 req/s, 500 tok/s\n");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 1 counts completed requests")
+            && err.contains("does not start with a date and time"),
+        "{err}"
+    );
+    let out = run(
+        "[2026-02-10 14:14:30] 129/11000 done, 0.1 req/s, 500 tok/s\n[2026-02-10 14:15:30] 135/11000 done, 0.1 req/s, 500 tok/s\n",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -6,8 +6,11 @@
 //!   `submit_unix_s`, `usage`, `ok`), or any JSONL with a time field (`end_time`, `timestamp`,
 //!   `ts`, `time`, `completed_at`, `created`: Unix seconds or an ISO date-time);
 //! - JSONL records without times (a dump of responses): only the request lengths are used;
-//! - a progress log whose lines start with a date-time and carry `N/M done` (and optionally
-//!   `X req/s`, the client's own printed rate), e.g. `2026-02-10 14:00:30 [B2] 3/11000 done, 0.0 req/s`;
+//! - a progress log whose lines start with a date-time (bare, ISO or in brackets, with
+//!   milliseconds or not) and carry a count of completed requests, `N/M` (`3/11000 done`,
+//!   `Progress: 3/11000`, `completed 3/11000`, `Processed 3/11000 requests`) or `N done`, and
+//!   optionally the client's own printed rates (`X req/s`, `X it/s`, `X tok/s`), e.g.
+//!   `2026-02-10 14:00:30 [B2] 3/11000 done, 0.0 req/s`;
 //! - a benchmark's printed summary (`python -m sglang.bench_serving`, SGLang's multi-turn
 //!   benchmark), read by [`crate::bench`]: whole-run figures, no per-request times.
 //!
@@ -44,6 +47,8 @@ pub struct ProgressPoint {
     pub total: Option<u64>,
     /// The rate the client printed on this line (req/s), when it did.
     pub printed_req_per_s: Option<f64>,
+    /// The token rate the client printed on this line (tok/s), when it did.
+    pub printed_tok_per_s: Option<f64>,
     /// The mean completion length the client printed (`avg_comp=4121tok`, tokens), when it did.
     pub mean_completion_tokens: Option<f64>,
 }
@@ -232,24 +237,110 @@ fn record_from_json(v: &Value) -> Option<ClientRequest> {
     })
 }
 
-/// Find `N/M done` (or `N done`) and `X req/s` in a progress line after its date-time.
-fn progress_from_line(line: &str) -> Option<ProgressPoint> {
-    let (t, used) = parse_datetime_prefix(line.trim_start())?;
-    let rest = line.trim_start().get(used..)?;
-    let done_at = rest.find(" done")?;
-    let head = &rest[..done_at];
-    let token = head.rsplit(|c: char| c.is_whitespace()).next()?;
-    let (done, total) = match token.split_once('/') {
-        Some((a, b)) => (a.parse().ok()?, b.parse().ok()),
-        None => (token.parse().ok()?, None),
+/// The date-time a progress line starts with, and the rest of the line: bare or in square
+/// brackets (`[2026-02-10 14:14:30]`), the forms [`parse_datetime_prefix`] reads.
+fn progress_time(line: &str) -> Option<(f64, &str)> {
+    let line = line.trim_start();
+    let (inner, bracket) = match line.strip_prefix('[') {
+        Some(r) => (r, true),
+        None => (line, false),
     };
-    let printed = rest.find(" req/s").and_then(|i| {
-        rest[..i]
-            .rsplit(|c: char| c.is_whitespace() || c == ',')
-            .next()?
-            .parse::<f64>()
-            .ok()
-    });
+    let (t, used) = parse_datetime_prefix(inner)?;
+    let rest = inner.get(used..)?;
+    let rest = if bracket {
+        rest.strip_prefix(']')?
+    } else {
+        rest
+    };
+    Some((t, rest))
+}
+
+/// The numbers of a line as `(start, end, value)` byte ranges: runs of digits with at most one
+/// decimal point, not glued to a letter before them (`v2`, `x86` are names, not numbers).
+fn numbers(s: &str) -> impl Iterator<Item = (usize, usize, &str)> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < b.len() {
+            if b[i].is_ascii_digit()
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'.'))
+            {
+                let start = i;
+                let mut dot = false;
+                while i < b.len()
+                    && (b[i].is_ascii_digit()
+                        || (b[i] == b'.' && !dot && i + 1 < b.len() && b[i + 1].is_ascii_digit()))
+                {
+                    dot |= b[i] == b'.';
+                    i += 1;
+                }
+                return Some((start, i, &s[start..i]));
+            }
+            i += 1;
+        }
+        None
+    })
+}
+
+/// Whether `unit` (after optional spaces) follows byte `at` of `s`, as a whole word.
+fn unit_after(s: &str, at: usize, units: &[&str]) -> bool {
+    let rest = s[at..].trim_start();
+    units.iter().any(|u| {
+        rest.strip_prefix(u)
+            .is_some_and(|r| r.chars().next().is_none_or(|c| !c.is_ascii_alphanumeric()))
+    })
+}
+
+/// The completed-request count of a progress line: its first `N/M` (both whole numbers,
+/// `0 < M`, `N ≤ M`; a first pair that breaks this makes no count), else, without any `N/M`,
+/// `N done` / `N completed` / `done: N`.
+fn progress_count(rest: &str) -> Option<(u64, Option<u64>)> {
+    let nums: Vec<(usize, usize, &str)> = numbers(rest).collect();
+    if let Some(w) = nums
+        .windows(2)
+        .find(|w| w[1].0 == w[0].1 + 1 && rest.as_bytes()[w[0].1] == b'/')
+    {
+        let (n, m) = (w[0].2.parse::<u64>().ok()?, w[1].2.parse::<u64>().ok()?);
+        return (m > 0 && n <= m).then_some((n, Some(m)));
+    }
+    nums.iter().find_map(|&(start, end, v)| {
+        let n = v.parse::<u64>().ok()?;
+        let before = rest[..start].trim_end();
+        (unit_after(
+            rest,
+            end,
+            &["done", "completed", "finished", "requests done"],
+        ) || before.ends_with("done:")
+            || before.ends_with("completed:"))
+        .then_some((n, None))
+    })
+}
+
+/// The first number of `rest` followed by one of `units` (a printed rate).
+fn printed_rate(rest: &str, units: &[&str]) -> Option<f64> {
+    numbers(rest).find_map(|(_, end, v)| {
+        unit_after(rest, end, units)
+            .then(|| v.parse::<f64>().ok())
+            .flatten()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+    })
+}
+
+/// Whether `line` counts completed requests as a progress line does ([`progress_count`]) but
+/// does not start with a date-time: the count is there, the time to set it against the server
+/// log's clock is not (`129/11000 done, 0.1 req/s`, `14:14:30 129/11000 done`).
+pub fn progress_without_time(line: &str) -> bool {
+    progress_time(line).is_none() && progress_count(line).is_some()
+}
+
+/// A progress line: a date-time, a count of completed requests ([`progress_count`]), and the
+/// rates the client printed (`X req/s`, `X it/s` of a progress bar counting requests, `X
+/// tok/s`), the mean completion length when printed (`avg_comp=4121tok`).
+fn progress_from_line(line: &str) -> Option<ProgressPoint> {
+    let (t, rest) = progress_time(line)?;
+    let (done, total) = progress_count(rest)?;
+    let printed = printed_rate(rest, &["req/s", "reqs/s", "requests/s", "it/s"]);
+    let printed_tok = printed_rate(rest, &["tok/s", "tokens/s", "token/s"]);
     // `avg_comp=4121tok` (or `avg_comp=4121`, `avg_comp: 4121 tokens`)
     let avg_comp = rest.find("avg_comp").and_then(|i| {
         let v = rest[i + "avg_comp".len()..].trim_start_matches([' ', '=', ':']);
@@ -266,6 +357,7 @@ fn progress_from_line(line: &str) -> Option<ProgressPoint> {
         done,
         total,
         printed_req_per_s: printed,
+        printed_tok_per_s: printed_tok,
         mean_completion_tokens: avg_comp,
     })
 }
@@ -355,6 +447,81 @@ mod tests {
         assert_eq!(p.mean_completion_tokens, None);
         let t0 = parse_datetime_prefix("2026-02-10 00:00:00").expect("t").0;
         assert_eq!(p.t - t0, 15.0 * 3600.0 + 59.0 * 60.0 + 36.0);
+    }
+
+    /// The progress lines a new user's own client printed (the fresh-user trial of
+    /// 2026-12-03): brackets round the time, a logger's level, `Progress:`, `completed`,
+    /// `Processed`, a progress bar's `it/s`, the token rate.
+    #[test]
+    fn progress_lines_as_scripts_print_them() {
+        let t0 = parse_datetime_prefix("2026-02-10 14:14:30").expect("t").0;
+        let cases: &[(&str, u64, Option<u64>, Option<f64>, Option<f64>)] = &[
+            (
+                "[2026-02-10 14:14:30] 129/11000 done, 0.1 req/s, 500 tok/s",
+                129,
+                Some(11000),
+                Some(0.1),
+                Some(500.0),
+            ),
+            (
+                "2026-02-10 14:14:30 INFO Progress: 129/11000 (0.1 req/s, 500 tok/s)",
+                129,
+                Some(11000),
+                Some(0.1),
+                Some(500.0),
+            ),
+            (
+                "2026-02-10 14:14:30 completed 129/11000, 0.1 req/s",
+                129,
+                Some(11000),
+                Some(0.1),
+                None,
+            ),
+            (
+                "2026-02-10 14:14:30,123 INFO Processed 129/11000 requests | 0.1 req/s | 500 tokens/s",
+                129,
+                Some(11000),
+                Some(0.1),
+                Some(500.0),
+            ),
+            (
+                "2026-02-10T14:14:30 Generating:   1%| | 129/11000 [14:30<20:25:00,  0.15it/s]",
+                129,
+                Some(11000),
+                Some(0.15),
+                None,
+            ),
+            ("2026-02-10 14:14:30 [B2] 129 done", 129, None, None, None),
+            ("2026-02-10 14:14:30 done: 129", 129, None, None, None),
+        ];
+        for &(line, done, total, req, tok) in cases {
+            let p = progress_from_line(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(
+                (p.done, p.total, p.printed_req_per_s, p.printed_tok_per_s),
+                (done, total, req, tok),
+                "{line}"
+            );
+            assert!((p.t - t0).abs() < 0.2, "{line}: {}", p.t - t0);
+        }
+        assert!(progress_without_time(
+            "129/11000 done, 0.1 req/s, 500 tok/s"
+        ));
+        assert!(progress_without_time("14:14:30 129/11000 done, 0.1 req/s"));
+        assert!(!progress_without_time(
+            "[2026-02-10 14:14:30] 129/11000 done"
+        ));
+        assert!(!progress_without_time("starting the job"));
+        // no date-time, a time of day alone, a count above its total, a bracket not closed,
+        // a count glued to a name: not a progress point
+        for line in [
+            "129/11000 done, 0.1 req/s, 500 tok/s",
+            "14:14:30 129/11000 done, 0.1 req/s",
+            "2026-02-10 14:14:30 12000/11000 done",
+            "[2026-02-10 14:14:30 129/11000 done",
+            "2026-02-10 14:14:30 loaded model v2/3",
+        ] {
+            assert_eq!(progress_from_line(line), None, "{line}");
+        }
     }
 
     #[test]

@@ -130,7 +130,9 @@ pub use access::{
 };
 pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
 pub use bench::{BenchClient, BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
-pub use client::{ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, parse_client};
+pub use client::{
+    ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, parse_client, progress_without_time,
+};
 pub use events::{
     CapacityLine, Frame, KvCacheAllocated, LaunchArgs, MemoryLine, Retraction, RetractionWording,
     ServerArgs, Stack, StackCollector, StackKind, cuda_graph_capture_max_bs,
