@@ -540,7 +540,21 @@ fn end_of_log(
         ));
     }
     warnings.extend(read.warnings);
-    not_sglang.extend(sniff.error(name));
+    // unrecognised bytes that are not text at all: the refusal says so
+    let not_text = read
+        .stats
+        .head
+        .filter(|_| read.stats.events == 0)
+        .and_then(|h| h.not_text_reason());
+    not_sglang.extend(sniff.error(name).map(|e| match (e, not_text) {
+        (sglang_log::NotSglangLog::Unrecognised { path, .. }, Some(why)) => {
+            sglang_log::NotSglangLog::NotText {
+                path,
+                why: why.to_string(),
+            }
+        }
+        (e, _) => e,
+    }));
 }
 
 /// Head of a file looked at for client progress lines ([`is_client_progress_log`]), in bytes.

@@ -359,7 +359,20 @@ pub fn foreign_hint(e: &NotSglangLog) -> &'static str {
         Some(ForeignFormat::AiperfConsole) => {
             " (AIPerf's console summary is not read; the server log is what this tool diagnoses)"
         }
-        Some(ForeignFormat::Vllm | ForeignFormat::LlamaCpp | ForeignFormat::Tgi) | None => "",
+        Some(ForeignFormat::ServerInfo) => {
+            " (a /server_info response goes to --server-info FILE, beside the server log)"
+        }
+        Some(ForeignFormat::ClientRecords | ForeignFormat::AiperfRecords) => {
+            " (per-request records go to --client-records FILE, beside the server log)"
+        }
+        Some(ForeignFormat::BenchServingResult) => {
+            " (bench_serving's result file is not read yet; its console output goes to --client-log FILE, beside the server log)"
+        }
+        Some(ForeignFormat::AiperfReport | ForeignFormat::GuidellmReport) => {
+            " (a benchmark client's report is not read as the log: pass the server's log, and the client's per-request records with --client-records)"
+        }
+        Some(f) if f.is_engine() => "",
+        Some(_) | None => "",
     }
 }
 

@@ -577,25 +577,22 @@ fn a_binary_file_given_as_a_log_is_called_out() {
         std::fs::write(&p, bytes).expect("write");
         let nul = bytes.iter().take(64 * 1024).filter(|&&b| b == 0).count();
         assert!(nul > 0, "{file}");
+        // the only input, and no SGLang line in it: refused, saying why
         let out = bin()
             .args(["diagnose", "--json"])
             .arg(&p)
             .output()
             .expect("run");
-        assert_eq!(out.status.code(), Some(0), "{file}");
-        let warning = format!(
-            "{} does not look like a text log ({nul} NUL bytes in {within})",
-            p.display()
-        );
+        assert_eq!(out.status.code(), Some(1), "{file}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(&format!("warning: {warning}")), "{err}");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        assert_eq!(v["inputs"][0]["events"], 0);
         assert!(
-            v["not_concluded"].to_string().contains(&warning),
-            "{}",
-            v["not_concluded"]
+            err.contains(&format!(
+                "error: {} does not look like a text log ({nul} NUL bytes in {within})",
+                p.display()
+            )),
+            "{err}"
         );
+        assert!(out.stdout.is_empty(), "{file}");
     }
     // No NUL, but not text either: Latin-1 bytes that are invalid UTF-8, and control bytes.
     let p = dir.path().join("latin1.log");
@@ -604,16 +601,16 @@ fn a_binary_file_given_as_a_log_is_called_out() {
     odd.extend(std::iter::repeat_n(b'a', 1000));
     std::fs::write(&p, &odd).expect("write");
     let out = bin().arg("diagnose").arg(&p).output().expect("run");
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!(
-            "warning: {} does not look like a text log (3096 control or invalid UTF-8 bytes in its 4096 bytes)",
+            "error: {} does not look like a text log (3096 control or invalid UTF-8 bytes in its 4096 bytes)",
             p.display()
         )),
         "{err}"
     );
-    // A text log without scheduler lines is not called binary.
+    // A text file without any SGLang line is refused too, but not called binary.
     let text_log = dir.path().join("notes.log");
     std::fs::write(&text_log, b"starting the run\nall done\n").expect("write");
     let out = bin()
@@ -621,9 +618,13 @@ fn a_binary_file_given_as_a_log_is_called_out() {
         .arg(&text_log)
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("does not look like a text log"), "{err}");
+    assert!(
+        err.contains("none of its 2 line(s) is an SGLang server line"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -684,8 +685,13 @@ fn help_says_what_each_option_takes_and_in_which_unit() {
 fn verdict_does_not_repeat_its_label() {
     let dir = tempfile::tempdir().expect("tmp");
     let md = dir.path().join("r.md");
+    // an SGLang log that holds no scheduler line: only the line that says it serves
     let text_log = dir.path().join("notes.log");
-    std::fs::write(&text_log, b"starting the run\nall done\n").expect("write");
+    std::fs::write(
+        &text_log,
+        b"[2026-05-28 02:59:59] The server is fired up and ready to roll!\n",
+    )
+    .expect("write");
     let out = bin()
         .arg("diagnose")
         .arg(&text_log)

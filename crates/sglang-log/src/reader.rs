@@ -963,20 +963,26 @@ impl<R: Read> LogReader<R> {
 
     /// The partial line in `buf[start..end]` reached [`MAX_LINE`] bytes without a newline:
     /// deliver it now as [`Event::Malformed`] ("line longer than 1 MiB", its first bytes kept
-    /// as the excerpt), drop its bytes, and skip the rest of it up to the next newline.
+    /// as the excerpt and, as far as they are UTF-8, as the message: what the line is, a
+    /// one-line JSON report say, shows there), drop its bytes, and skip the rest of it up to
+    /// the next newline.
     fn cap_long_line<F: FnMut(&Record<'_>, &[u8])>(&mut self, stats: &mut ParseStats, f: &mut F) {
         self.line_no += 1;
+        let raw = &self.buf[self.start..self.end];
+        let head = &raw[..raw.len().min(EXCERPT_BYTES)];
+        let message = match std::str::from_utf8(head) {
+            Ok(s) => s,
+            Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+        };
         let rec = Record {
             line_no: self.line_no,
             timestamp: None,
             ranks: Default::default(),
-            message: "",
+            message,
             event: Event::Malformed {
                 reason: LONG_LINE_REASON,
             },
         };
-        let raw = &self.buf[self.start..self.end];
-        let head = &raw[..raw.len().min(EXCERPT_BYTES)];
         f(&rec, head);
         stats.observe(&rec, head);
         stats.bytes += (raw.len() - head.len()) as u64;
