@@ -43,7 +43,8 @@
 //!   (`"prompt_tokens"` / `"completion_tokens"` on a JSON line), bench_serving's
 //!   `--output-file` (a JSON line with `"backend":` and `"request_rate":`), AIPerf's
 //!   per-request export (`"request_start_ns"`) and its summaries (`aiperf_version`, the CSV's
-//!   `Metric,avg,min,max,sum,p1,` header), GuideLLM's report (`guidellm_version`). A line
+//!   `Metric,avg,min,max,sum,p1,` header), GuideLLM's report (`guidellm_version`) and console
+//!   (loguru lines `…|INFO     |guidellm.benchmark…`). A line
 //!   longer than the reader holds is looked at by its first bytes (a one-line JSON report).
 //!
 //! A file with none of these and no SGLang line is [`LogKind::Unrecognised`], also refused: a
@@ -98,6 +99,8 @@ pub enum ForeignFormat {
     AiperfReport,
     /// GuideLLM's benchmark report (`benchmarks.json` / `.yaml`): its `guidellm_version`.
     GuidellmReport,
+    /// GuideLLM's console output: its loguru lines from `guidellm.…` modules.
+    GuidellmConsole,
     /// A saved `/server_info` (or `/get_server_info`) response.
     ServerInfo,
     /// Per-request JSONL records (a client's responses).
@@ -106,7 +109,7 @@ pub enum ForeignFormat {
 
 impl ForeignFormat {
     /// Every format, in the order ties are broken.
-    pub const ALL: [ForeignFormat; 20] = [
+    pub const ALL: [ForeignFormat; 21] = [
         ForeignFormat::Vllm,
         ForeignFormat::LlamaCpp,
         ForeignFormat::Tgi,
@@ -125,6 +128,7 @@ impl ForeignFormat {
         ForeignFormat::AiperfRecords,
         ForeignFormat::AiperfReport,
         ForeignFormat::GuidellmReport,
+        ForeignFormat::GuidellmConsole,
         ForeignFormat::ServerInfo,
         ForeignFormat::ClientRecords,
     ];
@@ -150,6 +154,7 @@ impl ForeignFormat {
             ForeignFormat::AiperfRecords => "AIPerf's per-request export (profile_export.jsonl)",
             ForeignFormat::AiperfReport => "an AIPerf report",
             ForeignFormat::GuidellmReport => "GuideLLM's benchmark report",
+            ForeignFormat::GuidellmConsole => "GuideLLM's console output",
             ForeignFormat::ServerInfo => "a saved /server_info response",
             ForeignFormat::ClientRecords => "per-request JSONL records",
         }
@@ -243,6 +248,7 @@ impl ForeignFormat {
                 has(b"aiperf_version") || msg.starts_with(b"Metric,avg,min,max,sum,p1,")
             }
             ForeignFormat::GuidellmReport => has(b"guidellm_version"),
+            ForeignFormat::GuidellmConsole => has(b"|guidellm."),
             ForeignFormat::ServerInfo => {
                 let t = msg.trim_ascii_start();
                 let key = |k: &[u8]| t.starts_with(k) || (json && has(k));
