@@ -368,7 +368,11 @@ pub fn foreign_hint(e: &NotSglangLog) -> &'static str {
         Some(ForeignFormat::BenchServingResult) => {
             " (bench_serving's result file is not read yet; its console output goes to --client-log FILE, beside the server log)"
         }
-        Some(ForeignFormat::AiperfReport | ForeignFormat::GuidellmReport) => {
+        Some(
+            ForeignFormat::AiperfReport
+            | ForeignFormat::GuidellmReport
+            | ForeignFormat::GuidellmConsole,
+        ) => {
             " (a benchmark client's report is not read as the log: pass the server's log, and the client's per-request records with --client-records)"
         }
         Some(f) if f.is_engine() => "",

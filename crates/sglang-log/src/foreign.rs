@@ -731,6 +731,10 @@ mod tests {
                 "clients/guidellm-0.8.1/benchmarks.csv",
                 ForeignFormat::GuidellmReport,
             ),
+            (
+                "clients/guidellm-0.8.1/guidellm.console.txt",
+                ForeignFormat::GuidellmConsole,
+            ),
         ] {
             assert_eq!(foreign(rel).0, want, "{rel}");
         }
