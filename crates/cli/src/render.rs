@@ -599,6 +599,20 @@ fn sections(r: &Report) -> Vec<Section> {
             ])],
         ));
     }
+    if let Some(q) = &r.request_times {
+        out.push(section(
+            format!(
+                "Requests (the scheduler's own per-request times, ReqTimeStats: {} lines{})",
+                q.lines,
+                if q.sampled < q.lines as usize {
+                    format!(", {} sampled", q.sampled)
+                } else {
+                    String::new()
+                }
+            ),
+            request_times(q),
+        ));
+    }
     if let Some(cm) = &r.capacity_model {
         out.push(section(
             "KV capacity what-if (per GPU; SGLang's pool formula)",
@@ -937,6 +951,43 @@ fn gpu_source_label(s: &gpu_probe::SnapshotSource) -> String {
         gpu_probe::SnapshotSource::NvidiaSmiTable { path } => format!("nvidia-smi table {path}"),
         gpu_probe::SnapshotSource::NvidiaSmiQuery { path } => format!("nvidia-smi -q {path}"),
     }
+}
+
+/// The per-request times as a table (one row per duration the lines print) and the prefix
+/// cache's share of prompt tokens.
+fn request_times(q: &diagnosis::report::RequestTimesSummary) -> Vec<Block> {
+    let rows: Vec<Vec<String>> = [
+        ("waiting in the scheduler's queue (s)", q.queue_s, 3),
+        ("first forward pass to completion (s)", q.forward_s, 2),
+        ("output tokens", q.output_tokens, 0),
+        ("PD bootstrap handshake (s)", q.bootstrap_s, 3),
+        ("PD wait for KV memory (s)", q.alloc_wait_s, 3),
+        ("PD KV transfer (s)", q.transfer_s, 3),
+        ("PD KV transfer speed (GB/s)", q.transfer_gb_per_s, 2),
+    ]
+    .into_iter()
+    .filter_map(|(name, s, d)| {
+        let s = s?;
+        Some(vec![
+            name.to_string(),
+            s.n.to_string(),
+            format!("{:.d$}", s.median),
+            format!("{:.d$}", s.p90),
+            format!("{:.d$}", s.max),
+        ])
+    })
+    .collect();
+    let mut blocks = vec![Block::Table {
+        header: vec!["per request", "requests", "median", "p90", "max"],
+        rows,
+    }];
+    if let Some(c) = q.prefix_cached_share {
+        blocks.push(Block::Notes(vec![format!(
+            "prompt tokens served from the prefix cache: {:.1}%",
+            c * 100.0
+        )]));
+    }
+    blocks
 }
 
 #[cfg(test)]

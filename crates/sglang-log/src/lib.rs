@@ -121,6 +121,7 @@ mod num;
 pub mod parallel;
 mod ranks;
 mod reader;
+pub mod req_times;
 mod scan;
 mod timestamp;
 pub mod values;
@@ -144,6 +145,7 @@ pub use reader::{
     HEAD_BYTES, HeadStats, KEPT_LINES, LONG_LINE_REASON, LogReader, MAX_LINE, MalformedLine,
     ParseStats, ReadError, RejectedValue,
 };
+pub use req_times::{ReqMode, ReqTimes, parse_req_times};
 pub use timestamp::Timestamp;
 pub use values::{RejectedField, Rejection};
 
@@ -229,6 +231,9 @@ pub enum Event<'a> {
     WatchdogTimeout(&'a str),
     /// A PD KV transfer failure (`… transfer failed …`, `KVTransferError`); the message text.
     KvTransferFailed(&'a str),
+    /// A finished request's time stats (`ReqTimeStats(rid=…, …): queue_duration=…`, the older
+    /// `Req Time Stats(…)`): read with [`parse_req_times`]; the message text.
+    ReqTimeStats(&'a str),
     /// `Scheduler hit an exception: …`: a scheduler process died; its traceback follows on
     /// untimestamped lines ([`StackCollector`] reads it). The message text.
     SchedulerException(&'a str),
@@ -267,6 +272,7 @@ impl Event<'_> {
             Event::ServerReady => "server_ready",
             Event::WatchdogTimeout(_) => "watchdog_timeout",
             Event::KvTransferFailed(_) => "kv_transfer_failed",
+            Event::ReqTimeStats(_) => "req_time_stats",
             Event::SchedulerException(_) => "scheduler_exception",
             Event::TracebackStart => "traceback_start",
             Event::Other => "other",

@@ -441,6 +441,11 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
             }
         }
         b'S' if starts("Scheduler hit an exception") => Event::SchedulerException(msg),
+        b'R' if (starts("ReqTimeStats(") || starts("Req Time Stats("))
+            && crate::req_times::parse_req_times(msg).is_some() =>
+        {
+            Event::ReqTimeStats(msg)
+        }
         b'T' if starts("Traceback (most recent call last)") => Event::TracebackStart,
         _ => return,
     };

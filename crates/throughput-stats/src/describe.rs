@@ -37,6 +37,23 @@ pub fn median_f64(xs: &[f64]) -> Option<f64> {
     (k < s.len()).then(|| *s.select_nth_unstable_by(k, f64::total_cmp).1)
 }
 
+/// The `q` quantile of the finite values of `xs`, each weighing the same: the smallest value
+/// whose share of the values at or below it reaches `q` (the inverted CDF, Hyndman & Fan type
+/// 1, as [`crate::gauge::quantile`] without time weights); `None` when none is finite or `q`
+/// is outside [0, 1]. Units: those of `xs`.
+pub fn quantile_f64(xs: &[f64], q: f64) -> Option<f64> {
+    if !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let mut s: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return None;
+    }
+    // the k-th smallest (1-based) with k = ceil(q n), at least 1
+    let k = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len());
+    Some(*s.select_nth_unstable_by(k - 1, f64::total_cmp).1)
+}
+
 /// The median of the finite values of `xs`: the middle one, or for an even count the mean of
 /// the two middle ones (so `[1, 2, 3, 40]` gives 2.5, where [`median_f64`] gives 3); `None`
 /// when none is finite. Units: those of `xs`.
@@ -197,5 +214,17 @@ mod tests {
         // x2 constant: singular.
         let flat: Vec<_> = rows.iter().map(|r| (r.0, 7.0, r.2)).collect();
         assert_eq!(least_squares_2(&flat), None);
+    }
+
+    #[test]
+    fn quantile_of_equal_weights() {
+        let xs = [5.0, 1.0, 4.0, 2.0, 3.0, f64::NAN];
+        assert_eq!(quantile_f64(&xs, 0.5), Some(3.0));
+        assert_eq!(quantile_f64(&xs, 0.9), Some(5.0));
+        assert_eq!(quantile_f64(&xs, 0.2), Some(1.0));
+        assert_eq!(quantile_f64(&xs, 0.0), Some(1.0));
+        assert_eq!(quantile_f64(&xs, 1.0), Some(5.0));
+        assert_eq!(quantile_f64(&[], 0.5), None);
+        assert_eq!(quantile_f64(&xs, 1.5), None);
     }
 }

@@ -472,6 +472,12 @@ impl EvidenceBuilder {
             Event::KvTransferFailed(text) => self.ev.kv_transfer_failures.note(loc, text),
             Event::MoeConfigUntuned(text) => self.ev.moe_config_untuned.note(loc, text),
             Event::JitCompile(text) => self.ev.jit_compile.note(loc, text),
+            Event::ReqTimeStats(text) => {
+                if let Some(r) = sglang_log::parse_req_times(text) {
+                    let t = self.time_of(source, rec);
+                    self.ev.request_times.note(loc, t, &r);
+                }
+            }
             // A benchmark's summary has no server timestamp; server lines are never part of one.
             Event::Other if rec.timestamp.is_none() => {
                 if let Some(st) = self.states.get_mut(source) {

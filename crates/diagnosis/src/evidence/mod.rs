@@ -14,6 +14,7 @@ mod gauges;
 pub mod merge;
 pub mod phases;
 pub mod pools;
+pub mod requests;
 pub mod runs;
 pub mod timeline;
 pub mod view;
@@ -84,6 +85,8 @@ pub struct Evidence {
     /// `Entering DeepGEMM JIT Pre-Compile session` lines: requests wait while kernels compile
     /// (10-20 min on first use).
     pub jit_compile: FailureLines,
+    /// The scheduler's per-request time stats (`ReqTimeStats` lines).
+    pub request_times: requests::RequestTimes,
     /// Whether any timestamp lacked a date (times are then seconds since midnight, unwrapped).
     pub dateless_timestamps: bool,
     /// Benchmark summary blocks (`Serving Benchmark Result`, spec §7) found among the lines

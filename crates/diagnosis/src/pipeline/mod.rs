@@ -27,7 +27,7 @@ mod vote;
 
 use inputs::{dp_totals, input_summaries, inputs_first, missing, sources};
 use runs::server_runs;
-use summary::{metrics_summary, scheduler_summary};
+use summary::{metrics_summary, request_times, scheduler_summary};
 
 /// Diagnose from log evidence alone.
 pub fn diagnose(ev: &Evidence) -> Report {
@@ -132,6 +132,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         plans.kv_replicated_by_tp,
         &mut not_concluded,
     );
+    let request_times = request_times(&input);
     let mut report = Report {
         schema_version: SCHEMA_VERSION,
         inputs,
@@ -156,6 +157,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         sources,
         server_metrics: ctx.metrics.as_ref().and_then(metrics_summary),
         expectation,
+        request_times,
         runs: None,
     };
     narrative::fill_methods(&mut report);

@@ -1,10 +1,15 @@
-//! Per-scheduler rows of the report and the summary of `/metrics` polls.
+//! Per-scheduler rows of the report, the summary of `/metrics` polls and of the scheduler's
+//! per-request times.
 
 use crate::context::MetricsFacts;
 use crate::evidence::Evidence;
+use crate::evidence::requests::ReqSample;
 use crate::evidence::view::SchedulerView;
-use crate::report::{Bottleneck, CapacitySummary, MetricsSummary, SchedulerSummary};
-use crate::rules::admission;
+use crate::report::{
+    Bottleneck, CapacitySummary, MetricsSummary, ReqMode, RequestTimesSummary, SchedulerSummary,
+    Spread,
+};
+use crate::rules::{Input, admission};
 
 pub(super) fn scheduler_summary(
     ev: &Evidence,
@@ -64,4 +69,91 @@ pub(super) fn metrics_summary(m: &MetricsFacts) -> Option<MetricsSummary> {
         itl_p50_s: last.itl_p50_s,
         e2e_p50_s: last.e2e_p50_s,
     })
+}
+
+/// The per-request times of the log's `ReqTimeStats` lines ([`RequestTimesSummary`]), over
+/// the kept sample; `None` when the log has none.
+pub(super) fn request_times(input: &Input<'_>) -> Option<RequestTimesSummary> {
+    let rt = &input.ev.request_times;
+    let s = rt.samples.samples();
+    if rt.lines == 0 || s.is_empty() {
+        return None;
+    }
+    let spread = |get: fn(&ReqSample) -> Option<f64>| -> Option<Spread> {
+        let xs: Vec<f64> = s.iter().filter_map(get).filter(|x| x.is_finite()).collect();
+        Some(Spread {
+            n: xs.len(),
+            median: throughput_stats::quantile_f64(&xs, 0.5)?,
+            p90: throughput_stats::quantile_f64(&xs, 0.9)?,
+            max: xs.iter().copied().reduce(f64::max)?,
+        })
+    };
+    // the most common mode
+    let modes = [
+        ReqMode::Unified,
+        ReqMode::Prefill,
+        ReqMode::Decode,
+        ReqMode::Unknown,
+    ];
+    let mode = modes
+        .into_iter()
+        .max_by_key(|m| s.iter().filter(|x| x.mode == *m).count())
+        .unwrap_or(ReqMode::Unknown);
+    let (cached, input_tokens) = s
+        .iter()
+        .filter_map(|x| Some((x.cached_input_len?, x.input_len?)))
+        .fold((0u64, 0u64), |(c, i), (xc, xi)| {
+            (c.saturating_add(xc), i.saturating_add(xi))
+        });
+    Some(RequestTimesSummary {
+        lines: rt.lines,
+        sampled: s.len(),
+        mode,
+        queue_s: spread(|x| x.queue_s),
+        forward_s: spread(|x| x.forward_s),
+        output_tokens: spread(|x| x.output_len.map(|n| n as f64)),
+        prefix_cached_share: (input_tokens > 0)
+            .then(|| (cached.min(input_tokens)) as f64 / input_tokens as f64),
+        bootstrap_s: spread(|x| x.bootstrap_s),
+        alloc_wait_s: spread(|x| x.alloc_wait_s),
+        transfer_s: spread(|x| x.transfer_s),
+        transfer_gb_per_s: spread(|x| x.transfer_gb_per_s),
+        evidence: rt.first.zip(rt.last).map(|(a, b)| input.span(a, b)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{whole, with_input};
+
+    /// real-4/118 (v0.5.18.dev, `--log-requests`): seven finished requests of an agentic
+    /// workload on a 300K-token shared prefix: they waited ~20 ms in the queue and ran 3 s
+    /// (median), with nearly all of their prompts from the prefix cache.
+    #[test]
+    fn the_servers_own_request_times() {
+        let lines = whole(
+            "real-4/118-rtxpro6000-v0.5.18dev-agentic-300k-prefix-mamba-mtp-reqtimestats.log",
+        );
+        let q = with_input(&lines, |i| request_times(i)).expect("request times");
+        assert_eq!((q.lines, q.sampled, q.mode), (7, 7, ReqMode::Unified));
+        let queue = q.queue_s.unwrap();
+        assert_eq!(queue.n, 7);
+        assert!((queue.median - 0.02001).abs() < 1e-9, "{queue:?}");
+        assert!((queue.max - 0.03269).abs() < 1e-9, "{queue:?}");
+        let fwd = q.forward_s.unwrap();
+        assert!((fwd.median - 3.0283).abs() < 1e-9, "{fwd:?}");
+        assert_eq!(q.output_tokens.map(|o| o.max), Some(640.0));
+        assert!((q.prefix_cached_share.unwrap() - 0.99673).abs() < 1e-4);
+        assert_eq!(q.transfer_s, None);
+        let e = q.evidence.unwrap();
+        assert_eq!((e.first_line, e.last_line), (5, 35));
+        // a log without the lines has none
+        assert_eq!(
+            with_input(&whole("real/001-i938-a100-llama13b-queue12k.log"), |i| {
+                request_times(i)
+            }),
+            None
+        );
+    }
 }

@@ -17,6 +17,7 @@ mod inputs;
 mod measures;
 mod names;
 mod recommendation;
+mod requests;
 mod runs;
 mod scheduler;
 
@@ -38,6 +39,7 @@ pub use inputs::{
 };
 pub use measures::{GaugeStats, Phase, PhaseKind, Rate, RateBasis, Span, SpanBasis};
 pub use recommendation::{Recommendation, RecommendationKind};
+pub use requests::{ReqMode, RequestTimesSummary, Spread};
 pub use runs::{RunLine, RunStart, RunSummary, ServerRuns};
 pub use scheduler::{DpTotals, SchedulerSummary};
 
@@ -150,6 +152,10 @@ pub struct Report {
     pub server_metrics: Option<MetricsSummary>,
     /// The measured rate against the ceiling of this setup and the user's expectation.
     pub expectation: Option<ExpectationCheck>,
+    /// The scheduler's own per-request times, when the log prints them (`ReqTimeStats` lines,
+    /// `--log-requests`). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_times: Option<RequestTimesSummary>,
     /// The server runs the log holds, when more than one (a restart, a second startup block, a
     /// long gap, two pasted blocks): everything above is the last run's; each earlier run is
     /// diagnosed on its own. Absent for a log of one run.
