@@ -122,12 +122,24 @@ fn fmt_num(v: Option<f64>) -> String {
     }
 }
 
-/// A figure's value with its unit; fractions print as percentages.
+/// A fraction as a percentage: whole percents, but a share above zero and below 1% keeps
+/// its first significant digits (0.48%, not 0%), and one just below 100% is not rounded up
+/// to it (99.6%).
+fn percent(v: f64) -> String {
+    let p = v * 100.0;
+    if p > 0.0 && p < 1.0 {
+        format!("{:.1$}%", p, (1.0 - p.log10().floor()).clamp(1.0, 4.0) as usize)
+    } else if p > 99.0 && p < 100.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
+/// A figure's value with its unit; fractions print as percentages ([`percent`]).
 fn figure_value(value: Option<f64>, unit: Unit) -> String {
     let u = match unit {
-        Unit::Fraction => {
-            return value.map_or_else(|| "?".into(), |v| format!("{:.0}%", v * 100.0));
-        }
+        Unit::Fraction => return value.map_or_else(|| "?".into(), percent),
         Unit::Requests => "requests",
         Unit::Tokens => "tokens",
         Unit::TokPerS => "tok/s",
@@ -992,6 +1004,17 @@ fn request_times(q: &diagnosis::report::RequestTimesSummary) -> Vec<Block> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn small_shares_keep_their_digits() {
+        assert_eq!(percent(0.0048), "0.48%");
+        assert_eq!(percent(0.00012), "0.012%");
+        assert_eq!(percent(0.0), "0%");
+        assert_eq!(percent(0.56), "56%");
+        assert_eq!(percent(0.996), "99.6%");
+        assert_eq!(percent(1.0), "100%");
+    }
+
     use super::*;
 
     #[test]
