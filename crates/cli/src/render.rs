@@ -208,8 +208,10 @@ fn client_lines(c: &ClientSummary, ranks: Option<(usize, u32)>) -> Vec<String> {
     }
     if let Some(m) = c.mean_completion_tokens {
         o.push(format!(
-            "mean completion {m:.0} tokens, mean prompt {} tokens",
-            f(c.mean_prompt_tokens, 0)
+            "mean completion {m:.0} tokens{}",
+            c.mean_prompt_tokens
+                .map(|p| format!(", mean prompt {p:.0} tokens"))
+                .unwrap_or_default()
         ));
     }
     if let Some(a) = &c.adequacy {
