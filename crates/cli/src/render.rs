@@ -128,7 +128,11 @@ fn fmt_num(v: Option<f64>) -> String {
 fn percent(v: f64) -> String {
     let p = v * 100.0;
     if p > 0.0 && p < 1.0 {
-        format!("{:.1$}%", p, (1.0 - p.log10().floor()).clamp(1.0, 4.0) as usize)
+        format!(
+            "{:.1$}%",
+            p,
+            (1.0 - p.log10().floor()).clamp(1.0, 4.0) as usize
+        )
     } else if p > 99.0 && p < 100.0 {
         format!("{p:.1}%")
     } else {

@@ -455,7 +455,9 @@ mod tests {
     #[test]
     fn progress_lines_as_scripts_print_them() {
         let t0 = parse_datetime_prefix("2026-02-10 14:14:30").expect("t").0;
-        let cases: &[(&str, u64, Option<u64>, Option<f64>, Option<f64>)] = &[
+        // line, done, total, printed req/s, printed tok/s
+        type Case<'a> = (&'a str, u64, Option<u64>, Option<f64>, Option<f64>);
+        let cases: &[Case<'_>] = &[
             (
                 "[2026-02-10 14:14:30] 129/11000 done, 0.1 req/s, 500 tok/s",
                 129,

@@ -135,7 +135,7 @@ mod tests {
         let lines = whole(
             "real-4/118-rtxpro6000-v0.5.18dev-agentic-300k-prefix-mamba-mtp-reqtimestats.log",
         );
-        let q = with_input(&lines, |i| request_times(i)).expect("request times");
+        let q = with_input(&lines, request_times).expect("request times");
         assert_eq!((q.lines, q.sampled, q.mode), (7, 7, ReqMode::Unified));
         let queue = q.queue_s.unwrap();
         assert_eq!(queue.n, 7);
@@ -150,9 +150,10 @@ mod tests {
         assert_eq!((e.first_line, e.last_line), (5, 35));
         // a log without the lines has none
         assert_eq!(
-            with_input(&whole("real/001-i938-a100-llama13b-queue12k.log"), |i| {
-                request_times(i)
-            }),
+            with_input(
+                &whole("real/001-i938-a100-llama13b-queue12k.log"),
+                request_times
+            ),
             None
         );
     }

@@ -173,6 +173,21 @@ pub fn render(rec: &Record<'_>) -> String {
         | Event::JitCompile(m) => {
             kv("msg", Some(format!("{m:?}")));
         }
+        Event::ReqTimeStats(m) => {
+            if let Some(r) = sglang_log::parse_req_times(m) {
+                kv("rid", Some(r.rid.to_string()));
+                kv("mode", Some(format!("{:?}", r.mode)));
+                kv("input", r.input_len.map(|v| v.to_string()));
+                kv("cached", r.cached_input_len.map(|v| v.to_string()));
+                kv("output", r.output_len.map(|v| v.to_string()));
+                kv("queue_s", r.queue_s.map(f));
+                kv("forward_s", r.forward_s.map(f));
+                kv("bootstrap_s", r.bootstrap_s.map(f));
+                kv("alloc_wait_s", r.alloc_wait_s.map(f));
+                kv("transfer_s", r.transfer_s.map(f));
+                kv("start", r.start_unix_s.map(f));
+            }
+        }
         Event::Malformed { reason } => kv("reason", Some(format!("{reason:?}"))),
         Event::ServerReady | Event::TracebackStart | Event::Other => {}
     }
