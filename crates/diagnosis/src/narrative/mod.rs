@@ -17,14 +17,11 @@ pub(crate) mod words;
 pub use expectation::expectation;
 pub use findings::*;
 pub use headline::headline;
-pub use incidents::{
-    bench_not_streamed, bench_peak_above_cap, frame_words, incident_headline, oom,
-    rejected_requests, scheduler_exception, startup_incomplete, step_words,
-};
+pub use incidents::{bench_not_streamed, bench_peak_above_cap, incident_headline};
 pub use notes::{cell_disagreement, join_note, not_concluded, points_not_used, set_aside, sources};
 pub use recommendations::recommendation;
 pub use runs::{run_summary, server_runs};
-pub use words::{confidence_pct, count, fmt_duration, interval, num};
+pub use words::{confidence_pct, count, fmt_duration, frame_words, interval, num, step_words};
 
 use sglang_log::ClientFormat;
 

@@ -6,8 +6,11 @@
 //! `narrative` with them too: a rule names its facts and its sentence, this file only formats
 //! and assembles. Being a leaf, it can be shared by both sides without a module circle.
 
-use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, Rate, SourceRange, Unit};
+use crate::report::{
+    Confidence, Figure, Finding, FindingKind, Lever, Rate, SourceRange, StartupStep, Unit,
+};
 use crate::thresholds as th;
+use sglang_log::Frame;
 
 /// The confidence level as people read it: `95%`.
 pub fn confidence_pct() -> String {
@@ -106,4 +109,38 @@ pub(crate) fn failure(
         first.cloned().into_iter().collect(),
         Confidence::High,
     )
+}
+
+/// `function (file:line)`.
+pub fn frame_words(f: &Frame) -> String {
+    match f.line {
+        Some(l) => format!("{} ({}:{l})", f.function, short_path(&f.file)),
+        None => format!("{} ({})", f.function, short_path(&f.file)),
+    }
+}
+
+/// A file path from its `sglang/` directory on (the rest is the machine's).
+fn short_path(p: &str) -> &str {
+    p.rfind("sglang/").map_or(p, |i| &p[i..])
+}
+
+/// A startup step in words.
+pub fn step_words(s: StartupStep) -> &'static str {
+    match s {
+        StartupStep::Launched => "the server arguments were printed",
+        StartupStep::WeightsLoaded => "the weights loaded",
+        StartupStep::KvPoolAllocated => "the KV pool was allocated",
+        StartupStep::CapturingGraphs => "CUDA graph capture began",
+        StartupStep::CudaGraphsCaptured => "the CUDA graphs were captured",
+        StartupStep::Serving => "the server was ready",
+    }
+}
+
+/// An exception in words: `Type: message`, its type alone, or a traceback cut before it.
+pub(crate) fn exception_words(ty: Option<&str>, msg: Option<&str>) -> String {
+    match (ty, msg) {
+        (Some(t), Some(m)) => format!("{t}: {m}"),
+        (Some(t), None) => t.to_string(),
+        _ => "a traceback cut before its exception line".to_string(),
+    }
 }

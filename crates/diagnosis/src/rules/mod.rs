@@ -164,81 +164,58 @@ pub fn run<R: Rule>(input: &Input<'_>) -> Vec<Finding> {
         .collect()
 }
 
-/// Where a registered rule's findings stand among those the findings stage writes itself from
-/// the verdict's facts: after the verdict's own findings (the bottleneck, held admission, slow
-/// decode or prefill), then the events that end or block serving (out of memory, rejected
-/// requests, a scheduler's exception, the watchdog, an unfinished startup) and failed KV
-/// transfers, whose facts the verdict reads (`crate::verdict::ENDS_SERVING`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Slot {
-    /// Before the events' findings: how serving went.
-    BeforeEvents,
-    /// After the events that end serving, before failed KV transfers.
-    BeforeKvTransfer,
-    /// After every event's finding.
-    AfterEvents,
-}
-
-/// A finding rule in the registry: its name, its slot, and the function that runs it.
+/// A finding rule in the registry: its name and the function that runs it.
 #[derive(Clone, Copy, Debug)]
 pub struct Registered {
     /// [`Rule::NAME`]: the rule's file under `rules/`.
     pub name: &'static str,
-    /// Where its findings go among those the findings stage writes itself.
-    pub slot: Slot,
     /// [`run`] of the rule: its findings over an input.
     pub run: fn(&Input<'_>) -> Vec<Finding>,
 }
 
 impl Registered {
-    /// The registry's entry for rule `R`, its findings in `slot`.
-    pub const fn of<R: Rule>(slot: Slot) -> Self {
+    /// The registry's entry for rule `R`.
+    pub const fn of<R: Rule>() -> Self {
         Self {
             name: R::NAME,
-            slot,
             run: run::<R>,
         }
     }
 }
 
-/// The finding rules, in the order of their findings in the report (slot by slot, most
-/// important first within each). `retraction` and `ramp_only` are run here for their findings
-/// and again by the findings stage for the facts the later stages read.
+/// The finding rules, in the order of their findings in the report, after the verdict's own
+/// (the bottleneck, held admission, slow decode or prefill): how serving went (prefill
+/// interference, stalls, retractions), then the events that end or block serving (out of
+/// memory, rejected requests, a scheduler's exception, the watchdog, an unfinished startup),
+/// what a log of startup lines only shows (the CUDA graphs' coverage, few full-context
+/// requests), failed KV transfers, and the rest, most important first.
+///
+/// The event rules' facts are read by the verdict too (`crate::verdict::ENDS_SERVING`), and
+/// `retraction` and `ramp_only`'s by later stages: those stages call their `check` again,
+/// which reads counted facts of the evidence and is cheap.
 pub const FINDING_RULES: &[Registered] = &[
-    Registered::of::<prefill_interference::PrefillInterference>(Slot::BeforeEvents),
-    Registered::of::<stall::Stall>(Slot::BeforeEvents),
-    Registered::of::<retraction::Retraction>(Slot::BeforeEvents),
-    Registered::of::<cuda_graph::StartupCoverage>(Slot::BeforeKvTransfer),
-    Registered::of::<tiny_pool::FewFullContext>(Slot::BeforeKvTransfer),
-    Registered::of::<moe_config::MoeConfig>(Slot::AfterEvents),
-    Registered::of::<prefix_reuse::PrefixReuse>(Slot::AfterEvents),
-    Registered::of::<idle_window::IdleWindow>(Slot::AfterEvents),
-    Registered::of::<cuda_graph::CudaGraph>(Slot::AfterEvents),
-    Registered::of::<speculative::Speculative>(Slot::AfterEvents),
-    Registered::of::<dp_imbalance::DpImbalance>(Slot::AfterEvents),
-    Registered::of::<ramp_only::RampOnly>(Slot::AfterEvents),
-    Registered::of::<tiny_pool::TinyPool>(Slot::AfterEvents),
+    Registered::of::<prefill_interference::PrefillInterference>(),
+    Registered::of::<stall::Stall>(),
+    Registered::of::<retraction::Retraction>(),
+    Registered::of::<oom::Oom>(),
+    Registered::of::<rejected_requests::RejectedRequests>(),
+    Registered::of::<scheduler_exception::SchedulerException>(),
+    Registered::of::<watchdog::Watchdog>(),
+    Registered::of::<startup_incomplete::StartupIncomplete>(),
+    Registered::of::<cuda_graph::StartupCoverage>(),
+    Registered::of::<tiny_pool::FewFullContext>(),
+    Registered::of::<kv_transfer::KvTransfer>(),
+    Registered::of::<moe_config::MoeConfig>(),
+    Registered::of::<prefix_reuse::PrefixReuse>(),
+    Registered::of::<idle_window::IdleWindow>(),
+    Registered::of::<cuda_graph::CudaGraph>(),
+    Registered::of::<speculative::Speculative>(),
+    Registered::of::<dp_imbalance::DpImbalance>(),
+    Registered::of::<ramp_only::RampOnly>(),
+    Registered::of::<tiny_pool::TinyPool>(),
 ];
 
-/// The findings of the registered rules of `slot` over `input`, in registry order.
-pub fn findings_in(slot: Slot, input: &Input<'_>) -> Vec<Finding> {
-    FINDING_RULES
-        .iter()
-        .filter(|r| r.slot == slot)
-        .flat_map(|r| (r.run)(input))
-        .collect()
-}
-
-#[cfg(test)]
-mod registry_tests {
-    use super::{FINDING_RULES, Slot};
-
-    #[test]
-    fn the_registry_lists_its_rules_slot_by_slot() {
-        // the registry's order is the findings' order: a slot's rules stand together
-        let slots: Vec<Slot> = FINDING_RULES.iter().map(|r| r.slot).collect();
-        let mut sorted = slots.clone();
-        sorted.sort();
-        assert_eq!(slots, sorted);
-    }
+/// The findings of every registered rule over `input`, in registry order.
+pub fn findings(input: &Input<'_>) -> Vec<Finding> {
+    FINDING_RULES.iter().flat_map(|r| (r.run)(input)).collect()
 }

@@ -9,7 +9,6 @@ mod admission;
 mod capacity;
 mod client;
 mod compute;
-mod events;
 
 pub use admission::{bottleneck, held_admission};
 pub use capacity::capacity;
@@ -18,11 +17,8 @@ pub use client::{
     numbered, sample_adequacy,
 };
 pub use compute::{decode_compute, prefill_compute};
-pub use events::{kv_transfer, watchdog};
 
 // The words of `narrative` the themes use, imported here so that their `super::` paths (as
 // written when the findings were one file) still resolve.
-use super::words::{failure, finding, with_levers};
-use super::{
-    bottleneck_label, confidence_pct, count, fmt_duration, frame_words, incidents, interval, num,
-};
+use super::words::{finding, with_levers};
+use super::{bottleneck_label, confidence_pct, count, fmt_duration, incidents, interval, num};
