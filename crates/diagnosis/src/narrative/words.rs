@@ -6,6 +6,7 @@
 //! `narrative` with them too: a rule names its facts and its sentence, this file only formats
 //! and assembles. Being a leaf, it can be shared by both sides without a module circle.
 
+use crate::evidence::pools::{PoolKind, PoolRoom};
 use crate::report::{
     Confidence, Figure, Finding, FindingKind, Lever, Rate, SourceRange, StartupStep, Unit,
 };
@@ -142,5 +143,44 @@ pub(crate) fn exception_words(ty: Option<&str>, msg: Option<&str>) -> String {
         (Some(t), Some(m)) => format!("{t}: {m}"),
         (Some(t), None) => t.to_string(),
         _ => "a traceback cut before its exception line".to_string(),
+    }
+}
+
+/// How full the pools are, as a clause after a main one: " and every pool the log reports has
+/// room (…)" only when [`PoolRoom::Room`]; otherwise the fullest pool and its usage, or that
+/// the log prints no usage.
+pub(crate) fn pool_room_clause(room: &PoolRoom) -> String {
+    match room {
+        PoolRoom::Room {
+            fullest,
+            pool: PoolKind::Kv,
+        } => {
+            format!(" and the KV cache has room (fullest pool at {fullest:.2}, 90th percentile)")
+        }
+        PoolRoom::Room { fullest, pool } => format!(
+            " and every pool has room (the fullest, the {}, at {fullest:.2}, 90th percentile)",
+            pool_name(*pool)
+        ),
+        PoolRoom::Tight(p) => format!(
+            ", with the {} at {:.2} (90th percentile; median {:.2})",
+            pool_name(p.pool),
+            p.p90,
+            p.median
+        ),
+        PoolRoom::Unknown => {
+            ", and the log prints no pool usage (whether the KV cache has room is unknown)"
+                .to_string()
+        }
+    }
+}
+
+/// An admission constraint, as the figures name it.
+
+/// The name of a pool in prose.
+pub(crate) fn pool_name(p: PoolKind) -> &'static str {
+    match p {
+        PoolKind::Kv => "KV pool (token usage)",
+        PoolKind::Swa => "sliding-window (SWA) pool",
+        PoolKind::Mamba => "mamba state slots",
     }
 }

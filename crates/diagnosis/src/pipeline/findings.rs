@@ -68,13 +68,13 @@ pub(super) fn findings<'a>(
     };
     findings.extend(
         held.as_ref()
-            .map(|(v, f)| narrative::held_admission(f, input.timeline_range(v.tl))),
+            .map(|(v, f)| rules::held_admission::finding(f, input.timeline_range(v.tl))),
     );
     // In a stall the crawl is a symptom of the hang, reported by the stall findings.
     if bottleneck != Bottleneck::Stall {
-        findings.extend(slow_decode.as_ref().map(narrative::decode_compute));
+        findings.extend(slow_decode.as_ref().map(rules::decode_compute::finding));
     }
-    findings.extend(slow_prefill.as_ref().map(narrative::prefill_compute));
+    findings.extend(slow_prefill.as_ref().map(rules::prefill_compute::finding));
     findings.extend(rules::findings(input));
     // the facts the later stages read (the registry ran these rules for their findings)
     Found {

@@ -23,7 +23,10 @@
 
 use crate::evidence::view::SchedulerView;
 use crate::evidence::{Evidence, Loc, SchedulerTimeline};
-use crate::report::{CapacitySummary, Finding, RetractionSummary, SourceRange};
+use crate::report::{
+    CapacitySummary, Confidence, Figure, Finding, FindingKind, Lever, RetractionSummary,
+    SourceRange,
+};
 
 pub mod admission;
 pub mod bench_concurrency_limit;
@@ -128,6 +131,40 @@ impl Input<'_> {
     /// The source of a scheduler's first batch line (0 when it has none).
     pub fn source_of(&self, tl: &SchedulerTimeline) -> usize {
         tl.first.map(|l| l.source).unwrap_or(0)
+    }
+}
+
+/// The finding of a scheduler's verdict in the words of the rule that named it (a *verdict
+/// rule*: `kv_cache_bound`, `running_cap`, `prefill_limit`, `conservative_admission`,
+/// `pd_transfer`, `client_bound`, `drain`), each from its `finding` function beside its check.
+/// `crate::narrative::bottleneck` picks the rule from the verdict's reason, adds the figures
+/// every verdict shares (the queue, the usage, the admission model's, the medians) around the
+/// rule's own, and caps the confidence of a verdict read from a handful of lines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VerdictWords {
+    /// The finding's kind.
+    pub kind: FindingKind,
+    /// Its title.
+    pub title: String,
+    /// Its sentences.
+    pub detail: String,
+    /// How sure the rule is, before an excerpt's cap.
+    pub confidence: Confidence,
+    /// The settings it says to change.
+    pub levers: Vec<Lever>,
+    /// The rule's figures that lead, after the queue's share and the median usage and before
+    /// the admission model's figures.
+    pub lead: Vec<Figure>,
+    /// The rule's figures after every figure the verdicts share.
+    pub figures: Vec<Figure>,
+}
+
+/// A figure's name on the scheduler behind a verdict: with DP ranks the figures are that
+/// rank's, so `name on DP2` says which; without, `name`.
+pub fn on_rank(v: &SchedulerView<'_>, name: &str) -> String {
+    match v.key.dp {
+        Some(_) => format!("{name} on {}", v.key),
+        None => name.to_string(),
     }
 }
 

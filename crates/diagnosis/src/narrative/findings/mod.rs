@@ -5,20 +5,18 @@
 //! [`client`] (the client and its benchmarks) and [`capacity`] (the capacity model); the
 //! helpers they share are in `super::words`, a leaf the rules share too.
 
-mod admission;
+mod bottleneck;
 mod capacity;
 mod client;
-mod compute;
 
-pub use admission::{bottleneck, held_admission};
+pub use bottleneck::bottleneck;
 pub use capacity::capacity;
 pub use client::{
     bench_concurrency_limit, bench_failures, bench_queueing, bench_tokens, client_gap, littles_law,
     numbered, sample_adequacy,
 };
-pub use compute::{decode_compute, prefill_compute};
 
 // The words of `narrative` the themes use, imported here so that their `super::` paths (as
 // written when the findings were one file) still resolve.
 use super::words::{finding, with_levers};
-use super::{bottleneck_label, confidence_pct, count, fmt_duration, incidents, interval, num};
+use super::{bottleneck_label, confidence_pct, count, incidents, interval, num};
