@@ -1,85 +1,9 @@
-//! Events in words: out-of-memory, a scheduler's exception, a startup that never finished, a
-//! benchmark that did not stream, and the headlines of a log without batch lines.
+//! The headline of a log whose verdict an event names (out of memory, a scheduler's exception,
+//! a watchdog, failed KV transfers, an unfinished startup, rejected requests, startup lines
+//! only); the events' findings are their rules' own, in `crate::rules`.
 
 use super::words::{exception_words, frame_words, step_words};
-use crate::report::{
-    Confidence, Figure, Finding, FindingKind, Incident, StartupCapacity, StartupStep, Unit,
-};
-use crate::rules::{bench_concurrency_limit, bench_not_streamed};
-
-/// The finding of [`crate::rules::bench_not_streamed`].
-pub fn bench_not_streamed(
-    run: &crate::report::BenchmarkRun,
-    f: &bench_not_streamed::Facts,
-) -> Finding {
-    let retok = f
-        .retokenized_share
-        .map(|s| {
-            format!(
-                " The retokenized output count is {:.0}% of the generated one: the token totals disagree too.",
-                s * 100.0
-            )
-        })
-        .unwrap_or_default();
-    Finding {
-        kind: FindingKind::BenchmarkNotStreamed,
-        title: format!(
-            "The benchmark's client did not stream: TTFT ({:.3} s) equals end-to-end latency ({:.3} s) and ITL is 0",
-            f.ttft_s, f.e2e_s
-        ),
-        detail: format!(
-            "Each response arrived in one piece, so the time to first token is the whole request and there are no gaps between tokens to measure. Its latency figures (TTFT, TPOT, ITL) are invalid and say nothing about queueing; {}. This is a measurement artifact, not a server bottleneck: rerun against a streaming endpoint.{retok}",
-            match (f.sent_too_fast, f.request_throughput) {
-                (Some(s), r) => format!(
-                    "nor can the request throughput{} be taken as measured: {} requests sent at the {:.1} req/s it names take ~{:.0} s to send, yet the run printed {:.0} s, so its rate line or its duration is not what the run did (a driver that replays a trace ignores the rate)",
-                    r.map(|r| format!(" ({r:.2} req/s)")).unwrap_or_default(),
-                    crate::narrative::count(s.requests),
-                    s.sent_per_s,
-                    s.send_s,
-                    s.duration_s
-                ),
-                (None, r) => format!(
-                    "only the request throughput{} is usable",
-                    r.map(|r| format!(" ({r:.2} req/s)")).unwrap_or_default()
-                ),
-            }
-        ),
-        figures: vec![
-            Figure::new("ttft", f.ttft_s, Unit::Seconds),
-            Figure::new("e2e_latency", f.e2e_s, Unit::Seconds),
-        ],
-        evidence: vec![run.source.clone()],
-        confidence: Confidence::High,
-        levers: Vec::new(),
-    }
-}
-
-/// The finding of [`crate::rules::bench_concurrency_limit::peak_above_cap`].
-pub fn bench_peak_above_cap(
-    run: &crate::report::BenchmarkRun,
-    f: &bench_concurrency_limit::PeakAboveCap,
-) -> Finding {
-    Finding {
-        kind: FindingKind::BenchmarkPeakAboveCap,
-        title: format!(
-            "The benchmark had up to {:.0} requests in flight, above the server's max_running_requests of {}: the cap was reached",
-            f.peak,
-            server_cap_words(f.cap)
-        ),
-        detail: "Requests beyond the server's running cap wait in its queue; their wait is part of the benchmark's TTFT.".to_string(),
-        figures: vec![
-            Figure::new("peak concurrent requests", f.peak, Unit::Requests),
-            Figure::new(
-                "max_running_requests over every DP rank",
-                f.cap.total() as f64,
-                Unit::Requests,
-            ),
-        ],
-        evidence: vec![run.source.clone()],
-        confidence: Confidence::High,
-        levers: Vec::new(),
-    }
-}
+use crate::report::{Incident, StartupCapacity, StartupStep};
 
 /// The headline of a verdict that an event names (a log without batch lines), or `None` for
 /// the other verdicts.
@@ -246,18 +170,4 @@ pub fn incident_headline(
         },
         _ => return None,
     })
-}
-
-/// A server's running cap as a client sees it: `256 (16 per DP rank × 16 ranks)`, or `80`.
-pub(crate) fn server_cap_words(c: bench_concurrency_limit::ServerCap) -> String {
-    if c.dp_ranks > 1 {
-        format!(
-            "{} ({} per DP rank × {} ranks)",
-            c.total(),
-            c.per_rank,
-            c.dp_ranks
-        )
-    } else {
-        c.per_rank.to_string()
-    }
 }

@@ -17,11 +17,13 @@ pub(crate) mod words;
 pub use expectation::expectation;
 pub use findings::*;
 pub use headline::headline;
-pub use incidents::{bench_not_streamed, bench_peak_above_cap, incident_headline};
+pub use incidents::incident_headline;
 pub use notes::{cell_disagreement, join_note, not_concluded, points_not_used, set_aside, sources};
 pub use recommendations::recommendation;
 pub use runs::{run_summary, server_runs};
-pub use words::{confidence_pct, count, fmt_duration, frame_words, interval, num, step_words};
+pub use words::{
+    bottleneck_label, confidence_pct, count, fmt_duration, frame_words, interval, num, step_words,
+};
 
 use sglang_log::ClientFormat;
 
@@ -35,31 +37,6 @@ pub fn scheduler_verdict_label(s: &crate::report::SchedulerSummary) -> &'static 
     match s.bottleneck {
         Bottleneck::ClientBound if s.pd_decode => "fed by the prefill side",
         b => bottleneck_label(b),
-    }
-}
-
-/// A short name for a bottleneck.
-pub fn bottleneck_label(b: Bottleneck) -> &'static str {
-    match b {
-        Bottleneck::KvCacheBound => "KV-cache bound",
-        Bottleneck::RunningCapBound => "running-request cap bound",
-        Bottleneck::PrefillBound => "prefill bound",
-        Bottleneck::SchedulerConservative => "scheduler too conservative",
-        Bottleneck::AdmissionHeld => "admission held between prefill passes",
-        Bottleneck::PdTransferBound => "PD transfer / pre-allocation bound",
-        Bottleneck::ClientBound => "client too slow / not enough load",
-        Bottleneck::Stall => "stall",
-        Bottleneck::DecodeComputeBound => "decode compute bound",
-        Bottleneck::PrefillComputeBound => "prefill compute bound",
-        Bottleneck::Inconclusive => "inconclusive",
-        Bottleneck::NoSchedulerLines => "no SGLang scheduler lines",
-        Bottleneck::OutOfMemory => "out of memory",
-        Bottleneck::SchedulerCrashed => "scheduler crashed",
-        Bottleneck::StartupIncomplete => "startup never finished",
-        Bottleneck::StartupOnly => "startup lines only",
-        Bottleneck::RequestsRejected => "requests rejected",
-        Bottleneck::KvTransferFailed => "KV transfers failed",
-        Bottleneck::Drain => "only the drain of a run",
     }
 }
 

@@ -8,7 +8,8 @@
 
 use crate::evidence::pools::{PoolKind, PoolRoom};
 use crate::report::{
-    Confidence, Figure, Finding, FindingKind, Lever, Rate, SourceRange, StartupStep, Unit,
+    Bottleneck, Confidence, Figure, Finding, FindingKind, Lever, Rate, SourceRange, StartupStep,
+    Unit,
 };
 use crate::thresholds as th;
 use sglang_log::Frame;
@@ -182,5 +183,30 @@ pub(crate) fn pool_name(p: PoolKind) -> &'static str {
         PoolKind::Kv => "KV pool (token usage)",
         PoolKind::Swa => "sliding-window (SWA) pool",
         PoolKind::Mamba => "mamba state slots",
+    }
+}
+
+/// A short name for a bottleneck.
+pub fn bottleneck_label(b: Bottleneck) -> &'static str {
+    match b {
+        Bottleneck::KvCacheBound => "KV-cache bound",
+        Bottleneck::RunningCapBound => "running-request cap bound",
+        Bottleneck::PrefillBound => "prefill bound",
+        Bottleneck::SchedulerConservative => "scheduler too conservative",
+        Bottleneck::AdmissionHeld => "admission held between prefill passes",
+        Bottleneck::PdTransferBound => "PD transfer / pre-allocation bound",
+        Bottleneck::ClientBound => "client too slow / not enough load",
+        Bottleneck::Stall => "stall",
+        Bottleneck::DecodeComputeBound => "decode compute bound",
+        Bottleneck::PrefillComputeBound => "prefill compute bound",
+        Bottleneck::Inconclusive => "inconclusive",
+        Bottleneck::NoSchedulerLines => "no SGLang scheduler lines",
+        Bottleneck::OutOfMemory => "out of memory",
+        Bottleneck::SchedulerCrashed => "scheduler crashed",
+        Bottleneck::StartupIncomplete => "startup never finished",
+        Bottleneck::StartupOnly => "startup lines only",
+        Bottleneck::RequestsRejected => "requests rejected",
+        Bottleneck::KvTransferFailed => "KV transfers failed",
+        Bottleneck::Drain => "only the drain of a run",
     }
 }
