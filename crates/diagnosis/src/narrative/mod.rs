@@ -1,9 +1,11 @@
-//! The English that is no rule's own: the headline, the findings of the rules that do not word
-//! their own, the recommendations' words, the "not concluded" sentences, the `method` of every
-//! rate and span, and the words for enums. A finding rule of `crate::rules::FINDING_RULES`
-//! words its own finding beside its check (`crate::rules::Rule::finding`), with the shared
-//! formatting of `words`. Everything here turns typed facts into text: it formats numbers and
-//! assembles; nothing here decides.
+//! The English that is no rule's own: the headline, the recommendations' words, the "not
+//! concluded" sentences, the `method` of every rate and span, the words for enums, and the
+//! findings that are no rule's (the capacity model's, a short sample's adequacy). Every rule
+//! words its own finding beside its check, with the shared formatting of `words`: a finding
+//! rule in `crate::rules::Rule::finding`, a verdict rule in its `finding` function, which
+//! [`bottleneck`] picks by the verdict's reason and completes with the figures every verdict
+//! shares. Everything here turns typed facts into text: it formats numbers and assembles
+//! sections; nothing here decides.
 
 mod expectation;
 mod findings;

@@ -1,10 +1,12 @@
 //! The words every finding shares, a leaf of `narrative` that imports nothing of the rules:
 //! the number formats of a sentence (`count`, `num`, `fmt_duration`, the confidence level and
-//! an interval) and the constructors of a [`Finding`] (`finding`, `with_levers`, `failure`).
+//! an interval), the constructors of a [`Finding`] (`finding`, `with_levers`, `failure`), and
+//! the words of typed facts that several rules' findings and `narrative` name alike (a
+//! bottleneck's label, a stack frame, an exception, a startup step, how full the pools are).
 //!
-//! The rule files word their own findings (`rules::Rule::finding`) with these, and the rest of
-//! `narrative` with them too: a rule names its facts and its sentence, this file only formats
-//! and assembles. Being a leaf, it can be shared by both sides without a module circle.
+//! The rule files word their own findings with these, and the rest of `narrative` with them
+//! too: a rule names its facts and its sentence, this file only formats and assembles. Being a
+//! leaf, it can be shared by both sides without a module circle.
 
 use crate::evidence::pools::{PoolKind, PoolRoom};
 use crate::report::{
@@ -175,10 +177,8 @@ pub(crate) fn pool_room_clause(room: &PoolRoom) -> String {
     }
 }
 
-/// An admission constraint, as the figures name it.
-
 /// The name of a pool in prose.
-pub(crate) fn pool_name(p: PoolKind) -> &'static str {
+fn pool_name(p: PoolKind) -> &'static str {
     match p {
         PoolKind::Kv => "KV pool (token usage)",
         PoolKind::Swa => "sliding-window (SWA) pool",

@@ -1,25 +1,31 @@
 //! The diagnosis rules, one file each, written like clippy lints: every file starts with what
 //! it detects, why it matters, the evidence it needs, what to change and the SGLang source it
-//! follows, exposes pure functions from typed evidence to typed facts, and carries its own
-//! `check(lines, expected)` tests on real log lines.
+//! follows, exposes pure functions from typed evidence to typed facts, carries its own
+//! `check(lines, expected)` tests on real log lines, and words its own finding beside its
+//! check, as a clippy lint owns its message.
 //!
-//! Rules never read text the project wrote: they return facts (numbers, line ranges, enums).
-//! A *finding rule* also owns its words, beside it as a clippy lint owns its message: it
-//! implements [`Rule`], whose [`Rule::finding`] turns its facts into a [`Finding`] with the
-//! shared formatting of `crate::narrative` (numbers, the finding's constructor), and is listed
-//! in [`FINDING_RULES`], the registry the findings stage runs. The other rules' facts are worded
-//! by `crate::narrative`. Which verdict wins when several rules hold is decided in one place,
-//! `crate::verdict`.
+//! Rules never read text the project wrote: `check` returns facts (numbers, line ranges,
+//! enums) and decides; the words only put those facts into sentences and figures, with the
+//! shared formatting of `crate::narrative::words` (numbers, the finding's constructor), a leaf
+//! that imports nothing of the rules. Which verdict wins when several rules hold is decided in
+//! one place, `crate::verdict`.
 //!
-//! Two kinds of rule:
-//! - *scheduler rules* judge one scheduler's steady span ([`SchedulerView`]) and name its
+//! Three kinds of rule, by what they read and how their words are called:
+//! - *verdict rules* judge one scheduler's steady span ([`SchedulerView`]) and name its
 //!   bottleneck: [`pd_transfer`], [`kv_cache_bound`], [`running_cap`], [`prefill_limit`],
-//!   [`conservative_admission`], [`client_bound`];
-//! - *finding rules* look over all schedulers, the retractions, the failure lines, the
-//!   benchmark runs or the client's view: the rest; those of [`FINDING_RULES`] read only the
-//!   whole [`Input`] and word their own findings ([`Rule`]);
-//! - the *fleet rule* [`fleet_imbalance`] compares the instances of a fleet (and each
-//!   instance's DP ranks) read from Prometheus, after each is diagnosed (`crate::fleet`).
+//!   [`conservative_admission`], [`held_admission`], [`drain`], [`client_bound`] (and the
+//!   overrides [`decode_compute`], [`prefill_compute`]); each words its verdict's finding in a
+//!   `finding` function ([`VerdictWords`] for those `crate::narrative::bottleneck` picks by the
+//!   verdict's reason, which adds the figures every verdict shares), and [`admission`] words
+//!   its model's figures;
+//! - *finding rules* read the whole [`Input`]: the events that end or block serving ([`oom`],
+//!   [`rejected_requests`], [`scheduler_exception`], [`watchdog`], [`startup_incomplete`],
+//!   [`kv_transfer`]) and the rest (stalls, retractions, graphs, …); each implements [`Rule`]
+//!   and is listed in [`FINDING_RULES`], the registry the findings stage runs in one loop;
+//! - *client-side rules* read the client's view or a benchmark run ([`client_gap`],
+//!   [`littles_law`], the `bench_*` rules) and word theirs in a `finding` function the client
+//!   stage calls; the *fleet rule* [`fleet_imbalance`] compares the instances of a fleet (and
+//!   each instance's DP ranks) read from Prometheus, after each is diagnosed (`crate::fleet`).
 
 use crate::evidence::view::SchedulerView;
 use crate::evidence::{Evidence, Loc, SchedulerTimeline};
@@ -174,7 +180,7 @@ pub fn on_rank(v: &SchedulerView<'_>, name: &str) -> String {
 ///
 /// `check` decides and `finding` words: every choice (whether the rule holds, which pattern,
 /// which levers) is made on the facts, and `finding` only puts them into sentences and figures
-/// with `crate::narrative`'s formatting.
+/// with the formatting of `crate::narrative::words`.
 pub trait Rule {
     /// The rule's name: its file's name under `rules/` (`"moe_config"`), as `ARCHITECTURE.md`
     /// and the tidy check name it.

@@ -145,17 +145,18 @@ pub fn prefill_instance(input: &crate::rules::Input<'_>) -> Option<(u64, f64)> {
 /// scheduler `v` whose verdict it is; `prefill_bound` when its own passes are full
 /// ([`FullBatches`]), else `pd_transfer_bound`.
 pub(crate) fn finding(f: &Facts, v: &SchedulerView<'_>) -> VerdictWords {
-    let mut lead = Vec::new();
-    lead.push(Figure::new(
-        on_rank(v, "median #prealloc-req"),
-        f.prealloc_median as f64,
-        Unit::Requests,
-    ));
-    lead.push(Figure::new(
-        on_rank(v, "largest #prealloc-req"),
-        f.prealloc_max as f64,
-        Unit::Requests,
-    ));
+    let lead = vec![
+        Figure::new(
+            on_rank(v, "median #prealloc-req"),
+            f.prealloc_median as f64,
+            Unit::Requests,
+        ),
+        Figure::new(
+            on_rank(v, "largest #prealloc-req"),
+            f.prealloc_max as f64,
+            Unit::Requests,
+        ),
+    ];
     let (kind, title, detail, confidence) = match *f {
         Facts {
             full_batches: Some(b),

@@ -249,68 +249,68 @@ pub(crate) fn finding(
         levers.extend([Lever::MemFractionStatic, Lever::KvCacheDtype]);
     }
     let (kind, title, detail, confidence) = (
-            FindingKind::RunningCapBound,
-            match held {
-                Held::NothingWaits => {
-                    "At the running-request cap, with nothing waiting".to_string()
-                }
-                _ => "Running-request cap bound".to_string(),
+        FindingKind::RunningCapBound,
+        match held {
+            Held::NothingWaits => {
+                "At the running-request cap, with nothing waiting".to_string()
+            }
+            _ => "Running-request cap bound".to_string(),
+        },
+        format!(
+            "The running batch {} its ceiling{}{}{}{}.{} {}",
+            if l.share() < th::AT_CAP_SHARE {
+                format!("reaches (on {:.0}% of the lines, with running plus waiting requests filling it)", l.share() * 100.0)
+            } else {
+                "stays at".to_string()
             },
-            format!(
-                "The running batch {} its ceiling{}{}{}{}.{} {}",
-                if l.share() < th::AT_CAP_SHARE {
-                    format!("reaches (on {:.0}% of the lines, with running plus waiting requests filling it)", l.share() * 100.0)
-                } else {
-                    "stays at".to_string()
-                },
-                match (cap.max_running_requests, v.pinned_across_ranks) {
-                    (Some(c), _) if cap.max_running_inferred => format!(
-                        " ({c} per DP rank: SGLang's default max_running_requests with speculative decoding, which the log does not print but every decode line reaches and none exceeds)"
-                    ),
-                    (Some(c), _) => format!(" (max_running_requests={c} per DP rank)"),
-                    (None, Some(p)) => format!(
-                        " of {p} requests on every decode line of every rank (a cap of {p} per DP rank: max_running_requests, which the log does not print; not a router's limit, since requests wait in the scheduler's own queue)"
-                    ),
-                    _ => String::new(),
-                },
-                if waits { " while requests queue" } else { "" },
-                // a PD decode node reserves KV for requests still in transfer
-                throughput_stats::median_f64(
-                    &v.steady_decode
-                        .iter()
-                        .filter_map(|d| d.pre_allocated_usage)
-                        .collect::<Vec<_>>()
+            match (cap.max_running_requests, v.pinned_across_ranks) {
+                (Some(c), _) if cap.max_running_inferred => format!(
+                    " ({c} per DP rank: SGLang's default max_running_requests with speculative decoding, which the log does not print but every decode line reaches and none exceeds)"
+                ),
+                (Some(c), _) => format!(" (max_running_requests={c} per DP rank)"),
+                (None, Some(p)) => format!(
+                    " of {p} requests on every decode line of every rank (a cap of {p} per DP rank: max_running_requests, which the log does not print; not a router's limit, since requests wait in the scheduler's own queue)"
+                ),
+                _ => String::new(),
+            },
+            if waits { " while requests queue" } else { "" },
+            // a PD decode node reserves KV for requests still in transfer
+            throughput_stats::median_f64(
+                &v.steady_decode
+                    .iter()
+                    .filter_map(|d| d.pre_allocated_usage)
+                    .collect::<Vec<_>>()
+            )
+            .filter(|p| *p > 0.0)
+            .map(|p| format!(
+                "; of the pool, ~{p:.2} is pre-allocated for requests whose KV is still in transfer (a PD decode node reserves it before the transfer)"
+            ))
+            .unwrap_or_default(),
+            if pool_near_full(v) {
+                format!(
+                    ", and the KV pool is nearly full too (token usage ~{:.2}): both limits bind, so raising the cap alone would run the pool out and retract requests",
+                    v.median_usage().unwrap_or(0.0)
                 )
-                .filter(|p| *p > 0.0)
-                .map(|p| format!(
-                    "; of the pool, ~{p:.2} is pre-allocated for requests whose KV is still in transfer (a PD decode node reserves it before the transfer)"
-                ))
-                .unwrap_or_default(),
-                if pool_near_full(v) {
-                    format!(
-                        ", and the KV pool is nearly full too (token usage ~{:.2}): both limits bind, so raising the cap alone would run the pool out and retract requests",
-                        v.median_usage().unwrap_or(0.0)
-                    )
-                } else {
-                    pool_room_clause(&v.pool_room)
-                },
-                if mamba_full {
-                    " Mamba usage reaches 1.00: the mamba state slots of this hybrid model are full, so they cap the batch as much as max_running_requests: raise --max-mamba-cache-size with it (SGLang caps max_running_requests by the mamba cache)."
-                } else {
-                    ""
-                },
-                if held == Held::NothingWaits {
-                    "Nothing waits, so the cap holds back no request the log shows: if the client has more to send than the cap, raise both together; if not, the client sets the load."
-                } else if pool_near_full(v) {
-                    "Raise it together with the KV pool (mem_fraction_static, fp8 KV cache), or leave it."
-                } else {
-                    "Raise it if memory allows; if the client's concurrency equals this cap, raise both together, since either alone changes nothing."
-                }
-            ),
-            match held {
-                Held::NothingWaits => Confidence::Low,
-                _ => Confidence::Medium,
+            } else {
+                pool_room_clause(&v.pool_room)
             },
+            if mamba_full {
+                " Mamba usage reaches 1.00: the mamba state slots of this hybrid model are full, so they cap the batch as much as max_running_requests: raise --max-mamba-cache-size with it (SGLang caps max_running_requests by the mamba cache)."
+            } else {
+                ""
+            },
+            if held == Held::NothingWaits {
+                "Nothing waits, so the cap holds back no request the log shows: if the client has more to send than the cap, raise both together; if not, the client sets the load."
+            } else if pool_near_full(v) {
+                "Raise it together with the KV pool (mem_fraction_static, fp8 KV cache), or leave it."
+            } else {
+                "Raise it if memory allows; if the client's concurrency equals this cap, raise both together, since either alone changes nothing."
+            }
+        ),
+        match held {
+            Held::NothingWaits => Confidence::Low,
+            _ => Confidence::Medium,
+        },
     );
     VerdictWords {
         kind,
