@@ -548,6 +548,35 @@ mod tests {
     }
 
     #[test]
+    fn the_words_follow_how_the_cap_holds() {
+        // 036: 48 running (speculative decoding's default cap) and #queue-req 0 on every line
+        let lines = whole("real-3/036-fastrl-pr4-custom-fmt-spec-accept-len-1.log");
+        with_input(&lines, |i| {
+            let v = &i.views[0];
+            let l = at_configured_cap(v, i.capacity).expect("at the cap");
+            // nothing waits: the cap holds nothing back the log shows, a low-confidence finding
+            let w = finding(&l, Held::NothingWaits, v, i.capacity);
+            assert_eq!(w.title, "At the running-request cap, with nothing waiting");
+            assert_eq!(w.confidence, Confidence::Low);
+            assert!(w.lead.is_empty());
+            assert_eq!(w.levers.first(), Some(&Lever::MaxRunningRequests));
+            // requests wait at the cap: the cap and its share lead the figures
+            let w = finding(&l, Held::Queue, v, i.capacity);
+            assert_eq!(w.title, "Running-request cap bound");
+            assert_eq!(w.confidence, Confidence::Medium);
+            let lead: Vec<&str> = w.lead.iter().map(|f| f.name.as_str()).collect();
+            assert_eq!(
+                lead,
+                ["max_running_requests", "share of batch lines at the cap"]
+            );
+            // the cap assumed and the pool unread: the log cannot tell, so no lever
+            let w = finding(&l, Held::AssumedCapUnreadPool, v, i.capacity);
+            assert_eq!(w.confidence, Confidence::Low);
+            assert!(w.levers.is_empty() && w.lead.is_empty());
+        });
+    }
+
+    #[test]
     fn a_pd_decode_node_with_an_empty_queue_still_has_waiters_upstream() {
         // 108: PD decode ranks at 26 with #queue-req 0: their waiting requests are on the
         // prefill side, admitted by pre-allocation only when the decode side has room

@@ -120,3 +120,39 @@ pub fn bottleneck(
         &levers,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::{set_field, whole, with_input};
+
+    #[test]
+    fn the_rules_figures_stand_between_the_shared_ones() {
+        // 036 with one request waiting on every line: the configured cap names the verdict
+        let lines = set_field(
+            &whole("real-3/036-fastrl-pr4-custom-fmt-spec-accept-len-1.log"),
+            "#queue-req",
+            "1",
+        );
+        with_input(&lines, |i| {
+            let v = &i.views[0];
+            let reason = crate::verdict::classify(v, i.capacity);
+            assert!(matches!(reason, Reason::RunningCap(_)), "{reason:?}");
+            let f = bottleneck(v, &reason, i.capacity, i.retractions, None).expect("a finding");
+            let names: Vec<&str> = f.figures.iter().map(|f| f.name.as_str()).collect();
+            let at = |n: &str| names.iter().position(|x| *x == n);
+            // the queue's share first, the rule's lead figures next, the shared medians after
+            assert_eq!(at("share of decode lines with a queue"), Some(0));
+            let cap = at("max_running_requests").expect("the cap's figure");
+            let running = at("median running requests").expect("the median running");
+            assert!(cap < running, "{names:?}");
+            assert_eq!(f.kind, crate::report::FindingKind::RunningCapBound);
+        });
+        // a verdict without a finding of its own
+        with_input(&lines, |i| {
+            let v = &i.views[0];
+            let none = bottleneck(v, &Reason::Unexplained, i.capacity, i.retractions, None);
+            assert!(none.is_none());
+        });
+    }
+}
