@@ -4,9 +4,10 @@
 //! URLs, so every conclusion is testable without files, servers or GPUs. The flow, in
 //! [`pipeline`]: [`EvidenceBuilder`] (bounded, owned facts per scheduler) → views over each
 //! scheduler's steady span ([`evidence::view`]) → [`rules`] (one file per detector, typed facts
-//! out; a finding rule's words beside it, [`rules::Rule`]) → [`verdict`] (the one place that
-//! picks the bottleneck) → [`narrative`] (the rest of the English) → [`Report`] (data only). [`fleet`] runs the same pipeline on each
-//! instance of a fleet read from Prometheus, and compares the instances.
+//! out, its finding's words beside it) → [`verdict`] (the one place that picks the bottleneck)
+//! → [`narrative`] (formats and assembles: the rest of the English) → [`Report`] (data only).
+//! [`fleet`] runs the same pipeline on each instance of a fleet read from Prometheus, and
+//! compares the instances.
 //!
 //! Design decision: the builder keeps per-scheduler [`evidence::Timeline`]s that decimate when
 //! full, plus exact aggregates (peaks, sums). Memory stays bounded for multi-gigabyte logs at the

@@ -24,6 +24,13 @@
 //!   `rules/X.rs` says `const NAME: &'static str = "X";`, and `rules::FINDING_RULES` holds as
 //!   many entries named `X` as the file has `impl Rule`s (every rule registered, none twice, no
 //!   entry without its file).
+//! - **Every finding worded by its rule** ([`every_finding_is_worded_by_its_rule`]): outside
+//!   `report/` and test items, a `FindingKind::X` is named only by the rule file that words
+//!   that finding (`rules/X.rs`), and by one such file: two only for the variants of
+//!   [`SHARED_FINDINGS`]; a file of `narrative/` only for the findings of
+//!   [`NARRATIVE_FINDINGS`] (no rule's own); the files of [`FINDING_KIND_READERS`], which match
+//!   on a kind and word no finding, are left out; a `FindingKind as` alias is refused (it would
+//!   hide the names). Each list's entry must still hold.
 //! - **The precedence tables in code and in `ARCHITECTURE.md` agree**
 //!   ([`the_precedence_tables_match_the_code`]): the rows of the three tables under "Verdict
 //!   precedence" are `verdict::ENDS_SERVING`, `verdict::SCHEDULER_PRECEDENCE` and
@@ -1032,7 +1039,7 @@ fn every_finding_rule_is_registered_under_its_file_name() {
             problems.push(format!(
                 "src/rules/{name}.rs has {impls} `impl Rule`, and rules::FINDING_RULES has \
                  {entries} entries named \"{name}\": register each rule once \
-                 (`Registered::of::<{name}::T>(slot)`)"
+                 (`Registered::of::<{name}::T>()`)"
             ));
         }
     }
@@ -1045,6 +1052,158 @@ fn every_finding_rule_is_registered_under_its_file_name() {
         }
     }
     report("finding rules registered", &problems);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Files outside `rules/` that name a `FindingKind` to read it, not to word a finding, as (file
+/// under `src/`, why); they are not checked by [`every_finding_is_worded_by_its_rule`].
+const FINDING_KIND_READERS: &[(&str, &str)] = &[
+    (
+        "recommend.rs",
+        "matches a lever to the plan of the finding that carries it",
+    ),
+    (
+        "narrative/recommendations.rs",
+        "words a lever's direction after the finding that carries it (a lower \
+         mem_fraction_static after an out-of-memory error)",
+    ),
+];
+
+/// Findings that are no rule's own, worded in `narrative/`, as (file under `src/`,
+/// `FindingKind` variant, why).
+const NARRATIVE_FINDINGS: &[(&str, &str, &str)] = &[
+    (
+        "narrative/findings/capacity.rs",
+        "CapacityWhatIf",
+        "the capacity model's what-if (`capacity.rs`, kv-capacity), no rule",
+    ),
+    (
+        "narrative/findings/capacity.rs",
+        "HiCache",
+        "the capacity model's HiCache sizing, no rule",
+    ),
+    (
+        "narrative/findings/client.rs",
+        "SampleAdequacy",
+        "the client view's sample adequacy (`client_view.rs`), no rule",
+    ),
+];
+
+/// `FindingKind` variants that more than one rule words, as (variant, rule files, why).
+const SHARED_FINDINGS: &[(&str, &[&str], &str)] = &[(
+    "PrefillBound",
+    &["rules/pd_transfer.rs", "rules/prefill_limit.rs"],
+    "a PD prefill server whose own passes are full is prefill bound, as `verdict::Reason::\
+     bottleneck` says",
+)];
+
+/// Every `FindingKind::X` the code of `file` names outside test items, with its line; and
+/// the line of a `FindingKind as` alias, which would hide them.
+fn finding_kinds(text: &str) -> (Vec<(String, usize)>, Option<usize>) {
+    let (toks, _) = without_test_items(&tokenize(text));
+    let named = toks
+        .windows(3)
+        .filter(|w| ident(w.first()) == Some("FindingKind") && w[1].tok == Tok::PathSep)
+        .filter_map(|w| Some((ident(w.get(2))?.to_string(), w[0].line)))
+        .collect();
+    let alias = toks
+        .windows(2)
+        .find(|w| ident(w.first()) == Some("FindingKind") && ident(w.get(1)) == Some("as"))
+        .map(|w| w[0].line);
+    (named, alias)
+}
+
+#[test]
+fn every_finding_is_worded_by_its_rule() {
+    let files = source_files();
+    let mut problems = Vec::new();
+    // variant → the files that name it (outside `report/`, the readers and test modules)
+    let mut worded_in: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, text) in &files {
+        if file.starts_with("report/")
+            || FINDING_KIND_READERS.iter().any(|(f, _)| f == file)
+            || file == "rules/testing.rs"
+            || file == "evidence/tests.rs"
+        {
+            continue;
+        }
+        let (named, alias) = finding_kinds(text);
+        if let Some(line) = alias {
+            problems.push(format!(
+                "src/{file}:{line}: `FindingKind as …` hides which findings this file words: \
+                 name them `FindingKind::X`"
+            ));
+        }
+        let rule_file = file.starts_with("rules/") && !file["rules/".len()..].contains('/');
+        for (kind, line) in named {
+            let narrative_own = NARRATIVE_FINDINGS
+                .iter()
+                .any(|(f, k, _)| f == file && *k == kind);
+            if !rule_file && !narrative_own {
+                problems.push(format!(
+                    "src/{file}:{line}: FindingKind::{kind} is worded outside its rule: a \
+                     finding's words live in its rule file, `rules/X.rs` (a verdict's through \
+                     `rules::VerdictWords`); if it is no rule's, add it to NARRATIVE_FINDINGS \
+                     (or a reader to FINDING_KIND_READERS) in tests/tidy.rs with the reason"
+                ));
+            }
+            worded_in.entry(kind).or_default().insert(file.clone());
+        }
+    }
+    assert!(
+        worded_in.len() > 20,
+        "tidy: only {} FindingKind variants found in src/ (the reader is broken)",
+        worded_in.len()
+    );
+    for (kind, in_files) in &worded_in {
+        if in_files.len() < 2 {
+            continue;
+        }
+        let shared = SHARED_FINDINGS
+            .iter()
+            .any(|(k, fs, _)| k == kind && in_files.iter().all(|f| fs.contains(&f.as_str())));
+        if !shared {
+            problems.push(format!(
+                "FindingKind::{kind} is worded in {}: a finding has one rule that words it; \
+                 if two rules name it by design, add it to SHARED_FINDINGS in tests/tidy.rs \
+                 with the reason",
+                in_files
+                    .iter()
+                    .map(|f| format!("src/{f}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    for (file, why) in FINDING_KIND_READERS {
+        if !files.iter().any(|(f, _)| f == file) {
+            problems.push(format!(
+                "FINDING_KIND_READERS in tests/tidy.rs names src/{file} ({why}), which does not \
+                 exist: remove the entry"
+            ));
+        }
+    }
+    for (file, kind, _) in NARRATIVE_FINDINGS {
+        if !worded_in.get(*kind).is_some_and(|fs| fs.contains(*file)) {
+            problems.push(format!(
+                "NARRATIVE_FINDINGS in tests/tidy.rs says src/{file} words FindingKind::{kind}, \
+                 and it does not: remove the entry"
+            ));
+        }
+    }
+    for (kind, fs, _) in SHARED_FINDINGS {
+        if worded_in
+            .get(*kind)
+            .is_none_or(|w| w.len() < 2 || fs.len() < 2)
+        {
+            problems.push(format!(
+                "SHARED_FINDINGS in tests/tidy.rs names FindingKind::{kind}, which one file \
+                 words: remove the entry"
+            ));
+        }
+    }
+    report("every finding worded by its rule", &problems);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1082,6 +1241,22 @@ fn the_reader_leaves_out_comments_strings_test_and_doc_items() {
     );
     let paths: Vec<String> = refs.paths.iter().map(|(p, _)| p.join("::")).collect();
     assert_eq!(paths, vec!["crate::l::m", "super::n::O"]);
+}
+
+#[test]
+fn the_finding_kinds_a_file_names_are_read_from_its_paths() {
+    let src = r#"
+use crate::report::{Finding, FindingKind};
+// FindingKind::InComment
+fn f() -> FindingKind { let _ = "FindingKind::InString"; FindingKind::Stall }
+#[cfg(test)]
+mod tests { fn t() { let _ = super::FindingKind::InTest; } }
+"#;
+    let (named, alias) = finding_kinds(src);
+    assert_eq!(named, vec![("Stall".to_string(), 4)]);
+    assert_eq!(alias, None);
+    let (_, alias) = finding_kinds("fn g() { use crate::report::FindingKind as K; }");
+    assert_eq!(alias, Some(1));
 }
 
 #[test]

@@ -326,7 +326,7 @@ fn printed_rate(rest: &str, units: &[&str]) -> Option<f64> {
     })
 }
 
-/// Whether `line` counts completed requests as a progress line does ([`progress_count`]) but
+/// Whether `line` counts completed requests as a progress line does (`progress_count`) but
 /// does not start with a date-time: the count is there, the time to set it against the server
 /// log's clock is not (`129/11000 done, 0.1 req/s`, `14:14:30 129/11000 done`).
 pub fn progress_without_time(line: &str) -> bool {

@@ -1,9 +1,11 @@
-//! The English that is no rule's own: the headline, the findings of the rules that do not word
-//! their own, the recommendations' words, the "not concluded" sentences, the `method` of every
-//! rate and span, and the words for enums. A finding rule of `crate::rules::FINDING_RULES`
-//! words its own finding beside its check (`crate::rules::Rule::finding`), with the shared
-//! formatting of `words`. Everything here turns typed facts into text: it formats numbers and
-//! assembles; nothing here decides.
+//! The English that is no rule's own: the headline, the recommendations' words, the "not
+//! concluded" sentences, the `method` of every rate and span, the words for enums, and the
+//! findings that are no rule's (the capacity model's, a short sample's adequacy). Every rule
+//! words its own finding beside its check, with the shared formatting of `words`: a finding
+//! rule in `crate::rules::Rule::finding`, a verdict rule in its `finding` function, which
+//! [`bottleneck`] picks by the verdict's reason and completes with the figures every verdict
+//! shares. Everything here turns typed facts into text: it formats numbers and assembles
+//! sections; nothing here decides.
 
 mod expectation;
 mod findings;
@@ -17,14 +19,13 @@ pub(crate) mod words;
 pub use expectation::expectation;
 pub use findings::*;
 pub use headline::headline;
-pub use incidents::{
-    bench_not_streamed, bench_peak_above_cap, frame_words, incident_headline, oom,
-    rejected_requests, scheduler_exception, startup_incomplete, step_words,
-};
+pub use incidents::incident_headline;
 pub use notes::{cell_disagreement, join_note, not_concluded, points_not_used, set_aside, sources};
 pub use recommendations::recommendation;
 pub use runs::{run_summary, server_runs};
-pub use words::{confidence_pct, count, fmt_duration, interval, num};
+pub use words::{
+    bottleneck_label, confidence_pct, count, fmt_duration, frame_words, interval, num, step_words,
+};
 
 use sglang_log::ClientFormat;
 
@@ -38,31 +39,6 @@ pub fn scheduler_verdict_label(s: &crate::report::SchedulerSummary) -> &'static 
     match s.bottleneck {
         Bottleneck::ClientBound if s.pd_decode => "fed by the prefill side",
         b => bottleneck_label(b),
-    }
-}
-
-/// A short name for a bottleneck.
-pub fn bottleneck_label(b: Bottleneck) -> &'static str {
-    match b {
-        Bottleneck::KvCacheBound => "KV-cache bound",
-        Bottleneck::RunningCapBound => "running-request cap bound",
-        Bottleneck::PrefillBound => "prefill bound",
-        Bottleneck::SchedulerConservative => "scheduler too conservative",
-        Bottleneck::AdmissionHeld => "admission held between prefill passes",
-        Bottleneck::PdTransferBound => "PD transfer / pre-allocation bound",
-        Bottleneck::ClientBound => "client too slow / not enough load",
-        Bottleneck::Stall => "stall",
-        Bottleneck::DecodeComputeBound => "decode compute bound",
-        Bottleneck::PrefillComputeBound => "prefill compute bound",
-        Bottleneck::Inconclusive => "inconclusive",
-        Bottleneck::NoSchedulerLines => "no SGLang scheduler lines",
-        Bottleneck::OutOfMemory => "out of memory",
-        Bottleneck::SchedulerCrashed => "scheduler crashed",
-        Bottleneck::StartupIncomplete => "startup never finished",
-        Bottleneck::StartupOnly => "startup lines only",
-        Bottleneck::RequestsRejected => "requests rejected",
-        Bottleneck::KvTransferFailed => "KV transfers failed",
-        Bottleneck::Drain => "only the drain of a run",
     }
 }
 

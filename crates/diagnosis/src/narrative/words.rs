@@ -1,13 +1,20 @@
 //! The words every finding shares, a leaf of `narrative` that imports nothing of the rules:
 //! the number formats of a sentence (`count`, `num`, `fmt_duration`, the confidence level and
-//! an interval) and the constructors of a [`Finding`] (`finding`, `with_levers`, `failure`).
+//! an interval), the constructors of a [`Finding`] (`finding`, `with_levers`, `failure`), and
+//! the words of typed facts that several rules' findings and `narrative` name alike (a
+//! bottleneck's label, a stack frame, an exception, a startup step, how full the pools are).
 //!
-//! The rule files word their own findings (`rules::Rule::finding`) with these, and the rest of
-//! `narrative` with them too: a rule names its facts and its sentence, this file only formats
-//! and assembles. Being a leaf, it can be shared by both sides without a module circle.
+//! The rule files word their own findings with these, and the rest of `narrative` with them
+//! too: a rule names its facts and its sentence, this file only formats and assembles. Being a
+//! leaf, it can be shared by both sides without a module circle.
 
-use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, Rate, SourceRange, Unit};
+use crate::evidence::pools::{PoolKind, PoolRoom};
+use crate::report::{
+    Bottleneck, Confidence, Figure, Finding, FindingKind, Lever, Rate, SourceRange, StartupStep,
+    Unit,
+};
 use crate::thresholds as th;
+use sglang_log::Frame;
 
 /// The confidence level as people read it: `95%`.
 pub fn confidence_pct() -> String {
@@ -106,4 +113,100 @@ pub(crate) fn failure(
         first.cloned().into_iter().collect(),
         Confidence::High,
     )
+}
+
+/// `function (file:line)`.
+pub fn frame_words(f: &Frame) -> String {
+    match f.line {
+        Some(l) => format!("{} ({}:{l})", f.function, short_path(&f.file)),
+        None => format!("{} ({})", f.function, short_path(&f.file)),
+    }
+}
+
+/// A file path from its `sglang/` directory on (the rest is the machine's).
+fn short_path(p: &str) -> &str {
+    p.rfind("sglang/").map_or(p, |i| &p[i..])
+}
+
+/// A startup step in words.
+pub fn step_words(s: StartupStep) -> &'static str {
+    match s {
+        StartupStep::Launched => "the server arguments were printed",
+        StartupStep::WeightsLoaded => "the weights loaded",
+        StartupStep::KvPoolAllocated => "the KV pool was allocated",
+        StartupStep::CapturingGraphs => "CUDA graph capture began",
+        StartupStep::CudaGraphsCaptured => "the CUDA graphs were captured",
+        StartupStep::Serving => "the server was ready",
+    }
+}
+
+/// An exception in words: `Type: message`, its type alone, or a traceback cut before it.
+pub(crate) fn exception_words(ty: Option<&str>, msg: Option<&str>) -> String {
+    match (ty, msg) {
+        (Some(t), Some(m)) => format!("{t}: {m}"),
+        (Some(t), None) => t.to_string(),
+        _ => "a traceback cut before its exception line".to_string(),
+    }
+}
+
+/// How full the pools are, as a clause after a main one: " and every pool the log reports has
+/// room (…)" only when [`PoolRoom::Room`]; otherwise the fullest pool and its usage, or that
+/// the log prints no usage.
+pub(crate) fn pool_room_clause(room: &PoolRoom) -> String {
+    match room {
+        PoolRoom::Room {
+            fullest,
+            pool: PoolKind::Kv,
+        } => {
+            format!(" and the KV cache has room (fullest pool at {fullest:.2}, 90th percentile)")
+        }
+        PoolRoom::Room { fullest, pool } => format!(
+            " and every pool has room (the fullest, the {}, at {fullest:.2}, 90th percentile)",
+            pool_name(*pool)
+        ),
+        PoolRoom::Tight(p) => format!(
+            ", with the {} at {:.2} (90th percentile; median {:.2})",
+            pool_name(p.pool),
+            p.p90,
+            p.median
+        ),
+        PoolRoom::Unknown => {
+            ", and the log prints no pool usage (whether the KV cache has room is unknown)"
+                .to_string()
+        }
+    }
+}
+
+/// The name of a pool in prose.
+fn pool_name(p: PoolKind) -> &'static str {
+    match p {
+        PoolKind::Kv => "KV pool (token usage)",
+        PoolKind::Swa => "sliding-window (SWA) pool",
+        PoolKind::Mamba => "mamba state slots",
+    }
+}
+
+/// A short name for a bottleneck.
+pub fn bottleneck_label(b: Bottleneck) -> &'static str {
+    match b {
+        Bottleneck::KvCacheBound => "KV-cache bound",
+        Bottleneck::RunningCapBound => "running-request cap bound",
+        Bottleneck::PrefillBound => "prefill bound",
+        Bottleneck::SchedulerConservative => "scheduler too conservative",
+        Bottleneck::AdmissionHeld => "admission held between prefill passes",
+        Bottleneck::PdTransferBound => "PD transfer / pre-allocation bound",
+        Bottleneck::ClientBound => "client too slow / not enough load",
+        Bottleneck::Stall => "stall",
+        Bottleneck::DecodeComputeBound => "decode compute bound",
+        Bottleneck::PrefillComputeBound => "prefill compute bound",
+        Bottleneck::Inconclusive => "inconclusive",
+        Bottleneck::NoSchedulerLines => "no SGLang scheduler lines",
+        Bottleneck::OutOfMemory => "out of memory",
+        Bottleneck::SchedulerCrashed => "scheduler crashed",
+        Bottleneck::StartupIncomplete => "startup never finished",
+        Bottleneck::StartupOnly => "startup lines only",
+        Bottleneck::RequestsRejected => "requests rejected",
+        Bottleneck::KvTransferFailed => "KV transfers failed",
+        Bottleneck::Drain => "only the drain of a run",
+    }
 }

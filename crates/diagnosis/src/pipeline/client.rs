@@ -111,7 +111,7 @@ fn client_findings(
         rules::littles_law::check(&s, c, in_system),
         &s.windowed_req_per_s,
     ) {
-        findings.push(narrative::littles_law(&f, w.value));
+        findings.push(rules::littles_law::finding(&f, w.value));
     }
     let waits: Vec<f64> = c
         .requests
@@ -121,7 +121,7 @@ fn client_findings(
         .collect();
     if let Some(gap) = rules::client_gap::check(&s, primary.and_then(|v| v.running.median), &waits)
     {
-        findings.extend(narrative::client_gap(&s, &gap));
+        findings.extend(rules::client_gap::finding(&s, &gap));
         if matches!(gap, rules::client_gap::Facts::Gap(_)) {
             findings.extend(s.adequacy.as_ref().map(narrative::sample_adequacy));
         }
@@ -149,7 +149,7 @@ fn benchmark_findings(
         let n = |f| narrative::numbered(f, i + 1, runs.len());
         if let Some(f) = rules::bench_failures::check(run) {
             let dominant = f.dominate;
-            let finding = n(narrative::bench_failures(run, &f));
+            let finding = n(rules::bench_failures::finding(run, &f));
             if dominant {
                 first.push(finding)
             } else {
@@ -158,23 +158,27 @@ fn benchmark_findings(
         }
         // A client that did not stream makes TTFT the whole request: no queueing to read.
         match rules::bench_not_streamed::check(run) {
-            Some(f) => first.push(n(narrative::bench_not_streamed(run, &f))),
-            None => rest.extend(
-                rules::bench_queueing::check(run)
-                    .map(|f| n(narrative::bench_queueing(run, &f, bottleneck, overcounted))),
-            ),
+            Some(f) => first.push(n(rules::bench_not_streamed::finding(run, &f))),
+            None => rest.extend(rules::bench_queueing::check(run).map(|f| {
+                n(rules::bench_queueing::finding(
+                    run,
+                    &f,
+                    bottleneck,
+                    overcounted,
+                ))
+            })),
         }
         rest.extend(
             rules::bench_concurrency_limit::check(run, bottleneck, cap)
-                .map(|f| n(narrative::bench_concurrency_limit(run, &f))),
+                .map(|f| n(rules::bench_concurrency_limit::finding(run, &f))),
         );
         rest.extend(
             rules::bench_concurrency_limit::peak_above_cap(run, cap)
-                .map(|f| n(narrative::bench_peak_above_cap(run, &f))),
+                .map(|f| n(rules::bench_concurrency_limit::peak_finding(run, &f))),
         );
     }
     if let (Some(run), Some(f)) = (runs.last(), tokens) {
-        rest.push(narrative::bench_tokens(run, &f));
+        rest.push(rules::bench_tokens::finding(run, &f));
     }
     findings.splice(0..0, first);
     findings.extend(rest);

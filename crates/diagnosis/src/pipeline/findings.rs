@@ -1,12 +1,11 @@
-//! The findings stage: the verdict's own findings, then every finding rule's, most important
-//! first: the registered rules' (`rules::FINDING_RULES`, slot by slot) around the findings of
-//! the events whose facts the verdict read.
+//! The findings stage: the verdict's own findings, then every registered finding rule's
+//! (`rules::FINDING_RULES`, in its order), most important first.
 
 use super::vote::Vote;
 use crate::evidence::view::SchedulerView;
 use crate::narrative;
 use crate::report::{Bottleneck, Finding};
-use crate::rules::{self, Input, Slot};
+use crate::rules::{self, Input};
 use crate::verdict::Reason;
 
 /// The rule facts that later stages use beside the findings.
@@ -31,7 +30,6 @@ pub(super) fn findings<'a>(
     let Vote {
         slow_decode,
         slow_prefill,
-        events,
         ..
     } = vote;
     if let Some((v, r)) = carrier {
@@ -70,27 +68,14 @@ pub(super) fn findings<'a>(
     };
     findings.extend(
         held.as_ref()
-            .map(|(v, f)| narrative::held_admission(f, input.timeline_range(v.tl))),
+            .map(|(v, f)| rules::held_admission::finding(f, input.timeline_range(v.tl))),
     );
     // In a stall the crawl is a symptom of the hang, reported by the stall findings.
     if bottleneck != Bottleneck::Stall {
-        findings.extend(slow_decode.as_ref().map(narrative::decode_compute));
+        findings.extend(slow_decode.as_ref().map(rules::decode_compute::finding));
     }
-    findings.extend(slow_prefill.as_ref().map(narrative::prefill_compute));
-    findings.extend(rules::findings_in(Slot::BeforeEvents, input));
-    findings.extend(events.oom.as_ref().map(narrative::oom));
-    findings.extend(events.rejected.as_ref().map(narrative::rejected_requests));
-    findings.extend(events.crash.as_ref().map(narrative::scheduler_exception));
-    findings.extend(events.watchdog.as_ref().map(narrative::watchdog));
-    findings.extend(
-        events
-            .incomplete
-            .as_ref()
-            .map(narrative::startup_incomplete),
-    );
-    findings.extend(rules::findings_in(Slot::BeforeKvTransfer, input));
-    findings.extend(events.transfer.as_ref().map(narrative::kv_transfer));
-    findings.extend(rules::findings_in(Slot::AfterEvents, input));
+    findings.extend(slow_prefill.as_ref().map(rules::prefill_compute::finding));
+    findings.extend(rules::findings(input));
     // the facts the later stages read (the registry ran these rules for their findings)
     Found {
         held,

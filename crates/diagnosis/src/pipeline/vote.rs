@@ -8,7 +8,9 @@ use crate::rules::{self, Input};
 use crate::verdict::{self, Overrides, Reason};
 
 /// Events that end or block serving: the verdict without batch lines, and a crash, OOM or
-/// watchdog after them too (`verdict::ENDS_SERVING`).
+/// watchdog after them too (`verdict::ENDS_SERVING`). The verdict and the headline read these
+/// facts; the findings are the event rules' own, run with the registry
+/// (`rules::FINDING_RULES`), which calls their `check` again.
 pub(super) struct Events {
     pub(super) oom: Option<rules::oom::Facts>,
     pub(super) crash: Option<rules::scheduler_exception::Facts>,

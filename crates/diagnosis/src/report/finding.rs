@@ -175,9 +175,9 @@ pub enum FindingKind {
 pub struct Finding {
     /// Stable kind.
     pub kind: FindingKind,
-    /// One-line statement (English, from `narrative`).
+    /// One-line statement (English, from its rule or `narrative`).
     pub title: String,
-    /// Explanation, with what to change where that follows (English, from `narrative`).
+    /// Explanation, with what to change where that follows (English, from its rule or `narrative`).
     pub detail: String,
     /// Supporting numbers.
     pub figures: Vec<Figure>,

@@ -56,9 +56,9 @@
 
 use crate::evidence::DecodeSample;
 use crate::evidence::view::SchedulerView;
-use crate::report::CapacitySummary;
 pub use crate::report::{Admission, Binding, Constraint, Slack};
-use crate::rules::prefill_limit;
+use crate::report::{CapacitySummary, Figure, Unit};
+use crate::rules::{on_rank, prefill_limit};
 use crate::thresholds as th;
 
 /// The constraint holding back the largest share of the queued request-time, when it holds
@@ -339,6 +339,53 @@ pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> 
         room_everywhere: free / total,
         cap: cap_n,
     })
+}
+
+/// The admission model's figures on the finding of the verdict of scheduler `v`: the share of
+/// the queued request-time each constraint held back (those that held some), and the share with
+/// room in every limit read; none when the model has no queued time to read.
+pub(crate) fn figures(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    // the admission model: which limit held the waiting requests back, for how much of the time
+    if let Some(a) = model(v, cap) {
+        for b in a.bindings.iter().filter(|b| b.share > 0.0) {
+            figures.push(Figure::new(
+                on_rank(
+                    v,
+                    &format!(
+                        "share of the queued request-time held back by {}",
+                        words(b.constraint)
+                    ),
+                ),
+                b.share,
+                Unit::Fraction,
+            ));
+        }
+        figures.push(Figure::new(
+            on_rank(
+                v,
+                "share of the queued request-time with room in every limit read",
+            ),
+            a.room_everywhere,
+            Unit::Fraction,
+        ));
+    }
+    figures
+}
+
+/// An admission constraint, as the figures name it.
+fn words(c: Constraint) -> &'static str {
+    match c {
+        Constraint::RunningCap => "the running-request cap",
+        Constraint::KvPool => "the KV pool",
+        Constraint::KvReserve => {
+            "the KV pool's reserve for the running requests (token usage high, below the full mark)"
+        }
+        Constraint::SwaPool => "the SWA pool",
+        Constraint::MambaSlots => "the mamba state slots",
+        Constraint::PrefillBudget => "the prefill token budget",
+        Constraint::OnePerPass => "one request per prefill pass",
+    }
 }
 
 #[cfg(test)]

@@ -35,7 +35,10 @@
 //!
 //! **Source.** SGLang `bench_serving.py` (`Concurrency` = Σ E2E / duration, Little's law); spec §7.
 
-use crate::report::{BenchmarkRun, Bottleneck};
+use crate::narrative::words::{self, bottleneck_label, with_levers};
+use crate::report::{
+    BenchmarkRun, Bottleneck, Confidence, Figure, Finding, FindingKind, Lever, Unit,
+};
 use crate::thresholds as th;
 
 /// The server's running-request cap as a client sees it.
@@ -148,6 +151,135 @@ pub fn check(
         send_window_s,
         duration_s: b.duration_s,
     })
+}
+
+/// The finding of the benchmark `run`'s concurrency limit `f`, in this rule's words; its
+/// levers follow what the server's side means for raising the limit.
+pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
+    let limit = f.limit;
+    let (meaning, confidence) = match f.meaning {
+        Meaning::ServerHasHeadroom => (
+            format!(
+                "The server log shows headroom (little waits): the benchmark's limit sets the load. Raise --max-concurrency above {limit} to measure the server."
+            ),
+            Confidence::High,
+        ),
+        Meaning::ServerCapAtOrBelow { cap } => (
+            format!(
+                "The server's max_running_requests is {}, {}: raising the benchmark's limit alone would only queue requests in the server; raise both together to run more at once.",
+                server_cap_words(cap),
+                if cap.total() == limit {
+                    "the same as the limit"
+                } else {
+                    "below the limit"
+                }
+            ),
+            Confidence::Medium,
+        ),
+        Meaning::Unknown => (
+            format!(
+                "Whether the server could run more than {limit} at once is not in this input: its log (#running-req, #queue-req, token usage) tells."
+            ),
+            Confidence::Low,
+        ),
+        Meaning::ServerBound(other) => (
+            format!(
+                "The server log says {}: raising the limit would lengthen the server's queue, not raise throughput.",
+                bottleneck_label(other)
+            ),
+            Confidence::Medium,
+        ),
+    };
+    let (title, how) = match f.peak {
+        Some(peak) if !f.held_full => (
+            format!(
+                "The benchmark reached its concurrency limit: up to {peak:.0} requests active at once against --max-concurrency {limit}, though {:.1} on average",
+                f.concurrency
+            ),
+            format!(
+                "Peak concurrent requests counts the requests active in a 1-second bucket (a few more than the limit when some end and others begin within that second); \
+                 Concurrency is the sum of end-to-end latencies over the run's duration, a whole-run average that the ramp-up and the drain pull down{}. \
+                 Do not read {:.0} as the load the server held. {meaning}",
+                match (f.send_window_s, f.duration_s) {
+                    (Some(w), Some(d)) if w < d => format!(
+                        " (requests were sent for ~{w:.0} s of the {d:.0} s run; the rest is the drain)"
+                    ),
+                    _ => String::new(),
+                },
+                f.concurrency
+            ),
+        ),
+        _ => (
+            format!(
+                "The benchmark held its concurrency limit full: {:.1} requests in flight on average of --max-concurrency {limit}",
+                f.concurrency
+            ),
+            format!(
+                "bench_serving's Concurrency is the sum of end-to-end latencies over the run's duration, the mean number of requests in flight (Little's law). {meaning}"
+            ),
+        ),
+    };
+    let mut figures = vec![
+        Figure::new("mean requests in flight", f.concurrency, Unit::Requests),
+        Figure::new("max concurrency", limit as f64, Unit::Requests),
+    ];
+    if let Some(p) = f.peak {
+        figures.push(Figure::new("peak concurrent requests", p, Unit::Requests));
+    }
+    let out = words::finding(
+        FindingKind::BenchmarkConcurrencyLimit,
+        title,
+        how,
+        figures,
+        vec![run.source.clone()],
+        confidence,
+    );
+    let levers: &[Lever] = match f.meaning {
+        Meaning::ServerHasHeadroom => &[Lever::ClientConcurrency],
+        Meaning::ServerCapAtOrBelow { .. } => {
+            &[Lever::ClientConcurrency, Lever::MaxRunningRequests]
+        }
+        Meaning::Unknown | Meaning::ServerBound(_) => &[],
+    };
+    with_levers(out, levers)
+}
+
+/// The finding of [`peak_above_cap`] in the benchmark `run`, in this rule's words.
+pub(crate) fn peak_finding(run: &BenchmarkRun, f: &PeakAboveCap) -> Finding {
+    Finding {
+        kind: FindingKind::BenchmarkPeakAboveCap,
+        title: format!(
+            "The benchmark had up to {:.0} requests in flight, above the server's max_running_requests of {}: the cap was reached",
+            f.peak,
+            server_cap_words(f.cap)
+        ),
+        detail: "Requests beyond the server's running cap wait in its queue; their wait is part of the benchmark's TTFT.".to_string(),
+        figures: vec![
+            Figure::new("peak concurrent requests", f.peak, Unit::Requests),
+            Figure::new(
+                "max_running_requests over every DP rank",
+                f.cap.total() as f64,
+                Unit::Requests,
+            ),
+        ],
+        evidence: vec![run.source.clone()],
+        confidence: Confidence::High,
+        levers: Vec::new(),
+    }
+}
+
+/// A server's running cap as a client sees it: `256 (16 per DP rank × 16 ranks)`, or `80`.
+fn server_cap_words(c: ServerCap) -> String {
+    if c.dp_ranks > 1 {
+        format!(
+            "{} ({} per DP rank × {} ranks)",
+            c.total(),
+            c.per_rank,
+            c.dp_ranks
+        )
+    } else {
+        c.per_rank.to_string()
+    }
 }
 
 #[cfg(test)]

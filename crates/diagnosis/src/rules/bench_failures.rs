@@ -17,7 +17,8 @@
 //! **Source.** SGLang `bench_serving.py` (`calculate_metrics`: metrics over `outputs[i].success`
 //! only); spec §7.
 
-use crate::report::BenchmarkRun;
+use crate::narrative::words::{self, count};
+use crate::report::{BenchmarkRun, Confidence, Figure, Finding, FindingKind, Unit};
 use crate::thresholds as th;
 
 /// What the rule saw.
@@ -53,6 +54,49 @@ pub fn check(run: &BenchmarkRun) -> Option<Facts> {
         printed: b.failed_requests.is_some(),
         dominate: share >= th::FAILURES_DOMINATE,
     })
+}
+
+/// The finding of failed requests `f` of the benchmark `run`, in this rule's words.
+pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
+    let from = if f.printed {
+        "the block's `Failed requests`".to_string()
+    } else {
+        format!(
+            "`--num-prompts {}` less the {} successful",
+            f.requested,
+            count(f.successful.unwrap_or(0))
+        )
+    };
+    words::finding(
+        FindingKind::BenchmarkFailures,
+        format!(
+            "{} of {} benchmark requests failed ({:.0}%)",
+            count(f.failed),
+            count(f.requested),
+            f.share * 100.0
+        ),
+        format!(
+            "Counted from {from}. The benchmark's throughput and latencies cover only the successful requests, so they describe a different, lighter run than the one asked for{}. \
+             Find why requests failed before tuning throughput: the benchmark's error output (timeouts, connection resets), and the server log for aborted requests \
+             (a full waiting queue with --max-queued-requests, prompts over the context length, out-of-memory).",
+            if f.dominate {
+                ", and failures are the first thing to fix"
+            } else {
+                ""
+            }
+        ),
+        vec![
+            Figure::new("failed requests", f.failed as f64, Unit::Requests),
+            Figure::new("requested", f.requested as f64, Unit::Requests),
+            Figure::new("failed share", f.share, Unit::Fraction),
+        ],
+        vec![run.source.clone()],
+        if f.dominate {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
+    )
 }
 
 #[cfg(test)]

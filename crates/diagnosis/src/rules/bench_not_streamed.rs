@@ -27,8 +27,9 @@
 //! **Source.** SGLang `bench_serving.py` (`async_request_*`: `ttft` at the first chunk, `itl`
 //! between chunks; `calculate_metrics`); spec §7.
 
-use crate::report::BenchmarkRun;
+use crate::narrative::words::count;
 pub use crate::report::SentTooFast;
+use crate::report::{BenchmarkRun, Confidence, Figure, Finding, FindingKind, Unit};
 use crate::thresholds as th;
 
 /// What the rule saw.
@@ -91,6 +92,50 @@ pub fn check(run: &BenchmarkRun) -> Option<Facts> {
         },
         sent_too_fast: sent_too_fast(run),
     })
+}
+
+/// The finding of the benchmark `run` whose client did not stream (`f`), in this rule's words.
+pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
+    let retok = f
+        .retokenized_share
+        .map(|s| {
+            format!(
+                " The retokenized output count is {:.0}% of the generated one: the token totals disagree too.",
+                s * 100.0
+            )
+        })
+        .unwrap_or_default();
+    Finding {
+        kind: FindingKind::BenchmarkNotStreamed,
+        title: format!(
+            "The benchmark's client did not stream: TTFT ({:.3} s) equals end-to-end latency ({:.3} s) and ITL is 0",
+            f.ttft_s, f.e2e_s
+        ),
+        detail: format!(
+            "Each response arrived in one piece, so the time to first token is the whole request and there are no gaps between tokens to measure. Its latency figures (TTFT, TPOT, ITL) are invalid and say nothing about queueing; {}. This is a measurement artifact, not a server bottleneck: rerun against a streaming endpoint.{retok}",
+            match (f.sent_too_fast, f.request_throughput) {
+                (Some(s), r) => format!(
+                    "nor can the request throughput{} be taken as measured: {} requests sent at the {:.1} req/s it names take ~{:.0} s to send, yet the run printed {:.0} s, so its rate line or its duration is not what the run did (a driver that replays a trace ignores the rate)",
+                    r.map(|r| format!(" ({r:.2} req/s)")).unwrap_or_default(),
+                    count(s.requests),
+                    s.sent_per_s,
+                    s.send_s,
+                    s.duration_s
+                ),
+                (None, r) => format!(
+                    "only the request throughput{} is usable",
+                    r.map(|r| format!(" ({r:.2} req/s)")).unwrap_or_default()
+                ),
+            }
+        ),
+        figures: vec![
+            Figure::new("ttft", f.ttft_s, Unit::Seconds),
+            Figure::new("e2e_latency", f.e2e_s, Unit::Seconds),
+        ],
+        evidence: vec![run.source.clone()],
+        confidence: Confidence::High,
+        levers: Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,8 @@
 //! **Source.** SGLang `bench_serving.py` (`calculate_metrics`; TPOT = (E2E − TTFT) / (output − 1));
 //! spec §7.
 
-use crate::report::BenchmarkRun;
+use crate::narrative::words::{self, bottleneck_label, num};
+use crate::report::{BenchmarkRun, Bottleneck, Confidence, Figure, Finding, FindingKind, Unit};
 use crate::thresholds as th;
 
 /// What the rule saw.
@@ -59,6 +60,97 @@ pub fn check(run: &BenchmarkRun) -> Option<Facts> {
             .mean_completion_tokens()
             .is_some_and(|o| o < th::PREFILL_ONLY_OUTPUT_TOKENS),
     })
+}
+
+/// The finding of queueing `f` in the benchmark `run`, in this rule's words; `bottleneck` is the server-side verdict from
+/// the logs; `overcounted`: the client counts output tokens the server did not generate
+/// (`super::bench_tokens`).
+pub(crate) fn finding(
+    run: &BenchmarkRun,
+    f: &Facts,
+    bottleneck: Bottleneck,
+    overcounted: bool,
+) -> Finding {
+    let b = &run.summary;
+    let inf = b.request_rate.as_deref() == Some("inf");
+    let submitted = match (b.request_rate_per_s(), b.max_concurrency) {
+        (None, None) if inf => {
+            "The benchmark sent every request at once (request rate inf, no concurrency limit)"
+                .to_string()
+        }
+        (None, None) => {
+            "The benchmark's request rate and concurrency limit are not in its summary".to_string()
+        }
+        (None, Some(m)) if inf => {
+            format!("The benchmark kept up to {m} requests in flight (request rate inf)")
+        }
+        (None, Some(m)) => format!("The benchmark kept up to {m} requests in flight"),
+        (Some(r), None) => {
+            format!("The benchmark sent {r} requests per second with no concurrency limit")
+        }
+        (Some(r), Some(m)) => {
+            format!("The benchmark sent {r} requests per second, at most {m} in flight")
+        }
+    };
+    let e2e_from = if f.e2e_estimated {
+        " (end to end estimated as TTFT + TPOT × (mean output tokens − 1): the summary prints no E2E latency)"
+    } else {
+        ""
+    };
+    let prompt = match b.mean_prompt_tokens() {
+        Some(p) if p >= th::LONG_PROMPT_TOKENS => {
+            format!(" Prompts average {p:.0} tokens: prefill itself takes a real share of it.")
+        }
+        Some(p) => format!(" Prompts average {p:.0} tokens."),
+        None => String::new(),
+    };
+    let server = match bottleneck {
+        Bottleneck::NoSchedulerLines => {
+            " Which part is queueing and which is prefill (or time before the server: tokenizing, a chat template, the network) a client summary cannot tell; \
+             the server log (its #queue-req and Prefill batch lines) tells: give it to this tool."
+                .to_string()
+        }
+        other => format!(" The server log says: {}.", bottleneck_label(other)),
+    };
+    let output = match b.mean_completion_tokens() {
+        Some(o) if f.prefill_only => format!(
+            " Completions average {o:.1} tokens: a request is almost all prefill, so its TTFT is most of its latency by construction, and the output rate ({} tok/s) \
+             does not measure decode; the run's throughput is its total {} tok/s, nearly all prompt tokens.",
+            num(b.output_tok_per_s, 0),
+            num(b.total_tok_per_s, 0)
+        ),
+        // the client counts tokens the server did not generate (`bench_tokens`): its output
+        // rate is no measure of what the admitted requests achieve
+        _ if overcounted => " Its output throughput counts tokens the server did not generate (see the finding on its token count), so it is no measure of the server; if the server queues, more requests in flight only lengthen the wait.".to_string(),
+        _ => format!(
+            " Output throughput ({} tok/s over the whole run) is what the admitted requests achieve; if the server queues, more requests in flight only lengthen the wait.",
+            num(b.output_tok_per_s, 0)
+        ),
+    };
+    words::finding(
+        FindingKind::BenchmarkQueueing,
+        format!(
+            "Requests spent {:.0}% of their latency before the first token (mean TTFT {:.1} s of {:.1} s end to end)",
+            f.share * 100.0,
+            f.ttft_s,
+            f.e2e_s
+        ),
+        format!(
+            "{submitted}{e2e_from}. A request's time to first token is its wait in the server's queue (the server admits only as many requests as its KV cache \
+             and max_running_requests allow) plus its prefill.{prompt}{server}{output}"
+        ),
+        vec![
+            Figure::new("mean TTFT", f.ttft_s, Unit::Seconds),
+            Figure::new("mean end-to-end latency", f.e2e_s, Unit::Seconds),
+            Figure::new("TTFT share of latency", f.share, Unit::Fraction),
+        ],
+        vec![run.source.clone()],
+        if f.sure {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
+    )
 }
 
 #[cfg(test)]

@@ -24,7 +24,8 @@
 //! request's `output_len`, `retokenized` its text re-encoded), `scheduler_metrics_mixin.py`
 //! (`gen throughput`); spec §2.1 and §7.
 
-use crate::report::{BenchmarkRun, Rate};
+use crate::narrative::words::{self, num};
+use crate::report::{BenchmarkRun, Confidence, Figure, Finding, FindingKind, Rate, Unit};
 use crate::thresholds as th;
 
 /// What the rule saw.
@@ -66,6 +67,58 @@ pub fn check(run: &BenchmarkRun, server: Option<&Rate>) -> Option<Facts> {
         server_tok_per_s: server_tps,
         client_tok_per_s: b.output_tok_per_s,
     })
+}
+
+/// The finding of the benchmark `run`'s token count `f` against the server's, in this rule's
+/// words.
+pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
+    let retok = f
+        .retokenized_per_request
+        .map(|r| {
+            format!(" (its own retokenized count, ~{r:.0} per request, is closer to the server's)")
+        })
+        .unwrap_or_default();
+    let mut figures = vec![
+        Figure::new(
+            "output tokens per request, as the client counts them",
+            f.client_tokens_per_request,
+            Unit::Tokens,
+        ),
+        Figure::new(
+            "tokens the server generated per completed request",
+            f.server_tokens_per_request,
+            Unit::Tokens,
+        ),
+        Figure::new("the run's request rate", f.req_per_s, Unit::ReqPerS),
+        Figure::new("server gen throughput", f.server_tok_per_s, Unit::TokPerS),
+    ];
+    if let Some(c) = f.client_tok_per_s {
+        figures.push(Figure::new(
+            "the client's output throughput",
+            c,
+            Unit::TokPerS,
+        ));
+    }
+    words::finding(
+        FindingKind::BenchmarkTokensDisagree,
+        format!(
+            "The benchmark counts ~{:.0} output tokens per request; the server generated ~{:.0} per completed request",
+            f.client_tokens_per_request, f.server_tokens_per_request
+        ),
+        format!(
+            "At the benchmark's {:.2} req/s (a whole-run average, which only understates the steady rate), the server's {:.0} tok/s is ~{:.0} tokens per completed request, {:.0}% fewer than the client counts{retok}. \
+             The client's output tokens are not the server's: a length requested under ignore_eos that the server did not produce, or chunks or re-encoded text counted as tokens. \
+             Its output throughput ({} tok/s) and anything worked out from its tokens per request overstate what the server generated: judge throughput by the server's rate, and check the client's token counting before comparing runs by it.",
+            f.req_per_s,
+            f.server_tok_per_s,
+            f.server_tokens_per_request,
+            (1.0 - f.server_tokens_per_request / f.client_tokens_per_request) * 100.0,
+            num(f.client_tok_per_s, 0)
+        ),
+        figures,
+        vec![run.source.clone()],
+        Confidence::Medium,
+    )
 }
 
 #[cfg(test)]

@@ -17,6 +17,9 @@
 //! when the line is printed); Little's law.
 
 use crate::evidence::view::SchedulerView;
+use crate::narrative::words::pool_room_clause;
+use crate::report::{Confidence, FindingKind, Lever};
+use crate::rules::VerdictWords;
 use crate::thresholds as th;
 
 /// The rule on one scheduler.
@@ -55,6 +58,58 @@ pub fn lone_reading(v: &SchedulerView<'_>) -> bool {
                     .is_some_and(|(g, r)| g / (r as f64) < th::SLOW_DECODE_TOK_PER_REQ)
         }
         _ => false,
+    }
+}
+
+/// The finding of a `client_bound` verdict in this rule's words, on the scheduler `v` whose
+/// verdict it is: a PD decode node is fed by the prefill side (no client setting to change),
+/// any other server by its client (its concurrency).
+pub(crate) fn finding(v: &SchedulerView<'_>) -> VerdictWords {
+    let (kind, title, detail, confidence, levers) = if v.is_pd_decode() {
+        // a PD decode node's load comes from the prefill side, not from a client setting
+        let (kind, title, detail, confidence) = (
+            FindingKind::ClientBound,
+            "PD decode node fed by the prefill side".to_string(),
+            format!(
+                "Nearly nothing waits on this PD decode node (its #queue-req and #prealloc-req stay near 0){}: it decodes what the prefill side hands over. \
+                     If the prefill nodes show a standing bootstrap queue, the handoff is the slow part (the bootstrap handshake, the KV transfer backend), not this node's capacity; \
+                     otherwise the prefill nodes or the router receive too little load.",
+                pool_room_clause(&v.pool_room),
+            ),
+            Confidence::Medium,
+        );
+        (kind, title, detail, confidence, Vec::new())
+    } else {
+        let (kind, title, detail, confidence) = (
+            FindingKind::ClientBound,
+            "Client too slow / not enough load".to_string(),
+            format!(
+                "Nearly nothing waits in the queue{}: the server runs what it is given. More throughput needs more concurrent requests from the client (raise its concurrency){}; server settings can only make each step faster.",
+                pool_room_clause(&v.pool_room),
+                if v.pool_room.has_room() {
+                    ""
+                } else {
+                    ", and more requests at once need more room in the fullest pool"
+                }
+            ),
+            Confidence::Medium,
+        );
+        (
+            kind,
+            title,
+            detail,
+            confidence,
+            vec![Lever::ClientConcurrency],
+        )
+    };
+    VerdictWords {
+        kind,
+        title,
+        detail,
+        confidence,
+        levers,
+        lead: Vec::new(),
+        figures: Vec::new(),
     }
 }
 

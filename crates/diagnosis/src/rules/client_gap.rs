@@ -21,7 +21,8 @@
 //! re-prefill, they do not make the server generate tokens twice.
 
 use crate::client_view::lifetime_misleads;
-use crate::report::{ClientSummary, Rate};
+use crate::narrative::words::{self, interval, num};
+use crate::report::{ClientSummary, Confidence, Figure, Finding, FindingKind, Rate, Unit};
 use crate::thresholds as th;
 
 /// The gap's parts.
@@ -121,6 +122,169 @@ pub fn check(s: &ClientSummary, running_median: Option<f64>, slot_waits: &[f64])
         mean_slot_wait_s: throughput_stats::mean_sd(slot_waits).map(|x| x.0),
         parts,
     }))
+}
+
+/// The finding of the client summary `s` against the server (`f`), in this rule's words; `None`
+/// when the summary lacks its lifetime or steady rate.
+pub(crate) fn finding(s: &ClientSummary, f: &Facts) -> Option<Finding> {
+    let (life, win) = (
+        s.lifetime_req_per_s.as_ref()?,
+        s.windowed_req_per_s.as_ref()?,
+    );
+    let mut figures = vec![
+        Figure::new("client lifetime average", life.value, Unit::ReqPerS),
+        Figure::new(
+            "client rate over the steady window",
+            win.value,
+            Unit::ReqPerS,
+        ),
+        Figure::new("steady window", win.window_s, Unit::Seconds),
+    ];
+    if let Some(p) = s.printed_req_per_s {
+        figures.insert(0, Figure::new("rate the client printed", p, Unit::ReqPerS));
+    }
+    if let Some(x) = s.first_completion_after_s {
+        figures.push(Figure::new(
+            "time to the first completion",
+            x,
+            Unit::Seconds,
+        ));
+    }
+    let g = match f {
+        Facts::Agrees => {
+            return Some(words::finding(
+                FindingKind::ClientGap,
+                "The client's lifetime rate agrees with its steady rate",
+                format!(
+                    "Its lifetime average ({:.3} req/s) lies within the steady window's {} and within {:.0}% of it: \
+                     the client's number is not distorted by a ramp here{}.",
+                    life.value,
+                    interval(win, 3),
+                    th::LIFETIME_AGREES * 100.0,
+                    match s.printed_req_per_s {
+                        Some(p) if (p - life.value).abs() > 0.05 * life.value => format!(
+                            "; the {p} req/s it prints is that average rounded ({:+.0}%)",
+                            (p / life.value - 1.0) * 100.0
+                        ),
+                        _ => String::new(),
+                    }
+                ),
+                figures,
+                Vec::new(),
+                Confidence::Medium,
+            ));
+        }
+        Facts::Gap(g) => g,
+    };
+    let mut detail = if g.printed_misleads {
+        format!(
+            "The client's figure is a lifetime average: completions since its start divided by the time since then ({:.3} req/s). \
+             Over the steady window the same client completes {:.3} req/s ({}).",
+            life.value,
+            win.value,
+            interval(win, 3)
+        )
+    } else {
+        format!(
+            "Over the steady window the client completed {:.3} req/s ({}); its lifetime average is {:.3} req/s.",
+            win.value,
+            interval(win, 3),
+            life.value
+        )
+    };
+    if let Some((p, l)) = g.rounding {
+        detail.push_str(&format!(
+            " It prints {p} req/s: one decimal place turns {l:.3} into {p}, a {:.0}% error on its own.",
+            (p / l - 1.0).abs() * 100.0
+        ));
+    }
+    if let Some(x) = s.first_completion_after_s {
+        detail.push_str(&format!(
+            " Its denominator includes the first {x:.0} s, when requests fired at once had not finished yet and nothing completed."
+        ));
+    }
+    if let Some((imp, above)) = &g.implied {
+        figures.push(Figure::new(
+            "request rate implied by the server's tokens",
+            imp.value,
+            Unit::ReqPerS,
+        ));
+        detail.push_str(&format!(
+            " The server's steady token rate implies {:.3} req/s ({}) at the mean completion of {} tokens.",
+            imp.value,
+            interval(imp, 3),
+            num(s.mean_completion_tokens, 0)
+        ));
+        if *above {
+            detail.push_str(" The server generates more tokens than the client receives in completed requests: tokens of requests still running, or of requests the client dropped or never recorded.");
+        }
+    }
+    if let Some((run, uncounted)) = g.uncounted {
+        figures.push(Figure::new(
+            "generated tokens in flight, not yet counted by the client",
+            uncounted,
+            Unit::Tokens,
+        ));
+        detail.push_str(&format!(
+            " A client counts tokens only at completion: ~{run:.0} running requests hold ~{uncounted:.0} generated tokens it has not counted yet, \
+             which shifts a 60 s window's token rate by up to {:.0} tok/s but a {:.0} s window's by only {:.1} tok/s.",
+            uncounted / 60.0,
+            win.window_s,
+            uncounted / win.window_s.max(1.0)
+        ));
+    }
+    let part_words = |p: &Part| match *p {
+        Part::Rounding(x) => format!("rounding of the printed figure {x:+.3}"),
+        Part::LifetimeRamp(x) => format!("the lifetime average's ramp {x:+.3}"),
+        Part::TokensInFlight(x) => {
+            format!("tokens of running requests not yet counted {x:+.3}")
+        }
+        Part::ClientFailures(x) => format!(
+            "requests the client recorded as failed (work the server did and the client dropped) {x:+.3}"
+        ),
+        Part::Unexplained(x) => format!(
+            "not explained by these {x:+.3} (another client on this server, aborted requests, or ranks missing from the log)"
+        ),
+    };
+    if !g.parts.is_empty() {
+        detail.push_str(&format!(
+            " The gap{} in parts (req/s): {}.",
+            if g.implied.is_some() {
+                " up to the rate the server's tokens imply,"
+            } else {
+                ","
+            },
+            g.parts
+                .iter()
+                .map(part_words)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    if let Some(mean) = g.mean_slot_wait_s {
+        figures.push(Figure::new(
+            "mean wait for a client concurrency slot",
+            mean,
+            Unit::Seconds,
+        ));
+        if mean > th::CLIENT_SLOT_WAIT_S {
+            detail.push_str(&format!(
+                " Requests waited {mean:.1} s on average for a slot in the client before being sent: that time is in the client's latency but not the server's."
+            ));
+        }
+    }
+    Some(words::finding(
+        FindingKind::ClientGap,
+        if g.printed_misleads {
+            "The client's req/s is a lifetime average, not the server's rate"
+        } else {
+            "The client's completions against the server's tokens"
+        },
+        detail,
+        figures,
+        Vec::new(),
+        Confidence::High,
+    ))
 }
 
 #[cfg(test)]

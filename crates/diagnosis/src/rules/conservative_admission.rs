@@ -22,6 +22,8 @@
 //! `new_token_ratio`), `server_args.py` (`schedule_conservativeness`); tuning guide.
 
 use crate::evidence::view::SchedulerView;
+use crate::report::{Confidence, FindingKind, Lever};
+use crate::rules::VerdictWords;
 use crate::thresholds as th;
 
 pub use crate::thresholds::CLIP_MAX_NEW_TOKENS;
@@ -54,6 +56,30 @@ pub fn reservation_could_explain(v: &SchedulerView<'_>) -> bool {
 pub fn check(v: &SchedulerView<'_>) -> Option<f64> {
     let u = v.median_usage()?;
     (v.queued() && u < th::KV_FULL_USAGE && reservation_could_explain(v)).then_some(u)
+}
+
+/// The finding of a `scheduler_conservative` verdict in this rule's words.
+pub(crate) fn finding() -> VerdictWords {
+    let (kind, title, detail, confidence) = (
+        FindingKind::SchedulerConservative,
+        "Scheduler too conservative".to_string(),
+        format!(
+            "Requests queue while token usage stays below {}-{}. SGLang reserves KV for each request's remaining max_new_tokens (x new_token_ratio) before admitting more; \
+                 large max_tokens make it hold back. Lower --schedule-conservativeness (e.g. 0.5-0.8) or send realistic max_tokens; watch for retractions afterwards.",
+            th::CONSERVATIVE_USAGE,
+            th::KV_FULL_USAGE
+        ),
+        Confidence::Medium,
+    );
+    VerdictWords {
+        kind,
+        title,
+        detail,
+        confidence,
+        levers: vec![Lever::ScheduleConservativeness, Lever::MaxTokens],
+        lead: Vec::new(),
+        figures: Vec::new(),
+    }
 }
 
 #[cfg(test)]

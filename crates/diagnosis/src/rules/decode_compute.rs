@@ -23,6 +23,8 @@
 
 use crate::evidence::SchedulerKey;
 use crate::evidence::view::SchedulerView;
+use crate::narrative::words;
+use crate::report::{Confidence, Figure, Finding, FindingKind, Unit};
 use crate::thresholds as th;
 
 /// The slowest scheduler's decode speed.
@@ -72,6 +74,49 @@ pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
             tok_per_s_per_request,
             lines,
         })
+}
+
+/// The finding of a `decode_compute_bound` verdict (or of slow decode beside another verdict)
+/// in this rule's words: one reading is an instant, several a measure.
+pub(crate) fn finding(f: &Facts) -> Finding {
+    let per_req = f.tok_per_s_per_request;
+    if f.lines == 1 {
+        // one instant: its window may hold a prefill, a retraction or idle time
+        return words::finding(
+            FindingKind::DecodeComputeBound,
+            "Decode looks slow per running request in a single reading",
+            format!(
+                "On {} the one decode line gives each running request {per_req:.2} tok/s (gen throughput / running requests). \
+                 One sample is an instantaneous figure over a window that may hold prefill passes, a retraction or idle time, so it shows no more than that one window: \
+                 a log with more decode lines tells whether decode itself is slow (no CUDA graphs, CPU offload, a hung collective).",
+                f.scheduler
+            ),
+            vec![Figure::new(
+                "decode speed per running request (one line)",
+                per_req,
+                Unit::TokPerS,
+            )],
+            Vec::new(),
+            Confidence::Low,
+        );
+    }
+    words::finding(
+        FindingKind::DecodeComputeBound,
+        "Decode is extremely slow per running request",
+        format!(
+            "On {} each running request gains only {per_req:.2} tok/s (median of gen throughput / running requests over the decode lines); \
+             a healthy server gives each several tokens per second even in large batches. Look for decode running without CUDA graphs \
+             (cuda graph: False; --cuda-graph-max-bs below the batch), CPU or host offload, a hung collective, or a broken kernel.",
+            f.scheduler
+        ),
+        vec![Figure::new(
+            "decode speed per running request",
+            per_req,
+            Unit::TokPerS,
+        )],
+        Vec::new(),
+        Confidence::Medium,
+    )
 }
 
 #[cfg(test)]

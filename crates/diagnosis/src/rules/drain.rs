@@ -23,6 +23,8 @@
 //! (`log_decode_stats`).
 
 use crate::evidence::view::SchedulerView;
+use crate::report::{Confidence, FindingKind};
+use crate::rules::VerdictWords;
 use crate::thresholds as th;
 
 /// What the rule saw.
@@ -60,6 +62,29 @@ pub fn check(v: &SchedulerView<'_>) -> Option<Facts> {
             to,
             lines: running.len(),
         })
+}
+
+/// The finding of a `drain` verdict in this rule's words, from its facts `f`.
+pub(crate) fn finding(f: &Facts) -> VerdictWords {
+    let (kind, title, detail, confidence) = (
+        FindingKind::Drain,
+        "Only the drain of a run".to_string(),
+        format!(
+            "Over {} decode lines the batch only shrinks, from {} to {} running requests, while nothing waits and no prefill admits a request: requests finish and none replace them, so the client had stopped sending (the end of a benchmark or a job). \
+                 The batch size here describes no state the server was held in, and a step-time fit over it mixes batch, context length and graph mode changing together: no verdict on the server, the client's concurrency or a ceiling can come from these lines. Give a log of the run while the client was sending.",
+            f.lines, f.from, f.to
+        ),
+        Confidence::Medium,
+    );
+    VerdictWords {
+        kind,
+        title,
+        detail,
+        confidence,
+        levers: Vec::new(),
+        lead: Vec::new(),
+        figures: Vec::new(),
+    }
 }
 
 #[cfg(test)]

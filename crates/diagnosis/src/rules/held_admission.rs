@@ -27,7 +27,10 @@
 //! `SGLANG_LOG_FORWARD_ITERS` counters (`scheduler_metrics_mixin.py`).
 
 use crate::evidence::view::SchedulerView;
-use crate::report::CapacitySummary;
+use crate::narrative::words::{self, fmt_duration, with_levers};
+use crate::report::{
+    CapacitySummary, Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit,
+};
 use crate::rules::conservative_admission;
 use crate::thresholds as th;
 
@@ -79,6 +82,60 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
         prefill_gap_iters,
         prefill_gap_s,
     })
+}
+
+/// The finding of an `admission_held` verdict (or of held admission on the first rank that
+/// shows it, under a weak vote) in this rule's words: facts `f`, `evidence` the scheduler's lines.
+pub(crate) fn finding(f: &Facts, evidence: Option<SourceRange>) -> Finding {
+    let gap = match (f.prefill_gap_iters, f.prefill_gap_s) {
+        (Some(n), _) => format!(
+            " Prefill batches ran up to {n} forward iterations apart while requests waited."
+        ),
+        (None, Some(s)) if s > 0.0 => format!(
+            " Prefill batches ran up to {} apart while requests waited.",
+            fmt_duration(s)
+        ),
+        _ => String::new(),
+    };
+    let mut figures = vec![
+        Figure::new("median token usage", f.usage, Unit::Fraction),
+        Figure::new(
+            "most requests running",
+            f.running_max as f64,
+            Unit::Requests,
+        ),
+    ];
+    if let Some(n) = f.prefill_gap_iters {
+        figures.push(Figure::new(
+            "largest gap between prefill batches",
+            n as f64,
+            Unit::Iterations,
+        ));
+    }
+    let f_out = words::finding(
+        FindingKind::HeldAdmission,
+        "Requests wait while the KV pool is nearly empty",
+        format!(
+            "Requests queue at token usage ~{:.2} with at most {} running: even the largest reservation those requests could hold (4096 tokens each, SGLang's clip) leaves most of the pool free, so neither the KV cache nor --schedule-conservativeness holds them back.{gap} \
+             Admission waits for a prefill pass: look at how often the server schedules prefill (an interval between prefill passes, the schedule policy) or at what the requests wait for outside the scheduler (a PD handshake, grammar compilation, a LoRA load).",
+            f.usage, f.running_max
+        ),
+        figures,
+        evidence.into_iter().collect(),
+        Confidence::Medium,
+    );
+    // prefill passes many forward iterations apart: the scheduler's prefill interval
+    let spaced = f
+        .prefill_gap_iters
+        .is_some_and(|n| n >= th::HELD_PREFILL_GAP_ITERS);
+    with_levers(
+        f_out,
+        if spaced {
+            &[Lever::PrefillInterval]
+        } else {
+            &[]
+        },
+    )
 }
 
 #[cfg(test)]

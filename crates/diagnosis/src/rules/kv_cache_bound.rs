@@ -42,7 +42,12 @@
 //! the limit); spec §2.1.
 
 use crate::evidence::view::{SchedulerView, share};
+use crate::narrative::words::count;
+use crate::report::{
+    CapacitySummary, Confidence, Figure, FindingKind, Lever, RetractionSummary, Unit,
+};
 pub use crate::report::{LongRequests, PoolFill};
+use crate::rules::VerdictWords;
 use crate::thresholds as th;
 
 /// Which shape of a full pool was seen.
@@ -149,6 +154,139 @@ pub fn full_without_queue(v: &SchedulerView<'_>) -> Option<Pattern> {
         return None;
     }
     Some(few_long_requests(v).map_or(Pattern::FullWithoutQueue, Pattern::FewLongRequests))
+}
+
+/// The finding of a KV-bound verdict in this rule's words: `pattern` on the scheduler `v` whose
+/// verdict it is, with the pool's size (`cap`) and the retractions (`retr`); the levers follow
+/// the pattern (a few long requests: `max_tokens` only).
+pub(crate) fn finding(
+    pattern: &Pattern,
+    v: &SchedulerView<'_>,
+    cap: &CapacitySummary,
+    retr: &RetractionSummary,
+) -> VerdictWords {
+    let waits = v.queued.median.is_some_and(|q| q >= 1.0);
+    let levers = match pattern {
+        Pattern::FewLongRequests(_) => vec![Lever::MaxTokens],
+        _ => vec![
+            Lever::MemFractionStatic,
+            Lever::KvCacheDtype,
+            Lever::MaxTokens,
+        ],
+    };
+    let mut figures = Vec::new();
+    let (kind, title, detail, confidence) = match pattern {
+        Pattern::FillsAsAdmitted(f) => {
+            figures.push(Figure::new(
+                "requests holding the pool at the last line",
+                f.holding as f64,
+                Unit::Requests,
+            ));
+            figures.push(Figure::new(
+                "requests still to come at the last line",
+                f.to_come as f64,
+                Unit::Requests,
+            ));
+            figures.push(Figure::new(
+                "token usage all of them would need",
+                f.projected_usage,
+                Unit::Fraction,
+            ));
+            (
+                FindingKind::KvCacheBound,
+                "KV-cache bound: the pool fills as the queue is admitted".to_string(),
+                format!(
+                    "Running requests climb while the queue drains and token usage rises to {:.2}, held by {} requests; with the {} still to come (admitted but not yet allocated, or waiting) they would need ~{:.2} of the pool at the same KV tokens per request (more, as the running requests keep growing while they decode). \
+                     The batch will be held by the KV cache before the queue drains: prefill sets the pace of this ramp only, so larger prefill chunks reach the limit sooner and gain little. \
+                     More requests can decode at once only with more KV slots: a larger mem_fraction_static (as far as free memory allows), an fp8 KV cache (kv_cache_dtype=fp8_e4m3), more GPUs (DP), or shorter max_tokens.",
+                    f.usage, f.holding, f.to_come, f.projected_usage
+                ),
+                Confidence::Medium,
+            )
+        }
+        Pattern::FewLongRequests(l) => {
+            figures.push(Figure::new(
+                "KV tokens held per running request",
+                l.tokens_per_request,
+                Unit::Tokens,
+            ));
+            (
+                FindingKind::KvCacheBound,
+                "KV-cache bound: a few long requests hold the pool".to_string(),
+                format!(
+                    "Token usage reaches {:.2} with only ~{:.0} requests running and nothing waiting: each holds ~{} tokens of KV (prompt plus output so far). \
+                     The pool is full because these requests are long, not because many run, so more KV slots add no throughput while nothing waits; they only let the same requests grow longer before a retraction. \
+                     If these are generations that run away (no stop token), cap max_tokens near the real completion lengths; if the prompts are this long, only more KV memory or more GPUs run more of them at once.",
+                    v.usage.p90.or(v.usage.max).unwrap_or(th::KV_FULL_USAGE),
+                    l.running,
+                    count(l.tokens_per_request.round() as u64),
+                ),
+                Confidence::Medium,
+            )
+        }
+        _ => {
+            let pool = cap.max_total_num_tokens;
+            if let (Some(u), Some(p), Some(r)) = (v.usage.median, pool, v.running.median)
+                && r > 0.0
+            {
+                figures.push(Figure::new(
+                    "KV tokens held per running request",
+                    u * p as f64 / r,
+                    Unit::Tokens,
+                ));
+            }
+            let usage_s = match (v.usage.p90, v.usage.median) {
+                (Some(p), Some(m)) => {
+                    format!("Token usage reaches {p:.2} (90th percentile; median {m:.2})")
+                }
+                _ => format!("Token usage sits at or above {}", th::KV_FULL_USAGE),
+            };
+            let queue_s = match (v.queued.median, v.queued.max) {
+                (Some(m), _) if m >= 1.0 => format!(" while ~{m:.0} requests queue"),
+                (_, Some(x)) if x >= 1.0 => format!(" and up to {x:.0} requests queue at times"),
+                _ => String::new(),
+            };
+            let detail = format!(
+                "{usage_s}{queue_s}{}: admission stops when the pool cannot hold another request's prompt plus its reserved output, so only what fits decodes at once. \
+                 More requests can decode at once only with more KV slots: a larger mem_fraction_static (each +0.01 adds 1% of the GPU's memory, but only if that much is free after activations and CUDA graphs), \
+                 an fp8 KV cache (kv_cache_dtype=fp8_e4m3 halves bytes per token), more GPUs (DP), or shorter max_tokens; the what-if table checks each against the free memory when the model config and GPU memory are given. \
+                 Host-RAM hierarchical cache (HiCache) extends the prefix cache only and does not raise decode concurrency.{}",
+                if retr.events > 0 {
+                    format!(", and the pool ran out {} times (retractions)", retr.events)
+                } else {
+                    String::new()
+                },
+                match (pool, cap.swa_pool_tokens) {
+                    (Some(p), Some(s)) => format!(
+                        " The full-attention pool holds {p} tokens and the sliding-window pool {s} per DP rank."
+                    ),
+                    (Some(p), None) => format!(" The pool holds {p} tokens per DP rank."),
+                    _ => String::new(),
+                }
+            );
+            let sure = retr.events > 0
+                || (waits && v.usage.median.is_some_and(|u| u >= th::CONSERVATIVE_USAGE));
+            (
+                FindingKind::KvCacheBound,
+                "KV-cache bound".to_string(),
+                detail,
+                if sure {
+                    Confidence::High
+                } else {
+                    Confidence::Medium
+                },
+            )
+        }
+    };
+    VerdictWords {
+        kind,
+        title,
+        detail,
+        confidence,
+        levers,
+        lead: Vec::new(),
+        figures,
+    }
 }
 
 #[cfg(test)]

@@ -15,11 +15,37 @@
 //! status `Failed`); spec §1.5.
 
 use super::watchdog::{Facts, facts};
-use crate::rules::Input;
+use crate::narrative::words::failure;
+use crate::report::{Finding, FindingKind};
+use crate::rules::{Input, Rule};
 
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
     facts(input, &input.ev.kv_transfer_failures)
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
+#[derive(Clone, Copy, Debug)]
+pub struct KvTransfer;
+
+impl Rule for KvTransfer {
+    const NAME: &'static str = "kv_transfer";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        failure(
+            f.count,
+            &f.first_text,
+            f.evidence.as_ref(),
+            FindingKind::KvTransferFailure,
+            "KV transfers failed",
+            "PD disaggregation could not move KV from prefill to decode servers; SGLang's decode side aborts a request whose transfer failed (every TP rank of the decode server logs the same request). Check the transfer backend and network; the first failure's cause is logged where it happened (the prefill server or another rank).",
+        )
+    }
 }
 
 #[cfg(test)]

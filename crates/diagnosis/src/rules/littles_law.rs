@@ -19,7 +19,8 @@
 use sglang_log::ClientEvidence;
 
 use crate::client_view::as_estimate;
-use crate::report::ClientSummary;
+use crate::narrative::words::{self, confidence_pct};
+use crate::report::{ClientSummary, Confidence, Figure, Finding, FindingKind, Unit};
 
 /// What the rule measured.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -50,6 +51,55 @@ pub fn check(s: &ClientSummary, c: &ClientEvidence, in_system_mean: Option<f64>)
         check: l,
         mean_latency_s: mean,
     })
+}
+
+/// The finding of Little's law not adding up (`f`), in this rule's words; `window_rate` is the
+/// client's completion rate over the steady window (req/s).
+pub(crate) fn finding(f: &Facts, window_rate: f64) -> Finding {
+    let l = &f.check;
+    let (observed, mean) = (f.observed, f.mean_latency_s);
+    let detail = if l.relative_mismatch < 0.0 {
+        format!(
+            "The client's completion rate ({window_rate:.3} req/s) × its mean latency ({mean:.1} s) says ~{:.0} requests should be in flight \
+             ({} interval {:.0}-{:.0}), but the server holds only ~{observed:.0} (running + queued): requests spend about {:.0}% of their \
+             latency outside the server's batch and queue, in the client's own queue, the HTTP/tokenizer layer, or retries.",
+            l.expected_in_flight,
+            confidence_pct(),
+            l.expected_low,
+            l.expected_high,
+            (1.0 - observed / l.expected_in_flight) * 100.0
+        )
+    } else {
+        format!(
+            "The server holds ~{observed:.0} requests (running + queued) but the client's rate × latency accounts for only ~{:.0} \
+             ({} interval {:.0}-{:.0}): the server is also serving requests this client did not record (another client, or aborted requests).",
+            l.expected_in_flight,
+            confidence_pct(),
+            l.expected_low,
+            l.expected_high
+        )
+    };
+    words::finding(
+        FindingKind::LittlesLaw,
+        "Little's law does not add up between client and server",
+        detail,
+        vec![
+            Figure::new(
+                "requests in the server (running + queued), mean",
+                observed,
+                Unit::Requests,
+            ),
+            Figure::new(
+                "completion rate × mean latency",
+                l.expected_in_flight,
+                Unit::Requests,
+            ),
+            Figure::new("client mean latency", mean, Unit::Seconds),
+            Figure::new("relative mismatch", l.relative_mismatch, Unit::Fraction),
+        ],
+        Vec::new(),
+        Confidence::Medium,
+    )
 }
 
 #[cfg(test)]

@@ -1,29 +1,38 @@
 //! The diagnosis rules, one file each, written like clippy lints: every file starts with what
 //! it detects, why it matters, the evidence it needs, what to change and the SGLang source it
-//! follows, exposes pure functions from typed evidence to typed facts, and carries its own
-//! `check(lines, expected)` tests on real log lines.
+//! follows, exposes pure functions from typed evidence to typed facts, carries its own
+//! `check(lines, expected)` tests on real log lines, and words its own finding beside its
+//! check, as a clippy lint owns its message.
 //!
-//! Rules never read text the project wrote: they return facts (numbers, line ranges, enums).
-//! A *finding rule* also owns its words, beside it as a clippy lint owns its message: it
-//! implements [`Rule`], whose [`Rule::finding`] turns its facts into a [`Finding`] with the
-//! shared formatting of `crate::narrative` (numbers, the finding's constructor), and is listed
-//! in [`FINDING_RULES`], the registry the findings stage runs. The other rules' facts are worded
-//! by `crate::narrative`. Which verdict wins when several rules hold is decided in one place,
-//! `crate::verdict`.
+//! Rules never read text the project wrote: `check` returns facts (numbers, line ranges,
+//! enums) and decides; the words only put those facts into sentences and figures, with the
+//! shared formatting of `crate::narrative::words` (numbers, the finding's constructor), a leaf
+//! that imports nothing of the rules. Which verdict wins when several rules hold is decided in
+//! one place, `crate::verdict`.
 //!
-//! Two kinds of rule:
-//! - *scheduler rules* judge one scheduler's steady span ([`SchedulerView`]) and name its
+//! Three kinds of rule, by what they read and how their words are called:
+//! - *verdict rules* judge one scheduler's steady span ([`SchedulerView`]) and name its
 //!   bottleneck: [`pd_transfer`], [`kv_cache_bound`], [`running_cap`], [`prefill_limit`],
-//!   [`conservative_admission`], [`client_bound`];
-//! - *finding rules* look over all schedulers, the retractions, the failure lines, the
-//!   benchmark runs or the client's view: the rest; those of [`FINDING_RULES`] read only the
-//!   whole [`Input`] and word their own findings ([`Rule`]);
-//! - the *fleet rule* [`fleet_imbalance`] compares the instances of a fleet (and each
-//!   instance's DP ranks) read from Prometheus, after each is diagnosed (`crate::fleet`).
+//!   [`conservative_admission`], [`held_admission`], [`drain`], [`client_bound`] (and the
+//!   overrides [`decode_compute`], [`prefill_compute`]); each words its verdict's finding in a
+//!   `finding` function ([`VerdictWords`] for those `crate::narrative::bottleneck` picks by the
+//!   verdict's reason, which adds the figures every verdict shares), and [`admission`] words
+//!   its model's figures;
+//! - *finding rules* read the whole [`Input`]: the events that end or block serving ([`oom`],
+//!   [`rejected_requests`], [`scheduler_exception`], [`watchdog`], [`startup_incomplete`],
+//!   [`kv_transfer`]) and the rest (stalls, retractions, graphs, …); each implements [`Rule`]
+//!   and is listed in [`FINDING_RULES`], the registry the findings stage runs in one loop;
+//! - *client-side rules* read the client's view or a benchmark run ([`client_gap`],
+//!   [`littles_law`], the `bench_*` rules) and word theirs in a `finding` function the client
+//!   stage calls; the *fleet rule* [`fleet_imbalance`] compares the instances of a fleet (and
+//!   each instance's DP ranks) read from Prometheus, after each is diagnosed (`crate::fleet`).
 
 use crate::evidence::view::SchedulerView;
 use crate::evidence::{Evidence, Loc, SchedulerTimeline};
-use crate::report::{CapacitySummary, Finding, RetractionSummary, SourceRange};
+use crate::report::{
+    CapacitySummary, Confidence, Figure, Finding, FindingKind, Lever, RetractionSummary,
+    SourceRange,
+};
 
 pub mod admission;
 pub mod bench_concurrency_limit;
@@ -131,13 +140,47 @@ impl Input<'_> {
     }
 }
 
+/// The finding of a scheduler's verdict in the words of the rule that named it (a *verdict
+/// rule*: `kv_cache_bound`, `running_cap`, `prefill_limit`, `conservative_admission`,
+/// `pd_transfer`, `client_bound`, `drain`), each from its `finding` function beside its check.
+/// `crate::narrative::bottleneck` picks the rule from the verdict's reason, adds the figures
+/// every verdict shares (the queue, the usage, the admission model's, the medians) around the
+/// rule's own, and caps the confidence of a verdict read from a handful of lines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VerdictWords {
+    /// The finding's kind.
+    pub kind: FindingKind,
+    /// Its title.
+    pub title: String,
+    /// Its sentences.
+    pub detail: String,
+    /// How sure the rule is, before an excerpt's cap.
+    pub confidence: Confidence,
+    /// The settings it says to change.
+    pub levers: Vec<Lever>,
+    /// The rule's figures that lead, after the queue's share and the median usage and before
+    /// the admission model's figures.
+    pub lead: Vec<Figure>,
+    /// The rule's figures after every figure the verdicts share.
+    pub figures: Vec<Figure>,
+}
+
+/// A figure's name on the scheduler behind a verdict: with DP ranks the figures are that
+/// rank's, so `name on DP2` says which; without, `name`.
+pub fn on_rank(v: &SchedulerView<'_>, name: &str) -> String {
+    match v.key.dp {
+        Some(_) => format!("{name} on {}", v.key),
+        None => name.to_string(),
+    }
+}
+
 /// A finding rule: from the whole [`Input`] to typed facts, and from its facts to a finding in
 /// its own words. One type per rule, in the rule's file (a file may hold two, as `cuda_graph`
 /// and `tiny_pool` do for what a startup-only log shows); registered in [`FINDING_RULES`].
 ///
 /// `check` decides and `finding` words: every choice (whether the rule holds, which pattern,
 /// which levers) is made on the facts, and `finding` only puts them into sentences and figures
-/// with `crate::narrative`'s formatting.
+/// with the formatting of `crate::narrative::words`.
 pub trait Rule {
     /// The rule's name: its file's name under `rules/` (`"moe_config"`), as `ARCHITECTURE.md`
     /// and the tidy check name it.
@@ -164,81 +207,58 @@ pub fn run<R: Rule>(input: &Input<'_>) -> Vec<Finding> {
         .collect()
 }
 
-/// Where a registered rule's findings stand among those the findings stage writes itself from
-/// the verdict's facts: after the verdict's own findings (the bottleneck, held admission, slow
-/// decode or prefill), then the events that end or block serving (out of memory, rejected
-/// requests, a scheduler's exception, the watchdog, an unfinished startup) and failed KV
-/// transfers, whose facts the verdict reads (`crate::verdict::ENDS_SERVING`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Slot {
-    /// Before the events' findings: how serving went.
-    BeforeEvents,
-    /// After the events that end serving, before failed KV transfers.
-    BeforeKvTransfer,
-    /// After every event's finding.
-    AfterEvents,
-}
-
-/// A finding rule in the registry: its name, its slot, and the function that runs it.
+/// A finding rule in the registry: its name and the function that runs it.
 #[derive(Clone, Copy, Debug)]
 pub struct Registered {
     /// [`Rule::NAME`]: the rule's file under `rules/`.
     pub name: &'static str,
-    /// Where its findings go among those the findings stage writes itself.
-    pub slot: Slot,
     /// [`run`] of the rule: its findings over an input.
     pub run: fn(&Input<'_>) -> Vec<Finding>,
 }
 
 impl Registered {
-    /// The registry's entry for rule `R`, its findings in `slot`.
-    pub const fn of<R: Rule>(slot: Slot) -> Self {
+    /// The registry's entry for rule `R`.
+    pub const fn of<R: Rule>() -> Self {
         Self {
             name: R::NAME,
-            slot,
             run: run::<R>,
         }
     }
 }
 
-/// The finding rules, in the order of their findings in the report (slot by slot, most
-/// important first within each). `retraction` and `ramp_only` are run here for their findings
-/// and again by the findings stage for the facts the later stages read.
+/// The finding rules, in the order of their findings in the report, after the verdict's own
+/// (the bottleneck, held admission, slow decode or prefill): how serving went (prefill
+/// interference, stalls, retractions), then the events that end or block serving (out of
+/// memory, rejected requests, a scheduler's exception, the watchdog, an unfinished startup),
+/// what a log of startup lines only shows (the CUDA graphs' coverage, few full-context
+/// requests), failed KV transfers, and the rest, most important first.
+///
+/// The event rules' facts are read by the verdict too (`crate::verdict::ENDS_SERVING`), and
+/// `retraction` and `ramp_only`'s by later stages: those stages call their `check` again,
+/// which reads counted facts of the evidence and is cheap.
 pub const FINDING_RULES: &[Registered] = &[
-    Registered::of::<prefill_interference::PrefillInterference>(Slot::BeforeEvents),
-    Registered::of::<stall::Stall>(Slot::BeforeEvents),
-    Registered::of::<retraction::Retraction>(Slot::BeforeEvents),
-    Registered::of::<cuda_graph::StartupCoverage>(Slot::BeforeKvTransfer),
-    Registered::of::<tiny_pool::FewFullContext>(Slot::BeforeKvTransfer),
-    Registered::of::<moe_config::MoeConfig>(Slot::AfterEvents),
-    Registered::of::<prefix_reuse::PrefixReuse>(Slot::AfterEvents),
-    Registered::of::<idle_window::IdleWindow>(Slot::AfterEvents),
-    Registered::of::<cuda_graph::CudaGraph>(Slot::AfterEvents),
-    Registered::of::<speculative::Speculative>(Slot::AfterEvents),
-    Registered::of::<dp_imbalance::DpImbalance>(Slot::AfterEvents),
-    Registered::of::<ramp_only::RampOnly>(Slot::AfterEvents),
-    Registered::of::<tiny_pool::TinyPool>(Slot::AfterEvents),
+    Registered::of::<prefill_interference::PrefillInterference>(),
+    Registered::of::<stall::Stall>(),
+    Registered::of::<retraction::Retraction>(),
+    Registered::of::<oom::Oom>(),
+    Registered::of::<rejected_requests::RejectedRequests>(),
+    Registered::of::<scheduler_exception::SchedulerException>(),
+    Registered::of::<watchdog::Watchdog>(),
+    Registered::of::<startup_incomplete::StartupIncomplete>(),
+    Registered::of::<cuda_graph::StartupCoverage>(),
+    Registered::of::<tiny_pool::FewFullContext>(),
+    Registered::of::<kv_transfer::KvTransfer>(),
+    Registered::of::<moe_config::MoeConfig>(),
+    Registered::of::<prefix_reuse::PrefixReuse>(),
+    Registered::of::<idle_window::IdleWindow>(),
+    Registered::of::<cuda_graph::CudaGraph>(),
+    Registered::of::<speculative::Speculative>(),
+    Registered::of::<dp_imbalance::DpImbalance>(),
+    Registered::of::<ramp_only::RampOnly>(),
+    Registered::of::<tiny_pool::TinyPool>(),
 ];
 
-/// The findings of the registered rules of `slot` over `input`, in registry order.
-pub fn findings_in(slot: Slot, input: &Input<'_>) -> Vec<Finding> {
-    FINDING_RULES
-        .iter()
-        .filter(|r| r.slot == slot)
-        .flat_map(|r| (r.run)(input))
-        .collect()
-}
-
-#[cfg(test)]
-mod registry_tests {
-    use super::{FINDING_RULES, Slot};
-
-    #[test]
-    fn the_registry_lists_its_rules_slot_by_slot() {
-        // the registry's order is the findings' order: a slot's rules stand together
-        let slots: Vec<Slot> = FINDING_RULES.iter().map(|r| r.slot).collect();
-        let mut sorted = slots.clone();
-        sorted.sort();
-        assert_eq!(slots, sorted);
-    }
+/// The findings of every registered rule over `input`, in registry order.
+pub fn findings(input: &Input<'_>) -> Vec<Finding> {
+    FINDING_RULES.iter().flat_map(|r| (r.run)(input)).collect()
 }

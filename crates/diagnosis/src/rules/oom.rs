@@ -24,8 +24,11 @@
 //! (`run_scheduler_process` logs `Scheduler hit an exception`).
 
 use crate::incidents::SourcedStack;
-use crate::report::{SourceRange, StartupStep};
-use crate::rules::Input;
+use crate::narrative::words::{exception_words, frame_words};
+use crate::report::{
+    Confidence, Figure, Finding, FindingKind, Lever, SourceRange, StartupStep, Unit,
+};
+use crate::rules::{Input, Rule};
 
 /// Where in the server's life the memory ran out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +91,67 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         count: ooms.len(),
         evidence: input.range(first.source, first.stack.first_line, first.stack.last_line),
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words: the phase it ran out in, what to change there, the error.
+#[derive(Clone, Copy, Debug)]
+pub struct Oom;
+
+impl Rule for Oom {
+    const NAME: &'static str = "oom";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let at = f
+            .frame
+            .as_ref()
+            .map(|fr| format!(" in {}", frame_words(fr)))
+            .unwrap_or_default();
+        let (title, detail) = match f.phase {
+            OomPhase::WeightLoad => (
+                "Out of memory at weight load, not a KV pool problem".to_string(),
+                format!(
+                    "The device ran out of memory while the model was being loaded or built{at}, before the KV pool was allocated. SGLang sizes the pool from the memory left after the weights, so lowering --mem-fraction-static cannot fix this: the weights do not fit. Use more GPUs (a larger --tp), a quantized checkpoint whose quantization applies to every layer (a layer that falls back to the unquantized method takes full-precision memory), or a smaller model."
+                ),
+            ),
+            OomPhase::AfterKvPool => (
+                "Out of memory after the KV pool was allocated".to_string(),
+                format!(
+                    "The device ran out of memory{at} after the KV pool took its share (CUDA-graph capture or warm-up): the rest left for activations is too small. Lower --mem-fraction-static, --cuda-graph-max-bs or --chunked-prefill-size."
+                ),
+            ),
+            OomPhase::Serving => (
+                "Out of memory while serving".to_string(),
+                format!(
+                    "The device ran out of memory{at} while serving: a batch's activations did not fit beside the KV pool. Lower --mem-fraction-static or --chunked-prefill-size."
+                ),
+            ),
+        };
+        Finding {
+            kind: FindingKind::OutOfMemory,
+            title,
+            detail: format!(
+                "{detail} The error: {}",
+                exception_words(f.exception.as_deref(), f.message.as_deref())
+            ),
+            figures: vec![Figure::new("tracebacks", f.count as f64, Unit::Events)],
+            evidence: vec![f.evidence.clone()],
+            confidence: Confidence::High,
+            levers: match f.phase {
+                OomPhase::WeightLoad => Vec::new(),
+                OomPhase::AfterKvPool => vec![
+                    Lever::MemFractionStatic,
+                    Lever::CudaGraphMaxBs,
+                    Lever::ChunkedPrefillSize,
+                ],
+                OomPhase::Serving => vec![Lever::MemFractionStatic, Lever::ChunkedPrefillSize],
+            },
+        }
+    }
 }
 
 #[cfg(test)]

@@ -33,7 +33,8 @@
 //! `#prealloc-req` / `#bootstrap-req` in `scheduler_metrics_mixin.py`; spec §1.5.
 
 use crate::evidence::view::{SchedulerView, share};
-use crate::report::CapacitySummary;
+use crate::report::{CapacitySummary, Confidence, Figure, FindingKind, Unit};
+use crate::rules::{VerdictWords, on_rank};
 use crate::thresholds as th;
 
 /// What the rule saw.
@@ -138,6 +139,61 @@ pub fn prefill_instance(input: &crate::rules::Input<'_>) -> Option<(u64, f64)> {
         }
     }
     Some((tokens, rate))
+}
+
+/// The finding of a PD prefill server's verdict in this rule's words: facts `f` on the
+/// scheduler `v` whose verdict it is; `prefill_bound` when its own passes are full
+/// ([`FullBatches`]), else `pd_transfer_bound`.
+pub(crate) fn finding(f: &Facts, v: &SchedulerView<'_>) -> VerdictWords {
+    let lead = vec![
+        Figure::new(
+            on_rank(v, "median #prealloc-req"),
+            f.prealloc_median as f64,
+            Unit::Requests,
+        ),
+        Figure::new(
+            on_rank(v, "largest #prealloc-req"),
+            f.prealloc_max as f64,
+            Unit::Requests,
+        ),
+    ];
+    let (kind, title, detail, confidence) = match *f {
+        Facts {
+            full_batches: Some(b),
+            prealloc_max,
+            ..
+        } => (
+            FindingKind::PrefillBound,
+            "Prefill bound: this PD prefill server runs full batches".to_string(),
+            format!(
+                "Up to {prealloc_max} requests stand in the bootstrap queue (#prealloc-req) while {:.0}% of the prefill passes made meanwhile carry {} requests, {}: this server prefills as fast as it can, and its queue is its own (SGLang admits from the bootstrap queue only while its metadata buffer, twice max_running_requests, has a free slot). The decode side is not what holds it. Add prefill capacity (more prefill instances) or raise this server's --max-running-requests if its memory allows.",
+                b.share * 100.0,
+                b.per_pass,
+                if b.configured {
+                    "its max_running_requests per DP rank"
+                } else {
+                    "the largest batch it ran (the log states no cap)"
+                }
+            ),
+            Confidence::Medium,
+        ),
+        _ => (
+            FindingKind::PdTransferBound,
+            "PD transfer / pre-allocation bound".to_string(),
+            "On this prefill server requests stand in the bootstrap/pre-allocation queue (#prealloc-req) while none waits for prefill itself, and its prefill passes are not full: they wait for the decode side to hand-shake and pre-allocate their KV, so this server prefills only as fast as the decode side accepts. Check the decode server's KV usage, running cap and the transfer backend."
+                .to_string(),
+            Confidence::Medium,
+        ),
+    };
+    VerdictWords {
+        kind,
+        title,
+        detail,
+        confidence,
+        levers: Vec::new(),
+        lead,
+        figures: Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,8 @@
 //! **Source.** SGLang `scheduler.py` (chunked prefill runs one chunk per forward pass, with no
 //! decode step in between when nothing runs); spec §6.
 
-use crate::report::{SlowPrefill, SourceRange};
+use crate::narrative::words;
+use crate::report::{Confidence, Figure, Finding, FindingKind, SlowPrefill, SourceRange, Unit};
 use crate::rules::Input;
 use crate::thresholds as th;
 
@@ -94,6 +95,35 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             })
         })
         .min_by(|x, y| x.slow.tok_per_s.total_cmp(&y.slow.tok_per_s))
+}
+
+/// The finding of a `prefill_compute_bound` verdict (or of slow prefill beside another
+/// verdict) in this rule's words.
+pub(crate) fn finding(f: &Facts) -> Finding {
+    let p = &f.slow;
+    words::finding(
+        FindingKind::PrefillComputeBound,
+        "Prefill is extremely slow",
+        format!(
+            "On {}, consecutive {}-token prefill chunks (one request at a time) are {:.0} s apart: {:.0} tok/s of prefill \
+             (median over {} chunk pairs), where a GPU prefills thousands of tokens per second even for a single request. \
+             Nothing waits, so this is not load or memory: look for MoE experts or layers offloaded to the CPU \
+             (--cpu-offload-gb, expert offload), kernels falling back to a slow path, or a device that is not the one you expect. \
+             A prompt of N tokens needs about N / {:.0} seconds before its first token.",
+            p.scheduler, p.chunk_tokens, p.seconds_per_chunk, p.tok_per_s, p.pairs, p.tok_per_s
+        ),
+        vec![
+            Figure::new("prefill speed", p.tok_per_s, Unit::TokPerS),
+            Figure::new("prefill chunk", p.chunk_tokens as f64, Unit::Tokens),
+            Figure::new("seconds per chunk", p.seconds_per_chunk, Unit::Seconds),
+        ],
+        f.evidence.clone().into_iter().collect(),
+        if p.pairs >= th::SURE_CHUNK_PAIRS {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
+    )
 }
 
 #[cfg(test)]

@@ -26,7 +26,9 @@
 //! batch may exceed the budget); spec §6.
 
 use crate::evidence::view::{SchedulerView, share};
-use crate::report::CapacitySummary;
+use crate::narrative::words::pool_room_clause;
+use crate::report::{CapacitySummary, Confidence, Figure, FindingKind, Lever, Unit};
+use crate::rules::{VerdictWords, on_rank};
 use crate::thresholds as th;
 
 pub use crate::thresholds::DEFAULT_MAX_PREFILL_TOKENS;
@@ -179,6 +181,101 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
         budget_below_prompt,
         one_per_pass,
     })
+}
+
+/// The finding of a prefill-bound verdict in this rule's words: facts `f` on the scheduler `v`
+/// whose verdict (or whose second finding) it is, with the capacity `cap`; no lever when the
+/// budget is not what limits a pass (one request per pass) or no budget in force is known.
+pub(crate) fn finding(f: &Facts, v: &SchedulerView<'_>, cap: &CapacitySummary) -> VerdictWords {
+    let lead = vec![Figure::new(
+        on_rank(v, "share of prefill batches at the size limit"),
+        f.share_at_limit,
+        Unit::Fraction,
+    )];
+    let levers = if f.budget_below_prompt.is_some() {
+        vec![Lever::MaxPrefillTokens]
+    } else if f.one_per_pass.is_some() || f.source == LimitSource::SteadyPasses {
+        // the budget is not what caps a pass at one request; or no budget in force is known:
+        // a larger one is no known gain
+        Vec::new()
+    } else {
+        vec![Lever::ChunkedPrefillSize, Lever::MaxPrefillTokens]
+    };
+    let mut figures = Vec::new();
+    if let Some(c) = cap.chunked_prefill_size {
+        figures.push(Figure::new("chunked_prefill_size", c as f64, Unit::Tokens));
+    }
+    if let Some(m) = cap.max_prefill_tokens {
+        figures.push(Figure::new("max_prefill_tokens", m as f64, Unit::Tokens));
+    }
+    if let Some(m) = v.tl.agg.max_prefill_new_tokens {
+        figures.push(Figure::new("largest prefill batch", m as f64, Unit::Tokens));
+    }
+    let detail = match (f.budget_below_prompt, f.one_per_pass) {
+        (None, Some(o)) if f.source == LimitSource::Configured => format!(
+            "Each of {} prefill passes admitted one request (prompts of ~{} tokens, a small part of the configured {}-token prefill budget) while requests waited: requests leave the queue one per pass. \
+                 SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, so something else caps each pass at one: a build without batched prefill (older speculative decoding), a running-request cap the batch sits just below (each pass fills it), or a per-pass admission setting of this build (requests already waiting in the scheduler's queue did not arrive too late for the pass). \
+                 Check which: the budget is not it, so raising --chunked-prefill-size or --max-prefill-tokens changes nothing.",
+            o.passes, o.median_prompt, f.limit_tokens
+        ),
+        (None, Some(o)) => format!(
+            "Each of {} prefill passes admitted one request (prompts of ~{} tokens) while requests waited: requests leave the queue one per pass. \
+                 SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, and this log prints no budget (SGLang's default max_prefill_tokens is {}, its default chunk size depends on the GPU): \
+                 either the budget (chunked_prefill_size or max_prefill_tokens) is below two of these prompts, or something else caps each pass at one: a build without batched prefill (older speculative decoding), or a running-request cap the batch sits just below (each pass fills it); requests already waiting in the scheduler's queue did not arrive too late for the pass. \
+                 The start-up's capacity line (chunked_prefill_size, max_prefill_tokens) tells which.",
+            o.passes, o.median_prompt, DEFAULT_MAX_PREFILL_TOKENS
+        ),
+        _ => match f.budget_below_prompt {
+            Some((budget, p)) => format!(
+                "max_prefill_tokens ({budget}) is below one prompt (~{p} tokens): SGLang admits the first request of a prefill batch whatever its size, \
+                 so every prefill batch holds exactly one request and requests are admitted one per prefill pass while the queue waits. \
+                 Raise --max-prefill-tokens to a few prompts (e.g. {}) so that one pass admits several; it costs activation memory and longer decode pauses.",
+                p * 4
+            ),
+            None if f.source == LimitSource::SteadyPasses => format!(
+                "Every prefill pass holds about the same size, up to {} tokens of several requests, while the queue waits{}: requests are admitted only as fast as these passes run. \
+                 That is above SGLang's default max_prefill_tokens, so this server's budget is not the default, and the log prints neither the budget nor the chunk size: \
+                 whether a budget or prefill's own pace sets the size is not in it. If the passes run back to back (a prefill line every pass's compute time), prefill compute paces admission \
+                 and a larger budget only makes each pass longer; more prefill compute (a larger TP, PD disaggregation) admits faster. The start-up's capacity line tells the budget.",
+                f.limit_tokens,
+                pool_room_clause(&v.pool_room),
+            ),
+            None => format!(
+                "Prefill batches run at their token limit ({} tokens: {}) while the queue waits{}: requests are admitted only as fast as prompts are prefilled. \
+             A larger --chunked-prefill-size and --max-prefill-tokens admit more per batch (more activation memory; longer decode pauses), or PD disaggregation separates prefill from decode.",
+                f.limit_tokens,
+                match f.source {
+                    LimitSource::Configured =>
+                        "the configured chunked_prefill_size / max_prefill_tokens",
+                    LimitSource::RepeatedChunk =>
+                        "batch after batch filled to exactly this size, SGLang's chunked prefill at work; the log does not print chunked_prefill_size",
+                    LimitSource::DefaultBudget =>
+                        "SGLang's default max_prefill_tokens; the log does not print the configured one",
+                    LimitSource::SteadyPasses => "the size the passes fill again and again",
+                },
+                pool_room_clause(&v.pool_room),
+            ),
+        },
+    };
+    let (kind, title, detail, confidence) = (
+        FindingKind::PrefillBound,
+        if f.one_per_pass.is_some() {
+            "Prefill bound: one request admitted per prefill pass".to_string()
+        } else {
+            "Prefill bound: admission is limited by the prefill batch size".to_string()
+        },
+        detail,
+        Confidence::Medium,
+    );
+    VerdictWords {
+        kind,
+        title,
+        detail,
+        confidence,
+        levers,
+        lead,
+        figures,
+    }
 }
 
 #[cfg(test)]

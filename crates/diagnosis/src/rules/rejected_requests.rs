@@ -24,8 +24,8 @@
 //! 400), uvicorn's access log format.
 
 use crate::incidents::{ContextRejections, Rejections};
-use crate::report::SourceRange;
-use crate::rules::Input;
+use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
+use crate::rules::{Input, Rule};
 
 /// What the rule saw.
 #[derive(Clone, Debug, PartialEq)]
@@ -61,6 +61,80 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         context: r.context,
         evidence,
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words: the context length, or the HTTP errors.
+#[derive(Clone, Copy, Debug)]
+pub struct RejectedRequests;
+
+impl Rule for RejectedRequests {
+    const NAME: &'static str = "rejected_requests";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let mut figures = Vec::new();
+        if f.client_errors > 0 {
+            figures.push(Figure::new(
+                "generation requests answered 4xx",
+                f.client_errors as f64,
+                Unit::Requests,
+            ));
+        }
+        if f.server_errors > 0 {
+            figures.push(Figure::new(
+                "generation requests answered 5xx",
+                f.server_errors as f64,
+                Unit::Requests,
+            ));
+        }
+        let (title, detail, levers) = match f.context {
+            Some(c) => {
+                figures.push(Figure::new("context length", c.context_len as f64, Unit::Tokens));
+                if let Some(t) = c.largest_requested {
+                    figures.push(Figure::new(
+                        "largest prompt plus max_tokens rejected",
+                        t as f64,
+                        Unit::Tokens,
+                    ));
+                }
+                (
+                    format!(
+                        "Requests rejected for the context length ({} tokens)",
+                        c.context_len
+                    ),
+                    format!(
+                        "SGLang refuses a request whose prompt, or prompt plus max_tokens, reaches the model's context length ({} tokens), and the client gets HTTP 400: those requests never run, and a client that counts them sees low throughput. {} message{} say{} so{}. Shorten the prompts or lower max_tokens, or raise --context-length if the model supports a longer one.",
+                        c.context_len,
+                        c.messages,
+                        if c.messages == 1 { "" } else { "s" },
+                        if c.messages == 1 { "s" } else { "" },
+                        c.largest_requested
+                            .map(|t| format!(" (the largest asked for {t} tokens)"))
+                            .unwrap_or_default()
+                    ),
+                    vec![Lever::ContextLength],
+                )
+            }
+            None => (
+                "The server turned generation requests away".to_string(),
+                "Generation requests were answered with HTTP errors: they never ran. A 4xx is the request's fault (its parameters, the model name, its length); a 5xx is the server's (see the lines around it).".to_string(),
+                Vec::new(),
+            ),
+        };
+        Finding {
+            kind: FindingKind::RequestsRejected,
+            title,
+            detail,
+            figures,
+            evidence: f.evidence.clone().into_iter().collect(),
+            confidence: Confidence::High,
+            levers,
+        }
+    }
 }
 
 #[cfg(test)]

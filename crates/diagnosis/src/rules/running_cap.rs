@@ -26,7 +26,9 @@
 
 pub use crate::evidence::view::pinned;
 use crate::evidence::view::{SchedulerView, share};
-use crate::report::CapacitySummary;
+use crate::narrative::words::pool_room_clause;
+use crate::report::{CapacitySummary, Confidence, Figure, FindingKind, Lever, Unit};
+use crate::rules::{VerdictWords, on_rank};
 use crate::thresholds as th;
 
 /// Which ceiling holds the batch.
@@ -150,6 +152,175 @@ pub fn flat_plateau(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limi
     }
     let s = share(&v.steady, |o| o.running.map(|r| r == ceiling))?;
     (s >= th::PLATEAU_SHARE).then_some(Limit::Plateau { ceiling, share: s })
+}
+
+/// How a verdict on this rule's [`Limit`] stands, as the verdict's reason says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// Requests wait while the batch sits at the limit: `running_cap_bound`.
+    Queue,
+    /// At the configured cap while nothing waits anywhere the log shows ([`nothing_waits`]).
+    NothingWaits,
+    /// At a cap the log does not state but assumes (SGLang's default under speculative
+    /// decoding) while no line reads the KV pool: the cap or the pool holds the queue.
+    AssumedCapUnreadPool,
+}
+
+/// The finding of a verdict on the running cap in this rule's words: limit `l` as `held` says,
+/// on the scheduler `v` whose verdict it is, with the capacity `cap`.
+pub(crate) fn finding(
+    l: &Limit,
+    held: Held,
+    v: &SchedulerView<'_>,
+    cap: &CapacitySummary,
+) -> VerdictWords {
+    if held == Held::AssumedCapUnreadPool {
+        let (kind, title, detail, confidence) = (
+            FindingKind::RunningCapBound,
+            "Running-request cap or KV pool: the log cannot tell".to_string(),
+            format!(
+                "~{:.0} requests wait while the running batch reaches {} (counting each prefill pass's new requests{}): SGLang's default max_running_requests with speculative decoding (server_args.py resets an unset cap to {}), which the log does not print, and no line reads the KV pool's token usage. Either that cap holds the queue, or the KV pool (with the reserve SGLang keeps for the running requests' remaining tokens) is full at about that many requests. The start-up lines (max_running_requests, max_total_num_tokens) or a batch line with token usage tell which: a higher --max-running-requests admits more only when the cap is {} and the pool has room; a full pool needs more KV memory instead.",
+                v.queued.median.unwrap_or(0.0),
+                cap.max_running_requests.unwrap_or(0),
+                if l.share() < th::AT_CAP_SHARE {
+                    format!(", on {:.0}% of the lines", l.share() * 100.0)
+                } else {
+                    String::new()
+                },
+                th::SPEC_DEFAULT_MAX_RUNNING,
+                cap.max_running_requests.unwrap_or(0),
+            ),
+            Confidence::Low,
+        );
+        return VerdictWords {
+            kind,
+            title,
+            detail,
+            confidence,
+            levers: Vec::new(),
+            lead: Vec::new(),
+            figures: Vec::new(),
+        };
+    }
+    let mut lead = Vec::new();
+    if held == Held::Queue {
+        match l {
+            Limit::Configured { cap: c, share } => {
+                lead.push(Figure::new(
+                    "max_running_requests",
+                    *c as f64,
+                    Unit::Requests,
+                ));
+                lead.push(Figure::new(
+                    on_rank(v, "share of batch lines at the cap"),
+                    *share,
+                    Unit::Fraction,
+                ));
+            }
+            Limit::MambaSlots { share } => lead.push(Figure::new(
+                on_rank(
+                    v,
+                    &format!(
+                        "share of decode lines with mamba usage >= {}",
+                        th::MAMBA_FULL_USAGE
+                    ),
+                ),
+                *share,
+                Unit::Fraction,
+            )),
+            Limit::Plateau { share, .. } => lead.push(Figure::new(
+                on_rank(v, "share of lines at the running plateau"),
+                *share,
+                Unit::Fraction,
+            )),
+        }
+    }
+    let waits = v.queued.median.is_some_and(|q| q >= 1.0);
+    let mamba_full = (held == Held::Queue && matches!(l, Limit::MambaSlots { .. }))
+        || v.tl
+            .agg
+            .max_mamba_usage
+            .is_some_and(|m| m >= th::MAMBA_FULL_USAGE);
+    let mut levers = vec![Lever::MaxRunningRequests];
+    if mamba_full {
+        levers.push(Lever::MaxMambaCacheSize);
+    }
+    if pool_near_full(v) {
+        levers.extend([Lever::MemFractionStatic, Lever::KvCacheDtype]);
+    }
+    let (kind, title, detail, confidence) = (
+        FindingKind::RunningCapBound,
+        match held {
+            Held::NothingWaits => {
+                "At the running-request cap, with nothing waiting".to_string()
+            }
+            _ => "Running-request cap bound".to_string(),
+        },
+        format!(
+            "The running batch {} its ceiling{}{}{}{}.{} {}",
+            if l.share() < th::AT_CAP_SHARE {
+                format!("reaches (on {:.0}% of the lines, with running plus waiting requests filling it)", l.share() * 100.0)
+            } else {
+                "stays at".to_string()
+            },
+            match (cap.max_running_requests, v.pinned_across_ranks) {
+                (Some(c), _) if cap.max_running_inferred => format!(
+                    " ({c} per DP rank: SGLang's default max_running_requests with speculative decoding, which the log does not print but every decode line reaches and none exceeds)"
+                ),
+                (Some(c), _) => format!(" (max_running_requests={c} per DP rank)"),
+                (None, Some(p)) => format!(
+                    " of {p} requests on every decode line of every rank (a cap of {p} per DP rank: max_running_requests, which the log does not print; not a router's limit, since requests wait in the scheduler's own queue)"
+                ),
+                _ => String::new(),
+            },
+            if waits { " while requests queue" } else { "" },
+            // a PD decode node reserves KV for requests still in transfer
+            throughput_stats::median_f64(
+                &v.steady_decode
+                    .iter()
+                    .filter_map(|d| d.pre_allocated_usage)
+                    .collect::<Vec<_>>()
+            )
+            .filter(|p| *p > 0.0)
+            .map(|p| format!(
+                "; of the pool, ~{p:.2} is pre-allocated for requests whose KV is still in transfer (a PD decode node reserves it before the transfer)"
+            ))
+            .unwrap_or_default(),
+            if pool_near_full(v) {
+                format!(
+                    ", and the KV pool is nearly full too (token usage ~{:.2}): both limits bind, so raising the cap alone would run the pool out and retract requests",
+                    v.median_usage().unwrap_or(0.0)
+                )
+            } else {
+                pool_room_clause(&v.pool_room)
+            },
+            if mamba_full {
+                " Mamba usage reaches 1.00: the mamba state slots of this hybrid model are full, so they cap the batch as much as max_running_requests: raise --max-mamba-cache-size with it (SGLang caps max_running_requests by the mamba cache)."
+            } else {
+                ""
+            },
+            if held == Held::NothingWaits {
+                "Nothing waits, so the cap holds back no request the log shows: if the client has more to send than the cap, raise both together; if not, the client sets the load."
+            } else if pool_near_full(v) {
+                "Raise it together with the KV pool (mem_fraction_static, fp8 KV cache), or leave it."
+            } else {
+                "Raise it if memory allows; if the client's concurrency equals this cap, raise both together, since either alone changes nothing."
+            }
+        ),
+        match held {
+            Held::NothingWaits => Confidence::Low,
+            _ => Confidence::Medium,
+        },
+    );
+    VerdictWords {
+        kind,
+        title,
+        detail,
+        confidence,
+        levers,
+        lead,
+        figures: Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -373,6 +544,35 @@ mod tests {
                 crate::verdict::classify(&i.views[0], i.capacity),
                 crate::verdict::Reason::PrefillLimit(_)
             ));
+        });
+    }
+
+    #[test]
+    fn the_words_follow_how_the_cap_holds() {
+        // 036: 48 running (speculative decoding's default cap) and #queue-req 0 on every line
+        let lines = whole("real-3/036-fastrl-pr4-custom-fmt-spec-accept-len-1.log");
+        with_input(&lines, |i| {
+            let v = &i.views[0];
+            let l = at_configured_cap(v, i.capacity).expect("at the cap");
+            // nothing waits: the cap holds nothing back the log shows, a low-confidence finding
+            let w = finding(&l, Held::NothingWaits, v, i.capacity);
+            assert_eq!(w.title, "At the running-request cap, with nothing waiting");
+            assert_eq!(w.confidence, Confidence::Low);
+            assert!(w.lead.is_empty());
+            assert_eq!(w.levers.first(), Some(&Lever::MaxRunningRequests));
+            // requests wait at the cap: the cap and its share lead the figures
+            let w = finding(&l, Held::Queue, v, i.capacity);
+            assert_eq!(w.title, "Running-request cap bound");
+            assert_eq!(w.confidence, Confidence::Medium);
+            let lead: Vec<&str> = w.lead.iter().map(|f| f.name.as_str()).collect();
+            assert_eq!(
+                lead,
+                ["max_running_requests", "share of batch lines at the cap"]
+            );
+            // the cap assumed and the pool unread: the log cannot tell, so no lever
+            let w = finding(&l, Held::AssumedCapUnreadPool, v, i.capacity);
+            assert_eq!(w.confidence, Confidence::Low);
+            assert!(w.levers.is_empty() && w.lead.is_empty());
         });
     }
 

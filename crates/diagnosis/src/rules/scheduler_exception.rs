@@ -14,8 +14,9 @@
 //! **Source.** SGLang `managers/scheduler.py` (`run_scheduler_process`:
 //! `logger.error(f"Scheduler hit an exception: {traceback}")`, then `SIGQUIT` to the parent).
 
-use crate::report::{SourceRange, StartupStep};
-use crate::rules::Input;
+use crate::narrative::words::{exception_words, frame_words};
+use crate::report::{Confidence, Figure, Finding, FindingKind, SourceRange, StartupStep, Unit};
+use crate::rules::{Input, Rule};
 use sglang_log::StackKind;
 
 /// What the rule saw.
@@ -51,6 +52,42 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         count: 1 + crashes.count(),
         evidence: input.range(first.source, first.stack.first_line, first.stack.last_line),
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words: the exception and the frame that raised it.
+#[derive(Clone, Copy, Debug)]
+pub struct SchedulerException;
+
+impl Rule for SchedulerException {
+    const NAME: &'static str = "scheduler_exception";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let at = f
+            .frame
+            .as_ref()
+            .map(|fr| format!(" in {}", frame_words(fr)))
+            .unwrap_or_default();
+        Finding {
+            kind: FindingKind::SchedulerException,
+            title: format!(
+                "A scheduler died: {}{at}",
+                f.exception.as_deref().unwrap_or("an exception")
+            ),
+            detail: format!(
+                "SGLang's scheduler process raised {} and exited, taking the server down; the run ended by the exception, not by throughput. Fix what it says; the frame names the code that raised it.",
+                exception_words(f.exception.as_deref(), f.message.as_deref())
+            ),
+            figures: vec![Figure::new("tracebacks", f.count as f64, Unit::Events)],
+            evidence: vec![f.evidence.clone()],
+            confidence: Confidence::High,
+            levers: Vec::new(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -21,8 +21,9 @@
 //! **Source.** SGLang `model_executor/model_runner.py` (load, pool, graphs in that order),
 //! `entrypoints/http_server.py` (`_wait_and_warmup` prints the ready banner).
 
-use crate::report::{SourceRange, StartupStep};
-use crate::rules::Input;
+use crate::narrative::words::step_words;
+use crate::report::{Confidence, Finding, FindingKind, SourceRange, StartupStep};
+use crate::rules::{Input, Rule};
 
 /// What the rule saw.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,6 +55,50 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             evidence: input.line(loc),
         }
     })
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words: the step the startup reached.
+#[derive(Clone, Copy, Debug)]
+pub struct StartupIncomplete;
+
+impl Rule for StartupIncomplete {
+    const NAME: &'static str = "startup_incomplete";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let (detail, confidence) = if f.before_pool {
+            (
+                "Loading or building the model hung or was killed (a kill by the host's OOM killer leaves no traceback: see dmesg). There is no throughput to diagnose.",
+                Confidence::High,
+            )
+        } else if f.in_capture {
+            (
+                "The CUDA-graph capture began and never ended: it ran out of memory, hung, or the process was killed (see dmesg). The graphs take their memory from what the KV pool left, so lowering mem_fraction_static (or --cuda-graph-max-bs) leaves them more. There is no throughput to diagnose.",
+                Confidence::Medium,
+            )
+        } else {
+            (
+                "Either the startup stopped there or the paste ends there; the capacity the startup fixed is judged from its lines.",
+                Confidence::Low,
+            )
+        };
+        Finding {
+            kind: FindingKind::StartupIncomplete,
+            title: format!(
+                "The log ends during the startup, after {}: no ready banner and no batch line",
+                step_words(f.step)
+            ),
+            detail: detail.to_string(),
+            figures: vec![],
+            evidence: vec![f.evidence.clone()],
+            confidence,
+            levers: Vec::new(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -19,8 +19,9 @@
 //! **Source.** SGLang `scheduler.py` (`watchdog_thread`); spec §4.
 
 use crate::evidence::FailureLines;
-use crate::report::SourceRange;
-use crate::rules::Input;
+use crate::narrative::words::{failure, frame_words};
+use crate::report::{Finding, FindingKind, SourceRange};
+use crate::rules::{Input, Rule};
 
 /// What a failure-line rule saw.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,6 +105,65 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
     });
     f.pyspy_missing = input.ev.incidents.pyspy_failed > 0;
     Some(f)
+}
+
+/// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words: the hang the py-spy dump shows, or why none is shown.
+#[derive(Clone, Copy, Debug)]
+pub struct Watchdog;
+
+impl Rule for Watchdog {
+    const NAME: &'static str = "watchdog";
+    type Facts = Facts;
+
+    fn check(input: &Input<'_>) -> impl IntoIterator<Item = Facts> {
+        check(input)
+    }
+
+    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        let mut out = failure(
+            f.count,
+            &f.first_text,
+            f.evidence.as_ref(),
+            FindingKind::WatchdogTimeout,
+            "Watchdog timeout: the scheduler hung",
+            "A forward pass or collective took longer than --watchdog-timeout; the server aborts. Look at the lines just before it (NCCL, OOM, a stuck rank).",
+        );
+        if let Some(h) = f.hang.as_ref().filter(|h| h.waits_on_children) {
+            out.detail.push_str(&format!(
+                " The py-spy dump in the log is {}'s, idle while it waits for its child processes (multiprocessing join): a parent by design, not where the hang is; the hung scheduler's stack is not in the log (py-spy dumps every scheduler process: look for the dump of one that is not idle).",
+                h.process.as_deref().unwrap_or("a parent process")
+            ));
+        } else if let Some(h) = &f.hang {
+            let frames: Vec<String> = h.frames.iter().map(frame_words).collect();
+            out.title = format!(
+                "Watchdog timeout: {} hung in {}",
+                h.process.as_deref().unwrap_or("the process"),
+                frames.first().map_or("an unknown frame", String::as_str)
+            );
+            out.detail.push_str(&format!(
+                " The py-spy dump shows {}{}: {}.",
+                h.process.as_deref().unwrap_or("the process"),
+                h.thread
+                    .as_ref()
+                    .map(|(t, idle)| format!(
+                        "'s thread {t}{}",
+                        if *idle {
+                            " (idle: waiting, not computing)"
+                        } else {
+                            ""
+                        }
+                    ))
+                    .unwrap_or_default(),
+                frames.join(" ← ")
+            ));
+            out.evidence.push(h.evidence.clone());
+        } else if f.pyspy_missing {
+            out.detail.push_str(
+                " Where it hung is not in the log: py-spy is not installed where the server runs (`Pyspy failed to dump`); install it for the next time.",
+            );
+        }
+        out
+    }
 }
 
 #[cfg(test)]

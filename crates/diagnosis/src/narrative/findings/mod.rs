@@ -1,28 +1,19 @@
-//! Findings in words: one function per rule that does not word its own (the finding rules of
-//! `crate::rules::FINDING_RULES` do, beside their checks), from its facts. One file per theme:
-//! [`admission`] (load and admission: each verdict's bottleneck finding, held admission),
-//! [`compute`] (slow decode and prefill), [`events`] (watchdog and KV-transfer failures),
-//! [`client`] (the client and its benchmarks) and [`capacity`] (the capacity model); the
-//! helpers they share are in `super::words`, a leaf the rules share too.
+//! Findings in words that are no single rule's own: the dispatcher of each verdict's finding
+//! ([`bottleneck`]: the verdict rule's words, `crate::rules::VerdictWords`, with the figures
+//! every verdict shares), the capacity model's finding ([`capacity`]) and the client's
+//! ([`client`]: a short sample's adequacy, the run number on a benchmark's findings). Every
+//! rule words its own finding in its file; the helpers they share are in `super::words`, a
+//! leaf the rules share too.
 
-mod admission;
+mod bottleneck;
 mod capacity;
 mod client;
-mod compute;
-mod events;
 
-pub use admission::{bottleneck, held_admission};
+pub use bottleneck::bottleneck;
 pub use capacity::capacity;
-pub use client::{
-    bench_concurrency_limit, bench_failures, bench_queueing, bench_tokens, client_gap, littles_law,
-    numbered, sample_adequacy,
-};
-pub use compute::{decode_compute, prefill_compute};
-pub use events::{kv_transfer, watchdog};
+pub use client::{numbered, sample_adequacy};
 
 // The words of `narrative` the themes use, imported here so that their `super::` paths (as
 // written when the findings were one file) still resolve.
-use super::words::{failure, finding, with_levers};
-use super::{
-    bottleneck_label, confidence_pct, count, fmt_duration, frame_words, incidents, interval, num,
-};
+use super::confidence_pct;
+use super::words::{finding, with_levers};
