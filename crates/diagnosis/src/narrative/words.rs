@@ -123,6 +123,13 @@ pub fn frame_words(f: &Frame) -> String {
     }
 }
 
+/// ` in function (file:line)` for a frame, empty without one: where a failure happened, as
+/// the findings of an exception or an out-of-memory error say it.
+pub fn in_frame(f: Option<&Frame>) -> String {
+    f.map(|fr| format!(" in {}", frame_words(fr)))
+        .unwrap_or_default()
+}
+
 /// A file path from its `sglang/` directory on (the rest is the machine's).
 fn short_path(p: &str) -> &str {
     p.rfind("sglang/").map_or(p, |i| &p[i..])

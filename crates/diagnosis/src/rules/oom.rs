@@ -24,7 +24,7 @@
 //! (`run_scheduler_process` logs `Scheduler hit an exception`).
 
 use crate::incidents::SourcedStack;
-use crate::narrative::words::{exception_words, frame_words};
+use crate::narrative::words::{exception_words, in_frame};
 use crate::report::{
     Confidence, Figure, Finding, FindingKind, Lever, SourceRange, StartupStep, Unit,
 };
@@ -106,11 +106,7 @@ impl Rule for Oom {
     }
 
     fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
-        let at = f
-            .frame
-            .as_ref()
-            .map(|fr| format!(" in {}", frame_words(fr)))
-            .unwrap_or_default();
+        let at = in_frame(f.frame.as_ref());
         let (title, detail) = match f.phase {
             OomPhase::WeightLoad => (
                 "Out of memory at weight load, not a KV pool problem".to_string(),

@@ -14,7 +14,7 @@
 //! **Source.** SGLang `managers/scheduler.py` (`run_scheduler_process`:
 //! `logger.error(f"Scheduler hit an exception: {traceback}")`, then `SIGQUIT` to the parent).
 
-use crate::narrative::words::{exception_words, frame_words};
+use crate::narrative::words::{exception_words, in_frame};
 use crate::report::{Confidence, Figure, Finding, FindingKind, SourceRange, StartupStep, Unit};
 use crate::rules::{Input, Rule};
 use sglang_log::StackKind;
@@ -67,11 +67,7 @@ impl Rule for SchedulerException {
     }
 
     fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
-        let at = f
-            .frame
-            .as_ref()
-            .map(|fr| format!(" in {}", frame_words(fr)))
-            .unwrap_or_default();
+        let at = in_frame(f.frame.as_ref());
         Finding {
             kind: FindingKind::SchedulerException,
             title: format!(
