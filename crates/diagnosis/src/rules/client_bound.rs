@@ -102,15 +102,7 @@ pub(crate) fn finding(v: &SchedulerView<'_>) -> VerdictWords {
             vec![Lever::ClientConcurrency],
         )
     };
-    VerdictWords {
-        kind,
-        title,
-        detail,
-        confidence,
-        levers,
-        lead: Vec::new(),
-        figures: Vec::new(),
-    }
+    VerdictWords::new(kind, title, detail, confidence).levers(levers)
 }
 
 #[cfg(test)]

@@ -71,15 +71,8 @@ pub(crate) fn finding() -> VerdictWords {
         ),
         Confidence::Medium,
     );
-    VerdictWords {
-        kind,
-        title,
-        detail,
-        confidence,
-        levers: vec![Lever::ScheduleConservativeness, Lever::MaxTokens],
-        lead: Vec::new(),
-        figures: Vec::new(),
-    }
+    VerdictWords::new(kind, title, detail, confidence)
+        .levers(vec![Lever::ScheduleConservativeness, Lever::MaxTokens])
 }
 
 #[cfg(test)]

@@ -76,15 +76,7 @@ pub(crate) fn finding(f: &Facts) -> VerdictWords {
         ),
         Confidence::Medium,
     );
-    VerdictWords {
-        kind,
-        title,
-        detail,
-        confidence,
-        levers: Vec::new(),
-        lead: Vec::new(),
-        figures: Vec::new(),
-    }
+    VerdictWords::new(kind, title, detail, confidence)
 }
 
 #[cfg(test)]

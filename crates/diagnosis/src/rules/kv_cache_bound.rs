@@ -278,15 +278,9 @@ pub(crate) fn finding(
             )
         }
     };
-    VerdictWords {
-        kind,
-        title,
-        detail,
-        confidence,
-        levers,
-        lead: Vec::new(),
-        figures,
-    }
+    VerdictWords::new(kind, title, detail, confidence)
+        .levers(levers)
+        .figures(figures)
 }
 
 #[cfg(test)]

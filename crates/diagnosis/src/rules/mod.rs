@@ -165,6 +165,39 @@ pub struct VerdictWords {
     pub figures: Vec<Figure>,
 }
 
+impl VerdictWords {
+    /// A verdict's words with no lever and no figure of its own.
+    pub fn new(kind: FindingKind, title: String, detail: String, confidence: Confidence) -> Self {
+        Self {
+            kind,
+            title,
+            detail,
+            confidence,
+            levers: Vec::new(),
+            lead: Vec::new(),
+            figures: Vec::new(),
+        }
+    }
+
+    /// With the settings it says to change.
+    pub fn levers(mut self, levers: Vec<Lever>) -> Self {
+        self.levers = levers;
+        self
+    }
+
+    /// With the figures that lead ([`Self::lead`]).
+    pub fn lead(mut self, lead: Vec<Figure>) -> Self {
+        self.lead = lead;
+        self
+    }
+
+    /// With the figures that trail ([`Self::figures`]).
+    pub fn figures(mut self, figures: Vec<Figure>) -> Self {
+        self.figures = figures;
+        self
+    }
+}
+
 /// A figure's name on the scheduler behind a verdict: with DP ranks the figures are that
 /// rank's, so `name on DP2` says which; without, `name`.
 pub fn on_rank(v: &SchedulerView<'_>, name: &str) -> String {

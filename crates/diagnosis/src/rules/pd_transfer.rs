@@ -185,15 +185,7 @@ pub(crate) fn finding(f: &Facts, v: &SchedulerView<'_>) -> VerdictWords {
             Confidence::Medium,
         ),
     };
-    VerdictWords {
-        kind,
-        title,
-        detail,
-        confidence,
-        levers: Vec::new(),
-        lead,
-        figures: Vec::new(),
-    }
+    VerdictWords::new(kind, title, detail, confidence).lead(lead)
 }
 
 #[cfg(test)]

@@ -267,15 +267,10 @@ pub(crate) fn finding(f: &Facts, v: &SchedulerView<'_>, cap: &CapacitySummary) -
         detail,
         Confidence::Medium,
     );
-    VerdictWords {
-        kind,
-        title,
-        detail,
-        confidence,
-        levers,
-        lead,
-        figures,
-    }
+    VerdictWords::new(kind, title, detail, confidence)
+        .levers(levers)
+        .lead(lead)
+        .figures(figures)
 }
 
 #[cfg(test)]

@@ -192,15 +192,7 @@ pub(crate) fn finding(
             ),
             Confidence::Low,
         );
-        return VerdictWords {
-            kind,
-            title,
-            detail,
-            confidence,
-            levers: Vec::new(),
-            lead: Vec::new(),
-            figures: Vec::new(),
-        };
+        return VerdictWords::new(kind, title, detail, confidence);
     }
     let mut lead = Vec::new();
     if held == Held::Queue {
@@ -312,15 +304,9 @@ pub(crate) fn finding(
             _ => Confidence::Medium,
         },
     );
-    VerdictWords {
-        kind,
-        title,
-        detail,
-        confidence,
-        levers,
-        lead,
-        figures: Vec::new(),
-    }
+    VerdictWords::new(kind, title, detail, confidence)
+        .levers(levers)
+        .lead(lead)
 }
 
 #[cfg(test)]
