@@ -81,6 +81,9 @@ pub struct Facts {
     pub chunked_prefill_size: Option<u64>,
     /// Its batch lines.
     pub evidence: Option<SourceRange>,
+    /// The decode lines print `npu graph`: an Ascend build, whose graphs are NPU graphs
+    /// (still switched by `--disable-cuda-graph`).
+    pub npu: bool,
 }
 
 /// The startup's graph coverage against the running cap.
@@ -184,6 +187,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             disabled,
             chunked_prefill_size: input.capacity.chunked_prefill_size,
             evidence: v.tl.first.map(|f| input.span(f, v.tl.last.unwrap_or(f))),
+            npu: d.iter().any(|s| s.npu),
         })
     })
 }
@@ -201,6 +205,12 @@ impl Rule for CudaGraph {
     }
 
     fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+        // an Ascend build's graphs are NPU graphs, switched by the same flags
+        let (dev, a_dev) = if f.npu {
+            ("NPU", "an NPU")
+        } else {
+            ("CUDA", "a CUDA")
+        };
         let mut figures = vec![Figure::new(
             "share of decode lines without a graph",
             f.share,
@@ -221,12 +231,12 @@ impl Rule for CudaGraph {
                 f.scheduler
             ),
             Pattern::NeverRan { smallest } => format!(
-                "No decode batch of {} ran as a CUDA graph, not even of {smallest} request{}: graphs are off (--disable-cuda-graph, or this backend or model did not capture them), so every step pays its kernel launches; --cuda-graph-max-bs changes nothing here. Turn graphs on (remove --disable-cuda-graph; check the start-up lines for why capture was skipped).",
+                "No decode batch of {} ran as {a_dev} graph, not even of {smallest} request{}: graphs are off (--disable-cuda-graph, or this backend or model did not capture them), so every step pays its kernel launches; --cuda-graph-max-bs changes nothing here. Turn graphs on (remove --disable-cuda-graph; check the start-up lines for why capture was skipped).",
                 f.scheduler,
                 if smallest == 1 { "" } else { "s" }
             ),
             Pattern::NeverRanLarge { smallest } => format!(
-                "No decode batch of {} ran as a CUDA graph; the smallest ran {smallest} requests: either graphs are off (--disable-cuda-graph, or not captured on this backend), or every batch was larger than the captured sizes (the start-up's `Capture cuda graph begin` line lists them). Turn graphs on, or raise --cuda-graph-max-bs to the running batch size.",
+                "No decode batch of {} ran as {a_dev} graph; the smallest ran {smallest} requests: either graphs are off (--disable-cuda-graph, or not captured on this backend), or every batch was larger than the captured sizes (the start-up's graph capture line lists them). Turn graphs on, or raise --cuda-graph-max-bs to the running batch size.",
                 f.scheduler
             ),
             Pattern::MixedSteps => format!(
@@ -250,7 +260,7 @@ impl Rule for CudaGraph {
         with_levers(
             finding(
                 FindingKind::NoCudaGraph,
-                "Decode runs without CUDA graphs",
+                format!("Decode runs without {dev} graphs"),
                 detail,
                 figures,
                 f.evidence.clone().into_iter().collect(),
@@ -441,6 +451,30 @@ mod tests {
         // Decode lines alone: the flag cannot be seen.
         with_input(&only(&lines, "Decode batch"), |i| {
             assert!(check(i).is_some_and(|f| !f.disabled))
+        });
+    }
+
+    /// real-3/021 (an Ascend build: `npu graph: False`): its graphs are NPU graphs, and the
+    /// finding says so; a CUDA log's say CUDA.
+    #[test]
+    fn an_ascend_build_runs_npu_graphs() {
+        let npu =
+            crate::rules::testing::whole("real-3/021-pr25960-npu-column-truncated-malformed.log");
+        crate::rules::testing::with_input(&npu, |i| {
+            let f = check(i).expect("no graph");
+            assert!(f.npu);
+            let w = CudaGraph::finding(&f, i);
+            assert_eq!(w.title, "Decode runs without NPU graphs");
+            assert!(w.detail.contains("ran as an NPU graph"), "{}", w.detail);
+        });
+        let cuda = npu.replace("npu graph", "cuda graph");
+        crate::rules::testing::with_input(&cuda, |i| {
+            let f = check(i).expect("no graph");
+            assert!(!f.npu);
+            assert_eq!(
+                CudaGraph::finding(&f, i).title,
+                "Decode runs without CUDA graphs"
+            );
         });
     }
 }
