@@ -94,17 +94,13 @@ impl Load {
         .map(|(n, l)| (n.max(0.0), l))
     }
 
-    /// The most extra requests the limits that do not grow with decoding allow (the mamba
-    /// state slots, held one set per request for its life, and the running cap), and which one
-    /// stops them first: a bound that holds even when the span is too short or a ramp for the
-    /// requests' KV ([`Load::headroom`] is `None`), since the KV pool can only stop them sooner.
+    /// The most extra requests the running cap allows (stated, or SGLang's speculative
+    /// default, assumed), when the span is too short or a ramp for the requests' KV
+    /// ([`Load::headroom`] is `None`): the pools can only stop them sooner. Not the mamba
+    /// slots: their usage per request read on a ramp is no share each request holds (the
+    /// prefix cache's locked mamba states count as used: real-3/009 holds mamba usage 0.80 at
+    /// 10, 26 and 40 running).
     pub fn bound_without_kv(&self) -> Option<(f64, Limit)> {
-        let mamba = self.mamba_per_request.map(|per| {
-            (
-                th::HEADROOM_USAGE / per - self.running_median,
-                Limit::MambaSlots,
-            )
-        });
         let cap = match (self.max_running_requests, self.speculative_default_cap) {
             (Some(c), _) => Some((c as f64 - self.running_median, Limit::RunningCap)),
             (None, true) => Some((
@@ -113,11 +109,7 @@ impl Load {
             )),
             (None, false) => None,
         };
-        [mamba, cap]
-            .into_iter()
-            .flatten()
-            .min_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(n, l)| (n.max(0.0), l))
+        cap.map(|(n, l)| (n.max(0.0), l))
     }
 }
 

@@ -323,9 +323,15 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 _ if h.held_admission.is_some() => held_summary(h.held_admission),
                 // a cap assumed, not stated, and the pool unread: either holds the queue
                 _ if h.assumed_cap.is_some() => format!(
-                    "~{:.0} requests wait while the running batch reaches {} (counting each prefill pass's new requests), SGLang's default running cap with speculative decoding, which this log does not print, and no line reads token usage: that cap or the KV pool holds them. The start-up lines (max_running_requests, max_total_num_tokens) or a batch line with token usage tell which.",
+                    "~{:.0} requests wait while the running batch reaches {} (counting each prefill pass's new requests), SGLang's default running cap with speculative decoding, which this log does not print, and no line reads token usage: that cap{} holds them. The start-up lines (max_running_requests, {}max_total_num_tokens) or a batch line with token usage tell which.",
                     h.queued_median.unwrap_or(0.0),
-                    h.assumed_cap.unwrap_or(0)
+                    h.assumed_cap.unwrap_or(0),
+                    if h.one_per_pass {
+                        ", the KV pool, or the one request each prefill pass admits (also below the cap: a prefill budget below two prompts, or the KV reserve)"
+                    } else {
+                        " or the KV pool"
+                    },
+                    if h.one_per_pass { "chunked_prefill_size, " } else { "" }
                 ),
                 // at the configured cap with nothing waiting: the cap holds nothing back
                 _ if h.at_cap_share.is_some() => format!(

@@ -226,9 +226,8 @@ pub fn recommendation(p: &Plan) -> Recommendation {
                         "little waits at ~{l:.0} running request{}, but the log is a ramp or too short for the requests' KV to say how many more would fit{}: throughput grows with the batch until the KV cache, the running cap or compute is the limit",
                         if l.round() == 1.0 { "" } else { "s" },
                         bound.map_or(String::new(), |(n, limit)| format!(
-                            "; at most ~{n:.0} more before {} stop{} them (the KV cache may stop them sooner)",
-                            limit_words(limit, false),
-                            if limit == Limit::MambaSlots { "" } else { "s" }
+                            "; at most ~{n:.0} more before {} stops them (the KV cache or another pool may stop them sooner)",
+                            limit_words(limit, false)
                         ))
                     )
                 }

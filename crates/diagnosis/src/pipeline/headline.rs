@@ -120,10 +120,14 @@ pub(super) fn headline(
             }),
             _ => None,
         },
-        one_per_pass: matches!(
-            carrier.map(|c| c.1),
-            Some(Reason::PrefillLimit(f)) if f.one_per_pass.is_some()
-        ),
+        one_per_pass: match carrier {
+            Some((_, Reason::PrefillLimit(f))) => f.one_per_pass.is_some(),
+            // an assumed cap the batch reaches on some passes only: the others took one each
+            Some((v, Reason::AssumedCapUnreadPool(_))) => {
+                rules::prefill_limit::check(v, capacity).is_some_and(|f| f.one_per_pass.is_some())
+            }
+            _ => false,
+        },
         drain: match carrier.map(|c| c.1) {
             Some(Reason::Drain(f)) => Some((f.from, f.to)),
             _ => None,

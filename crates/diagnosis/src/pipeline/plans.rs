@@ -268,20 +268,17 @@ mod tests {
     }
 
     #[test]
-    fn a_ramp_still_bounds_the_headroom_by_what_does_not_grow() {
-        // 009's ramp: the requests' KV is not settled, but each holds its mamba slots for
-        // its life: 40 at mamba usage 0.80 leave ~7.5 more to the headroom mark, and the
-        // speculative default cap (48) 8
+    fn a_ramp_still_bounds_the_headroom_by_the_cap() {
+        // 009's ramp: the requests' KV is not settled and its mamba usage holds at 0.80 from
+        // 10 to 40 running (the prefix cache's states, not a share per request), so only the
+        // cap bounds it: the speculative default (48) leaves 8
         let (mut l, _) = headroom("real-3/009-pr30047-npu-mamba-usage-accept-len.log");
-        let (n, limit) = l.bound_without_kv().unwrap();
-        assert_eq!(limit, Limit::MambaSlots);
-        assert!((n - (0.95 / (0.80 / 40.0) - 40.0)).abs() < 1e-6, "{n}");
-        // no mamba pool: the cap bounds it; nor a cap: nothing does
-        l.mamba_per_request = None;
+        assert!(l.mamba_per_request.is_some());
         assert_eq!(
             l.bound_without_kv(),
             Some((8.0, Limit::SpeculativeDefaultCap))
         );
+        // without a cap nothing bounds it
         l.speculative_default_cap = false;
         assert_eq!(l.bound_without_kv(), None);
     }

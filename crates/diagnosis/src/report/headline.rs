@@ -144,7 +144,9 @@ pub struct Headline {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assumed_cap: Option<u64>,
     /// With a `prefill_bound` verdict: every prefill pass admitted one request though the
-    /// budget held more (`rules::prefill_limit::OnePerPass`).
+    /// budget held more (`rules::prefill_limit::OnePerPass`); with an inconclusive verdict at
+    /// an assumed cap ([`Headline::assumed_cap`]): the passes took one request each, also
+    /// where the batch was below that cap.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub one_per_pass: bool,
     /// With a `prefill_bound` verdict on a PD prefill server: its passes carry its full batch

@@ -9,9 +9,10 @@
 //! over the run's duration): a run that sends at a finite rate ramps up while it sends and
 //! drains after, so the mean sits below the load it held in between. `Peak concurrent
 //! requests` is the most requests active in one 1-second bucket (bench_serving's
-//! `calculate_metrics`; spec §7): at or above the limit, the limit was reached. The sending
-//! window, `requested / rate` for a Poisson arrival process, says how much of the run was
-//! sending at all.
+//! `calculate_metrics`; spec §7): at or above the limit, the limit was reached. The arrival
+//! window, `requested / rate` for a Poisson arrival process, is how long bench_serving made
+//! arrivals; with the limit reached its semaphore held them and sent each as a slot freed, so
+//! the client kept sending after that window (it is not the sending window).
 //!
 //! **Why it matters.** The client's limit, not the server, may set the load: raising it helps
 //! only when the server has headroom, and only together with a server cap at the same number.
@@ -86,8 +87,10 @@ pub struct Facts {
     pub held_full: bool,
     /// `Peak concurrent requests` when the block prints it (requests in a 1-second bucket).
     pub peak: Option<f64>,
-    /// Seconds over which requests were sent: requested / rate at a finite rate (seconds).
-    pub send_window_s: Option<f64>,
+    /// Seconds over which bench_serving made arrivals: requested / rate at a finite rate
+    /// (seconds). Under a limit that was reached, requests were still sent after it, as the
+    /// semaphore freed slots.
+    pub arrival_window_s: Option<f64>,
     /// `Benchmark duration (s)` (seconds).
     pub duration_s: Option<f64>,
 }
@@ -129,7 +132,7 @@ pub fn check(
     if limit == 0 || !(held_full || peak_reached) {
         return None;
     }
-    let send_window_s = match (
+    let arrival_window_s = match (
         b.request_rate_per_s(),
         b.requested().or(b.successful_requests),
     ) {
@@ -148,7 +151,7 @@ pub fn check(
         meaning,
         held_full,
         peak: b.peak_concurrent_requests,
-        send_window_s,
+        arrival_window_s,
         duration_s: b.duration_s,
     })
 }
@@ -200,9 +203,9 @@ pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
                 "Peak concurrent requests counts the requests active in a 1-second bucket (a few more than the limit when some end and others begin within that second); \
                  Concurrency is the sum of end-to-end latencies over the run's duration, a whole-run average that the ramp-up and the drain pull down{}. \
                  Do not read {:.0} as the load the server held. {meaning}",
-                match (f.send_window_s, f.duration_s) {
+                match (f.arrival_window_s, f.duration_s) {
                     (Some(w), Some(d)) if w < d => format!(
-                        " (requests were sent for ~{w:.0} s of the {d:.0} s run; the rest is the drain)"
+                        " (arrivals came at the request rate for ~{w:.0} s of the {d:.0} s run, but with the limit reached bench_serving's semaphore held them and sent each as a slot freed, so the client went on sending after those {w:.0} s; the ramp-up and the final drain pull the mean down)"
                     ),
                     _ => String::new(),
                 },
@@ -372,14 +375,14 @@ mod tests {
     fn a_peak_at_the_limit_under_a_lower_mean() {
         // bench_serving: 3,328 prompts at 16 req/s under --max-concurrency 832, `Concurrency:
         // 519.71`, `Peak concurrent requests: 851` (lines 20-21, 31-33): the limit was reached;
-        // requests were sent for 208 s of the 395 s run.
+        // arrivals came for 208 s of the 395 s run (sent on as the semaphore freed slots).
         let r = runs("real-4/bench/100-npu-pd-2p1d-dsr1-w8a8-conc832-accept-len.txt");
         let f = check(&r[0], Bottleneck::NoSchedulerLines, None).expect("peak");
         assert!(!f.held_full);
         assert_eq!(f.peak, Some(851.0));
         assert_eq!(f.limit, 832);
         assert!(
-            (f.send_window_s.expect("window") - 208.0).abs() < 0.5,
+            (f.arrival_window_s.expect("window") - 208.0).abs() < 0.5,
             "{f:?}"
         );
         assert!((f.duration_s.expect("duration") - 395.31).abs() < 0.01);

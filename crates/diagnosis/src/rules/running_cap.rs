@@ -175,11 +175,38 @@ pub(crate) fn finding(
     cap: &CapacitySummary,
 ) -> VerdictWords {
     if held == Held::AssumedCapUnreadPool {
+        let c = cap.max_running_requests.unwrap_or(0);
+        // below the cap, does each pass still take one request? (a prefill line counts the
+        // batch before its own requests join)
+        let passes: Vec<_> = v
+            .steady_prefill
+            .iter()
+            .filter(|p| p.queue.unwrap_or(0) > 0)
+            .collect();
+        let one_below_cap = passes
+            .iter()
+            .filter(|p| p.running.is_some_and(|r| r + p.new_seq.unwrap_or(0) < c))
+            .collect::<Vec<_>>();
+        let per_pass = (!one_below_cap.is_empty()
+            && one_below_cap.iter().all(|p| p.new_seq == Some(1)))
+        .then(|| {
+            format!(
+                " Where the batch stays below {c} ({} of {} passes with a queue), a pass still admits one request: a prefill budget below two prompts, or the KV reserve, stops it there, so the per-pass admission holds the queue as much as the cap.",
+                one_below_cap.len(),
+                passes.len()
+            )
+        })
+        .unwrap_or_default();
         let (kind, title, detail, confidence) = (
             FindingKind::RunningCapBound,
-            "Running-request cap or KV pool: the log cannot tell".to_string(),
+            if per_pass.is_empty() {
+                "Running-request cap or KV pool: the log cannot tell"
+            } else {
+                "Running-request cap, KV pool or per-pass admission: the log cannot tell"
+            }
+            .to_string(),
             format!(
-                "~{:.0} requests wait while the running batch reaches {} (counting each prefill pass's new requests{}): SGLang's default max_running_requests with speculative decoding (server_args.py resets an unset cap to {}), which the log does not print, and no line reads the KV pool's token usage. Either that cap holds the queue, or the KV pool (with the reserve SGLang keeps for the running requests' remaining tokens) is full at about that many requests. The start-up lines (max_running_requests, max_total_num_tokens) or a batch line with token usage tell which: a higher --max-running-requests admits more only when the cap is {} and the pool has room; a full pool needs more KV memory instead.",
+                "~{:.0} requests wait while the running batch reaches {} (counting each prefill pass's new requests{}): SGLang's default max_running_requests with speculative decoding (server_args.py resets an unset cap to {}), which the log does not print, and no line reads the KV pool's token usage. Either that cap holds the queue, or the KV pool (with the reserve SGLang keeps for the running requests' remaining tokens) is full at about that many requests.{per_pass} The start-up lines (max_running_requests, chunked_prefill_size, max_total_num_tokens) or a batch line with token usage tell which: a higher --max-running-requests admits more only when the cap is {} and the pool has room; a full pool needs more KV memory instead.",
                 v.queued.median.unwrap_or(0.0),
                 cap.max_running_requests.unwrap_or(0),
                 if l.share() < th::AT_CAP_SHARE {
@@ -504,6 +531,18 @@ mod tests {
                 crate::verdict::classify(v, i.capacity),
                 crate::verdict::Reason::AssumedCapUnreadPool(_)
             ));
+            // its words name the three readings: the passes below 48 took one request each
+            let w = finding(&got.unwrap(), Held::AssumedCapUnreadPool, v, i.capacity);
+            assert_eq!(
+                w.title,
+                "Running-request cap, KV pool or per-pass admission: the log cannot tell"
+            );
+            assert!(
+                w.detail.contains("(3 of 5 passes with a queue)"),
+                "{}",
+                w.detail
+            );
+            assert!(w.levers.is_empty());
         });
         // a line that reads the pool: the assumed cap is the verdict
         let read = edit(
