@@ -187,16 +187,17 @@ pub(crate) fn finding(
             .iter()
             .filter(|p| p.running.is_some_and(|r| r + p.new_seq.unwrap_or(0) < c))
             .collect::<Vec<_>>();
-        let per_pass = (!one_below_cap.is_empty()
-            && one_below_cap.iter().all(|p| p.new_seq == Some(1)))
-        .then(|| {
+        let per_pass = if !one_below_cap.is_empty()
+            && one_below_cap.iter().all(|p| p.new_seq == Some(1))
+        {
             format!(
                 " Where the batch stays below {c} ({} of {} passes with a queue), a pass still admits one request: a prefill budget below two prompts, or the KV reserve, stops it there, so the per-pass admission holds the queue as much as the cap.",
                 one_below_cap.len(),
                 passes.len()
             )
-        })
-        .unwrap_or_default();
+        } else {
+            String::new()
+        };
         let (kind, title, detail, confidence) = (
             FindingKind::RunningCapBound,
             if per_pass.is_empty() {
