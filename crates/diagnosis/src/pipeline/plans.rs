@@ -157,12 +157,8 @@ pub(super) fn plans(
                 .map(|c| c.0)
                 .or(side.primary)
                 .is_some_and(|v| v.queued.max.is_some_and(|q| q < 0.5)),
-            queued_peak: input
-                .views
-                .iter()
-                .filter_map(|v| v.queued.max)
-                .reduce(f64::max)
-                .map(|q| q.round() as u64),
+            // over every line of every rank, not the steady span alone: what waited at most
+            queued_peak: input.views.iter().filter_map(|v| v.tl.agg.max_queue).max(),
             per_rank: input.views.len() > 1,
             graph_max_bs: rules::cuda_graph::graph_max_bs(input).filter(|&g| {
                 capacity

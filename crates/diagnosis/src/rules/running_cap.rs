@@ -265,8 +265,13 @@ pub(crate) fn finding(
     if mamba_full {
         levers.push(Lever::MaxMambaCacheSize);
     }
+    // an Ascend build's KV cache has no fp8: only more memory grows the pool there
+    let npu = v.steady_decode.iter().any(|d| d.npu);
     if pool_near_full(v) {
-        levers.extend([Lever::MemFractionStatic, Lever::KvCacheDtype]);
+        levers.push(Lever::MemFractionStatic);
+        if !npu {
+            levers.push(Lever::KvCacheDtype);
+        }
     }
     let (kind, title, detail, confidence) = (
         FindingKind::RunningCapBound,
@@ -321,6 +326,8 @@ pub(crate) fn finding(
             },
             if held == Held::NothingWaits {
                 "Nothing waits, so the cap holds back no request the log shows: if the client has more to send than the cap, raise both together; if not, the client sets the load."
+            } else if pool_near_full(v) && npu {
+                "Raise it together with the KV pool (mem_fraction_static; an Ascend build's KV cache has no fp8), or leave it."
             } else if pool_near_full(v) {
                 "Raise it together with the KV pool (mem_fraction_static, fp8 KV cache), or leave it."
             } else {
