@@ -181,8 +181,9 @@ pub struct CapAdvice {
     /// Nothing waits at the cap (the steady queue's peak is 0): whether more demand exists is
     /// not in the log, so the advice is conditional on a client that sends more.
     pub nothing_waits: bool,
-    /// The most requests waiting on one line of any scheduler (requests per rank): what a
-    /// higher cap admits at once from today's load, if the pool holds them.
+    /// The most requests waiting on a steady decode line with the batch at the cap, over every
+    /// scheduler (requests per rank): what a higher cap admits at once from today's load, if
+    /// the pool holds them.
     pub queued_peak: Option<u64>,
     /// The log has several schedulers (DP ranks): the queue peak is per rank.
     pub per_rank: bool,

@@ -1970,7 +1970,7 @@ fn a_higher_cap_gains_what_waits() {
     };
     let g = gain("real-3/018-pr11854-h20-dp-ep-custom-logformat-mtp.log");
     assert!(
-        g.contains("at most 2 per rank wait on any line, so up to that many more now if the KV pool holds them"),
+        g.contains("at most 2 per rank wait while the batch is at the cap, so up to that many more now if the KV pool holds them"),
         "{g}"
     );
     let g = gain("real-long/ascend-qwen3next-80b-hybrid-mamba.log");

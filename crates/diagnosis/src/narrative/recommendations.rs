@@ -329,7 +329,7 @@ fn raise_max_running(a: &crate::recommend::CapAdvice) -> (String, String, String
     };
     let gain = match a.queued_peak {
         Some(q) if q > 0 && !a.nothing_waits => format!(
-            "more requests decoding at once: at most {q}{} wait on any line, so up to that many more now if the KV pool holds them, and more only as the client (or the prefill side) sends more",
+            "more requests decoding at once: at most {q}{} wait while the batch is at the cap, so up to that many more now if the KV pool holds them, and more only as the client (or the prefill side) sends more",
             if a.per_rank { " per rank" } else { "" }
         ),
         _ => "more requests decoding at once, up to what the KV pool holds".into(),

@@ -157,8 +157,23 @@ pub(super) fn plans(
                 .map(|c| c.0)
                 .or(side.primary)
                 .is_some_and(|v| v.queued.max.is_some_and(|q| q < 0.5)),
-            // over every line of every rank, not the steady span alone: what waited at most
-            queued_peak: input.views.iter().filter_map(|v| v.tl.agg.max_queue).max(),
+            // the requests the cap held: waiting on a steady decode line with the batch at the
+            // cap (not a ramp's burst waiting below it for its prefill turn, real-long dp16)
+            queued_peak: input
+                .views
+                .iter()
+                .filter_map(|v| {
+                    let c = capacity
+                        .max_running_requests
+                        .filter(|&c| c > 0)
+                        .or(v.pinned_across_ranks)?;
+                    v.steady_decode
+                        .iter()
+                        .filter(|d| d.running.is_some_and(|r| r >= c))
+                        .filter_map(|d| d.queue)
+                        .max()
+                })
+                .max(),
             per_rank: input.views.len() > 1,
             graph_max_bs: rules::cuda_graph::graph_max_bs(input).filter(|&g| {
                 capacity

@@ -196,7 +196,7 @@ pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
     let (title, how) = match f.peak {
         Some(peak) if !f.held_full => (
             format!(
-                "The benchmark reached its concurrency limit: up to {peak:.0} requests active at once against --max-concurrency {limit}, though {:.1} on average",
+                "The benchmark reached its concurrency limit: up to {peak:.0} requests active within one second against --max-concurrency {limit}, though {:.1} on average",
                 f.concurrency
             ),
             format!(
