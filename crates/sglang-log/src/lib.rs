@@ -124,6 +124,7 @@ mod reader;
 pub mod req_times;
 mod scan;
 mod timestamp;
+pub mod timings;
 pub mod values;
 
 pub use access::{
@@ -147,6 +148,7 @@ pub use reader::{
 };
 pub use req_times::{ReqMode, ReqTimes, parse_req_times};
 pub use timestamp::Timestamp;
+pub use timings::{StartupTimings, parse_startup_timings};
 pub use values::{RejectedField, Rejection};
 
 /// One parsed log line.
@@ -231,6 +233,9 @@ pub enum Event<'a> {
     WatchdogTimeout(&'a str),
     /// A PD KV transfer failure (`… transfer failed …`, `KVTransferError`); the message text.
     KvTransferFailed(&'a str),
+    /// `Engine startup timings (s): …`: how long each start-up step took, the CUDA graph
+    /// captures among them ([`StartupTimings`]).
+    StartupTimings(StartupTimings),
     /// A finished request's time stats (`ReqTimeStats(rid=…, …): queue_duration=…`, the older
     /// `Req Time Stats(…)`): read with [`parse_req_times`]; the message text.
     ReqTimeStats(&'a str),
@@ -273,6 +278,7 @@ impl Event<'_> {
             Event::WatchdogTimeout(_) => "watchdog_timeout",
             Event::KvTransferFailed(_) => "kv_transfer_failed",
             Event::ReqTimeStats(_) => "req_time_stats",
+            Event::StartupTimings(_) => "startup_timings",
             Event::SchedulerException(_) => "scheduler_exception",
             Event::TracebackStart => "traceback_start",
             Event::Other => "other",

@@ -380,6 +380,9 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         }
         b'T' if starts("The server is fired up and ready to roll") => Event::ServerReady,
         b'E' if starts("Entering DeepGEMM JIT Pre-Compile session") => Event::JitCompile(msg),
+        b'E' if starts("Engine startup timings") => {
+            Event::StartupTimings(crate::timings::parse_startup_timings(msg))
+        }
         b'T' if starts("Testing retraction.") => retraction(),
         b'T' if starts("Transfer failed") => Event::KvTransferFailed(msg),
         b'L' if starts("Load weight end") => {

@@ -462,6 +462,11 @@ impl EvidenceBuilder {
                 st.hicache_host_gb = st.hicache_host_gb.or(*host_gb);
             }
             Event::ServerReady => self.ev.startup.server_ready = true,
+            Event::StartupTimings(t) => {
+                if let Some(d) = t.graph_decode_s {
+                    self.ev.startup.graph_decode_capture_s = Some(d);
+                }
+            }
             Event::WatchdogTimeout(text) => {
                 if !text.starts_with("Pyspy") {
                     self.note_crash(source, rec);

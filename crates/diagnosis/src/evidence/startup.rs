@@ -72,6 +72,9 @@ pub struct Startup {
     pub hicache_host_gb: Option<f64>,
     /// Whether `The server is fired up and ready to roll!` was seen.
     pub server_ready: bool,
+    /// Seconds the decode CUDA graphs took to capture, from `Engine startup timings (s): …
+    /// cuda_graph={…, decode=…}`: 0.00 when none was captured.
+    pub graph_decode_capture_s: Option<f64>,
 }
 
 impl Startup {

@@ -2,14 +2,16 @@
 //!
 //! **What it detects.** A scheduler on which at least [`th::NO_GRAPH_SHARE`] of the decode
 //! lines report `cuda graph: False` (or `npu graph` / `cpu graph`), with the largest batch that
-//! did run as a graph, and whether the server was started with `disable_cuda_graph=True`.
+//! did run as a graph, whether the server was started with `disable_cuda_graph=True`, and
+//! whether its `Engine startup timings` line says the decode graphs took 0.00 s to capture
+//! (none captured: [`Pattern::NotCaptured`]).
 //!
 //! **Why it matters.** Batches larger than `--cuda-graph-max-bs` (or all of them, with graphs
 //! disabled) run eagerly, and each decode step pays the kernel-launch overhead: slower steps at
 //! the same batch.
 //!
 //! **Evidence it needs.** Decode lines that print the graph flag; `server_args` for the
-//! disabled case.
+//! disabled case; the start-up timings line for the not-captured one.
 //!
 //! **Three situations, three advices** ([`Pattern`]): graphs disabled or never run (no batch,
 //! however small, ran as a graph: turn them on; `--cuda-graph-max-bs` changes nothing); graphs
@@ -41,6 +43,9 @@ use crate::thresholds as th;
 pub enum Pattern {
     /// `disable_cuda_graph=True` in the server arguments.
     Disabled,
+    /// The start-up's timings line says the decode graphs took 0.00 s to capture: none was
+    /// captured (`Engine startup timings (s): … cuda_graph={…, decode=0.00}`).
+    NotCaptured,
     /// No decode batch ran as a graph, down to this many requests, a size SGLang captures
     /// whenever graphs are on (at most [`th::ALWAYS_CAPTURED_BS`], or at most the captured
     /// sizes the start-up names): graphs are off (disabled where the log does not show it, or
@@ -165,8 +170,11 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                 .filter_map(|s| s.running)
         };
         let captured = graph_max_bs(input);
+        // no decode graph captured at start-up: every decode step runs eagerly, whatever its batch
+        let not_captured = input.ev.startup.graph_decode_capture_s == Some(0.0);
         let pattern = match largest_with_graph {
             _ if disabled => Pattern::Disabled,
+            None if not_captured => Pattern::NotCaptured,
             None => {
                 let smallest = eager().min().unwrap_or(0);
                 match captured {
@@ -230,6 +238,10 @@ impl Rule for CudaGraph {
                 f.share * 100.0,
                 f.scheduler
             ),
+            Pattern::NotCaptured => format!(
+                "No decode batch of {} ran as {a_dev} graph, and the start-up's timings line says the decode graphs took 0.00 s to capture: none was captured, so every decode step pays its kernel launches whatever its batch; --cuda-graph-max-bs changes nothing here. Turn graphs on (remove --disable-cuda-graph if it is set; the start-up lines say why capture was skipped).",
+                f.scheduler
+            ),
             Pattern::NeverRan { smallest } => format!(
                 "No decode batch of {} ran as {a_dev} graph, not even of {smallest} request{}: graphs are off (--disable-cuda-graph, or this backend or model did not capture them), so every step pays its kernel launches; --cuda-graph-max-bs changes nothing here. Turn graphs on (remove --disable-cuda-graph; check the start-up lines for why capture was skipped).",
                 f.scheduler,
@@ -267,7 +279,9 @@ impl Rule for CudaGraph {
                 Confidence::Medium,
             ),
             match f.pattern {
-                Pattern::Disabled | Pattern::NeverRan { .. } => &[Lever::DisableCudaGraph],
+                Pattern::Disabled | Pattern::NotCaptured | Pattern::NeverRan { .. } => {
+                    &[Lever::DisableCudaGraph]
+                }
                 Pattern::NeverRanLarge { .. } => &[Lever::DisableCudaGraph, Lever::CudaGraphMaxBs],
                 Pattern::MixedSteps => &[],
                 Pattern::AboveLargest => &[Lever::CudaGraphMaxBs],
@@ -475,6 +489,36 @@ mod tests {
                 CudaGraph::finding(&f, i).title,
                 "Decode runs without CUDA graphs"
             );
+        });
+    }
+
+    /// real-long rtx4090 (v0.5.x): its timings line says the decode graphs took 0.91 s to
+    /// capture and its decode lines ran as graphs up to 24 requests. With every decode line
+    /// eager and the line saying 0.00 s, no decode graph was captured (`NotCaptured`); at
+    /// 0.91 s the same eager lines are graphs off or not used (`NeverRan`).
+    #[test]
+    fn a_decode_capture_of_no_time_is_no_graph() {
+        let log = "real-long/rtx4090-qwen3-4b-kv-retraction.log";
+        let eager = edit(&whole(log), "cuda graph: True", "cuda graph: False");
+        let none = edit(&eager, "decode=0.91,", "decode=0.00,");
+        with_input(&none, |i| {
+            assert_eq!(i.ev.startup.graph_decode_capture_s, Some(0.0));
+            let f = check(i).expect("no graph");
+            assert_eq!(f.pattern, Pattern::NotCaptured);
+            let w = CudaGraph::finding(&f, i);
+            assert!(w.detail.contains("took 0.00 s to capture"), "{}", w.detail);
+            assert_eq!(w.levers, vec![Lever::DisableCudaGraph]);
+        });
+        with_input(&eager, |i| {
+            assert_eq!(i.ev.startup.graph_decode_capture_s, Some(0.91));
+            assert!(matches!(
+                check(i).map(|f| f.pattern),
+                Some(Pattern::NeverRan { .. })
+            ));
+        });
+        // as logged: graphs up to 24 requests, larger batches eager
+        with_input(&whole(log), |i| {
+            assert_eq!(check(i).map(|f| f.pattern), Some(Pattern::AboveLargest))
         });
     }
 }

@@ -173,6 +173,11 @@ pub fn render(rec: &Record<'_>) -> String {
         | Event::JitCompile(m) => {
             kv("msg", Some(format!("{m:?}")));
         }
+        Event::StartupTimings(t) => {
+            kv("load_weight_s", t.load_weight_s.map(f));
+            kv("graph_prefill_s", t.graph_prefill_s.map(f));
+            kv("graph_decode_s", t.graph_decode_s.map(f));
+        }
         Event::ReqTimeStats(m) => {
             if let Some(r) = sglang_log::parse_req_times(m) {
                 kv("rid", Some(r.rid.to_string()));
