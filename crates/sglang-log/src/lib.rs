@@ -169,6 +169,20 @@ pub struct Record<'a> {
     pub event: Event<'a>,
 }
 
+/// A signal or a child's exit, as SGLang's launcher logs them (`srt/utils` signal handlers,
+/// `entrypoints/engine.py`): a stop the operator asked for, or a child process that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// `SIGTERM received. … Draining requests and shutting down...`: a stop was asked for.
+    Sigterm,
+    /// `SIGQUIT received. … It usually means one child failed.`: a child process ended; after
+    /// a SIGTERM it is the stop's own cleanup.
+    Sigquit,
+    /// `Subprocess NAME (pid=N) crashed with exit code C. Triggering SIGQUIT for cleanup...`:
+    /// the exit code (`-15`: killed by SIGTERM).
+    ChildExited(Option<i64>),
+}
+
 /// What a line is. Exactly one per line.
 // The batch variant is large (its inline field array) on purpose: no allocation per line.
 #[allow(clippy::large_enum_variant)]
@@ -233,6 +247,9 @@ pub enum Event<'a> {
     WatchdogTimeout(&'a str),
     /// A PD KV transfer failure (`… transfer failed …`, `KVTransferError`); the message text.
     KvTransferFailed(&'a str),
+    /// A signal the server's process tree received or a child's exit, as SGLang logs them while
+    /// it stops ([`Signal`]).
+    Signal(Signal),
     /// `Engine startup timings (s): …`: how long each start-up step took, the CUDA graph
     /// captures among them ([`StartupTimings`]).
     StartupTimings(StartupTimings),
@@ -279,6 +296,7 @@ impl Event<'_> {
             Event::KvTransferFailed(_) => "kv_transfer_failed",
             Event::ReqTimeStats(_) => "req_time_stats",
             Event::StartupTimings(_) => "startup_timings",
+            Event::Signal(_) => "signal",
             Event::SchedulerException(_) => "scheduler_exception",
             Event::TracebackStart => "traceback_start",
             Event::Other => "other",

@@ -444,6 +444,17 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
             }
         }
         b'S' if starts("Scheduler hit an exception") => Event::SchedulerException(msg),
+        b'S' if starts("SIGTERM received") => Event::Signal(crate::Signal::Sigterm),
+        b'S' if starts("SIGQUIT received") => Event::Signal(crate::Signal::Sigquit),
+        b'S' if starts("Subprocess ") => match msg.split_once("crashed with exit code ") {
+            Some((_, rest)) => {
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+                    .unwrap_or(rest.len());
+                Event::Signal(crate::Signal::ChildExited(rest[..end].parse().ok()))
+            }
+            None => Event::Other,
+        },
         b'R' if (starts("ReqTimeStats(") || starts("Req Time Stats("))
             && crate::req_times::parse_req_times(msg).is_some() =>
         {
@@ -1010,5 +1021,36 @@ mod cut_start_tests {
             1,
         );
         assert!(!matches!(r.event, Event::Batch(_)), "{:?}", r.event);
+    }
+
+    /// real-4/101's stop: SIGTERM, a child killed by it (exit -15), the SIGQUIT that follows.
+    #[test]
+    fn the_signals_of_a_stop() {
+        fn ev(l: &str) -> Event<'_> {
+            parse_line(l.as_bytes(), 1).event
+        }
+        assert_eq!(
+            ev(
+                "[2026-08-02 00:17:43] SIGTERM received. signum=None frame=None. Draining requests and shutting down..."
+            ),
+            Event::Signal(crate::Signal::Sigterm)
+        );
+        assert_eq!(
+            ev(
+                "[2026-08-02 00:17:43] Subprocess detokenizer (pid=31379) crashed with exit code -15. Triggering SIGQUIT for cleanup..."
+            ),
+            Event::Signal(crate::Signal::ChildExited(Some(-15)))
+        );
+        assert_eq!(
+            ev(
+                "[2026-08-02 00:17:43] SIGQUIT received. signum=None, frame=None. It usually means one child failed."
+            ),
+            Event::Signal(crate::Signal::Sigquit)
+        );
+        // a subprocess line of another kind is not a signal
+        assert_eq!(
+            ev("[2026-08-02 00:17:43] Subprocess tokenizer started"),
+            Event::Other
+        );
     }
 }

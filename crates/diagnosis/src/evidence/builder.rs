@@ -462,6 +462,7 @@ impl EvidenceBuilder {
                 st.hicache_host_gb = st.hicache_host_gb.or(*host_gb);
             }
             Event::ServerReady => self.ev.startup.server_ready = true,
+            Event::Signal(s) => self.ev.shutdown.note(loc, *s),
             Event::StartupTimings(t) => {
                 if let Some(d) = t.graph_decode_s {
                     self.ev.startup.graph_decode_capture_s = Some(d);

@@ -136,3 +136,32 @@ impl FailureLines {
         }
     }
 }
+
+/// How the server's processes stopped, as the log says it (`sglang_log::Signal`): the first
+/// SIGTERM, the first SIGQUIT and the first child exit, each with its line.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Shutdown {
+    /// `SIGTERM received`: a stop was asked for.
+    pub sigterm: Option<Loc>,
+    /// `SIGQUIT received … It usually means one child failed`.
+    pub sigquit: Option<Loc>,
+    /// `Subprocess … crashed with exit code C`: where, and `C`.
+    pub child_exit: Option<(Loc, Option<i64>)>,
+}
+
+impl Shutdown {
+    /// Takes one signal line.
+    pub(super) fn note(&mut self, loc: Loc, s: sglang_log::Signal) {
+        match s {
+            sglang_log::Signal::Sigterm => {
+                self.sigterm.get_or_insert(loc);
+            }
+            sglang_log::Signal::Sigquit => {
+                self.sigquit.get_or_insert(loc);
+            }
+            sglang_log::Signal::ChildExited(code) => {
+                self.child_exit.get_or_insert((loc, code));
+            }
+        }
+    }
+}

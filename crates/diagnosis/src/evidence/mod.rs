@@ -34,7 +34,8 @@ mod tests;
 pub use builder::{EvidenceBuilder, MIN_TIMELINE_CAPACITY, SAMPLE_BUDGET};
 pub use consolidate::JoinNote;
 pub use events::{
-    FailureLines, MAX_RETRACTION_SAMPLES, RetractionEvent, RetractionTotals, SourceRetractions,
+    FailureLines, MAX_RETRACTION_SAMPLES, RetractionEvent, RetractionTotals, Shutdown,
+    SourceRetractions,
 };
 pub(crate) use samples::BatchSample;
 pub use samples::{DecodeSample, PrefillSample};
@@ -85,6 +86,8 @@ pub struct Evidence {
     /// `Entering DeepGEMM JIT Pre-Compile session` lines: requests wait while kernels compile
     /// (10-20 min on first use).
     pub jit_compile: FailureLines,
+    /// How the server's processes stopped (signal lines).
+    pub shutdown: Shutdown,
     /// The scheduler's per-request time stats (`ReqTimeStats` lines).
     pub request_times: requests::RequestTimes,
     /// Whether any timestamp lacked a date (times are then seconds since midnight, unwrapped).

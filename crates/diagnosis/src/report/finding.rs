@@ -114,6 +114,10 @@ pub enum FindingKind {
     KvTransferFailure,
     /// The fused MoE kernels run with default configs, not tuned for this GPU.
     MoeConfigUntuned,
+    /// The server was stopped on request (SIGTERM); a SIGQUIT after it is the stop's cleanup.
+    ServerStopped,
+    /// A child process failed (SIGQUIT, or a child's non-zero exit, with no SIGTERM before).
+    ChildFailed,
     /// Most prompt tokens came from the prefix (radix) cache.
     PrefixReuse,
     /// The first decode line after an idle gap reads low: SGLang's window includes the idle time.

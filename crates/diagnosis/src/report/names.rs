@@ -59,6 +59,8 @@ json_names!(FindingKind {
     WatchdogTimeout => "watchdog_timeout",
     KvTransferFailure => "kv_transfer_failure",
     MoeConfigUntuned => "moe_config_untuned",
+    ServerStopped => "server_stopped",
+    ChildFailed => "child_failed",
     PrefixReuse => "prefix_reuse",
     IdleWindowArtifact => "idle_window_artifact",
     NoCudaGraph => "no_cuda_graph",
@@ -108,7 +110,7 @@ mod tests {
 
     #[test]
     fn every_finding_kind_name_is_its_json_spelling() {
-        assert_eq!(FindingKind::ALL.len(), 39);
+        assert_eq!(FindingKind::ALL.len(), 41);
         for &k in FindingKind::ALL {
             assert_eq!(k.name(), serde_name(k), "{k:?}");
         }

@@ -65,6 +65,7 @@ pub mod rejected_requests;
 pub mod retraction;
 pub mod running_cap;
 pub mod scheduler_exception;
+pub mod shutdown;
 pub mod speculative;
 pub mod stall;
 pub mod startup_incomplete;
@@ -289,6 +290,7 @@ pub const FINDING_RULES: &[Registered] = &[
     Registered::of::<dp_imbalance::DpImbalance>(),
     Registered::of::<ramp_only::RampOnly>(),
     Registered::of::<tiny_pool::TinyPool>(),
+    Registered::of::<shutdown::Shutdown>(),
 ];
 
 /// The findings of every registered rule over `input`, in registry order.

@@ -173,6 +173,7 @@ pub fn render(rec: &Record<'_>) -> String {
         | Event::JitCompile(m) => {
             kv("msg", Some(format!("{m:?}")));
         }
+        Event::Signal(s) => kv("signal", Some(format!("{s:?}"))),
         Event::StartupTimings(t) => {
             kv("load_weight_s", t.load_weight_s.map(f));
             kv("graph_prefill_s", t.graph_prefill_s.map(f));
