@@ -191,8 +191,15 @@ fn client_lines(c: &ClientSummary, ranks: Option<(usize, u32)>) -> Vec<String> {
         c.failed,
         c.total.map(|t| format!(" of {t}")).unwrap_or_default()
     )];
-    if let Some(p) = c.printed_req_per_s {
-        o.push(format!("the client printed       {p} req/s"));
+    match (c.printed_req_per_s, c.printed_tok_per_s) {
+        (Some(p), Some(t)) => o.push(format!(
+            "the client printed       {p} req/s, {t} tok/s (as the client counts them)"
+        )),
+        (Some(p), None) => o.push(format!("the client printed       {p} req/s")),
+        (None, Some(t)) => o.push(format!(
+            "the client printed       {t} tok/s (as the client counts them)"
+        )),
+        (None, None) => {}
     }
     for (name, r) in [
         ("lifetime average        ", &c.lifetime_req_per_s),

@@ -93,6 +93,7 @@ pub fn client_summary(
         failed: b.failed().unwrap_or(0),
         total: b.requested(),
         printed_req_per_s: b.request_throughput,
+        printed_tok_per_s: b.output_tok_per_s,
         lifetime_req_per_s,
         windowed_req_per_s: None,
         implied_req_per_s,

@@ -142,6 +142,7 @@ pub fn client_summary(
         failed: c.failed(),
         total: None,
         printed_req_per_s: None,
+        printed_tok_per_s: None,
         lifetime_req_per_s: None,
         windowed_req_per_s: None,
         implied_req_per_s: None,
@@ -167,6 +168,7 @@ pub fn client_summary(
             if let Some(last) = c.progress.last() {
                 s.total = c.progress.iter().rev().find_map(|p| p.total);
                 s.printed_req_per_s = last.printed_req_per_s;
+                s.printed_tok_per_s = last.printed_tok_per_s;
                 s.completed = last.done;
             }
         }
@@ -422,5 +424,18 @@ mod tests {
     #[test]
     fn clean_records_set_nothing_aside() {
         assert!(summary(&records(40)).set_aside.is_empty());
+    }
+
+    /// A user's own printout (the fresh-user trial's form): its last line's printed rates are
+    /// the client's figures, req/s and tok/s, as it counts them.
+    #[test]
+    fn a_printout_gives_its_printed_rates() {
+        let s = summary(&[
+            "[2026-02-10 14:13:30] 120/11000 done, 0.1 req/s, 480 tok/s".to_string(),
+            "[2026-02-10 14:14:30] 129/11000 done, 0.1 req/s, 500 tok/s".to_string(),
+        ]);
+        assert_eq!((s.completed, s.total), (129, Some(11000)));
+        assert_eq!(s.printed_req_per_s, Some(0.1));
+        assert_eq!(s.printed_tok_per_s, Some(500.0));
     }
 }

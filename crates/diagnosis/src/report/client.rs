@@ -228,6 +228,10 @@ pub struct ClientSummary {
     pub total: Option<u64>,
     /// The last rate the client printed (req/s), when it printed one.
     pub printed_req_per_s: Option<f64>,
+    /// The last token rate the client printed (tok/s), when it printed one (a progress line's
+    /// `X tok/s`): as the client counts, not the server's generation rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub printed_tok_per_s: Option<f64>,
     /// Completions since the client's start divided by the time since then: the lifetime average.
     pub lifetime_req_per_s: Option<Rate>,
     /// Completions in the steady window divided by its length, with a Poisson interval.
