@@ -328,8 +328,9 @@ fn gpu_check() -> Result<()> {
 /// (a truncated gzip file) are pushed to `warnings`, each naming its file.
 ///
 /// # Errors
-/// A log that cannot be opened or read (the error names the path); logs that are all empty
-/// or another format's ([`sglang_log::NotSglangLog`], with what to give instead).
+/// A log that cannot be opened or read (the error names the path); logs that are all empty,
+/// another format's, a client's progress log, unrecognised text or no text at all
+/// ([`sglang_log::NotSglangLog`], with what to give instead).
 pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evidence> {
     let mut b = EvidenceBuilder::new();
     if uses_sample(args) {
@@ -533,7 +534,8 @@ fn end_of_log(
     b.finish_source(id, &read.stats);
     // a job directory's client log read as a server log: it holds no server line, and
     // passing it as the client is what would use it
-    if read.stats.events == 0 && read.stats.lines > 0 && is_client_progress_log(path) {
+    let progress = read.stats.events == 0 && read.stats.lines > 0 && is_client_progress_log(path);
+    if progress {
         warnings.push(format!(
             "{name}: its lines are a client's progress log (`date-time ... N/M done`), not a server log; pass it as --client-log {} to compare the client's rate with the server's",
             shown_name(name)
@@ -546,7 +548,11 @@ fn end_of_log(
         .head
         .filter(|_| read.stats.events == 0)
         .and_then(|h| h.not_text_reason());
+    // a client's progress log given as the log: the refusal names the option that takes it
     not_sglang.extend(sniff.error(name).map(|e| match (e, not_text) {
+        (sglang_log::NotSglangLog::Unrecognised { path, .. }, _) if progress => {
+            sglang_log::NotSglangLog::ClientProgress { path }
+        }
         (sglang_log::NotSglangLog::Unrecognised { path, .. }, Some(why)) => {
             sglang_log::NotSglangLog::NotText {
                 path,

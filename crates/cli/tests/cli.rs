@@ -1297,3 +1297,19 @@ fn a_printout_without_a_date_says_the_date_is_missing() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A client's progress log given as the server log is refused naming the option that takes it.
+#[test]
+fn a_client_progress_log_given_as_the_log_names_its_option() {
+    let out = bin()
+        .arg("diagnose")
+        .arg(data("scenarios/kimi-k25-b2-early").join("client.log"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is a client's progress log") && err.contains("pass it as --client-log FILE"),
+        "{err}"
+    );
+}

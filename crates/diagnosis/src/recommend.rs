@@ -100,7 +100,7 @@ impl Load {
     /// slots: their usage per request read on a ramp is no share each request holds (the
     /// prefix cache's locked mamba states count as used: real-3/009 holds mamba usage 0.80 at
     /// 10, 26 and 40 running).
-    pub fn bound_without_kv(&self) -> Option<(f64, Limit)> {
+    pub fn cap_headroom(&self) -> Option<(f64, Limit)> {
         let cap = match (self.max_running_requests, self.speculative_default_cap) {
             (Some(c), _) => Some((c as f64 - self.running_median, Limit::RunningCap)),
             (None, true) => Some((

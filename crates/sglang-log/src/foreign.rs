@@ -447,6 +447,15 @@ pub enum NotSglangLog {
         /// What its head holds, e.g. `12 NUL bytes in its 4096 bytes`.
         why: String,
     },
+    /// The file is a client's progress log (`date-time … N/M done` lines, as `--client-log`
+    /// reads them; the caller tells, by reading the file as one).
+    #[error(
+        "{path} is a client's progress log (date-time ... N/M done lines), not an SGLang server log; pass it as --client-log FILE beside the server log"
+    )]
+    ClientProgress {
+        /// The file.
+        path: String,
+    },
     /// The file has lines, none of them SGLang's nor another known format's.
     #[error(
         "{path}: none of its {lines} line(s) is an SGLang server line (no batch, start-up or event line) nor another engine's or tool's known output; throughput-doctor reads SGLang server logs"
@@ -480,6 +489,7 @@ impl NotSglangLog {
         match self {
             NotSglangLog::Empty { .. }
             | NotSglangLog::NotText { .. }
+            | NotSglangLog::ClientProgress { .. }
             | NotSglangLog::Unrecognised { .. } => None,
             NotSglangLog::Foreign { format, .. } => Some(*format),
         }

@@ -220,7 +220,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             "Send more requests at once from the client (raise its concurrency)".into(),
             match load.and_then(|l| Some((l, l.headroom()?))) {
                 None if load.is_some_and(|l| l.too_short) => {
-                    let bound = load.and_then(|l| l.bound_without_kv());
+                    let bound = load.and_then(|l| l.cap_headroom());
                     let l = load.map_or(0.0, |l| l.running_median);
                     format!(
                         "little waits at ~{l:.0} running request{}, but the log is a ramp or too short for the requests' KV to say how many more would fit{}: throughput grows with the batch until the KV cache, the running cap or compute is the limit",

@@ -285,13 +285,10 @@ mod tests {
         // cap bounds it: the speculative default (48) leaves 8
         let (mut l, _) = headroom("real-3/009-pr30047-npu-mamba-usage-accept-len.log");
         assert!(l.mamba_per_request.is_some());
-        assert_eq!(
-            l.bound_without_kv(),
-            Some((8.0, Limit::SpeculativeDefaultCap))
-        );
+        assert_eq!(l.cap_headroom(), Some((8.0, Limit::SpeculativeDefaultCap)));
         // without a cap nothing bounds it
         l.speculative_default_cap = false;
-        assert_eq!(l.bound_without_kv(), None);
+        assert_eq!(l.cap_headroom(), None);
     }
 
     #[test]
