@@ -375,8 +375,20 @@ pub fn foreign_hint(e: &NotSglangLog) -> &'static str {
         ) => {
             " (a benchmark client's report is not read as the log: pass the server's log, and the client's per-request records with --client-records)"
         }
-        Some(f) if f.is_engine() => "",
-        Some(_) | None => "",
+        // another engine's log: the error names it, and no option of this tool takes it
+        Some(
+            ForeignFormat::Vllm
+            | ForeignFormat::LlamaCpp
+            | ForeignFormat::Tgi
+            | ForeignFormat::TensorRtLlm
+            | ForeignFormat::Dynamo
+            | ForeignFormat::LmDeploy
+            | ForeignFormat::Ollama
+            | ForeignFormat::LightLlm
+            | ForeignFormat::MlcLlm
+            | ForeignFormat::Aphrodite,
+        )
+        | None => "",
     }
 }
 

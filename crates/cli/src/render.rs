@@ -134,7 +134,8 @@ fn percent(v: f64) -> String {
             (1.0 - p.log10().floor()).clamp(1.0, 4.0) as usize
         )
     } else if p > 99.0 && p < 100.0 {
-        format!("{p:.1}%")
+        // rounded down: 99.96% is not a full 100%
+        format!("{:.1}%", (p * 10.0).floor() / 10.0)
     } else {
         format!("{p:.0}%")
     }
@@ -1025,6 +1026,7 @@ mod tests {
         assert_eq!(percent(0.0), "0%");
         assert_eq!(percent(0.56), "56%");
         assert_eq!(percent(0.996), "99.6%");
+        assert_eq!(percent(0.9996), "99.9%");
         assert_eq!(percent(1.0), "100%");
     }
 

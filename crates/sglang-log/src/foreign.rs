@@ -160,23 +160,6 @@ impl ForeignFormat {
         }
     }
 
-    /// Whether this is another inference engine's log (not a file another option takes).
-    pub fn is_engine(self) -> bool {
-        matches!(
-            self,
-            ForeignFormat::Vllm
-                | ForeignFormat::LlamaCpp
-                | ForeignFormat::Tgi
-                | ForeignFormat::TensorRtLlm
-                | ForeignFormat::Dynamo
-                | ForeignFormat::LmDeploy
-                | ForeignFormat::Ollama
-                | ForeignFormat::LightLlm
-                | ForeignFormat::MlcLlm
-                | ForeignFormat::Aphrodite
-        )
-    }
-
     /// Whether `msg` (a record's message) is one of this format's signature lines.
     fn matches(self, msg: &[u8]) -> bool {
         let has = |n: &[u8]| memmem::find(msg, n).is_some();
