@@ -692,7 +692,7 @@ impl StackCollector {
         let Some(open) = self.open.as_mut() else {
             return;
         };
-        if !matches!(rec.event, Event::Other)
+        if !rec.event.is_free_text()
             || rec.timestamp.is_some()
             || rec.line_no > open.stack.first_line + MAX_STACK_LINES
         {

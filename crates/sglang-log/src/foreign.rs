@@ -332,7 +332,7 @@ impl FormatSniffer {
         }
         // a bare traceback is any Python program's; a line too long to hold is any file's
         let long = matches!(rec.event, Event::Malformed { reason } if reason == crate::reader::LONG_LINE_REASON);
-        if !(long || matches!(rec.event, Event::Other | Event::TracebackStart)) {
+        if !(long || rec.event.is_free_text() || matches!(rec.event, Event::TracebackStart)) {
             self.sglang = true;
             return;
         }

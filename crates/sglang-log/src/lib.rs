@@ -2,8 +2,9 @@
 //!
 //! Every line of a log becomes exactly one [`Record`]: a recognised [`Event`] (a `Decode batch` /
 //! `Prefill batch` line, a retraction, a startup capacity or memory line, `server_args`, a
-//! watchdog timeout, a KV transfer failure, the ready banner), [`Event::Other`] (uvicorn access
-//! logs, tracebacks, tqdm bars, foreign tools' output) or [`Event::Malformed`] with a reason.
+//! watchdog timeout, a KV transfer failure, the ready banner, uvicorn's access lines, PyTorch's
+//! out-of-memory and NCCL lines: [`alarms`]), [`Event::Other`] (tracebacks, tqdm bars, foreign
+//! tools' output) or [`Event::Malformed`] with a reason.
 //! The formats and their version ranges are in `shared/spec/sglang-observables.md` §1, §2, §8.
 //!
 //! # Design decisions and their cost
@@ -110,6 +111,7 @@
 #![deny(missing_docs)]
 
 mod access;
+pub mod alarms;
 mod batch;
 pub mod bench;
 pub mod client;
@@ -129,6 +131,10 @@ pub mod values;
 
 pub use access::{
     ContextRejection, HttpAccess, parse_context_rejection, parse_http_access, parse_http_error,
+};
+pub use alarms::{
+    HiCacheLine, NcclKind, NcclLine, OutOfMemory, SlowPass, parse_hicache_line, parse_nccl,
+    parse_out_of_memory, parse_slow_pass,
 };
 pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
 pub use bench::{BenchClient, BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
@@ -181,6 +187,12 @@ pub enum Signal {
     /// `Subprocess NAME (pid=N) crashed with exit code C. Triggering SIGQUIT for cleanup...`:
     /// the exit code (`-15`: killed by SIGTERM).
     ChildExited(Option<i64>),
+    /// `kill_process_tree called: parent_pid=N, …`: the launcher kills its process tree (after
+    /// a SIGQUIT or at the end of a stop).
+    KillProcessTree,
+    /// `No live scheduler processes found; skipping py-spy and CUDA coredump.`: the crash
+    /// handler found every scheduler process already dead.
+    NoLiveSchedulers,
 }
 
 /// What a line is. Exactly one per line.
@@ -262,7 +274,31 @@ pub enum Event<'a> {
     /// `Traceback (most recent call last):` on a line of its own (any Python process: SGLang's
     /// or another tool's; [`StackCollector`] reads the frames that follow).
     TracebackStart,
-    /// Not a line this crate reads (uvicorn, tracebacks, tqdm, other tools).
+    /// A uvicorn access line (`127.0.0.1:44946 - "POST /generate HTTP/1.1" 200 OK`): every
+    /// request the HTTP server answered, with its status ([`HttpAccess`]).
+    HttpAccess(HttpAccess<'a>),
+    /// A request refused for its length: `The input (N tokens) is longer than the model's
+    /// context length (M tokens).` and the OpenAI-API wording, anywhere in a line
+    /// ([`ContextRejection`]).
+    ContextRejected(ContextRejection),
+    /// A device ran out of memory (`torch.OutOfMemoryError: CUDA out of memory. …`), usually
+    /// a traceback's last line ([`OutOfMemory`]).
+    OutOfMemory(OutOfMemory<'a>),
+    /// A line of PyTorch's NCCL process group: a collective timeout, the watchdog taking the
+    /// process down, or exit warnings ([`NcclLine`]).
+    Nccl(NcclLine<'a>),
+    /// `slow scheduler pass: LABEL took X ms (>= Y ms; …)` ([`SlowPass`]).
+    SlowSchedulerPass(SlowPass<'a>),
+    /// `Health check failed. Server couldn't get a response from detokenizer for last N
+    /// seconds.`: `/health` answered 503. `N` (seconds), when printed.
+    HealthCheckFailed(Option<u64>),
+    /// A HiCache storage-tier line: prefetches started, done or revoked, the backend
+    /// ([`HiCacheLine`]).
+    HiCache(HiCacheLine<'a>),
+    /// `Using KV cache dtype: torch.bfloat16`: the KV cache's element type as the model runner
+    /// chose it (the text after the colon).
+    KvCacheDtype(&'a str),
+    /// Not a line this crate reads (tracebacks, tqdm, other tools).
     Other,
     /// A line that carries a batch marker but could not be read as a batch line, or invalid
     /// UTF-8 in such a line.
@@ -299,9 +335,32 @@ impl Event<'_> {
             Event::Signal(_) => "signal",
             Event::SchedulerException(_) => "scheduler_exception",
             Event::TracebackStart => "traceback_start",
+            Event::HttpAccess(_) => "http_access",
+            Event::ContextRejected(_) => "context_rejected",
+            Event::OutOfMemory(_) => "out_of_memory",
+            Event::Nccl(_) => "nccl",
+            Event::SlowSchedulerPass(_) => "slow_scheduler_pass",
+            Event::HealthCheckFailed(_) => "health_check_failed",
+            Event::HiCache(_) => "hicache",
+            Event::KvCacheDtype(_) => "kv_cache_dtype",
             Event::Other => "other",
             Event::Malformed { .. } => "malformed",
         }
+    }
+
+    /// Whether any program may print this line, not only SGLang: a uvicorn access line, a
+    /// context-length message quoted anywhere, PyTorch's out-of-memory and NCCL lines, or no
+    /// event at all. Such a line does not make a file an SGLang log, and inside a traceback it
+    /// is one of the traceback's lines.
+    pub fn is_free_text(&self) -> bool {
+        matches!(
+            self,
+            Event::Other
+                | Event::HttpAccess(_)
+                | Event::ContextRejected(_)
+                | Event::OutOfMemory(_)
+                | Event::Nccl(_)
+        )
     }
 
     /// The batch line, if this is one.

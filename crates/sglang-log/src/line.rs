@@ -311,6 +311,14 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
     if matches!(rec.event, Event::Other) && (enveloped || rec.timestamp.is_some()) {
         fallback_scan(msg, atc, sfe, &mut rec.event);
     }
+    // a request refused for its length, quoted anywhere (a log message, a traceback's
+    // `ValueError:`, an error body)
+    if matches!(rec.event, Event::Other)
+        && let Some(c) = crate::access::parse_context_rejection(msg)
+    {
+        rec.event = Event::ContextRejected(c);
+        return;
+    }
     // A paste that begins mid-line: the tail of a decode line, its head (stamp, ranks,
     // `Decode batch. #running-`) cut off.
     if matches!(rec.event, Event::Other)
@@ -461,8 +469,47 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
             Event::ReqTimeStats(msg)
         }
         b'T' if starts("Traceback (most recent call last)") => Event::TracebackStart,
+        // uvicorn's access line: `127.0.0.1:44946 - "POST /generate HTTP/1.1" 200 OK`
+        b'0'..=b'9' => {
+            crate::access::parse_http_access(msg).map_or(Event::Other, Event::HttpAccess)
+        }
+        // PyTorch's c10 prefix (`[rank0]:[E1218 … ProcessGroupNCCL.cpp:629] …`), an IPv6 peer
+        b'[' => match crate::alarms::parse_nccl(msg) {
+            Some(n) => Event::Nccl(n),
+            None => crate::access::parse_http_access(msg).map_or(Event::Other, Event::HttpAccess),
+        },
+        b't' | b'O' | b'R' if memmem::find(msg.as_bytes(), b"out of memory").is_some() => {
+            crate::alarms::parse_out_of_memory(msg).map_or(Event::Other, Event::OutOfMemory)
+        }
+        b'R' if starts("Revoking prefetch for request ") => hicache(msg),
+        b'P' if starts("Prefetch") => hicache(msg),
+        b'C' if starts("Creating storage backend '") => hicache(msg),
+        b's' if starts("slow scheduler pass: ") => {
+            crate::alarms::parse_slow_pass(msg).map_or(Event::Other, Event::SlowSchedulerPass)
+        }
+        b'H' if starts("Health check failed.") => crate::alarms::parse_health_check_failed(msg)
+            .map_or(Event::Other, Event::HealthCheckFailed),
+        b'k' if starts("kill_process_tree called") => Event::Signal(crate::Signal::KillProcessTree),
+        b'N' if starts("No live scheduler processes found") => {
+            Event::Signal(crate::Signal::NoLiveSchedulers)
+        }
+        b'S' if starts("SWAKVPool mem usage:") => {
+            let (full_tokens, swa_tokens) = crate::alarms::parse_swa_kv_pool(msg);
+            Event::SwaPool {
+                full_tokens,
+                swa_tokens,
+            }
+        }
+        b'U' if starts("Using KV cache dtype:") => {
+            Event::KvCacheDtype(msg["Using KV cache dtype:".len()..].trim())
+        }
         _ => return,
     };
+}
+
+/// A HiCache storage-tier line, or `Other`.
+fn hicache(msg: &str) -> Event<'_> {
+    crate::alarms::parse_hicache_line(msg).map_or(Event::Other, Event::HiCache)
 }
 
 /// `command=python3 -m sglang.launch_server …` or `python -m sglang.launch_server …`: the
@@ -533,6 +580,11 @@ fn fallback_scan<'a>(msg: &'a str, atc: bool, sfe: bool, out: &mut Event<'a>) {
     let b = msg.as_bytes();
     if atc && WATCHDOG.find(b).is_some() {
         *out = Event::WatchdogTimeout(msg);
+    } else if atc
+        && let Some(n) = crate::alarms::parse_nccl(msg)
+            .filter(|n| n.kind == crate::alarms::NcclKind::CollectiveTimeout)
+    {
+        *out = Event::Nccl(n);
     } else if sfe && (TRANSFER.find(b).is_some() || memmem::find(b, b"KVTransferError").is_some()) {
         *out = Event::KvTransferFailed(msg);
     }
@@ -605,8 +657,9 @@ fn trim_trailing_ansi(s: &str) -> &str {
 }
 
 /// Strips wrappers that other tools put in front of a log line: ANSI colours, markdown quotes
-/// `> `, Ray actor tags `(Name pid=N[, ip=…]) `, docker-compose `service-1  | `, and a
-/// container runtime's ISO stamp `2025-…T…Z ` (returned as the outer timestamp). At most 8
+/// `> `, Ray actor tags `(Name pid=N[, ip=…]) `, docker-compose `service-1  | `, a waiting
+/// launcher's progress dots `....` glued to the line, and a container runtime's ISO stamp
+/// `2025-…T…Z ` (returned as the outer timestamp). At most 8
 /// wrappers are taken.
 fn strip_wrappers(mut s: &str) -> (&str, Option<Timestamp>) {
     let mut outer = None;
@@ -633,6 +686,12 @@ fn wrapper(i: &[u8]) -> PResult<'_, Option<Timestamp>> {
         value(None, ray_tag),
         terminated(iso_t_timestamp, peek(byte_if(|c| c == b' ' || c == b'\t'))).map(Some),
         value(None, compose_prefix),
+        // a launcher's progress dots printed while it waited, without a newline, before the
+        // server's first lines (`....[2026-01-04 07:35:49] INFO: …`)
+        value(
+            None,
+            terminated(take_while1(|c: u8| c == b'.'), peek(byte(b'['))),
+        ),
     ))
     .parse(i)
 }

@@ -119,7 +119,9 @@ pub struct ParseStats {
     pub decode_lines: u64,
     /// [`Event::Retraction`] records (one per rank that printed it).
     pub retraction_lines: u64,
-    /// [`Event::Other`] records (not scheduler output), bare tracebacks ([`Event::TracebackStart`]) included.
+    /// Records of no SGLang output: [`Event::Other`] and the lines any program prints
+    /// ([`Event::is_free_text`]: access, out-of-memory, NCCL lines), bare tracebacks
+    /// ([`Event::TracebackStart`]) included.
     pub other_lines: u64,
     /// [`Event::Malformed`] records.
     pub malformed_lines: u64,
@@ -217,8 +219,8 @@ impl ParseStats {
         self.lines += 1;
         self.bytes += raw.len() as u64;
         match &rec.event {
-            // a bare traceback is any Python program's, not an SGLang event
-            Event::Other | Event::TracebackStart => self.other_lines += 1,
+            // a bare traceback is any Python program's, as are access, OOM and NCCL lines
+            e if e.is_free_text() || matches!(e, Event::TracebackStart) => self.other_lines += 1,
             Event::Malformed { reason } => {
                 self.malformed_lines += 1;
                 if self.malformed.len() < KEPT_LINES {

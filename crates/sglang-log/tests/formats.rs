@@ -414,24 +414,25 @@ fn startup_lines() {
     );
 }
 
-/// Lines that are not scheduler output stay `Other`; lines with a batch marker that cannot be read are `Malformed`.
+/// Uvicorn's access lines are read with their status; lines that are not scheduler output stay
+/// `Other`; lines with a batch marker that cannot be read are `Malformed`.
 #[test]
 fn other_and_malformed() {
     check(
         "[2024-12-10 09:13:58,650] INFO:     127.0.0.1:43986 - \"GET /get_model_info HTTP/1.1\" 200 OK",
-        "other @2024-12-10 09:13:58.650",
+        "http_access @2024-12-10 09:13:58.650 method=GET path=/get_model_info status=200",
     );
     check(
         "2025-10-20T03:02:22.123Z INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK",
-        "other @2025-10-20 03:02:22.123Z",
+        "http_access @2025-10-20 03:02:22.123Z method=GET path=/health status=200",
     );
     check(
         "INFO:     127.0.0.1:51234 - \"POST /generate HTTP/1.1\" 200 OK",
-        "other",
+        "http_access method=POST path=/generate status=200",
     );
     check(
         "[2025-01-20 14:03:11] INFO:     127.0.0.1:51234 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
-        "other @2025-01-20 14:03:11",
+        "http_access @2025-01-20 14:03:11 method=POST path=/v1/chat/completions status=200",
     );
     check("Processing batches: 2it [00:00,  4.69it/s]", "other");
     check(
@@ -515,4 +516,97 @@ fn issue_15_formats() {
         "Capturing batches (bs=16 avail_mem=15.48 GB):   0%|          | 0/3 [00:00<?, ?it/s][rank14]:[W104 07:05:30.021503222 compiler_depend.ts:83] Warning: [Check][offset] Check input storage_offset[%ld] = 0 failed",
         "other",
     );
+}
+
+/// Issue 29: the lines that end or block serving, HTTP answers, HiCache's storage tier and
+/// pool lines, each on a real line (file and line named) or SGLang's / PyTorch's own format
+/// string where no shared log holds one.
+#[test]
+fn serving_alarm_lines() {
+    // real-4/101 (DGX Spark, context exceeded), line 122
+    check(
+        "[2026-02-21 13:06:55] INFO:     127.0.0.1:43920 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request",
+        "http_access @2026-02-21 13:06:55 method=POST path=/v1/chat/completions status=400",
+    );
+    // real-long/ascend-dsr1-pd-decode-dp32.log:1891 (a probe while the server starts)
+    check(
+        "[2025-12-01 08:55:02] INFO:     192.0.2.1:52108 - \"GET /health_generate HTTP/1.1\" 503 Service Unavailable",
+        "http_access @2025-12-01 08:55:02 method=GET path=/health_generate status=503",
+    );
+    // real-4/101, the context-length message
+    check(
+        "[2026-02-21 13:06:55] Error in request: Requested token count exceeds the model's maximum context length of 131072 tokens. You requested a total of 140000 tokens: 139000 tokens from the input messages and 1000 tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.",
+        "context_rejected @2026-02-21 13:06:55 context=131072 input=139000 max_new=1000",
+    );
+    // real-2/107 (AMD R9700, weight load), line 81: a traceback's last line
+    check(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 31.86 GiB of which 70.00 MiB is free. Of the allocated memory 30.90 GiB is allocated by PyTorch.",
+        "out_of_memory device=CUDA tried=268435456 gpu=0 free=73400320",
+    );
+    // PyTorch `ProcessGroupNCCL.cpp` watchdog (the c10 prefix as PyTorch prints it)
+    check(
+        "[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=131072000, NumelOut=131072000, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.",
+        "nccl kind=CollectiveTimeout rank=0 op=BROADCAST timeout_ms=600000 ran_ms=600081",
+    );
+    // real-long/rtx4090-qwen3-4b-kv-retraction.log:671 (at exit)
+    check(
+        "[rank0]:[W913 16:10:17.041066816 ProcessGroupNCCL.cpp:1624] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources. For more info, please see https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())",
+        "nccl kind=Shutdown",
+    );
+    // the slow-pass tracer's format string
+    check(
+        "[2026-03-01 10:00:00 TP0] slow scheduler pass: event_loop_overlap took 812.4ms (>= 500.0ms; thread stacks were dumped to stderr by the faulthandler watchdog)",
+        "slow_scheduler_pass @2026-03-01 10:00:00 [TP0] label=event_loop_overlap took_ms=812.4 threshold_ms=500",
+    );
+    // `http_server.py` health_generate
+    check(
+        "[2025-10-15 10:47:27] Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. tic start time: 10:47:07. last_heartbeat time: 09:44:42",
+        "health_check_failed @2025-10-15 10:47:27 timeout_s=20",
+    );
+    // real-long/rtx4090-qwen3-4b-kv-retraction.log:672 and real-4/101:129
+    check(
+        "[2025-09-13 16:10:17] kill_process_tree called: parent_pid=30489, include_parent=True, pid=30489",
+        "signal @2025-09-13 16:10:17 signal=KillProcessTree",
+    );
+    check(
+        "[2026-02-21 13:07:40] No live scheduler processes found; skipping py-spy and CUDA coredump.",
+        "signal @2026-02-21 13:07:40 signal=NoLiveSchedulers",
+    );
+    // real-2/104 (HiCache with Mooncake), lines 12, 70, 106, 108
+    check(
+        "[2026-02-09 14:38:38] Creating storage backend 'mooncake' (sglang.srt.mem_cache.storage.mooncake_store.mooncake_store.MooncakeStore)",
+        "hicache @2026-02-09 14:38:38 line=StorageBackend(\"mooncake\")",
+    );
+    check(
+        "[2026-02-09 14:45:22] Prefetch 2547616e604d4756af454a269cb783fb completed with 0 tokens",
+        "hicache @2026-02-09 14:45:22 line=PrefetchDone { tokens: Some(0) }",
+    );
+    check(
+        "[2026-02-09 14:45:22] Prefetching 24316 pages for request 2547616e604d4756af454a269cb783fb.",
+        "hicache @2026-02-09 14:45:22 line=PrefetchStarted { pages: Some(24316) }",
+    );
+    check(
+        "[2026-02-09 14:45:22] Revoking prefetch for request 9b956e2796094b30b65bd7b1465a5a80 due to insufficient hits (9).",
+        "hicache @2026-02-09 14:45:22 line=PrefetchRevoked { hits: Some(9) }",
+    );
+    // real-4/100 (DGX Spark, SWA), line 13; real-2/104, line 2
+    check(
+        "[2026-03-02 09:12:40] SWAKVPool mem usage: 28.93 GB, swa size: 148717, full size: 185897",
+        "swa_pool @2026-03-02 09:12:40 full_tokens=185897 swa_tokens=148717",
+    );
+    check(
+        "[2026-02-09 14:38:28] Using KV cache dtype: torch.bfloat16",
+        "kv_cache_dtype @2026-02-09 14:38:28 dtype=torch.bfloat16",
+    );
+}
+
+/// A launcher's progress dots glued in front of the server's first line (real-long/
+/// ascend-qwen3next-80b-hybrid-mamba.log:498): the line is read as if they were not there.
+#[test]
+fn progress_dots_before_a_line() {
+    check(
+        "....[2026-01-04 07:35:49] INFO:     127.0.0.1:52992 - \"GET /health_generate HTTP/1.1\" 503 Service Unavailable",
+        "http_access @2026-01-04 07:35:49 method=GET path=/health_generate status=503",
+    );
+    check("....", "other");
 }

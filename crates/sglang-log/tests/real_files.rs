@@ -227,12 +227,18 @@ fn negative_files_yield_no_sglang_events() {
         .filter(|p| p.to_string_lossy().contains("NEGATIVE"))
     {
         let s = summarize(&path);
-        assert_eq!(
-            s.lines,
-            s.by_kind.get("other").copied().unwrap_or(0),
-            "{}",
-            path.display()
-        );
+        // what any program prints (no SGLang event): `Event::is_free_text`
+        let free: u64 = [
+            "other",
+            "http_access",
+            "context_rejected",
+            "out_of_memory",
+            "nccl",
+        ]
+        .iter()
+        .map(|k| s.by_kind.get(k).copied().unwrap_or(0))
+        .sum();
+        assert_eq!(s.lines, free, "{}", path.display());
     }
     let vllm = "INFO 10-20 03:02:22 [api_server.py:1024] Starting vLLM API server on http://0.0.0.0:8000\n\
 INFO 10-20 03:02:25 [loggers.py:116] Engine 000: Avg prompt throughput: 1024.0 tokens/s, Avg generation throughput: 512.3 tokens/s, Running: 12 reqs, Waiting: 3 reqs, GPU KV cache usage: 45.2%, Prefix cache hit rate: 10.0%\n\
@@ -241,7 +247,7 @@ INFO:     127.0.0.1:40000 - \"POST /v1/completions HTTP/1.1\" 200 OK\n\
 WARNING 10-20 03:02:27 [scheduler.py:1100] Sequence group 5 is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space.\n";
     let mut r = LogReader::from_reader("vllm", vllm.as_bytes());
     let stats = r
-        .for_each(|rec| assert_eq!(rec.event, Event::Other, "{}", rec.message))
+        .for_each(|rec| assert!(rec.event.is_free_text(), "{}", rec.message))
         .unwrap();
     assert_eq!(
         (stats.lines, stats.events, stats.malformed_lines),
@@ -298,7 +304,9 @@ fn real_004_and_020_sglang_jax_unknown_fields() {
 #[test]
 fn real_005_mixed_with_uvicorn() {
     let s = real("005-pr22166-mixed-prefill-decode-uvicorn.log");
-    assert_eq!((s.decode, s.prefill, s.by_kind["other"]), (1, 3, 6));
+    // its six uvicorn lines are access lines, each a chat completion answered 200
+    assert_eq!((s.decode, s.prefill, s.by_kind["http_access"]), (1, 3, 6));
+    assert_eq!(s.by_kind.get("other"), None);
     assert_eq!(s.peak_running, Some(32));
     assert_eq!((s.max_usage, s.max_queue), (Some(0.08), Some(0)));
     assert_eq!(s.max_gen, Some(1635.11));
@@ -789,6 +797,6 @@ fn the_http_error_screen_agrees_with_the_grammar_on_every_real_line() {
             }
         }
     }
-    assert_eq!(access, 23_910);
-    assert_eq!(errors, BTreeMap::from([(503, 19)]));
+    assert_eq!(access, 23_915); // five behind a launcher's progress dots since issue 29
+    assert_eq!(errors, BTreeMap::from([(503, 20)]));
 }

@@ -194,6 +194,37 @@ pub fn render(rec: &Record<'_>) -> String {
                 kv("start", r.start_unix_s.map(f));
             }
         }
+        Event::HttpAccess(a) => {
+            kv("method", Some(a.method.to_string()));
+            kv("path", Some(a.path.to_string()));
+            kv("status", Some(a.status.to_string()));
+        }
+        Event::ContextRejected(c) => {
+            kv("context", Some(c.context_len.to_string()));
+            kv("input", c.input_tokens.map(|v| v.to_string()));
+            kv("max_new", c.max_new_tokens.map(|v| v.to_string()));
+        }
+        Event::OutOfMemory(m) => {
+            kv("device", Some(m.device.to_string()));
+            kv("tried", m.tried_bytes.map(|v| v.to_string()));
+            kv("gpu", m.gpu.map(|v| v.to_string()));
+            kv("free", m.free_bytes.map(|v| v.to_string()));
+        }
+        Event::Nccl(n) => {
+            kv("kind", Some(format!("{:?}", n.kind)));
+            kv("rank", n.rank.map(|v| v.to_string()));
+            kv("op", n.op.map(str::to_string));
+            kv("timeout_ms", n.timeout_ms.map(|v| v.to_string()));
+            kv("ran_ms", n.ran_ms.map(|v| v.to_string()));
+        }
+        Event::SlowSchedulerPass(p) => {
+            kv("label", Some(p.label.to_string()));
+            kv("took_ms", p.took_ms.map(f));
+            kv("threshold_ms", p.threshold_ms.map(f));
+        }
+        Event::HealthCheckFailed(s) => kv("timeout_s", s.map(|v| v.to_string())),
+        Event::HiCache(h) => kv("line", Some(format!("{h:?}"))),
+        Event::KvCacheDtype(d) => kv("dtype", Some(d.to_string())),
         Event::Malformed { reason } => kv("reason", Some(format!("{reason:?}"))),
         Event::ServerReady | Event::TracebackStart | Event::Other => {}
     }
