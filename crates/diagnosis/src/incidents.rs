@@ -5,7 +5,7 @@
 //! source, [`sglang_log::StackCollector`]) and owned.
 
 use serde::Serialize;
-use sglang_log::{Event, Record, Stack, StackCollector, StackKind};
+use sglang_log::{ContextRejection, Event, Record, Stack, StackCollector, StackKind};
 
 use crate::evidence::{Loc, SourceId};
 use crate::report::StartupStep;
@@ -139,16 +139,16 @@ impl IncidentBuilder {
                 if let Some(bs) = sglang_log::cuda_graph_capture_max_bs(rec.message) {
                     self.inc.captured_graph_max_bs = self.inc.captured_graph_max_bs.max(Some(bs));
                 }
-                count_rejection(&mut self.inc.rejections, source, rec);
                 capture_progress(&mut self.inc, rec.message)
             }
             // a capture's progress bar without a stamp (`  2%|▊ | 1/52 … Capturing batches`)
-            Event::Other if rec.timestamp.is_none() => {
-                count_rejection(&mut self.inc.rejections, source, rec);
-                capture_progress(&mut self.inc, rec.message)
+            Event::Other if rec.timestamp.is_none() => capture_progress(&mut self.inc, rec.message),
+            Event::HttpAccess(a) if a.status >= 400 && a.is_generation() => {
+                count_http_error(&mut self.inc.rejections, source, rec.line_no, a.status);
+                None
             }
-            Event::Other => {
-                count_rejection(&mut self.inc.rejections, source, rec);
+            Event::ContextRejected(c) => {
+                count_context(&mut self.inc.rejections, source, rec.line_no, c);
                 None
             }
             _ => None,
@@ -271,43 +271,28 @@ impl Incidents {
     }
 }
 
-/// An access line of a generation request the server answered with an error.
-fn rejected_access(msg: &str) -> Option<sglang_log::HttpAccess<'_>> {
-    sglang_log::parse_http_error(msg).filter(sglang_log::HttpAccess::is_generation)
+/// Count a generation request answered with HTTP `status` (400-599) into `r`.
+fn count_http_error(r: &mut Rejections, source: SourceId, line: u64, status: u16) {
+    let loc = Loc { source, line };
+    if status >= 500 {
+        r.server_errors += 1;
+    } else {
+        r.client_errors += 1;
+    }
+    r.first.get_or_insert(loc);
+    r.last = Some(loc);
 }
 
-/// Whether a line of no SGLang event tells of a turned-away request (what [`count_rejection`]
-/// counts: an HTTP error on a generation endpoint, a context-length message).
-pub(crate) fn tells_of_rejection(msg: &str) -> bool {
-    rejected_access(msg).is_some() || sglang_log::parse_context_rejection(msg).is_some()
-}
-
-/// Count a turned-away request in `rec` into `r`, if it holds one.
-fn count_rejection(r: &mut Rejections, source: SourceId, rec: &Record<'_>) {
-    let loc = Loc {
-        source,
-        line: rec.line_no,
-    };
-    if let Some(a) = rejected_access(rec.message) {
-        if a.status >= 500 {
-            r.server_errors += 1;
-        } else {
-            r.client_errors += 1;
-        }
-        r.first.get_or_insert(loc);
-        r.last = Some(loc);
-        return;
-    }
-    if let Some(c) = sglang_log::parse_context_rejection(rec.message) {
-        let e = r.context.get_or_insert(ContextRejections {
-            messages: 0,
-            context_len: c.context_len,
-            largest_input: None,
-            largest_requested: None,
-            first: loc,
-        });
-        e.messages += 1;
-        e.largest_input = e.largest_input.max(c.input_tokens);
-        e.largest_requested = e.largest_requested.max(c.requested_tokens());
-    }
+/// Count a context-length rejection message into `r`.
+fn count_context(r: &mut Rejections, source: SourceId, line: u64, c: &ContextRejection) {
+    let e = r.context.get_or_insert(ContextRejections {
+        messages: 0,
+        context_len: c.context_len,
+        largest_input: None,
+        largest_requested: None,
+        first: Loc { source, line },
+    });
+    e.messages += 1;
+    e.largest_input = e.largest_input.max(c.input_tokens);
+    e.largest_requested = e.largest_requested.max(c.requested_tokens());
 }

@@ -490,6 +490,19 @@ impl EvidenceBuilder {
                     st.bench.push(rec.line_no, rec.message);
                 }
             }
+            Event::KvCacheDtype(d) => {
+                let st = &mut self.ev.startup;
+                st.kv_cache_dtype
+                    .get_or_insert_with(|| d.chars().take(40).collect());
+            }
+            Event::Nccl(_)
+            | Event::OutOfMemory(_)
+            | Event::SlowSchedulerPass(_)
+            | Event::HealthCheckFailed(_)
+            | Event::HttpAccess(_)
+            | Event::HiCache(_) => self.ev.alarms.note(loc, &rec.event, rec.message),
+            // counted by the incident collector (`incidents.rs`, rejections)
+            Event::ContextRejected(_) => {}
             Event::Other | Event::Malformed { .. } | Event::TracebackStart => {}
         }
     }

@@ -147,6 +147,11 @@ pub struct Shutdown {
     pub sigquit: Option<Loc>,
     /// `Subprocess … crashed with exit code C`: where, and `C`.
     pub child_exit: Option<(Loc, Option<i64>)>,
+    /// `kill_process_tree called`: the launcher killed its process tree.
+    pub kill_tree: Option<Loc>,
+    /// `No live scheduler processes found`: every scheduler was already dead when the crash
+    /// handler looked.
+    pub no_live_schedulers: Option<Loc>,
 }
 
 impl Shutdown {
@@ -161,6 +166,12 @@ impl Shutdown {
             }
             sglang_log::Signal::ChildExited(code) => {
                 self.child_exit.get_or_insert((loc, code));
+            }
+            sglang_log::Signal::KillProcessTree => {
+                self.kill_tree.get_or_insert(loc);
+            }
+            sglang_log::Signal::NoLiveSchedulers => {
+                self.no_live_schedulers.get_or_insert(loc);
             }
         }
     }

@@ -56,18 +56,19 @@ impl ChunkFacts {
     /// Takes one record of the chunk and the bytes of its line
     /// ([`sglang_log::LogReader::for_each_raw`]).
     pub fn push(&mut self, rec: &Record<'_>, raw: &[u8]) {
-        // What `EvidenceBuilder::push` does nothing with: malformed lines and stamped lines of
+        // What `EvidenceBuilder::push` does nothing with: malformed lines, stamped lines of
         // no SGLang event (except those the incident collector reads: `Pyspy failed …`,
-        // `Capture cuda graph bs …`, rejections), unless a traceback may be open, which such a
-        // line ends (`StackCollector::push`): that is only right after a kept line (a
-        // traceback's own lines are kept, and a batch line or a left-out line ends any).
+        // `Capture cuda graph bs …`) and stamped access lines of answered requests, unless a
+        // traceback may be open, which such a line ends (`StackCollector::push`): that is only
+        // right after a kept line (a traceback's own lines are kept, and a batch line or a
+        // left-out line ends any).
         let ignored = match &rec.event {
             Event::Malformed { .. } => true,
             Event::Other => {
                 rec.timestamp.is_some()
                     && !matches!(rec.message.as_bytes().first(), Some(b'P' | b'C'))
-                    && !crate::incidents::tells_of_rejection(rec.message)
             }
+            Event::HttpAccess(a) => rec.timestamp.is_some() && a.status < 400,
             _ => false,
         };
         match &rec.event {

@@ -21,6 +21,7 @@ pub mod view;
 
 pub use timeline::Timeline;
 
+pub mod alarms;
 mod builder;
 mod consolidate;
 mod events;
@@ -88,6 +89,9 @@ pub struct Evidence {
     pub jit_compile: FailureLines,
     /// How the server's processes stopped (signal lines).
     pub shutdown: Shutdown,
+    /// NCCL timeouts, out-of-memory lines, slow passes, failed health checks, HiCache
+    /// prefetches ([`alarms`]).
+    pub alarms: alarms::Alarms,
     /// The scheduler's per-request time stats (`ReqTimeStats` lines).
     pub request_times: requests::RequestTimes,
     /// Whether any timestamp lacked a date (times are then seconds since midnight, unwrapped).

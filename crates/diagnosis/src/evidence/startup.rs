@@ -10,6 +10,9 @@ use super::Loc;
 /// Startup facts about capacity and memory (first seen per kind; values per GPU).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Startup {
+    /// `Using KV cache dtype: …` (`torch.bfloat16`, `torch.float8_e4m3fn`): the KV cache's
+    /// element type as the model runner chose it.
+    pub kv_cache_dtype: Option<String>,
     /// `max_total_num_tokens` (KV pool size, tokens per DP rank) and where it was read.
     pub max_total_num_tokens: Option<(u64, Loc)>,
     /// `max_running_requests` from the capacity line (requests per DP rank).
