@@ -66,7 +66,7 @@ pub(super) fn vote<'a>(input: &Input<'a>, reasons: &'a [Reason]) -> Vote<'a> {
         slow_decode: slow_decode.is_some(),
         slow_prefill: slow_prefill.is_some(),
         long_stall,
-        watchdog: ev.watchdog.count > 0,
+        watchdog: ev.watchdog.count > 0 || ev.alarms.collective_timeouts.count > 0,
         retractions: input.retractions.events > 0,
         oom: oom.is_some(),
         crash: crash.is_some(),

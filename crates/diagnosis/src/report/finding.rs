@@ -118,6 +118,9 @@ pub enum FindingKind {
     ServerStopped,
     /// A child process failed (SIGQUIT, or a child's non-zero exit, with no SIGTERM before).
     ChildFailed,
+    /// The server failed its health check (`Health check failed`): its probe request got no
+    /// answer in time, and `/health` answered 503.
+    HealthCheckFailed,
     /// Most prompt tokens came from the prefix (radix) cache.
     PrefixReuse,
     /// The first decode line after an idle gap reads low: SGLang's window includes the idle time.

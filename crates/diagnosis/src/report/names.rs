@@ -61,6 +61,7 @@ json_names!(FindingKind {
     MoeConfigUntuned => "moe_config_untuned",
     ServerStopped => "server_stopped",
     ChildFailed => "child_failed",
+    HealthCheckFailed => "health_check_failed",
     PrefixReuse => "prefix_reuse",
     IdleWindowArtifact => "idle_window_artifact",
     NoCudaGraph => "no_cuda_graph",
@@ -110,7 +111,7 @@ mod tests {
 
     #[test]
     fn every_finding_kind_name_is_its_json_spelling() {
-        assert_eq!(FindingKind::ALL.len(), 41);
+        assert_eq!(FindingKind::ALL.len(), 42);
         for &k in FindingKind::ALL {
             assert_eq!(k.name(), serde_name(k), "{k:?}");
         }

@@ -48,6 +48,7 @@ pub mod decode_compute;
 pub mod dp_imbalance;
 pub mod drain;
 pub mod fleet_imbalance;
+pub mod health_check;
 pub mod held_admission;
 pub mod idle_window;
 pub mod kv_cache_bound;
@@ -263,7 +264,8 @@ impl Registered {
 /// The finding rules, in the order of their findings in the report, after the verdict's own
 /// (the bottleneck, held admission, slow decode or prefill): how serving went (prefill
 /// interference, stalls, retractions), then the events that end or block serving (out of
-/// memory, rejected requests, a scheduler's exception, the watchdog, an unfinished startup),
+/// memory, rejected requests, a scheduler's exception, the watchdog, a failed health check, an
+/// unfinished startup),
 /// what a log of startup lines only shows (the CUDA graphs' coverage, few full-context
 /// requests), failed KV transfers, and the rest, most important first.
 ///
@@ -278,6 +280,7 @@ pub const FINDING_RULES: &[Registered] = &[
     Registered::of::<rejected_requests::RejectedRequests>(),
     Registered::of::<scheduler_exception::SchedulerException>(),
     Registered::of::<watchdog::Watchdog>(),
+    Registered::of::<health_check::HealthCheck>(),
     Registered::of::<startup_incomplete::StartupIncomplete>(),
     Registered::of::<cuda_graph::StartupCoverage>(),
     Registered::of::<tiny_pool::FewFullContext>(),

@@ -1,12 +1,16 @@
 //! # `watchdog`: the scheduler hung
 //!
 //! **What it detects.** SGLang's watchdog lines (`Watchdog timeout (self.watchdog_timeout=…)`,
-//! `Scheduler watchdog timeout`), counted over all ranks.
+//! `Scheduler watchdog timeout`), and PyTorch's NCCL watchdog (`Watchdog caught collective
+//! operation timeout: WorkNCCL(…, OpType=ALLREDUCE, …, Timeout(ms)=N) ran for M milliseconds`),
+//! counted over all ranks.
 //!
-//! **Why it matters.** A forward pass or collective took longer than `--watchdog-timeout`; the
-//! server aborts. Whatever the batch lines say before it, the run did not end by throughput.
+//! **Why it matters.** A forward pass or collective took longer than `--watchdog-timeout` (or a
+//! collective longer than its NCCL timeout: a rank stopped joining collectives, and the others
+//! wait for it); the server aborts. Whatever the batch lines say before it, the run did not end
+//! by throughput.
 //!
-//! **Evidence it needs.** Watchdog lines (any rank).
+//! **Evidence it needs.** Watchdog lines (any rank), NCCL collective timeouts.
 //!
 //! **Where it hung.** When the watchdog's py-spy dump follows (`Pyspy dump for PID N:`), the
 //! dumped process and the top frames of its first busy thread (else its main thread) say
@@ -16,7 +20,8 @@
 //! **What to change.** Look at the lines just before it (NCCL, OOM, a stuck rank) and at the
 //! py-spy dump SGLang prints after it (install `py-spy` for one).
 //!
-//! **Source.** SGLang `scheduler.py` (`watchdog_thread`); spec §4.
+//! **Source.** SGLang `scheduler.py` (`watchdog_thread`); spec §4; PyTorch
+//! `ProcessGroupNCCL.cpp` (`Watchdog caught collective operation timeout`).
 
 use crate::evidence::FailureLines;
 use crate::narrative::words::{failure, frame_words};
@@ -36,6 +41,23 @@ pub struct Facts {
     pub hang: Option<Hang>,
     /// `Pyspy failed to dump` lines: py-spy is missing (watchdog only).
     pub pyspy_missing: bool,
+    /// PyTorch's NCCL watchdog caught a collective that timed out (watchdog only).
+    pub collective: Option<Collective>,
+}
+
+/// The NCCL collective timeouts of the log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Collective {
+    /// Timeout lines (all ranks).
+    pub count: u64,
+    /// The first timed-out collective's `OpType` (`ALLREDUCE`, `ALLGATHER`, `BROADCAST`).
+    pub op: Option<String>,
+    /// Its timeout. Unit: milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// How long it ran. Unit: milliseconds.
+    pub ran_ms: Option<u64>,
+    /// The first timeout line.
+    pub evidence: Option<SourceRange>,
 }
 
 /// Where a hung process was, from the watchdog's py-spy dump.
@@ -76,12 +98,26 @@ pub(crate) fn facts(input: &Input<'_>, lines: &FailureLines) -> Option<Facts> {
         evidence: lines.first.map(|l| input.line(l)),
         hang: None,
         pyspy_missing: false,
+        collective: None,
     })
 }
 
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
-    let mut f = facts(input, &input.ev.watchdog)?;
+    let a = &input.ev.alarms;
+    let collective = (a.collective_timeouts.count > 0).then(|| {
+        let first = a.first_collective_timeout.as_ref();
+        Collective {
+            count: a.collective_timeouts.count,
+            op: first.and_then(|t| t.op.clone()),
+            timeout_ms: first.and_then(|t| t.timeout_ms),
+            ran_ms: first.and_then(|t| t.ran_ms),
+            evidence: a.collective_timeouts.first.map(|l| input.line(l)),
+        }
+    });
+    let mut f =
+        facts(input, &input.ev.watchdog).or_else(|| facts(input, &a.collective_timeouts))?;
+    f.collective = collective;
     // a dump of a process that is doing something beats a parent waiting on its children
     let dump = input
         .ev
@@ -119,7 +155,7 @@ impl Rule for Watchdog {
         check(input)
     }
 
-    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+    fn finding(f: &Facts, input: &Input<'_>) -> Finding {
         let mut out = failure(
             f.count,
             &f.first_text,
@@ -128,6 +164,22 @@ impl Rule for Watchdog {
             "Watchdog timeout: the scheduler hung",
             "A forward pass or collective took longer than --watchdog-timeout; the server aborts. Look at the lines just before it (NCCL, OOM, a stuck rank).",
         );
+        if let Some(c) = &f.collective {
+            if input.ev.watchdog.count == 0 {
+                out.title = format!(
+                    "NCCL collective timeout: a rank stopped joining {}",
+                    c.op.as_deref().unwrap_or("a collective")
+                );
+            }
+            out.detail.push_str(&collective_words(c));
+            if let Some(e) = c
+                .evidence
+                .as_ref()
+                .filter(|e| Some(*e) != f.evidence.as_ref())
+            {
+                out.evidence.push(e.clone());
+            }
+        }
         if let Some(h) = f.hang.as_ref().filter(|h| h.waits_on_children) {
             out.detail.push_str(&format!(
                 " The py-spy dump in the log is {}'s, idle while it waits for its child processes (multiprocessing join): a parent by design, not where the hang is; the hung scheduler's stack is not in the log (py-spy dumps every scheduler process: look for the dump of one that is not idle).",
@@ -164,6 +216,28 @@ impl Rule for Watchdog {
         }
         out
     }
+}
+
+/// The NCCL watchdog's timeouts, in words.
+fn collective_words(c: &Collective) -> String {
+    let secs = |ms: u64| format!("{:.0} s", ms as f64 / 1000.0);
+    format!(
+        " PyTorch's NCCL watchdog caught {} collective timeout line{}{}{}: every rank waits in a collective until all join, so one rank stopped joining (hung in a kernel, died, or was stopped) and the others waited for it. The rank that did not time out, or whose lines end first, is the one to look at.",
+        c.count,
+        if c.count == 1 { "" } else { "s" },
+        c.op.as_deref()
+            .map(|o| format!(" ({o})"))
+            .unwrap_or_default(),
+        match (c.ran_ms, c.timeout_ms) {
+            (Some(r), Some(t)) => format!(
+                ", the first after {} against its {} timeout",
+                secs(r),
+                secs(t)
+            ),
+            (Some(r), None) => format!(", the first after {}", secs(r)),
+            _ => String::new(),
+        }
+    )
 }
 
 #[cfg(test)]
@@ -228,6 +302,35 @@ mod tests {
                 assert!(f.hang.is_none() && !f.pyspy_missing);
             },
         );
+    }
+
+    /// PyTorch's NCCL watchdog alone (no SGLang watchdog line): a collective timeout after a
+    /// real log's decode lines is the hang, in its own words.
+    #[test]
+    fn an_nccl_collective_timeout_is_a_hang() {
+        let mut log = excerpt("real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log", 1..=5);
+        log.push_str("[rank3]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=7168, NumelOut=7168, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.\n");
+        with_input(&log, |i| {
+            let f = check(i).expect("a collective timeout");
+            let c = f.collective.as_ref().expect("collective");
+            assert_eq!((c.count, c.op.as_deref()), (1, Some("ALLREDUCE")));
+            assert_eq!((c.timeout_ms, c.ran_ms), (Some(600_000), Some(600_081)));
+            assert_eq!(c.evidence.as_ref().map(|e| e.first_line), Some(6));
+            let w = Watchdog::finding(&f, i);
+            assert_eq!(
+                w.title,
+                "NCCL collective timeout: a rank stopped joining ALLREDUCE"
+            );
+            assert!(
+                w.detail.contains("after 600 s against its 600 s timeout"),
+                "{}",
+                w.detail
+            );
+        });
+        // at exit, `destroy_process_group() was not called` is no timeout
+        let mut quiet = excerpt("real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log", 1..=5);
+        quiet.push_str("[rank0]:[W913 16:10:17.041066816 ProcessGroupNCCL.cpp:1624] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources.\n");
+        with_input(&quiet, |i| assert_eq!(check(i), None));
     }
 
     #[test]
