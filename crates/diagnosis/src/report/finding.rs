@@ -121,6 +121,10 @@ pub enum FindingKind {
     /// The server failed its health check (`Health check failed`): its probe request got no
     /// answer in time, and `/health` answered 503.
     HealthCheckFailed,
+    /// What HiCache's storage tier (L3) loaded: its prefetches, completed, empty or revoked.
+    HiCacheStorage,
+    /// Scheduler passes ran past the slow-pass tracer's threshold.
+    SlowSchedulerPass,
     /// Most prompt tokens came from the prefix (radix) cache.
     PrefixReuse,
     /// The first decode line after an idle gap reads low: SGLang's window includes the idle time.

@@ -62,6 +62,8 @@ json_names!(FindingKind {
     ServerStopped => "server_stopped",
     ChildFailed => "child_failed",
     HealthCheckFailed => "health_check_failed",
+    HiCacheStorage => "hi_cache_storage",
+    SlowSchedulerPass => "slow_scheduler_pass",
     PrefixReuse => "prefix_reuse",
     IdleWindowArtifact => "idle_window_artifact",
     NoCudaGraph => "no_cuda_graph",
@@ -111,7 +113,7 @@ mod tests {
 
     #[test]
     fn every_finding_kind_name_is_its_json_spelling() {
-        assert_eq!(FindingKind::ALL.len(), 42);
+        assert_eq!(FindingKind::ALL.len(), 44);
         for &k in FindingKind::ALL {
             assert_eq!(k.name(), serde_name(k), "{k:?}");
         }

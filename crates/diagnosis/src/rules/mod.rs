@@ -50,6 +50,7 @@ pub mod drain;
 pub mod fleet_imbalance;
 pub mod health_check;
 pub mod held_admission;
+pub mod hicache_storage;
 pub mod idle_window;
 pub mod kv_cache_bound;
 pub mod kv_transfer;
@@ -67,6 +68,7 @@ pub mod retraction;
 pub mod running_cap;
 pub mod scheduler_exception;
 pub mod shutdown;
+pub mod slow_pass;
 pub mod speculative;
 pub mod stall;
 pub mod startup_incomplete;
@@ -281,12 +283,14 @@ pub const FINDING_RULES: &[Registered] = &[
     Registered::of::<scheduler_exception::SchedulerException>(),
     Registered::of::<watchdog::Watchdog>(),
     Registered::of::<health_check::HealthCheck>(),
+    Registered::of::<slow_pass::SlowPass>(),
     Registered::of::<startup_incomplete::StartupIncomplete>(),
     Registered::of::<cuda_graph::StartupCoverage>(),
     Registered::of::<tiny_pool::FewFullContext>(),
     Registered::of::<kv_transfer::KvTransfer>(),
     Registered::of::<moe_config::MoeConfig>(),
     Registered::of::<prefix_reuse::PrefixReuse>(),
+    Registered::of::<hicache_storage::HiCacheStorage>(),
     Registered::of::<idle_window::IdleWindow>(),
     Registered::of::<cuda_graph::CudaGraph>(),
     Registered::of::<speculative::Speculative>(),
