@@ -23,7 +23,7 @@ pub struct CollectiveTimeout {
 }
 
 /// The first out-of-memory line's figures.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct OomFigures {
     /// The device kind as printed (`CUDA`, `HIP`, `NPU`).
     pub device: String,

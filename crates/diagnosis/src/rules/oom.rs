@@ -23,6 +23,7 @@
 //! `init_memory_pool`, then `init_cuda_graphs`); `managers/scheduler.py`
 //! (`run_scheduler_process` logs `Scheduler hit an exception`).
 
+use crate::evidence::alarms::OomFigures;
 use crate::incidents::SourcedStack;
 use crate::narrative::words::{exception_words, in_frame};
 use crate::report::{
@@ -58,6 +59,9 @@ pub struct Facts {
     pub count: usize,
     /// The first one's lines.
     pub evidence: SourceRange,
+    /// The allocator's figures of the first out-of-memory line (what it asked for, what was
+    /// free), when the message prints them.
+    pub figures: Option<OomFigures>,
 }
 
 /// The phase of a stack's startup step.
@@ -90,6 +94,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         step: first.step,
         count: ooms.len(),
         evidence: input.range(first.source, first.stack.first_line, first.stack.last_line),
+        figures: input.ev.alarms.first_oom.clone(),
     })
 }
 
@@ -131,7 +136,8 @@ impl Rule for Oom {
             kind: FindingKind::OutOfMemory,
             title,
             detail: format!(
-                "{detail} The error: {}",
+                "{detail}{} The error: {}",
+                f.figures.as_ref().map(allocation_words).unwrap_or_default(),
                 exception_words(f.exception.as_deref(), f.message.as_deref())
             ),
             figures: vec![Figure::new("tracebacks", f.count as f64, Unit::Events)],
@@ -150,6 +156,32 @@ impl Rule for Oom {
     }
 }
 
+/// What the allocator asked for against what was free, in words (` It asked for 256 MiB with
+/// 70 MiB free of 31.86 GiB.`), or nothing when the message gives neither.
+fn allocation_words(o: &OomFigures) -> String {
+    let size = |b: u64| {
+        let mib = b as f64 / (1024.0 * 1024.0);
+        if mib >= 1024.0 {
+            format!("{:.2} GiB", mib / 1024.0)
+        } else {
+            format!("{mib:.0} MiB")
+        }
+    };
+    match (o.tried_bytes, o.free_bytes) {
+        (Some(t), Some(f)) => format!(
+            " It asked the {} allocator for {} with {} free{}.",
+            o.device,
+            size(t),
+            size(f),
+            o.total_bytes
+                .map(|c| format!(" of {}", size(c)))
+                .unwrap_or_default()
+        ),
+        (Some(t), None) => format!(" It asked the {} allocator for {}.", o.device, size(t)),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,8 +196,21 @@ mod tests {
             assert_eq!(f.phase, OomPhase::WeightLoad);
             assert_eq!(f.step, None);
             assert_eq!(f.exception.as_deref(), Some("torch.OutOfMemoryError"));
-            assert_eq!(f.frame.map(|f| f.function), Some("create_weights".into()));
+            assert_eq!(
+                f.frame.as_ref().map(|f| f.function.as_str()),
+                Some("create_weights")
+            );
             assert_eq!((f.evidence.first_line, f.evidence.last_line), (17, 81));
+            // line 81: `Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 31.86 GiB
+            // of which 70.00 MiB is free.`
+            let w = Oom::finding(&f, i);
+            assert!(
+                w.detail.contains(
+                    "It asked the CUDA allocator for 256 MiB with 70 MiB free of 31.86 GiB."
+                ),
+                "{}",
+                w.detail
+            );
         });
     }
 
