@@ -202,6 +202,18 @@ pub struct ClientLimit {
     pub dp_ranks: u32,
 }
 
+/// Whether an fp8 KV cache is a lever for more KV slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fp8Kv {
+    /// It is: a 16-bit cache on hardware with an fp8 KV cache (about twice the tokens).
+    Lever,
+    /// The KV cache is already 8-bit (`kv_cache_dtype` fp8 in the server's arguments, or the
+    /// model runner's `Using KV cache dtype: torch.float8_…`): nothing to gain there.
+    AlreadySet,
+    /// An Ascend NPU build: SGLang's NPU KV cache has no fp8.
+    NotOnNpu,
+}
+
 /// One recommendation, as data.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Plan {
@@ -218,8 +230,8 @@ pub enum Plan {
         for_cap: bool,
         /// What the what-if table lacked, when that is one input the user can give.
         missing: Option<WhatIfMissing>,
-        /// Whether an fp8 KV cache is a lever on this hardware.
-        fp8_kv: bool,
+        /// Whether an fp8 KV cache is a lever here.
+        fp8_kv: Fp8Kv,
     },
     /// Raise conservativeness: the run retracted this many times.
     RaiseConservativeness(u64),
@@ -332,8 +344,9 @@ pub struct Input<'a> {
     pub capacity: Option<&'a CapacityModel>,
     /// What the capacity model's what-if table lacked, when it was not made.
     pub what_if_missing: Option<WhatIfMissing>,
-    /// Whether an fp8 KV cache is a lever on this hardware (not on Ascend NPU builds).
-    pub fp8_kv: bool,
+    /// Whether an fp8 KV cache is a lever here (not on Ascend NPU builds, not when the cache
+    /// is already 8-bit).
+    pub fp8_kv: Fp8Kv,
     /// The step-time projection.
     pub projection: Option<&'a Projection>,
     /// The client's view.

@@ -207,3 +207,30 @@ fn a_capture_that_stops_with_room_is_not_called_out_of_memory() {
         tight.headline.summary
     );
 }
+
+/// Issue 29 item 5: no recommendation proposes what is already set. real-2/104 is KV-cache
+/// bound with a 16-bit cache (`Using KV cache dtype: torch.bfloat16`, line 2): its first
+/// recommendation offers an fp8 KV cache; the same log whose model runner chose an fp8 cache
+/// does not.
+#[test]
+fn an_fp8_kv_cache_is_not_proposed_when_the_cache_is_already_fp8() {
+    const LOG: &str =
+        "real-2/104-hicache-mooncake-l3-llama3b-mem02-single-long-req-usage097-queue1.log";
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(LOG);
+    let text = std::fs::read_to_string(path).unwrap();
+    let bf16 = diagnose_text(&text);
+    assert_eq!(bf16.bottleneck, Bottleneck::KvCacheBound);
+    let first = &bf16.recommendations[0].action;
+    assert!(first.contains("or use an fp8 KV cache"), "{first}");
+    let fp8 = text.replace(
+        "Using KV cache dtype: torch.bfloat16",
+        "Using KV cache dtype: torch.float8_e4m3fn",
+    );
+    let r = diagnose_text(&fp8);
+    assert_eq!(r.bottleneck, Bottleneck::KvCacheBound);
+    let first = &r.recommendations[0].action;
+    assert!(!first.contains("use an fp8 KV cache"), "{first}");
+    assert!(first.ends_with("(the KV cache is already fp8)"), "{first}");
+}

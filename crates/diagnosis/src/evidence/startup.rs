@@ -86,6 +86,18 @@ impl Startup {
         self.server_args.get(key).map(|v| v.trim())
     }
 
+    /// Whether the KV cache is already 8-bit: `kv_cache_dtype` fp8 (`fp8_e4m3`, `fp8_e5m2`) in
+    /// the server's arguments, or the model runner's `Using KV cache dtype: torch.float8_…` /
+    /// `torch.uint8` (SGLang stores fp8 KV as `uint8` on some backends).
+    pub fn kv_cache_is_8bit(&self) -> bool {
+        self.arg("kv_cache_dtype")
+            .is_some_and(|d| d.starts_with("fp8"))
+            || self
+                .kv_cache_dtype
+                .as_deref()
+                .is_some_and(|d| d.starts_with("torch.float8") || d == "torch.uint8")
+    }
+
     /// A server argument as a whole number, when it is one.
     pub fn arg_u64(&self, key: &str) -> Option<u64> {
         self.arg(key)?.parse().ok()

@@ -1,6 +1,6 @@
 //! Recommendations in words, from their plans.
 
-use crate::recommend::{Limit, Plan, WhatIfMissing};
+use crate::recommend::{Fp8Kv, Limit, Plan, WhatIfMissing};
 use crate::report::{FindingKind, Lever, Recommendation};
 
 fn feasibility_words(f: Option<kv_capacity::Feasibility>) -> &'static str {
@@ -151,10 +151,10 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             missing,
             fp8_kv,
         } => (
-            if *fp8_kv {
-                "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or use an fp8 KV cache, or cap max_tokens".into()
-            } else {
-                "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or cap max_tokens (an fp8 KV cache is not available on Ascend NPU builds)".into()
+            match fp8_kv {
+                Fp8Kv::Lever => "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or use an fp8 KV cache, or cap max_tokens".into(),
+                Fp8Kv::AlreadySet => "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or cap max_tokens (the KV cache is already fp8)".into(),
+                Fp8Kv::NotOnNpu => "Give the KV cache more slots: raise mem_fraction_static as far as free memory allows, or cap max_tokens (an fp8 KV cache is not available on Ascend NPU builds)".into(),
             },
             format!(
                 "{}; {} the what-if table sizes each change against the free memory",
@@ -177,7 +177,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
                     None => "with --model-config and a GPU snapshot (--gpu-snapshot)",
                 }
             ),
-            if *fp8_kv {
+            if *fp8_kv == Fp8Kv::Lever {
                 "a larger pool leaves less memory for activations (out of memory under a large prefill); fp8 KV changes numerics".into()
             } else {
                 "a larger pool leaves less memory for activations (out of memory under a large prefill)".into()

@@ -131,7 +131,13 @@ pub(super) fn plans(
         bottleneck,
         capacity: capacity_model.as_ref(),
         what_if_missing,
-        fp8_kv: !npu,
+        fp8_kv: if npu {
+            recommend::Fp8Kv::NotOnNpu
+        } else if ev.startup.kv_cache_is_8bit() {
+            recommend::Fp8Kv::AlreadySet
+        } else {
+            recommend::Fp8Kv::Lever
+        },
         projection: projection.as_ref(),
         client: side.client.as_ref(),
         retractions: input.retractions,
