@@ -381,3 +381,13 @@ pub const METRIC_COUNTER_MAX: f64 = 1e15;
 /// fall short of `N / R` before the run is said to have finished faster than it was sent
 /// (`rules::bench_not_streamed`; four: a chance of about 3 in 100,000).
 pub const BENCH_SEND_SIGMAS: f64 = 4.0;
+/// A benchmark's `Max ITL` from which one stream is said to have stopped between two chunks
+/// (seconds): a decode step is tens of milliseconds; ten seconds is hundreds of steps without a
+/// token for that request (`rules::bench_readings`).
+pub const STALLED_STREAM_S: f64 = 10.0;
+/// A benchmark's `Max ITL` from which the stop is minutes long: no burst of prefills explains
+/// it, a stalled server or a retracted request does (seconds).
+pub const STALLED_STREAM_MINUTES_S: f64 = 60.0;
+/// A benchmark whose duration is under this many mean end-to-end latencies ran its requests
+/// in about one wave: its rates average a ramp and a drain, no steady state (ratio).
+pub const SHORT_BURST_E2E: f64 = 2.0;

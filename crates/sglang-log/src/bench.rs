@@ -118,6 +118,9 @@ pub struct BenchSummary {
     pub duration_s: Option<f64>,
     /// `Total input tokens:` (tokens).
     pub total_input_tokens: Option<u64>,
+    /// `Total input vision tokens:` (tokens): image or video tokens among the input (SGLang's
+    /// bench_serving v0.5.x, vLLM's multimodal runs).
+    pub total_input_vision_tokens: Option<u64>,
     /// `Total generated tokens:` as the server counted them (tokens).
     pub total_generated_tokens: Option<u64>,
     /// `Total generated tokens (retokenized):` (tokens).
@@ -175,6 +178,7 @@ impl BenchSummary {
             total_requests: None,
             duration_s: None,
             total_input_tokens: None,
+            total_input_vision_tokens: None,
             total_generated_tokens: None,
             total_generated_tokens_retokenized: None,
             request_throughput: None,
@@ -315,6 +319,7 @@ impl BenchSummary {
             }
             "benchmark duration (s)" => set_f(&mut self.duration_s),
             "total input tokens" => set_u(&mut self.total_input_tokens),
+            "total input vision tokens" => set_u(&mut self.total_input_vision_tokens),
             "total generated tokens" => set_u(&mut self.total_generated_tokens),
             "total generated tokens (retokenized)" => {
                 set_u(&mut self.total_generated_tokens_retokenized)

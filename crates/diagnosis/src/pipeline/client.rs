@@ -168,13 +168,23 @@ fn benchmark_findings(
                 ))
             })),
         }
-        rest.extend(
-            rules::bench_concurrency_limit::check(run, bottleneck, cap)
-                .map(|f| n(rules::bench_concurrency_limit::finding(run, &f))),
-        );
+        let limit = rules::bench_concurrency_limit::check(run, bottleneck, cap);
+        // the limit's finding reads a peak above the limit as one-second bins already
+        let peak_read = limit
+            .as_ref()
+            .is_some_and(|f| f.peak.is_some() && !f.held_full);
+        rest.extend(limit.map(|f| n(rules::bench_concurrency_limit::finding(run, &f))));
         rest.extend(
             rules::bench_concurrency_limit::peak_above_cap(run, cap)
                 .map(|f| n(rules::bench_concurrency_limit::peak_finding(run, &f))),
+        );
+        rest.extend(
+            rules::bench_readings::check(run)
+                .iter()
+                .filter(|f| {
+                    !(peak_read && matches!(f, rules::bench_readings::Facts::PeakAboveLimit { .. }))
+                })
+                .map(|f| n(rules::bench_readings::finding(run, f))),
         );
     }
     if let (Some(run), Some(f)) = (runs.last(), tokens) {

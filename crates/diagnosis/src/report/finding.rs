@@ -173,6 +173,17 @@ pub enum FindingKind {
     BenchmarkNotStreamed,
     /// A benchmark's peak requests in flight exceeded the server's `max_running_requests`.
     BenchmarkPeakAboveCap,
+    /// A benchmark's peak concurrent requests exceed its own `--max-concurrency`: the peak
+    /// counts requests active within one second.
+    BenchmarkPeakAboveLimit,
+    /// A benchmark's peak output rate is below its mean: the peak counts streamed chunks.
+    BenchmarkPeakBelowMean,
+    /// A benchmark's max ITL says one stream got no token for many seconds.
+    BenchmarkStalledStream,
+    /// A benchmark's input holds vision tokens: TTFT includes encoding them.
+    BenchmarkVisionInput,
+    /// A benchmark ran in about one wave of requests: its rates are a burst's, not steady.
+    BenchmarkShortBurst,
     /// A benchmark counts more output tokens per request than the server generated per
     /// completed request over the same run.
     BenchmarkTokensDisagree,

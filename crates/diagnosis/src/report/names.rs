@@ -88,6 +88,11 @@ json_names!(FindingKind {
     CudaGraphCoverage => "cuda_graph_coverage",
     BenchmarkNotStreamed => "benchmark_not_streamed",
     BenchmarkPeakAboveCap => "benchmark_peak_above_cap",
+    BenchmarkPeakAboveLimit => "benchmark_peak_above_limit",
+    BenchmarkPeakBelowMean => "benchmark_peak_below_mean",
+    BenchmarkStalledStream => "benchmark_stalled_stream",
+    BenchmarkVisionInput => "benchmark_vision_input",
+    BenchmarkShortBurst => "benchmark_short_burst",
     BenchmarkTokensDisagree => "benchmark_tokens_disagree",
     RequestsRejected => "requests_rejected",
 });
@@ -113,7 +118,7 @@ mod tests {
 
     #[test]
     fn every_finding_kind_name_is_its_json_spelling() {
-        assert_eq!(FindingKind::ALL.len(), 44);
+        assert_eq!(FindingKind::ALL.len(), 49);
         for &k in FindingKind::ALL {
             assert_eq!(k.name(), serde_name(k), "{k:?}");
         }

@@ -39,6 +39,7 @@ pub mod bench_concurrency_limit;
 pub mod bench_failures;
 pub mod bench_not_streamed;
 pub mod bench_queueing;
+pub mod bench_readings;
 pub mod bench_tokens;
 pub mod client_bound;
 pub mod client_gap;
