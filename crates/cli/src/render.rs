@@ -1013,6 +1013,11 @@ fn request_times(q: &diagnosis::report::RequestTimesSummary) -> Vec<Block> {
             c * 100.0
         )]));
     }
+    if let Some(n) = q.transfer_retries {
+        blocks.push(Block::Notes(vec![format!(
+            "PD KV transfer retries over every line: {n}"
+        )]));
+    }
     blocks
 }
 

@@ -79,6 +79,8 @@ pub struct ReqTimes<'a> {
     /// When it entered the first queue (`start_time=`, `entry_time=`, `start=`). Unit: Unix
     /// seconds.
     pub start_unix_s: Option<f64>,
+    /// PD prefill: the KV transfer's retries (`#retries=N`). Unit: retries.
+    pub retries: Option<u64>,
 }
 
 /// `ReqTimeStats(` or the older `Req Time Stats(`.
@@ -137,6 +139,7 @@ pub fn parse_req_times(msg: &str) -> Option<ReqTimes<'_>> {
         transfer_s: None,
         transfer_gb_per_s: None,
         start_unix_s: None,
+        retries: None,
     };
     for part in args.split(|&c| c == b',') {
         let part = part.trim_ascii();
@@ -187,6 +190,7 @@ pub fn parse_req_times(msg: &str) -> Option<ReqTimes<'_>> {
                             .and_then(parse_f64_bytes)
                             .filter(|x| x.is_finite() && *x >= 0.0)
                     }
+                    b"#retries" => out.retries = parse_u64_bytes(v),
                     b"start_time" | b"entry_time" | b"start" => {
                         out.start_unix_s = parse_f64_bytes(v).filter(|x| x.is_finite() && *x > 0.0)
                     }
@@ -237,6 +241,7 @@ mod tests {
         assert!((p.alloc_wait_s.unwrap() - 0.007).abs() < 1e-12);
         assert!((p.queue_s.unwrap() - 0.0035).abs() < 1e-12);
         assert_eq!(p.transfer_gb_per_s, Some(1.23));
+        assert_eq!(p.retries, Some(0));
         assert_eq!(p.start_unix_s, Some(1700000000.125));
         let d = parse_req_times("ReqTimeStats(rid=b2, input_len=1024, output_len=300, type=decode): prealloc_queue_duration(250.00ms) = bootstrap(10.00ms) + alloc_wait(240.00ms); transfer_duration=40.00ms; queue_duration=1.00ms, forward_duration=9000.00ms, start=1700000001.000").unwrap();
         assert_eq!(d.mode, ReqMode::Decode);

@@ -47,6 +47,9 @@ pub struct RequestTimes {
     pub first: Option<Loc>,
     /// See [`Self::first`].
     pub last: Option<Loc>,
+    /// PD prefill: the KV transfers' retries over every line (`#retries=N`), when any line
+    /// prints them. Unit: retries.
+    pub transfer_retries: Option<u64>,
 }
 
 impl Default for RequestTimes {
@@ -56,6 +59,7 @@ impl Default for RequestTimes {
             samples: Timeline::with_capacity(DEFAULT_CAPACITY),
             first: None,
             last: None,
+            transfer_retries: None,
         }
     }
 }
@@ -66,6 +70,9 @@ impl RequestTimes {
         self.lines += 1;
         self.first.get_or_insert(loc);
         self.last = Some(loc);
+        if let Some(n) = r.retries {
+            self.transfer_retries = Some(self.transfer_retries.unwrap_or(0).saturating_add(n));
+        }
         self.samples.push(ReqSample {
             t,
             loc,

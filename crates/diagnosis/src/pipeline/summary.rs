@@ -118,6 +118,7 @@ pub(super) fn request_times(input: &Input<'_>) -> Option<RequestTimesSummary> {
         alloc_wait_s: spread(|x| x.alloc_wait_s),
         transfer_s: spread(|x| x.transfer_s),
         transfer_gb_per_s: spread(|x| x.transfer_gb_per_s),
+        transfer_retries: rt.transfer_retries,
         evidence: rt.first.zip(rt.last).map(|(a, b)| input.span(a, b)),
     })
 }

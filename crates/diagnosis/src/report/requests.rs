@@ -51,6 +51,9 @@ pub struct RequestTimesSummary {
     pub transfer_s: Option<Spread>,
     /// PD prefill: the KV transfer's speed (`transfer_speed`). Unit: GB/s.
     pub transfer_gb_per_s: Option<Spread>,
+    /// PD prefill: the KV transfers' retries summed over every line (`#retries`), when the
+    /// lines print them. Unit: retries.
+    pub transfer_retries: Option<u64>,
     /// The first and the last line.
     pub evidence: Option<SourceRange>,
 }
