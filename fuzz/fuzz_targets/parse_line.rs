@@ -112,6 +112,38 @@ fuzz_target!(|data: &[u8]| {
             let _ = r.reason.describe();
         }
     }
+    // the alarm lines' borrowed parts are slices of the line; every alarm parser runs on any
+    // message without panicking (issue 29)
+    match &rec.event {
+        Event::HttpAccess(a) => {
+            assert!(within(a.method.as_bytes(), line) && within(a.path.as_bytes(), line));
+            assert!((100..600).contains(&a.status));
+        }
+        Event::OutOfMemory(m) => assert!(within(m.device.as_bytes(), line)),
+        Event::Nccl(n) => {
+            if let Some(op) = n.op {
+                assert!(within(op.as_bytes(), line));
+            }
+        }
+        Event::SlowSchedulerPass(p) => assert!(within(p.label.as_bytes(), line)),
+        Event::HiCache(sglang_log::HiCacheLine::StorageBackend(b)) => {
+            assert!(within(b.as_bytes(), line))
+        }
+        Event::ContextRejected(c) => {
+            let _ = c.requested_tokens();
+        }
+        Event::KvCacheDtype(d) => assert!(within(d.as_bytes(), line)),
+        _ => {}
+    }
+    let m = rec.message;
+    let _ = (
+        sglang_log::parse_out_of_memory(m),
+        sglang_log::parse_nccl(m),
+        sglang_log::parse_slow_pass(m),
+        sglang_log::parse_hicache_line(m),
+        sglang_log::alarms::parse_health_check_failed(m),
+        sglang_log::parse_context_rejection(m),
+    );
     if let Some(t) = rec.timestamp {
         let _ = (t.seconds(), t.date(), t.to_string());
     }

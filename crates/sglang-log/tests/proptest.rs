@@ -1,4 +1,5 @@
-//! Property tests: arbitrary bytes never panic, every line yields exactly one record, and the
+//! Property tests: arbitrary bytes never panic, every line yields exactly one record, the alarm
+//! parsers run on any message (issue 29), and the
 //! batch-marker invariant holds on generated, mutated scheduler lines.
 
 use proptest::prelude::*;
@@ -161,5 +162,86 @@ proptest! {
         prop_assert_eq!(rejected, vec![SOUND[which].0]);
         let stats = LogReader::from_reader("p", line.as_bytes()).for_each(|_| {}).unwrap();
         prop_assert_eq!((stats.rejected_lines, stats.rejected_fields), (1, 1));
+    }
+}
+
+/// Pieces of the alarm lines (issue 29), shuffled and cut anywhere.
+fn alarm_fragments() -> impl Strategy<Value = String> {
+    let pieces = prop::sample::select(vec![
+        "[2026-03-01 10:00:00 TP0] ",
+        "[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] ",
+        "[Rank 3] ",
+        "Watchdog caught collective operation timeout: ",
+        "WorkNCCL(SeqNum=1, OpType=",
+        "ALLREDUCE",
+        ", Timeout(ms)=",
+        ") ran for ",
+        " milliseconds",
+        "torch.OutOfMemoryError: ",
+        "RuntimeError: ",
+        "CUDA",
+        " out of memory. ",
+        "Tried to allocate ",
+        "GPU 0 has a total capacity of ",
+        " of which ",
+        " is free.",
+        "256.00 MiB",
+        "1e400 GiB",
+        "18446744073709551616",
+        "slow scheduler pass: ",
+        " took ",
+        "ms (>= ",
+        "Health check failed.",
+        "for last ",
+        " seconds",
+        "Prefetch ",
+        "Prefetching ",
+        " completed with ",
+        " pages for request ",
+        "Revoking prefetch for request ",
+        "insufficient hits (",
+        "Creating storage backend '",
+        "'",
+        "127.0.0.1:1 - \"GET /health HTTP/1.1\" ",
+        "503",
+        "....",
+        "9",
+        "(",
+        ")",
+        ".",
+        " ",
+        "é",
+    ]);
+    prop::collection::vec(pieces, 0..16).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// Every alarm parser runs on any message, and a line read as an alarm borrows only slices
+    /// of itself.
+    #[test]
+    fn alarm_lines_never_panic(line in alarm_fragments()) {
+        let rec = parse_line(line.as_bytes(), 1);
+        let inside = |s: &str| {
+            let (o, i) = (line.as_ptr() as usize, s.as_ptr() as usize);
+            i >= o && i + s.len() <= o + line.len()
+        };
+        match &rec.event {
+            Event::HttpAccess(a) => prop_assert!(inside(a.path) && inside(a.method)),
+            Event::OutOfMemory(m) => prop_assert!(inside(m.device)),
+            Event::SlowSchedulerPass(p) => prop_assert!(inside(p.label)),
+            Event::Nccl(n) => prop_assert!(n.op.is_none_or(inside)),
+            _ => {}
+        }
+        for m in [line.as_str(), rec.message] {
+            let _ = (
+                sglang_log::parse_out_of_memory(m),
+                sglang_log::parse_nccl(m),
+                sglang_log::parse_slow_pass(m),
+                sglang_log::parse_hicache_line(m),
+                sglang_log::alarms::parse_health_check_failed(m),
+            );
+        }
     }
 }
