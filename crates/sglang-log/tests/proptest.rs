@@ -1,6 +1,6 @@
 //! Property tests: arbitrary bytes never panic, every line yields exactly one record, the alarm
-//! parsers run on any message (issue 29), and the
-//! batch-marker invariant holds on generated, mutated scheduler lines.
+//! parsers run on any message (issue 29), and the batch-marker invariant holds on generated,
+//! mutated scheduler lines.
 
 use proptest::prelude::*;
 use sglang_log::{Event, LogReader, find_batch_marker, parse_line};
