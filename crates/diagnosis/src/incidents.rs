@@ -129,10 +129,8 @@ impl IncidentBuilder {
                 st.opened.push((rec.line_no, st.step));
                 None
             }
-            Event::Other if rec.message.as_bytes().first() == Some(&b'P') => {
-                if rec.message.starts_with("Pyspy failed to dump") {
-                    self.inc.pyspy_failed += 1;
-                }
+            Event::PyspyFailed => {
+                self.inc.pyspy_failed += 1;
                 None
             }
             Event::Other if rec.message.as_bytes().first() == Some(&b'C') => {

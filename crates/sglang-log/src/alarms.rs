@@ -133,7 +133,8 @@ pub enum NcclKind {
     /// At exit: `destroy_process_group() was not called` / `Waiting for pending NCCL work to
     /// finish`: the process is stopping, not failing.
     Shutdown,
-    /// Any other line of `ProcessGroupNCCL` (a warning of no consequence by itself).
+    /// Any other line of `ProcessGroupNCCL`, or `Waiting for pending NCCL work to finish before
+    /// starting graph capture` (a warning of no consequence by itself).
     Other,
 }
 
@@ -173,7 +174,7 @@ pub fn parse_nccl(msg: &str) -> Option<NcclLine<'_>> {
         NcclKind::ProcessTakenDown
     } else if find(b, b"destroy_process_group()").is_some() {
         NcclKind::Shutdown
-    } else if find(b, b"ProcessGroupNCCL").is_some() {
+    } else if find(b, b"ProcessGroupNCCL").is_some() || find(b, b"pending NCCL work").is_some() {
         NcclKind::Other
     } else {
         return None;

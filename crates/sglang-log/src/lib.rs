@@ -289,6 +289,9 @@ pub enum Event<'a> {
     Nccl(NcclLine<'a>),
     /// `slow scheduler pass: LABEL took X ms (>= Y ms; …)` ([`SlowPass`]).
     SlowSchedulerPass(SlowPass<'a>),
+    /// `Pyspy failed to dump PID N. Error: …`: the watchdog could not dump a hung process's
+    /// stack (py-spy is not installed where the server runs).
+    PyspyFailed,
     /// `Health check failed. Server couldn't get a response from detokenizer for last N
     /// seconds.`: `/health` answered 503. `N` (seconds), when printed.
     HealthCheckFailed(Option<u64>),
@@ -341,6 +344,7 @@ impl Event<'_> {
             Event::Nccl(_) => "nccl",
             Event::SlowSchedulerPass(_) => "slow_scheduler_pass",
             Event::HealthCheckFailed(_) => "health_check_failed",
+            Event::PyspyFailed => "pyspy_failed",
             Event::HiCache(_) => "hicache",
             Event::KvCacheDtype(_) => "kv_cache_dtype",
             Event::Other => "other",

@@ -373,6 +373,7 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         // The scheduler watchdog (`utils/watchdog.py`) dumps every scheduler's stack with
         // py-spy when its timeout fires, before or instead of the `Watchdog timeout` line.
         b'P' if starts("Pyspy dump for PID") => Event::WatchdogTimeout(msg),
+        b'P' if starts("Pyspy failed to dump") => Event::PyspyFailed,
         b'n' if starts("new fill batch") => return batch::parse_legacy_fill_into(msg, out),
         b'#' if starts("#running-req:") => {
             batch::parse_legacy_stats(msg).map_or(Event::Other, Event::Batch)

@@ -610,3 +610,18 @@ fn progress_dots_before_a_line() {
     );
     check("....", "other");
 }
+
+/// real/050 (blockquoted watchdog), line 3: the watchdog could not dump a hung process; and
+/// real-long/ascend-dsr1-dp16-mtp-mixed.log:1377, the Ascend build's NCCL warning before graph
+/// capture: an NCCL line of no consequence.
+#[test]
+fn pyspy_failures_and_npu_nccl_warnings() {
+    check(
+        "> [2025-07-11 17:40:14 DP0 TP2] Pyspy failed to dump PID 546. Error: /bin/sh: 1: py-spy: not found",
+        "pyspy_failed @2025-07-11 17:40:14 [DP0 TP2]",
+    );
+    check(
+        "[rank11]:[W104 07:05:50.898247453 compiler_depend.ts:207] Warning: Waiting for pending NCCL work to finish before starting graph capture. (function operator())",
+        "nccl kind=Other",
+    );
+}

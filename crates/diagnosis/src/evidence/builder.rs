@@ -501,8 +501,8 @@ impl EvidenceBuilder {
             | Event::HealthCheckFailed(_)
             | Event::HttpAccess(_)
             | Event::HiCache(_) => self.ev.alarms.note(loc, &rec.event, rec.message),
-            // counted by the incident collector (`incidents.rs`, rejections)
-            Event::ContextRejected(_) => {}
+            // counted by the incident collector (`incidents.rs`: rejections, py-spy failures)
+            Event::ContextRejected(_) | Event::PyspyFailed => {}
             Event::Other | Event::Malformed { .. } | Event::TracebackStart => {}
         }
     }

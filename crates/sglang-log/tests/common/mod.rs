@@ -226,7 +226,7 @@ pub fn render(rec: &Record<'_>) -> String {
         Event::HiCache(h) => kv("line", Some(format!("{h:?}"))),
         Event::KvCacheDtype(d) => kv("dtype", Some(d.to_string())),
         Event::Malformed { reason } => kv("reason", Some(format!("{reason:?}"))),
-        Event::ServerReady | Event::TracebackStart | Event::Other => {}
+        Event::ServerReady | Event::TracebackStart | Event::PyspyFailed | Event::Other => {}
     }
     out
 }
