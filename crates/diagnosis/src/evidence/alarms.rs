@@ -88,13 +88,18 @@ pub struct Alarms {
     pub health_check_failures: FailureLines,
     /// `/health` or `/health_generate` probes answered 503 (access lines).
     pub health_unavailable: FailureLines,
+    /// Of those, the ones after the server said it was ready (`The server is fired up and
+    /// ready to roll!`): answered 503 while serving, not during start-up and warm-up, when
+    /// `/health` answers 503 by design.
+    pub health_unavailable_serving: FailureLines,
     /// HiCache storage-tier prefetches.
     pub hicache: HiCachePrefetches,
 }
 
 impl Alarms {
-    /// Takes one record's event at `loc`; events that are no alarm change nothing.
-    pub(super) fn note(&mut self, loc: Loc, event: &Event<'_>, message: &str) {
+    /// Takes one record's event at `loc`; `serving`: the server said it was ready before it.
+    /// Events that are no alarm change nothing.
+    pub(super) fn note(&mut self, loc: Loc, event: &Event<'_>, message: &str, serving: bool) {
         match event {
             Event::Nccl(n) => match n.kind {
                 NcclKind::CollectiveTimeout => {
@@ -133,7 +138,10 @@ impl Alarms {
             }
             Event::HealthCheckFailed(_) => self.health_check_failures.note(loc, message),
             Event::HttpAccess(a) if a.status == 503 && a.path.starts_with("/health") => {
-                self.health_unavailable.note(loc, message)
+                self.health_unavailable.note(loc, message);
+                if serving {
+                    self.health_unavailable_serving.note(loc, message);
+                }
             }
             Event::HiCache(h) => {
                 let c = &mut self.hicache;
@@ -175,6 +183,7 @@ mod tests {
                 },
                 &rec.event,
                 rec.message,
+                rec.line_no > 3,
             );
         }
         a
@@ -192,6 +201,8 @@ mod tests {
         ]);
         assert_eq!(a.health_unavailable.count, 2);
         assert_eq!(a.health_unavailable.first.map(|l| l.line), Some(1));
+        // (the test calls lines after the third "serving": none of these two)
+        assert_eq!(a.health_unavailable_serving.count, 0);
     }
 
     #[test]

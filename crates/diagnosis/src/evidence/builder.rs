@@ -500,7 +500,12 @@ impl EvidenceBuilder {
             | Event::SlowSchedulerPass(_)
             | Event::HealthCheckFailed(_)
             | Event::HttpAccess(_)
-            | Event::HiCache(_) => self.ev.alarms.note(loc, &rec.event, rec.message),
+            | Event::HiCache(_) => {
+                // `/health` answers 503 until the warm-up request is done and the server says
+                // it is ready (`http_server.py` `_wait_and_warmup`): only later is it unhealthy
+                let serving = self.ev.startup.server_ready;
+                self.ev.alarms.note(loc, &rec.event, rec.message, serving)
+            }
             // counted by the incident collector (`incidents.rs`: rejections, py-spy failures)
             Event::ContextRejected(_) | Event::PyspyFailed => {}
             Event::Other | Event::Malformed { .. } | Event::TracebackStart => {}

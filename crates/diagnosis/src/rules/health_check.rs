@@ -3,7 +3,9 @@
 //! **What it detects.** SGLang's `Health check failed. Server couldn't get a response from
 //! detokenizer for last N seconds.` lines: `/health` (or `/health_generate`) sent its one-token
 //! probe request and no token came back within `SGLANG_HEALTH_CHECK_TIMEOUT` (20 s by
-//! default); the probe is answered 503 and the server marks itself unhealthy.
+//! default); the probe is answered 503 and the server marks itself unhealthy. Also the access
+//! lines of `/health*` probes answered 503 after the server said it was ready (before that,
+//! during start-up and warm-up, 503 is the answer by design).
 //!
 //! **Why it matters.** An orchestrator's liveness probe (Kubernetes, a router) restarts or
 //! stops routing to a server that answers 503, dropping every request it holds. The probe is a
@@ -11,7 +13,8 @@
 //! health check while it works at full speed; a server with an empty queue that fails it is
 //! stuck (a hung scheduler or detokenizer).
 //!
-//! **Evidence it needs.** The failure lines; the batch lines' queue (whether requests waited).
+//! **Evidence it needs.** The failure lines or the 503 access lines after the ready line; the
+//! batch lines' queue (whether requests waited).
 //!
 //! **What to change.** With a queue: the probe's timeout (`SGLANG_HEALTH_CHECK_TIMEOUT`), a
 //! liveness probe on `/health` without generation or a longer probe period, and fewer requests
@@ -29,7 +32,9 @@ use crate::rules::{Input, Rule};
 pub struct Facts {
     /// Failure lines.
     pub count: u64,
-    /// The first one.
+    /// `/health*` probes answered 503 after the ready line.
+    pub unavailable: u64,
+    /// The first failure line, else the first 503.
     pub evidence: Option<SourceRange>,
     /// The probe's timeout the line prints. Unit: seconds.
     pub timeout_s: Option<u64>,
@@ -40,10 +45,12 @@ pub struct Facts {
 
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
-    let h = &input.ev.alarms.health_check_failures;
-    (h.count > 0).then(|| Facts {
+    let a = &input.ev.alarms;
+    let (h, u) = (&a.health_check_failures, &a.health_unavailable_serving);
+    (h.count + u.count > 0).then(|| Facts {
         count: h.count,
-        evidence: h.first.map(|l| input.line(l)),
+        unavailable: u.count,
+        evidence: h.first.or(u.first).map(|l| input.line(l)),
         timeout_s: h
             .first_text
             .as_deref()
@@ -82,14 +89,28 @@ impl Rule for HealthCheck {
             Some(_) => " No request waited on any batch line: the probe did not queue behind others, so the server (a scheduler or the detokenizer) stopped answering: look at the lines before the first failure.".to_string(),
             None => " The log has no batch lines to say whether requests were queued (a busy server fails it too) or the server was stuck.".to_string(),
         };
+        let what = match (f.count, f.unavailable) {
+            (0, u) => format!(
+                "{u} health probe{} answered 503 (unhealthy) after the server said it was ready: the probe's one-token request got no answer in time.",
+                if u == 1 { " was" } else { "s were" }
+            ),
+            (n, u) => format!(
+                "{n} health check{} failed: the probe's one-token request got no answer{within}, and /health answered 503 (unhealthy){}.",
+                if n == 1 { "" } else { "s" },
+                if u > 0 {
+                    format!(
+                        "; {u} probe{} answered 503 after the ready line",
+                        if u == 1 { " was" } else { "s were" }
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        };
         finding(
             FindingKind::HealthCheckFailed,
             "The server failed its health check",
-            format!(
-                "{} health check{} failed: the probe's one-token request got no answer{within}, and /health answered 503 (unhealthy).{reading}",
-                f.count,
-                if f.count == 1 { "" } else { "s" }
-            ),
+            format!("{what}{reading}"),
             Vec::new(),
             f.evidence.iter().cloned().collect(),
             Confidence::High,
@@ -143,12 +164,27 @@ mod tests {
         });
     }
 
-    /// A 503 access line alone (a probe while the server starts, real-long ascend-qwen3next)
-    /// is no failed check, and neither is a log without the line.
+    /// 503s before the ready line (real-long dp16, lines 1828-1831: the probes during the
+    /// warm-up) are no failed check, and neither is a log without any such line; the same 503
+    /// after the ready line is one.
     #[test]
     fn no_failure_line_no_finding() {
-        let log = "[2026-01-04 07:35:49] INFO:     127.0.0.1:46484 - \"GET /health_generate HTTP/1.1\" 503 Service Unavailable\n";
-        with_input(log, |i| assert_eq!(check(i), None));
+        with_input(
+            &excerpt("real-long/ascend-dsr1-dp16-mtp-mixed.log", 1812..=1835),
+            |i| assert_eq!(check(i), None),
+        );
+        let mut after = excerpt("real-long/ascend-dsr1-dp16-mtp-mixed.log", 1812..=1835);
+        after.push_str("[2026-01-04 07:20:34] INFO:     127.0.0.1:44946 - \"GET /health_generate HTTP/1.1\" 503 Service Unavailable\n");
+        with_input(&after, |i| {
+            let f = check(i).expect("a 503 while serving");
+            assert_eq!((f.count, f.unavailable), (0, 1));
+            assert_eq!(f.evidence.as_ref().map(|e| e.first_line), Some(25));
+            assert!(
+                HealthCheck::finding(&f, i)
+                    .detail
+                    .starts_with("1 health probe was answered 503")
+            );
+        });
         with_input(
             &excerpt("real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log", 1..=5),
             |i| assert_eq!(check(i), None),
