@@ -27,11 +27,17 @@
 //! **One run per output**: a run holds an exclusive lock on `OUT.lock`
 //! beside the output for its whole length (an OS file lock, released when
 //! the process ends, even by `kill -9`); a second run on the same output
-//! fails at once with [`BatchError::Locked`]. An output that is the input
-//! file is refused ([`BatchError::OutputIsInput`]).
+//! fails at once with [`BatchError::Locked`], and so does one given a
+//! symbolic or hard link to it (the output file itself is locked too: its
+//! device and inode, whatever its name; see `out_lock.rs`). An output that is
+//! the input file is refused ([`BatchError::OutputIsInput`]), and so is an
+//! input that is the output's work file `OUT.tmp` or `OUT.lock`
+//! ([`BatchError::InputIsOutputWork`]).
 //!
-//! **Redaction**: the API key is replaced by `<redacted>` in every record
-//! (error, answer, reasoning), and URLs in errors carry no credentials.
+//! **Redaction**: the API key is replaced by `<redacted>` in every record's
+//! error (as sent, URL-encoded, `\u`-escaped or base64: [`crate::redact`]),
+//! never in an answer or its reasoning (data, kept as the server sent it), and
+//! URLs in errors carry no credentials.
 //!
 //! **Concurrency**: at most `concurrency` requests in flight: a fixed pool
 //! of `concurrency` worker tasks, each taking the next prompt (in input
@@ -65,6 +71,7 @@ use tokio::task::JoinSet;
 
 use crate::client::{BatchConnection, ClientConfig, Endpoint, SglangClient};
 use crate::error::ClientError;
+use crate::out_lock;
 
 /// Which endpoint the prompts are sent to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -389,6 +396,19 @@ pub enum BatchError {
     /// The output is the input file: the records would be appended to the prompts.
     #[error("the output {} is the prompts file itself; give another --out", .0.display())]
     OutputIsInput(PathBuf),
+    /// The input is a work file of the output (`OUT.tmp`, which a resume rewrites and renames
+    /// over the output, or `OUT.lock`): the prompts would be destroyed.
+    #[error(
+        "the prompts file {} is a work file of the output {} (OUT.tmp or OUT.lock), which a resume overwrites; rename the prompts or give another --out",
+        input.display(),
+        output.display()
+    )]
+    InputIsOutputWork {
+        /// The prompts file.
+        input: PathBuf,
+        /// The output file.
+        output: PathBuf,
+    },
     /// `--prompts` or `--out` is not a regular file (a device, a FIFO, a directory).
     #[error("{} is not a regular file; --prompts and --out must be files", .0.display())]
     NotAFile(PathBuf),
@@ -476,60 +496,20 @@ struct Existing {
     problems: Vec<String>,
 }
 
-/// `OUT.lock`, the lock file beside the output.
-fn lock_path(out: &Path) -> PathBuf {
-    let mut name = out.file_name().unwrap_or_default().to_os_string();
-    name.push(".lock");
-    out.with_file_name(name)
-}
-
-/// Takes the exclusive lock of `out` (held while the returned file lives).
-fn lock_output(out: &Path) -> Result<File, BatchError> {
-    let lock = lock_path(out);
-    let f = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock)
-        .map_err(io_err(&lock))?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(BatchError::Locked {
-            output: out.to_path_buf(),
-            lock,
-        }),
-        Err(std::fs::TryLockError::Error(e)) => Err(io_err(&lock)(e)),
-    }
-}
-
-/// True when `a` and `b` name the same file (same device and inode, or the
-/// same canonical path when `b` does not exist yet).
-fn same_file(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-            return x.dev() == y.dev() && x.ino() == y.ino();
-        }
-    }
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
-}
-
 /// Rewrites `path` without the failed records of the ids in `drop_ids`
-/// (to `path.tmp`, fsynced, renamed over `path`). Returns how many records
-/// were removed.
-fn remove_failed_records(path: &Path, drop_ids: &HashSet<String>) -> Result<u64, BatchError> {
+/// (to `path.tmp`, fsynced, locked, renamed over `path`). Returns how many
+/// records were removed and the rewritten file, locked: the run holds it so
+/// the output is never unlocked.
+fn remove_failed_records(
+    path: &Path,
+    drop_ids: &HashSet<String>,
+) -> Result<(u64, File), BatchError> {
     #[derive(Deserialize)]
     struct Head {
         id: String,
         ok: bool,
     }
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(".tmp");
-    let tmp = path.with_file_name(tmp_name);
+    let tmp = out_lock::tmp_path(path);
     let src = File::open(path).map_err(io_err(path))?;
     let mut reader = BufReader::with_capacity(1 << 20, src);
     let out = File::create(&tmp).map_err(io_err(&tmp))?;
@@ -553,9 +533,10 @@ fn remove_failed_records(path: &Path, drop_ids: &HashSet<String>) -> Result<u64,
     }
     let out = w.into_inner().map_err(|e| io_err(&tmp)(e.into_error()))?;
     out.sync_all().map_err(io_err(&tmp))?;
-    drop(out);
+    // Locked before it takes the output's name: no instant without the lock.
+    out.lock().map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io_err(path))?;
-    Ok(removed)
+    Ok((removed, out))
 }
 
 /// Reads an existing output file; cuts a torn last line off.
@@ -1012,8 +993,9 @@ async fn run_one(
                 return BatchRecord {
                     id: p.id,
                     ok: true,
-                    content: ctx.scrub(a.content),
-                    reasoning_content: ctx.scrub(a.reasoning),
+                    // Answers are data: never rewritten (a short key would change words).
+                    content: a.content,
+                    reasoning_content: a.reasoning,
                     finish_reason: a.finish_reason,
                     usage: a.usage,
                     submit_unix_s,
@@ -1206,15 +1188,25 @@ async fn writer_task<P: ProgressSink>(
 /// written stays valid), [`BatchError::Client`] when the HTTP client cannot
 /// be built, [`BatchError::BadConcurrency`] for `concurrency == 0`.
 pub async fn run_batch(
-    cfg: BatchConfig,
+    mut cfg: BatchConfig,
     progress: impl ProgressSink,
     cancel: CancelToken,
 ) -> Result<BatchSummary, BatchError> {
     if cfg.concurrency == 0 {
         return Err(BatchError::BadConcurrency);
     }
-    if same_file(&cfg.input, &cfg.output) {
+    if out_lock::same_file(&cfg.input, &cfg.output) {
         return Err(BatchError::OutputIsInput(cfg.output.clone()));
+    }
+    // The output's work files (a resume rewrites OUT.tmp and renames it over the output).
+    let real_out = out_lock::real_path(&cfg.output);
+    for work in [out_lock::tmp_path(&real_out), out_lock::lock_path(&real_out)] {
+        if out_lock::same_file(&cfg.input, &work) {
+            return Err(BatchError::InputIsOutputWork {
+                input: cfg.input.clone(),
+                output: cfg.output.clone(),
+            });
+        }
     }
     // A device or FIFO as --prompts or --out reads forever (/dev/zero, /dev/full): refuse it.
     for path in [&cfg.input, &cfg.output] {
@@ -1227,8 +1219,11 @@ pub async fn run_batch(
     let started = Instant::now();
     let mut progress = progress;
     let (prompts, input_problems) = read_input(&cfg.input, cfg.api)?;
-    // Held until this function returns (dropping the file releases it).
-    let _lock = lock_output(&cfg.output)?;
+    // From here on the output is its real path: a symbolic link given as --out is
+    // followed, so a resume's rewrite replaces the file, not the link.
+    cfg.output = real_out;
+    // Held until this function returns (dropping the files releases them).
+    let mut lock = out_lock::lock_output(&cfg.output)?;
     let existing = scan_output(&cfg.output)?;
     for p in &existing.problems {
         progress.on_warning(p);
@@ -1255,7 +1250,9 @@ pub async fn run_batch(
     let retried_from_file = if retry_ids.is_empty() {
         0
     } else {
-        remove_failed_records(&cfg.output, &retry_ids)?
+        let (removed, rewritten) = remove_failed_records(&cfg.output, &retry_ids)?;
+        lock.hold(rewritten);
+        removed
     };
     if retried_from_file > 0 {
         progress.on_warning(&format!(
