@@ -148,7 +148,7 @@ pub enum Command {
     /// Send a JSONL of prompts with bounded concurrency; record every response with its timings.
     RunBatch(batch_cmd::RunBatchArgs),
     /// Sidecar: re-diagnose servers and logs every interval and serve the findings as Prometheus metrics (/metrics) and JSON (/report.json) until Ctrl-C.
-    Serve(serve::ServeArgs),
+    Serve(serve::ServeCmd),
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(CompletionsArgs),
     /// Write the man pages (roff) into DIR: throughput-doctor.1 and one page per subcommand (used by `cargo xtask man`).

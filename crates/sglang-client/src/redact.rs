@@ -63,6 +63,21 @@ impl Secrets {
         self
     }
 
+    /// Adds the password of `url`'s user info, as written and percent-decoded (see
+    /// [`Secrets::add`]); nothing for a URL without one.
+    pub fn add_url_password(&mut self, url: &str) {
+        let Ok(u) = reqwest::Url::parse(url) else {
+            return;
+        };
+        if let Some(p) = u.password() {
+            let decoded = percent_encoding::percent_decode_str(p)
+                .decode_utf8_lossy()
+                .into_owned();
+            self.add(p);
+            self.add(&decoded);
+        }
+    }
+
     /// Whether there is nothing to redact.
     pub fn is_empty(&self) -> bool {
         self.raw.is_empty()
@@ -238,6 +253,17 @@ mod tests {
             let out = red(&format!("hdr {enc} end"));
             assert!(out.contains(REDACTED) && !out.contains(&enc), "{prefix}: {out}");
         }
+    }
+
+    #[test]
+    fn a_url_password_is_added_decoded_too() {
+        let mut s = Secrets::new();
+        s.add_url_password("http://admin:p%40ssword-123@h:1/x");
+        assert_eq!(s.redact("a p@ssword-123 b p%40ssword-123"), "a <redacted> b <redacted>");
+        let mut none = Secrets::new();
+        none.add_url_password("http://h:1");
+        none.add_url_password("not a url");
+        assert!(none.is_empty());
     }
 
     #[test]
