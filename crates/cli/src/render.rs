@@ -764,7 +764,14 @@ fn widths(header: &[&str], rows: &[Vec<String>]) -> Vec<usize> {
     w
 }
 
-/// Render the report as terminal text. With `color`, ANSI styles are emitted (the caller decides,
+/// One piece of the report as one line of terminal text: control characters (an escape
+/// sequence, a carriage return, a newline a file name or a label carried) shown as escapes.
+fn esc(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::flags::one_line(s)
+}
+
+/// Render the report as terminal text: every piece of the report one line, its control
+/// characters escaped ([`crate::flags::one_line`]). With `color`, ANSI styles are emitted (the caller decides,
 /// e.g. through `anstream`, whether the terminal keeps them; `NO_COLOR` is honoured there).
 pub fn text(r: &Report, color: bool) -> String {
     let paint = |s: Style, t: &str| {
@@ -781,31 +788,35 @@ pub fn text(r: &Report, color: bool) -> String {
     let _ = writeln!(
         o,
         "{} {}",
-        paint(style_for(r.bottleneck), &format!("Verdict: {}:", h.label)),
-        h.summary
+        paint(style_for(r.bottleneck), &format!("Verdict: {}:", esc(&h.label))),
+        esc(&h.summary)
     );
     if let Some(e) = &r.expectation {
-        let _ = writeln!(o, "{} {}", paint(BOLD, "Answer:"), e.text);
+        let _ = writeln!(o, "{} {}", paint(BOLD, "Answer:"), esc(&e.text));
     }
     for s in sections(r) {
         if let Some(t) = &s.title {
-            let _ = writeln!(o, "{}", paint(BOLD, t));
+            let _ = writeln!(o, "{}", paint(BOLD, &esc(t)));
         }
         for b in &s.blocks {
             match b {
                 Block::Lines(lines) => {
                     let indent = if s.title.is_some() { "  " } else { "" };
                     for l in lines {
-                        let _ = writeln!(o, "{indent}{l}");
+                        let _ = writeln!(o, "{indent}{}", esc(l));
                     }
                 }
                 Block::Notes(lines) => {
                     for l in lines {
-                        let _ = writeln!(o, "{}", paint(DIM, &format!("  - {l}")));
+                        let _ = writeln!(o, "{}", paint(DIM, &format!("  - {}", esc(l))));
                     }
                 }
                 Block::Table { header, rows } => {
-                    let w = widths(header, rows);
+                    let rows: Vec<Vec<String>> = rows
+                        .iter()
+                        .map(|r| r.iter().map(|c| esc(c).into_owned()).collect())
+                        .collect();
+                    let w = widths(header, &rows);
                     let line = |cells: Vec<&str>| {
                         let mut l = String::from(" ");
                         for (i, c) in cells.iter().enumerate() {
@@ -819,15 +830,15 @@ pub fn text(r: &Report, color: bool) -> String {
                         l
                     };
                     let _ = writeln!(o, "{}", line(header.to_vec()));
-                    for row in rows {
+                    for row in &rows {
                         let _ = writeln!(o, "{}", line(row.iter().map(String::as_str).collect()));
                     }
                 }
                 Block::Recommendations(recs) => {
                     for (i, rec) in recs.iter().enumerate() {
-                        let _ = writeln!(o, "  {}. {}", i + 1, rec.action);
-                        let _ = writeln!(o, "     gain: {}", rec.expected_gain);
-                        let _ = writeln!(o, "     risk: {}", rec.risk);
+                        let _ = writeln!(o, "  {}. {}", i + 1, esc(&rec.action));
+                        let _ = writeln!(o, "     gain: {}", esc(&rec.expected_gain));
+                        let _ = writeln!(o, "     risk: {}", esc(&rec.risk));
                     }
                 }
                 Block::Findings(fs) => {
@@ -835,13 +846,13 @@ pub fn text(r: &Report, color: bool) -> String {
                         let title = format!(
                             "{}. {} [{} confidence]",
                             i + 1,
-                            fi.title,
+                            esc(&fi.title),
                             confidence_label(fi.confidence)
                         );
                         let _ = writeln!(o, "{}", paint(BOLD, &title));
-                        let _ = writeln!(o, "   {}", fi.detail);
+                        let _ = writeln!(o, "   {}", esc(&fi.detail));
                         for l in finding_lines(fi) {
-                            let _ = writeln!(o, "   {l}");
+                            let _ = writeln!(o, "   {}", esc(&l));
                         }
                     }
                 }
