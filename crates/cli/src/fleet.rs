@@ -493,7 +493,10 @@ mod tests {
         let t = text(&f);
         assert!(!t.contains(['\u{1b}', '\r']), "{t:?}");
         assert!(!t.lines().any(|l| l.starts_with("Verdict")), "{t}");
-        assert!(t.contains("h:1\\u{1b}[2J\\u{a}Verdict: all good\\u{d}"), "{t}");
+        assert!(
+            t.contains("h:1\\u{1b}[2J\\u{a}Verdict: all good\\u{d}"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -788,7 +788,10 @@ pub fn text(r: &Report, color: bool) -> String {
     let _ = writeln!(
         o,
         "{} {}",
-        paint(style_for(r.bottleneck), &format!("Verdict: {}:", esc(&h.label))),
+        paint(
+            style_for(r.bottleneck),
+            &format!("Verdict: {}:", esc(&h.label))
+        ),
         esc(&h.summary)
     );
     if let Some(e) = &r.expectation {

@@ -113,8 +113,14 @@ fn the_server_password_is_never_published_and_a_token_guards_both_routes() {
     let token = Some("s3cret-scrape-token");
     let r = wait_for(h.addr, token, 30, |r| r["diagnoses"].as_u64() > Some(0));
     let body = serde_json::to_string(&r).unwrap();
-    assert!(!body.contains(password) && !body.contains("admin:"), "{body}");
-    assert!(body.contains(&sim.base_url()), "the source is shown without credentials: {body}");
+    assert!(
+        !body.contains(password) && !body.contains("admin:"),
+        "{body}"
+    );
+    assert!(
+        body.contains(&sim.base_url()),
+        "the source is shown without credentials: {body}"
+    );
     let (status, _, metrics) = get(h.addr, "/metrics", token);
     assert_eq!(status, 200);
     assert!(!metrics.contains(password), "{metrics}");
@@ -142,7 +148,9 @@ fn label_values_are_escaped_and_the_body_is_served_as_openmetrics() {
             &NetArgs::default(),
         ))
         .unwrap();
-    wait_for(h.addr, None, 10, |r| r["targets"].as_object().is_some_and(|t| !t.is_empty()));
+    wait_for(h.addr, None, 10, |r| {
+        r["targets"].as_object().is_some_and(|t| !t.is_empty())
+    });
     let (status, head, text) = get(h.addr, "/metrics", None);
     assert_eq!(status, 200);
     assert!(
@@ -185,7 +193,9 @@ fn a_target_that_disappears_publishes_no_verdict() {
         ))
         .unwrap();
     let inst = sim.base_url().replace("http://", "");
-    wait_for(h.addr, None, 30, |r| !r["targets"][&inst]["report"].is_null());
+    wait_for(h.addr, None, 30, |r| {
+        !r["targets"][&inst]["report"].is_null()
+    });
     rt.block_on(sim.shutdown());
     let r = wait_for(h.addr, None, 10, |r| r["targets"][&inst]["up"] == false);
     let at = r["targets"][&inst]["diagnosed_at"].clone();
@@ -206,7 +216,9 @@ fn a_target_that_disappears_publishes_no_verdict() {
     ] {
         assert!(!text.contains(series), "{series} still published:\n{text}");
     }
-    assert!(text.contains(&format!("throughput_doctor_target_up{{instance=\"{inst}\"}} 0")));
+    assert!(text.contains(&format!(
+        "throughput_doctor_target_up{{instance=\"{inst}\"}} 0"
+    )));
     stop(rt, h);
 }
 
@@ -259,7 +271,10 @@ fn half_open_connections_are_capped_and_timed_out() {
         ..NetArgs::default()
     };
     let h = rt
-        .block_on(start_with(&args(Vec::new(), vec![real_log()], 300, 60), &net))
+        .block_on(start_with(
+            &args(Vec::new(), vec![real_log()], 300, 60),
+            &net,
+        ))
         .unwrap();
     wait_for(h.addr, None, 10, |r| r["diagnoses"].as_u64() > Some(0));
     let mut loris = Vec::new();
@@ -287,7 +302,10 @@ fn half_open_connections_are_capped_and_timed_out() {
         .map(|s| held(s, Duration::from_millis(5)))
         .filter(|&h| h)
         .count();
-    assert!(open <= 16, "{open} half-open connections held past a cap of 16");
+    assert!(
+        open <= 16,
+        "{open} half-open connections held past a cap of 16"
+    );
     // Past the header timeout, none is held, and a scrape is answered.
     std::thread::sleep(Duration::from_millis(800));
     let open = loris
@@ -295,7 +313,10 @@ fn half_open_connections_are_capped_and_timed_out() {
         .map(|s| held(s, Duration::from_millis(5)))
         .filter(|&h| h)
         .count();
-    assert_eq!(open, 0, "half-open connections held past the header timeout");
+    assert_eq!(
+        open, 0,
+        "half-open connections held past the header timeout"
+    );
     let (status, _, _) = get(h.addr, "/metrics", None);
     assert_eq!(status, 200);
     stop(rt, h);

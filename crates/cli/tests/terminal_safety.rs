@@ -16,7 +16,9 @@ fn bin() -> Command {
 fn assert_safe(what: &str, text: &str) {
     assert!(!text.contains(['\u{1b}', '\r']), "{what}: {text:?}");
     assert!(
-        !text.lines().any(|l| l.trim_start().starts_with("Verdict: all good")),
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with("Verdict: all good")),
         "{what}: a fake line: {text}"
     );
 }
@@ -37,7 +39,10 @@ fn control_characters_in_file_names_are_escaped_in_the_report_and_on_stderr() {
     assert!(o.status.success(), "{err}");
     assert_safe("stdout", &out);
     assert_safe("stderr", &err);
-    assert!(out.contains("x\\u{1b}[2J\\u{a}Verdict: all good\\u{d}.log"), "{out}");
+    assert!(
+        out.contains("x\\u{1b}[2J\\u{a}Verdict: all good\\u{d}.log"),
+        "{out}"
+    );
     // A warning (a GPU snapshot that is not understood) and an error (a missing file) on stderr.
     let snap = dir.path().join(format!("{EVIL}.csv"));
     std::fs::write(&snap, "not a snapshot\n").unwrap();

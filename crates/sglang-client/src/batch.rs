@@ -1200,7 +1200,10 @@ pub async fn run_batch(
     }
     // The output's work files (a resume rewrites OUT.tmp and renames it over the output).
     let real_out = out_lock::real_path(&cfg.output);
-    for work in [out_lock::tmp_path(&real_out), out_lock::lock_path(&real_out)] {
+    for work in [
+        out_lock::tmp_path(&real_out),
+        out_lock::lock_path(&real_out),
+    ] {
         if out_lock::same_file(&cfg.input, &work) {
             return Err(BatchError::InputIsOutputWork {
                 input: cfg.input.clone(),

@@ -92,7 +92,10 @@ impl Secrets {
         // A base64 form leaves out the characters it shares with its neighbours: the span
         // takes one such character on each side, and the padding.
         let b = text.as_bytes();
-        let b64 = |i: usize| b.get(i).is_some_and(|c| c.is_ascii_alphanumeric() || b"+/-_".contains(c));
+        let b64 = |i: usize| {
+            b.get(i)
+                .is_some_and(|c| c.is_ascii_alphanumeric() || b"+/-_".contains(c))
+        };
         for form in &self.encoded {
             for (i, m) in text.match_indices(form.as_str()) {
                 let start = if i > 0 && b64(i - 1) { i - 1 } else { i };
@@ -236,13 +239,13 @@ mod tests {
         let pct = percent_encoding::utf8_percent_encode(KEY, percent_encoding::NON_ALPHANUMERIC)
             .to_string();
         assert_eq!(red(&format!("?k={pct}&x")), "?k=<redacted>&x");
-        let uni: String = KEY.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+        let uni: String = KEY
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect();
         assert_eq!(red(&format!("\"{uni}\"")), "\"<redacted>\"");
         // A JSON encoder that escapes only `/` and `+`.
-        assert_eq!(
-            red("sk-Abc\\u002bdef\\/123= ok"),
-            "<redacted> ok"
-        );
+        assert_eq!(red("sk-Abc\\u002bdef\\/123= ok"), "<redacted> ok");
     }
 
     #[test]
@@ -251,7 +254,10 @@ mod tests {
         for prefix in ["", "a", "ab", "Bearer ", "user:"] {
             let enc = e.encode(format!("{prefix}{KEY}"));
             let out = red(&format!("hdr {enc} end"));
-            assert!(out.contains(REDACTED) && !out.contains(&enc), "{prefix}: {out}");
+            assert!(
+                out.contains(REDACTED) && !out.contains(&enc),
+                "{prefix}: {out}"
+            );
         }
     }
 
@@ -259,7 +265,10 @@ mod tests {
     fn a_url_password_is_added_decoded_too() {
         let mut s = Secrets::new();
         s.add_url_password("http://admin:p%40ssword-123@h:1/x");
-        assert_eq!(s.redact("a p@ssword-123 b p%40ssword-123"), "a <redacted> b <redacted>");
+        assert_eq!(
+            s.redact("a p@ssword-123 b p%40ssword-123"),
+            "a <redacted> b <redacted>"
+        );
         let mut none = Secrets::new();
         none.add_url_password("http://h:1");
         none.add_url_password("not a url");
@@ -272,7 +281,13 @@ mod tests {
         assert!(s.is_empty());
         assert!(matches!(s.redact("tok tok"), Cow::Borrowed("tok tok")));
         let s = Secrets::new().with(KEY);
-        assert!(matches!(s.redact("nothing here é %zz \\u12"), Cow::Borrowed(_)));
-        assert_eq!(s.redact("é{KEY}é".replace("{KEY}", KEY).as_str()), "é<redacted>é");
+        assert!(matches!(
+            s.redact("nothing here é %zz \\u12"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            s.redact("é{KEY}é".replace("{KEY}", KEY).as_str()),
+            "é<redacted>é"
+        );
     }
 }

@@ -114,9 +114,13 @@ async fn a_short_api_key_leaves_answers_as_the_server_sent_them() {
     let input = prompts(dir.path(), 3);
     for key in ["tok", "sk-long-key-0123"] {
         let out = dir.path().join(format!("out-{key}.jsonl"));
-        let s = run_batch(config(&url, key, &input, &out), NoProgress, CancelToken::new())
-            .await
-            .unwrap();
+        let s = run_batch(
+            config(&url, key, &input, &out),
+            NoProgress,
+            CancelToken::new(),
+        )
+        .await
+        .unwrap();
         assert_eq!(s.ok, 3, "{s:?}");
         for r in records(&out) {
             assert_eq!(r["content"], answer, "key {key}: {r}");
@@ -131,9 +135,12 @@ async fn a_short_api_key_leaves_answers_as_the_server_sent_them() {
 async fn a_key_echoed_encoded_in_an_error_never_reaches_the_records() {
     let key = "sk-Ab+c/d=0123456789";
     let b64 = base64::engine::general_purpose::STANDARD;
-    let pct = percent_encoding::utf8_percent_encode(key, percent_encoding::NON_ALPHANUMERIC)
-        .to_string();
-    let uni: String = key.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+    let pct =
+        percent_encoding::utf8_percent_encode(key, percent_encoding::NON_ALPHANUMERIC).to_string();
+    let uni: String = key
+        .chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect();
     let forms = [
         pct.clone(),
         b64.encode(key),
@@ -147,15 +154,22 @@ async fn a_key_echoed_encoded_in_an_error_never_reaches_the_records() {
         let url = serve("401 Unauthorized", body, Duration::ZERO).await;
         let out = dir.path().join("out.jsonl");
         let _ = std::fs::remove_file(&out);
-        let s = run_batch(config(&url, key, &input, &out), NoProgress, CancelToken::new())
-            .await
-            .unwrap();
+        let s = run_batch(
+            config(&url, key, &input, &out),
+            NoProgress,
+            CancelToken::new(),
+        )
+        .await
+        .unwrap();
         assert_eq!(s.failed, 2, "{s:?}");
         let text = std::fs::read_to_string(&out).unwrap();
         assert!(!text.contains(form.as_str()), "{form}: {text}");
         // (A prefix encoded with the key, `Bearer `, keeps its own characters.)
         assert!(text.contains("<redacted>] for user"), "{form}: {text}");
-        assert!(!text.contains("Ab+c") && !text.contains("0123456789"), "{text}");
+        assert!(
+            !text.contains("Ab+c") && !text.contains("0123456789"),
+            "{text}"
+        );
     }
     // A three-letter key is no key: the error keeps its words.
     let url = serve(
@@ -165,9 +179,13 @@ async fn a_key_echoed_encoded_in_an_error_never_reaches_the_records() {
     )
     .await;
     let out = dir.path().join("short.jsonl");
-    run_batch(config(&url, "tok", &input, &out), NoProgress, CancelToken::new())
-        .await
-        .unwrap();
+    run_batch(
+        config(&url, "tok", &input, &out),
+        NoProgress,
+        CancelToken::new(),
+    )
+    .await
+    .unwrap();
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("tok is not a valid token"), "{text}");
 }
@@ -207,7 +225,11 @@ async fn a_link_to_a_locked_output_is_refused() {
         .await
         .expect("a refused run returns at once")
         .unwrap_err();
-        assert!(matches!(e, BatchError::Locked { .. }), "{}: {e:?}", link.display());
+        assert!(
+            matches!(e, BatchError::Locked { .. }),
+            "{}: {e:?}",
+            link.display()
+        );
     }
     let s = first.await.unwrap().unwrap();
     assert_eq!(s.ok, 4, "{s:?}");
@@ -218,7 +240,12 @@ async fn a_link_to_a_locked_output_is_refused() {
     c.output = sym.clone();
     let s = run_batch(c, NoProgress, CancelToken::new()).await.unwrap();
     assert_eq!((s.resumed, s.ok), (4, 0), "{s:?}");
-    assert!(std::fs::symlink_metadata(&sym).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(&sym)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 }
 
 /// Item 23. Before: `--prompts OUT.tmp` was overwritten by the resume's rewrite and renamed
@@ -232,7 +259,9 @@ async fn the_outputs_work_file_as_prompts_is_refused() {
     std::fs::write(&input, "{\"id\":\"p0\",\"prompt\":\"hi\"}\n").unwrap();
     let before = std::fs::read(&input).unwrap();
     let cfg = config("http://127.0.0.1:9", "sk-unused-key-0000", &input, &out);
-    let e = run_batch(cfg, NoProgress, CancelToken::new()).await.unwrap_err();
+    let e = run_batch(cfg, NoProgress, CancelToken::new())
+        .await
+        .unwrap_err();
     assert!(matches!(e, BatchError::InputIsOutputWork { .. }), "{e:?}");
     assert!(e.to_string().contains("out.jsonl.tmp"), "{e}");
     assert_eq!(std::fs::read(&input).unwrap(), before);

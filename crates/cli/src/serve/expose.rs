@@ -176,4 +176,3 @@ pub fn exposition(r: &ServeReport) -> String {
     }
     out
 }
-

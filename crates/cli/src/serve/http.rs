@@ -219,7 +219,10 @@ mod tests {
         let mut h = HeaderMap::new();
         assert!(authorized(&h, None));
         assert!(!authorized(&h, Some("s3cret-token")));
-        h.insert(header::AUTHORIZATION, "Bearer s3cret-token".parse().unwrap());
+        h.insert(
+            header::AUTHORIZATION,
+            "Bearer s3cret-token".parse().unwrap(),
+        );
         assert!(authorized(&h, Some("s3cret-token")));
         assert!(!authorized(&h, Some("s3cret-tokeX")));
         assert!(!authorized(&h, Some("s3cret")));

@@ -308,7 +308,13 @@ async fn server_task(
             let mut g = lock(&t);
             g.age_out(unix_now(), window_s);
             let samples: Vec<MetricsSample> = g.samples.iter().copied().collect();
-            (g.instance.clone(), g.error.clone(), g.shown.clone(), g.server.clone(), samples)
+            (
+                g.instance.clone(),
+                g.error.clone(),
+                g.shown.clone(),
+                g.server.clone(),
+                samples,
+            )
         };
         let n = samples.len();
         let (error, report) = if error.is_some() {
@@ -415,7 +421,8 @@ pub async fn start_with(args: &ServeArgs, net: &http::NetArgs) -> Result<ServeHa
             sglang_client::ClientConfig::new(url).api_key_from_env(sglang_client::API_KEY_ENV);
         let shown = sglang_client::error::redact_url(url);
         secrets.add_url_password(url);
-        let client = sglang_client::SglangClient::new(cfg).with_context(|| format!("--server {shown}"))?;
+        let client =
+            sglang_client::SglangClient::new(cfg).with_context(|| format!("--server {shown}"))?;
         let t = Arc::new(Mutex::new(ServerTarget {
             instance: instance_of(url),
             shown,
