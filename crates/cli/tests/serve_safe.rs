@@ -134,6 +134,57 @@ fn the_server_password_is_never_published_and_a_token_guards_both_routes() {
     stop(rt, h);
 }
 
+/// Item 21 (serve). Before: a server that echoed the URL's password base64-encoded or
+/// `\u`-escaped in its error body had it published in `/report.json` (the target's error).
+/// After: every form is `<redacted>`.
+#[test]
+fn an_encoded_password_echoed_by_a_server_is_not_published() {
+    use base64::Engine as _;
+    let password = "hunter2-long-secret";
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("admin:{password}"));
+    let uni: String = password
+        .chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect();
+    let body = format!("{{\"detail\":\"bad credentials [{b64}] [{uni}]\"}}");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let rt = runtime();
+    let url = format!("http://admin:{password}@127.0.0.1:{port}");
+    let h = rt
+        .block_on(start_with(
+            &args(vec![url], Vec::new(), 200, 60),
+            &NetArgs::default(),
+        ))
+        .unwrap();
+    let inst = format!("127.0.0.1:{port}");
+    let r = wait_for(h.addr, None, 10, |r| {
+        r["targets"][&inst]["error"].is_string()
+    });
+    let text = serde_json::to_string(&r).unwrap();
+    let err = r["targets"][&inst]["error"].as_str().unwrap();
+    assert!(
+        err.contains("bad credentials [<redacted>] [<redacted>]"),
+        "{err}"
+    );
+    for form in [password, b64.as_str(), uni.as_str(), "\\u0068\\u0075"] {
+        assert!(!text.contains(form), "{form}: {text}");
+    }
+    stop(rt, h);
+}
+
 /// Item 12. Before: a log path holding `"` and a newline ended its label value early and
 /// injected a `throughput_doctor_bottleneck` series of its own, served as `text/plain;
 /// version=0.0.4` though the body is OpenMetrics. After: the value is escaped, the text reads

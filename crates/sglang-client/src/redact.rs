@@ -147,7 +147,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// The text's bytes with `%XX`, `\uXXXX` and `\/` decoded, and for each decoded byte the byte
+/// The text's bytes with `%XX`, `\uXXXX` and `\/` decoded (the backslash possibly escaped
+/// itself, any number of times), and for each decoded byte the byte
 /// span of the text it came from. Spans lie on char boundaries of `text`.
 fn decoded_view(text: &str) -> (Vec<u8>, Vec<(usize, usize)>) {
     let b = text.as_bytes();
@@ -170,21 +171,23 @@ fn decoded_view(text: &str) -> (Vec<u8>, Vec<(usize, usize)>) {
             continue;
         }
         if b[i] == b'\\' {
-            if b.get(i + 1) == Some(&b'/') {
+            // One escape or several (a JSON string inside a JSON string: `\\u0073`).
+            let j = i + b[i..].iter().take_while(|&&c| c == b'\\').count();
+            if b.get(j) == Some(&b'/') {
                 out.push(b'/');
-                origin.push((i, i + 2));
-                i += 2;
+                origin.push((i, j + 1));
+                i = j + 1;
                 continue;
             }
-            if matches!(b.get(i + 1), Some(b'u' | b'U'))
-                && let Some(c) = b.get(i + 2..i + 6).and_then(hex).and_then(char::from_u32)
+            if matches!(b.get(j), Some(b'u' | b'U'))
+                && let Some(c) = b.get(j + 1..j + 5).and_then(hex).and_then(char::from_u32)
             {
                 let mut buf = [0u8; 4];
                 for &x in c.encode_utf8(&mut buf).as_bytes() {
                     out.push(x);
-                    origin.push((i, i + 6));
+                    origin.push((i, j + 5));
                 }
-                i += 6;
+                i = j + 5;
                 continue;
             }
         }
@@ -244,6 +247,12 @@ mod tests {
             .map(|c| format!("\\u{:04x}", c as u32))
             .collect();
         assert_eq!(red(&format!("\"{uni}\"")), "\"<redacted>\"");
+        // Escaped twice (JSON inside JSON).
+        let twice: String = KEY
+            .chars()
+            .map(|c| format!("\\\\u{:04x}", c as u32))
+            .collect();
+        assert_eq!(red(&format!("[{twice}]")), "[<redacted>]");
         // A JSON encoder that escapes only `/` and `+`.
         assert_eq!(red("sk-Abc\\u002bdef\\/123= ok"), "<redacted> ok");
     }
