@@ -273,6 +273,86 @@ fn a_target_that_disappears_publishes_no_verdict() {
     stop(rt, h);
 }
 
+/// A TCP proxy to `to` that, once `hang` is set, stops forwarding (every connection, old and
+/// new, stays open and silent): a server that hangs. Threads end with the test process.
+fn hanging_proxy(
+    to: SocketAddr,
+    hang: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> SocketAddr {
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let pipe = |mut from: TcpStream,
+                mut to: TcpStream,
+                hang: std::sync::Arc<std::sync::atomic::AtomicBool>| {
+        std::thread::spawn(move || {
+            let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
+            let mut buf = [0u8; 16 * 1024];
+            loop {
+                if hang.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+                match from.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => {
+                        if to.write_all(&buf[..n]).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) => {}
+                    Err(_) => return,
+                }
+            }
+        });
+    };
+    std::thread::spawn(move || {
+        for c in listener.incoming().flatten() {
+            let Ok(s) = TcpStream::connect(to) else {
+                continue;
+            };
+            pipe(c.try_clone().unwrap(), s.try_clone().unwrap(), hang.clone());
+            pipe(s, c, hang.clone());
+        }
+    });
+    addr
+}
+
+/// Item 9, a server that hangs (no error for 30 s, no answer either). Before: its samples aged
+/// out only on a successful poll, so its verdict stayed. After: past the window it has no
+/// samples, no verdict, and is down.
+#[test]
+fn a_target_that_hangs_loses_its_verdict_when_its_samples_age_out() {
+    let rt = runtime();
+    let sim = rt
+        .block_on(sglang_sim::spawn(sglang_sim::SimConfig::kv_bound()))
+        .unwrap();
+    let hang = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let proxy = hanging_proxy(sim.addr, hang.clone());
+    let h = rt
+        .block_on(start_with(
+            &args(vec![format!("http://{proxy}")], Vec::new(), 200, 2),
+            &NetArgs::default(),
+        ))
+        .unwrap();
+    let inst = proxy.to_string();
+    wait_for(h.addr, None, 30, |r| {
+        !r["targets"][&inst]["report"].is_null()
+    });
+    hang.store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = wait_for(h.addr, None, 10, |r| r["targets"][&inst]["samples"] == 0);
+    let t = &r["targets"][&inst];
+    assert_eq!(t["up"], false, "{t:#}");
+    assert!(t["report"].is_null(), "{t:#}");
+    let (_, _, text) = get(h.addr, "/metrics", None);
+    assert!(!text.contains("throughput_doctor_bottleneck{"), "{text}");
+    stop(rt, h);
+}
+
 /// Item 11. Before: every target was diagnosed in turn on one thread, so a `--log` that blocks
 /// (a FIFO with no writer) held up every target: nothing was ever published. After: the other
 /// targets are diagnosed on time, and the FIFO is down with the reason.

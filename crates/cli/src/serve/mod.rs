@@ -244,10 +244,13 @@ fn diagnose_log(path: &std::path::Path) -> Result<Report> {
 struct Outcome {
     instance: String,
     kind: &'static str,
-    /// Why the target is down (`None`: up).
+    /// Whether the target was read.
+    up: bool,
+    /// Why the target is down.
     error: Option<String>,
     samples: usize,
-    /// A fresh report (`None`: none this time; a down target's last one is dropped too).
+    /// The verdict of this diagnosis; `None` withdraws the last one (a target down, a
+    /// server whose samples aged out of the window).
     report: Option<Report>,
 }
 
@@ -265,17 +268,14 @@ fn publish(shared: &Shared, o: Outcome) {
         diagnosed_at: None,
         report: None,
     });
-    e.up = o.error.is_none();
+    e.up = o.up;
     e.samples = o.samples;
-    if o.error.is_some() {
-        // A dead target publishes no verdict; its last diagnosis time stays as it was.
-        e.report = None;
-    }
     e.error = o.error;
-    if let Some(r) = o.report {
-        e.report = Some(r);
+    // No verdict without a diagnosis: the last diagnosis time stays the time of the last one.
+    if o.report.is_some() {
         e.diagnosed_at = Some(now);
     }
+    e.report = o.report;
     s.diagnoses += u64::from(fresh);
 }
 
@@ -332,6 +332,7 @@ async fn server_task(
             Outcome {
                 instance,
                 kind: "server",
+                up: error.is_none() && n > 0,
                 error,
                 samples: n,
                 report,
@@ -376,6 +377,7 @@ async fn log_task(
             Outcome {
                 instance: instance.clone(),
                 kind: "log",
+                up: error.is_none(),
                 error,
                 samples: 0,
                 report,
