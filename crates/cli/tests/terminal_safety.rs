@@ -64,4 +64,22 @@ fn control_characters_in_file_names_are_escaped_in_the_report_and_on_stderr() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_safe("error", &err);
     assert!(err.contains("\\u{1b}"), "{err}");
+    // A GPU snapshot's path in `gpu --snapshot`'s text.
+    let smi = dir.path().join(format!("{EVIL}.csv"));
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/scenarios/kimi-k25-b2-early/nvidia-smi.csv"),
+        &smi,
+    )
+    .unwrap();
+    let o = bin()
+        .arg("gpu")
+        .arg("--snapshot")
+        .arg(&smi)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_safe("gpu", &out);
+    assert!(out.contains("\\u{1b}"), "{out}");
 }
