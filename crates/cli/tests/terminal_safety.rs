@@ -43,6 +43,16 @@ fn control_characters_in_file_names_are_escaped_in_the_report_and_on_stderr() {
         out.contains("x\\u{1b}[2J\\u{a}Verdict: all good\\u{d}.log"),
         "{out}"
     );
+    // And in Markdown on stdout.
+    let o = bin()
+        .arg("diagnose")
+        .arg(&log)
+        .args(["--markdown", "-"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert_safe("markdown", &md);
+    assert!(md.contains("Verdict: all good"), "{md}");
     // A warning (a GPU snapshot that is not understood) and an error (a missing file) on stderr.
     let snap = dir.path().join(format!("{EVIL}.csv"));
     std::fs::write(&snap, "not a snapshot\n").unwrap();

@@ -132,28 +132,30 @@ fn full_stop(s: &str) -> &'static str {
     }
 }
 
-/// Render the report as Markdown (for issues and chat).
+/// Render the report as Markdown (for issues and chat), each piece of the report one line as
+/// in [`text`].
 pub fn markdown(r: &Report) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# throughput-doctor diagnosis\n");
     let h = &r.headline;
-    let _ = writeln!(o, "**Verdict: {}:** {}\n", h.label, h.summary);
+    let _ = writeln!(o, "**Verdict: {}:** {}\n", esc(&h.label), esc(&h.summary));
     if let Some(e) = &r.expectation {
-        let _ = writeln!(o, "**Answer:** {}\n", e.text);
+        let _ = writeln!(o, "**Answer:** {}\n", esc(&e.text));
     }
     for s in sections(r) {
         if let Some(t) = &s.title {
-            let _ = writeln!(o, "## {t}\n");
+            let _ = writeln!(o, "## {}\n", esc(t));
         }
         for b in &s.blocks {
             match b {
                 Block::Lines(lines) if !lines.is_empty() => {
+                    let lines: Vec<_> = lines.iter().map(|l| esc(l)).collect();
                     let _ = writeln!(o, "```text\n{}\n```\n", lines.join("\n"));
                 }
                 Block::Lines(_) => {}
                 Block::Notes(lines) => {
                     for l in lines {
-                        let _ = writeln!(o, "- {l}");
+                        let _ = writeln!(o, "- {}", esc(l));
                     }
                     let _ = writeln!(o);
                 }
@@ -161,6 +163,7 @@ pub fn markdown(r: &Report) -> String {
                     let _ = writeln!(o, "| {} |", header.join(" | "));
                     let _ = writeln!(o, "|{}", "---|".repeat(header.len()));
                     for row in rows {
+                        let row: Vec<_> = row.iter().map(|c| esc(c)).collect();
                         let _ = writeln!(o, "| {} |", row.join(" | "));
                     }
                     let _ = writeln!(o);
@@ -171,11 +174,11 @@ pub fn markdown(r: &Report) -> String {
                             o,
                             "{}. **{}**{} Gain: {}{} Risk: {}{}",
                             i + 1,
-                            rec.action,
+                            esc(&rec.action),
                             full_stop(&rec.action),
-                            rec.expected_gain,
+                            esc(&rec.expected_gain),
                             full_stop(&rec.expected_gain),
-                            rec.risk,
+                            esc(&rec.risk),
                             full_stop(&rec.risk)
                         );
                     }
@@ -187,12 +190,12 @@ pub fn markdown(r: &Report) -> String {
                             o,
                             "{}. **{}** ({} confidence). {}",
                             i + 1,
-                            fi.title,
+                            esc(&fi.title),
                             confidence_label(fi.confidence),
-                            fi.detail
+                            esc(&fi.detail)
                         );
                         for l in finding_lines(fi) {
-                            let _ = writeln!(o, "   {l}");
+                            let _ = writeln!(o, "   {}", esc(&l));
                         }
                     }
                     let _ = writeln!(o);
