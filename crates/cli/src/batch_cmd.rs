@@ -17,6 +17,8 @@ use sglang_client::batch::{
 };
 use sglang_client::{API_KEY_ENV, ClientConfig};
 
+use crate::flags::one_line;
+
 /// Arguments of `run-batch`.
 #[derive(Debug, Args)]
 pub struct RunBatchArgs {
@@ -161,7 +163,10 @@ impl ProgressSink for Progress {
         }
     }
     fn on_warning(&mut self, m: &str) {
-        self.say(format!("warning: {}", redact(self.key.as_ref(), m)));
+        self.say(format!(
+            "warning: {}",
+            one_line(&redact(self.key.as_ref(), m))
+        ));
     }
 }
 
@@ -244,16 +249,24 @@ pub fn run(args: &RunBatchArgs) -> Result<i32> {
         summary.completion_tokens as f64 / summary.elapsed_s.max(1e-9)
     );
     for (line, why) in summary.input_problems.iter().take(20) {
-        eprintln!("input {}:{line}: {why}", args.prompts.display());
+        eprintln!(
+            "input {}:{line}: {}",
+            one_line(&args.prompts.display().to_string()),
+            one_line(why)
+        );
     }
     for p in summary.output_problems.iter().take(20) {
-        eprintln!("output {}: {p}", args.out.display());
+        eprintln!(
+            "output {}: {}",
+            one_line(&args.out.display().to_string()),
+            one_line(p)
+        );
     }
     let kept = summary.failed_in_file.saturating_sub(summary.failed);
     if kept > 0 {
         eprintln!(
             "note {}: {kept} earlier failed record(s) kept and not sent again (--no-retry-failed); {} failed in the file in all",
-            args.out.display(),
+            one_line(&args.out.display().to_string()),
             summary.failed_in_file
         );
     }

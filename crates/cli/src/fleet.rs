@@ -17,6 +17,8 @@ use clap::Args;
 use diagnosis::fleet::{FleetTotals, InstanceReport, SERIES, Series, Window};
 use diagnosis::rules::fleet_imbalance::{Measure, Outlier};
 use serde::Serialize;
+
+use crate::flags::one_line;
 use sglang_client::PrometheusClient;
 use sglang_client::prometheus::{Labels, RangeSeries, promql_string, selector_with};
 
@@ -267,13 +269,14 @@ fn rate_cell(r: &Option<diagnosis::report::Rate>) -> String {
 }
 
 /// The fleet as text: a table (one row per instance, named as Prometheus labels it), totals,
-/// outliers, problems, then each instance's headline.
+/// outliers, problems, then each instance's headline. Labels come from Prometheus: their
+/// control characters are escaped ([`one_line`]).
 pub fn text(f: &FleetReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
         "Fleet from {} ({} instance(s), {} DP rank(s); {:.0} s window at a {} s step, {} request(s) to Prometheus)",
-        f.prometheus,
+        one_line(&f.prometheus),
         f.totals.instances,
         f.totals.dp_ranks,
         f.window.end - f.window.start,
@@ -285,7 +288,7 @@ pub fn text(f: &FleetReport) -> String {
         .iter()
         .map(|i| {
             [
-                i.instance.clone(),
+                one_line(&i.instance).into_owned(),
                 diagnosis::narrative::bottleneck_label(i.bottleneck).to_string(),
                 rate_cell(&i.steady_gen_throughput),
                 opt(i.running_mean, 1),
@@ -338,8 +341,8 @@ pub fn text(f: &FleetReport) -> String {
     );
     for x in &f.outliers {
         let who = match &x.dp_rank {
-            Some(r) => format!("{} DP rank {r}", x.instance),
-            None => x.instance.clone(),
+            Some(r) => format!("{} DP rank {}", one_line(&x.instance), one_line(r)),
+            None => one_line(&x.instance).into_owned(),
         };
         let what = match x.what {
             Measure::Queue => format!("mean queue {:.1} requests", x.value),
@@ -352,10 +355,15 @@ pub fn text(f: &FleetReport) -> String {
         );
     }
     for p in &f.problems {
-        let _ = writeln!(o, "Not read: {p}");
+        let _ = writeln!(o, "Not read: {}", one_line(p));
     }
     for i in &f.instances {
-        let _ = writeln!(o, "\n{}: {}", i.instance, i.report.headline.text);
+        let _ = writeln!(
+            o,
+            "\n{}: {}",
+            one_line(&i.instance),
+            one_line(&i.report.headline.text)
+        );
     }
     o
 }
@@ -421,7 +429,7 @@ pub fn markdown(f: &FleetReport) -> String {
 pub fn run(args: &crate::DiagnoseArgs) -> Result<()> {
     let f = read_fleet(&args.prometheus, args.sample_window)?;
     for p in &f.problems {
-        eprintln!("warning: {}", crate::flags::printable(p));
+        eprintln!("warning: {}", one_line(p));
     }
     let mut out = anstream::stdout();
     if args.json {
@@ -444,6 +452,52 @@ pub fn run(args: &crate::DiagnoseArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Item 24 of issue 30: a label from Prometheus with an escape sequence and a newline
+    /// neither reaches the terminal raw nor starts a line of its own.
+    #[test]
+    fn labels_with_control_characters_stay_on_their_line() {
+        let evil = "h:1\u{1b}[2J\nVerdict: all good\r";
+        let report = diagnosis::diagnose_with(
+            &diagnosis::Evidence::default(),
+            &diagnosis::Context::default(),
+        );
+        let f = FleetReport {
+            prometheus: "http://p:9090".into(),
+            selector: "{}".into(),
+            window: Window::new(0.0, 60.0, 15.0).unwrap(),
+            requests: 1,
+            instances: vec![InstanceReport {
+                instance: evil.into(),
+                bottleneck: report.bottleneck,
+                steady_gen_throughput: None,
+                running_mean: None,
+                queued_mean: None,
+                usage_mean: None,
+                kv_pool_tokens: None,
+                points: 0,
+                ranks: Vec::new(),
+                rejected_points: 0,
+                report,
+            }],
+            totals: FleetTotals::default(),
+            outliers: vec![Outlier {
+                instance: evil.into(),
+                dp_rank: Some("0\n".into()),
+                what: Measure::Queue,
+                value: 1.0,
+                peers_median: 0.0,
+            }],
+            problems: vec![format!("instance {evil}: no answer")],
+        };
+        let t = text(&f);
+        assert!(!t.contains(['\u{1b}', '\r']), "{t:?}");
+        assert!(!t.lines().any(|l| l.starts_with("Verdict")), "{t}");
+        assert!(
+            t.contains("h:1\\u{1b}[2J\\u{a}Verdict: all good\\u{d}"),
+            "{t}"
+        );
+    }
 
     #[test]
     fn range_series_become_named_series_with_their_rank() {

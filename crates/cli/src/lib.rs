@@ -148,7 +148,7 @@ pub enum Command {
     /// Send a JSONL of prompts with bounded concurrency; record every response with its timings.
     RunBatch(batch_cmd::RunBatchArgs),
     /// Sidecar: re-diagnose servers and logs every interval and serve the findings as Prometheus metrics (/metrics) and JSON (/report.json) until Ctrl-C.
-    Serve(serve::ServeArgs),
+    Serve(serve::ServeCmd),
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(CompletionsArgs),
     /// Write the man pages (roff) into DIR: throughput-doctor.1 and one page per subcommand (used by `cargo xtask man`).
@@ -670,7 +670,7 @@ pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
     // a case folder: its client log, GPU copy, config, server info and records take their roles
     let mut assigned = args.clone();
     for note in case_dir::assign_roles(&mut assigned)? {
-        eprintln!("note: {}", flags::printable(&note));
+        eprintln!("note: {}", flags::one_line(&note));
     }
     let args = &assigned;
     let mut ctx = build_context(args)?;
@@ -679,7 +679,7 @@ pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
     // Sources that failed (an unreachable server beside a log, ...) are said at once, not only
     // at the end of the report.
     for w in ctx.source_errors.iter().chain(&warnings) {
-        eprintln!("warning: {}", flags::printable(w));
+        eprintln!("warning: {}", flags::one_line(w));
     }
     // ...and in the report's "not concluded", beside the other sources' problems.
     ctx.source_errors.extend(warnings);
@@ -824,7 +824,7 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
 /// One line for an error: the chain of causes, leaving out a cause whose text the line
 /// already holds (typed errors often print their source too).
 pub fn error_line(e: &anyhow::Error) -> String {
-    flags::printable(&error_chain(e)).into_owned()
+    flags::one_line(&error_chain(e)).into_owned()
 }
 
 /// The error's chain of causes as one line (see [`error_line`]).

@@ -299,7 +299,7 @@ pub fn add_server_url_within(
                 // Unreadable lines and rejected values are warnings, named once per poll.
                 if let Some(first) = m.problems.first() {
                     ctx.source_errors.push(format!(
-                        "server {url}/metrics: {} line(s) unreadable or values rejected; first: {first}",
+                        "server {shown}/metrics: {} line(s) unreadable or values rejected; first: {first}",
                         m.problems_total
                     ));
                 }

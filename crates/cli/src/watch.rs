@@ -165,7 +165,7 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
     let mut skipped = Vec::new();
     let paths = crate::logfile::expand_log_dirs(&args.logs, &mut skipped)?;
     for w in &skipped {
-        eprintln!("warning: {}", crate::flags::printable(w));
+        eprintln!("warning: {}", crate::flags::one_line(w));
     }
     let mut b = EvidenceBuilder::new();
     let mut followed: Vec<Followed> = paths

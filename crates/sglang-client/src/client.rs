@@ -29,15 +29,18 @@ impl ApiKey {
         ApiKey(key.into())
     }
 
-    /// `text` with every occurrence of the key replaced by `<redacted>`
-    /// (a server may echo the key in an error body). An empty key changes
-    /// nothing.
+    /// `text` with every occurrence of the key replaced by `<redacted>`: as sent,
+    /// URL-encoded, `\u`-escaped or base64-encoded (see [`crate::redact`]). For what a
+    /// server echoes (error bodies, logs), never for answers. A key shorter than
+    /// [`crate::redact::MIN_SECRET_LEN`] changes nothing: it is no key, and would rewrite
+    /// common words.
     pub fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
-        if self.0.is_empty() || !text.contains(self.0.as_str()) {
-            std::borrow::Cow::Borrowed(text)
-        } else {
-            std::borrow::Cow::Owned(text.replace(self.0.as_str(), "<redacted>"))
-        }
+        self.secrets().redact(text)
+    }
+
+    /// The key as a [`Secrets`](crate::redact::Secrets) set (empty when too short).
+    pub fn secrets(&self) -> crate::redact::Secrets {
+        crate::redact::Secrets::new().with(&self.0)
     }
 }
 

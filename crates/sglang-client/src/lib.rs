@@ -35,7 +35,9 @@ pub mod exposition;
 pub mod info;
 pub mod loads;
 pub mod metrics;
+mod out_lock;
 pub mod prometheus;
+pub mod redact;
 mod sse;
 
 pub use api::{ChatCompletion, Completion, GenerateResponse, Usage};
@@ -49,3 +51,4 @@ pub use info::{InfoError, InternalState, MemoryUsage, ModelInfo, ServerInfo};
 pub use loads::{Loads, RankLoad};
 pub use metrics::{Histogram, LabeledMetrics, MetricsSnapshot};
 pub use prometheus::{PromError, PrometheusClient, RangeSeries};
+pub use redact::Secrets;
