@@ -391,3 +391,15 @@ pub const STALLED_STREAM_MINUTES_S: f64 = 60.0;
 /// A benchmark whose duration is under this many mean end-to-end latencies ran its requests
 /// in about one wave: its rates average a ramp and a drain, no steady state (ratio).
 pub const SHORT_BURST_E2E: f64 = 2.0;
+/// A batch line's value this many times its immediate neighbours and the median of the
+/// lines around it, then back, is set aside (`evidence::outliers`): for gen throughput per
+/// running request, a decode step 20 times faster for one line only (ratio).
+pub const SPIKE_FACTOR: f64 = 20.0;
+/// Lines on each side whose median a value is judged against (`evidence::outliers`; lines).
+pub const SPIKE_NEIGHBOURS: usize = 3;
+/// `#queue-req` this many times its neighbours and the lines around it, for one line, is set
+/// aside (`evidence::outliers`; ratio): far above what arrives and is admitted in one interval.
+pub const QUEUE_SPIKE_FACTOR: f64 = 100.0;
+/// ... and only from this many requests: a burst of hundreds admitted within one log interval
+/// happens on a large server (requests).
+pub const QUEUE_SPIKE_MIN: f64 = 1000.0;

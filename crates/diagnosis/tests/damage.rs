@@ -136,6 +136,10 @@ enum Damage {
     Duplicate,
     /// Insert a line of 2 MiB without a batch marker.
     LongLine(usize),
+    /// Replace one batch line's field with an extreme value that is in range for the parser
+    /// (issue 30 A1): `gen throughput (token/s): 5e8`, `#queue-req: 9000000`,
+    /// `#running-req: 9000000`.
+    Extreme(usize, &'static str, &'static str),
 }
 
 fn damage() -> impl Strategy<Value = Damage> {
@@ -148,26 +152,36 @@ fn damage() -> impl Strategy<Value = Damage> {
         any::<usize>().prop_map(Damage::Swap),
         Just(Damage::Duplicate),
         any::<usize>().prop_map(Damage::LongLine),
+        (
+            any::<usize>(),
+            prop::sample::select(vec![
+                ("gen throughput (token/s): ", "500000000.00"),
+                ("#queue-req: ", "9000000"),
+                ("#running-req: ", "9000000"),
+            ])
+        )
+            .prop_map(|(i, (k, v))| Damage::Extreme(i, k, v)),
     ]
+}
+
+/// `lines` with line `i` (among those holding `key`) given `value` for `key`.
+fn set_field(lines: &mut [Vec<u8>], i: usize, key: &str, value: &str) {
+    let with: Vec<usize> = (0..lines.len())
+        .filter(|&k| String::from_utf8_lossy(&lines[k]).contains(key))
+        .collect();
+    let k = with[i % with.len()];
+    let text = String::from_utf8_lossy(&lines[k]).into_owned();
+    let at = text.find(key).expect("field") + key.len();
+    let end = text[at..].find(',').map_or(text.len(), |e| at + e);
+    lines[k] = format!("{}{value}{}", &text[..at], &text[end..]).into_bytes();
 }
 
 fn apply(log: &[u8], d: &Damage) -> Vec<Vec<u8>> {
     let mut lines: Vec<Vec<u8>> = log.split(|&c| c == b'\n').map(<[u8]>::to_vec).collect();
     let n = lines.len();
     match d {
-        Damage::Impossible(i, v) => {
-            let batch: Vec<usize> = (0..n)
-                .filter(|&k| {
-                    String::from_utf8_lossy(&lines[k]).contains("gen throughput (token/s): ")
-                })
-                .collect();
-            let k = batch[i % batch.len()];
-            let text = String::from_utf8_lossy(&lines[k]).into_owned();
-            let at = text.find("gen throughput (token/s): ").expect("field")
-                + "gen throughput (token/s): ".len();
-            let end = text[at..].find(',').map_or(text.len(), |e| at + e);
-            lines[k] = format!("{}{v}{}", &text[..at], &text[end..]).into_bytes();
-        }
+        Damage::Impossible(i, v) => set_field(&mut lines, *i, "gen throughput (token/s): ", v),
+        Damage::Extreme(i, k, v) => set_field(&mut lines, *i, k, v),
         Damage::Swap(i) => lines.swap(i % (n - 1), i % (n - 1) + 1),
         Damage::Duplicate => return vec![log.to_vec(), log.to_vec()],
         Damage::LongLine(i) => lines.insert(i % n, vec![b'x'; 2 << 20]),
@@ -176,7 +190,7 @@ fn apply(log: &[u8], d: &Damage) -> Vec<Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
     #[test]
     fn damage_leaves_the_headline_or_is_reported(d in damage()) {
         let log = read(RTX);
@@ -195,6 +209,12 @@ proptest! {
         prop_assert!(same || reported, "{:?}: {} vs {}", d, r.headline.text, base.headline.text);
         if matches!(d, Damage::Duplicate) {
             prop_assert!(same, "a duplicated file must be counted once: {}", r.headline.text);
+        }
+        // one extreme value in range moves nothing, and is said (issue 30 A1)
+        if matches!(d, Damage::Extreme(..)) {
+            prop_assert!(same, "{:?} moved the headline: {} vs {}", d, r.headline.text, base.headline.text);
+            let said = r.inputs.iter().any(|i| i.rejected_lines > 0);
+            prop_assert!(said, "{:?} was not reported", d);
         }
     }
 }
@@ -239,4 +259,54 @@ fn a_damaged_line_is_counted_with_its_number_and_read_in_part() {
     let clean = b"[2025-05-20 10:00:00 TP0] Decode batch. #running-req: 12, #token: 484009, token usage: 0.95, gen throughput (token/s): 300.00, #queue-req: 0\n";
     let r = diagnose(&[&clean[..]]);
     assert_eq!(r.inputs[0].damaged_lines, 0);
+}
+
+/// Issue 30 A1 on the real RTX 4090 log (1,677 tok/s, KV-cache bound): one extreme value that
+/// the parser accepts, on the first lines, the last lines (for the queue: but the last decode
+/// and the last prefill line) and every 25th line holding the field, leaves the verdict and the rate within 2% and is
+/// listed as set aside. (Before:
+/// `gen throughput (token/s): 5e8` on one line gave 4,001,665 tok/s.)
+#[test]
+fn one_extreme_value_moves_nothing_and_is_said() {
+    let log = read(RTX);
+    let base = diagnose(&[&log]);
+    let b = rate(&base).expect("rate");
+    let lines: Vec<Vec<u8>> = log.split(|&c| c == b'\n').map(<[u8]>::to_vec).collect();
+    for (key, value) in [
+        ("gen throughput (token/s): ", "500000000.00"),
+        ("#queue-req: ", "9000000"),
+        ("#running-req: ", "9000000"),
+    ] {
+        let with: Vec<String> = lines
+            .iter()
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .filter(|l| l.contains(key))
+            .collect();
+        let n = with.len();
+        // a queue that jumps on the last decode or prefill line may be a burst arriving as the
+        // log ends: nothing says it fell back, and no rate reads it
+        let last_of_kind = |i: usize| {
+            let kind = |l: &str| l.contains("Decode batch");
+            !with[i + 1..].iter().any(|l| kind(l) == kind(&with[i]))
+        };
+        let picks = (0..3).chain(n - 3..n).chain((0..n).step_by(25));
+        for i in picks {
+            if key == "#queue-req: " && last_of_kind(i) {
+                continue;
+            }
+            let mut damaged = lines.clone();
+            set_field(&mut damaged, i, key, value);
+            let r = diagnose(&[&damaged.join(&b'\n')]);
+            assert_eq!(r.bottleneck, base.bottleneck, "{key}{value} at #{i}");
+            let a = rate(&r).expect("rate");
+            assert!(
+                (a - b).abs() <= 0.02 * b,
+                "{key}{value} at #{i}: {a} vs {b}"
+            );
+            assert!(
+                r.inputs.iter().any(|x| x.rejected_lines == 1),
+                "{key}{value} at #{i} not said"
+            );
+        }
+    }
 }

@@ -265,6 +265,7 @@ impl EvidenceBuilder {
     /// line, and sum each run's retractions over its sources.
     fn close_runs(ev: &mut Evidence) {
         (ev.retraction_totals, ev.retraction_lines) = ev.sum_retractions(|_| false);
+        super::outliers::set_aside(ev);
         let lines = |s: usize| {
             ev.sources
                 .get(s)
@@ -279,6 +280,7 @@ impl EvidenceBuilder {
             e.sources = sources.clone();
             e.dateless_timestamps |= dateless;
             (e.retraction_totals, e.retraction_lines) = e.sum_retractions(|_| false);
+            super::outliers::set_aside(e);
         }
     }
 

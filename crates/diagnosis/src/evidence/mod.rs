@@ -25,6 +25,7 @@ pub mod alarms;
 mod builder;
 mod consolidate;
 mod events;
+pub mod outliers;
 mod samples;
 mod scheduler;
 mod source;
@@ -89,6 +90,9 @@ pub struct Evidence {
     pub jit_compile: FailureLines,
     /// How the server's processes stopped (signal lines).
     pub shutdown: Shutdown,
+    /// Batch-line values no scheduler can print, set aside before any estimate
+    /// ([`outliers`]).
+    pub set_aside: outliers::SetAsideValues,
     /// NCCL timeouts, out-of-memory lines, slow passes, failed health checks, HiCache
     /// prefetches ([`alarms`]).
     pub alarms: alarms::Alarms,

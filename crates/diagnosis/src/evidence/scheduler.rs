@@ -206,6 +206,25 @@ impl SchedulerTimeline {
         agg.pd_prefill_lines += u64::from(p.prealloc_req.is_some() || p.inflight_req.is_some());
     }
 
+    /// Takes the peaks of `#running-req`, `#queue-req` and gen throughput again from the kept
+    /// samples, after values were set aside (`outliers`): on a thinned timeline they are then
+    /// the kept lines' peaks, no longer every line's.
+    pub(super) fn retake_decode_peaks(&mut self) {
+        let (d, p) = (self.decode.samples(), self.prefill.samples());
+        let agg = &mut self.agg;
+        agg.max_running = d
+            .iter()
+            .map(|x| x.running)
+            .chain(p.iter().map(|x| x.running))
+            .fold(None, max_opt);
+        agg.max_queue = d
+            .iter()
+            .map(|x| x.queue)
+            .chain(p.iter().map(|x| x.queue))
+            .fold(None, max_opt);
+        agg.max_gen_tps = d.iter().map(|x| x.gen_tps).fold(None, max_opt);
+    }
+
     /// Whether both sample lists are in time order (untimed samples do not count).
     pub fn is_time_ordered(&self) -> bool {
         fn ordered(ts: impl Iterator<Item = f64>) -> bool {

@@ -145,6 +145,11 @@ impl<T> Timeline<T> {
         }
     }
 
+    /// Mutable access to the kept samples (a value set aside is cleared in place).
+    pub fn samples_mut(&mut self) -> &mut [T] {
+        &mut self.samples
+    }
+
     /// Mutable access to the last kept sample.
     pub fn last_mut(&mut self) -> Option<&mut T> {
         self.samples.last_mut()

@@ -2,6 +2,7 @@
 //! and the sources used beside the logs.
 
 use crate::context::Context;
+use crate::evidence::outliers::{SetAside, SetAsideField, SetAsideReason};
 use crate::evidence::view::SchedulerView;
 use crate::evidence::{Evidence, JoinNote};
 use crate::narrative;
@@ -24,8 +25,21 @@ pub(super) fn malformed_lines(v: Vec<(u64, String, String)>) -> Vec<MalformedLin
 pub(super) fn input_summaries(ev: &Evidence) -> Vec<InputSummary> {
     ev.sources
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(id, s)| {
             let st = s.stats.clone().unwrap_or_default();
+            let judged: Vec<RejectedValue> = ev
+                .set_aside
+                .values
+                .iter()
+                .filter(|v| v.loc.source == id)
+                .map(set_aside_value)
+                .collect();
+            let judged_lines = if ev.sources.len() == 1 {
+                ev.set_aside.count
+            } else {
+                judged.len() as u64
+            };
             InputSummary {
                 name: s.name.clone(),
                 kind: s.kind,
@@ -39,7 +53,7 @@ pub(super) fn input_summaries(ev: &Evidence) -> Vec<InputSummary> {
                 long_lines: st.long_lines,
                 damaged_lines: st.damaged_lines,
                 damaged: malformed_lines(st.damaged),
-                rejected_lines: st.rejected_lines,
+                rejected_lines: st.rejected_lines + judged_lines,
                 rejected: st
                     .rejected
                     .into_iter()
@@ -49,10 +63,44 @@ pub(super) fn input_summaries(ev: &Evidence) -> Vec<InputSummary> {
                         value,
                         reason,
                     })
+                    .chain(judged)
                     .collect(),
             }
         })
         .collect()
+}
+
+/// A value set aside against its scheduler's neighbours or capacity, as the report lists it.
+fn set_aside_value(v: &SetAside) -> RejectedValue {
+    let (key, value) = match v.field {
+        SetAsideField::GenThroughput => ("gen throughput (token/s)", format!("{:.2}", v.value)),
+        SetAsideField::Running => ("#running-req", format!("{:.0}", v.value)),
+        SetAsideField::Queue => ("#queue-req", format!("{:.0}", v.value)),
+    };
+    let reason = match v.reason {
+        SetAsideReason::Spike { ratio } => match v.field {
+            SetAsideField::GenThroughput => format!(
+                "{} times the highest rate per running request of the lines around it (a decode step is not that much faster for one line)",
+                ratio.round()
+            ),
+            _ => format!(
+                "{} times the highest of the lines around it, for one line only",
+                ratio.round()
+            ),
+        },
+        SetAsideReason::AboveCap { cap } => {
+            format!("above max_running_requests {cap}: the scheduler admits no request past it")
+        }
+        SetAsideReason::AbovePool { pool } => {
+            format!("above the KV pool's {pool} tokens: each running request holds at least one")
+        }
+    };
+    RejectedValue {
+        line: v.loc.line,
+        key: key.to_string(),
+        value,
+        reason,
+    }
 }
 
 /// The server's `dp_size`: from its server info, else from the log's `server_args`.

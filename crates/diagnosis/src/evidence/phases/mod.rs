@@ -490,7 +490,8 @@ fn drain_start(s: &[DecodeSample]) -> Option<f64> {
         .filter_map(|d| d.running.map(|r| r as f64))
         .collect();
     let plateau = throughput_stats::median_f64(&running)?;
-    let end = s[s.len() - 1].running? as f64;
+    // the last line that reads a batch (a value set aside or damaged leaves a line without)
+    let end = s.iter().rev().find_map(|d| d.running)? as f64;
     if plateau < th::DRAIN_MIN_PLATEAU || end > th::DRAIN_LOW * plateau {
         return None;
     }
