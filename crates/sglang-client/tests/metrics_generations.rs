@@ -203,3 +203,50 @@ fn the_pool_falls_back_to_pages_and_bad_info_labels_are_counted() {
         m.problems
     );
 }
+
+/// The simulator's two generations of one state read to the same figures; only the new
+/// one carries the scheduler's time counters.
+#[test]
+fn the_simulators_generations_read_alike() {
+    use sglang_sim::{MetricsGeneration, sample_exposition};
+    let old = MetricsSnapshot::parse(&sample_exposition(MetricsGeneration::Old, true));
+    let new = MetricsSnapshot::parse(&sample_exposition(MetricsGeneration::New, true));
+    for m in [&old, &new] {
+        assert_eq!(m.problems, Vec::<String>::new());
+        assert_eq!(m.pool_tokens(), Some(24_000.0));
+        assert_eq!(m.total(|x| x.num_running_reqs), Some(60.0));
+        assert_eq!(m.total(|x| x.num_queue_reqs), Some(8.0));
+        assert_eq!(m.total(|x| x.generation_tokens_total), Some(9000.0));
+        assert_eq!(m.total(|x| x.num_requests_total), Some(30.0));
+        assert_eq!(m.forward_timer(), ForwardTimer::Measured(52.5));
+        let ttft = m
+            .first(|x| x.time_to_first_token_seconds.clone())
+            .unwrap()
+            .1;
+        assert_eq!(ttft.count, Some(6.0));
+        assert_eq!(ttft.quantile(0.5), Some(0.6));
+        let (_, pages) = m.first(|x| Some((x.page_size?, x.num_pages?))).unwrap();
+        assert_eq!(pages, (16.0, 1500.0));
+    }
+    assert_eq!(old.total(|x| x.scheduler_idle_seconds_total), None);
+    assert_eq!(new.total(|x| x.scheduler_idle_seconds_total), Some(7.5));
+    assert_eq!(
+        new.total(|x| x.scheduler_process_cpu_seconds_total),
+        Some(52.5)
+    );
+    // Rank 0 ran 26.25 s of passes and idled 7.5 s: 77.8 %.
+    let occ: Vec<_> = new.sets.iter().filter_map(|s| s.fwd_occupancy).collect();
+    assert_eq!(occ.len(), 2);
+    assert_eq!(occ[0], Occupancy::Percent(100.0 * 26.25 / 33.75));
+    assert_eq!(occ[1], Occupancy::Percent(100.0));
+    // Without the device timer: declared, zero, not enabled; occupancy idle (NaN).
+    for g in [MetricsGeneration::Old, MetricsGeneration::New] {
+        let m = MetricsSnapshot::parse(&sample_exposition(g, false));
+        assert_eq!(m.forward_timer(), ForwardTimer::NotEnabled, "{g:?}");
+        assert!(
+            m.sets
+                .iter()
+                .all(|s| s.fwd_occupancy.is_none_or(|o| o == Occupancy::Idle))
+        );
+    }
+}
