@@ -265,7 +265,7 @@ enum Range {
     Tokens,
     /// A fraction: 0 ..= 1.5 (token usage can exceed 1 a little).
     Fraction,
-    /// A percentage: 0 ..= 100.
+    /// A percentage: 0 ..= 101 (a quotient of two timers can round a little above 100).
     Percent,
     /// tok/s: 0 ..= 10^9.
     Rate,
@@ -281,7 +281,7 @@ impl Range {
             Range::Requests => 1e7,
             Range::Tokens => 1e12,
             Range::Fraction => 1.5,
-            Range::Percent => 100.0,
+            Range::Percent => 101.0,
             Range::Rate => 1e9,
             Range::Counter => 1e15,
             Range::Any => f64::MAX,

@@ -543,7 +543,7 @@ fn render_generation(
                 if !timer || m.num_running_reqs.get() == 0.0 || f + i <= 0.0 {
                     f64::NAN
                 } else {
-                    100.0 * f / (f + i)
+                    (100.0 * f / (f + i)).min(100.0)
                 }
             },
         ),
