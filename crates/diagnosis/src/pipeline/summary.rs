@@ -56,7 +56,7 @@ pub(super) fn metrics_summary(m: &MetricsFacts) -> Option<MetricsSummary> {
     let per_s = |f: fn(&MetricsSample) -> Option<f64>| {
         let mut held = m.samples.iter().filter_map(|s| Some((s.t, f(s)?)));
         let (t0, a) = held.next()?;
-        let (t1, b) = held.last()?;
+        let (t1, b) = held.next_back()?;
         (t1 > t0 && b >= a).then(|| (b - a) / (t1 - t0))
     };
     let generated_tok_per_s = per_s(|s| s.generation_tokens_total);
