@@ -88,19 +88,41 @@ pub fn window(p: &PrometheusArgs, now: f64) -> Result<Window> {
     Ok(w?)
 }
 
+/// v0.5.9's info gauge of the KV page (`python/sglang/srt/metrics/collector.py`,
+/// `emit_cache_config_info`): its figures are the labels `page_size` and `num_pages`.
+const CACHE_CONFIG_INFO: &str = "sglang:cache_config_info";
+
 /// One instance's range-query results as the diagnosis takes them (a series without a name
-/// is left out).
+/// is left out). A `sglang:cache_config_info{page_size,num_pages}` series becomes the two
+/// gauges that replaced it, `sglang:page_size` and `sglang:num_pages`, at its times (labels
+/// that are not whole numbers are left out).
 fn series_of(found: Vec<RangeSeries>) -> Vec<Series> {
-    found
-        .into_iter()
-        .filter_map(|mut s| {
-            Some(Series {
-                name: s.labels.remove("__name__")?,
-                dp_rank: s.labels.remove("dp_rank"),
-                points: s.points,
-            })
-        })
-        .collect()
+    let mut out = Vec::with_capacity(found.len());
+    for mut s in found {
+        let Some(name) = s.labels.remove("__name__") else {
+            continue;
+        };
+        let dp_rank = s.labels.remove("dp_rank");
+        if name == CACHE_CONFIG_INFO {
+            for gauge in ["page_size", "num_pages"] {
+                let Some(v) = s.labels.get(gauge).and_then(|v| v.parse::<u64>().ok()) else {
+                    continue;
+                };
+                out.push(Series {
+                    name: format!("sglang:{gauge}"),
+                    dp_rank: dp_rank.clone(),
+                    points: s.points.iter().map(|&(t, _)| (t, v as f64)).collect(),
+                });
+            }
+            continue;
+        }
+        out.push(Series {
+            name,
+            dp_rank,
+            points: s.points,
+        });
+    }
+    out
 }
 
 /// Read and diagnose the fleet.
@@ -120,6 +142,7 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
     let selector = p.selector.clone().unwrap_or_default();
     let names = SERIES
         .iter()
+        .chain(&[CACHE_CONFIG_INFO])
         .map(|s| s.trim_start_matches("sglang:"))
         .collect::<Vec<_>>()
         .join("|");
@@ -153,11 +176,16 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
         w.end
     );
     let mut problems = Vec::new();
-    // The pool size of every instance in one instant query.
+    // The pool size of every instance in one instant query: `max_total_num_tokens`, else
+    // `page_size × num_pages` (SGLang exports `num_pages = max_total_num_tokens // page_size`,
+    // `managers/scheduler.py`); v0.5.9's `cache_config_info` holds them as labels and comes
+    // with the range query instead.
+    let sel = selector_with(&selector, &[]).map_err(|e| anyhow::anyhow!("--selector: {e}"))?;
+    let range = ((w.end - w.start).ceil() as u64).max(1);
     let pool_q = format!(
-        "max by (instance) (max_over_time(sglang:max_total_num_tokens{}[{}s]))",
-        selector_with(&selector, &[]).map_err(|e| anyhow::anyhow!("--selector: {e}"))?,
-        ((w.end - w.start).ceil() as u64).max(1)
+        "max by (instance) (max_over_time(sglang:max_total_num_tokens{sel}[{range}s])) or \
+         max by (instance) (max_over_time(sglang:page_size{sel}[{range}s]) * \
+         max_over_time(sglang:num_pages{sel}[{range}s]))"
     );
     let pools: BTreeMap<String, u64> = match rt.block_on(client.query(&pool_q, w.end)) {
         Ok(v) => v
@@ -258,6 +286,15 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".to_string(), |x| format!("{x:.digits$}"))
 }
 
+/// Seconds of idle scheduler per second over the window, summed over DP ranks
+/// (`sglang:scheduler_idle_seconds_total`; `-` where the server does not export it).
+fn idle_s_per_s(i: &InstanceReport) -> Option<f64> {
+    i.report
+        .server_metrics
+        .as_ref()
+        .and_then(|m| m.scheduler_idle_s_per_s)
+}
+
 fn rate_cell(r: &Option<diagnosis::report::Rate>) -> String {
     match r {
         None => "-".into(),
@@ -283,7 +320,7 @@ pub fn text(f: &FleetReport) -> String {
         f.window.step_s,
         f.requests
     );
-    let rows: Vec<[String; 7]> = f
+    let rows: Vec<[String; 8]> = f
         .instances
         .iter()
         .map(|i| {
@@ -295,6 +332,7 @@ pub fn text(f: &FleetReport) -> String {
                 opt(i.queued_mean, 1),
                 opt(i.usage_mean, 2),
                 i.kv_pool_tokens.map_or("-".into(), |p| p.to_string()),
+                opt(idle_s_per_s(i), 2),
             ]
         })
         .collect();
@@ -306,6 +344,7 @@ pub fn text(f: &FleetReport) -> String {
         "queued",
         "usage",
         "KV pool tokens",
+        "sched idle s/s",
     ];
     let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
     for r in &rows {
@@ -382,19 +421,20 @@ pub fn markdown(f: &FleetReport) -> String {
     );
     let _ = writeln!(
         o,
-        "| instance | verdict | steady gen tok/s (95%) | running | queued | usage | KV pool tokens |\n|---|---|---|---|---|---|---|"
+        "| instance | verdict | steady gen tok/s (95%) | running | queued | usage | KV pool tokens | sched idle s/s |\n|---|---|---|---|---|---|---|---|"
     );
     for i in &f.instances {
         let _ = writeln!(
             o,
-            "| `{}` | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
             i.instance,
             diagnosis::narrative::bottleneck_label(i.bottleneck),
             rate_cell(&i.steady_gen_throughput),
             opt(i.running_mean, 1),
             opt(i.queued_mean, 1),
             opt(i.usage_mean, 2),
-            i.kv_pool_tokens.map_or("-".into(), |p| p.to_string())
+            i.kv_pool_tokens.map_or("-".into(), |p| p.to_string()),
+            opt(idle_s_per_s(i), 2)
         );
     }
     let _ = writeln!(
@@ -557,5 +597,151 @@ mod tests {
             window(&p, 0.0).expect_err("end before start").to_string(),
             "--end must be after --start"
         );
+    }
+
+    /// One instance's range series as Prometheus returns them, in either generation of
+    /// SGLang's names: v0.5.9 (`cache_config_info` with the page figures as labels, the
+    /// device timer as `gpu_execution_seconds_total`) or main (`page_size`/`num_pages`,
+    /// `forward_execution_seconds_total`, the tokenizer's counters split by `is_streaming`,
+    /// the scheduler's idle counter, `fwd_occupancy` NaN while idle). The same figures.
+    fn generation(new: bool) -> Vec<RangeSeries> {
+        let grid = |f: &dyn Fn(f64) -> f64| -> Vec<(f64, f64)> {
+            (0..=120)
+                .map(|i| {
+                    let t = 1_000.0 + f64::from(i) * 5.0;
+                    (t, f(t - 1_000.0))
+                })
+                .collect()
+        };
+        let one = |name: &str, extra: &[(&str, &str)], pts: Vec<(f64, f64)>| {
+            let mut labels: Labels = [("__name__", name), ("instance", "h:1"), ("job", "sglang")]
+                .iter()
+                .chain(extra)
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            labels.retain(|_, v| !v.is_empty());
+            RangeSeries {
+                labels,
+                points: pts,
+            }
+        };
+        let mut v = vec![
+            one("sglang:num_running_reqs", &[], grid(&|_| 60.0)),
+            one("sglang:num_queue_reqs", &[], grid(&|_| 30.0)),
+            one("sglang:token_usage", &[], grid(&|_| 0.96)),
+            one("sglang:gen_throughput", &[], grid(&|_| 900.0)),
+        ];
+        if new {
+            v.extend([
+                one("sglang:page_size", &[], grid(&|_| 16.0)),
+                one("sglang:num_pages", &[], grid(&|_| 1500.0)),
+                one(
+                    "sglang:generation_tokens_total",
+                    &[("is_streaming", "true")],
+                    grid(&|t| 600.0 * t),
+                ),
+                one(
+                    "sglang:generation_tokens_total",
+                    &[("is_streaming", "false")],
+                    grid(&|t| 300.0 * t),
+                ),
+                one(
+                    "sglang:num_requests_total",
+                    &[("is_streaming", "true")],
+                    grid(&|t| (t / 4.0).floor()),
+                ),
+                one(
+                    "sglang:num_requests_total",
+                    &[("is_streaming", "false")],
+                    grid(&|t| (t / 2.0).floor() - (t / 4.0).floor()),
+                ),
+                one(
+                    "sglang:forward_execution_seconds_total",
+                    &[("category", "decode")],
+                    grid(&|_| 0.0),
+                ),
+                one("sglang:scheduler_idle_seconds_total", &[], grid(&|_| 0.0)),
+                one("sglang:fwd_occupancy", &[], grid(&|_| f64::NAN)),
+            ]);
+        } else {
+            v.extend([
+                one(
+                    CACHE_CONFIG_INFO,
+                    &[("page_size", "16"), ("num_pages", "1500")],
+                    grid(&|_| 1.0),
+                ),
+                one("sglang:generation_tokens_total", &[], grid(&|t| 900.0 * t)),
+                one(
+                    "sglang:num_requests_total",
+                    &[],
+                    grid(&|t| (t / 2.0).floor()),
+                ),
+                one(
+                    "sglang:gpu_execution_seconds_total",
+                    &[("category", "decode")],
+                    grid(&|_| 0.0),
+                ),
+            ]);
+        }
+        v
+    }
+
+    #[test]
+    fn both_generations_of_names_give_the_same_diagnosis() {
+        let w = Window::new(1_000.0, 1_600.0, 5.0).expect("window");
+        let run = |new: bool| {
+            diagnosis::fleet::diagnose_instance(
+                "h:1",
+                "http://p",
+                &w,
+                &series_of(generation(new)),
+                None,
+                60.0,
+            )
+        };
+        let (old, new) = (run(false), run(true));
+        for r in [&old, &new] {
+            assert_eq!(r.bottleneck, diagnosis::report::Bottleneck::KvCacheBound);
+            assert_eq!(r.kv_pool_tokens, Some(24_000));
+            assert_eq!((r.points, r.rejected_points), (121, 0));
+            assert_eq!((r.running_mean, r.queued_mean), (Some(60.0), Some(30.0)));
+            assert!((r.usage_mean.expect("usage") - 0.96).abs() < 1e-9);
+            let m = r.report.server_metrics.as_ref().expect("metrics summary");
+            assert_eq!(m.generated_tok_per_s, Some(900.0));
+            assert_eq!(
+                m.forward_timer,
+                Some(diagnosis::report::ForwardTimer::NotEnabled)
+            );
+        }
+        let rate = |r: &InstanceReport| r.steady_gen_throughput.as_ref().map(|x| x.value);
+        assert_eq!(rate(&old), rate(&new));
+        assert_eq!(old.usage_mean, new.usage_mean);
+        assert!(rate(&old).is_some());
+        // Only the new generation says how idle the scheduler was, and that its occupancy
+        // was idle at every step (NaN), not a number.
+        let nm = new.report.server_metrics.as_ref().expect("summary");
+        assert_eq!(nm.scheduler_idle_s_per_s, Some(0.0));
+        let occ = nm.fwd_occupancy.as_ref().expect("occupancy");
+        assert_eq!((occ.busy_mean_pct, occ.idle_readings), (None, 121));
+        let om = old.report.server_metrics.as_ref().expect("summary");
+        assert_eq!(
+            (om.scheduler_idle_s_per_s, om.fwd_occupancy.is_none()),
+            (None, true)
+        );
+    }
+
+    #[test]
+    fn cache_config_info_becomes_the_page_gauges() {
+        let s = series_of(generation(false));
+        let pages: Vec<(&str, f64)> = s
+            .iter()
+            .filter(|x| x.name == "sglang:page_size" || x.name == "sglang:num_pages")
+            .map(|x| (x.name.as_str(), x.points[0].1))
+            .collect();
+        assert_eq!(
+            pages,
+            [("sglang:page_size", 16.0), ("sglang:num_pages", 1500.0)]
+        );
+        assert!(s.iter().all(|x| x.name != CACHE_CONFIG_INFO));
     }
 }

@@ -299,9 +299,16 @@ pub fn add_server_url_within(
                 // Unreadable lines and rejected values are warnings, named once per poll.
                 if let Some(first) = m.problems.first() {
                     ctx.source_errors.push(format!(
-                        "server {shown}/metrics: {} line(s) unreadable or values rejected; first: {first}",
+                        "server {url}/metrics: {} line(s) unreadable or values rejected; first: {first}",
                         m.problems_total
                     ));
+                }
+                // The pool from /metrics when the server info did not give it:
+                // `max_total_num_tokens`, else `page_size × num_pages` (either generation).
+                if let Some(server) = ctx.server.as_mut()
+                    && server.max_total_num_tokens.is_none()
+                {
+                    server.max_total_num_tokens = m.pool_tokens().map(|p| p.round() as u64);
                 }
                 facts.samples.push(metrics_sample(&m))
             }
@@ -324,8 +331,10 @@ pub fn add_server_url_within(
     }
 }
 
-/// One `/metrics` poll as plain values (summed over label sets; usage is the highest).
+/// One `/metrics` poll as plain values (summed over label sets; usage is the highest;
+/// occupancy the mean of the schedulers that report a number, the idle ones counted).
 pub fn metrics_sample(m: &sglang_client::MetricsSnapshot) -> MetricsSample {
+    use sglang_client::{ForwardTimer, Occupancy};
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -333,6 +342,17 @@ pub fn metrics_sample(m: &sglang_client::MetricsSnapshot) -> MetricsSample {
     let hist_q =
         |f: &dyn Fn(&sglang_client::LabeledMetrics) -> Option<&sglang_client::Histogram>,
          q: f64| { m.sets.iter().find_map(|s| f(s).and_then(|h| h.quantile(q))) };
+    // `sglang:fwd_occupancy`: a number per busy scheduler, NaN (idle) counted apart.
+    let (mut busy, mut idle, mut busy_sum) = (0u32, 0u32, 0.0);
+    for o in m.sets.iter().filter_map(|x| x.fwd_occupancy) {
+        match o {
+            Occupancy::Percent(p) => {
+                busy += 1;
+                busy_sum += p;
+            }
+            Occupancy::Idle => idle += 1,
+        }
+    }
     MetricsSample {
         t,
         running: m.total(|x| x.num_running_reqs),
@@ -345,5 +365,27 @@ pub fn metrics_sample(m: &sglang_client::MetricsSnapshot) -> MetricsSample {
         ttft_p90_s: hist_q(&|s| s.time_to_first_token_seconds.as_ref(), 0.9),
         itl_p50_s: hist_q(&|s| s.inter_token_latency_seconds.as_ref(), 0.5),
         e2e_p50_s: hist_q(&|s| s.e2e_request_latency_seconds.as_ref(), 0.5),
+        scheduler_idle_seconds_total: m.total(|x| x.scheduler_idle_seconds_total),
+        scheduler_cpu_seconds_total: m.total(|x| x.scheduler_process_cpu_seconds_total),
+        fwd_occupancy_pct: (busy > 0).then(|| busy_sum / f64::from(busy)),
+        fwd_occupancy_idle: idle,
+        fwd_occupancy_busy: busy,
+        forward_seconds_total: match m.forward_timer() {
+            ForwardTimer::Absent => None,
+            ForwardTimer::NotEnabled => Some(0.0),
+            ForwardTimer::Measured(s) => Some(s),
+        },
+        prefill_hit_tokens_total: m.total(|x| {
+            let hits = x
+                .prefill_effective_tokens_total
+                .iter()
+                .filter(|(mode, _)| mode.ends_with("_hit"));
+            hits.clone()
+                .next()
+                .is_some()
+                .then(|| hits.map(|(_, v)| v).sum())
+        }),
+        prefill_input_tokens_total: m
+            .total(|x| x.prefill_effective_tokens_total.get("input").copied()),
     }
 }

@@ -1,8 +1,11 @@
-//! A real Prometheus (Debian's `prometheus` package) scrapes three simulated SGLang servers
-//! (KV-bound with two DP ranks, pinned at its running cap, nearly idle) and `serve` every
-//! second for about a minute; then `diagnose --prometheus` must name each instance's
-//! bottleneck in the fleet table, and the verdict `serve` published must come back from
-//! Prometheus.
+//! A real Prometheus (Debian's `prometheus` package) scrapes simulated SGLang servers
+//! (KV-bound with two DP ranks, pinned at its running cap, nearly idle), each kind twice: once
+//! writing SGLang v0.5.9's `/metrics` names and once main's (`--metrics-generation old|new`:
+//! `cache_config_info` or `page_size`/`num_pages`, `gpu_execution_seconds_total` or
+//! `forward_execution_seconds_total`, `is_streaming` splits, the scheduler's idle counter),
+//! and `serve` every second for about a minute; then `diagnose --prometheus` must name each
+//! instance's bottleneck in the fleet table, the same for both generations with the same pool,
+//! and the verdict `serve` published must come back from Prometheus.
 //!
 //! Without a `prometheus` binary the test says loudly that it was skipped and passes, unless
 //! `THROUGHPUT_DOCTOR_REQUIRE_PROMETHEUS=1` (set by `.ci/run`), which makes it fail.
@@ -12,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sglang_sim::SimConfig;
+use sglang_sim::{MetricsGeneration, SimConfig};
 
 /// Seconds of samples to collect before diagnosing.
 const COLLECT_S: u64 = 60;
@@ -79,13 +82,23 @@ fn prometheus_fleet_diagnosis_and_published_verdicts() {
         .unwrap();
     let mut kv = SimConfig::kv_bound();
     kv.dp_size = 2;
-    let fleet = rt
-        .block_on(sglang_sim::spawn_fleet(vec![
-            kv,
+    // The three kinds in the old generation of names, then the same three in the new one.
+    let mut cfgs = Vec::new();
+    for generation in [MetricsGeneration::Old, MetricsGeneration::New] {
+        for c in [
+            kv.clone(),
             SimConfig::running_cap_bound(),
             SimConfig::nearly_idle(),
-        ]))
-        .unwrap();
+        ] {
+            cfgs.push(SimConfig {
+                metrics_generation: generation,
+                ..c
+            });
+        }
+    }
+    // The new-names KV-bound server runs with SGLANG_ENABLE_METRICS_DEVICE_TIMER=1.
+    cfgs[3].device_timer = true;
+    let fleet = rt.block_on(sglang_sim::spawn_fleet(cfgs)).unwrap();
     let addrs: Vec<String> = fleet.iter().map(|h| h.addr.to_string()).collect();
     let serve_args = throughput_doctor_cli::serve::ServeArgs {
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -171,28 +184,67 @@ fn prometheus_fleet_diagnosis_and_published_verdicts() {
             .find(|i| i["instance"] == inst)
             .map(|i| i["bottleneck"].as_str().unwrap_or("").to_string())
     };
-    assert_eq!(v["totals"]["instances"], 3, "{out}");
-    assert_eq!(v["totals"]["dp_ranks"], 4, "{out}");
-    assert_eq!(
-        verdict(&addrs[0]).as_deref(),
-        Some("kv_cache_bound"),
-        "{out}"
-    );
-    assert_eq!(
-        verdict(&addrs[1]).as_deref(),
-        Some("running_cap_bound"),
-        "{out}"
-    );
-    assert_eq!(verdict(&addrs[2]).as_deref(), Some("client_bound"), "{out}");
-    let kv_row = v["instances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["instance"] == addrs[0].as_str())
-        .unwrap();
-    assert_eq!(kv_row["kv_pool_tokens"], 24_000);
-    assert!(kv_row["steady_gen_throughput"]["value"].as_f64().unwrap() > 0.0);
-    assert!(kv_row["points"].as_u64().unwrap() >= 30, "{kv_row}");
+    assert_eq!(v["totals"]["instances"], 6, "{out}");
+    assert_eq!(v["totals"]["dp_ranks"], 8, "{out}");
+    let row = |inst: &str| {
+        v["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["instance"] == inst)
+            .unwrap()
+            .clone()
+    };
+    // addrs[k] (old names) and addrs[k + 3] (new names): the same verdict, pool and ranks.
+    for (k, want, pool) in [
+        (0, "kv_cache_bound", 24_000),
+        (1, "running_cap_bound", 400_000),
+        (2, "client_bound", 400_000),
+    ] {
+        for a in [&addrs[k], &addrs[k + 3]] {
+            assert_eq!(verdict(a).as_deref(), Some(want), "{a}: {out}");
+            let r = row(a);
+            assert!(r["points"].as_u64().unwrap() >= 30, "{r}");
+            assert_eq!(r["rejected_points"], 0, "{r}");
+        }
+        let (old, new) = (row(&addrs[k]), row(&addrs[k + 3]));
+        assert_eq!(old["kv_pool_tokens"], new["kv_pool_tokens"], "{out}");
+        assert_eq!(old["kv_pool_tokens"], pool, "{out}");
+        assert_eq!(
+            old["ranks"].as_array().map(Vec::len),
+            new["ranks"].as_array().map(Vec::len)
+        );
+        // The device timer is off but on the new KV-bound server: SGLang declares its counter
+        // without samples, so Prometheus holds no series and nothing is reported, never a
+        // measured zero.
+        for r in [&old, &new] {
+            let timer = &r["report"]["server_metrics"]["forward_timer"];
+            if r["instance"] == addrs[3].as_str() {
+                assert_eq!(timer["state"], "measured", "{r}");
+                assert!(timer["forward_s_per_s"].as_f64().unwrap() > 0.0, "{r}");
+                let occ = &r["report"]["server_metrics"]["fwd_occupancy"];
+                assert!(occ["busy_mean_pct"].as_f64().unwrap() > 0.0, "{r}");
+            } else {
+                assert!(timer.is_null(), "{r}");
+            }
+        }
+        // Only main's names say how idle the scheduler was.
+        assert!(old["report"]["server_metrics"]["scheduler_idle_s_per_s"].is_null());
+        assert!(
+            new["report"]["server_metrics"]["scheduler_idle_s_per_s"]
+                .as_f64()
+                .is_some(),
+            "{new}"
+        );
+    }
+    for k in [0, 3] {
+        assert!(
+            row(&addrs[k])["steady_gen_throughput"]["value"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+    }
     assert!(v["problems"].as_array().unwrap().is_empty(), "{out}");
 
     // ...and as text: one row per instance, named as Prometheus labels it, with its verdict.
@@ -206,11 +258,12 @@ fn prometheus_fleet_diagnosis_and_published_verdicts() {
         "1s",
     ]);
     assert_eq!(code, 0, "{err}");
-    for (addr, label) in addrs.iter().zip([
+    let labels = [
         "KV-cache bound",
         "running-request cap bound",
         "client too slow / not enough load",
-    ]) {
+    ];
+    for (addr, label) in addrs.iter().zip(labels.iter().chain(&labels)) {
         let row = text
             .lines()
             .find(|l| l.trim_start().starts_with(addr.as_str()))
@@ -218,7 +271,7 @@ fn prometheus_fleet_diagnosis_and_published_verdicts() {
         assert!(row.contains(label), "{row}");
     }
     assert!(text.contains("Fleet from"), "{text}");
-    assert!(text.contains("3 instance(s), 4 DP rank(s)"), "{text}");
+    assert!(text.contains("6 instance(s), 8 DP rank(s)"), "{text}");
 
     // The verdicts serve published, scraped by Prometheus, queried back.
     let client = sglang_client::PrometheusClient::new(&prom_url, Duration::from_secs(10)).unwrap();
@@ -235,21 +288,14 @@ fn prometheus_fleet_diagnosis_and_published_verdicts() {
             .find(|s| s.labels.get("instance").map(String::as_str) == Some(inst))
             .and_then(|s| s.labels.get("kind").cloned())
     };
-    assert_eq!(
-        published(&addrs[0]).as_deref(),
-        Some("kv_cache_bound"),
-        "{series:?}"
-    );
-    assert_eq!(
-        published(&addrs[1]).as_deref(),
-        Some("running_cap_bound"),
-        "{series:?}"
-    );
-    assert_eq!(
-        published(&addrs[2]).as_deref(),
-        Some("client_bound"),
-        "{series:?}"
-    );
+    for (k, want) in ["kv_cache_bound", "running_cap_bound", "client_bound"]
+        .iter()
+        .enumerate()
+    {
+        for a in [&addrs[k], &addrs[k + 3]] {
+            assert_eq!(published(a).as_deref(), Some(*want), "{a}: {series:?}");
+        }
+    }
 
     rt.block_on(async {
         served.shutdown().await;

@@ -116,6 +116,27 @@ pub struct MetricsSample {
     pub itl_p50_s: Option<f64>,
     /// Median end-to-end latency (seconds).
     pub e2e_p50_s: Option<f64>,
+    /// `sglang:scheduler_idle_seconds_total` summed over schedulers (seconds, counter;
+    /// `observability/metrics_collector.py`, SGLang PR #37461).
+    pub scheduler_idle_seconds_total: Option<f64>,
+    /// `sglang:scheduler_process_cpu_seconds_total` summed over schedulers (CPU seconds,
+    /// counter; PR #37461).
+    pub scheduler_cpu_seconds_total: Option<f64>,
+    /// Mean `sglang:fwd_occupancy` over the schedulers that report a number (percent);
+    /// `None` when none does.
+    pub fwd_occupancy_pct: Option<f64>,
+    /// Schedulers whose `sglang:fwd_occupancy` is NaN, SGLang's idle (schedulers).
+    pub fwd_occupancy_idle: u32,
+    /// Schedulers whose `sglang:fwd_occupancy` is a number (schedulers).
+    pub fwd_occupancy_busy: u32,
+    /// `sglang:forward_execution_seconds_total` (or `sglang:gpu_execution_seconds_total`)
+    /// summed over categories and schedulers (seconds, counter); `Some(0.0)` when declared
+    /// without samples (the device timer is off), `None` when neither name is exported.
+    pub forward_seconds_total: Option<f64>,
+    /// `sglang:prefill_effective_tokens_total` of the `*_hit` modes, summed (tokens, counter).
+    pub prefill_hit_tokens_total: Option<f64>,
+    /// `sglang:prefill_effective_tokens_total{mode="input"}`, summed (tokens, counter).
+    pub prefill_input_tokens_total: Option<f64>,
 }
 
 /// Polls of `/metrics` from one server.

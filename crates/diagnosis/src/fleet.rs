@@ -25,7 +25,17 @@ use crate::thresholds as th;
 
 /// The SGLang series read per instance over the window. The pool size
 /// (`sglang:max_total_num_tokens`, constant while a server runs) is read too when it comes
-/// with them, else given apart ([`diagnose_instance`]'s `pool_tokens`).
+/// with them, else given apart ([`diagnose_instance`]'s `pool_tokens`); without it,
+/// `sglang:page_size × sglang:num_pages` of a rank is its pool (SGLang exports
+/// `num_pages = max_total_num_tokens // page_size`, `managers/scheduler.py`; the binary turns
+/// v0.5.9's `sglang:cache_config_info{page_size,num_pages}` into these two).
+///
+/// Both generations of names are read: the device timer's
+/// `sglang:forward_execution_seconds_total` (v0.5.11+) or `sglang:gpu_execution_seconds_total`
+/// (v0.5.7 – v0.5.10), summed over `category`; series split by `is_streaming` are summed at
+/// each step like those of DP ranks. The scheduler's idle and CPU counters (SGLang PR #37461)
+/// and `sglang:fwd_occupancy` (NaN when idle: counted apart, never averaged) are read where a
+/// server exports them. The removed `sglang:gpu_overlap_wait_seconds_total` is not read.
 pub const SERIES: &[&str] = &[
     "sglang:num_running_reqs",
     "sglang:num_queue_reqs",
@@ -33,6 +43,13 @@ pub const SERIES: &[&str] = &[
     "sglang:gen_throughput",
     "sglang:generation_tokens_total",
     "sglang:num_requests_total",
+    "sglang:page_size",
+    "sglang:num_pages",
+    "sglang:scheduler_idle_seconds_total",
+    "sglang:scheduler_process_cpu_seconds_total",
+    "sglang:fwd_occupancy",
+    "sglang:forward_execution_seconds_total",
+    "sglang:gpu_execution_seconds_total",
 ];
 
 /// The window read: from `start` to `end` at every `step_s`.
@@ -178,7 +195,10 @@ pub fn plausible_max(series: &str) -> f64 {
         "sglang:num_running_reqs" | "sglang:num_queue_reqs" => values::MAX_REQUESTS as f64,
         "sglang:token_usage" => values::MAX_USAGE,
         "sglang:gen_throughput" => values::MAX_TOKENS_PER_S,
-        "sglang:max_total_num_tokens" => values::MAX_TOKENS as f64,
+        "sglang:max_total_num_tokens" | "sglang:page_size" | "sglang:num_pages" => {
+            values::MAX_TOKENS as f64
+        }
+        "sglang:fwd_occupancy" => th::FWD_OCCUPANCY_MAX_PCT,
         _ => th::METRIC_COUNTER_MAX,
     }
 }
@@ -198,6 +218,8 @@ struct Accum {
     samples: Vec<MetricsSample>,
     present: Vec<bool>,
     kv_pool: Option<f64>,
+    /// Per rank label, the largest `sglang:page_size` and `sglang:num_pages` read.
+    pages: BTreeMap<String, (Option<f64>, Option<f64>)>,
     rejected: u64,
     /// Per rank label, (Σ value, points) of each [`RankGauge`].
     ranks: BTreeMap<String, [(f64, u64); 3]>,
@@ -239,6 +261,7 @@ pub fn instance_facts(
         samples: vec![MetricsSample::default(); n],
         present: vec![false; n],
         kv_pool: None,
+        pages: BTreeMap::new(),
         rejected: 0,
         ranks: BTreeMap::new(),
     };
@@ -247,6 +270,13 @@ pub fn instance_facts(
         let rank = s.dp_rank.clone().unwrap_or_default();
         let max = plausible_max(name);
         for &(t, v) in &s.points {
+            if name == "sglang:fwd_occupancy" && v.is_nan() {
+                // SGLang's idle scheduler: a reading, not a number.
+                if let Some(i) = a.slot(t) {
+                    a.samples[i].fwd_occupancy_idle += 1;
+                }
+                continue;
+            }
             if !(v.is_finite() && v >= 0.0 && v <= max) {
                 a.rejected += 1;
                 continue;
@@ -282,6 +312,34 @@ pub fn instance_facts(
                     a.kv_pool = Some(a.kv_pool.map_or(v, |p: f64| p.max(v)));
                     None
                 }
+                "sglang:page_size" | "sglang:num_pages" => {
+                    let e = a.pages.entry(rank.clone()).or_default();
+                    let slot = if name == "sglang:page_size" {
+                        &mut e.0
+                    } else {
+                        &mut e.1
+                    };
+                    *slot = Some(slot.map_or(v, |p: f64| p.max(v)));
+                    None
+                }
+                "sglang:scheduler_idle_seconds_total" => {
+                    add(&mut x.scheduler_idle_seconds_total, v);
+                    None
+                }
+                "sglang:scheduler_process_cpu_seconds_total" => {
+                    add(&mut x.scheduler_cpu_seconds_total, v);
+                    None
+                }
+                "sglang:forward_execution_seconds_total" | "sglang:gpu_execution_seconds_total" => {
+                    add(&mut x.forward_seconds_total, v);
+                    None
+                }
+                "sglang:fwd_occupancy" => {
+                    // Summed here, divided by the busy readings below.
+                    add(&mut x.fwd_occupancy_pct, v);
+                    x.fwd_occupancy_busy += 1;
+                    None
+                }
                 _ => None,
             };
             if let Some(g) = gauge {
@@ -295,8 +353,20 @@ pub fn instance_facts(
         .samples
         .into_iter()
         .zip(a.present)
-        .filter_map(|(s, p)| p.then_some(s))
+        .filter_map(|(mut s, p)| {
+            if s.fwd_occupancy_busy > 0 {
+                s.fwd_occupancy_pct = s
+                    .fwd_occupancy_pct
+                    .map(|x| x / f64::from(s.fwd_occupancy_busy));
+            }
+            p.then_some(s)
+        })
         .collect();
+    let paged_pool = a
+        .pages
+        .values()
+        .filter_map(|&(p, n)| Some(p? * n?))
+        .reduce(f64::max);
     let mean = |x: (f64, u64)| (x.1 > 0).then(|| x.0 / x.1 as f64);
     let ranks: Vec<RankSummary> = a
         .ranks
@@ -311,7 +381,7 @@ pub fn instance_facts(
     let server = ServerFacts {
         source: format!("{prometheus} instance {instance}"),
         dp_size: Some(ranks.len().max(1) as u32),
-        max_total_num_tokens: a.kv_pool.map(|p| p.round() as u64),
+        max_total_num_tokens: a.kv_pool.or(paged_pool).map(|p| p.round() as u64),
         ..ServerFacts::default()
     };
     InstanceFacts {
@@ -580,5 +650,63 @@ mod tests {
         assert_eq!(t.by_bottleneck.get("kv_cache_bound"), Some(&1));
         // one instance has no peers
         assert!(outliers(std::slice::from_ref(&r)).is_empty());
+    }
+
+    #[test]
+    fn new_series_are_read_and_an_idle_occupancy_is_not_a_number() {
+        let w = Window::new(0.0, 20.0, 10.0).expect("window");
+        let s = [
+            // no max_total_num_tokens: the pool is page_size × num_pages of a rank
+            series("sglang:page_size", "0", &[(0.0, 16.0)]),
+            series("sglang:num_pages", "0", &[(0.0, 1500.0)]),
+            series("sglang:num_pages", "1", &[(0.0, 1400.0)]),
+            series(
+                "sglang:fwd_occupancy",
+                "0",
+                &[(0.0, 80.0), (10.0, f64::NAN), (20.0, 150.0)],
+            ),
+            series("sglang:fwd_occupancy", "1", &[(0.0, 60.0), (10.0, 90.0)]),
+            series(
+                "sglang:scheduler_idle_seconds_total",
+                "0",
+                &[(0.0, 1.0), (20.0, 6.0)],
+            ),
+            series(
+                "sglang:scheduler_idle_seconds_total",
+                "1",
+                &[(0.0, 2.0), (20.0, 2.0)],
+            ),
+            series("sglang:gpu_execution_seconds_total", "0", &[(0.0, 0.0)]),
+            series("sglang:forward_execution_seconds_total", "1", &[(0.0, 0.0)]),
+        ];
+        let f = instance_facts("h:1", "p", &w, &s);
+        // 150 % is rejected; NaN is an idle reading, not a rejected point
+        assert_eq!(f.rejected_points, 1);
+        assert_eq!(f.server.max_total_num_tokens, Some(24_000));
+        let x = &f.metrics.samples;
+        assert_eq!(
+            (x[0].fwd_occupancy_pct, x[0].fwd_occupancy_busy),
+            (Some(70.0), 2)
+        );
+        assert_eq!(
+            (x[1].fwd_occupancy_pct, x[1].fwd_occupancy_busy),
+            (Some(90.0), 1)
+        );
+        assert_eq!(x[1].fwd_occupancy_idle, 1);
+        assert_eq!(x[0].scheduler_idle_seconds_total, Some(3.0));
+        assert_eq!(x[2].scheduler_idle_seconds_total, Some(8.0));
+        // both names of the device timer, zero: not enabled
+        assert_eq!(x[0].forward_seconds_total, Some(0.0));
+        let r = diagnose_instance("h:1", "p", &w, &s, None, 60.0);
+        assert_eq!(r.kv_pool_tokens, Some(24_000));
+        let sum = r.report.server_metrics.expect("summary");
+        assert_eq!(sum.scheduler_idle_s_per_s, Some(0.25));
+        assert_eq!(
+            sum.forward_timer,
+            Some(crate::report::ForwardTimer::NotEnabled)
+        );
+        let occ = sum.fwd_occupancy.expect("occupancy");
+        assert_eq!((occ.busy_readings, occ.idle_readings), (3, 1));
+        assert_eq!(occ.busy_mean_pct, Some((80.0 + 60.0 + 90.0) / 3.0));
     }
 }

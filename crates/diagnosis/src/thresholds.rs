@@ -376,6 +376,12 @@ pub const FLEET_MAX_POINTS: f64 = 100_000.0;
 /// requests is years of any server, and far below what breaks `f64` sums (the bound
 /// `sglang-client`'s `/metrics` reader takes for counters).
 pub const METRIC_COUNTER_MAX: f64 = 1e15;
+/// Largest `sglang:fwd_occupancy` a fleet series may hold (percent): SGLang writes the
+/// GPU-busy share of the forward passes as a percentage (`observability/metrics_collector.py`,
+/// "Forward pass GPU occupancy percentage"); a quotient of two timers can land a rounding
+/// error above 100 (100.00000000000001 was seen), so the bound is 101 and a point above it
+/// is not used. NaN is the idle scheduler and is counted apart, never against this bound.
+pub const FWD_OCCUPANCY_MAX_PCT: f64 = 101.0;
 
 /// Standard deviations of the Poisson send time (`√N / R`) by which a benchmark's duration may
 /// fall short of `N / R` before the run is said to have finished faster than it was sent

@@ -49,6 +49,6 @@ pub use client::{
 pub use error::ClientError;
 pub use info::{InfoError, InternalState, MemoryUsage, ModelInfo, ServerInfo};
 pub use loads::{Loads, RankLoad};
-pub use metrics::{Histogram, LabeledMetrics, MetricsSnapshot};
+pub use metrics::{ForwardTimer, Histogram, LabeledMetrics, MetricsSnapshot, Occupancy};
 pub use prometheus::{PromError, PrometheusClient, RangeSeries};
 pub use redact::Secrets;

@@ -12,11 +12,57 @@
 //! (an HTML error page, junk) has no label set: it is "no data", never zeros.
 //! Building the view is one pass with hash lookups, linear in the number of
 //! series.
+//!
+//! Two generations of names are read alike (SGLang PR #37461/#37636 and the
+//! collector's moves, `sglang-observables.md` §3.3): the device timer's
+//! `sglang:gpu_execution_seconds_total{category}` (v0.5.7 – v0.5.10) and
+//! `sglang:forward_execution_seconds_total{category}` (v0.5.11+) fill one
+//! field; `sglang:cache_config_info{page_size,num_pages}` (a gauge set to 1,
+//! v0.5.9) and the gauges `sglang:page_size` / `sglang:num_pages` (v0.5.11+)
+//! fill the same two fields. The tokenizer's `is_streaming` label (and the
+//! older `stream`) splits a counter or histogram by how the request was
+//! served; it is summed over, never a label set of its own. A
+//! `sglang:fwd_occupancy` of NaN is SGLang's word for an idle scheduler
+//! ([`Occupancy::Idle`]), not a bad value. The removed
+//! `sglang:gpu_overlap_wait_seconds_total` is kept as an unknown sample.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A label set, sorted by label name (the `le` bucket label excluded).
 pub type Labels = BTreeMap<String, String>;
+
+/// Labels that split a series by how its requests were served and are summed
+/// over: `is_streaming` (`"true"`/`"false"`, the tokenizer's counters and
+/// latency histograms in `observability/metrics_collector.py`) and `stream`,
+/// its earlier spelling.
+pub const SUMMED_LABELS: &[&str] = &["is_streaming", "stream"];
+
+/// `sglang:fwd_occupancy` of one scheduler (`observability/metrics_collector.py`,
+/// `SchedulerStats.fwd_occupancy`: NaN by default and set back to NaN when the
+/// scheduler goes idle; a number only with `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Occupancy {
+    /// NaN: the scheduler ran no forward pass in the last interval (never a number).
+    Idle,
+    /// The GPU-busy share of the forward passes, percent (0–100).
+    Percent(f64),
+}
+
+/// What `sglang:forward_execution_seconds_total` (or its older name
+/// `sglang:gpu_execution_seconds_total`) says, summed over categories and
+/// schedulers. SGLang counts it only with `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`
+/// (`managers/scheduler_metrics_mixin.py`, the `DeviceTimer` reporter), so a
+/// zero (or a declared family without samples) is the timer switched off,
+/// never a measured zero.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ForwardTimer {
+    /// Neither name is declared: a server older than v0.5.7, or metrics off.
+    Absent,
+    /// Declared, but zero or without samples: the device timer is off.
+    NotEnabled,
+    /// GPU-busy seconds of forward passes since start, seconds.
+    Measured(f64),
+}
 
 /// A cumulative Prometheus histogram (one label set).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -179,6 +225,35 @@ pub struct LabeledMetrics {
     pub kv_transfer: BTreeMap<String, Histogram>,
     /// The same `sglang:kv_transfer_*` names exported as gauges (v0.5.2 – v0.5.9).
     pub kv_transfer_gauges: BTreeMap<String, f64>,
+    /// `sglang:fwd_occupancy` · forward-pass GPU occupancy (v0.5.12+; NaN is idle).
+    pub fwd_occupancy: Option<Occupancy>,
+    /// `sglang:forward_execution_seconds_total{category}` (v0.5.11+) or
+    /// `sglang:gpu_execution_seconds_total{category}` (v0.5.7 – v0.5.10) ·
+    /// counter, GPU-busy seconds of forward passes by `category` (a
+    /// `ForwardMode` name); zero unless the device timer is on ([`ForwardTimer`]).
+    pub forward_execution_seconds_total: BTreeMap<String, f64>,
+    /// `sglang:scheduler_idle_seconds_total` · counter, seconds the scheduler
+    /// had nothing to run (PR #37461, v0.5.20).
+    pub scheduler_idle_seconds_total: Option<f64>,
+    /// `sglang:scheduler_process_cpu_seconds_total` · counter, CPU seconds of
+    /// the scheduler process, all threads (PR #37461, v0.5.20; can grow faster than 1 s/s).
+    pub scheduler_process_cpu_seconds_total: Option<f64>,
+    /// `sglang:scheduler_stage_seconds_total{category}` · counter, wall seconds
+    /// of the scheduler loop by stage (`recv_requests`, `run_batch`, `idle`,
+    /// `other`, ...; `observability/scheduler_stage_metrics.py`, PR #37636);
+    /// any other label is summed over.
+    pub scheduler_stage_seconds_total: BTreeMap<String, f64>,
+    /// `sglang:prefill_effective_tokens_total{mode}` · counter, prefill tokens
+    /// by `mode` (`input`, `device_hit`, `host_hit`, `storage_hit`),
+    /// re-prefills of retracted requests excluded (v0.5.18+).
+    pub prefill_effective_tokens_total: BTreeMap<String, f64>,
+    /// `sglang:page_size` (v0.5.11+) or the `page_size` label of
+    /// `sglang:cache_config_info` (v0.5.9) · tokens per KV page.
+    pub page_size: Option<f64>,
+    /// `sglang:num_pages` (v0.5.11+) or the `num_pages` label of
+    /// `sglang:cache_config_info` (v0.5.9) · KV pages, `max_total_num_tokens //
+    /// page_size` (`managers/scheduler.py`, `emit_constants` / `emit_cache_config_info`).
+    pub num_pages: Option<f64>,
 }
 
 /// Plausible range of a typed scalar; outside it the value is rejected.
@@ -190,6 +265,8 @@ enum Range {
     Tokens,
     /// A fraction: 0 ..= 1.5 (token usage can exceed 1 a little).
     Fraction,
+    /// A percentage: 0 ..= 101 (a quotient of two timers can round a little above 100).
+    Percent,
     /// tok/s: 0 ..= 10^9.
     Rate,
     /// Counters: 0 ..= 10^15.
@@ -204,6 +281,7 @@ impl Range {
             Range::Requests => 1e7,
             Range::Tokens => 1e12,
             Range::Fraction => 1.5,
+            Range::Percent => 101.0,
             Range::Rate => 1e9,
             Range::Counter => 1e15,
             Range::Any => f64::MAX,
@@ -241,6 +319,31 @@ impl LabeledMetrics {
             "sglang:num_requests_total" => (&mut self.num_requests_total, Counter),
             "sglang:num_aborted_requests_total" | "sglang:num_aborted_requests" => {
                 (&mut self.num_aborted_requests_total, Counter)
+            }
+            "sglang:scheduler_idle_seconds_total" => {
+                (&mut self.scheduler_idle_seconds_total, Counter)
+            }
+            "sglang:scheduler_process_cpu_seconds_total" => {
+                (&mut self.scheduler_process_cpu_seconds_total, Counter)
+            }
+            "sglang:page_size" => (&mut self.page_size, Tokens),
+            "sglang:num_pages" => (&mut self.num_pages, Tokens),
+            _ => return None,
+        })
+    }
+
+    /// A counter split by one label (`mode`, `category`): its map and that label.
+    fn keyed_slot(&mut self, name: &str) -> Option<(&mut BTreeMap<String, f64>, &'static str)> {
+        Some(match name {
+            "sglang:realtime_tokens_total" => (&mut self.realtime_tokens_total, "mode"),
+            "sglang:prefill_effective_tokens_total" => {
+                (&mut self.prefill_effective_tokens_total, "mode")
+            }
+            "sglang:forward_execution_seconds_total" | "sglang:gpu_execution_seconds_total" => {
+                (&mut self.forward_execution_seconds_total, "category")
+            }
+            "sglang:scheduler_stage_seconds_total" => {
+                (&mut self.scheduler_stage_seconds_total, "category")
             }
             _ => return None,
         })
@@ -299,6 +402,10 @@ pub struct MetricsSnapshot {
     pub lines: usize,
     /// Samples read (all names).
     pub samples: usize,
+    /// Every `sglang:` name that has at least one sample, and every `sglang:`
+    /// family declared by a `# TYPE` line (SGLang declares a labelled counter
+    /// before its first sample).
+    pub declared: BTreeSet<String>,
 }
 
 impl MetricsSnapshot {
@@ -328,6 +435,15 @@ impl MetricsSnapshot {
         // the first line it came from.
         let mut hists: HashMap<(usize, Labels), (Histogram, usize)> = HashMap::new();
         let mut hist_order: Vec<(usize, Labels)> = Vec::new();
+        for f in &e.families {
+            if f.name.starts_with("sglang:") {
+                snap.declared.insert(f.name.clone());
+                // OpenMetrics declares a counter without its `_total`.
+                if f.kind == MetricType::Counter && !f.name.ends_with("_total") {
+                    snap.declared.insert(format!("{}_total", f.name));
+                }
+            }
+        }
         for s in &e.samples {
             let fam = &e.families[s.family];
             // A counter typed OpenMetrics-style (`# TYPE x counter`, sample `x_total`) is
@@ -339,12 +455,21 @@ impl MetricsSnapshot {
             } else {
                 fam.name.as_str()
             };
-            let mut labels: Labels = s
-                .labels
-                .iter()
-                .filter(|(k, _)| k != "le" && k != "quantile")
-                .cloned()
-                .collect();
+            let mut summed = false;
+            let mut labels: Labels = Labels::new();
+            for (k, v) in &s.labels {
+                if k == "le" || k == "quantile" {
+                    continue;
+                }
+                if SUMMED_LABELS.contains(&k.as_str()) {
+                    summed = true;
+                    continue;
+                }
+                labels.insert(k.clone(), v.clone());
+            }
+            if name.starts_with("sglang:") {
+                snap.declared.insert(name.to_string());
+            }
             let is_hist = matches!(fam.kind, MetricType::Histogram);
             if is_hist
                 && (name.starts_with("sglang:kv_transfer_")
@@ -364,24 +489,77 @@ impl MetricsSnapshot {
                             format!("{name}_bucket without a numeric le label"),
                         ),
                     },
-                    Suffix::Sum => entry.0.sum = Some(s.value),
-                    Suffix::Count => entry.0.count = Some(s.value),
+                    // Parts split by a summed label add up.
+                    Suffix::Sum => entry.0.sum = Some(entry.0.sum.unwrap_or(0.0) + s.value),
+                    Suffix::Count => entry.0.count = Some(entry.0.count.unwrap_or(0.0) + s.value),
                     _ => {}
                 }
                 continue;
             }
-            if name == "sglang:realtime_tokens_total" {
-                let mode = labels.remove("mode").unwrap_or_default();
+            let counter_part = matches!(s.suffix, Suffix::None | Suffix::Total);
+            if counter_part && LabeledMetrics::default().keyed_slot(name).is_some() {
+                let key_label = LabeledMetrics::default()
+                    .keyed_slot(name)
+                    .map_or("mode", |(_, k)| k);
+                let key = labels.remove(key_label).unwrap_or_default();
                 if let Some(why) = implausible(s.value, Range::Counter) {
                     reject(
                         &mut snap,
                         s.line,
-                        format!("{name}{{mode={mode:?}}} = {}: {why}; not used", s.value),
+                        format!(
+                            "{name}{{{key_label}={key:?}}} = {}: {why}; not used",
+                            s.value
+                        ),
                     );
                     continue;
                 }
                 let i = set_of_labels(&mut snap, &mut index, &labels);
-                snap.sets[i].realtime_tokens_total.insert(mode, s.value);
+                if let Some((map, _)) = snap.sets[i].keyed_slot(name) {
+                    *map.entry(key).or_insert(0.0) += s.value;
+                }
+                continue;
+            }
+            if name == "sglang:fwd_occupancy" && matches!(s.suffix, Suffix::None) {
+                let reading = if s.value.is_nan() {
+                    Occupancy::Idle
+                } else if let Some(why) = implausible(s.value, Range::Percent) {
+                    reject(
+                        &mut snap,
+                        s.line,
+                        format!("{name} = {}: {why}; not used", s.value),
+                    );
+                    continue;
+                } else {
+                    Occupancy::Percent(s.value)
+                };
+                let i = set_of_labels(&mut snap, &mut index, &labels);
+                snap.sets[i].fwd_occupancy = Some(reading);
+                continue;
+            }
+            if name == "sglang:cache_config_info" && matches!(s.suffix, Suffix::None) {
+                // An info gauge: the figures are its labels, the value is 1.
+                let page = labels.remove("page_size");
+                let pages = labels.remove("num_pages");
+                let num = |v: &Option<String>| {
+                    v.as_deref()
+                        .and_then(|x| x.parse::<u64>().ok())
+                        .map(|x| x as f64)
+                        .filter(|x| implausible(*x, Range::Tokens).is_none())
+                };
+                match (num(&page), num(&pages)) {
+                    (Some(p), Some(n)) if p > 0.0 => {
+                        let i = set_of_labels(&mut snap, &mut index, &labels);
+                        snap.sets[i].page_size = Some(p);
+                        snap.sets[i].num_pages = Some(n);
+                    }
+                    _ => reject(
+                        &mut snap,
+                        s.line,
+                        format!(
+                            "{name} with page_size={page:?}, num_pages={pages:?}: not whole numbers of tokens and pages; not used"
+                        ),
+                    ),
+                }
                 continue;
             }
             if let Some(short) = name.strip_prefix("sglang:kv_transfer_")
@@ -416,7 +594,11 @@ impl MetricsSnapshot {
                     }
                     let i = set_of_labels(&mut snap, &mut index, &labels);
                     if let Some((slot, _)) = snap.sets[i].scalar_slot(name) {
-                        *slot = Some(s.value);
+                        // Series that differ only by a summed label add up.
+                        *slot = Some(match *slot {
+                            Some(prev) if summed => prev + s.value,
+                            _ => s.value,
+                        });
                     }
                 }
                 _ => {
@@ -441,6 +623,14 @@ impl MetricsSnapshot {
             };
             let name = e.families[key.0].name.as_str();
             h.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+            // Buckets of series split by a summed label share bounds: add them.
+            h.buckets.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 += later.1;
+                }
+                same
+            });
             // Counts must be plausible counters; the sum only finite (it can be
             // large for a long-lived server, and negative for odd units).
             let counts = h.buckets.iter().map(|b| b.1).chain(h.count);
@@ -485,6 +675,46 @@ impl MetricsSnapshot {
             }
         }
         acc
+    }
+
+    /// The KV pool of one scheduler, tokens: the largest
+    /// `sglang:max_total_num_tokens` of any label set, else the largest
+    /// `page_size × num_pages` (`sglang:page_size` and `sglang:num_pages`, or
+    /// `sglang:cache_config_info`'s labels). SGLang exports `num_pages =
+    /// max_total_num_tokens // page_size` (`managers/scheduler.py`), so the
+    /// product is the pool rounded down to whole pages; the pool is already
+    /// a whole number of pages (`profile_max_num_token` rounds it down to one).
+    pub fn pool_tokens(&self) -> Option<f64> {
+        let max = |it: &mut dyn Iterator<Item = f64>| it.reduce(f64::max);
+        max(&mut self.sets.iter().filter_map(|m| m.max_total_num_tokens)).or_else(|| {
+            max(&mut self
+                .sets
+                .iter()
+                .filter_map(|m| Some(m.page_size? * m.num_pages?)))
+        })
+    }
+
+    /// Forward-pass GPU time, summed over categories and label sets
+    /// ([`ForwardTimer`]): absent, switched off, or measured (seconds).
+    pub fn forward_timer(&self) -> ForwardTimer {
+        let total = self.total(|m| {
+            (!m.forward_execution_seconds_total.is_empty())
+                .then(|| m.forward_execution_seconds_total.values().sum())
+        });
+        match total {
+            Some(t) if t > 0.0 => ForwardTimer::Measured(t),
+            Some(_) => ForwardTimer::NotEnabled,
+            None if [
+                "sglang:forward_execution_seconds_total",
+                "sglang:gpu_execution_seconds_total",
+            ]
+            .iter()
+            .any(|n| self.declared.contains(*n)) =>
+            {
+                ForwardTimer::NotEnabled
+            }
+            None => ForwardTimer::Absent,
+        }
     }
 
     /// The first label set that has `field`, with its value.

@@ -31,6 +31,8 @@ pub struct Job {
     pub max_new: u64,
     pub target: u64,
     pub generated: u64,
+    /// Served as a stream (SGLang's `is_streaming` label).
+    pub streamed: bool,
     pub tx: mpsc::UnboundedSender<()>,
 }
 
@@ -116,6 +118,17 @@ impl Engine {
     /// Queues a request; one `()` arrives per generated token, the channel
     /// closes when the request finishes.
     pub fn submit(&self, prompt: u64, max_new: u64, target: u64) -> mpsc::UnboundedReceiver<()> {
+        self.submit_as(prompt, max_new, target, false)
+    }
+
+    /// [`Engine::submit`], saying whether the request is served as a stream.
+    pub fn submit_as(
+        &self,
+        prompt: u64,
+        max_new: u64,
+        target: u64,
+        streamed: bool,
+    ) -> mpsc::UnboundedReceiver<()> {
         let (tx, rx) = mpsc::unbounded_channel();
         {
             let mut st = self.lock();
@@ -125,6 +138,7 @@ impl Engine {
                 max_new,
                 target,
                 generated: 0,
+                streamed,
                 tx,
             });
             let q = st.queue.len() as u64;
@@ -201,6 +215,7 @@ impl Engine {
                 })
                 .sum();
             let mut new_tokens = 0u64;
+            let mut streamed_tokens = 0u64;
             let mut admitted = 0u64;
             while let Some(j) = st.queue.front() {
                 if st.running.len() >= self.cfg.max_running_requests || new_tokens >= PREFILL_BUDGET
@@ -222,6 +237,9 @@ impl Engine {
                 let waited = j.submitted.elapsed().as_secs_f64() / self.cfg.time_scale.max(1e-9);
                 self.metrics.queue_time.observe(waited);
                 new_tokens += j.prompt + j.generated;
+                if j.streamed {
+                    streamed_tokens += j.prompt + j.generated;
+                }
                 admitted += 1;
                 st.running.push(j);
             }
@@ -231,6 +249,10 @@ impl Engine {
                 self.metrics
                     .prompt_tokens_total
                     .fetch_add(new_tokens, Ordering::Relaxed);
+                self.metrics
+                    .streamed_prompt_tokens
+                    .fetch_add(streamed_tokens, Ordering::Relaxed);
+                self.metrics.add_forward(t, false);
                 self.metrics
                     .realtime_prefill_compute
                     .fetch_add(new_tokens, Ordering::Relaxed);
@@ -249,6 +271,10 @@ impl Engine {
             }
         }
         if st.running.is_empty() {
+            if secs == 0.0 {
+                // Nothing to run: the scheduler idles, and SGLang's occupancy is NaN.
+                self.metrics.add_idle(0.001);
+            }
             return (secs.max(0.001), Vec::new());
         }
         // Retract when the next token does not fit.
@@ -276,9 +302,11 @@ impl Engine {
         let n = st.running.len();
         let dt = 0.026 + 0.00052 * n as f64 + kv as f64 * 9e-8;
         secs += dt;
+        self.metrics.add_forward(dt, true);
         st.virtual_s += secs;
         st.ratio = (st.ratio - RATIO_DECAY).max(RATIO_MIN);
         let mut produced = 0u64;
+        let mut streamed_produced = 0u64;
         let mut aborted = 0u64;
         let mut finished = Vec::new();
         let mut still = Vec::with_capacity(st.running.len());
@@ -289,6 +317,9 @@ impl Engine {
                 continue;
             }
             produced += 1;
+            if r.streamed {
+                streamed_produced += 1;
+            }
             if r.generated < r.target {
                 still.push(r);
             } else {
@@ -299,6 +330,9 @@ impl Engine {
         self.metrics
             .generation_tokens_total
             .fetch_add(produced, Ordering::Relaxed);
+        self.metrics
+            .streamed_generation_tokens
+            .fetch_add(streamed_produced, Ordering::Relaxed);
         self.metrics
             .num_aborted_requests_total
             .fetch_add(aborted, Ordering::Relaxed);

@@ -98,6 +98,8 @@ impl AppState {
             model: &self.cfg.model,
             kv_tokens: self.cfg.kv_tokens,
             instance: inst.as_deref(),
+            generation: self.cfg.metrics_generation,
+            device_timer: self.cfg.device_timer,
         };
         if self.cfg.mode == Mode::NearZero {
             // One process does it all: its counters are the tokenizer's.
@@ -634,6 +636,9 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
         include_usage,
     };
     s.metrics.num_requests_total.fetch_add(1, Ordering::Relaxed);
+    if stream {
+        s.metrics.streamed_requests.fetch_add(1, Ordering::Relaxed);
+    }
 
     match s.engine() {
         None => {
@@ -644,8 +649,16 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
             s.metrics
                 .generation_tokens_total
                 .fetch_add(target, Ordering::Relaxed);
-            s.metrics.ttft.observe(0.0);
-            s.metrics.e2e.observe(0.0);
+            if stream {
+                s.metrics
+                    .streamed_prompt_tokens
+                    .fetch_add(prompt_tokens, Ordering::Relaxed);
+                s.metrics
+                    .streamed_generation_tokens
+                    .fetch_add(target, Ordering::Relaxed);
+            }
+            s.metrics.ttft_of(stream).observe(0.0);
+            s.metrics.e2e_of(stream).observe(0.0);
             s.stats.completed.fetch_add(1, Ordering::Relaxed);
             if plan.stream {
                 let mut out = plan.head_event().unwrap_or_default();
@@ -660,7 +673,7 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
         }
         Some(engine) => {
             let start = Instant::now();
-            let rx = engine.submit(prompt_tokens, max_new, target);
+            let rx = engine.submit_as(prompt_tokens, max_new, target, stream);
             let scale = cfg.time_scale.max(1e-9);
             let state = s.clone();
             if plan.stream {
@@ -684,7 +697,7 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
                                 let now = Instant::now();
                                 let gap = (now - st.last).as_secs_f64() / scale;
                                 if st.produced == 0 {
-                                    state.metrics.ttft.observe(gap);
+                                    state.metrics.ttft_of(true).observe(gap);
                                 } else {
                                     state.metrics.itl.observe(gap);
                                 }
@@ -696,7 +709,7 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
                             None => {
                                 st.done = true;
                                 let e2e = (Instant::now() - start).as_secs_f64() / scale;
-                                state.metrics.e2e.observe(e2e);
+                                state.metrics.e2e_of(true).observe(e2e);
                                 if st.produced >= plan.target {
                                     state.stats.completed.fetch_add(1, Ordering::Relaxed);
                                 }
@@ -715,7 +728,7 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
                     let now = Instant::now();
                     let gap = (now - last).as_secs_f64() / scale;
                     if produced == 0 {
-                        s.metrics.ttft.observe(gap);
+                        s.metrics.ttft_of(false).observe(gap);
                     } else {
                         s.metrics.itl.observe(gap);
                     }
@@ -723,7 +736,7 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
                     produced += 1;
                 }
                 let e2e = (Instant::now() - start).as_secs_f64() / scale;
-                s.metrics.e2e.observe(e2e);
+                s.metrics.e2e_of(false).observe(e2e);
                 if produced >= plan.target {
                     s.stats.completed.fetch_add(1, Ordering::Relaxed);
                 }

@@ -144,6 +144,45 @@ pub struct SimConfig {
     /// A built-in client that keeps requests in flight (none: only HTTP
     /// requests are served).
     pub load: Option<LoadConfig>,
+    /// Which SGLang names `/metrics` uses ([`MetricsGeneration`]).
+    pub metrics_generation: MetricsGeneration,
+    /// Export what `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1` adds: forward-pass seconds
+    /// counted (else declared and zero) and `sglang:fwd_occupancy` a number while busy.
+    pub device_timer: bool,
+}
+
+/// The generation of SGLang `/metrics` names the simulator writes (`--metrics-generation`).
+///
+/// Both carry the same figures; only the names and labels differ, as between the
+/// collectors of SGLang v0.5.9 (`python/sglang/srt/metrics/collector.py`) and main
+/// (`python/sglang/srt/observability/metrics_collector.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MetricsGeneration {
+    /// v0.5.9: `sglang:cache_config_info{page_size,num_pages}` (a gauge at 1),
+    /// `sglang:gpu_execution_seconds_total{category}` and
+    /// `sglang:gpu_overlap_wait_seconds_total{category}` (device timer), tokenizer series
+    /// without `is_streaming`.
+    Old,
+    /// main: `sglang:page_size` and `sglang:num_pages` gauges,
+    /// `sglang:forward_execution_seconds_total{category}`, `sglang:fwd_occupancy` (NaN when
+    /// idle), `sglang:scheduler_idle_seconds_total`, `sglang:scheduler_process_cpu_seconds_total`,
+    /// `sglang:scheduler_stage_seconds_total{category}`,
+    /// `sglang:prefill_effective_tokens_total{mode}`, and the tokenizer's counters and
+    /// TTFT / end-to-end histograms split by `is_streaming`.
+    #[default]
+    New,
+}
+
+impl std::str::FromStr for MetricsGeneration {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "old" => Ok(Self::Old),
+            "new" => Ok(Self::New),
+            _ => Err(format!("{s:?}: expected old or new")),
+        }
+    }
 }
 
 /// A built-in closed-loop client: `concurrency` requests in flight at all
@@ -183,6 +222,8 @@ impl Default for SimConfig {
             dp_size: 1,
             instance_label: false,
             load: None,
+            metrics_generation: MetricsGeneration::New,
+            device_timer: false,
         }
     }
 }
@@ -408,34 +449,88 @@ pub async fn spawn_fleet(cfgs: Vec<SimConfig>) -> Result<Vec<SimHandle>, SimErro
     Ok(out)
 }
 
-/// One slot of the built-in client: submit, wait for the last token, repeat.
+/// One slot of the built-in client: submit, wait for the last token, repeat. Every other
+/// request of a slot is counted as streamed, so both `is_streaming` series exist.
 async fn client_loop(state: std::sync::Arc<http::AppState>, l: LoadConfig) {
     let scale = state.cfg.time_scale.max(1e-9);
+    let mut streamed = false;
     loop {
         let Some(engine) = state.engine() else { return };
+        streamed = !streamed;
         let start = std::time::Instant::now();
-        let mut rx = engine.submit(
+        let mut rx = engine.submit_as(
             l.prompt_tokens.max(1),
             l.output_tokens.max(1),
             l.output_tokens.max(1),
+            streamed,
         );
         state
             .metrics
             .num_requests_total
             .fetch_add(1, Ordering::Relaxed);
+        if streamed {
+            state
+                .metrics
+                .streamed_requests
+                .fetch_add(1, Ordering::Relaxed);
+        }
         let mut first = true;
         while rx.recv().await.is_some() {
             if first {
                 state
                     .metrics
-                    .ttft
+                    .ttft_of(streamed)
                     .observe(start.elapsed().as_secs_f64() / scale);
                 first = false;
             }
         }
         state
             .metrics
-            .e2e
+            .e2e_of(streamed)
             .observe(start.elapsed().as_secs_f64() / scale);
     }
+}
+
+/// The `/metrics` text of a fixed state in one generation of names, for tests that hold
+/// the generations' figures equal: two DP ranks of a 24,000-token pool, 40 and 20 requests
+/// running, 8 queued, 9,000 tokens generated over 30 requests (12 streamed), 50 s of
+/// decode and 2.5 s of prefill passes, 7.5 s idle on rank 0.
+pub fn sample_exposition(generation: MetricsGeneration, device_timer: bool) -> String {
+    use std::sync::Arc;
+    let tok = metrics::Metrics::new();
+    tok.num_requests_total.store(30, Ordering::Relaxed);
+    tok.streamed_requests.store(12, Ordering::Relaxed);
+    for (i, t) in [0.15, 0.3, 0.5, 0.9, 1.5, 3.0].iter().enumerate() {
+        tok.ttft_of(i % 2 == 0).observe(*t);
+        tok.e2e_of(i % 2 == 0).observe(*t * 20.0);
+    }
+    let ranks: Vec<Arc<metrics::Metrics>> = (0..2)
+        .map(|r| {
+            let m = metrics::Metrics::new();
+            m.num_running_reqs.set(if r == 0 { 40.0 } else { 20.0 });
+            m.num_queue_reqs.set(if r == 0 { 8.0 } else { 0.0 });
+            m.token_usage.set(if r == 0 { 0.97 } else { 0.41 });
+            m.gen_throughput.set(if r == 0 { 900.0 } else { 450.0 });
+            m.generation_tokens_total
+                .store(if r == 0 { 6000 } else { 3000 }, Ordering::Relaxed);
+            m.streamed_generation_tokens
+                .store(if r == 0 { 2400 } else { 1200 }, Ordering::Relaxed);
+            m.prompt_tokens_total.store(12_000, Ordering::Relaxed);
+            m.realtime_prefill_compute.store(12_000, Ordering::Relaxed);
+            m.add_forward(25.0, true);
+            m.add_forward(1.25, false);
+            if r == 0 {
+                m.add_idle(7.5);
+            }
+            Arc::new(m)
+        })
+        .collect();
+    let info = metrics::RenderInfo {
+        model: "sim/model",
+        kv_tokens: 24_000,
+        instance: None,
+        generation,
+        device_timer,
+    };
+    metrics::render(&tok, &ranks, &info)
 }

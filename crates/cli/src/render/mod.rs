@@ -625,7 +625,10 @@ fn sections(r: &Report) -> Vec<Section> {
                     f(m.itl_p50_s, 4),
                     f(m.e2e_p50_s, 2)
                 ),
-            ])],
+            ]
+            .into_iter()
+            .chain(scheduler_time_line(m))
+            .collect())],
         ));
     }
     if let Some(q) = &r.request_times {
@@ -794,6 +797,41 @@ fn request_times(q: &diagnosis::report::RequestTimesSummary) -> Vec<Block> {
         )]));
     }
     blocks
+}
+
+/// The scheduler's time between the polls, from the counters newer SGLang exports (idle and
+/// CPU seconds, the forward-pass device timer, `fwd_occupancy`); none when it exports none.
+fn scheduler_time_line(m: &diagnosis::report::MetricsSummary) -> Option<String> {
+    use diagnosis::report::ForwardTimer;
+    let timer = match &m.forward_timer {
+        None => "-".to_string(),
+        Some(ForwardTimer::NotEnabled) => {
+            "not enabled (SGLANG_ENABLE_METRICS_DEVICE_TIMER=1 turns it on)".to_string()
+        }
+        Some(ForwardTimer::Measured { forward_s_per_s }) => {
+            format!("{} s/s", f(*forward_s_per_s, 2))
+        }
+    };
+    let occupancy = match &m.fwd_occupancy {
+        None => "-".to_string(),
+        Some(o) => format!(
+            "{} % over {} busy reading(s), {} idle",
+            f(o.busy_mean_pct, 1),
+            o.busy_readings,
+            o.idle_readings
+        ),
+    };
+    (m.scheduler_idle_s_per_s.is_some()
+        || m.scheduler_cpu_s_per_s.is_some()
+        || m.forward_timer.is_some()
+        || m.fwd_occupancy.is_some())
+    .then(|| {
+        format!(
+            "scheduler between polls: idle {} s/s · CPU {} s/s · forward passes {timer} · occupancy {occupancy}",
+            f(m.scheduler_idle_s_per_s, 2),
+            f(m.scheduler_cpu_s_per_s, 2),
+        )
+    })
 }
 
 #[cfg(test)]

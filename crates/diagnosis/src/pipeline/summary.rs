@@ -1,13 +1,13 @@
 //! Per-scheduler rows of the report, the summary of `/metrics` polls and of the scheduler's
 //! per-request times.
 
-use crate::context::MetricsFacts;
+use crate::context::{MetricsFacts, MetricsSample};
 use crate::evidence::Evidence;
 use crate::evidence::requests::ReqSample;
 use crate::evidence::view::SchedulerView;
 use crate::report::{
-    Bottleneck, CapacitySummary, MetricsSummary, ReqMode, RequestTimesSummary, SchedulerSummary,
-    Spread,
+    Bottleneck, CapacitySummary, ForwardTimer, MetricsSummary, OccupancySummary, ReqMode,
+    RequestTimesSummary, SchedulerSummary, Spread,
 };
 use crate::rules::{Input, admission};
 
@@ -51,8 +51,51 @@ pub(super) fn metrics_summary(m: &MetricsFacts) -> Option<MetricsSummary> {
     let first = m.samples.first()?;
     let last = m.samples.last()?;
     let span_s = last.t - first.t;
-    let generated_tok_per_s = match (first.generation_tokens_total, last.generation_tokens_total) {
-        (Some(a), Some(b)) if span_s > 0.0 && b >= a => Some((b - a) / span_s),
+    // A counter's increase per second between the first and the last poll that hold it; a
+    // fall (a restart) is no rate.
+    let per_s = |f: fn(&MetricsSample) -> Option<f64>| {
+        let mut held = m.samples.iter().filter_map(|s| Some((s.t, f(s)?)));
+        let (t0, a) = held.next()?;
+        let (t1, b) = held.next_back()?;
+        (t1 > t0 && b >= a).then(|| (b - a) / (t1 - t0))
+    };
+    let generated_tok_per_s = per_s(|s| s.generation_tokens_total);
+    let (busy, idle) = m.samples.iter().fold((0u64, 0u64), |(b, i), s| {
+        (
+            b + u64::from(s.fwd_occupancy_busy),
+            i + u64::from(s.fwd_occupancy_idle),
+        )
+    });
+    // Each poll's mean weighs by the schedulers that gave a number.
+    let busy_sum: f64 = m
+        .samples
+        .iter()
+        .filter_map(|s| Some(s.fwd_occupancy_pct? * f64::from(s.fwd_occupancy_busy)))
+        .sum();
+    let fwd_occupancy = (busy + idle > 0).then(|| OccupancySummary {
+        busy_mean_pct: (busy > 0).then(|| busy_sum / busy as f64),
+        busy_readings: busy,
+        idle_readings: idle,
+    });
+    let forward_timer = m
+        .samples
+        .iter()
+        .rev()
+        .find_map(|s| s.forward_seconds_total)
+        .map(|t| {
+            if t > 0.0 {
+                ForwardTimer::Measured {
+                    forward_s_per_s: per_s(|s| s.forward_seconds_total),
+                }
+            } else {
+                ForwardTimer::NotEnabled
+            }
+        });
+    let prefill_hit_share = match (
+        per_s(|s| s.prefill_hit_tokens_total),
+        per_s(|s| s.prefill_input_tokens_total),
+    ) {
+        (Some(h), Some(i)) if h + i > 0.0 => Some(h / (h + i)),
         _ => None,
     };
     Some(MetricsSummary {
@@ -68,6 +111,11 @@ pub(super) fn metrics_summary(m: &MetricsFacts) -> Option<MetricsSummary> {
         ttft_p90_s: last.ttft_p90_s,
         itl_p50_s: last.itl_p50_s,
         e2e_p50_s: last.e2e_p50_s,
+        scheduler_idle_s_per_s: per_s(|s| s.scheduler_idle_seconds_total),
+        scheduler_cpu_s_per_s: per_s(|s| s.scheduler_cpu_seconds_total),
+        fwd_occupancy,
+        forward_timer,
+        prefill_hit_share,
     })
 }
 

@@ -188,6 +188,51 @@ pub struct MetricsSummary {
     pub itl_p50_s: Option<f64>,
     /// Median end-to-end latency (seconds).
     pub e2e_p50_s: Option<f64>,
+    /// Increase of `sglang:scheduler_idle_seconds_total` over the polls divided by their
+    /// span: seconds of idle scheduler per second, summed over schedulers (1.0 is one
+    /// scheduler idle throughout).
+    pub scheduler_idle_s_per_s: Option<f64>,
+    /// Increase of `sglang:scheduler_process_cpu_seconds_total` over the polls divided by
+    /// their span: CPU seconds per second, summed over schedulers (a process's threads
+    /// can take more than 1).
+    pub scheduler_cpu_s_per_s: Option<f64>,
+    /// `sglang:fwd_occupancy` over the polls, idle readings (NaN) apart.
+    pub fwd_occupancy: Option<OccupancySummary>,
+    /// The forward-pass device timer (`sglang:forward_execution_seconds_total`, formerly
+    /// `sglang:gpu_execution_seconds_total`); `None` when neither is exported.
+    pub forward_timer: Option<ForwardTimer>,
+    /// Of the prefill tokens between the first and last poll, the share served from a cache
+    /// (`sglang:prefill_effective_tokens_total`: the `*_hit` modes over all modes, SGLang's
+    /// own windowed hit rate; fraction).
+    pub prefill_hit_share: Option<f64>,
+}
+
+/// `sglang:fwd_occupancy` over a set of readings: NaN is an idle scheduler, counted apart
+/// and never averaged (`observability/metrics_collector.py`, `SchedulerStats.fwd_occupancy`).
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
+pub struct OccupancySummary {
+    /// Mean of the readings that are numbers (percent); `None` when every reading was idle.
+    pub busy_mean_pct: Option<f64>,
+    /// Readings that were numbers (scheduler readings).
+    pub busy_readings: u64,
+    /// Readings that were NaN: the scheduler was idle (scheduler readings).
+    pub idle_readings: u64,
+}
+
+/// What the forward-pass device timer says. SGLang counts forward time only with
+/// `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`; otherwise the counter stays at zero.
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ForwardTimer {
+    /// The counter is zero (or declared without samples): the timer is off, nothing was
+    /// measured.
+    NotEnabled,
+    /// The timer counts.
+    Measured {
+        /// Increase over the polls divided by their span: GPU-busy seconds of forward
+        /// passes per second, summed over schedulers; `None` with a single poll.
+        forward_s_per_s: Option<f64>,
+    },
 }
 
 /// Whether a short window can pin down a rate (exact Poisson, Garwood).

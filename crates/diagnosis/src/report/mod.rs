@@ -27,7 +27,8 @@ pub use capacity::{
 };
 pub use client::{
     BenchmarkRun, ClientExpectation, ClientSetAside, ClientSummary, EtaSummary, Expectation,
-    ExpectationCheck, KvHolds, MetricsSummary, Reach, SampleAdequacy, SetAsideReason,
+    ExpectationCheck, ForwardTimer, KvHolds, MetricsSummary, OccupancySummary, Reach,
+    SampleAdequacy, SetAsideReason,
 };
 pub use finding::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
 pub use headline::{

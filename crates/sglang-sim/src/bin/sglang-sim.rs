@@ -2,12 +2,14 @@
 //!
 //! `sglang-sim --port 30000 --log /tmp/sim.log` (scheduled mode), or
 //! `sglang-sim --near-zero --port 30001` for client benchmarks.
+//! `--metrics-generation old|new` picks the generation of `/metrics` names (default new),
+//! `--device-timer` what `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1` adds.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use sglang_sim::{FaultConfig, Mode, SimConfig};
+use sglang_sim::{FaultConfig, MetricsGeneration, Mode, SimConfig};
 
 /// mimalloc: in `--near-zero` benchmarks the simulator's per-request
 /// allocations (JSON values, the answer) otherwise cap the client's req/s.
@@ -59,6 +61,16 @@ struct Args {
     /// its built-in client, and `instance` labels.
     #[arg(long, value_delimiter = ',')]
     fleet: Vec<String>,
+    /// Which SGLang `/metrics` names to write: `old` (v0.5.9: cache_config_info,
+    /// gpu_execution_seconds_total, no is_streaming) or `new` (main: page_size/num_pages,
+    /// forward_execution_seconds_total, fwd_occupancy, the scheduler's idle/CPU/stage
+    /// counters, prefill_effective_tokens_total, is_streaming). The figures are the same.
+    #[arg(long, default_value = "new", value_name = "old|new")]
+    metrics_generation: MetricsGeneration,
+    /// Count forward-pass seconds and occupancy, as SGLANG_ENABLE_METRICS_DEVICE_TIMER=1 does
+    /// (without it the timer's counter stays at zero and occupancy is NaN).
+    #[arg(long)]
+    device_timer: bool,
 }
 
 fn preset(name: &str) -> Option<SimConfig> {
@@ -84,6 +96,8 @@ async fn run_fleet(a: &Args) {
         };
         c.dp_size = a.dp;
         c.seed = a.seed + i as u64;
+        c.metrics_generation = a.metrics_generation;
+        c.device_timer = a.device_timer;
         cfgs.push(c);
     }
     match sglang_sim::spawn_fleet(cfgs).await {
@@ -125,6 +139,8 @@ async fn main() {
     }
     cfg.seed = a.seed;
     cfg.dp_size = a.dp;
+    cfg.metrics_generation = a.metrics_generation;
+    cfg.device_timer = a.device_timer;
     cfg.faults = FaultConfig {
         p_500: a.p500,
         p_429: a.p429,
