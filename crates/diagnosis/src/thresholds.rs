@@ -409,3 +409,15 @@ pub const QUEUE_SPIKE_FACTOR: f64 = 100.0;
 /// ... and only from this many requests: a burst of hundreds admitted within one log interval
 /// happens on a large server (requests).
 pub const QUEUE_SPIKE_MIN: f64 = 1000.0;
+/// A source is a PD server of one role when at least this share of its batch lines of that
+/// kind print the PD queues (fraction): SGLang prints them on every line of a PD server.
+pub const PD_ROLE_SHARE: f64 = 0.5;
+/// ... and at least this many lines, unless every line prints them (lines).
+pub const PD_ROLE_MIN_LINES: u64 = 2;
+
+/// Whether `pd` batch lines printing PD queues among `all` lines of that kind make a PD role
+/// ([`PD_ROLE_SHARE`], [`PD_ROLE_MIN_LINES`]): one line among hundreds is damage or another
+/// server's line.
+pub fn pd_role_holds(pd: u64, all: u64) -> bool {
+    pd > 0 && pd as f64 >= PD_ROLE_SHARE * all as f64 && (pd >= PD_ROLE_MIN_LINES || pd == all)
+}

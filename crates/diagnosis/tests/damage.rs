@@ -310,3 +310,31 @@ fn one_extreme_value_moves_nothing_and_is_said() {
         }
     }
 }
+
+/// Issue 30 A3: one `#transfer-req: 1` on one of the 224 decode lines of a real single-stream
+/// log (real-long rdna4, client-bound at ~1 running) made it "PD decode fed by the prefill
+/// side"; a PD decode server prints the field on every decode line, so one line is no role.
+#[test]
+fn one_pd_field_on_one_line_is_no_pd_role() {
+    let log = read("real-long/rdna4-2xr9700-qwen3coder-tp2-single-stream.log");
+    let base = diagnose(&[&log]);
+    let mut lines: Vec<Vec<u8>> = log.split(|&c| c == b'\n').map(<[u8]>::to_vec).collect();
+    let k = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| String::from_utf8_lossy(l).contains("Decode batch"))
+        .nth(100)
+        .map(|(k, _)| k)
+        .expect("a decode line");
+    let text = String::from_utf8_lossy(&lines[k])
+        .replace("#queue-req: 0", "#queue-req: 0, #transfer-req: 1");
+    lines[k] = text.into_bytes();
+    let r = diagnose(&[&lines.join(&b'\n')]);
+    assert_eq!(base.bottleneck, Bottleneck::ClientBound);
+    assert_eq!(r.bottleneck, base.bottleneck, "{}", r.headline.text);
+    assert!(
+        !r.headline.text.contains("PD decode"),
+        "{}",
+        r.headline.text
+    );
+}

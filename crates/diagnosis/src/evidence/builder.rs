@@ -13,6 +13,7 @@ use super::{
     SourceInfo, SourceStats, SourcedBench, runs, timeline,
 };
 use crate::report::InputKind;
+use crate::thresholds as th;
 
 /// Per-source state while reading.
 #[derive(Default)]
@@ -158,20 +159,27 @@ impl EvidenceBuilder {
     /// prefill instance's prefill lines (spec §2.1-2.2). A source that shows both, or neither,
     /// keeps `None`.
     fn infer_pd_roles(ev: &mut Evidence, states: &[SourceState]) {
-        let mut shown: BTreeMap<SourceId, (u64, u64)> = BTreeMap::new();
+        // (PD prefill lines, prefill lines, PD decode lines, decode lines) per source
+        let mut shown: BTreeMap<SourceId, [u64; 4]> = BTreeMap::new();
         for (k, tl) in ev.every_run_schedulers() {
             if let Some(s) = k.source {
                 let e = shown.entry(s).or_default();
-                e.0 += tl.agg.pd_prefill_lines;
-                e.1 += tl.agg.pd_decode_lines;
+                e[0] += tl.agg.pd_prefill_lines;
+                e[1] += tl.prefill.pushed();
+                e[2] += tl.agg.pd_decode_lines;
+                e[3] += tl.decode.pushed();
             }
         }
-        for (id, (prefill, decode)) in shown {
+        // A PD server prints its queues on every batch line of its kind (`log_prefill_stats`,
+        // `log_decode_stats` with a disaggregation mode): one line among hundreds that shows
+        // one is damage or another server's line, not a role (issue 30 A3).
+        let holds = th::pd_role_holds;
+        for (id, [p_pd, p_all, d_pd, d_all]) in shown {
             if states.get(id).is_some_and(|st| st.pd_mode_said) {
                 continue;
             }
             if let Some(src) = ev.sources.get_mut(id) {
-                src.pd_role = match (prefill > 0, decode > 0) {
+                src.pd_role = match (holds(p_pd, p_all), holds(d_pd, d_all)) {
                     (true, false) => Some(PdRole::Prefill),
                     (false, true) => Some(PdRole::Decode),
                     _ => None,

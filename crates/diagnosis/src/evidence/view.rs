@@ -424,9 +424,17 @@ impl<'e> SchedulerView<'e> {
     }
 
     /// Whether this scheduler is a PD decode node: its steady decode lines print
-    /// `#transfer-req` (SGLang `disaggregation/decode.py`'s transfer queue).
+    /// `#transfer-req` (SGLang `disaggregation/decode.py`'s transfer queue), as many as
+    /// [`th::pd_role_holds`] asks.
     pub fn is_pd_decode(&self) -> bool {
-        self.steady_decode.iter().any(|d| d.transfer_req.is_some())
+        // a PD decode server prints `#transfer-req` on every decode line: one line among many
+        // is damage or a pasted line, not a role (issue 30 A3)
+        let pd = self
+            .steady_decode
+            .iter()
+            .filter(|d| d.transfer_req.is_some())
+            .count() as u64;
+        th::pd_role_holds(pd, self.steady_decode.len() as u64)
     }
 
     /// Median token usage over the steady span, else the peak (fraction).

@@ -100,7 +100,7 @@ pub(super) fn headline(
                 prefill_gap_s: f.prefill_gap_s,
             }),
         pd_decode_transfer: a
-            .filter(|_| bottleneck == Bottleneck::ClientBound)
+            .filter(|a| bottleneck == Bottleneck::ClientBound && a.is_pd_decode())
             .and_then(|a| {
                 let t: Vec<f64> = a
                     .steady_decode
