@@ -328,6 +328,12 @@ pub const GRAPH_COVERAGE_SHARE: f64 = 0.25;
 /// (requests; "a couple": below two, two long requests cannot run together).
 pub const FULL_CONTEXT_REQUESTS_MIN: f64 = 2.0;
 
+/// A startup line after a run's batch lines begins a new run only when it is stamped at least
+/// this long after the last of them (seconds): a new server process imports torch and SGLang
+/// (seconds) before it prints its first line, while a rank's own startup line printed late or
+/// put out of order lies within seconds of the batch lines (issue 30 A2: one line 2 s late
+/// invented a restart).
+pub const RESTART_MIN_GAP_S: f64 = 5.0;
 /// No batch line for this long, and for [`RUN_GAP_INTERVALS`] log intervals, ends a server run
 /// even without a startup block or a clock that steps back (seconds: 4 h). An idle server
 /// prints no batch line (SGLang logs a decode line every `decode_log_interval` steps of a

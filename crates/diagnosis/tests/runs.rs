@@ -327,3 +327,28 @@ fn speculative_decoding_pinned_at_48_is_the_default_cap() {
     let r = diagnose(plain.as_bytes());
     assert_eq!(r.capacity.max_running_requests, None);
 }
+
+/// Issue 30 A2: one startup line 2 s late (real-long dp16: DP3's `Capture draft extend cuda
+/// graph end` of 07:09:23, line 1800, moved after the first batch lines of 07:09:25 and
+/// stamped then) is a rank's line out of order, not a restart: one run, the same verdict and
+/// rate. A new process imports torch and SGLang before its first line; a startup block that
+/// comes after the batch lines by more than that is still a new run (the tests above).
+#[test]
+fn one_startup_line_two_seconds_late_is_no_restart() {
+    let log = read("real-long/ascend-dsr1-dp16-mtp-mixed.log");
+    let base = diagnose(&log);
+    let text = std::str::from_utf8(&log).expect("utf-8");
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let late = lines.remove(1799);
+    assert!(
+        late.contains("DP3 TP3 EP3] Capture draft extend cuda graph end"),
+        "{late}"
+    );
+    let moved = late.replacen("07:09:23", "07:09:25", 1);
+    // after the first batch line (line 1812, now 1811 with one line removed above it)
+    lines.insert(1811, moved);
+    let r = diagnose(lines.join("\n").as_bytes());
+    assert!(r.runs.is_none(), "{:?}", r.runs);
+    assert_eq!(r.bottleneck, base.bottleneck);
+    assert_eq!(rate(&r), rate(&base));
+}

@@ -16,7 +16,10 @@
 //!   the sliding-window pool line)
 //!   after batch lines of the current run: SGLang prints these once per process, before it
 //!   serves (spec §1.1; the ready banner is not one: it follows the warm-up request's batch
-//!   lines). This is the decisive evidence;
+//!   lines). This is the decisive evidence, when the line is stamped at least
+//!   [`RESTART_MIN_GAP_S`] after the run's last batch line (or not stamped): a new process
+//!   imports torch and SGLang before it prints anything, while a startup line within seconds
+//!   of the batch lines is one of this run's printed late by its rank or put out of order;
 //! - a batch line whose clock steps back by more than [`crate::thresholds::JITTER_WINDOW_S`]
 //!   from the previous batch line (the startup lines of that run were cut away);
 //! - a batch line later than the previous one by [`crate::thresholds::RUN_GAP_S`] and by
@@ -29,7 +32,7 @@ use serde::Serialize;
 
 use super::{Evidence, Loc, SchedulerTimeline};
 use crate::report::RunStart;
-use crate::thresholds::{JITTER_WINDOW_S, RUN_GAP_INTERVALS, RUN_GAP_S};
+use crate::thresholds::{JITTER_WINDOW_S, RESTART_MIN_GAP_S, RUN_GAP_INTERVALS, RUN_GAP_S};
 
 /// Earlier runs whose evidence is kept (runs); older ones are counted in
 /// [`Evidence::earlier_runs_dropped`] (memory stays bounded on a log of many restarts).
@@ -197,6 +200,10 @@ impl RunSplitter {
             (Some(t), Some(last)) if last - t > JITTER_WINDOW_S => {
                 RunStart::StepBack { seconds: last - t }
             }
+            // within seconds of the run's last batch line: a line of this run's own start-up
+            // out of order (a rank that printed it late, lines interleaved by a collector),
+            // not a new process, which imports torch and SGLang before its first line
+            (Some(t), Some(last)) if t - last < RESTART_MIN_GAP_S => return None,
             _ => RunStart::NewStartup,
         };
         self.sources.clear();
