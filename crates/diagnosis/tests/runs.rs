@@ -352,3 +352,37 @@ fn one_startup_line_two_seconds_late_is_no_restart() {
     assert_eq!(r.bottleneck, base.bottleneck);
     assert_eq!(rate(&r), rate(&base));
 }
+
+/// Issue 30 A2: lines shuffled within 50-line windows (a collector that interleaves) made 5-7
+/// phantom runs of real-long dp16, whose own 76 s pause between the warm-up and the traffic was
+/// shuffled across (a batch line stepping back past the jitter window). A step back within the
+/// run's own span is a line out of order: one run and the verdict of the log, on every seed.
+#[test]
+fn lines_shuffled_within_windows_are_one_run() {
+    let log = read("real-long/ascend-dsr1-dp16-mtp-mixed.log");
+    let base = diagnose(&log);
+    let text = std::str::from_utf8(&log).expect("utf-8");
+    for seed in 1..=5u64 {
+        let mut lines: Vec<&str> = text.lines().collect();
+        // a small linear congruential generator: the shuffle is the same on every machine
+        let mut x = seed;
+        let mut next = |n: usize| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((x >> 33) as usize) % n
+        };
+        for w in lines.chunks_mut(50) {
+            for i in (1..w.len()).rev() {
+                w.swap(i, next(i + 1));
+            }
+        }
+        let r = diagnose(lines.join("\n").as_bytes());
+        assert!(
+            r.runs.is_none(),
+            "seed {seed}: {:?}",
+            r.runs.map(|x| x.count)
+        );
+        assert_eq!(r.bottleneck, base.bottleneck, "seed {seed}");
+    }
+}

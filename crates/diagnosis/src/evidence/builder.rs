@@ -237,13 +237,13 @@ impl EvidenceBuilder {
     }
 
     /// A startup line at `loc` (time `t`, seconds): a new run may begin at it.
-    fn observe_startup(&mut self, loc: Loc, t: Option<f64>) {
+    fn observe_startup(&mut self, loc: Loc, t: Option<f64>, relaunch: bool) {
         if self.states.get(loc.source).is_some_and(|st| !st.batch_seen)
             && let Some(s) = self.ev.sources.get_mut(loc.source)
         {
             s.opens_with_startup = true;
         }
-        if let Some(start) = self.runs.startup(loc.source, t) {
+        if let Some(start) = self.runs.startup(loc.source, t, relaunch) {
             self.new_run(loc, start);
         }
         self.ev.run.note(loc, t);
@@ -314,7 +314,11 @@ impl EvidenceBuilder {
             self.observe_batch(loc, batch_t);
         } else if runs::is_startup(&rec.event) {
             let t = self.peek_time(source, rec);
-            self.observe_startup(loc, t);
+            // the launcher prints `server_args` once per launch: a second one in a run is a
+            // second launch (or a log pasted after itself), whenever it is stamped
+            let relaunch = matches!(rec.event, Event::ServerArgs(_) | Event::LaunchCommand(_))
+                && self.ev.startup.server_args_line;
+            self.observe_startup(loc, t, relaunch);
         }
         self.incidents.push(source, rec);
         match &rec.event {

@@ -17,11 +17,16 @@
 //!   after batch lines of the current run: SGLang prints these once per process, before it
 //!   serves (spec §1.1; the ready banner is not one: it follows the warm-up request's batch
 //!   lines). This is the decisive evidence, when the line is stamped at least
-//!   [`RESTART_MIN_GAP_S`] after the run's last batch line (or not stamped): a new process
-//!   imports torch and SGLang before it prints anything, while a startup line within seconds
-//!   of the batch lines is one of this run's printed late by its rank or put out of order;
+//!   [`RESTART_MIN_GAP_S`] after the run's last batch line, or more than
+//!   [`crate::thresholds::JITTER_WINDOW_S`] before its first (or not stamped): a new process
+//!   imports torch and SGLang before it prints anything, while a startup line stamped within
+//!   the run's span is one of this run's printed late by its rank or put out of order (a
+//!   second `server_args` line in a run is decisive wherever it is stamped: the launcher
+//!   prints it once per launch);
 //! - a batch line whose clock steps back by more than [`crate::thresholds::JITTER_WINDOW_S`]
-//!   from the previous batch line (the startup lines of that run were cut away);
+//!   from the previous batch line and from the run's first one (the startup lines of that run
+//!   were cut away; a line stamped within the run's own span is one of its lines out of
+//!   order, as lines shuffled by a collector are);
 //! - a batch line later than the previous one by [`crate::thresholds::RUN_GAP_S`] and by
 //!   [`crate::thresholds::RUN_GAP_INTERVALS`] log intervals.
 //!
@@ -121,6 +126,9 @@ struct SourceRun {
     /// second, printed by several DP ranks, do neither).
     forward: u64,
     back: u64,
+    /// The earliest stamp of its batch and startup lines (seconds): where the run's span
+    /// begins, whatever order its lines came in.
+    earliest_t: Option<f64>,
     /// Time of the last stamped batch line (seconds).
     last_t: Option<f64>,
     /// The first gaps between stamped batch lines (seconds), for the log interval.
@@ -162,7 +170,9 @@ impl RunSplitter {
         if let (Some(t), Some(last)) = (t, s.last_t) {
             let d = t - last;
             if s.in_order() {
-                if -d > JITTER_WINDOW_S {
+                // back past the run's own first line: a clock that went back (a log pasted
+                // after a later one); within the run's span it is a line out of order
+                if -d > JITTER_WINDOW_S && s.earliest_t.is_none_or(|f| t < f - JITTER_WINDOW_S) {
                     start = Some(RunStart::StepBack { seconds: -d });
                 } else if d >= RUN_GAP_S && d >= RUN_GAP_INTERVALS * s.interval() {
                     start = Some(RunStart::Gap { seconds: d });
@@ -184,26 +194,44 @@ impl RunSplitter {
         }
         let s = self.state(source);
         s.batch_lines += 1;
-        if t.is_some() {
-            s.last_t = t;
+        if let Some(t) = t {
+            s.earliest_t = Some(s.earliest_t.map_or(t, |e| e.min(t)));
+            s.last_t = Some(t);
         }
         start
     }
 
     /// A startup line of `source` at time `t` (seconds): whether a new run begins at it.
-    pub(crate) fn startup(&mut self, source: usize, t: Option<f64>) -> Option<RunStart> {
+    /// `relaunch`: the line is a second `server_args` (or launch command) of this run, which
+    /// the launcher prints once per launch: a new run wherever it is stamped.
+    pub(crate) fn startup(
+        &mut self,
+        source: usize,
+        t: Option<f64>,
+        relaunch: bool,
+    ) -> Option<RunStart> {
         let s = self.state(source);
         if s.batch_lines == 0 || !s.in_order() {
+            if let Some(t) = t {
+                s.earliest_t = Some(s.earliest_t.map_or(t, |e| e.min(t)));
+            }
             return None;
         }
-        let start = match (t, s.last_t) {
-            (Some(t), Some(last)) if last - t > JITTER_WINDOW_S => {
+        let start = match (t, s.earliest_t, s.last_t) {
+            (Some(t), Some(first), Some(last)) if t < first - JITTER_WINDOW_S => {
                 RunStart::StepBack { seconds: last - t }
             }
-            // within seconds of the run's last batch line: a line of this run's own start-up
-            // out of order (a rank that printed it late, lines interleaved by a collector),
-            // not a new process, which imports torch and SGLang before its first line
-            (Some(t), Some(last)) if t - last < RESTART_MIN_GAP_S => return None,
+            // within this run's span, or within seconds after its last batch line: a line of
+            // this run's own start-up out of order (a rank that printed it late, lines
+            // interleaved by a collector), not a new process, which imports torch and SGLang
+            // before its first line
+            (Some(t), Some(_), Some(last)) if last - t > JITTER_WINDOW_S && relaunch => {
+                RunStart::StepBack { seconds: last - t }
+            }
+            (Some(t), Some(e), Some(last)) if t - last < RESTART_MIN_GAP_S && !relaunch => {
+                s.earliest_t = Some(e.min(t));
+                return None;
+            }
             _ => RunStart::NewStartup,
         };
         self.sources.clear();
