@@ -122,6 +122,7 @@ pub(super) const SERVER_ARG_KEYS: &[&str] = &[
     "kv_cache_dtype",
     "device",
     "enable_hierarchical_cache",
+    "hicache_storage_prefetch_policy",
     "hicache_ratio",
     "hicache_size",
     "page_size",

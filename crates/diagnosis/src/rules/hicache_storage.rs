@@ -6,18 +6,24 @@
 //! prefetch for request … due to insufficient hits (N)`), counted over the run.
 //!
 //! **Why it matters.** A storage tier (L3: Mooncake, 3FS, a file store) only pays when a
-//! prompt's prefix is found there: a prefetch that completes with 0 tokens, or is revoked
-//! because the store held fewer tokens than the prefetch threshold, loaded nothing, and the
-//! prompt was prefilled on the GPU as if there were no tier. Either way the storage tier, like
-//! the host tier, extends the prefix cache: it never lets more requests decode at once.
+//! prompt's prefix is found there and arrives before the request runs. SGLang queries the
+//! store first: with fewer hits than the prefetch threshold the prefetch is revoked (the store
+//! held too little); with enough it starts (`Prefetching N pages …`: the store holds them).
+//! A started prefetch that ends with 0 tokens was cut short: under the `best_effort` prefetch
+//! policy (the default) a request is scheduled as soon as it can run, without waiting for its
+//! prefetch, and the prompt is prefilled on the GPU as if there were no tier. Either way the
+//! storage tier, like the host tier, extends the prefix cache: it never lets more requests
+//! decode at once.
 //!
 //! **Evidence it needs.** The prefetch lines (debug level upstream; printed by builds that log
 //! them at info).
 //!
-//! **What to change.** When nothing was loaded: whether the prompts share prefixes at all,
-//! whether the store was written (`--hicache-write-policy`, the backup of earlier requests),
-//! and the prefetch threshold (`--hicache-storage-prefetch-policy`); a fuller store only
-//! shortens prefill.
+//! **What to change.** Prefetches that found the prefix but loaded nothing: the prefetch policy
+//! (`--hicache-storage-prefetch-policy wait_complete` or `timeout` waits for the pages),
+//! worth it only when loading from the store is faster than prefilling those tokens again.
+//! Revoked prefetches: whether the prompts share prefixes and the store was written
+//! (`--hicache-write-policy`, earlier requests' backups). A fuller store only shortens
+//! prefill.
 //!
 //! **Source.** SGLang `mem_cache/hiradix_cache.py` (`prefetch_from_storage`,
 //! `check_prefetch_progress`), `managers/cache_controller.py` (`prefetch_thread_func`, the
@@ -44,6 +50,8 @@ pub struct Facts {
     pub revoked: u64,
     /// The first prefetch line.
     pub evidence: Option<SourceRange>,
+    /// `hicache_storage_prefetch_policy` from the server's arguments, when printed.
+    pub policy: Option<String>,
 }
 
 /// The rule.
@@ -57,6 +65,11 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
         tokens_loaded: h.tokens_loaded,
         revoked: h.revoked,
         evidence: h.first.map(|l| input.line(l)),
+        policy: input
+            .ev
+            .startup
+            .arg("hicache_storage_prefetch_policy")
+            .map(str::to_string),
     })
 }
 
@@ -79,33 +92,55 @@ impl Rule for HiCacheStorage {
             .map(|b| format!("HiCache's storage tier ({b})"))
             .unwrap_or_else(|| "HiCache's storage tier".to_string());
         let nothing = f.tokens_loaded == 0;
-        let title = if nothing {
-            format!("{tier} loaded no prefix tokens")
-        } else {
-            format!("{tier} loaded {} prefix tokens", f.tokens_loaded)
-        };
-        let revoked = match f.revoked {
-            0 => String::new(),
-            n => format!(
-                ", {n} revoked because the store held fewer tokens than the prefetch threshold"
+        let title = match (nothing, f.started > 0) {
+            (true, true) => format!(
+                "{tier} held prefixes, but its prefetches loaded nothing before the requests ran"
             ),
+            (true, false) => format!("{tier} held too little to prefetch"),
+            (false, _) => format!("{tier} loaded {} prefix tokens", f.tokens_loaded),
         };
-        let reading = if nothing {
-            " Every prompt token was prefilled on the GPU as without the tier: check that the prompts share prefixes and that the store was written (the write policy, earlier requests' backups)."
-        } else {
-            " Those tokens skipped prefill."
-        };
+        let plural = |n: u64| if n == 1 { "" } else { "es" };
+        let mut detail = format!(
+            "{} prefetch{} ended with {} tokens loaded in all ({} with 0 tokens; a revoked prefetch ends too).",
+            f.completed,
+            plural(f.completed),
+            f.tokens_loaded,
+            f.completed_empty,
+        );
+        if f.revoked > 0 {
+            detail.push_str(&format!(
+                " {} prefetch{} revoked: the store held fewer of the prompt's tokens than the prefetch threshold.",
+                f.revoked,
+                if f.revoked == 1 { " was" } else { "es were" }
+            ));
+        }
+        if f.started > 0 {
+            let policy = f.policy.as_deref().unwrap_or("best_effort");
+            detail.push_str(&format!(
+                " {} prefetch{} started (SGLang starts one only when the store's hits reach the threshold: the store held those prefixes).",
+                f.started,
+                plural(f.started)
+            ));
+            if nothing {
+                detail.push_str(&if policy == "best_effort" {
+                    format!(
+                        " They loaded nothing before their requests ran: under the {policy} prefetch policy{} a request is scheduled as soon as it can run, without waiting for its prefetch, and its prompt is prefilled on the GPU as without the tier. --hicache-storage-prefetch-policy wait_complete (or timeout) waits for the pages; worth it only when loading from the store is faster than prefilling those tokens again.",
+                        if f.policy.is_none() { " (SGLang's default; the log prints no server_args)" } else { "" }
+                    )
+                } else {
+                    format!(
+                        " They loaded nothing even under the {policy} prefetch policy: the store's transfers did not complete (its own log lines say why)."
+                    )
+                });
+            } else {
+                detail.push_str(" The tokens they loaded skipped prefill.");
+            }
+        }
+        detail.push_str(" A storage tier, like the host tier, extends the prefix cache only: it shortens prefill and never lets more requests decode at once.");
         finding(
             FindingKind::HiCacheStorage,
             title,
-            format!(
-                "{} prefetch{} started, {} completed ({} with 0 tokens, {} tokens loaded in all){revoked}.{reading} A storage tier, like the host tier, extends the prefix cache only: it shortens prefill and never lets more requests decode at once.",
-                f.started,
-                if f.started == 1 { "" } else { "es" },
-                f.completed,
-                f.completed_empty,
-                f.tokens_loaded,
-            ),
+            detail,
             vec![
                 Figure::new("prefetches completed", f.completed as f64, Unit::Events),
                 Figure::new("prefetches revoked", f.revoked as f64, Unit::Events),
@@ -125,7 +160,8 @@ mod tests {
     const MOONCAKE: &str =
         "real-2/104-hicache-mooncake-l3-llama3b-mem02-single-long-req-usage097-queue1.log";
 
-    /// real-2/104: Mooncake behind HiCache; its prefetches loaded nothing (line 70 first).
+    /// real-2/104: Mooncake behind HiCache; a prefetch found the prefix (line 106) but ended
+    /// with 0 tokens (line 70), another was revoked for 9 hits (line 108).
     #[test]
     fn the_mooncake_tier_loaded_nothing() {
         with_input(&whole(MOONCAKE), |i| {
@@ -135,11 +171,15 @@ mod tests {
             assert_eq!((f.tokens_loaded, f.revoked), (0, 1));
             assert_eq!(f.evidence.as_ref().map(|e| e.first_line), Some(70));
             let w = HiCacheStorage::finding(&f, i);
+            // line 106's prefetch found 24316 pages in the store; line 70 ended it with 0 tokens
+            // (best_effort: the request ran without waiting); line 108's was revoked (9 hits)
             assert_eq!(
                 w.title,
-                "HiCache's storage tier (mooncake) loaded no prefix tokens"
+                "HiCache's storage tier (mooncake) held prefixes, but its prefetches loaded nothing before the requests ran"
             );
-            assert!(w.detail.contains("1 revoked"), "{}", w.detail);
+            assert!(w.detail.contains("1 prefetch was revoked"), "{}", w.detail);
+            assert!(w.detail.contains("wait_complete"), "{}", w.detail);
+            assert!(!w.detail.contains("share prefixes"), "{}", w.detail);
         });
     }
 
