@@ -115,7 +115,7 @@ fn spikes(vals: &[(usize, f64)], factor: f64, min: f64, last: bool) -> Vec<(usiz
         let hi = (j + th::SPIKE_NEIGHBOURS).min(vals.len() - 1);
         let (before, after) = (j - lo, hi - j);
         let judged = (before >= 1 && after >= 1) || after >= 2 || (last && before >= 2);
-        if !judged || !(v >= min) {
+        if !judged || v.is_nan() || v < min {
             continue;
         }
         let highest = (lo..=hi)
