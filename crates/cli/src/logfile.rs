@@ -132,6 +132,41 @@ pub struct LogRead {
     pub stats: ParseStats,
     /// Problems that did not stop the read, each naming the file (for stderr and the report).
     pub warnings: Vec<String>,
+    /// A client's progress lines among the lines that start in its first
+    /// [`PROGRESS_SNIFF_BYTES`], counted as they were read ([`ProgressSniff`]).
+    pub progress_lines: u64,
+}
+
+/// Bytes of a log's start looked at for a client's progress lines (64 KiB).
+pub const PROGRESS_SNIFF_BYTES: u64 = 64 << 10;
+
+/// Counts a client's progress lines (`date-time ... N/M done`, as `--client-log` reads them)
+/// among the lines that start in a log's first [`PROGRESS_SNIFF_BYTES`], as the log is read:
+/// a log is read once, as a FIFO or stdin can only be (reopening a FIFO whose writer is gone
+/// waits forever).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProgressSniff {
+    /// Bytes of the lines seen (each line's bytes and its newline).
+    seen: u64,
+    /// Progress lines among them.
+    lines: u64,
+}
+
+impl ProgressSniff {
+    /// Takes the next line's bytes (without its newline).
+    pub fn push(&mut self, raw: &[u8]) {
+        if self.seen < PROGRESS_SNIFF_BYTES
+            && sglang_log::is_progress_line(&String::from_utf8_lossy(raw))
+        {
+            self.lines += 1;
+        }
+        self.seen += raw.len() as u64 + 1;
+    }
+
+    /// The progress lines counted.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
 }
 
 /// Read the log at `path` (`-` is stdin; gzip is detected by its magic bytes and may hold
@@ -144,10 +179,16 @@ pub struct LogRead {
 /// [`ReadError::Open`] when the file cannot be opened or its first bytes cannot be read,
 /// [`ReadError::NotAFile`] for a directory, [`ReadError::Read`] when reading a plain file or
 /// stdin fails mid-way.
-pub fn read_log(path: &Path, push: impl FnMut(&Record<'_>)) -> Result<LogRead, ReadError> {
+pub fn read_log(path: &Path, mut push: impl FnMut(&Record<'_>)) -> Result<LogRead, ReadError> {
     let name = path.display().to_string();
     let mut out = LogRead::default();
-    match LogReader::open(path)?.for_each(push) {
+    let mut progress = ProgressSniff::default();
+    let res = LogReader::open(path)?.for_each_raw(|rec, raw| {
+        progress.push(raw);
+        push(rec);
+    });
+    out.progress_lines = progress.lines();
+    match res {
         Ok(stats) => out.stats = stats,
         Err(ReadError::Gzip {
             line_no,
@@ -235,9 +276,16 @@ pub fn read_log_into(
                 },
             )?;
             *sniff = shared_sniff.into_inner().unwrap_or_else(|e| e.into_inner());
+            // a regular file of two chunks or more (no FIFO): its head can be read again
+            let progress_lines = if stats.events == 0 {
+                progress_in_head(path)
+            } else {
+                0
+            };
             let mut out = LogRead {
                 stats,
                 warnings: Vec::new(),
+                progress_lines,
             };
             check_text(&mut out, &path.display().to_string());
             return Ok(out);
@@ -249,6 +297,22 @@ pub fn read_log_into(
         }
         b.push(id, rec);
     })
+}
+
+/// A client's progress lines in the first [`PROGRESS_SNIFF_BYTES`] of the regular file
+/// `path` (0 when it cannot be read).
+fn progress_in_head(path: &Path) -> u64 {
+    use std::io::Read as _;
+    let mut head = Vec::new();
+    if std::fs::File::open(path)
+        .and_then(|f| f.take(PROGRESS_SNIFF_BYTES).read_to_end(&mut head))
+        .is_err()
+    {
+        return 0;
+    }
+    let mut sniff = ProgressSniff::default();
+    head.split(|&b| b == b'\n').for_each(|l| sniff.push(l));
+    sniff.lines()
 }
 
 /// True when the file starts with the gzip magic bytes.
@@ -284,6 +348,9 @@ pub struct SmallLog {
     pub sniff: FormatSniffer,
 }
 
+/// What [`read_small_logs`] gathers over one file's records.
+type SmallState = (ChunkFacts, FormatSniffer, ProgressSniff);
+
 /// Reads the small plain logs `paths` ([`is_small_plain`]) on `threads` threads, a file per
 /// thread, and hands each to `take` in the order of `paths`: a job directory of many small
 /// rank logs is read on every core, though no file of it is large enough to be split.
@@ -298,19 +365,27 @@ pub fn read_small_logs<E>(
     sglang_log::parallel::parse_files_in_order(
         paths,
         threads,
-        || (ChunkFacts::new(), FormatSniffer::new()),
-        |(facts, sniff), rec, raw| {
+        || -> SmallState {
+            (
+                ChunkFacts::new(),
+                FormatSniffer::new(),
+                ProgressSniff::default(),
+            )
+        },
+        |(facts, sniff, progress), rec, raw| {
             if !sniff.is_sglang() {
                 sniff.push(rec);
             }
+            progress.push(raw);
             facts.push(rec, raw);
         },
         |k, res| {
             let path = paths.get(k).map_or(Path::new("-"), PathBuf::as_path);
-            let small = res.map(|((facts, sniff), stats)| {
+            let small = res.map(|((facts, sniff, progress), stats)| {
                 let mut read = LogRead {
                     stats,
                     warnings: Vec::new(),
+                    progress_lines: progress.lines(),
                 };
                 check_text(&mut read, &path.display().to_string());
                 SmallLog { facts, read, sniff }

@@ -59,8 +59,7 @@ fn a_tail_without_a_newline_is_searched_once() {
             "the split read {read} bytes of a {len}-byte file"
         );
     }
-    let stats =
-        parse_ranges_in_order(&path, &ranges, 2, || (), |_, _, _| {}, |_, _| {}).unwrap();
+    let stats = parse_ranges_in_order(&path, &ranges, 2, || (), |_, _, _| {}, |_, _| {}).unwrap();
     assert_eq!(stats.lines, lines + 1);
     assert_eq!(stats.long_lines, 1);
     assert_eq!(stats.bytes, len);
@@ -98,8 +97,7 @@ fn cuts_stop_where_the_last_newline_is() {
     if let Some(read) = read {
         assert!(read <= len + (64 << 10), "the split read {read} bytes");
     }
-    let stats =
-        parse_ranges_in_order(&path, &ranges, 2, || (), |_, _, _| {}, |_, _| {}).unwrap();
+    let stats = parse_ranges_in_order(&path, &ranges, 2, || (), |_, _, _| {}, |_, _| {}).unwrap();
     assert_eq!(stats.lines, n as u64 + 1);
     assert_eq!(stats.batch_lines, n as u64);
     assert_eq!(stats.long_lines, 1);
