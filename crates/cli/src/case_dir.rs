@@ -112,6 +112,8 @@ pub fn assign_roles(args: &mut DiagnoseArgs) -> anyhow::Result<Vec<String>> {
             logs.push(p);
             continue;
         }
+        // a link out of the directory is not followed (as `expand_log_dirs` does not)
+        let root = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
         let mut files: Vec<PathBuf> = std::fs::read_dir(&p)
             .map_err(|e| anyhow::anyhow!("cannot read the directory {}: {e}", p.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -119,6 +121,7 @@ pub fn assign_roles(args: &mut DiagnoseArgs) -> anyhow::Result<Vec<String>> {
                 f.file_name()
                     .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
                     && std::fs::metadata(f).is_ok_and(|m| m.is_file())
+                    && std::fs::canonicalize(f).is_ok_and(|t| t.starts_with(&root))
             })
             .collect();
         files.sort();

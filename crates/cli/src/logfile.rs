@@ -16,14 +16,21 @@ use sglang_log::{
 
 /// The log inputs `paths` stand for: a file (or `-`) is itself; a directory (a job's log
 /// directory: every rank's and node's log, `.gz`, rotated parts) is every log file under it,
-/// subdirectories included, in a stable order: by directory, then by log name, a name's rotated
-/// parts oldest first (`server.log.3`, `.2`, `.1`, then `server.log`; a `.gz` beside its plain
-/// name). A log file is a file whose name holds `.log` (`server.log`, `rank0.log.1`,
-/// `node1.log.gz`, `sglang.log-20260105`) or ends in `.out`, `.err` or `.txt` (optionally
-/// `.gz`); hidden files are skipped. Paths named twice are kept (the evidence builder counts
-/// a repeated file once). An entry of a directory with a log's name that is no regular file
-/// (a FIFO, a socket, a device, a broken link) is left out, and a line saying so is added to
-/// `skipped`: reading a FIFO would wait for a writer, and a broken link end the whole read.
+/// subdirectories included (8 levels at most), in a stable order: by directory, then by log
+/// name, a name's rotated parts oldest first (`server.log.3`, `.2`, `.1`, then `server.log`; a
+/// `.gz` beside its plain name). A log file is a file whose name holds `.log` (`server.log`,
+/// `rank0.log.1`, `node1.log.gz`, `sglang.log-20260105`) or ends in `.out`, `.err` or `.txt`
+/// (optionally `.gz`); hidden files are skipped. Paths named twice are kept (the evidence
+/// builder counts a repeated file once).
+///
+/// A directory is walked without following links: a link to a directory is not entered (a
+/// link to `.` made the walk read each file once per path through the links, 9,841 times
+/// for three of them), and a link to a file is read only when the file is inside the
+/// directory; a link out of it is skipped (name its file to read it). A file reached by
+/// two names (a link to it, a hard link) is read once, under the first name in the order
+/// above. An entry with a log's name that is no regular file (a FIFO, a socket, a device, a
+/// broken link) is left out: reading a FIFO would wait for a writer, and a broken link end
+/// the whole read. Each entry left out adds a line saying so to `skipped`.
 ///
 /// # Errors
 /// A directory that cannot be read, or holds no log file (the message names it).
@@ -34,16 +41,30 @@ pub fn expand_log_dirs(
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() != "-" && p.is_dir() {
-            let mut found = Vec::new();
-            collect_logs(p, &mut found, skipped, 0)?;
+            let mut found = collect_logs(p, skipped)?;
             if found.is_empty() {
                 anyhow::bail!(
                     "{} is a directory without log files (*.log*, *.out, *.err, *.txt, optionally .gz)",
                     p.display()
                 );
             }
-            found.sort_by_cached_key(|f| log_order(f));
-            out.extend(found);
+            found.sort_by_cached_key(|(f, _)| log_order(f));
+            // one read per file, under its first name
+            let mut first: std::collections::HashMap<FileKey, PathBuf> =
+                std::collections::HashMap::new();
+            for (f, key) in found {
+                match first.get(&key) {
+                    Some(earlier) => skipped.push(format!(
+                        "skipped {}: the same file as {}, read once",
+                        f.display(),
+                        earlier.display()
+                    )),
+                    None => {
+                        first.insert(key, f.clone());
+                        out.push(f);
+                    }
+                }
+            }
         } else {
             out.push(p.clone());
         }
@@ -51,40 +72,87 @@ pub fn expand_log_dirs(
     Ok(out)
 }
 
-/// Log files under `dir` (at most 8 directory levels deep).
-fn collect_logs(
-    dir: &Path,
-    out: &mut Vec<PathBuf>,
-    skipped: &mut Vec<String>,
-    depth: usize,
-) -> anyhow::Result<()> {
-    let rd = std::fs::read_dir(dir)
-        .map_err(|e| anyhow::anyhow!("cannot read the directory {}: {e}", dir.display()))?;
-    for entry in rd {
-        let entry = entry
-            .map_err(|e| anyhow::anyhow!("cannot read the directory {}: {e}", dir.display()))?;
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
+/// What identifies a file whatever its name: (device, inode).
+#[cfg(unix)]
+type FileKey = (u64, u64);
+/// What identifies a file whatever its name: its canonical path.
+#[cfg(not(unix))]
+type FileKey = PathBuf;
+
+/// The identity of the file `path` leads to (through links), with its metadata.
+#[cfg(unix)]
+fn file_key(_path: &Path, meta: &std::fs::Metadata) -> FileKey {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+/// The identity of the file `path` leads to (through links), with its metadata.
+#[cfg(not(unix))]
+fn file_key(path: &Path, _meta: &std::fs::Metadata) -> FileKey {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Log files under `dir` (8 directory levels deep at most, links not followed out of it),
+/// each with the identity of its file.
+fn collect_logs(dir: &Path, skipped: &mut Vec<String>) -> anyhow::Result<Vec<(PathBuf, FileKey)>> {
+    let cant = |at: &Path, e: &dyn std::fmt::Display| {
+        anyhow::anyhow!("cannot read the directory {}: {e}", at.display())
+    };
+    let root = std::fs::canonicalize(dir).map_err(|e| cant(dir, &e))?;
+    let mut out = Vec::new();
+    let walk = walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .max_depth(9)
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+    for entry in walk {
+        let entry = entry.map_err(|e| {
+            let at = e.path().unwrap_or(dir).to_path_buf();
+            cant(&at, &e)
+        })?;
+        let ft = entry.file_type();
+        if entry.depth() == 0 || ft.is_dir() {
             continue;
         }
-        if path.is_dir() {
-            if depth < 8 {
-                collect_logs(&path, out, skipped, depth + 1)?;
+        let path = entry.path();
+        let linked = ft.is_symlink();
+        // the file the name leads to (through a link)
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) => {
+                if is_log_name(&entry.file_name().to_string_lossy()) {
+                    skipped.push(format!("skipped {}: {e}", path.display()));
+                }
+                continue;
             }
-        } else if is_log_name(&name) {
-            // the file the name leads to (through a link)
-            match std::fs::metadata(&path) {
-                Ok(m) if m.is_file() => out.push(path),
-                Ok(_) => skipped.push(format!(
-                    "skipped {}: not a regular file (a FIFO, socket or device)",
-                    path.display()
-                )),
-                Err(e) => skipped.push(format!("skipped {}: {e}", path.display())),
-            }
+        };
+        if linked && meta.is_dir() {
+            skipped.push(format!(
+                "skipped {}: a link to a directory, not followed (name the directory to read it)",
+                path.display()
+            ));
+            continue;
         }
+        if !is_log_name(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        if !meta.is_file() {
+            skipped.push(format!(
+                "skipped {}: not a regular file (a FIFO, socket or device)",
+                path.display()
+            ));
+            continue;
+        }
+        if linked && !std::fs::canonicalize(path).is_ok_and(|t| t.starts_with(&root)) {
+            skipped.push(format!(
+                "skipped {}: a link out of the directory, not followed (name the file to read it)",
+                path.display()
+            ));
+            continue;
+        }
+        out.push((path.to_path_buf(), file_key(path, &meta)));
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Whether a file name looks like a log (see [`expand_log_dirs`]).

@@ -86,3 +86,70 @@ fn a_fifo_with_no_sglang_line_is_read_once() {
         assert!(err.contains(want), "{name}: {err}");
     }
 }
+
+/// A real log: TP0 of issue 3909 (9 decode lines).
+fn log() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/real/002-i3909-throughput-steadily-decreases.log")
+}
+
+/// The report's inputs (`diagnose --json`): each one name.
+fn input_names(out: &Output) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    v["inputs"]
+        .as_array()
+        .expect("inputs")
+        .iter()
+        .map(|i| i["name"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Item 14: a job directory with three links to `.`, a link to a file of its own and a link
+/// to a log out of it. The walk followed the links 8 levels deep and read the one log 9,841
+/// times (4.5 GB for a 460 KB log). It is read once; the links are said, not followed.
+#[test]
+fn links_in_a_job_directory_read_each_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::copy(log(), job.join("rank0.log")).unwrap();
+    for l in ["a", "b", "c"] {
+        std::os::unix::fs::symlink(".", job.join(l)).unwrap();
+    }
+    std::os::unix::fs::symlink("rank0.log", job.join("alias.log")).unwrap();
+    let outside = dir.path().join("other.log");
+    std::fs::copy(log(), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, job.join("out.log")).unwrap();
+    let mut cmd = bin();
+    cmd.args(["diagnose", "--json"]).arg(&job);
+    let out = run_within(cmd, Duration::from_secs(120)).expect("diagnose ended");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let names = input_names(&out);
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(
+        names[0].ends_with("rank0.log") || names[0].ends_with("alias.log"),
+        "{names:?}"
+    );
+    for l in ["a", "b", "c"] {
+        let said = format!(
+            "skipped {}: a link to a directory, not followed",
+            job.join(l).display()
+        );
+        assert!(err.contains(&said), "{err}");
+    }
+    let said = format!(
+        "skipped {}: a link out of the directory",
+        job.join("out.log").display()
+    );
+    assert!(err.contains(&said), "{err}");
+    assert!(err.contains("the same file as"), "{err}");
+    // named, the link out is read
+    let mut cmd = bin();
+    cmd.args(["diagnose", "--json"]).arg(job.join("out.log"));
+    let out = run_within(cmd, Duration::from_secs(120)).expect("diagnose ended");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(input_names(&out).len(), 1);
+}
