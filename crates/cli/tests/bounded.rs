@@ -153,3 +153,84 @@ fn links_in_a_job_directory_read_each_file_once() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(input_names(&out).len(), 1);
 }
+
+/// Item 16: `--watch` over a directory of more logs than the open-file limit allows
+/// descriptors (300 under `ulimit -n 128`). Each followed log held its file open: the logs
+/// past the limit were never read, a "Too many open files" note each, every period, and the
+/// exit was 0. Descriptors are bounded: every log is read, and a log past the open window
+/// (reopened at its offset on each poll) gets the lines appended to it, each once.
+#[test]
+fn watch_over_more_logs_than_descriptors_reads_them_all() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    let text = std::fs::read_to_string(log()).unwrap();
+    let files = 300;
+    for k in 0..files {
+        // a DP rank each: one server of 300 schedulers
+        let lines = text.replace(" TP0]", &format!(" DP{k} TP0]"));
+        std::fs::write(job.join(format!("rank{k:03}.log")), lines).unwrap();
+    }
+    let last = job.join(format!("rank{:03}.log", files - 1));
+    let last_name = last.display().to_string();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 128 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_throughput-doctor"))
+        .args(["diagnose", "--watch", "1s", "--watch-count", "2"])
+        .arg(&job)
+        .env("NO_COLOR", "1")
+        .env_remove("SGLANG_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut reports: Vec<Vec<String>> = Vec::new();
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        if line.starts_with("── report") {
+            reports.push(Vec::new());
+        } else if let Some(r) = reports.last_mut() {
+            let appended = line.starts_with(&format!("  {last_name}:"));
+            r.push(line);
+            if appended && reports.len() == 1 {
+                // after the first read of the last log: two more decode lines
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&last)
+                    .unwrap();
+                f.write_all(
+                    b"[2025-02-27 04:47:20 DP299 TP0] Decode batch. #running-req: 8, #token: 65000, token usage: 0.13, gen throughput (token/s): 186.10, #queue-req: 0\n\
+                      [2025-02-27 04:47:22 DP299 TP0] Decode batch. #running-req: 8, #token: 65320, token usage: 0.13, gen throughput (token/s): 186.20, #queue-req: 0\n",
+                )
+                .unwrap();
+            }
+        }
+    }
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(reports.len(), 2, "{err}");
+    for (k, r) in reports.iter().enumerate() {
+        let all = r.join("\n");
+        assert!(!all.contains("Too many open files"), "report {k}: {all}");
+        let read = r
+            .iter()
+            .filter(|l| l.starts_with(&format!("  {}", job.display())) && l.contains(" decode"))
+            .count();
+        assert_eq!(read, files, "report {k}: {all}");
+        let of_last: Vec<&String> = r
+            .iter()
+            .filter(|l| l.starts_with(&format!("  {last_name}:")))
+            .collect();
+        let want = if k == 0 { " 9 decode" } else { " 11 decode" };
+        assert!(
+            of_last.len() == 1 && of_last[0].contains(want),
+            "report {k}: {of_last:?}"
+        );
+    }
+}
