@@ -97,8 +97,12 @@ async fn read_request(s: &mut TcpStream) -> bool {
     true
 }
 
+/// How a test server answers a request: it writes the response head into the buffer and
+/// returns a frame and how many times to send it (`None`: close the connection).
+type Answer = fn(&mut Vec<u8>) -> Option<(Vec<u8>, u64)>;
+
 /// Serves each request with `answer` (keep-alive, request after request).
-async fn serve(answer: fn(&mut Vec<u8>) -> Option<(Vec<u8>, u64)>) -> String {
+async fn serve(answer: Answer) -> String {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     tokio::spawn(async move {
