@@ -233,6 +233,28 @@ mod tests {
         assert!(notes.iter().any(|n| n.contains("not used")), "{notes:?}");
     }
 
+    /// A link to a file out of the folder is not followed (as a job directory's walk does
+    /// not): the config it leads to gets no role; a link inside the folder is its file.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_out_of_the_folder_gets_no_role() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let case = dir.path().join("case");
+        std::fs::create_dir(&case).expect("mkdir");
+        std::fs::copy(scenario("server.log"), case.join("server.log")).expect("copy");
+        std::fs::copy(scenario("client.log"), case.join("client.txt")).expect("copy");
+        std::os::unix::fs::symlink("client.txt", case.join("progress.txt")).expect("link");
+        std::os::unix::fs::symlink(scenario("config.json"), case.join("config.json"))
+            .expect("link");
+        let mut args = DiagnoseArgs {
+            logs: vec![case.clone()],
+            ..DiagnoseArgs::default()
+        };
+        assign_roles(&mut args).expect("roles");
+        assert_eq!(args.model_config, None);
+        assert_eq!(args.client_log, Some(case.join("client.txt")));
+    }
+
     #[test]
     fn a_folder_of_logs_only_is_left_as_it_is() {
         let dir = tempfile::tempdir().expect("tmp");
