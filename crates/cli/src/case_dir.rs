@@ -112,6 +112,8 @@ pub fn assign_roles(args: &mut DiagnoseArgs) -> anyhow::Result<Vec<String>> {
             logs.push(p);
             continue;
         }
+        // a link out of the directory is not followed (as `expand_log_dirs` does not)
+        let root = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
         let mut files: Vec<PathBuf> = std::fs::read_dir(&p)
             .map_err(|e| anyhow::anyhow!("cannot read the directory {}: {e}", p.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -119,6 +121,7 @@ pub fn assign_roles(args: &mut DiagnoseArgs) -> anyhow::Result<Vec<String>> {
                 f.file_name()
                     .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
                     && std::fs::metadata(f).is_ok_and(|m| m.is_file())
+                    && std::fs::canonicalize(f).is_ok_and(|t| t.starts_with(&root))
             })
             .collect();
         files.sort();
@@ -228,6 +231,28 @@ mod tests {
         assert_eq!(args.gpu_snapshot, Some(PathBuf::from("mine.csv")));
         assert_eq!(args.client_log, Some(dir.path().join("client.log")));
         assert!(notes.iter().any(|n| n.contains("not used")), "{notes:?}");
+    }
+
+    /// A link to a file out of the folder is not followed (as a job directory's walk does
+    /// not): the config it leads to gets no role; a link inside the folder is its file.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_out_of_the_folder_gets_no_role() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let case = dir.path().join("case");
+        std::fs::create_dir(&case).expect("mkdir");
+        std::fs::copy(scenario("server.log"), case.join("server.log")).expect("copy");
+        std::fs::copy(scenario("client.log"), case.join("client.txt")).expect("copy");
+        std::os::unix::fs::symlink("client.txt", case.join("progress.txt")).expect("link");
+        std::os::unix::fs::symlink(scenario("config.json"), case.join("config.json"))
+            .expect("link");
+        let mut args = DiagnoseArgs {
+            logs: vec![case.clone()],
+            ..DiagnoseArgs::default()
+        };
+        assign_roles(&mut args).expect("roles");
+        assert_eq!(args.model_config, None);
+        assert_eq!(args.client_log, Some(case.join("client.txt")));
     }
 
     #[test]

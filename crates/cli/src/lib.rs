@@ -534,7 +534,8 @@ fn end_of_log(
     b.finish_source(id, &read.stats);
     // a job directory's client log read as a server log: it holds no server line, and
     // passing it as the client is what would use it
-    let progress = read.stats.events == 0 && read.stats.lines > 0 && is_client_progress_log(path);
+    // counted as the log was read: a FIFO cannot be read a second time
+    let progress = read.stats.events == 0 && read.stats.lines > 0 && read.progress_lines >= 2;
     if progress {
         warnings.push(format!(
             "{name}: its lines are a client's progress log (`date-time ... N/M done`), not a server log; pass it as --client-log {} to compare the client's rate with the server's",
@@ -561,26 +562,6 @@ fn end_of_log(
         }
         (e, _) => e,
     }));
-}
-
-/// Head of a file looked at for client progress lines ([`is_client_progress_log`]), in bytes.
-const CLIENT_SNIFF_BYTES: u64 = 64 << 10;
-
-/// Whether the first [`CLIENT_SNIFF_BYTES`] of `path` hold at least two client progress lines
-/// (`date-time ... N/M done`, as `--client-log` reads them): `false` for stdin or a file that
-/// cannot be read again. Only a log that gave no SGLang event is looked at, so the second read
-/// of its head costs nothing on a server log.
-fn is_client_progress_log(path: &std::path::Path) -> bool {
-    use std::io::Read as _;
-    let mut head = Vec::new();
-    path.as_os_str() != "-"
-        && std::fs::File::open(path)
-            .and_then(|f| f.take(CLIENT_SNIFF_BYTES).read_to_end(&mut head))
-            .is_ok()
-        && sglang_log::parse_client(path.display().to_string(), &String::from_utf8_lossy(&head))
-            .progress
-            .len()
-            >= 2
 }
 
 /// Gather the evidence beside the logs. A server that cannot be reached narrows the report;

@@ -16,14 +16,21 @@ use sglang_log::{
 
 /// The log inputs `paths` stand for: a file (or `-`) is itself; a directory (a job's log
 /// directory: every rank's and node's log, `.gz`, rotated parts) is every log file under it,
-/// subdirectories included, in a stable order: by directory, then by log name, a name's rotated
-/// parts oldest first (`server.log.3`, `.2`, `.1`, then `server.log`; a `.gz` beside its plain
-/// name). A log file is a file whose name holds `.log` (`server.log`, `rank0.log.1`,
-/// `node1.log.gz`, `sglang.log-20260105`) or ends in `.out`, `.err` or `.txt` (optionally
-/// `.gz`); hidden files are skipped. Paths named twice are kept (the evidence builder counts
-/// a repeated file once). An entry of a directory with a log's name that is no regular file
-/// (a FIFO, a socket, a device, a broken link) is left out, and a line saying so is added to
-/// `skipped`: reading a FIFO would wait for a writer, and a broken link end the whole read.
+/// subdirectories included (8 levels at most), in a stable order: by directory, then by log
+/// name, a name's rotated parts oldest first (`server.log.3`, `.2`, `.1`, then `server.log`; a
+/// `.gz` beside its plain name). A log file is a file whose name holds `.log` (`server.log`,
+/// `rank0.log.1`, `node1.log.gz`, `sglang.log-20260105`) or ends in `.out`, `.err` or `.txt`
+/// (optionally `.gz`); hidden files are skipped. Paths named twice are kept (the evidence
+/// builder counts a repeated file once).
+///
+/// A directory is walked without following links: a link to a directory is not entered (a
+/// link to `.` made the walk read each file once per path through the links, 9,841 times
+/// for three of them), and a link to a file is read only when the file is inside the
+/// directory; a link out of it is skipped (name its file to read it). A file reached by
+/// two names (a link to it, a hard link) is read once, under the first name in the order
+/// above. An entry with a log's name that is no regular file (a FIFO, a socket, a device, a
+/// broken link) is left out: reading a FIFO would wait for a writer, and a broken link end
+/// the whole read. Each entry left out adds a line saying so to `skipped`.
 ///
 /// # Errors
 /// A directory that cannot be read, or holds no log file (the message names it).
@@ -34,16 +41,30 @@ pub fn expand_log_dirs(
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() != "-" && p.is_dir() {
-            let mut found = Vec::new();
-            collect_logs(p, &mut found, skipped, 0)?;
+            let mut found = collect_logs(p, skipped)?;
             if found.is_empty() {
                 anyhow::bail!(
                     "{} is a directory without log files (*.log*, *.out, *.err, *.txt, optionally .gz)",
                     p.display()
                 );
             }
-            found.sort_by_cached_key(|f| log_order(f));
-            out.extend(found);
+            found.sort_by_cached_key(|(f, _)| log_order(f));
+            // one read per file, under its first name
+            let mut first: std::collections::HashMap<FileKey, PathBuf> =
+                std::collections::HashMap::new();
+            for (f, key) in found {
+                match first.get(&key) {
+                    Some(earlier) => skipped.push(format!(
+                        "skipped {}: the same file as {}, read once",
+                        f.display(),
+                        earlier.display()
+                    )),
+                    None => {
+                        first.insert(key, f.clone());
+                        out.push(f);
+                    }
+                }
+            }
         } else {
             out.push(p.clone());
         }
@@ -51,40 +72,87 @@ pub fn expand_log_dirs(
     Ok(out)
 }
 
-/// Log files under `dir` (at most 8 directory levels deep).
-fn collect_logs(
-    dir: &Path,
-    out: &mut Vec<PathBuf>,
-    skipped: &mut Vec<String>,
-    depth: usize,
-) -> anyhow::Result<()> {
-    let rd = std::fs::read_dir(dir)
-        .map_err(|e| anyhow::anyhow!("cannot read the directory {}: {e}", dir.display()))?;
-    for entry in rd {
-        let entry = entry
-            .map_err(|e| anyhow::anyhow!("cannot read the directory {}: {e}", dir.display()))?;
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
+/// What identifies a file whatever its name: (device, inode).
+#[cfg(unix)]
+type FileKey = (u64, u64);
+/// What identifies a file whatever its name: its canonical path.
+#[cfg(not(unix))]
+type FileKey = PathBuf;
+
+/// The identity of the file `path` leads to (through links), with its metadata.
+#[cfg(unix)]
+fn file_key(_path: &Path, meta: &std::fs::Metadata) -> FileKey {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+/// The identity of the file `path` leads to (through links), with its metadata.
+#[cfg(not(unix))]
+fn file_key(path: &Path, _meta: &std::fs::Metadata) -> FileKey {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Log files under `dir` (8 directory levels deep at most, links not followed out of it),
+/// each with the identity of its file.
+fn collect_logs(dir: &Path, skipped: &mut Vec<String>) -> anyhow::Result<Vec<(PathBuf, FileKey)>> {
+    let cant = |at: &Path, e: &dyn std::fmt::Display| {
+        anyhow::anyhow!("cannot read the directory {}: {e}", at.display())
+    };
+    let root = std::fs::canonicalize(dir).map_err(|e| cant(dir, &e))?;
+    let mut out = Vec::new();
+    let walk = walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .max_depth(9)
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+    for entry in walk {
+        let entry = entry.map_err(|e| {
+            let at = e.path().unwrap_or(dir).to_path_buf();
+            cant(&at, &e)
+        })?;
+        let ft = entry.file_type();
+        if entry.depth() == 0 || ft.is_dir() {
             continue;
         }
-        if path.is_dir() {
-            if depth < 8 {
-                collect_logs(&path, out, skipped, depth + 1)?;
+        let path = entry.path();
+        let linked = ft.is_symlink();
+        // the file the name leads to (through a link)
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) => {
+                if is_log_name(&entry.file_name().to_string_lossy()) {
+                    skipped.push(format!("skipped {}: {e}", path.display()));
+                }
+                continue;
             }
-        } else if is_log_name(&name) {
-            // the file the name leads to (through a link)
-            match std::fs::metadata(&path) {
-                Ok(m) if m.is_file() => out.push(path),
-                Ok(_) => skipped.push(format!(
-                    "skipped {}: not a regular file (a FIFO, socket or device)",
-                    path.display()
-                )),
-                Err(e) => skipped.push(format!("skipped {}: {e}", path.display())),
-            }
+        };
+        if linked && meta.is_dir() {
+            skipped.push(format!(
+                "skipped {}: a link to a directory, not followed (name the directory to read it)",
+                path.display()
+            ));
+            continue;
         }
+        if !is_log_name(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        if !meta.is_file() {
+            skipped.push(format!(
+                "skipped {}: not a regular file (a FIFO, socket or device)",
+                path.display()
+            ));
+            continue;
+        }
+        if linked && !std::fs::canonicalize(path).is_ok_and(|t| t.starts_with(&root)) {
+            skipped.push(format!(
+                "skipped {}: a link out of the directory, not followed (name the file to read it)",
+                path.display()
+            ));
+            continue;
+        }
+        out.push((path.to_path_buf(), file_key(path, &meta)));
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Whether a file name looks like a log (see [`expand_log_dirs`]).
@@ -132,6 +200,41 @@ pub struct LogRead {
     pub stats: ParseStats,
     /// Problems that did not stop the read, each naming the file (for stderr and the report).
     pub warnings: Vec<String>,
+    /// A client's progress lines among the lines that start in its first
+    /// [`PROGRESS_SNIFF_BYTES`], counted as they were read ([`ProgressSniff`]).
+    pub progress_lines: u64,
+}
+
+/// Bytes of a log's start looked at for a client's progress lines (64 KiB).
+pub const PROGRESS_SNIFF_BYTES: u64 = 64 << 10;
+
+/// Counts a client's progress lines (`date-time ... N/M done`, as `--client-log` reads them)
+/// among the lines that start in a log's first [`PROGRESS_SNIFF_BYTES`], as the log is read:
+/// a log is read once, as a FIFO or stdin can only be (reopening a FIFO whose writer is gone
+/// waits forever).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProgressSniff {
+    /// Bytes of the lines seen (each line's bytes and its newline).
+    seen: u64,
+    /// Progress lines among them.
+    lines: u64,
+}
+
+impl ProgressSniff {
+    /// Takes the next line's bytes (without its newline).
+    pub fn push(&mut self, raw: &[u8]) {
+        if self.seen < PROGRESS_SNIFF_BYTES
+            && sglang_log::is_progress_line(&String::from_utf8_lossy(raw))
+        {
+            self.lines += 1;
+        }
+        self.seen += raw.len() as u64 + 1;
+    }
+
+    /// The progress lines counted.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
 }
 
 /// Read the log at `path` (`-` is stdin; gzip is detected by its magic bytes and may hold
@@ -144,10 +247,16 @@ pub struct LogRead {
 /// [`ReadError::Open`] when the file cannot be opened or its first bytes cannot be read,
 /// [`ReadError::NotAFile`] for a directory, [`ReadError::Read`] when reading a plain file or
 /// stdin fails mid-way.
-pub fn read_log(path: &Path, push: impl FnMut(&Record<'_>)) -> Result<LogRead, ReadError> {
+pub fn read_log(path: &Path, mut push: impl FnMut(&Record<'_>)) -> Result<LogRead, ReadError> {
     let name = path.display().to_string();
     let mut out = LogRead::default();
-    match LogReader::open(path)?.for_each(push) {
+    let mut progress = ProgressSniff::default();
+    let res = LogReader::open(path)?.for_each_raw(|rec, raw| {
+        progress.push(raw);
+        push(rec);
+    });
+    out.progress_lines = progress.lines();
+    match res {
         Ok(stats) => out.stats = stats,
         Err(ReadError::Gzip {
             line_no,
@@ -235,9 +344,16 @@ pub fn read_log_into(
                 },
             )?;
             *sniff = shared_sniff.into_inner().unwrap_or_else(|e| e.into_inner());
+            // a regular file of two chunks or more (no FIFO): its head can be read again
+            let progress_lines = if stats.events == 0 {
+                progress_in_head(path)
+            } else {
+                0
+            };
             let mut out = LogRead {
                 stats,
                 warnings: Vec::new(),
+                progress_lines,
             };
             check_text(&mut out, &path.display().to_string());
             return Ok(out);
@@ -249,6 +365,22 @@ pub fn read_log_into(
         }
         b.push(id, rec);
     })
+}
+
+/// A client's progress lines in the first [`PROGRESS_SNIFF_BYTES`] of the regular file
+/// `path` (0 when it cannot be read).
+fn progress_in_head(path: &Path) -> u64 {
+    use std::io::Read as _;
+    let mut head = Vec::new();
+    if std::fs::File::open(path)
+        .and_then(|f| f.take(PROGRESS_SNIFF_BYTES).read_to_end(&mut head))
+        .is_err()
+    {
+        return 0;
+    }
+    let mut sniff = ProgressSniff::default();
+    head.split(|&b| b == b'\n').for_each(|l| sniff.push(l));
+    sniff.lines()
 }
 
 /// True when the file starts with the gzip magic bytes.
@@ -284,6 +416,9 @@ pub struct SmallLog {
     pub sniff: FormatSniffer,
 }
 
+/// What [`read_small_logs`] gathers over one file's records.
+type SmallState = (ChunkFacts, FormatSniffer, ProgressSniff);
+
 /// Reads the small plain logs `paths` ([`is_small_plain`]) on `threads` threads, a file per
 /// thread, and hands each to `take` in the order of `paths`: a job directory of many small
 /// rank logs is read on every core, though no file of it is large enough to be split.
@@ -298,19 +433,27 @@ pub fn read_small_logs<E>(
     sglang_log::parallel::parse_files_in_order(
         paths,
         threads,
-        || (ChunkFacts::new(), FormatSniffer::new()),
-        |(facts, sniff), rec, raw| {
+        || -> SmallState {
+            (
+                ChunkFacts::new(),
+                FormatSniffer::new(),
+                ProgressSniff::default(),
+            )
+        },
+        |(facts, sniff, progress), rec, raw| {
             if !sniff.is_sglang() {
                 sniff.push(rec);
             }
+            progress.push(raw);
             facts.push(rec, raw);
         },
         |k, res| {
             let path = paths.get(k).map_or(Path::new("-"), PathBuf::as_path);
-            let small = res.map(|((facts, sniff), stats)| {
+            let small = res.map(|((facts, sniff, progress), stats)| {
                 let mut read = LogRead {
                     stats,
                     warnings: Vec::new(),
+                    progress_lines: progress.lines(),
                 };
                 check_text(&mut read, &path.display().to_string());
                 SmallLog { facts, read, sniff }

@@ -46,6 +46,12 @@ fn stamp(path: &Path) -> Option<Stamp> {
     Some((file_ident(path), m.len(), m.modified().ok()))
 }
 
+/// Logs that keep their file open between polls: the first this many followed; every other
+/// one is reopened at the offset it reached on each poll and closed after it. A directory of
+/// 3,000 logs held a descriptor each, and the files past the open-file limit were never read
+/// (a note each, "Too many open files", every period).
+pub const MAX_OPEN_LOGS: usize = 64;
+
 /// One followed log: its reader, and what identifies the file it reads (for rotation).
 struct Followed {
     path: PathBuf,
@@ -53,6 +59,14 @@ struct Followed {
     reader: Option<LogReader<Box<dyn std::io::Read>>>,
     ident: Option<(u64, u64)>,
     offset: u64,
+    /// Whether the file stays open between polls ([`MAX_OPEN_LOGS`]).
+    keep_open: bool,
+    /// The reader's file was given back after the last poll (an empty input in its place):
+    /// it is reopened at `pos` on the next.
+    detached: bool,
+    /// Bytes of the file read so far: the lines delivered and an unterminated last line
+    /// held back (bytes).
+    pos: u64,
     stats: ParseStats,
     /// A compressed file is read once, whole: the stamp it had then (None: not read yet, or not
     /// compressed).
@@ -125,9 +139,24 @@ impl Followed {
                 Ok(r) => {
                     self.reader = Some(r.live(true));
                     self.ident = ident;
+                    (self.pos, self.detached) = (0, false);
                 }
                 Err(e) => {
                     notes.push(format!("{e}"));
+                    return;
+                }
+            }
+        } else if self.detached {
+            // the same file (checked above by its identity), taken up where it was left
+            match reopen_at(&self.path, self.pos, self.ident) {
+                Ok(f) => {
+                    if let Some(r) = self.reader.as_mut() {
+                        r.replace_input(Box::new(f));
+                    }
+                    self.detached = false;
+                }
+                Err(e) => {
+                    notes.push(format!("{}: {e}", self.path.display()));
                     return;
                 }
             }
@@ -137,13 +166,41 @@ impl Followed {
             match r.for_each(|rec| b.push(id, rec)) {
                 Ok(s) => {
                     self.offset += s.bytes;
+                    self.pos = self.offset + s.held_back_bytes;
                     self.stats.merge(&s);
                     b.finish_source(id, &self.stats);
                 }
                 Err(e) => notes.push(format!("{e}")),
             }
+            if !self.keep_open && !self.detached {
+                // give the descriptor back until the next poll
+                r.replace_input(Box::new(std::io::empty()));
+                self.detached = true;
+            }
         }
     }
+}
+
+/// The file `path` opened and positioned at byte `pos`, if it is still the file `ident`
+/// names (a file rotated since the identity was read is an error: the next poll reads the
+/// new one from its start).
+fn reopen_at(path: &Path, pos: u64, ident: Option<(u64, u64)>) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek as _, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = f.metadata()?;
+        if ident.is_some_and(|i| i != (m.dev(), m.ino())) {
+            return Err(std::io::Error::other(
+                "replaced while it was being followed; reading the new file on the next poll",
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ident;
+    f.seek(SeekFrom::Start(pos))?;
+    Ok(f)
 }
 
 /// How long one `/metrics` poll (and the server-info fetch) may take in live mode: one period,
@@ -170,12 +227,16 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
     let mut b = EvidenceBuilder::new();
     let mut followed: Vec<Followed> = paths
         .iter()
-        .map(|p| Followed {
+        .enumerate()
+        .map(|(k, p)| Followed {
             path: p.clone(),
             source: b.add_source(p.display().to_string()),
             reader: None,
             ident: None,
             offset: 0,
+            keep_open: k < MAX_OPEN_LOGS,
+            detached: false,
+            pos: 0,
             stats: ParseStats::default(),
             compressed_read: None,
             compressed_change_noted: false,

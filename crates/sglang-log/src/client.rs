@@ -333,6 +333,13 @@ pub fn progress_without_time(line: &str) -> bool {
     progress_time(line).is_none() && progress_count(line).is_some()
 }
 
+/// Whether `line` (surrounding spaces allowed) is a client's progress line as
+/// [`parse_client`] reads one: a date-time, then a count of completed requests (`N/M done`).
+/// Lets a reader tell a progress log while it reads it, line by line, with no second read.
+pub fn is_progress_line(line: &str) -> bool {
+    progress_from_line(line.trim()).is_some()
+}
+
 /// A progress line: a date-time, a count of completed requests ([`progress_count`]), and the
 /// rates the client printed (`X req/s`, `X it/s` of a progress bar counting requests, `X
 /// tok/s`), the mean completion length when printed (`avg_comp=4121tok`).

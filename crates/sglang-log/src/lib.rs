@@ -139,7 +139,8 @@ pub use alarms::{
 pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
 pub use bench::{BenchClient, BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
 pub use client::{
-    ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, parse_client, progress_without_time,
+    ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, is_progress_line, parse_client,
+    progress_without_time,
 };
 pub use events::{
     CapacityLine, Frame, KvCacheAllocated, LaunchArgs, MemoryLine, Retraction, RetractionWording,

@@ -774,6 +774,16 @@ impl<R: Read> LogReader<R> {
         self.head_done = !head;
     }
 
+    /// Puts `inner` in place of the input and returns the input it replaces, keeping
+    /// everything else: the line numbers, an unterminated last line held back in live mode,
+    /// the caches. A live reader of one of many followed files can so give its file back
+    /// between reads (an empty reader in its place) and take it up again reopened at the
+    /// offset it reached ([`ParseStats::bytes`] and [`ParseStats::held_back_bytes`] of its
+    /// reads say where), holding no descriptor meanwhile.
+    pub fn replace_input(&mut self, inner: R) -> R {
+        std::mem::replace(&mut self.inner, inner)
+    }
+
     /// Live mode: at end of input, keep an unterminated last line back (a log being written)
     /// instead of parsing it; the next [`LogReader::for_each`] call continues from it.
     pub fn live(mut self, live: bool) -> Self {

@@ -16,61 +16,151 @@ pub(super) struct Prompt {
     pub(super) payload: Payload,
 }
 
-/// Reads the input JSONL. Returns prompts and problems.
 /// `(1-based line, reason)` of input lines not used.
 pub(super) type InputProblems = Vec<(u64, String)>;
 
+/// A prompt to send: its line in the input and its id. Its payload is read from the input
+/// when its turn comes ([`PromptReader`]): a million prompts were held whole (1.08 GB).
+#[derive(Debug)]
+pub(super) struct Wanted {
+    /// 1-based line of the input.
+    pub(super) line: u64,
+    /// Its id.
+    pub(super) id: String,
+}
+
+/// The prompt of one input line, or why the line is not one.
+fn parse_prompt(line: &str, api: BatchApi) -> Result<Prompt, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let id = match v.get("id") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(x)) => x.to_string(),
+        _ => return Err("no string or number `id`".into()),
+    };
+    let payload = if let Some(p) = v.get("prompt").and_then(Value::as_str) {
+        Payload::Prompt(p.to_string())
+    } else if let Some(m @ Value::Array(_)) = v.get("messages") {
+        if api != BatchApi::Chat {
+            return Err(format!("id {id}: `messages` needs the chat API"));
+        }
+        Payload::Messages(m.clone())
+    } else {
+        return Err(format!(
+            "id {id}: neither a string `prompt` nor a `messages` array"
+        ));
+    };
+    Ok(Prompt { id, payload })
+}
+
+/// Reads the input JSONL once, line by line, keeping no payload: the prompts to send (their
+/// lines and ids, in input order) and the lines not used with their reasons (not JSON, no
+/// id, no payload the API takes, a repeated id).
 pub(super) fn read_input(
     path: &Path,
     api: BatchApi,
-) -> Result<(Vec<Prompt>, InputProblems), BatchError> {
+) -> Result<(Vec<Wanted>, InputProblems), BatchError> {
     let f = File::open(path).map_err(io_err(path))?;
-    let mut prompts = Vec::new();
+    let mut wanted = Vec::new();
     let mut problems = Vec::new();
     let mut seen = HashSet::new();
-    for (i, line) in BufReader::new(f).lines().enumerate() {
-        let n = i as u64 + 1;
-        let line = line.map_err(io_err(path))?;
+    let mut reader = BufReader::with_capacity(1 << 16, f);
+    let mut line = String::new();
+    let mut n = 0u64;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(io_err(path))? == 0 {
+            break;
+        }
+        n += 1;
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = match serde_json::from_str(&line) {
-            Ok(v) => v,
-            Err(e) => {
-                problems.push((n, format!("not JSON: {e}")));
+        let id = match parse_prompt(&line, api) {
+            Ok(p) => p.id,
+            Err(why) => {
+                problems.push((n, why));
                 continue;
             }
-        };
-        let id = match v.get("id") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(x)) => x.to_string(),
-            _ => {
-                problems.push((n, "no string or number `id`".into()));
-                continue;
-            }
-        };
-        let payload = if let Some(p) = v.get("prompt").and_then(Value::as_str) {
-            Payload::Prompt(p.to_string())
-        } else if let Some(m @ Value::Array(_)) = v.get("messages") {
-            if api != BatchApi::Chat {
-                problems.push((n, format!("id {id}: `messages` needs the chat API")));
-                continue;
-            }
-            Payload::Messages(m.clone())
-        } else {
-            problems.push((
-                n,
-                format!("id {id}: neither a string `prompt` nor a `messages` array"),
-            ));
-            continue;
         };
         if !seen.insert(id.clone()) {
             problems.push((n, format!("duplicate id {id} (first occurrence kept)")));
             continue;
         }
-        prompts.push(Prompt { id, payload });
+        wanted.push(Wanted { line: n, id });
     }
-    Ok((prompts, problems))
+    Ok((wanted, problems))
+}
+
+/// The prompts of the lines `wanted` (in input order), each read from the input when it is
+/// taken: memory holds one line, not the file. A line that is no longer the prompt it was
+/// when the input was first read (the file changed during the run) is an error naming the
+/// file and line, recorded as that id's failure.
+pub(super) struct PromptReader {
+    path: PathBuf,
+    api: BatchApi,
+    reader: BufReader<File>,
+    /// Lines of the input read so far.
+    line_no: u64,
+    line: String,
+    wanted: std::vec::IntoIter<Wanted>,
+}
+
+impl PromptReader {
+    /// Opens the input for the prompts `wanted`.
+    pub(super) fn open(
+        path: &Path,
+        api: BatchApi,
+        wanted: Vec<Wanted>,
+    ) -> Result<Self, BatchError> {
+        let f = File::open(path).map_err(io_err(path))?;
+        Ok(PromptReader {
+            path: path.to_path_buf(),
+            api,
+            reader: BufReader::with_capacity(1 << 16, f),
+            line_no: 0,
+            line: String::new(),
+            wanted: wanted.into_iter(),
+        })
+    }
+
+    /// The wanted line `w`, read on from where the last one was.
+    fn read(&mut self, w: &Wanted) -> Result<Prompt, String> {
+        let name = self.path.display();
+        while self.line_no < w.line {
+            self.line.clear();
+            match self.reader.read_line(&mut self.line) {
+                Ok(0) => {
+                    return Err(format!(
+                        "{name} line {}: the file ended before it (it changed during the run)",
+                        w.line
+                    ));
+                }
+                Ok(_) => self.line_no += 1,
+                Err(e) => return Err(format!("{name} line {}: {e}", self.line_no + 1)),
+            }
+        }
+        match parse_prompt(&self.line, self.api) {
+            Ok(p) if p.id == w.id => Ok(p),
+            Ok(p) => Err(format!(
+                "{name} line {}: holds id {} now (it changed during the run)",
+                w.line, p.id
+            )),
+            Err(why) => Err(format!(
+                "{name} line {}: {why} (it changed during the run)",
+                w.line
+            )),
+        }
+    }
+}
+
+impl Iterator for PromptReader {
+    /// The prompt, or its id and why its line could not be read again.
+    type Item = Result<Prompt, (String, String)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let w = self.wanted.next()?;
+        Some(self.read(&w).map_err(|why| (w.id, why)))
+    }
 }
 
 /// What an existing output file holds.

@@ -10,7 +10,14 @@
 //! **Input**: one JSON object per line: `{"id": "...", "prompt": "..."}` or
 //! `{"id": "...", "messages": [...]}`; other fields are ignored. Lines that
 //! are not such objects, and repeated ids, are counted and listed in
-//! [`BatchSummary::input_problems`]; they are not sent.
+//! [`BatchSummary::input_problems`]; they are not sent. The input is read
+//! twice, line by line, and never held: once for the ids (what to send, what
+//! the output already has), then each prompt when a worker takes it.
+//!
+//! **Bounded answers**: a streamed answer (content and reasoning together) is
+//! held up to the cap of a non-streamed completion's body
+//! ([`ClientConfig::max_json_bytes`], 16 MiB); past it the request fails with
+//! [`ClientError::TooLarge`] in its record (not retried) and the run goes on.
 //!
 //! **Output**: one [`BatchRecord`] per line. Only one task (the writer)
 //! owns the file; each record is one `write` of a complete line. On start,
@@ -77,7 +84,9 @@ mod files;
 mod request;
 mod writer;
 
-use files::{Payload, Prompt, read_input, remove_failed_records, scan_output};
+use files::{
+    Payload, Prompt, PromptReader, Wanted, read_input, remove_failed_records, scan_output,
+};
 use request::{Ctx, Live, run_one, unix_now};
 use writer::{Tally, Writer, writer_task};
 
@@ -224,7 +233,9 @@ pub struct BatchRecord {
     /// Error of the last attempt (failed requests only), e.g.
     /// `status: http://…/v1/chat/completions answered HTTP 500: …`.
     pub error: Option<String>,
-    /// Error kind (`connect`, `timeout`, `status`, `decode`, `transport`).
+    /// Error kind (`connect`, `timeout`, `status`, `decode`, `transport`, `too_large`: a
+    /// streamed answer past the cap of a completion's body, ...; `input`: the prompt's line
+    /// changed in the input during the run, and was not sent).
     pub error_kind: Option<String>,
 }
 
@@ -483,7 +494,7 @@ pub async fn run_batch(
     let input_prompts = prompts.len() as u64;
     let mut kept_failed = 0u64;
     let mut retry_ids = HashSet::new();
-    let todo: Vec<Prompt> = prompts
+    let todo: Vec<Wanted> = prompts
         .into_iter()
         .filter(|p| {
             if existing.ok_ids.contains(&p.id) {
@@ -546,7 +557,10 @@ pub async fn run_batch(
 
     // A fixed pool of `concurrency` workers, each taking the next prompt
     // when it is free: no task spawned and no semaphore permit per request.
-    let queue = Arc::new(std::sync::Mutex::new(todo.into_iter()));
+    // the prompts are read from the input as the workers take them
+    let queue = Arc::new(std::sync::Mutex::new(PromptReader::open(
+        &cfg.input, cfg.api, todo,
+    )?));
     let dispatched = Arc::new(AtomicU64::new(0));
     let t0_unix = unix_now();
     let t0 = Instant::now();
@@ -579,9 +593,15 @@ pub async fn run_batch(
                 } else {
                     (unix_now(), 0.0)
                 };
-                ctx.live.in_flight.fetch_add(1, Ordering::Relaxed);
-                let rec = run_one(&ctx, &mut conn, p, submit, wait).await;
-                ctx.live.in_flight.fetch_sub(1, Ordering::Relaxed);
+                let rec = match p {
+                    Ok(p) => {
+                        ctx.live.in_flight.fetch_add(1, Ordering::Relaxed);
+                        let rec = run_one(&ctx, &mut conn, p, submit, wait).await;
+                        ctx.live.in_flight.fetch_sub(1, Ordering::Relaxed);
+                        rec
+                    }
+                    Err((id, why)) => request::input_record(id, why, submit, wait),
+                };
                 if tx.send(rec).await.is_err() {
                     return;
                 }

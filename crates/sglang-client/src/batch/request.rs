@@ -28,6 +28,11 @@ pub(super) struct Ctx {
     pub(super) retry: RetryPolicy,
     pub(super) live: Live,
     pub(super) key: Option<crate::client::ApiKey>,
+    /// Most bytes of one streamed answer (content and reasoning together): the cap of a
+    /// non-streamed completion's body ([`ClientConfig::max_json_bytes`]), so that a
+    /// stream that never ends cannot grow the answer without bound (the cap of each event
+    /// bounds an event, not their sum).
+    pub(super) max_answer_bytes: u64,
 }
 
 impl Ctx {
@@ -76,6 +81,7 @@ impl Ctx {
             retry: cfg.retry.clone(),
             live: Live::default(),
             key: cfg.client.api_key.clone(),
+            max_answer_bytes: cfg.client.max_json_bytes,
         })
     }
 
@@ -278,6 +284,11 @@ pub(super) async fn attempt(
                         a.finish_reason = ch.finish_reason;
                     }
                 }
+                let held = a.content.as_ref().map_or(0, String::len)
+                    + a.reasoning.as_ref().map_or(0, String::len);
+                if held as u64 > ctx.max_answer_bytes {
+                    return Err(answer_too_large(ctx));
+                }
             }
             if !any_choice {
                 return Err(no_answer(ep, "no chunk of the stream had \"choices\""));
@@ -303,6 +314,9 @@ pub(super) async fn attempt(
                     return Err(no_answer(ep, "a stream chunk has no \"text\""));
                 };
                 mark(&mut a, !text.is_empty());
+                if text.len() as u64 > ctx.max_answer_bytes {
+                    return Err(answer_too_large(ctx));
+                }
                 if let Some(f) = chunk.meta_info.finish_reason.and_then(|f| f.kind) {
                     a.finish_reason = Some(f);
                 }
@@ -318,6 +332,16 @@ pub(super) async fn attempt(
         }
     }
     Ok(a)
+}
+
+/// A streamed answer past [`Ctx::max_answer_bytes`]: the request's error (not retried: the
+/// same prompt would stream as long an answer again).
+fn answer_too_large(ctx: &Ctx) -> ClientError {
+    ClientError::TooLarge {
+        url: crate::error::redact_url(ctx.endpoint.url_str()),
+        what: "streamed answer",
+        limit_bytes: ctx.max_answer_bytes,
+    }
 }
 
 pub(super) fn no_answer(ep: &Endpoint, reason: &str) -> ClientError {
@@ -358,6 +382,27 @@ pub(super) fn failed_record(
         attempts,
         error: ctx.scrub(Some(e.to_string())),
         error_kind: Some(e.kind().to_string()),
+        ..Default::default()
+    }
+}
+
+/// The record of a prompt whose input line could not be read again when its turn came
+/// (the input changed during the run): not sent, its error names the file and line.
+pub(super) fn input_record(
+    id: String,
+    why: String,
+    submit_unix_s: f64,
+    permit_wait_s: f64,
+) -> BatchRecord {
+    BatchRecord {
+        id,
+        ok: false,
+        submit_unix_s,
+        permit_wait_s,
+        end_unix_s: unix_now(),
+        attempts: 0,
+        error: Some(why),
+        error_kind: Some("input".into()),
         ..Default::default()
     }
 }
