@@ -121,6 +121,9 @@ pub struct BenchSummary {
     /// `Total input vision tokens:` (tokens): image or video tokens among the input (SGLang's
     /// bench_serving v0.5.x, vLLM's multimodal runs).
     pub total_input_vision_tokens: Option<u64>,
+    /// The lines before the block name a PD-disaggregated deployment: a router started with
+    /// `--pd-disaggregation`, or the benchmark's `--pd-separated` / `pd_separated=True`.
+    pub pd_disaggregation: bool,
     /// `Total generated tokens:` as the server counted them (tokens).
     pub total_generated_tokens: Option<u64>,
     /// `Total generated tokens (retokenized):` (tokens).
@@ -179,6 +182,7 @@ impl BenchSummary {
             duration_s: None,
             total_input_tokens: None,
             total_input_vision_tokens: None,
+            pd_disaggregation: false,
             total_generated_tokens: None,
             total_generated_tokens_retokenized: None,
             request_throughput: None,
@@ -478,6 +482,8 @@ pub struct BenchCollector {
     cur: Option<BenchSummary>,
     done: Vec<BenchSummary>,
     num_prompts: Option<u64>,
+    /// A line before the block named a PD deployment ([`BenchSummary::pd_disaggregation`]).
+    pd: bool,
     preamble: Preamble,
 }
 
@@ -534,6 +540,7 @@ impl BenchCollector {
         if is_title(t) {
             self.close();
             let mut b = BenchSummary::new(BenchTool::ServingBenchmark, line_no, self.num_prompts);
+            b.pd_disaggregation = self.pd;
             let pre = std::mem::take(&mut self.preamble);
             if pre.seen {
                 b.client = BenchClient::VllmBenchServe;
@@ -558,6 +565,12 @@ impl BenchCollector {
             }
             if t.contains("num") && t.contains("prompts") {
                 self.num_prompts = num_prompts_in(t).or(self.num_prompts);
+            }
+            if t.contains("pd-disaggregation")
+                || t.contains("--pd-separated")
+                || t.contains("pd_separated=True")
+            {
+                self.pd = true;
             }
             return;
         };

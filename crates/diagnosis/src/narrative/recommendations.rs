@@ -429,7 +429,7 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
             "none known",
         ),
         (Lever::SpeculativeDecoding, _) => (
-            "Lower --speculative-num-steps / --speculative-num-draft-tokens, use a draft model trained for this target, or turn speculation off".into(),
+            "Lower --speculative-num-steps / --speculative-num-draft-tokens, or use a draft model trained for this target (turn speculation off only where its accept length is near 1: above that each target forward still yields more than one token)".into(),
             "no draft forwards wasted on rejected tokens",
             "fewer tokens per target forward if the acceptance was worth it",
         ),

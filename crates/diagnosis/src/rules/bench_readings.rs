@@ -14,8 +14,10 @@
 //!   or a retracted request, not scheduling;
 //! - `Total input vision tokens` above zero: a request's time to first token includes encoding
 //!   its images, so TTFT is not queueing and prefill alone;
-//! - a duration under [`th::SHORT_BURST_E2E`] mean end-to-end latencies: the requests ran in
-//!   about one wave, and every rate of the block averages a ramp and a drain.
+//! - a duration under [`th::SHORT_BURST_E2E`] mean end-to-end latencies, for a client that
+//!   kept a concurrency limit or a request rate: the requests ran in about one wave, and every
+//!   rate of the block averages a ramp and a drain. (With every request sent at once and no
+//!   limit, a request's latency is about half the run whatever the waves: not judged.)
 //!
 //! **Why it matters.** Each of these, read at face value, sends the user after a problem that
 //! is not there (a client that broke its own limit, a server that slowed to a crawl at its
@@ -63,6 +65,8 @@ pub enum Facts {
         mean_itl_s: Option<f64>,
         /// The traffic rate was `inf`: every request was sent at once.
         burst: bool,
+        /// A PD-disaggregated deployment: the decode server runs no prefill.
+        pd: bool,
     },
     /// `Total input vision tokens` above zero.
     VisionInput {
@@ -110,6 +114,7 @@ pub fn check(run: &BenchmarkRun) -> Vec<Facts> {
                 .request_rate
                 .as_deref()
                 .is_some_and(|r| r.trim().eq_ignore_ascii_case("inf")),
+            pd: b.pd_disaggregation,
         });
     }
     if let Some(v) = b.total_input_vision_tokens.filter(|&v| v > 0) {
@@ -118,7 +123,12 @@ pub fn check(run: &BenchmarkRun) -> Vec<Facts> {
             input_tokens: b.total_input_tokens,
         });
     }
+    // with every request sent at once and no limit, a request's latency is about half the run
+    // whatever the number of waves the server makes: only a client that keeps a limit or a
+    // rate spreads its requests, so that the run's length counts its waves
+    let paced = b.max_concurrency.is_some() || b.request_rate_per_s().is_some();
     if let (Some(d), Some(e)) = (b.duration_s, run.mean_e2e_s())
+        && paced
         && d > 0.0
         && e > 0.0
         && d < th::SHORT_BURST_E2E * e
@@ -170,6 +180,7 @@ pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
             max_itl_s,
             mean_itl_s,
             burst,
+            pd,
         } => {
             let minutes = max_itl_s >= th::STALLED_STREAM_MINUTES_S;
             let mean = mean_itl_s
@@ -177,6 +188,8 @@ pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
                 .unwrap_or_default();
             let why = if minutes {
                 " Minutes without a token is no scheduling pause: the server stalled (a hung scheduler, a collective timeout) or the request was retracted and waited to be admitted again; the server log around that time tells which."
+            } else if pd {
+                " In this PD-disaggregated deployment the decode server runs no prefill passes: a stream pauses while the decode side waits (KV pre-allocation on a full pool, a KV transfer), after a retraction, or when a server stalls; the decode server's log (#prealloc-req, #transfer-req, retraction lines) tells which."
             } else if burst {
                 " With every request sent at once (request rate inf), SGLang runs prefill passes before decode while new requests can still be admitted, so the first requests' streams pause while the rest prefill; a retraction (the request re-queued) or a stalled server does it too: the server log's prefill and retraction lines around the pause tell which."
             } else {
@@ -334,6 +347,36 @@ mod tests {
         r.summary.e2e.mean_s = Some(r.summary.duration_s.unwrap() / 2.0);
         assert!(
             !check(&r)
+                .iter()
+                .any(|x| matches!(x, Facts::ShortBurst { .. }))
+        );
+    }
+
+    /// real-long client-router: bench_serving through a router started with
+    /// `--pd-disaggregation` (line 338), max ITL 10,367.87 ms: the decode server runs no
+    /// prefill, so the pause is not read as prefill passes before decode (expert reading).
+    #[test]
+    fn a_stopped_stream_behind_a_pd_router_is_read_as_pd() {
+        let r = runs("real-long/ascend-dsr1-pd-client-router.log");
+        assert!(r[0].summary.pd_disaggregation);
+        let f = check(&r[0]);
+        let s = f
+            .iter()
+            .find(|x| matches!(x, Facts::StalledStream { pd: true, .. }))
+            .expect("a stopped stream");
+        let w = finding(&r[0], s).detail;
+        assert!(w.contains("runs no prefill passes"), "{w}");
+        assert!(!w.contains("prefill passes before decode"), "{w}");
+    }
+
+    /// real/bench/007: 5,000 prompts at request rate inf with no concurrency limit: a request's
+    /// latency is about half the run by construction, so no "one wave" is read (expert reading).
+    #[test]
+    fn an_unpaced_burst_is_not_read_as_one_wave() {
+        let r = runs("real/bench/007-pr2643-v0.4.1post2-dsv3-sharegpt5k.txt");
+        assert_eq!(r[0].summary.max_concurrency, None);
+        assert!(
+            !check(&r[0])
                 .iter()
                 .any(|x| matches!(x, Facts::ShortBurst { .. }))
         );

@@ -193,10 +193,22 @@ pub(crate) fn finding(s: &ClientSummary, f: &Facts) -> Option<Finding> {
         )
     };
     if let Some((p, l)) = g.rounding {
-        detail.push_str(&format!(
-            " It prints {p} req/s: one decimal place turns {l:.3} into {p}, a {:.0}% error on its own.",
-            (p / l - 1.0).abs() * 100.0
-        ));
+        let off = (p / l - 1.0).abs() * 100.0;
+        detail.push_str(&match printed_decimals(p) {
+            // the printed figure is the lifetime average rounded: the rounding is the gap
+            Some(d) if round_to(l, d) == round_to(p, d) => format!(
+                " It prints {p} req/s: {} turns {l:.3} into {p}, a {off:.0}% error on its own.",
+                if d == 1 {
+                    "one decimal place".to_string()
+                } else {
+                    format!("{d} decimal places")
+                }
+            ),
+            // it is not: the client counts from its own start, before the log's first line
+            _ => format!(
+                " It prints {p} req/s, {off:.0}% off the {l:.3} the log's lines give from the first of them: more than rounding, so the client also counts from its own start, before its first progress line."
+            ),
+        });
     }
     if let Some(x) = s.first_completion_after_s {
         detail.push_str(&format!(
@@ -287,6 +299,19 @@ pub(crate) fn finding(s: &ClientSummary, f: &Facts) -> Option<Finding> {
     ))
 }
 
+/// The decimal places a printed rate shows (the fewest, up to 4, that hold it exactly).
+fn printed_decimals(p: f64) -> Option<i32> {
+    (0..=4).find(|&d| {
+        let s = p * 10f64.powi(d);
+        (s - s.round()).abs() < 1e-6
+    })
+}
+
+/// `x` rounded to `d` decimal places, as an integer count of the last place.
+fn round_to(x: f64, d: i32) -> i64 {
+    (x * 10f64.powi(d)).round() as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,6 +346,13 @@ mod tests {
         };
         assert!((r - 0.054).abs() < 0.001, "{r}");
         assert!(matches!(g.parts[1], Part::LifetimeRamp(_)), "{:?}", g.parts);
+        // 0.154 rounds to 0.2, not to the printed 0.1: the client counts from its own start
+        // (14:00:00), before its first progress line; rounding alone is not the gap (user)
+        let w = finding(&s, &Facts::Gap(g)).expect("finding");
+        assert!(!w.detail.contains("one decimal place"), "{}", w.detail);
+        assert!(w.detail.contains("more than rounding"), "{}", w.detail);
+        assert_eq!(printed_decimals(0.1), Some(1));
+        assert_eq!((round_to(0.154, 1), round_to(0.149, 1)), (2, 1));
     }
 
     #[test]

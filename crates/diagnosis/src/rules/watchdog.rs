@@ -182,7 +182,7 @@ impl Rule for Watchdog {
         }
         if let Some(h) = f.hang.as_ref().filter(|h| h.waits_on_children) {
             out.detail.push_str(&format!(
-                " The py-spy dump in the log is {}'s, idle while it waits for its child processes (multiprocessing join): a parent by design, not where the hang is; the hung scheduler's stack is not in the log (py-spy dumps every scheduler process: look for the dump of one that is not idle).",
+                " The py-spy dump in the log is {}'s, idle while it waits for its child processes (multiprocessing join): a parent by design, not where the hang is; the watchdog that fired dumped only its own process, so no scheduler's stack is in the log: while it hangs, dump the scheduler processes with py-spy (py-spy dump --pid) to see where they wait.",
                 h.process.as_deref().unwrap_or("a parent process")
             ));
         } else if let Some(h) = &f.hang {
