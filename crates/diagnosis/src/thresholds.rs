@@ -427,3 +427,7 @@ pub const PD_ROLE_MIN_LINES: u64 = 2;
 pub fn pd_role_holds(pd: u64, all: u64) -> bool {
     pd > 0 && pd as f64 >= PD_ROLE_SHARE * all as f64 && (pd >= PD_ROLE_MIN_LINES || pd == all)
 }
+/// A `#new_token_ratio` at or below this before a retraction had decayed towards SGLang's floor
+/// (`init_new_token_ratio` 0.7 × `base_min_new_token_ratio` 0.14 ≈ 0.1, `schedule_policy.py` /
+/// `global_config.py`); above it the reserve had not shrunk much (ratio).
+pub const NEW_TOKEN_RATIO_DECAYED: f64 = 0.3;

@@ -47,6 +47,18 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// A share (fraction 0-1) as a whole percentage, but one just under 100% keeps a decimal
+/// rounded down (99.6% is not 100%).
+pub fn share_pct(fraction: f64) -> String {
+    let p = fraction * 100.0;
+    if p > 99.0 && p < 100.0 {
+        // a share just under all is not all: 99.6% is not rounded up to 100%
+        format!("{:.1}%", (p * 10.0).floor() / 10.0)
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
 /// A number with `digits` decimals, or `?` when unknown or not finite (never `NaN`).
 pub fn num(v: Option<f64>, digits: usize) -> String {
     match v {

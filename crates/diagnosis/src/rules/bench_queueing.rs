@@ -105,6 +105,12 @@ pub(crate) fn finding(
         None => String::new(),
     };
     let server = match bottleneck {
+        // vLLM's client may stand in front of any server: say what tells for an SGLang one
+        Bottleneck::NoSchedulerLines if b.client == sglang_log::BenchClient::VllmBenchServe => {
+            " Which part is queueing and which is prefill (or time before the server: tokenizing, a chat template, the network) a client summary cannot tell; \
+             the server's own log does: if the server is SGLang, its #queue-req and Prefill batch lines, which this tool reads (it reads no vLLM server log)."
+                .to_string()
+        }
         Bottleneck::NoSchedulerLines => {
             " Which part is queueing and which is prefill (or time before the server: tokenizing, a chat template, the network) a client summary cannot tell; \
              the server log (its #queue-req and Prefill batch lines) tells: give it to this tool."
@@ -127,6 +133,11 @@ pub(crate) fn finding(
             num(b.output_tok_per_s, 0)
         ),
     };
+    let cap = if b.client == sglang_log::BenchClient::VllmBenchServe {
+        "max_running_requests in SGLang, max_num_seqs in vLLM"
+    } else {
+        "max_running_requests"
+    };
     words::finding(
         FindingKind::BenchmarkQueueing,
         format!(
@@ -137,7 +148,7 @@ pub(crate) fn finding(
         ),
         format!(
             "{submitted}{e2e_from}. A request's time to first token is its wait in the server's queue (the server admits only as many requests as its KV cache \
-             and max_running_requests allow) plus its prefill.{prompt}{server}{output}"
+             and its running cap ({cap}) allow) plus its prefill.{prompt}{server}{output}"
         ),
         vec![
             Figure::new("mean TTFT", f.ttft_s, Unit::Seconds),
@@ -175,6 +186,11 @@ mod tests {
         let f = check(&r[0]).expect("share");
         assert!(f.prefill_only && f.e2e_estimated, "{f:?}");
         assert!((f.share - 0.70).abs() < 0.01, "{f:?}");
+        // a vLLM client: engine-neutral words, and no promise to read a vLLM server's log
+        let w = finding(&r[0], &f, Bottleneck::NoSchedulerLines, false).detail;
+        assert!(w.contains("max_num_seqs in vLLM"), "{w}");
+        assert!(w.contains("if the server is SGLang"), "{w}");
+        assert!(!w.contains("give it to this tool"), "{w}");
         // 1,024-token completions (003, 20480 / 20) are decode
         let r = runs("real-3/bench/003-achatbot-pr183-gpt-oss-20b-h100-sglang-oai.txt");
         let f = check(&r[0]).expect("share");

@@ -72,8 +72,8 @@ impl Rule for PrefixReuse {
             FindingKind::PrefixReuse,
             "Most prompt tokens come from the prefix cache",
             format!(
-                "{:.0}% of the {} prompt tokens the prefill lines admitted were served from the radix (prefix) cache (#cached-token): only {} were computed. Repeated prefixes (a system prompt, earlier turns, an agent's context) cost no prefill and no new KV slots; keep the radix cache on, and route a conversation's turns to the same replica.",
-                f.share() * 100.0,
+                "{} of the {} prompt tokens the prefill lines admitted were served from the radix (prefix) cache (#cached-token): only {} were computed. Repeated prefixes (a system prompt, earlier turns, an agent's context) cost no prefill and no new KV slots; keep the radix cache on, and route a conversation's turns to the same replica.",
+                crate::narrative::words::share_pct(f.share()),
                 f.new_tokens + f.cached_tokens,
                 f.new_tokens
             ),
@@ -124,5 +124,24 @@ mod tests {
         with_input(&whole("scenarios/kimi-k25-b2-early/server.log"), |i| {
             assert_eq!(check(i), None)
         });
+    }
+
+    /// real-4/118: 1,206,556 of 1,211,200 prompt tokens from the cache, 99.6%: not printed as
+    /// 100% (expert reading); a whole share stays whole.
+    #[test]
+    fn a_share_just_under_all_is_not_all() {
+        with_input(
+            &whole(
+                "real-4/118-rtxpro6000-v0.5.18dev-agentic-300k-prefix-mamba-mtp-reqtimestats.log",
+            ),
+            |i| {
+                let f = check(i).expect("prefix reuse");
+                let w = PrefixReuse::finding(&f, i).detail;
+                assert!(w.starts_with("99.6% of the 1211200 prompt tokens"), "{w}");
+            },
+        );
+        assert_eq!(crate::narrative::words::share_pct(0.9996), "99.9%");
+        assert_eq!(crate::narrative::words::share_pct(1.0), "100%");
+        assert_eq!(crate::narrative::words::share_pct(0.42), "42%");
     }
 }

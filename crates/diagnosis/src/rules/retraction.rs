@@ -46,6 +46,9 @@ pub struct Facts {
     /// What re-prefilling the retracted requests cost at most, when the log gives the tokens,
     /// a prefill rate and a span.
     pub reprefill: Option<Reprefill>,
+    /// The lowest `#new_token_ratio` a retraction line printed before its retraction (the
+    /// admission reserve it had decayed to), when any prints it.
+    pub ratio_before: Option<f64>,
 }
 
 /// The time re-prefilling retracted requests took at most.
@@ -53,7 +56,7 @@ pub struct Facts {
 pub struct Reprefill {
     /// KV slots the retractions freed, prefilled again on readmission (tokens).
     pub tokens: u64,
-    /// The median `input throughput` of the prefill lines (tok/s).
+    /// The fastest `input throughput` of the prefill lines (tok/s).
     pub rate_tps: f64,
     /// The logged span the retractions happened in (seconds).
     pub wall_s: f64,
@@ -97,6 +100,13 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                 .all(|v| v.queued.max.is_none_or(|q| q < 1.0)),
         evidence: t.first_line.zip(t.last_line).map(|(a, b)| input.span(a, b)),
         reprefill: reprefill(input),
+        ratio_before: input
+            .ev
+            .retractions
+            .iter()
+            .filter_map(|r| r.ratio_before)
+            .filter(|r| r.is_finite())
+            .reduce(f64::min),
     })
 }
 
@@ -202,7 +212,16 @@ impl Rule for Retraction {
                         None => " What re-prefilling cost is not measured (no freed-token count or no prefill rate in the log), so no setting is advised for retraction alone; the pool is the limit.".to_string(),
                     };
                     format!(
-                        "It means admission was too optimistic for this pool (new_token_ratio decayed) and the pool is the limit.{cost}"
+                        "It means admission was too optimistic for this pool{} and the pool is the limit.{cost}",
+                        match f.ratio_before {
+                            Some(r) if r <= th::NEW_TOKEN_RATIO_DECAYED => format!(
+                                " (its new_token_ratio had decayed to {r:.2} before the retraction: the reserve for the running requests' remaining tokens had shrunk)"
+                            ),
+                            Some(r) => format!(
+                                " (its new_token_ratio was still {r:.2}, not decayed: the running requests' outputs outgrew what it reserved)"
+                            ),
+                            None => String::new(),
+                        }
                     )
                 }
             ),
@@ -326,5 +345,40 @@ mod tests {
             assert_eq!((i.retractions.events, i.retractions.lines), (1, 2));
             assert!(check(i).is_some());
         });
+    }
+
+    /// real/011: the retraction line prints `#new_token_ratio: 0.8024 -> 0.9085` (line 14): the
+    /// reserve had not decayed, so the finding does not say it had (expert reading); real/046's
+    /// lines print 0.0980, near SGLang's floor: there it had.
+    #[test]
+    fn the_ratio_is_called_decayed_only_near_its_floor() {
+        with_input(
+            &whole("real/011-pr6731-debug-decode-oom-retract.log"),
+            |i| {
+                let f = check(i).expect("retraction");
+                assert_eq!(
+                    f.ratio_before.map(|r| format!("{r:.4}")),
+                    Some("0.8024".into())
+                );
+                let w = Retraction::finding(&f, i).detail;
+                assert!(
+                    w.contains("was still 0.80, not decayed") || f.nothing_waited,
+                    "{w}"
+                );
+                assert!(!w.contains("had decayed"), "{w}");
+            },
+        );
+        with_input(
+            &whole("real/046-i2746-dsv3-usage100-tiny-batch-then-decode-oom.log"),
+            |i| {
+                let f = check(i).expect("retraction");
+                assert!(
+                    f.ratio_before
+                        .is_some_and(|r| r <= th::NEW_TOKEN_RATIO_DECAYED),
+                    "{:?}",
+                    f.ratio_before
+                );
+            },
+        );
     }
 }
