@@ -234,3 +234,95 @@ fn an_fp8_kv_cache_is_not_proposed_when_the_cache_is_already_fp8() {
     assert!(!first.contains("use an fp8 KV cache"), "{first}");
     assert!(first.ends_with("(the KV cache is already fp8)"), "{first}");
 }
+
+/// Issue 30 A6/A7: a server info of another server (the founding case's Kimi-K2.5: pool
+/// 116,171, cap 4,096) beside the real-long rtx4090 log (Qwen3-4B, pool 87,552, cap 2,048) is
+/// named as a mismatch and set aside: the report keeps the log's pool. One without the pool,
+/// beside a log that prints none, is said to lack it (not "no server info was given").
+#[test]
+fn a_server_info_of_another_server_is_named_and_set_aside() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/real-long/rtx4090-qwen3-4b-kv-retraction.log");
+    let mut b = EvidenceBuilder::new();
+    let id = b.add_source("rtx.log");
+    let stats = LogReader::open(&path)
+        .unwrap()
+        .for_each(|r| b.push(id, r))
+        .unwrap();
+    b.finish_source(id, &stats);
+    let ev = b.build();
+    let kimi = diagnosis::ServerFacts {
+        source: "kimi-server_info.json".into(),
+        model_path: Some("moonshotai/Kimi-K2.5".into()),
+        max_total_num_tokens: Some(116_171),
+        max_running_requests: Some(4096),
+        ..Default::default()
+    };
+    let ctx = diagnosis::Context {
+        server: Some(kimi),
+        ..Default::default()
+    };
+    let r = diagnosis::diagnose_with(&ev, &ctx);
+    let note = r
+        .not_concluded
+        .iter()
+        .find(|n| {
+            matches!(
+                n.reason,
+                diagnosis::report::NotConcludedReason::ServerInfoDisagrees
+            )
+        })
+        .expect("the mismatch is named");
+    assert!(
+        note.text
+            .contains("model_path moonshotai/Kimi-K2.5 against the log's Qwen/Qwen3-4B"),
+        "{}",
+        note.text
+    );
+    assert!(
+        note.text
+            .contains("a KV pool of 116171 tokens against the log's 87552"),
+        "{}",
+        note.text
+    );
+    assert_eq!(r.capacity.max_total_num_tokens, Some(87_552));
+    assert_eq!(r.bottleneck, diagnosis::report::Bottleneck::KvCacheBound);
+
+    // a server info without the pool, beside lines that print none (real/019, decode lines only)
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log"),
+    )
+    .unwrap();
+    let mut b = EvidenceBuilder::new();
+    let id = b.add_source("019.log");
+    let stats = LogReader::from_reader("019.log", text.as_bytes())
+        .for_each(|r| b.push(id, r))
+        .unwrap();
+    b.finish_source(id, &stats);
+    let ctx = diagnosis::Context {
+        server: Some(diagnosis::ServerFacts {
+            source: "partial.json".into(),
+            tp_size: Some(16),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let r = diagnosis::diagnose_with(&b.build(), &ctx);
+    let pool = r
+        .not_concluded
+        .iter()
+        .find(|n| matches!(n.reason, diagnosis::report::NotConcludedReason::NoPoolSize))
+        .expect("no pool");
+    assert!(
+        pool.text
+            .contains("the server info (partial.json) gives no max_total_num_tokens"),
+        "{}",
+        pool.text
+    );
+    assert!(
+        !pool.text.contains("no server info was given"),
+        "{}",
+        pool.text
+    );
+}

@@ -14,7 +14,8 @@ pub fn not_concluded(reason: NotConcludedReason, detail: Option<&str>) -> NotCon
         NotConcludedReason::EmptyInput { input } => format!("{input} is empty: it holds no lines at all."),
         NotConcludedReason::NoSchedulerLines => "No SGLang scheduler lines (Prefill batch / Decode batch) were found, so nothing about the server's load can be concluded.".into(),
         NotConcludedReason::NoTimedDecodeLines => "No scheduler has two or more timestamped decode lines, so no throughput over time can be given.".into(),
-        NotConcludedReason::NoPoolSize => "The startup lines (max_total_num_tokens=...) are not in the log and no server info was given, so the KV pool size is known only through token usage.".into(),
+        NotConcludedReason::NoPoolSize if d.is_empty() => "The startup lines (max_total_num_tokens=...) are not in the log and no server info was given, so the KV pool size is known only through token usage.".into(),
+        NotConcludedReason::NoPoolSize => format!("The startup lines (max_total_num_tokens=...) are not in the log and {d}, so the KV pool size is known only through token usage."),
         NotConcludedReason::GpuUnreadable => format!("GPU memory could not be read ({d}); free memory comes from the log only."),
         NotConcludedReason::NoGpuData { log_has_memory: true } => "No GPU memory data was given (--gpu / --gpu-snapshot): free memory comes from the log's startup lines only.".into(),
         NotConcludedReason::NoGpuData { log_has_memory: false } => "No GPU memory data was given (--gpu / --gpu-snapshot), and the log prints no free memory after start-up (available_gpu_mem, or the avail mem of the CUDA-graph capture's end line): free GPU memory is unknown, so no change to the KV pool can be checked against it.".into(),
@@ -22,7 +23,9 @@ pub fn not_concluded(reason: NotConcludedReason, detail: Option<&str>) -> NotCon
         NotConcludedReason::ClientIsBenchmarkSummary => "The client evidence is a benchmark's summary: whole-run figures only, so the client's rate over time (and its steady window) cannot be measured.".into(),
         NotConcludedReason::ClientUntimed => "The client records carry no completion times, so the client's own rate over time cannot be measured (lengths are still used).".into(),
         NotConcludedReason::ModelConfigUnusable => format!("The model config could not be used: {d}."),
-        NotConcludedReason::ClientRecordsSetAside | NotConcludedReason::ModelConfigDisagrees => d.to_string(),
+        NotConcludedReason::ClientRecordsSetAside
+        | NotConcludedReason::ModelConfigDisagrees
+        | NotConcludedReason::ServerInfoDisagrees => d.to_string(),
         NotConcludedReason::NoWhatIfTable => format!("No KV what-if table: {d}."),
         NotConcludedReason::ExpectationUnanswered { has_rate: false } => "--expect was given, but no steady generation rate was measured (no timed decode lines to measure it over), so whether it is reachable cannot be said.".into(),
         NotConcludedReason::ExpectationUnanswered { has_rate: true } => "--expect was given, but the decode lines give no step-time fit (too few lines with running requests and a gen throughput, or one batch size only), so no ceiling or change can be set against it.".into(),

@@ -172,7 +172,14 @@ pub(super) fn missing(
         out.push(nc(R::NoTimedDecodeLines, None));
     }
     if capacity.max_total_num_tokens.is_none() {
-        out.push(nc(R::NoPoolSize, None));
+        // say what a server info that was given lacked (issue 30 A7)
+        let lacked = ctx.server.as_ref().map(|s| {
+            format!(
+                "the server info ({}) gives no max_total_num_tokens",
+                s.source
+            )
+        });
+        out.push(nc(R::NoPoolSize, lacked.as_deref()));
     }
     let dp_size = dp_size(ev, ctx);
     let dp_seen = ev.schedulers.keys().filter(|k| k.dp.is_some()).count();
@@ -266,4 +273,38 @@ pub(super) fn sources(
             }),
     );
     sources
+}
+
+/// Where the server info contradicts the log (its model, its KV pool, its running cap, as the
+/// log's own start-up lines print them), in words; `None` when it agrees or either is silent.
+/// The log is what ran: a server info that contradicts it is another server's (issue 30 A6).
+pub(super) fn server_info_disagreement(ev: &Evidence, ctx: &Context) -> Option<String> {
+    let info = ctx.server.as_ref()?;
+    let st = &ev.startup;
+    let mut out = Vec::new();
+    if let (Some(i), Some(l)) = (info.model_path.as_deref(), st.arg("model_path"))
+        && i.trim_end_matches('/') != l.trim_end_matches('/')
+    {
+        out.push(format!("model_path {i} against the log's {l}"));
+    }
+    if let (Some(i), Some((l, _))) = (info.max_total_num_tokens, st.max_total_num_tokens)
+        && i != l
+    {
+        out.push(format!("a KV pool of {i} tokens against the log's {l}"));
+    }
+    // the capacity line prints the cap per DP rank; server info the flag, over all of them
+    let dp = u64::from(info.dp_size.unwrap_or(1).max(1));
+    if let (Some(i), Some(l)) = (info.max_running_requests, st.max_running_requests)
+        && i != l
+        && i != l * dp
+    {
+        out.push(format!("max_running_requests {i} against the log's {l}"));
+    }
+    (!out.is_empty()).then(|| {
+        format!(
+            "The server info ({}) is not this log's server: {}. It was set aside; the log's own figures are used.",
+            info.source,
+            out.join("; ")
+        )
+    })
 }

@@ -11,7 +11,7 @@ use crate::context::Context;
 use crate::evidence::Evidence;
 use crate::evidence::view;
 use crate::narrative;
-use crate::report::{Report, SCHEMA_VERSION};
+use crate::report::{NotConcludedReason, Report, SCHEMA_VERSION};
 use crate::rules::Input;
 use crate::verdict::{self, Reason};
 
@@ -37,6 +37,19 @@ pub fn diagnose(ev: &Evidence) -> Report {
 /// Diagnose from log evidence and whatever else the context holds (server info, `/metrics`
 /// polls, GPU memory, model config, client records).
 pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
+    // A server info that contradicts the log is another server's: set aside, said below.
+    let disagreement = inputs::server_info_disagreement(ev, ctx);
+    let without_info;
+    let ctx = match disagreement {
+        Some(_) => {
+            without_info = Context {
+                server: None,
+                ..ctx.clone()
+            };
+            &without_info
+        }
+        None => ctx,
+    };
     // Evidence: a polled server stands for the logs when they hold no batch lines; files that
     // repeat or continue each other are joined.
     let with_metrics;
@@ -88,6 +101,12 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     );
 
     let inputs = input_summaries(ev);
+    if let Some(d) = &disagreement {
+        not_concluded.push(narrative::not_concluded(
+            NotConcludedReason::ServerInfoDisagrees,
+            Some(d),
+        ));
+    }
     not_concluded.extend(missing(
         ev,
         ctx,

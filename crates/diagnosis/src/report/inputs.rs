@@ -109,6 +109,9 @@ pub enum NotConcludedReason {
     ClientRecordsSetAside,
     /// The model config's KV cell disagrees with the log's: it is another model's config.
     ModelConfigDisagrees,
+    /// The server info contradicts the log (another model, another pool or cap): it is another
+    /// server's, and was set aside; the log's figures are used.
+    ServerInfoDisagrees,
     /// The log holds only some of the server's DP ranks.
     SomeRanksOnly {
         /// DP ranks with batch lines in the log.
