@@ -393,8 +393,9 @@ pub fn read_logs(args: &DiagnoseArgs, warnings: &mut Vec<String>) -> Result<Evid
 }
 
 /// One diagnosis is of one server run: the logs of a PD prefill instance and a decode
-/// instance ([`Evidence::mixed_pd_roles`]), or of two runs one after the other
-/// ([`Evidence::separate_runs`]), are refused together, in one line that names them.
+/// instance ([`Evidence::mixed_pd_roles`]), of two runs one after the other
+/// ([`Evidence::separate_runs`]), or of two servers side by side
+/// ([`Evidence::concurrent_servers`]), are refused together, in one line that names them.
 ///
 /// # Errors
 /// The refusal, when the evidence holds either.
@@ -405,7 +406,36 @@ pub(crate) fn check_one_server(ev: &Evidence) -> Result<()> {
     if let Some((earlier, later)) = ev.separate_runs() {
         anyhow::bail!("{}", separate_runs_text(ev, earlier, later));
     }
+    if let Some((a, b)) = ev.concurrent_servers() {
+        anyhow::bail!("{}", concurrent_servers_text(ev, a, b));
+    }
     Ok(())
+}
+
+/// Why the logs of two servers that ran at the same time are not diagnosed as one, and the
+/// command for each.
+fn concurrent_servers_text(
+    ev: &Evidence,
+    a: diagnosis::evidence::SourceId,
+    b: diagnosis::evidence::SourceId,
+) -> String {
+    let name =
+        |id: diagnosis::evidence::SourceId| ev.sources.get(id).map_or("", |s| s.name.as_str());
+    let (x, y) = (name(a), name(b));
+    let how = match (shell_word(x), shell_word(y)) {
+        (Some(p), Some(q)) => {
+            format!(": `throughput-doctor diagnose {p}` and `throughput-doctor diagnose {q}`")
+        }
+        _ => String::new(),
+    };
+    format!(
+        "{} and {} each open with a server's startup lines and show the same scheduler's batch \
+         lines over the same time, with different figures: these are two servers that ran side \
+         by side, not ranks or parts of one. Read together, their schedulers would be summed as \
+         one server's; diagnose each on its own{how}",
+        shown_name(x),
+        shown_name(y)
+    )
 }
 
 /// A name as a shell word, if it can be written as one on a line (no control character, no

@@ -386,3 +386,36 @@ fn lines_shuffled_within_windows_are_one_run() {
         assert_eq!(r.bottleneck, base.bottleneck, "seed {seed}");
     }
 }
+
+/// Issue 30 A4: two servers side by side in one job directory (real-long rtx4090, and the
+/// rdna4 single-stream log moved to the same hour: each opens with its own startup lines, both
+/// print untagged "rank 0" batch lines over the same minutes) were summed into one server;
+/// they are named as two. One log alone, or the rtx log beside its own copy, is one server.
+#[test]
+fn two_servers_side_by_side_are_named() {
+    let rtx = read("real-long/rtx4090-qwen3-4b-kv-retraction.log");
+    let rdna = String::from_utf8(read(
+        "real-long/rdna4-2xr9700-qwen3coder-tp2-single-stream.log",
+    ))
+    .expect("utf-8")
+    .replace("2026-05-25 17:5", "2026-09-13 16:0")
+    .replace("2026-05-25 18:0", "2026-09-13 16:1");
+    let build = |texts: &[(&str, &[u8])]| {
+        let mut b = EvidenceBuilder::new();
+        for (name, t) in texts {
+            let id = b.add_source(*name);
+            let stats = LogReader::from_reader(*name, *t)
+                .for_each(|rec| b.push(id, rec))
+                .expect("in memory");
+            b.finish_source(id, &stats);
+        }
+        b.build()
+    };
+    let both = build(&[("rtx.log", &rtx), ("rdna.log", rdna.as_bytes())]);
+    assert_eq!(both.concurrent_servers(), Some((0, 1)));
+    assert_eq!(build(&[("rtx.log", &rtx)]).concurrent_servers(), None);
+    assert_eq!(
+        build(&[("rtx.log", &rtx), ("copy.log", &rtx)]).concurrent_servers(),
+        None
+    );
+}

@@ -220,6 +220,42 @@ impl Evidence {
             .map(|(_, a, b)| (a, b))
     }
 
+    /// Two log sources of two servers that ran at the same time: `(first, second)` in input
+    /// order, each opening with its own startup lines, with batch lines of the same scheduler
+    /// (the same DP and PP rank, or none) over overlapping times that are not copies of each
+    /// other. Read together, their schedulers would be summed as two "rank 0"s of one server
+    /// (issue 30 A4). The logs of one run's nodes show different DP ranks (or, for TP across
+    /// nodes, batch lines on one node only); another TP rank's file repeats the same lines; a
+    /// rotated part has no startup lines. `None` when no two sources are such.
+    pub fn concurrent_servers(&self) -> Option<(SourceId, SourceId)> {
+        let opens = |s: SourceId| self.sources.get(s).is_some_and(|x| x.opens_with_startup);
+        let keys: Vec<(&SchedulerKey, &SchedulerTimeline)> = self
+            .schedulers
+            .iter()
+            .filter(|(k, _)| k.source.is_some_and(opens))
+            .collect();
+        for (i, (ka, a)) in keys.iter().enumerate() {
+            for (kb, b) in &keys[i + 1..] {
+                if ka.source == kb.source || (ka.dp, ka.pp) != (kb.dp, kb.pp) {
+                    continue;
+                }
+                let (Some(x), Some(y)) = (a.time_range(), b.time_range()) else {
+                    continue;
+                };
+                let overlap = x.0.max(y.0) < x.1.min(y.1) - crate::thresholds::JITTER_WINDOW_S;
+                let copies = a
+                    .overlap_share(b)
+                    .is_some_and(|s| s >= crate::thresholds::OVERLAP_SAME_SHARE)
+                    || b.overlap_share(a)
+                        .is_some_and(|s| s >= crate::thresholds::OVERLAP_SAME_SHARE);
+                if overlap && !copies {
+                    return Some((ka.source?, kb.source?));
+                }
+            }
+        }
+        None
+    }
+
     /// The sources of each PD role ([`SourceInfo::pd_role`]: named by their startup lines or
     /// shown by their batch lines), when there is more than one role:
     /// `(role, sources)` in role order (prefill, then decode), each list in input order. A
