@@ -51,7 +51,7 @@ pub struct SlowPasses {
 }
 
 /// HiCache's storage-tier prefetches.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct HiCachePrefetches {
     /// The storage backend (`Creating storage backend 'NAME'`).
     pub backend: Option<String>,

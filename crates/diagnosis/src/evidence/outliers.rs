@@ -138,6 +138,78 @@ fn over_capacity(running: u64, cap: Option<u64>, pool: Option<u64>) -> Option<Se
     }
 }
 
+/// The counts both kinds of batch line print, for the checks they share.
+trait Counts {
+    fn at(&self) -> Loc;
+    fn running(&mut self) -> &mut Option<u64>;
+    fn queue(&mut self) -> &mut Option<u64>;
+}
+
+impl Counts for DecodeSample {
+    fn at(&self) -> Loc {
+        self.loc()
+    }
+    fn running(&mut self) -> &mut Option<u64> {
+        &mut self.running
+    }
+    fn queue(&mut self) -> &mut Option<u64> {
+        &mut self.queue
+    }
+}
+
+impl Counts for super::samples::PrefillSample {
+    fn at(&self) -> Loc {
+        self.loc()
+    }
+    fn running(&mut self) -> &mut Option<u64> {
+        &mut self.running
+    }
+    fn queue(&mut self) -> &mut Option<u64> {
+        &mut self.queue
+    }
+}
+
+/// Clears the running counts above what the scheduler can admit and the queue spikes of
+/// `samples` (one kind of line, in order), each noted in `out`; whether any was.
+fn set_aside_counts<S: Counts>(
+    samples: &mut [S],
+    cap: Option<u64>,
+    pool: Option<u64>,
+    out: &mut SetAsideValues,
+) -> bool {
+    let before = out.count;
+    for s in samples.iter_mut() {
+        let running = *s.running();
+        if let Some((r, reason)) = running.and_then(|r| Some((r, over_capacity(r, cap, pool)?))) {
+            out.push(SetAside {
+                loc: s.at(),
+                field: SetAsideField::Running,
+                value: r as f64,
+                reason,
+            });
+            *s.running() = None;
+        }
+    }
+    // a queue that jumps and falls back within one line (the last line is not judged: a
+    // burst that arrives as the log ends does not fall back)
+    let queue: Vec<(usize, f64)> = samples
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, s)| Some((i, (*s.queue())? as f64)))
+        .collect();
+    for (i, ratio) in spikes(&queue, th::QUEUE_SPIKE_FACTOR, th::QUEUE_SPIKE_MIN, false) {
+        let s = &mut samples[i];
+        out.push(SetAside {
+            loc: s.at(),
+            field: SetAsideField::Queue,
+            value: s.queue().unwrap_or(0) as f64,
+            reason: SetAsideReason::Spike { ratio },
+        });
+        *s.queue() = None;
+    }
+    out.count > before
+}
+
 /// Sets aside the impossible values of one scheduler's samples (see the module doc), given
 /// its cap and pool when the start-up says them.
 fn set_aside_in(
@@ -146,39 +218,8 @@ fn set_aside_in(
     pool: Option<u64>,
     out: &mut SetAsideValues,
 ) {
-    let mut changed = false;
-    let mut note = |loc: Loc, field, value: f64, reason| {
-        out.push(SetAside {
-            loc,
-            field,
-            value,
-            reason,
-        });
-        changed = true;
-    };
-    // running above what the scheduler can admit, on either kind of line
-    for d in tl.decode.samples_mut() {
-        if let Some(reason) = d.running.and_then(|r| over_capacity(r, cap, pool)) {
-            note(
-                d.loc(),
-                SetAsideField::Running,
-                d.running.unwrap_or(0) as f64,
-                reason,
-            );
-            d.running = None;
-        }
-    }
-    for p in tl.prefill.samples_mut() {
-        if let Some(reason) = p.running.and_then(|r| over_capacity(r, cap, pool)) {
-            note(
-                p.loc(),
-                SetAsideField::Running,
-                p.running.unwrap_or(0) as f64,
-                reason,
-            );
-            p.running = None;
-        }
-    }
+    let mut changed = set_aside_counts(tl.decode.samples_mut(), cap, pool, out);
+    changed |= set_aside_counts(tl.prefill.samples_mut(), cap, pool, out);
     // gen throughput per running request: the inverse of the step time
     let samples = tl.decode.samples_mut();
     let per_req: Vec<(usize, f64)> = samples
@@ -189,49 +230,14 @@ fn set_aside_in(
         .collect();
     for (i, ratio) in spikes(&per_req, th::SPIKE_FACTOR, 0.0, true) {
         let d: &mut DecodeSample = &mut samples[i];
-        let reason = SetAsideReason::Spike { ratio };
-        note(
-            d.loc(),
-            SetAsideField::GenThroughput,
-            d.gen_tps.unwrap_or(0.0),
-            reason,
-        );
+        out.push(SetAside {
+            loc: d.loc(),
+            field: SetAsideField::GenThroughput,
+            value: d.gen_tps.unwrap_or(0.0),
+            reason: SetAsideReason::Spike { ratio },
+        });
         d.gen_tps = None;
-    }
-    // a queue that jumps and falls back within one line (the last line is not judged: a
-    // burst that arrives as the log ends does not fall back)
-    let queue: Vec<(usize, f64)> = samples
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| Some((i, d.queue? as f64)))
-        .collect();
-    for (i, ratio) in spikes(&queue, th::QUEUE_SPIKE_FACTOR, th::QUEUE_SPIKE_MIN, false) {
-        let d = &mut samples[i];
-        let reason = SetAsideReason::Spike { ratio };
-        note(
-            d.loc(),
-            SetAsideField::Queue,
-            d.queue.unwrap_or(0) as f64,
-            reason,
-        );
-        d.queue = None;
-    }
-    let prefills = tl.prefill.samples_mut();
-    let queue: Vec<(usize, f64)> = prefills
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| Some((i, p.queue? as f64)))
-        .collect();
-    for (i, ratio) in spikes(&queue, th::QUEUE_SPIKE_FACTOR, th::QUEUE_SPIKE_MIN, false) {
-        let p = &mut prefills[i];
-        let reason = SetAsideReason::Spike { ratio };
-        note(
-            p.loc(),
-            SetAsideField::Queue,
-            p.queue.unwrap_or(0) as f64,
-            reason,
-        );
-        p.queue = None;
+        changed = true;
     }
     if changed {
         tl.retake_decode_peaks();

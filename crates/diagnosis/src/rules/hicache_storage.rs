@@ -29,6 +29,7 @@
 //! `check_prefetch_progress`), `managers/cache_controller.py` (`prefetch_thread_func`, the
 //! `prefetch_threshold` check).
 
+use crate::evidence::alarms::HiCachePrefetches;
 use crate::narrative::words::finding;
 use crate::report::{Confidence, Figure, Finding, FindingKind, SourceRange, Unit};
 use crate::rules::{Input, Rule};
@@ -36,18 +37,8 @@ use crate::rules::{Input, Rule};
 /// What the rule saw.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Facts {
-    /// The storage backend, when the start-up names it.
-    pub backend: Option<String>,
-    /// Prefetches started.
-    pub started: u64,
-    /// Prefetches completed.
-    pub completed: u64,
-    /// Completed prefetches that loaded nothing.
-    pub completed_empty: u64,
-    /// Tokens the completed prefetches loaded. Unit: tokens.
-    pub tokens_loaded: u64,
-    /// Prefetches revoked for too few hits.
-    pub revoked: u64,
+    /// The storage tier's prefetches as the log counts them.
+    pub prefetches: HiCachePrefetches,
     /// The first prefetch line.
     pub evidence: Option<SourceRange>,
     /// `hicache_storage_prefetch_policy` from the server's arguments, when printed.
@@ -58,12 +49,7 @@ pub struct Facts {
 pub fn check(input: &Input<'_>) -> Option<Facts> {
     let h = &input.ev.alarms.hicache;
     (h.started + h.completed + h.revoked > 0).then(|| Facts {
-        backend: h.backend.clone(),
-        started: h.started,
-        completed: h.completed,
-        completed_empty: h.completed_empty,
-        tokens_loaded: h.tokens_loaded,
-        revoked: h.revoked,
+        prefetches: h.clone(),
         evidence: h.first.map(|l| input.line(l)),
         policy: input
             .ev
@@ -87,39 +73,40 @@ impl Rule for HiCacheStorage {
 
     fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
         let tier = f
+            .prefetches
             .backend
             .as_deref()
             .map(|b| format!("HiCache's storage tier ({b})"))
             .unwrap_or_else(|| "HiCache's storage tier".to_string());
-        let nothing = f.tokens_loaded == 0;
-        let title = match (nothing, f.started > 0) {
+        let nothing = f.prefetches.tokens_loaded == 0;
+        let title = match (nothing, f.prefetches.started > 0) {
             (true, true) => format!(
                 "{tier} held prefixes, but its prefetches loaded nothing before the requests ran"
             ),
             (true, false) => format!("{tier} held too little to prefetch"),
-            (false, _) => format!("{tier} loaded {} prefix tokens", f.tokens_loaded),
+            (false, _) => format!("{tier} loaded {} prefix tokens", f.prefetches.tokens_loaded),
         };
         let plural = |n: u64| if n == 1 { "" } else { "es" };
         let mut detail = format!(
             "{} prefetch{} ended with {} tokens loaded in all ({} with 0 tokens; a revoked prefetch ends too).",
-            f.completed,
-            plural(f.completed),
-            f.tokens_loaded,
-            f.completed_empty,
+            f.prefetches.completed,
+            plural(f.prefetches.completed),
+            f.prefetches.tokens_loaded,
+            f.prefetches.completed_empty,
         );
-        if f.revoked > 0 {
+        if f.prefetches.revoked > 0 {
             detail.push_str(&format!(
                 " {} prefetch{} revoked: the store held fewer of the prompt's tokens than the prefetch threshold.",
-                f.revoked,
-                if f.revoked == 1 { " was" } else { "es were" }
+                f.prefetches.revoked,
+                if f.prefetches.revoked == 1 { " was" } else { "es were" }
             ));
         }
-        if f.started > 0 {
+        if f.prefetches.started > 0 {
             let policy = f.policy.as_deref().unwrap_or("best_effort");
             detail.push_str(&format!(
                 " {} prefetch{} started (SGLang starts one only when the store's hits reach the threshold: the store held those prefixes).",
-                f.started,
-                plural(f.started)
+                f.prefetches.started,
+                plural(f.prefetches.started)
             ));
             if nothing {
                 detail.push_str(&if policy == "best_effort" {
@@ -142,9 +129,21 @@ impl Rule for HiCacheStorage {
             title,
             detail,
             vec![
-                Figure::new("prefetches completed", f.completed as f64, Unit::Events),
-                Figure::new("prefetches revoked", f.revoked as f64, Unit::Events),
-                Figure::new("tokens loaded", f.tokens_loaded as f64, Unit::Tokens),
+                Figure::new(
+                    "prefetches completed",
+                    f.prefetches.completed as f64,
+                    Unit::Events,
+                ),
+                Figure::new(
+                    "prefetches revoked",
+                    f.prefetches.revoked as f64,
+                    Unit::Events,
+                ),
+                Figure::new(
+                    "tokens loaded",
+                    f.prefetches.tokens_loaded as f64,
+                    Unit::Tokens,
+                ),
             ],
             f.evidence.iter().cloned().collect(),
             Confidence::High,
@@ -166,9 +165,16 @@ mod tests {
     fn the_mooncake_tier_loaded_nothing() {
         with_input(&whole(MOONCAKE), |i| {
             let f = check(i).expect("prefetch lines");
-            assert_eq!(f.backend.as_deref(), Some("mooncake"));
-            assert_eq!((f.started, f.completed, f.completed_empty), (1, 2, 2));
-            assert_eq!((f.tokens_loaded, f.revoked), (0, 1));
+            assert_eq!(f.prefetches.backend.as_deref(), Some("mooncake"));
+            assert_eq!(
+                (
+                    f.prefetches.started,
+                    f.prefetches.completed,
+                    f.prefetches.completed_empty
+                ),
+                (1, 2, 2)
+            );
+            assert_eq!((f.prefetches.tokens_loaded, f.prefetches.revoked), (0, 1));
             assert_eq!(f.evidence.as_ref().map(|e| e.first_line), Some(70));
             let w = HiCacheStorage::finding(&f, i);
             // line 106's prefetch found 24316 pages in the store; line 70 ended it with 0 tokens
@@ -190,10 +196,14 @@ mod tests {
         with_input(log, |i| {
             let f = check(i).expect("a prefetch");
             assert_eq!(
-                (f.completed, f.completed_empty, f.tokens_loaded),
+                (
+                    f.prefetches.completed,
+                    f.prefetches.completed_empty,
+                    f.prefetches.tokens_loaded
+                ),
                 (1, 0, 4096)
             );
-            assert_eq!(f.backend, None);
+            assert_eq!(f.prefetches.backend, None);
             let w = HiCacheStorage::finding(&f, i);
             assert_eq!(w.title, "HiCache's storage tier loaded 4096 prefix tokens");
         });
