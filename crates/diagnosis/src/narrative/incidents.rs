@@ -149,6 +149,17 @@ pub fn incident_headline(
             )
         }
         B::Stall => match incident {
+            Some(i)
+                if i.waits_on_children
+                    && i.process
+                        .as_deref()
+                        .is_some_and(|p| p.contains("data_parallel_controller")) =>
+            {
+                (
+                    "Stall",
+                    "the DP controller's own watchdog fired (no scheduler printed a watchdog timeout); its dump shows only the controller, idle while it waits for its schedulers, so where a scheduler waits is not in the log.".to_string(),
+                )
+            }
             Some(i) if i.waits_on_children => (
                 "Stall",
                 format!(

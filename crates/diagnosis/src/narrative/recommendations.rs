@@ -214,7 +214,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             format!(
                 "this MLA model's latent KV is not split by TP: each of the {tp} ranks holds every running request's KV, so the pool holds the same requests {tp} times over; with DP attention each rank holds only its own requests', up to {tp}x the requests decoding at once from the same KV memory, less what the attention weights then take: each rank holds all of them instead of 1/{tp}, out of the pool (not projected here: the step time changes with the layout)"
             ),
-            "a different parallel layout (per-rank attention batches, all-gathers or expert parallelism around the MoE layers) and the attention weights whole on every GPU (a smaller KV pool; check it still starts at the same --mem-fraction-static): measure throughput on a sample before the whole job; outputs are unchanged up to numerics".into(),
+            "a different parallel layout (per-rank attention batches, all-gathers or expert parallelism around the MoE layers) and the attention weights whole on every GPU (for a large model many GiB per GPU, possibly as much as the KV pool holds now: the pool shrinks by that, and the server may not start at the same --mem-fraction-static): measure throughput on a sample before the whole job; outputs are unchanged up to numerics".into(),
         ),
         Plan::RaiseClientConcurrency(load) => (
             "Send more requests at once from the client (raise its concurrency)".into(),

@@ -189,7 +189,7 @@ pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
             let why = if minutes {
                 " Minutes without a token is no scheduling pause: the server stalled (a hung scheduler, a collective timeout) or the request was retracted and waited to be admitted again; the server log around that time tells which."
             } else if pd {
-                " In this PD-disaggregated deployment the decode server runs no prefill passes: a stream pauses while the decode side waits (KV pre-allocation on a full pool, a KV transfer), after a retraction, or when a server stalls; the decode server's log (#prealloc-req, #transfer-req, retraction lines) tells which."
+                " In this PD-disaggregated deployment the decode server runs no prefill passes, and a request's KV pre-allocation and transfer come before its first token (they are in its TTFT): a pause inside a stream is a retraction on the decode server (the request's KV given up, then taken again) or a stalled server; the decode server's log (its retraction lines, its batch lines around the pause) tells which."
             } else if burst {
                 " With every request sent at once (request rate inf), SGLang runs prefill passes before decode while new requests can still be admitted, so the first requests' streams pause while the rest prefill; a retraction (the request re-queued) or a stalled server does it too: the server log's prefill and retraction lines around the pause tell which."
             } else {

@@ -245,8 +245,16 @@ pub(crate) fn finding(s: &ClientSummary, f: &Facts) -> Option<Finding> {
             uncounted / win.window_s.max(1.0)
         ));
     }
+    // the printed figure is the lifetime average rounded (else the client also counts from
+    // its own start, before its first line)
+    let rounds = g.rounding.is_some_and(|(p, l)| {
+        printed_decimals(p).is_some_and(|d| round_to(l, d) == round_to(p, d))
+    });
     let part_words = |p: &Part| match *p {
-        Part::Rounding(x) => format!("rounding of the printed figure {x:+.3}"),
+        Part::Rounding(x) if rounds => format!("rounding of the printed figure {x:+.3}"),
+        Part::Rounding(x) => {
+            format!("the printed figure's rounding and the client's earlier start {x:+.3}")
+        }
         Part::LifetimeRamp(x) => format!("the lifetime average's ramp {x:+.3}"),
         Part::TokensInFlight(x) => {
             format!("tokens of running requests not yet counted {x:+.3}")
@@ -351,6 +359,12 @@ mod tests {
         let w = finding(&s, &Facts::Gap(g)).expect("finding");
         assert!(!w.detail.contains("one decimal place"), "{}", w.detail);
         assert!(w.detail.contains("more than rounding"), "{}", w.detail);
+        assert!(
+            w.detail
+                .contains("the printed figure's rounding and the client's earlier start"),
+            "{}",
+            w.detail
+        );
         assert_eq!(printed_decimals(0.1), Some(1));
         assert_eq!((round_to(0.154, 1), round_to(0.149, 1)), (2, 1));
     }

@@ -170,7 +170,7 @@ impl Rule for Retraction {
         }
         if let Some(c) = f.reprefill {
             figures.push(Figure::new(
-                "median prefill rate of the prefill lines",
+                "fastest prefill line's rate (prefill computes at least this fast)",
                 c.rate_tps,
                 Unit::TokPerS,
             ));

@@ -78,6 +78,15 @@ pub struct Hang {
     pub waits_on_children: bool,
 }
 
+impl Hang {
+    /// Whether the dumped process is SGLang's DP controller (`sglang::data_parallel_controller`).
+    pub fn is_dp_controller(&self) -> bool {
+        self.process
+            .as_deref()
+            .is_some_and(|p| p.contains("data_parallel_controller"))
+    }
+}
+
 /// Whether a dump's frames are a parent process waiting for its children
 /// (`multiprocessing/process.py` `join`, `multiprocessing/popen_fork.py` `wait`).
 fn waits_on_children(frames: &[sglang_log::Frame]) -> bool {
@@ -180,7 +189,23 @@ impl Rule for Watchdog {
                 out.evidence.push(e.clone());
             }
         }
-        if let Some(h) = f.hang.as_ref().filter(|h| h.waits_on_children) {
+        if let Some(h) = f
+            .hang
+            .as_ref()
+            .filter(|h| h.waits_on_children && h.is_dp_controller())
+            && input.ev.watchdog.count <= input.ev.incidents.pyspy_dumps().count() as u64
+        {
+            // only the DP controller's own dump, no scheduler's watchdog line: the controller's
+            // watchdog fired (its `_watchdog_thread` is in the dumped process)
+            out.title =
+                "Watchdog fired in the DP controller: its schedulers made no progress".into();
+            out.detail = format!(
+                "The DP controller's own watchdog fired and dumped its process with py-spy: no scheduler printed a watchdog timeout and nothing in the log shows the server aborting. The dump shows {} idle while it waits for its child processes (multiprocessing join), as a parent does by design; no scheduler's stack is in the log: while it hangs, dump the scheduler processes with py-spy (py-spy dump --pid) to see where they wait.",
+                h.process.as_deref().unwrap_or("the controller")
+            );
+            out.evidence.push(h.evidence.clone());
+            out.confidence = crate::report::Confidence::Medium;
+        } else if let Some(h) = f.hang.as_ref().filter(|h| h.waits_on_children) {
             out.detail.push_str(&format!(
                 " The py-spy dump in the log is {}'s, idle while it waits for its child processes (multiprocessing join): a parent by design, not where the hang is; the watchdog that fired dumped only its own process, so no scheduler's stack is in the log: while it hangs, dump the scheduler processes with py-spy (py-spy dump --pid) to see where they wait.",
                 h.process.as_deref().unwrap_or("a parent process")
@@ -292,6 +317,14 @@ mod tests {
                 // the controller only waits for its schedulers: not where the hang is
                 assert!(h.waits_on_children);
                 assert_eq!((h.evidence.first_line, h.evidence.last_line), (3, 28));
+                // the controller's own watchdog (its `_watchdog_thread` is in the dump): no
+                // scheduler watchdog line, no abort claimed (expert reading)
+                let w = Watchdog::finding(&check(i).expect("watchdog"), i);
+                assert_eq!(
+                    w.title,
+                    "Watchdog fired in the DP controller: its schedulers made no progress"
+                );
+                assert!(!w.detail.contains("the server aborts"), "{}", w.detail);
             },
         );
         // the watchdog line alone: no dump, no place
