@@ -93,6 +93,9 @@ pub struct ClientEvidence {
     pub unparsed_lines: u64,
     /// The first unparsed lines: (line number, excerpt).
     pub unparsed: Vec<(u64, String)>,
+    /// Requests the client cancelled in flight (GuideLLM's `incomplete`: at its time limit),
+    /// left out of [`Self::requests`]: they neither completed nor failed on the server's side.
+    pub cancelled: u64,
 }
 
 impl ClientEvidence {
@@ -244,6 +247,9 @@ fn aiperf_seconds(m: &serde_json::Map<String, Value>, key: &str) -> Option<f64> 
 /// which its output throughput counts), `time_to_first_token`. A record with an `error` failed.
 fn aiperf_record(obj: &serde_json::Map<String, Value>) -> Option<ClientRequest> {
     let meta = obj.get("metadata")?.as_object()?;
+    if !(meta.contains_key("request_end_ns") || meta.contains_key("request_start_ns")) {
+        return None;
+    }
     let metrics = obj.get("metrics").and_then(Value::as_object);
     let count = |k: &str| {
         metrics
@@ -273,6 +279,21 @@ fn record_from_json(v: &Value) -> Option<ClientRequest> {
     let usage = obj.get("usage").and_then(|u| u.as_object());
     let tok = |k: &str| as_u64(obj.get(k)).or_else(|| as_u64(usage.and_then(|u| u.get(k))));
     let end = TIME_KEYS.iter().find_map(|k| obj.get(*k).and_then(as_time));
+    // an object with none of a record's fields is no record (a whole report's JSON, a config)
+    let known = end.is_some()
+        || [
+            "submit_unix_s",
+            "ttft_s",
+            "ok",
+            "prompt_tokens",
+            "completion_tokens",
+            "usage",
+        ]
+        .iter()
+        .any(|k| obj.contains_key(*k));
+    if !known {
+        return None;
+    }
     Some(ClientRequest {
         end,
         submit: obj.get("submit_unix_s").and_then(as_time),
@@ -417,8 +438,47 @@ fn progress_from_line(line: &str) -> Option<ProgressPoint> {
     })
 }
 
-/// Parse a client file (JSONL records or a progress log). Never fails: what cannot be read is
-/// counted in `unparsed_lines`.
+/// GuideLLM's report (`benchmarks.json`, GuideLLM 0.8: `{"metadata", "config", "benchmarks":
+/// [{"requests": {"successful", "errored", "incomplete"}, …}]}`): the requests of its last
+/// benchmark (a sweep's runs are separate benchmarks; the last is the one a log usually ends
+/// with), each with `request_start_time` / `request_end_time` (Unix seconds),
+/// `time_to_first_token_ms`, `prompt_tokens` and `output_tokens`; `errored` ones failed,
+/// `incomplete` ones (cancelled in flight at its time limit) counted apart. `None` when `v`
+/// is no such report.
+fn guidellm_requests(v: &Value) -> Option<(Vec<ClientRequest>, u64)> {
+    let bench = v.get("benchmarks")?.as_array()?.last()?;
+    let reqs = bench.get("requests")?.as_object()?;
+    let list = |k: &str| reqs.get(k).and_then(Value::as_array);
+    let read = |r: &Value, ok: bool| -> Option<ClientRequest> {
+        let o = r.as_object()?;
+        Some(ClientRequest {
+            end: o.get("request_end_time").and_then(as_time),
+            submit: o.get("request_start_time").and_then(as_time),
+            permit_wait_s: None,
+            ttft_s: o
+                .get("time_to_first_token_ms")
+                .and_then(Value::as_f64)
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(|ms| ms / 1000.0),
+            prompt_tokens: as_u64(o.get("prompt_tokens")),
+            completion_tokens: as_u64(o.get("output_tokens")),
+            ok,
+            line: 1,
+        })
+    };
+    let mut out: Vec<ClientRequest> = Vec::new();
+    for r in list("successful").into_iter().flatten() {
+        out.extend(read(r, true));
+    }
+    for r in list("errored").into_iter().flatten() {
+        out.extend(read(r, false));
+    }
+    let cancelled = list("incomplete").map_or(0, |l| l.len() as u64);
+    (list("successful").is_some() || list("errored").is_some()).then_some((out, cancelled))
+}
+
+/// Parse a client file (JSONL records, AIPerf's per-request export, GuideLLM's report, or a
+/// progress log). Never fails: what cannot be read is counted in `unparsed_lines`.
 pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
     let mut ev = ClientEvidence {
         source: source.into(),
@@ -429,7 +489,23 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
         bench: crate::parse_bench_summaries(text),
         unparsed_lines: 0,
         unparsed: Vec::new(),
+        cancelled: 0,
     };
+    // a whole JSON document (GuideLLM's report), not JSON lines
+    if text.trim_start().starts_with('{')
+        && let Ok(v) = serde_json::from_str::<Value>(text)
+        && let Some((requests, cancelled)) = guidellm_requests(&v)
+    {
+        ev.lines = text.lines().count() as u64;
+        ev.format = if requests.iter().any(|r| r.end.is_some()) {
+            ClientFormat::TimedRecords
+        } else {
+            ClientFormat::UntimedRecords
+        };
+        ev.requests = requests;
+        ev.cancelled = cancelled;
+        return ev;
+    }
     let in_bench = |line_no: u64| {
         ev.bench
             .iter()
@@ -646,5 +722,38 @@ mod tests {
         );
         let cancelled = r#"{"metadata":{"request_start_ns":1796289423201047261,"request_end_ns":1796289428531869306,"was_cancelled":true},"metrics":{}}"#;
         assert!(!parse_client("x", cancelled).requests[0].ok);
+    }
+
+    /// GuideLLM 0.8.1's report, cut down to a valid document (`tests/data/clients/
+    /// guidellm-0.8.1/benchmarks.trimmed.json`): its requests are read (before: the whole
+    /// document counted as one request with no fields), the in-flight ones cancelled at its time
+    /// limit counted apart.
+    #[test]
+    fn guidellm_report_requests_are_read() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/clients/guidellm-0.8.1/benchmarks.trimmed.json"
+        ))
+        .expect("test data");
+        let c = parse_client("benchmarks.json", &text);
+        assert_eq!(c.format, ClientFormat::TimedRecords);
+        assert_eq!((c.requests.len(), c.cancelled, c.failed()), (5, 2, 0));
+        let r = &c.requests[0];
+        assert!(
+            (r.submit.unwrap() - 1_796_289_577.104_488).abs() < 1e-3,
+            "{r:?}"
+        );
+        assert!(
+            (r.end.unwrap() - 1_796_289_582.610_669).abs() < 1e-3,
+            "{r:?}"
+        );
+        assert!((r.ttft_s.unwrap() - 0.093_008_041).abs() < 1e-6, "{r:?}");
+        assert_eq!(
+            (r.prompt_tokens, r.completion_tokens),
+            (Some(447), Some(129))
+        );
+        // a JSON object of no record's fields is no record
+        let c = parse_client("x", r#"{"metadata": {"version": 2}, "config": {}}"#);
+        assert!(c.requests.is_empty());
     }
 }
