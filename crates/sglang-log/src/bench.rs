@@ -163,6 +163,62 @@ pub struct BenchSummary {
 }
 
 impl BenchSummary {
+    /// The summary of `sglang.bench_serving --output-file` (one JSON object per run: the block's
+    /// figures under snake-case names, latencies in milliseconds, beside per-request arrays),
+    /// as its console block would give it; `None` when `v` is no such object (it needs
+    /// `completed` and `duration`). Line numbers are the object's line.
+    pub fn from_bench_serving_json(v: &serde_json::Value, line_no: u64) -> Option<Self> {
+        let o = v.as_object()?;
+        let f = |k: &str| {
+            o.get(k)
+                .and_then(serde_json::Value::as_f64)
+                .filter(|x| x.is_finite() && *x >= 0.0)
+        };
+        let u = |k: &str| f(k).map(|x| x as u64);
+        let completed = u("completed")?;
+        let duration = f("duration")?;
+        let mut b = BenchSummary::new(BenchTool::ServingBenchmark, line_no, None);
+        b.client = BenchClient::SglangBenchServing;
+        b.last_line = line_no;
+        b.backend = o
+            .get("backend")
+            .and_then(|x| x.as_str())
+            .map(str::to_string);
+        b.request_rate = o.get("request_rate").map(|r| match r {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        b.max_concurrency = u("max_concurrency");
+        b.successful_requests = Some(completed);
+        b.duration_s = Some(duration);
+        b.total_input_tokens = u("total_input_tokens");
+        b.total_input_vision_tokens = u("total_input_vision_tokens");
+        b.total_generated_tokens = u("total_output_tokens");
+        b.total_generated_tokens_retokenized = u("total_output_tokens_retokenized");
+        b.request_throughput = f("request_throughput");
+        b.input_tok_per_s = f("input_throughput");
+        b.output_tok_per_s = f("output_throughput");
+        b.total_tok_per_s = f("total_throughput");
+        b.peak_output_tok_per_s = f("max_output_tokens_per_s");
+        b.peak_concurrent_requests = f("max_concurrent_requests");
+        b.concurrency = f("concurrency");
+        b.accept_length = f("accept_length");
+        let ms = |k: &str| f(k).map(|x| x / 1000.0);
+        let stats = |m: &str| LatencyStats {
+            mean_s: ms(&format!("mean_{m}_ms")),
+            median_s: ms(&format!("median_{m}_ms")),
+            p90_s: ms(&format!("p90_{m}_ms")),
+            p95_s: ms(&format!("p95_{m}_ms")),
+            p99_s: ms(&format!("p99_{m}_ms")),
+            max_s: ms(&format!("max_{m}_ms")),
+        };
+        b.e2e = stats("e2e_latency");
+        b.ttft = stats("ttft");
+        b.tpot = stats("tpot");
+        b.itl = stats("itl");
+        Some(b)
+    }
+
     fn new(tool: BenchTool, line_no: u64, num_prompts: Option<u64>) -> Self {
         BenchSummary {
             tool,

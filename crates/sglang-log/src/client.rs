@@ -438,6 +438,44 @@ fn progress_from_line(line: &str) -> Option<ProgressPoint> {
     })
 }
 
+/// `line` with the bare `NaN`, `Infinity` and `-Infinity` that Python's `json.dumps` writes
+/// (outside strings) as JSON: `null`, `"inf"`, `"-inf"` (bench_serving's `--output-file` holds
+/// `"request_rate": Infinity` for a run at rate inf); `None` when it has none.
+fn python_json(line: &str) -> Option<String> {
+    let b = line.as_bytes();
+    let mut out = String::with_capacity(line.len());
+    let (mut in_str, mut esc, mut changed, mut i) = (false, false, false, 0);
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            in_str = esc || c != b'"';
+            esc = !esc && c == b'\\';
+        } else if c == b'"' {
+            in_str = true;
+        } else {
+            let rest = &line[i..];
+            let word = [
+                ("-Infinity", "\"-inf\""),
+                ("Infinity", "\"inf\""),
+                ("NaN", "null"),
+            ]
+            .into_iter()
+            .find(|(w, _)| rest.starts_with(w));
+            if let Some((w, to)) = word {
+                out.push_str(to);
+                i += w.len();
+                changed = true;
+                continue;
+            }
+        }
+        // whole UTF-8 characters: the bytes of one are copied together
+        let ch = line[i..].chars().next()?;
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    changed.then_some(out)
+}
+
 /// GuideLLM's report (`benchmarks.json`, GuideLLM 0.8: `{"metadata", "config", "benchmarks":
 /// [{"requests": {"successful", "errored", "incomplete"}, …}]}`): the requests of its last
 /// benchmark (a sweep's runs are separate benchmarks; the last is the one a log usually ends
@@ -512,6 +550,7 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
             .any(|b| (b.first_line..=b.last_line).contains(&line_no))
     };
     let mut requests = Vec::new();
+    let mut json_runs = Vec::new();
     let mut progress = Vec::new();
     let mut lines = 0;
     let mut unparsed_lines = 0;
@@ -523,12 +562,19 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
             continue;
         }
         if line.starts_with('{') {
-            if let Ok(v) = serde_json::from_str::<Value>(line)
-                && let Some(mut r) = record_from_json(&v)
-            {
-                r.line = i as u64 + 1;
-                requests.push(r);
-                continue;
+            let parsed = serde_json::from_str::<Value>(line)
+                .or_else(|e| python_json(line).map_or(Err(e), |l| serde_json::from_str(&l)));
+            if let Ok(v) = parsed {
+                if let Some(mut r) = record_from_json(&v) {
+                    r.line = i as u64 + 1;
+                    requests.push(r);
+                    continue;
+                }
+                // bench_serving's `--output-file`: a run's summary per line
+                if let Some(b) = crate::BenchSummary::from_bench_serving_json(&v, i as u64 + 1) {
+                    json_runs.push(b);
+                    continue;
+                }
             }
         } else if let Some(p) = progress_from_line(line) {
             progress.push(p);
@@ -540,6 +586,7 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
         }
     }
     ev.lines = lines;
+    ev.bench.extend(json_runs);
     ev.requests = requests;
     ev.progress = progress;
     ev.unparsed_lines = unparsed_lines;
@@ -755,5 +802,35 @@ mod tests {
         // a JSON object of no record's fields is no record
         let c = parse_client("x", r#"{"metadata": {"version": 2}, "config": {}}"#);
         assert!(c.requests.is_empty());
+    }
+
+    /// `sglang.bench_serving --output-file` (0.5.23; `tests/data/clients/
+    /// sglang-bench-serving-0.5.23/bench.summary.jsonl`, its line without the per-request
+    /// arrays): read as the run's summary, Python's bare `Infinity` included (before: one
+    /// request with no fields).
+    #[test]
+    fn bench_serving_output_file_is_a_summary() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/clients/sglang-bench-serving-0.5.23/bench.summary.jsonl"
+        ))
+        .expect("test data");
+        let c = parse_client("bench.jsonl", &text);
+        assert!(c.requests.is_empty());
+        assert_eq!(c.format, ClientFormat::BenchmarkSummary);
+        let b = &c.bench[0];
+        assert_eq!(
+            (b.successful_requests, b.max_concurrency),
+            (Some(240), Some(64))
+        );
+        assert_eq!(b.request_rate.as_deref(), Some("inf"));
+        assert_eq!(b.total_generated_tokens, Some(122_880));
+        assert!((b.duration_s.unwrap() - 111.778_866).abs() < 1e-3);
+        assert!((b.ttft.mean_s.unwrap() - 16.3).abs() < 0.1, "{:?}", b.ttft);
+        assert_eq!(
+            python_json(r#"{"a": NaN, "b": "NaN", "c": -Infinity}"#).as_deref(),
+            Some(r#"{"a": null, "b": "NaN", "c": "-inf"}"#)
+        );
+        assert_eq!(python_json(r#"{"a": 1}"#), None);
     }
 }
