@@ -339,4 +339,10 @@ fn one_pd_field_on_one_line_is_no_pd_role() {
         "{}",
         r.headline.text
     );
+    // and the line is listed as damage (expert re-read)
+    let listed = r.inputs[0]
+        .rejected
+        .iter()
+        .any(|v| v.key == "#transfer-req");
+    assert!(listed, "{:?}", r.inputs[0].rejected);
 }

@@ -39,6 +39,8 @@ pub enum SetAsideField {
     Running,
     /// `#queue-req`.
     Queue,
+    /// `#transfer-req` (with the other PD decode queues of the line).
+    PdQueue,
 }
 
 /// Why a value was set aside.
@@ -60,6 +62,12 @@ pub enum SetAsideReason {
     AbovePool {
         /// The pool (tokens).
         pool: u64,
+    },
+    /// A PD decode queue on a few lines of a scheduler whose other lines print none: a PD
+    /// server prints it on every decode line (`crate::thresholds::pd_role_holds`).
+    PdOnFewLines {
+        /// Its decode lines (lines).
+        lines: u64,
     },
 }
 
@@ -219,6 +227,33 @@ fn set_aside_in(
     out: &mut SetAsideValues,
 ) {
     let mut changed = set_aside_counts(tl.decode.samples_mut(), cap, pool, out);
+    // PD decode queues on a few lines only: no PD role, and damage to list (issue 30 A3)
+    let all = tl.decode.samples().len() as u64;
+    let pd = tl
+        .decode
+        .samples()
+        .iter()
+        .filter(|d| d.transfer_req.is_some())
+        .count() as u64;
+    if pd > 0 && !th::pd_role_holds(pd, all) {
+        for d in tl
+            .decode
+            .samples_mut()
+            .iter_mut()
+            .filter(|d| d.transfer_req.is_some())
+        {
+            out.push(SetAside {
+                loc: d.loc(),
+                field: SetAsideField::PdQueue,
+                value: d.transfer_req.unwrap_or(0) as f64,
+                reason: SetAsideReason::PdOnFewLines { lines: all },
+            });
+            d.transfer_req = None;
+            d.prealloc_req = None;
+            d.pre_allocated_usage = None;
+        }
+        changed = true;
+    }
     changed |= set_aside_counts(tl.prefill.samples_mut(), cap, pool, out);
     // gen throughput per running request: the inverse of the step time
     let samples = tl.decode.samples_mut();

@@ -76,6 +76,7 @@ fn set_aside_value(v: &SetAside) -> RejectedValue {
         SetAsideField::GenThroughput => ("gen throughput (token/s)", format!("{:.2}", v.value)),
         SetAsideField::Running => ("#running-req", format!("{:.0}", v.value)),
         SetAsideField::Queue => ("#queue-req", format!("{:.0}", v.value)),
+        SetAsideField::PdQueue => ("#transfer-req", format!("{:.0}", v.value)),
     };
     let reason = match v.reason {
         SetAsideReason::Spike { ratio } => match v.field {
@@ -94,6 +95,9 @@ fn set_aside_value(v: &SetAside) -> RejectedValue {
         SetAsideReason::AbovePool { pool } => {
             format!("above the KV pool's {pool} tokens: each running request holds at least one")
         }
+        SetAsideReason::PdOnFewLines { lines } => format!(
+            "a PD decode queue on a few of the scheduler's {lines} decode lines: a PD decode server prints it on every one, so this line is damaged or another server's"
+        ),
     };
     RejectedValue {
         line: v.loc.line,
