@@ -509,7 +509,7 @@ pub fn foreign_hint(e: &NotSglangLog) -> &'static str {
             " (per-request records go to --client-records FILE, beside the server log)"
         }
         Some(ForeignFormat::BenchServingResult) => {
-            " (bench_serving's result file is not read yet; its console output goes to --client-log FILE, beside the server log)"
+            " (bench_serving's result file goes to --client-records FILE, beside the server log)"
         }
         Some(
             ForeignFormat::AiperfReport

@@ -195,6 +195,14 @@ pub fn add_client_file(ctx: &mut Context, path: &Path, flag: &str) -> anyhow::Re
             .first()
             .map(|(l, x)| format!("; line {l}: {x:?}"))
             .unwrap_or_default();
+        let (kind, looks) = looks_like(&bytes);
+        // a server log under a client option: say so first (its tqdm bars look like progress)
+        if kind == sglang_log::foreign::LogKind::Sglang {
+            anyhow::bail!(
+                "{flag} {name}: none of its {} lines is a client record{looks}",
+                c.lines
+            );
+        }
         // progress lines without the date that sets them against the server's clock
         if let Some((l, x)) = c
             .unparsed
@@ -206,12 +214,46 @@ pub fn add_client_file(ctx: &mut Context, path: &Path, flag: &str) -> anyhow::Re
             );
         }
         anyhow::bail!(
-            "{flag} {name}: none of its {} lines is a client record (JSONL with token counts or times), a progress line (a date-time, then a count of completed requests: N/M done, Progress: N/M, completed N/M) or a benchmark summary (bench_serving's 'Serving Benchmark Result' block){first}",
-            c.lines
+            "{flag} {name}: none of its {} lines is a client record (JSONL with token counts or times), a progress line (a date-time, then a count of completed requests: N/M done, Progress: N/M, completed N/M) or a benchmark summary (bench_serving's 'Serving Benchmark Result' block){first}{}",
+            c.lines,
+            looks
         );
     }
     ctx.clients.push(c);
     Ok(())
+}
+
+/// What a file given as client evidence looks like when it is none, and in words where it
+/// goes: an SGLang server log (the LOG argument) or another known format (the option that
+/// takes it); the words are empty when it looks like nothing known.
+fn looks_like(bytes: &[u8]) -> (sglang_log::foreign::LogKind, String) {
+    use sglang_log::foreign::{FormatSniffer, LogKind};
+    let mut sniff = FormatSniffer::new();
+    // bounded like the file; a read error leaves what was sniffed so far
+    let _ = sglang_log::LogReader::from_reader("client", bytes).for_each(|r| sniff.push(r));
+    let kind = sniff.classify();
+    let words = match kind {
+        LogKind::Sglang => {
+            ". It is an SGLang server log: give it as the LOG argument (throughput-doctor diagnose FILE)".to_string()
+        }
+        LogKind::Foreign {
+            format, signature, ..
+        } => {
+            let e = sglang_log::foreign::NotSglangLog::Foreign {
+                path: String::new(),
+                format,
+                signature_lines: signature.lines,
+                first_line: signature.first_line.unwrap_or(1),
+            };
+            format!(
+                ". It looks like {}{}",
+                format.description(),
+                crate::logfile::foreign_hint(&e)
+            )
+        }
+        LogKind::Empty | LogKind::Unrecognised => String::new(),
+    };
+    (kind, words)
 }
 
 /// Host memory from `/proc/meminfo`, when readable (for the HiCache check).

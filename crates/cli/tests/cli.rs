@@ -1313,3 +1313,36 @@ fn a_client_progress_log_given_as_the_log_names_its_option() {
         "{err}"
     );
 }
+
+/// Fresh user's reading: a server log or another tool's file under `--client-log` said only
+/// "none of its lines is a client record"; it now says what the file is and where it goes.
+#[test]
+fn a_file_under_the_wrong_client_option_is_named() {
+    let log = data("real-long/rtx4090-qwen3-4b-kv-retraction.log");
+    let out = bin()
+        .arg("diagnose")
+        .arg(&log)
+        .arg("--client-log")
+        .arg(&log)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("It is an SGLang server log: give it as the LOG argument"),
+        "{err}"
+    );
+    let console = data("clients/aiperf-0.13.0/profile_export_console.txt");
+    let out = bin()
+        .arg("diagnose")
+        .arg(&log)
+        .arg("--client-log")
+        .arg(&console)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("It looks like NVIDIA AIPerf's console summary"),
+        "{err}"
+    );
+}
