@@ -346,3 +346,26 @@ fn one_pd_field_on_one_line_is_no_pd_role() {
         .any(|v| v.key == "#transfer-req");
     assert!(listed, "{:?}", r.inputs[0].rejected);
 }
+
+/// Issue 30 A5: the real RTX 4090 log cut into 224 parts of three lines (rotated parts, read
+/// in reverse order, as a directory listing may give them) is one scheduler, at the rate of
+/// the whole file within 2%: before, a warm-up part sorted after a longer part of the same
+/// start second stayed a second "rank 0".
+#[test]
+fn tiny_rotated_parts_are_one_scheduler() {
+    let log = read(RTX);
+    let base = diagnose(&[&log]);
+    let lines: Vec<&[u8]> = log.split(|&c| c == b'\n').collect();
+    let parts: Vec<Vec<u8>> = lines.chunks(3).map(|c| c.join(&b'\n')).rev().collect();
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    let r = diagnose(&refs);
+    assert_eq!(
+        r.schedulers.len(),
+        1,
+        "{:?}",
+        r.schedulers.iter().map(|s| &s.source).collect::<Vec<_>>()
+    );
+    assert_eq!(r.bottleneck, base.bottleneck);
+    let (a, b) = (rate(&r).expect("rate"), rate(&base).expect("rate"));
+    assert!((a - b).abs() <= 0.02 * b, "{a} vs {b}");
+}

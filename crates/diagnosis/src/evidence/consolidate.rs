@@ -166,16 +166,16 @@ impl Evidence {
         }
         let mut overlapped = false;
         for ((dp, pp), mut keys) in groups {
+            // by start, then by end: rotated parts of one second's lines (a part cut every few
+            // lines) start alike, and the one that ends first comes first, so that each part
+            // follows the one before it (issue 30 A5: a warm-up part sorted after a longer one
+            // of the same start second was kept as a second "rank 0")
             keys.sort_by(|a, b| {
-                let start = |k: &SchedulerKey| {
-                    ev.schedulers
-                        .get(k)
-                        .and_then(|t| t.time_range())
-                        .map(|r| r.0)
-                };
-                start(a)
-                    .partial_cmp(&start(b))
-                    .unwrap_or(std::cmp::Ordering::Equal)
+                let range = |k: &SchedulerKey| ev.schedulers.get(k).and_then(|t| t.time_range());
+                match (range(a), range(b)) {
+                    (Some(x), Some(y)) => x.0.total_cmp(&y.0).then(x.1.total_cmp(&y.1)),
+                    (x, y) => x.is_some().cmp(&y.is_some()),
+                }
             });
             let mut kept: Vec<SchedulerKey> = Vec::new();
             for next in keys {
