@@ -93,15 +93,21 @@ impl RetractionTotals {
             self.tokens_freed = Some(self.tokens_freed.unwrap_or(0) + n);
         }
         self.max_ratio_after = max_opt(self.max_ratio_after, o.max_ratio_after);
+        // the first and last lines by time when both are timed (sources are not read in time
+        // order: rotated parts of a directory), else in the order given
+        let (earlier, later) = match (self.time_span, o.time_span) {
+            (Some((a, b)), Some((c, d))) => (c < a, d >= b),
+            _ => (false, true),
+        };
         self.time_span = match (self.time_span, o.time_span) {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
             (x, None) => x,
             (None, y) => y,
         };
-        if self.first_line.is_none() {
+        if self.first_line.is_none() || (earlier && o.first_line.is_some()) {
             self.first_line = o.first_line;
         }
-        if o.last_line.is_some() {
+        if o.last_line.is_some() && later {
             self.last_line = o.last_line;
         }
     }
