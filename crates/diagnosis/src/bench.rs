@@ -103,5 +103,8 @@ pub fn client_summary(
         adequacy: None,
         eta: None,
         set_aside: Vec::new(),
+        // a benchmark's summary gives its TTFT in its own block (the benchmark run's figures)
+        ttft_s: None,
+        cancelled: 0,
     })
 }

@@ -135,6 +135,18 @@ pub fn client_summary(
         .map(|x| x as f64)
         .collect();
     let comp = throughput_stats::mean_sd(&completions);
+    let ttfts: Vec<f64> = all_ok()
+        .filter_map(|r| r.ttft_s)
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .collect();
+    let ttft_s = throughput_stats::mean_sd(&ttfts).and_then(|(mean, _)| {
+        Some(crate::report::LatencySpread {
+            n: ttfts.len(),
+            mean,
+            p50: throughput_stats::quantile_f64(&ttfts, 0.5)?,
+            p99: throughput_stats::quantile_f64(&ttfts, 0.99)?,
+        })
+    });
     let mut s = ClientSummary {
         source: c.source.clone(),
         format: c.format,
@@ -158,6 +170,8 @@ pub fn client_summary(
         adequacy: None,
         eta: None,
         set_aside: Vec::new(),
+        ttft_s,
+        cancelled: ctx.clients.iter().map(|c| c.cancelled).sum(),
     };
 
     // Cumulative completions over time, from either shape.

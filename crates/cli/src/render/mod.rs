@@ -229,6 +229,18 @@ fn client_lines(c: &ClientSummary, ranks: Option<(usize, u32)>) -> Vec<String> {
                 .unwrap_or_default()
         ));
     }
+    if let Some(t) = &c.ttft_s {
+        o.push(format!(
+            "time to first token      mean {:.2} s, median {:.2} s, p99 {:.2} s over {} requests (the client's records)",
+            t.mean, t.p50, t.p99, t.n
+        ));
+    }
+    if c.cancelled > 0 {
+        o.push(format!(
+            "cancelled in flight      {} requests (the client stopped them, at its time limit): neither completed nor failed",
+            c.cancelled
+        ));
+    }
     if let Some(a) = &c.adequacy {
         o.push(format!("sample adequacy: {}", a.text));
     }

@@ -295,6 +295,32 @@ pub struct ClientSummary {
     pub eta: Option<EtaSummary>,
     /// Client records the rates do not count, and why.
     pub set_aside: Vec<ClientSetAside>,
+    /// Time to first token of the successful requests whose records carry it (AIPerf,
+    /// GuideLLM, `run-batch --stream`). Unit: seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_s: Option<LatencySpread>,
+    /// Requests the client cancelled in flight (GuideLLM's at its time limit): neither
+    /// completed nor failed. Unit: requests.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cancelled: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A latency over the client's requests: how many carry it, its mean, median and 99th
+/// percentile. Unit: seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct LatencySpread {
+    /// Requests that carry it.
+    pub n: usize,
+    /// Mean. Unit: seconds.
+    pub mean: f64,
+    /// Median. Unit: seconds.
+    pub p50: f64,
+    /// 99th percentile. Unit: seconds.
+    pub p99: f64,
 }
 
 /// Client records left out of the rates.

@@ -27,8 +27,8 @@ pub use capacity::{
 };
 pub use client::{
     BenchmarkRun, ClientExpectation, ClientSetAside, ClientSummary, EtaSummary, Expectation,
-    ExpectationCheck, ForwardTimer, KvHolds, MetricsSummary, OccupancySummary, Reach,
-    SampleAdequacy, SetAsideReason,
+    ExpectationCheck, ForwardTimer, KvHolds, LatencySpread, MetricsSummary, OccupancySummary,
+    Reach, SampleAdequacy, SetAsideReason,
 };
 pub use finding::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
 pub use headline::{
