@@ -105,6 +105,7 @@ pub fn client_summary(
         set_aside: Vec::new(),
         // a benchmark's summary gives its TTFT in its own block (the benchmark run's figures)
         ttft_s: None,
+        itl_s: None,
         cancelled: 0,
     })
 }

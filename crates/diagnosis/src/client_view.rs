@@ -135,18 +135,22 @@ pub fn client_summary(
         .map(|x| x as f64)
         .collect();
     let comp = throughput_stats::mean_sd(&completions);
-    let ttfts: Vec<f64> = all_ok()
-        .filter_map(|r| r.ttft_s)
-        .filter(|x| x.is_finite() && *x >= 0.0)
-        .collect();
-    let ttft_s = throughput_stats::mean_sd(&ttfts).and_then(|(mean, _)| {
-        Some(crate::report::LatencySpread {
-            n: ttfts.len(),
-            mean,
-            p50: throughput_stats::quantile_f64(&ttfts, 0.5)?,
-            p99: throughput_stats::quantile_f64(&ttfts, 0.99)?,
+    let spread = |get: fn(&sglang_log::ClientRequest) -> Option<f64>| {
+        let xs: Vec<f64> = all_ok()
+            .filter_map(get)
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .collect();
+        throughput_stats::mean_sd(&xs).and_then(|(mean, _)| {
+            Some(crate::report::LatencySpread {
+                n: xs.len(),
+                mean,
+                p50: throughput_stats::quantile_f64(&xs, 0.5)?,
+                p99: throughput_stats::quantile_f64(&xs, 0.99)?,
+            })
         })
-    });
+    };
+    let ttft_s = spread(|r| r.ttft_s);
+    let itl_s = spread(|r| r.itl_s);
     let mut s = ClientSummary {
         source: c.source.clone(),
         format: c.format,
@@ -171,6 +175,7 @@ pub fn client_summary(
         eta: None,
         set_aside: Vec::new(),
         ttft_s,
+        itl_s,
         cancelled: ctx.clients.iter().map(|c| c.cancelled).sum(),
     };
 

@@ -136,4 +136,9 @@ fn client_records_give_their_ttft() {
     assert!((t.mean - 0.122_969_5).abs() < 1e-6, "{t:?}");
     assert!(t.p50 <= t.p99, "{t:?}");
     assert_eq!(s.cancelled, 0);
+    // each record's inter_token_latency (ms), as AIPerf averages it: 36.70 ms over these 20
+    // (the whole file: 38.0 / 38.7 / 39.1 ms against its console's 37.99 / 38.66 / 39.12)
+    let itl = s.itl_s.expect("itl");
+    assert_eq!(itl.n, 20);
+    assert!((itl.mean - 0.036_697_286).abs() < 1e-8, "{itl:?}");
 }

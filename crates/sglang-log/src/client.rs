@@ -64,6 +64,9 @@ pub struct ClientRequest {
     pub permit_wait_s: Option<f64>,
     /// Time to first token (seconds), when recorded.
     pub ttft_s: Option<f64>,
+    /// The request's mean inter-token latency (seconds), when recorded (AIPerf's
+    /// `inter_token_latency`, GuideLLM's `inter_token_latency_ms`).
+    pub itl_s: Option<f64>,
     /// Prompt tokens.
     pub prompt_tokens: Option<u64>,
     /// Completion tokens.
@@ -263,6 +266,7 @@ fn aiperf_record(obj: &serde_json::Map<String, Value>) -> Option<ClientRequest> 
         submit: meta.get("request_start_ns").and_then(as_time),
         permit_wait_s: None,
         ttft_s: metrics.and_then(|m| aiperf_seconds(m, "time_to_first_token")),
+        itl_s: metrics.and_then(|m| aiperf_seconds(m, "inter_token_latency")),
         prompt_tokens: count("input_sequence_length").or_else(|| count("usage_prompt_tokens")),
         completion_tokens: count("output_sequence_length")
             .or_else(|| count("usage_completion_tokens")),
@@ -299,6 +303,7 @@ fn record_from_json(v: &Value) -> Option<ClientRequest> {
         submit: obj.get("submit_unix_s").and_then(as_time),
         permit_wait_s: obj.get("permit_wait_s").and_then(|v| v.as_f64()),
         ttft_s: obj.get("ttft_s").and_then(|v| v.as_f64()),
+        itl_s: None,
         prompt_tokens: tok("prompt_tokens"),
         completion_tokens: tok("completion_tokens"),
         ok: obj.get("ok").and_then(|v| v.as_bool()).unwrap_or(true),
@@ -489,15 +494,18 @@ fn guidellm_requests(v: &Value) -> Option<(Vec<ClientRequest>, u64)> {
     let list = |k: &str| reqs.get(k).and_then(Value::as_array);
     let read = |r: &Value, ok: bool| -> Option<ClientRequest> {
         let o = r.as_object()?;
+        let ms = |k: &str| {
+            o.get(k)
+                .and_then(Value::as_f64)
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(|ms| ms / 1000.0)
+        };
         Some(ClientRequest {
             end: o.get("request_end_time").and_then(as_time),
             submit: o.get("request_start_time").and_then(as_time),
             permit_wait_s: None,
-            ttft_s: o
-                .get("time_to_first_token_ms")
-                .and_then(Value::as_f64)
-                .filter(|x| x.is_finite() && *x >= 0.0)
-                .map(|ms| ms / 1000.0),
+            ttft_s: ms("time_to_first_token_ms"),
+            itl_s: ms("inter_token_latency_ms"),
             prompt_tokens: as_u64(o.get("prompt_tokens")),
             completion_tokens: as_u64(o.get("output_tokens")),
             ok,
@@ -763,6 +771,8 @@ mod tests {
         );
         // time_to_first_token 111.572948 ms; input 512, output 142 (AIPerf's own count)
         assert!((r.ttft_s.unwrap() - 0.111_572_948).abs() < 1e-9, "{r:?}");
+        // inter_token_latency 37.01595104255319 ms
+        assert!((r.itl_s.unwrap() - 0.037_015_951).abs() < 1e-9, "{r:?}");
         assert_eq!(
             (r.prompt_tokens, r.completion_tokens, r.ok),
             (Some(512), Some(142), true)

@@ -235,6 +235,15 @@ fn client_lines(c: &ClientSummary, ranks: Option<(usize, u32)>) -> Vec<String> {
             t.mean, t.p50, t.p99, t.n
         ));
     }
+    if let Some(t) = &c.itl_s {
+        o.push(format!(
+            "inter-token latency      mean {:.1} ms, median {:.1} ms, p99 {:.1} ms over {} requests (each request's mean)",
+            t.mean * 1000.0,
+            t.p50 * 1000.0,
+            t.p99 * 1000.0,
+            t.n
+        ));
+    }
     if c.cancelled > 0 {
         o.push(format!(
             "cancelled in flight      {} requests (the client stopped them, at its time limit): neither completed nor failed",

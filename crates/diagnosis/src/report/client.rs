@@ -299,6 +299,10 @@ pub struct ClientSummary {
     /// GuideLLM, `run-batch --stream`). Unit: seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_s: Option<LatencySpread>,
+    /// Each successful request's mean inter-token latency, over the requests whose records
+    /// carry it (AIPerf, GuideLLM). Unit: seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_s: Option<LatencySpread>,
     /// Requests the client cancelled in flight (GuideLLM's at its time limit): neither
     /// completed nor failed. Unit: requests.
     #[serde(default, skip_serializing_if = "is_zero")]
