@@ -15,8 +15,9 @@
 //!   tokens (each running request holds at least one): impossible (`schedule_policy.py`
 //!   admits no request past either).
 //! - **#queue-req** that jumps [`th::QUEUE_SPIKE_FACTOR`] times above every line around it (and
-//!   to at least [`th::QUEUE_SPIKE_MIN`] requests), then falls back at the next line: so many
-//!   requests neither arrive and get admitted within one log interval.
+//!   to at least [`th::QUEUE_SPIKE_MIN`] requests, and above the running cap when it is known),
+//!   then falls back at the next line: so many requests neither arrive and get admitted within
+//!   one log interval (no more than the cap can be admitted at once).
 //!
 //! A value set aside is removed from its sample (the field reads `None`), the scheduler's
 //! exact peaks are taken again without it, and it is listed with its line and reason
@@ -205,7 +206,10 @@ fn set_aside_counts<S: Counts>(
         .enumerate()
         .filter_map(|(i, s)| Some((i, (*s.queue())? as f64)))
         .collect();
-    for (i, ratio) in spikes(&queue, th::QUEUE_SPIKE_FACTOR, th::QUEUE_SPIKE_MIN, false) {
+    // and more requests than the cap lets in at once: up to the cap, a burst can be admitted
+    // within one interval
+    let min = cap.map_or(th::QUEUE_SPIKE_MIN, |c| th::QUEUE_SPIKE_MIN.max(c as f64));
+    for (i, ratio) in spikes(&queue, th::QUEUE_SPIKE_FACTOR, min, false) {
         let s = &mut samples[i];
         out.push(SetAside {
             loc: s.at(),
