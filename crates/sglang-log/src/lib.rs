@@ -182,8 +182,9 @@ pub struct Record<'a> {
 pub enum Signal {
     /// `SIGTERM received. … Draining requests and shutting down...`: a stop was asked for.
     Sigterm,
-    /// `SIGQUIT received. … It usually means one child failed.`: a child process ended; after
-    /// a SIGTERM it is the stop's own cleanup.
+    /// `SIGQUIT received. … It usually means one child failed.` (v0.4: `Received sigquit from a
+    /// child proces. It usually means the child failed.`): a child process ended; after a SIGTERM
+    /// it is the stop's own cleanup.
     Sigquit,
     /// `Subprocess NAME (pid=N) crashed with exit code C. Triggering SIGQUIT for cleanup...`:
     /// the exit code (`-15`: killed by SIGTERM).

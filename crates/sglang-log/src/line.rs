@@ -455,6 +455,10 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         b'S' if starts("Scheduler hit an exception") => Event::SchedulerException(msg),
         b'S' if starts("SIGTERM received") => Event::Signal(crate::Signal::Sigterm),
         b'S' if starts("SIGQUIT received") => Event::Signal(crate::Signal::Sigquit),
+        // The v0.4 wording of the same handler (`launch_server`, typo included).
+        b'R' if starts("Received sigquit from a child proces") => {
+            Event::Signal(crate::Signal::Sigquit)
+        }
         b'S' if starts("Subprocess ") => match msg.split_once("crashed with exit code ") {
             Some((_, rest)) => {
                 let end = rest
@@ -1104,6 +1108,13 @@ mod cut_start_tests {
         assert_eq!(
             ev(
                 "[2026-08-02 00:17:43] SIGQUIT received. signum=None, frame=None. It usually means one child failed."
+            ),
+            Event::Signal(crate::Signal::Sigquit)
+        );
+        // real/049:9, the v0.4 wording after eight watchdog timeouts
+        assert_eq!(
+            ev(
+                "[2025-03-09 00:57:20] Received sigquit from a child proces. It usually means the child failed."
             ),
             Event::Signal(crate::Signal::Sigquit)
         );

@@ -13,8 +13,10 @@
 //!
 //! **Evidence it needs.** The signal lines, in order.
 //!
-//! **What to change.** Nothing after a requested stop; after a failed child, its traceback
-//! (the lines before the SIGQUIT) says why it died.
+//! **What to change.** Nothing after a requested stop; after a failed child, what came before
+//! it says why it died: a watchdog timeout, an NCCL collective timeout or an out-of-memory line
+//! earlier in the log (named, with its line: the child's death is its consequence, and that
+//! finding holds the lever), else the traceback just before the SIGQUIT.
 //!
 //! **Source.** SGLang `entrypoints/engine.py` and `srt/utils` (the launcher's SIGTERM and
 //! SIGQUIT handlers, `kill_process_tree`), `managers/tokenizer_manager.py` (the child's
@@ -41,7 +43,23 @@ pub enum Facts {
         at: SourceRange,
         /// The child's exit code, when a `crashed with exit code` line gives it.
         code: Option<i64>,
+        /// The first alarm before it that kills a process (SGLang's watchdog, PyTorch's NCCL
+        /// watchdog, an out-of-memory error), with its line: the child's death follows it.
+        after: Option<(Cause, SourceRange)>,
     },
+}
+
+/// An alarm that takes a process down before its parent reports the child's death.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// SGLang's scheduler watchdog (`Watchdog timeout (self.watchdog_timeout=…)`), which
+    /// kills the process after the timeout (`managers/scheduler.py`, `utils/watchdog.py`).
+    Watchdog,
+    /// PyTorch's NCCL watchdog on a collective that timed out (`ProcessGroupNCCL`), which
+    /// tears the process group down.
+    CollectiveTimeout,
+    /// A device out-of-memory error.
+    OutOfMemory,
 }
 
 /// The rule.
@@ -61,10 +79,23 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             at: line(t),
             cleanup: s.sigquit.is_some() || s.child_exit.is_some(),
         }),
-        (_, Some((l, code))) => Some(Facts::ChildFailed {
-            at: line(l),
-            code: code.or(s.child_exit.and_then(|(_, c)| c)),
-        }),
+        (_, Some((l, code))) => {
+            let ev = input.ev;
+            let after = [
+                (Cause::Watchdog, ev.watchdog.first),
+                (Cause::CollectiveTimeout, ev.alarms.collective_timeouts.first),
+                (Cause::OutOfMemory, ev.alarms.out_of_memory.first),
+            ]
+            .into_iter()
+            .filter_map(|(c, at)| at.filter(|a| *a < l).map(|a| (c, a)))
+            .min_by_key(|(_, a)| *a)
+            .map(|(c, a)| (c, line(a)));
+            Some(Facts::ChildFailed {
+                at: line(l),
+                code: code.or(s.child_exit.and_then(|(_, c)| c)),
+                after,
+            })
+        }
         _ => None,
     }
 }
@@ -99,19 +130,35 @@ impl Rule for Shutdown {
                 vec![at.clone()],
                 Confidence::High,
             ),
-            Facts::ChildFailed { at, code } => finding(
-                FindingKind::ChildFailed,
-                "A child process of the server failed",
-                format!(
-                    "At line {} a child process of the server ended{} with no SIGTERM before it: SGLang stops the whole server then. The traceback before it says why it died.",
-                    at.first_line,
-                    code.map(|c| format!(" (exit code {c})"))
-                        .unwrap_or_default()
-                ),
-                Vec::new(),
-                vec![at.clone()],
-                Confidence::High,
-            ),
+            Facts::ChildFailed { at, code, after } => {
+                let why = match after {
+                    Some((cause, a)) => format!(
+                        " It follows the {} at line {}: the child died of it, and that finding says what to change.",
+                        match cause {
+                            Cause::Watchdog => "scheduler watchdog's timeout",
+                            Cause::CollectiveTimeout => "NCCL collective timeout",
+                            Cause::OutOfMemory => "out-of-memory error",
+                        },
+                        a.first_line
+                    ),
+                    None => " The traceback before it says why it died.".to_owned(),
+                };
+                let mut lines = vec![at.clone()];
+                lines.extend(after.as_ref().map(|(_, a)| a.clone()));
+                finding(
+                    FindingKind::ChildFailed,
+                    "A child process of the server failed",
+                    format!(
+                        "At line {} a child process of the server ended{} with no SIGTERM before it: SGLang stops the whole server then.{why}",
+                        at.first_line,
+                        code.map(|c| format!(" (exit code {c})"))
+                            .unwrap_or_default()
+                    ),
+                    Vec::new(),
+                    lines,
+                    Confidence::High,
+                )
+            }
         }
     }
 }
@@ -157,7 +204,7 @@ mod tests {
         with_input(&no_term, |i| {
             let f = check(i).expect("a failure");
             assert!(
-                matches!(&f, Facts::ChildFailed { at, code: Some(-15) } if at.first_line == 127),
+                matches!(&f, Facts::ChildFailed { at, code: Some(-15), after: None } if at.first_line == 127),
                 "{f:?}"
             );
             assert_eq!(Shutdown::finding(&f, i).kind, FindingKind::ChildFailed);
@@ -171,8 +218,32 @@ mod tests {
         with_input(&early, |i| {
             assert!(matches!(
                 check(i),
-                Some(Facts::ChildFailed { at, code: Some(1) }) if at.first_line == 126
+                Some(Facts::ChildFailed { at, code: Some(1), .. }) if at.first_line == 126
             ));
+        });
+    }
+
+    /// real/049: eight ranks' watchdog timeouts (lines 1-8), then the launcher's v0.4 SIGQUIT
+    /// line (9): the child died of the watchdog, which the finding names instead of sending the
+    /// reader to a traceback the log does not hold.
+    #[test]
+    fn a_sigquit_after_the_watchdog_is_its_consequence() {
+        const WD: &str = "real/049-i3752-watchdog-timeout-tp8-with-top.log";
+        with_input(&whole(WD), |i| {
+            let f = check(i).expect("a failure");
+            assert!(
+                matches!(&f, Facts::ChildFailed { at, code: None, after: Some((Cause::Watchdog, w)) }
+                    if at.first_line == 9 && w.first_line == 1),
+                "{f:?}"
+            );
+            let w = Shutdown::finding(&f, i);
+            assert!(w.detail.contains("watchdog's timeout at line 1"), "{}", w.detail);
+            assert!(!w.detail.contains("traceback"), "{}", w.detail);
+        });
+        // boundary: the same SIGQUIT with the watchdog lines gone has no cause before it
+        let alone = edit(&whole(WD), "Watchdog timeout (self", "Timeout note (self");
+        with_input(&alone, |i| {
+            assert!(matches!(check(i), Some(Facts::ChildFailed { after: None, .. })));
         });
     }
 
