@@ -495,6 +495,15 @@ const CASES: &[Case] = &[
         p(8, 0, 0.13),
         &[Gen(182.0, 2.0)],
     ),
+    // A PD prefill node whose KV transfers over NIXL fail (remote disconnect on four ranks):
+    // the failure is the verdict, not the queue of 7 on the second prefill line (no decode
+    // reserve exists on a prefill node).
+    row(
+        "real/065-nixl-i1983-pd-prefill-transfer-disconnect.log",
+        B::KvTransferFailed,
+        p(0, 7, 0.01),
+        &[Has(F::KvTransferFailure), HasNot(F::SchedulerConservative)],
+    ),
     // ---- real/bench/: client benchmark pastes, no scheduler lines ----
     row(
         "real/bench/001-i2805-sglang-0.4.0-sharegpt-partial-success.txt",

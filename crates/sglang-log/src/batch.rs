@@ -7,6 +7,15 @@ use crate::num::{
     parse_bool, parse_f64, parse_f64_bytes, parse_percent_fraction, parse_u64, parse_u64_bytes,
 };
 use crate::values::{RejectedField, Rejection, ValueClass, class_of};
+
+/// A batch line's `fwd occupancy` reading ([`BatchLine::fwd_occupancy`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FwdOccupancy {
+    /// GPU-busy share of the window's wall time (fraction 0–1.5; the printed percent / 100).
+    Busy(f64),
+    /// `nan%`: no forward pass ran in the window (an idle scheduler).
+    Idle,
+}
 use nom::Parser;
 use nom::branch::alt;
 use nom::bytes::complete::tag;
@@ -802,12 +811,20 @@ impl<'a> BatchLine<'a> {
         self.f64_of(&[const { kid("cap len") }])
     }
 
-    /// `fwd occupancy: X%` (v0.5.11+, `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`): GPU-busy share of
-    /// forward passes. Unit: fraction 0–1 (the printed percent / 100).
-    pub fn fwd_occupancy(&self) -> Option<f64> {
-        self.by_id(const { kid("fwd occupancy") })
-            .and_then(parse_percent_fraction)
+    /// `fwd occupancy: X%` (v0.5.11+, `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`): the device
+    /// timer's GPU-busy time of forward passes over the logging window's wall time
+    /// (`scheduler_metrics_mixin.py`); `nan%` is a window with no forward pass
+    /// ([`FwdOccupancy::Idle`]).
+    pub fn fwd_occupancy(&self) -> Option<FwdOccupancy> {
+        let v = self.by_id(const { kid("fwd occupancy") })?;
+        let t = v.trim_end();
+        let t = t.strip_suffix('%').unwrap_or(t).trim_end();
+        if t.eq_ignore_ascii_case("nan") {
+            return Some(FwdOccupancy::Idle);
+        }
+        parse_percent_fraction(v)
             .filter(|&x| ValueClass::Fraction.admits_f64(x))
+            .map(FwdOccupancy::Busy)
     }
 
     /// MFU suffix `est. decode TFLOPS/s (per GPU)` or `est. prefill TFLOPS/s (per GPU)`
@@ -1309,7 +1326,10 @@ const FAST_SAFE: [u8; N_KNOWN + 1] = {
             ValueClass::Requests | ValueClass::Tokens => SAFE_INTEGER,
             ValueClass::Rate => SAFE_FLOAT,
             ValueClass::Fraction => SAFE_FRACTION,
-            ValueClass::Percent | ValueClass::StepTokens | ValueClass::Hardware => ALWAYS,
+            ValueClass::Percent
+            | ValueClass::Occupancy
+            | ValueClass::StepTokens
+            | ValueClass::Hardware => ALWAYS,
             ValueClass::Unchecked => UNCHECKED,
         };
         i += 1;

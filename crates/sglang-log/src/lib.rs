@@ -136,7 +136,9 @@ pub use alarms::{
     HiCacheLine, NcclKind, NcclLine, OutOfMemory, SlowPass, parse_hicache_line, parse_nccl,
     parse_out_of_memory, parse_slow_pass,
 };
-pub use batch::{BatchForm, BatchKind, BatchLine, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS};
+pub use batch::{
+    BatchForm, BatchKind, BatchLine, FwdOccupancy, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS,
+};
 pub use bench::{BenchClient, BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
 pub use client::{
     ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, is_progress_line, parse_client,
@@ -259,7 +261,10 @@ pub enum Event<'a> {
     /// `… watchdog timeout (…)` wordings, or the watchdog's `Pyspy dump for PID N:` of the hung
     /// schedulers' stacks); the message text.
     WatchdogTimeout(&'a str),
-    /// A PD KV transfer failure (`… transfer failed …`, `KVTransferError`); the message text.
+    /// A PD KV transfer failure (`… transfer failed …`, `KVTransferError`, the NIXL transfer
+    /// worker's `NIXL transport error for room …` / `Unexpected transfer worker error for room
+    /// …`, `Prefill bootstrap failed for request …`); the message text ([`transfer_side`] says
+    /// which PD server wrote it).
     KvTransferFailed(&'a str),
     /// A signal the server's process tree received or a child's exit, as SGLang logs them while
     /// it stops ([`Signal`]).
@@ -375,5 +380,28 @@ impl Event<'_> {
             Event::Batch(b) => Some(b),
             _ => None,
         }
+    }
+}
+
+/// The PD server a KV transfer failure line comes from, by the message SGLang writes there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransferSide {
+    /// `Prefill transfer failed for request …`, `Prefill bootstrap failed for request …`
+    /// (`disaggregation/prefill.py`): the prefill server, which aborts the request itself.
+    Prefill,
+    /// `Decode transfer failed for request …` (`disaggregation/decode.py`): the decode
+    /// server, whose every TP rank logs the same request.
+    Decode,
+}
+
+/// Which PD server wrote the [`Event::KvTransferFailed`] message `msg`; `None` when the
+/// message does not say (`KV transfer failed`, the transfer engine's own lines).
+pub fn transfer_side(msg: &str) -> Option<TransferSide> {
+    if msg.starts_with("Prefill transfer failed") || msg.starts_with("Prefill bootstrap failed") {
+        Some(TransferSide::Prefill)
+    } else if msg.starts_with("Decode transfer failed") {
+        Some(TransferSide::Decode)
+    } else {
+        None
     }
 }

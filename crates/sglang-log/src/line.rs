@@ -394,6 +394,12 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         }
         b'T' if starts("Testing retraction.") => retraction(),
         b'T' if starts("Transfer failed") => Event::KvTransferFailed(msg),
+        // the NIXL transfer worker's own lines before the request's status turns `Failed`
+        // (`disaggregation/nixl/conn.py`), and the prefill side's failed handshake
+        // (`disaggregation/prefill.py`, `pop_bootstrapped`)
+        b'N' if starts("NIXL transport error for room") => Event::KvTransferFailed(msg),
+        b'U' if starts("Unexpected transfer worker error for room") => Event::KvTransferFailed(msg),
+        b'P' if starts("Prefill bootstrap failed for request") => Event::KvTransferFailed(msg),
         b'L' if starts("Load weight end") => {
             glued_capacity(msg).unwrap_or_else(|| Event::LoadWeightEnd(events::parse_memory(msg)))
         }
@@ -1085,6 +1091,49 @@ mod cut_start_tests {
             1,
         );
         assert!(!matches!(r.event, Event::Batch(_)), "{:?}", r.event);
+    }
+
+    /// real/065 (a PD prefill node, NIXL over EFA): the transfer worker's lines, the prefill
+    /// side's failed transfer, each a transfer failure with the side its words name.
+    #[test]
+    fn the_transfer_failures_of_a_pd_prefill_node() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/real/065-nixl-i1983-pd-prefill-transfer-disconnect.log"
+        ))
+        .expect("real/065");
+        let failures: Vec<(usize, Option<crate::TransferSide>)> = text
+            .lines()
+            .enumerate()
+            .filter_map(
+                |(i, l)| match parse_line(l.as_bytes(), i as u64 + 1).event {
+                    Event::KvTransferFailed(m) => Some((i + 1, crate::transfer_side(m))),
+                    _ => None,
+                },
+            )
+            .collect();
+        use crate::TransferSide::Prefill;
+        assert_eq!(
+            failures,
+            [
+                (6, None),
+                (7, None),
+                (8, None),
+                (9, None),
+                (10, Some(Prefill)),
+                (11, Some(Prefill)),
+                (12, Some(Prefill)),
+                (13, Some(Prefill)),
+                (17, None),
+            ]
+        );
+        // the decode side's wording (real-3/012)
+        assert_eq!(
+            crate::transfer_side(
+                "Decode transfer failed for request rank=2 req.rid='3f2a' req.bootstrap_room=7 with exception KVTransferError"
+            ),
+            Some(crate::TransferSide::Decode)
+        );
     }
 
     /// real-4/101's stop: SIGTERM, a child killed by it (exit -15), the SIGQUIT that follows.

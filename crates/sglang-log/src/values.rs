@@ -47,6 +47,10 @@ pub(crate) enum ValueClass {
     Fraction,
     /// A percentage (`12.34%`), 0 ..= 150.
     Percent,
+    /// `fwd occupancy`: a percentage, or `nan%` for a window in which no forward pass ran
+    /// (SGLang's `SchedulerStats.fwd_occupancy` is NaN then, `scheduler_metrics_mixin.py`):
+    /// an idle reading, not an impossible value.
+    Occupancy,
     /// Tokens per second, 0 ..= [`MAX_TOKENS_PER_S`].
     Rate,
     /// Tokens per speculative step, 0 ..= [`MAX_STEP_TOKENS`].
@@ -67,7 +71,10 @@ pub(crate) const fn class_of(key: &str) -> ValueClass {
     if ends_with(k, b"(token/s)") {
         return ValueClass::Rate;
     }
-    if ends_with(k, b"hit rate") || ends_with(k, b"hit_rate") || ends_with(k, b"occupancy") {
+    if ends_with(k, b"occupancy") {
+        return ValueClass::Occupancy;
+    }
+    if ends_with(k, b"hit rate") || ends_with(k, b"hit_rate") {
         return ValueClass::Percent;
     }
     if ends_with(k, b"len") {
@@ -183,7 +190,7 @@ impl ValueClass {
             ValueClass::Requests => MAX_REQUESTS as f64,
             ValueClass::Tokens => MAX_TOKENS as f64,
             ValueClass::Fraction => MAX_USAGE,
-            ValueClass::Percent => 100.0 * MAX_USAGE,
+            ValueClass::Percent | ValueClass::Occupancy => 100.0 * MAX_USAGE,
             ValueClass::Rate => MAX_TOKENS_PER_S,
             ValueClass::StepTokens => MAX_STEP_TOKENS,
             ValueClass::Hardware => MAX_HARDWARE,
@@ -202,7 +209,7 @@ impl ValueClass {
             ValueClass::Hardware => 7,
             // `1.60` is 4 bytes: parse every fraction; percentages up to `99.99` are sound
             ValueClass::Fraction => 0,
-            ValueClass::Percent => 3,
+            ValueClass::Percent | ValueClass::Occupancy => 3,
             ValueClass::Unchecked => usize::MAX,
         }
     }
@@ -226,12 +233,15 @@ impl ValueClass {
             return None;
         }
         let v = match self {
-            ValueClass::Percent => {
+            ValueClass::Percent | ValueClass::Occupancy => {
                 let t = v.trim_ascii_end();
                 t.strip_suffix(b"%").unwrap_or(t).trim_ascii_end()
             }
             _ => v,
         };
+        if self == ValueClass::Occupancy && v.eq_ignore_ascii_case(b"nan") {
+            return None;
+        }
         if integer {
             if let Some(n) = parse_u64_bytes(v) {
                 return (!self.admits_u64(n)).then_some(Rejection::AboveLimit);
@@ -296,7 +306,7 @@ mod tests {
             ("input throughput (token/s)", Rate),
             ("cache hit rate", Percent),
             ("tree_cache_hit_rate", Percent),
-            ("fwd occupancy", Percent),
+            ("fwd occupancy", Occupancy),
             ("accept len", StepTokens),
             ("cap len", StepTokens),
             ("est. read BW (GB/s per GPU)", Hardware),
@@ -332,6 +342,12 @@ mod tests {
             (Fraction, "-0.10", Some(Negative)),
             (Percent, "12.34%", None),
             (Percent, "900.00%", Some(AboveLimit)),
+            (Percent, "nan%", Some(NotFinite)),
+            // an idle window's occupancy (a PD prefill line of a public report, sglang#… kimi-k2)
+            (Occupancy, "nan%", None),
+            (Occupancy, "87.31%", None),
+            (Occupancy, "inf%", Some(NotFinite)),
+            (Occupancy, "900.00%", Some(AboveLimit)),
             (Unchecked, "NaN", None),
         ] {
             assert_eq!(class.check(v.as_bytes()), want, "{class:?} {v}");

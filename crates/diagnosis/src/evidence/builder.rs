@@ -489,7 +489,14 @@ impl EvidenceBuilder {
                 self.ev.watchdog.note(loc, text)
             }
             Event::SchedulerException(_) => self.note_crash(source, rec),
-            Event::KvTransferFailed(text) => self.ev.kv_transfer_failures.note(loc, text),
+            Event::KvTransferFailed(text) => {
+                match sglang_log::transfer_side(text) {
+                    Some(sglang_log::TransferSide::Prefill) => self.ev.kv_transfer_sides.0 += 1,
+                    Some(sglang_log::TransferSide::Decode) => self.ev.kv_transfer_sides.1 += 1,
+                    None => {}
+                }
+                self.ev.kv_transfer_failures.note(loc, text)
+            }
             Event::MoeConfigUntuned(text) => self.ev.moe_config_untuned.note(loc, text),
             Event::JitCompile(text) => self.ev.jit_compile.note(loc, text),
             Event::ReqTimeStats(text) => {

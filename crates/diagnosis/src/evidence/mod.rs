@@ -83,6 +83,9 @@ pub struct Evidence {
     pub watchdog: FailureLines,
     /// KV transfer failures (PD disaggregation).
     pub kv_transfer_failures: FailureLines,
+    /// Of those, the lines whose words name the PD server that wrote them
+    /// (`sglang_log::transfer_side`): `(prefill, decode)` lines.
+    pub kv_transfer_sides: (u64, u64),
     /// `Using default MoE kernel config … sub-optimal` lines (all ranks).
     pub moe_config_untuned: FailureLines,
     /// `Entering DeepGEMM JIT Pre-Compile session` lines: requests wait while kernels compile

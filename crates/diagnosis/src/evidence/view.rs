@@ -423,6 +423,20 @@ impl<'e> SchedulerView<'e> {
         throughput_stats::median_f64(&per).filter(|&u| u > 0.0)
     }
 
+    /// Whether this scheduler is a PD prefill node: it decodes nothing and its steady prefill
+    /// lines print `#inflight-req` or `#prealloc-req` (SGLang `disaggregation/prefill.py`'s
+    /// queues), as many as [`th::pd_role_holds`] asks.
+    pub fn is_pd_prefill(&self) -> bool {
+        // a PD prefill server prints its PD queues (`#inflight-req`, or the older
+        // `#prealloc-req`) on every prefill line and decodes nothing
+        let pd = self
+            .steady_prefill
+            .iter()
+            .filter(|p| p.inflight_req.is_some() || p.prealloc_req.is_some())
+            .count() as u64;
+        self.tl.decode.pushed() == 0 && th::pd_role_holds(pd, self.steady_prefill.len() as u64)
+    }
+
     /// Whether this scheduler is a PD decode node: its steady decode lines print
     /// `#transfer-req` (SGLang `disaggregation/decode.py`'s transfer queue), as many as
     /// [`th::pd_role_holds`] asks.

@@ -13,7 +13,11 @@
 //! running requests could hold (each at most `CLIP_MAX_NEW_TOKENS` = 4096 tokens at
 //! `new_token_ratio` 1.0), plus the waiting request's own, stays under half the free pool, the
 //! reservation cannot be what holds the queue back: the rule does not hold (the queue is
-//! something else: a prefill schedule policy, a PD handshake, a grammar or LoRA load).
+//! something else: a prefill schedule policy, a PD handshake, a grammar or LoRA load). Nor does
+//! it hold on a PD prefill node ([`SchedulerView::is_pd_prefill`]): SGLang sets every request's
+//! `max_new_tokens` to 1 there "so PrefillAdder memory estimation is accurate"
+//! (`disaggregation/prefill.py`, `PrefillBootstrapQueue._process_req`), so no decode reserve
+//! exists for `--schedule-conservativeness` to shrink.
 //!
 //! **What to change.** Lower `--schedule-conservativeness` (e.g. 0.7), or send `max_tokens`
 //! closer to the real completion lengths; watch for retractions afterwards.
@@ -54,6 +58,9 @@ pub fn reservation_could_explain(v: &SchedulerView<'_>) -> bool {
 /// The rule on one scheduler: `Some(median token usage)` when requests wait with room left and
 /// the reservation could be why.
 pub fn check(v: &SchedulerView<'_>) -> Option<f64> {
+    if v.is_pd_prefill() {
+        return None;
+    }
     let u = v.median_usage()?;
     (v.queued() && u < th::KV_FULL_USAGE && reservation_could_explain(v)).then_some(u)
 }
@@ -84,6 +91,27 @@ mod tests {
 
     fn check_lines(lines: &str, expected: Option<f64>) {
         with_input(lines, |i| assert_eq!(check(&i.views[0]), expected));
+    }
+
+    /// real/065, a PD prefill node (`#bootstrap-req` / `#inflight-req` on both prefill lines)
+    /// with 7 queued at usage 0.01: no decode reserve on a prefill node, not this rule; the
+    /// same lines without the PD queues (a plain server) are.
+    #[test]
+    fn not_on_a_pd_prefill_node() {
+        const NIXL: &str = "real/065-nixl-i1983-pd-prefill-transfer-disconnect.log";
+        with_input(&whole(NIXL), |i| {
+            assert!(i.views[0].is_pd_prefill());
+            assert_eq!(check(&i.views[0]), None);
+        });
+        let plain = crate::rules::testing::edit(
+            &crate::rules::testing::edit(&whole(NIXL), "#inflight-req: 1, ", ""),
+            "#inflight-req: 2, ",
+            "",
+        );
+        with_input(&plain, |i| {
+            assert!(!i.views[0].is_pd_prefill());
+            assert!(check(&i.views[0]).is_some());
+        });
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! **Why it matters.** The affected requests fail or retry; the decode side waits for KV that
 //! does not come, and throughput drops however the batch is tuned.
 //!
-//! **Evidence it needs.** Transfer failure lines on the prefill or decode server.
+//! **Evidence it needs.** Transfer failure lines on the prefill or decode server (the NIXL
+//! transfer worker's `NIXL transport error for room …` among them); the side that wrote them
+//! (`Prefill transfer failed` / `Decode transfer failed`) picks the words.
 //!
 //! **What to change.** Check the transfer backend (Mooncake, NIXL) and the network between the
 //! prefill and decode nodes.
@@ -36,14 +38,23 @@ impl Rule for KvTransfer {
         check(input)
     }
 
-    fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
+    fn finding(f: &Facts, input: &Input<'_>) -> Finding {
+        let detail = match input.ev.kv_transfer_sides {
+            // only the prefill side's words: this log is a prefill server's
+            (p, 0) if p > 0 => {
+                "PD disaggregation could not move KV from this prefill server to its decode server; SGLang's prefill side aborts a request whose transfer failed (every TP rank logs it), and the decode side never gets its KV. Check the transfer backend and the network to the decode nodes; the transfer engine's own lines before the first failure say why it broke."
+            }
+            _ => {
+                "PD disaggregation could not move KV from prefill to decode servers; SGLang's decode side aborts a request whose transfer failed (every TP rank of the decode server logs the same request). Check the transfer backend and network; the first failure's cause is logged where it happened (the prefill server or another rank)."
+            }
+        };
         failure(
             f.count,
             &f.first_text,
             f.evidence.as_ref(),
             FindingKind::KvTransferFailure,
             "KV transfers failed",
-            "PD disaggregation could not move KV from prefill to decode servers; SGLang's decode side aborts a request whose transfer failed (every TP rank of the decode server logs the same request). Check the transfer backend and network; the first failure's cause is logged where it happened (the prefill server or another rank).",
+            detail,
         )
     }
 }
@@ -88,6 +99,44 @@ mod tests {
                     "{}",
                     f.first_text
                 );
+            },
+        );
+    }
+
+    /// real/065, a PD prefill node over NIXL: the transfer worker's four `NIXL transport
+    /// error` lines come first, then four ranks' `Prefill transfer failed`, then a worker
+    /// error; the finding speaks of the prefill side. The decode side's words stay for
+    /// real-3/012.
+    #[test]
+    fn a_real_pd_prefill_log_of_failed_transfers() {
+        with_input(
+            &crate::rules::testing::whole("real/065-nixl-i1983-pd-prefill-transfer-disconnect.log"),
+            |i| {
+                let f = check(i).expect("transfer failure");
+                assert_eq!(f.count, 9);
+                assert_eq!(f.evidence.as_ref().map(|e| e.first_line), Some(6));
+                assert_eq!(i.ev.kv_transfer_sides, (4, 0));
+                let w = KvTransfer::finding(&f, i);
+                assert!(
+                    w.detail.contains("from this prefill server"),
+                    "{}",
+                    w.detail
+                );
+                assert!(
+                    w.detail.contains("NIXL_ERR_REMOTE_DISCONNECT"),
+                    "{}",
+                    w.detail
+                );
+            },
+        );
+        with_input(
+            &crate::rules::testing::whole(
+                "real-3/012-i10560-pd-mooncake-decode-transfer-failed.log",
+            ),
+            |i| {
+                assert_eq!(i.ev.kv_transfer_sides, (0, 2));
+                let w = KvTransfer::finding(&check(i).expect("failure"), i);
+                assert!(w.detail.contains("decode side aborts"), "{}", w.detail);
             },
         );
     }

@@ -83,7 +83,10 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
             let ev = input.ev;
             let after = [
                 (Cause::Watchdog, ev.watchdog.first),
-                (Cause::CollectiveTimeout, ev.alarms.collective_timeouts.first),
+                (
+                    Cause::CollectiveTimeout,
+                    ev.alarms.collective_timeouts.first,
+                ),
                 (Cause::OutOfMemory, ev.alarms.out_of_memory.first),
             ]
             .into_iter()
@@ -237,13 +240,20 @@ mod tests {
                 "{f:?}"
             );
             let w = Shutdown::finding(&f, i);
-            assert!(w.detail.contains("watchdog's timeout at line 1"), "{}", w.detail);
+            assert!(
+                w.detail.contains("watchdog's timeout at line 1"),
+                "{}",
+                w.detail
+            );
             assert!(!w.detail.contains("traceback"), "{}", w.detail);
         });
         // boundary: the same SIGQUIT with the watchdog lines gone has no cause before it
         let alone = edit(&whole(WD), "Watchdog timeout (self", "Timeout note (self");
         with_input(&alone, |i| {
-            assert!(matches!(check(i), Some(Facts::ChildFailed { after: None, .. })));
+            assert!(matches!(
+                check(i),
+                Some(Facts::ChildFailed { after: None, .. })
+            ));
         });
     }
 

@@ -86,7 +86,13 @@ pub fn render(rec: &Record<'_>) -> String {
             kv("tflops", b.est_tflops_per_gpu().map(f));
             kv("read_bw", b.est_read_bw_gbps().map(f));
             kv("write_bw", b.est_write_bw_gbps().map(f));
-            kv("occupancy", b.fwd_occupancy().map(f));
+            kv(
+                "occupancy",
+                b.fwd_occupancy().map(|o| match o {
+                    sglang_log::FwdOccupancy::Busy(x) => f(x),
+                    sglang_log::FwdOccupancy::Idle => "idle".to_string(),
+                }),
+            );
             kv("ts_field", b.timestamp_field().map(|t| t.to_string()));
             let unknown: Vec<String> = b
                 .unknown_fields()
