@@ -8,20 +8,22 @@ use crate::num::{
 };
 use crate::values::{RejectedField, Rejection, ValueClass, class_of};
 
-/// A batch line's `fwd occupancy` reading ([`BatchLine::fwd_occupancy`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum FwdOccupancy {
-    /// GPU-busy share of the window's wall time (fraction 0–1.5; the printed percent / 100).
-    Busy(f64),
-    /// `nan%`: no forward pass ran in the window (an idle scheduler).
-    Idle,
-}
 use nom::Parser;
 use nom::branch::alt;
 use nom::bytes::complete::tag;
 use nom::character::complete::digit1;
 use nom::combinator::{opt, peek, rest, value, verify};
 use nom::sequence::{delimited, preceded, terminated};
+
+/// A batch line's `fwd occupancy` reading ([`BatchLine::fwd_occupancy`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FwdOccupancy {
+    /// GPU-busy share of the window's wall time (fraction 0–1.5; the printed percent / 100).
+    Busy(f64),
+    /// `nan%`: the device timer measured no window (SGLang starts the figure at NaN and
+    /// prints it so until a window is measured; an idle scheduler).
+    Idle,
+}
 
 /// Most `key: value` fields kept per batch line; further ones are counted in
 /// [`BatchLine::overflow_fields`]. The longest SGLang line has about 30.
@@ -813,7 +815,7 @@ impl<'a> BatchLine<'a> {
 
     /// `fwd occupancy: X%` (v0.5.11+, `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`): the device
     /// timer's GPU-busy time of forward passes over the logging window's wall time
-    /// (`scheduler_metrics_mixin.py`); `nan%` is a window with no forward pass
+    /// (`scheduler_metrics_mixin.py`); `nan%` is a window the timer did not measure
     /// ([`FwdOccupancy::Idle`]).
     pub fn fwd_occupancy(&self) -> Option<FwdOccupancy> {
         let v = self.by_id(const { kid("fwd occupancy") })?;

@@ -47,9 +47,9 @@ pub(crate) enum ValueClass {
     Fraction,
     /// A percentage (`12.34%`), 0 ..= 150.
     Percent,
-    /// `fwd occupancy`: a percentage, or `nan%` for a window in which no forward pass ran
-    /// (SGLang's `SchedulerStats.fwd_occupancy` is NaN then, `scheduler_metrics_mixin.py`):
-    /// an idle reading, not an impossible value.
+    /// `fwd occupancy`: a percentage, or `nan%` for a window the device timer did not measure
+    /// (the scheduler's `fwd_occupancy` starts at NaN, `scheduler_metrics_mixin.py`): an idle
+    /// reading, not an impossible value.
     Occupancy,
     /// Tokens per second, 0 ..= [`MAX_TOKENS_PER_S`].
     Rate,

@@ -553,6 +553,13 @@ fn schedulers(r: &Report) -> Vec<Block> {
                 )
             });
         }
+        if let Some(o) = &s.fwd_occupancy {
+            lines.push(format!(
+                "{}: fwd occupancy (the device timer's GPU-busy share of each logging window): {}",
+                s.name,
+                occupancy_words(o, "line")
+            ));
+        }
         if s.duplicate_lines > 0 {
             lines.push(format!(
                 "{}: {} duplicate lines from other TP ranks of this scheduler were not counted",
@@ -820,6 +827,21 @@ fn request_times(q: &diagnosis::report::RequestTimesSummary) -> Vec<Block> {
     blocks
 }
 
+/// `fwd occupancy` readings in words: the busy mean over the readings that are numbers, and
+/// the idle (`nan`) ones apart; `what` names a reading (`line`, `reading`).
+fn occupancy_words(o: &diagnosis::report::OccupancySummary, what: &str) -> String {
+    match o.busy_mean_pct {
+        Some(p) => format!(
+            "{p:.1} % over {} busy {what}(s), {} idle",
+            o.busy_readings, o.idle_readings
+        ),
+        None => format!(
+            "nan on every {what} ({} of them: the device timer measured no window)",
+            o.idle_readings
+        ),
+    }
+}
+
 /// The scheduler's time between the polls, from the counters newer SGLang exports (idle and
 /// CPU seconds, the forward-pass device timer, `fwd_occupancy`); none when it exports none.
 fn scheduler_time_line(m: &diagnosis::report::MetricsSummary) -> Option<String> {
@@ -835,12 +857,7 @@ fn scheduler_time_line(m: &diagnosis::report::MetricsSummary) -> Option<String> 
     };
     let occupancy = match &m.fwd_occupancy {
         None => "-".to_string(),
-        Some(o) => format!(
-            "{} % over {} busy reading(s), {} idle",
-            f(o.busy_mean_pct, 1),
-            o.busy_readings,
-            o.idle_readings
-        ),
+        Some(o) => occupancy_words(o, "reading"),
     };
     (m.scheduler_idle_s_per_s.is_some()
         || m.scheduler_cpu_s_per_s.is_some()

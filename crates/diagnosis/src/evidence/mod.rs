@@ -40,7 +40,7 @@ pub use events::{
     SourceRetractions,
 };
 pub(crate) use samples::BatchSample;
-pub use samples::{DecodeSample, PrefillSample};
+pub use samples::{DecodeSample, Occupancy, PrefillSample};
 pub use scheduler::{Aggregates, SchedulerKey, SchedulerTimeline};
 pub use source::{Loc, PdRole, SourceId, SourceInfo, SourceStats};
 pub use startup::Startup;

@@ -51,6 +51,45 @@ pub struct DecodeSample {
     pub swa_usage: Option<f64>,
     /// The graph flag reads `npu graph`: an Ascend NPU build (whose KV cache has no fp8).
     pub npu: bool,
+    /// `fwd occupancy` (device timer on).
+    pub occupancy: Occupancy,
+}
+
+/// A batch line's `fwd occupancy` as a sample keeps it, in two bytes so that a decode sample
+/// stays within its size: hundredths of a percent (8731 is 87.31%; SGLang's figure is at most
+/// 150%, the parser's limit), or one of two codes above any reading: [`Self::ABSENT`] (the
+/// line does not print it: `SGLANG_ENABLE_METRICS_DEVICE_TIMER` off, or older SGLang) and
+/// [`Self::IDLE`] (`nan%`: the device timer measured no window).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Occupancy(u16);
+
+impl Default for Occupancy {
+    fn default() -> Self {
+        Occupancy::ABSENT
+    }
+}
+
+impl Occupancy {
+    /// The line does not print the field.
+    pub const ABSENT: Occupancy = Occupancy(u16::MAX);
+    /// `nan%`.
+    pub const IDLE: Occupancy = Occupancy(u16::MAX - 1);
+
+    /// The reading of a parsed line.
+    pub fn of(o: Option<sglang_log::FwdOccupancy>) -> Self {
+        match o {
+            None => Occupancy::ABSENT,
+            Some(sglang_log::FwdOccupancy::Idle) => Occupancy::IDLE,
+            Some(sglang_log::FwdOccupancy::Busy(f)) => {
+                Occupancy((f * 10_000.0).round().clamp(0.0, f64::from(u16::MAX - 2)) as u16)
+            }
+        }
+    }
+
+    /// The busy share in percent, when the line gives a number.
+    pub fn busy_pct(self) -> Option<f64> {
+        (self.0 < u16::MAX - 1).then(|| f64::from(self.0) / 100.0)
+    }
 }
 
 impl DecodeSample {
@@ -101,6 +140,8 @@ pub struct PrefillSample {
     /// The forward-iteration counter of `Prefill batch [N]` (v0.5.4+, or
     /// `SGLANG_LOG_FORWARD_ITERS=1`).
     pub iter: Option<u64>,
+    /// `fwd occupancy` (device timer on).
+    pub occupancy: Occupancy,
 }
 
 impl PrefillSample {
@@ -154,6 +195,7 @@ impl BatchSample {
                 mamba_usage: b.mamba_usage(),
                 swa_usage: b.swa_token_usage(),
                 npu: b.graph_device() == Some("npu"),
+                occupancy: Occupancy::of(b.fwd_occupancy()),
             }),
             BatchKind::Prefill => BatchSample::Prefill(PrefillSample {
                 t: None,
@@ -171,6 +213,7 @@ impl BatchSample {
                 prealloc_req: b.prealloc_req(),
                 inflight_req: b.inflight_req(),
                 iter: b.iter,
+                occupancy: Occupancy::of(b.fwd_occupancy()),
             }),
         }
     }

@@ -71,6 +71,13 @@ pub struct Aggregates {
     /// `#prealloc-req`, or `#inflight-req` / `#transferring-req`: SGLang
     /// `disaggregation/prefill.py`).
     pub pd_prefill_lines: u64,
+    /// Σ `fwd occupancy` over the batch lines that print a number (percent; with
+    /// [`Self::occupancy_busy_lines`] their mean).
+    pub occupancy_busy_sum_pct: f64,
+    /// Batch lines whose `fwd occupancy` is a number.
+    pub occupancy_busy_lines: u64,
+    /// Batch lines whose `fwd occupancy` is `nan%`: windows without a forward pass.
+    pub occupancy_idle_lines: u64,
 }
 
 /// Whether `a` and `b` hold the same samples apart from what `like(x, y)` takes from `y` into
@@ -148,6 +155,19 @@ impl Aggregates {
         self.decode_without_graph += o.decode_without_graph;
         self.pd_decode_lines += o.pd_decode_lines;
         self.pd_prefill_lines += o.pd_prefill_lines;
+        self.occupancy_busy_sum_pct += o.occupancy_busy_sum_pct;
+        self.occupancy_busy_lines += o.occupancy_busy_lines;
+        self.occupancy_idle_lines += o.occupancy_idle_lines;
+    }
+
+    /// One line's `fwd occupancy` into the sums.
+    fn note_occupancy(&mut self, o: super::samples::Occupancy) {
+        if let Some(p) = o.busy_pct() {
+            self.occupancy_busy_lines += 1;
+            self.occupancy_busy_sum_pct += p;
+        } else if o == super::samples::Occupancy::IDLE {
+            self.occupancy_idle_lines += 1;
+        }
     }
 }
 
@@ -181,6 +201,7 @@ impl SchedulerTimeline {
         if d.graph == Some(false) {
             agg.decode_without_graph += 1;
         }
+        agg.note_occupancy(d.occupancy);
         agg.pd_decode_lines += u64::from(
             d.prealloc_req.is_some() || d.transfer_req.is_some() || d.pre_allocated_usage.is_some(),
         );
@@ -204,6 +225,7 @@ impl SchedulerTimeline {
         agg.max_input_tps = max_opt(agg.max_input_tps, p.input_tps);
         agg.max_prealloc_req = max_opt(agg.max_prealloc_req, p.prealloc_req);
         agg.pd_prefill_lines += u64::from(p.prealloc_req.is_some() || p.inflight_req.is_some());
+        agg.note_occupancy(p.occupancy);
     }
 
     /// Takes the peaks of `#running-req`, `#queue-req` and gen throughput again from the kept

@@ -43,6 +43,14 @@ pub(super) fn scheduler_summary(
             .then(|| agg.prefill_cached_tokens as f64 / total_prompt as f64),
         pd_decode: v.is_pd_decode(),
         admission: admission::model(v, capacity),
+        fwd_occupancy: (agg.occupancy_busy_lines + agg.occupancy_idle_lines > 0).then(|| {
+            OccupancySummary {
+                busy_mean_pct: (agg.occupancy_busy_lines > 0)
+                    .then(|| agg.occupancy_busy_sum_pct / agg.occupancy_busy_lines as f64),
+                busy_readings: agg.occupancy_busy_lines,
+                idle_readings: agg.occupancy_idle_lines,
+            }
+        }),
         bottleneck,
     }
 }
@@ -203,6 +211,45 @@ mod tests {
                 &whole("real/001-i938-a100-llama13b-queue12k.log"),
                 request_times
             ),
+            None
+        );
+    }
+
+    /// `fwd occupancy` per scheduler: real/065's two PD prefill lines print `nan%` (idle);
+    /// the same lines with the spec's own reading (87.31%, `sglang-observables.md` D15) on
+    /// one of them give a busy mean over that one line. A log without the field has none.
+    #[test]
+    fn occupancy_per_scheduler() {
+        let nixl = whole("real/065-nixl-i1983-pd-prefill-transfer-disconnect.log");
+        let occ = |text: &str| {
+            with_input(text, |i| {
+                let v = &i.views[0];
+                scheduler_summary(i.ev, v, i.capacity, Bottleneck::Inconclusive).fwd_occupancy
+            })
+        };
+        assert_eq!(
+            occ(&nixl),
+            Some(OccupancySummary {
+                busy_mean_pct: None,
+                busy_readings: 0,
+                idle_readings: 2
+            })
+        );
+        let one = crate::rules::testing::edit(
+            &nixl,
+            "(per GPU): 9.90, fwd occupancy: nan%",
+            "(per GPU): 9.90, fwd occupancy: 87.31%",
+        );
+        assert_eq!(
+            occ(&one),
+            Some(OccupancySummary {
+                busy_mean_pct: Some(87.31),
+                busy_readings: 1,
+                idle_readings: 1
+            })
+        );
+        assert_eq!(
+            occ(&whole("real/001-i938-a100-llama13b-queue12k.log")),
             None
         );
     }

@@ -50,6 +50,11 @@ pub struct SchedulerSummary {
     /// for what share of that time (`rules::admission`); absent when nothing waited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<Admission>,
+    /// `fwd occupancy` over this scheduler's batch lines (v0.5.11+ with
+    /// `SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`: the device timer's GPU-busy time of forward
+    /// passes over each logging window's wall time, `scheduler_metrics_mixin.py`); `nan%`
+    /// windows counted as idle; absent when no line prints it.
+    pub fwd_occupancy: Option<super::OccupancySummary>,
     /// The verdict for this scheduler alone.
     pub bottleneck: Bottleneck,
 }
