@@ -42,8 +42,11 @@ struct State {
     ratio: f64,
     step: u64,
     gen_since_log: u64,
-    virtual_s: f64,
-    last_log_virtual_s: f64,
+    /// When the last `Decode batch` line was written (at first, when the engine was made):
+    /// its `gen throughput` is the tokens since then over the wall-clock seconds since then,
+    /// SGLang's `num_generated_tokens / (now - last_decode_stats_tic)`, on the clock of the
+    /// line's timestamp and of the client, whatever `time_scale` is.
+    last_log_at: std::time::Instant,
     log: Option<File>,
 }
 
@@ -83,9 +86,10 @@ impl Engine {
             let text = format!(
                 "[{ts} {tag}] KV Cache is allocated. #tokens: {cap}, KV size: {:.2} GB\n\
                  [{ts} {tag}] max_total_num_tokens={cap}, chunked_prefill_size=8192, max_prefill_tokens=16384, \
-                 max_running_requests={}, context_len=262144, available_gpu_mem=5.16 GB\n",
+                 max_running_requests={}, context_len={}, available_gpu_mem=5.16 GB\n",
                 cap as f64 * 70272.0 / (1u64 << 30) as f64,
-                cfg.max_running_requests
+                cfg.max_running_requests,
+                crate::CONTEXT_LEN
             );
             f.write_all(text.as_bytes())?;
         }
@@ -100,8 +104,7 @@ impl Engine {
                 ratio: RATIO_INIT,
                 step: 0,
                 gen_since_log: 0,
-                virtual_s: 0.0,
-                last_log_virtual_s: 0.0,
+                last_log_at: std::time::Instant::now(),
                 log,
             }),
             notify: Notify::new(),
@@ -265,7 +268,8 @@ impl Engine {
                     kv as f64 / cap as f64,
                     st.running.len(),
                     st.queue.len(),
-                    new_tokens as f64 / t
+                    // the pass's modelled seconds on the wall clock, as the timestamps are
+                    new_tokens as f64 / (t * self.cfg.time_scale.max(1e-9))
                 );
                 self.log_line(st, body);
             }
@@ -303,7 +307,6 @@ impl Engine {
         let dt = 0.026 + 0.00052 * n as f64 + kv as f64 * 9e-8;
         secs += dt;
         self.metrics.add_forward(dt, true);
-        st.virtual_s += secs;
         st.ratio = (st.ratio - RATIO_DECAY).max(RATIO_MIN);
         let mut produced = 0u64;
         let mut streamed_produced = 0u64;
@@ -340,10 +343,13 @@ impl Engine {
         st.step += 1;
         if st.step.is_multiple_of(self.cfg.decode_log_interval.max(1)) {
             let kv: u64 = st.running.iter().map(|r| r.prompt + r.generated).sum();
-            let span = (st.virtual_s - st.last_log_virtual_s).max(1e-9);
+            // This pass's tokens are sent as it begins (now), and the pass sleeps after: the
+            // window from the last line's pass to this one's holds exactly the tokens since.
+            let now = std::time::Instant::now();
+            let span = (now - st.last_log_at).as_secs_f64().max(1e-9);
             let tput = st.gen_since_log as f64 / span;
             st.gen_since_log = 0;
-            st.last_log_virtual_s = st.virtual_s;
+            st.last_log_at = now;
             self.update_gauges(st, kv, Some(tput));
             let body = format!(
                 "Decode batch, #running-req: {}, #token: {kv}, token usage: {:.2}, cuda graph: True, \

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -15,13 +15,12 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
 
+use crate::answer::{
+    Kind, Plan, Sampling, json_response, json_response_body, sse_response, unix_now,
+};
 use crate::engine::Engine;
 use crate::metrics::Metrics;
 use crate::{Mode, SimConfig, SimError, SimStats};
-
-const WORDS: &[&str] = &[
-    "the", "batch", "decode", "token", "cache", "prefill", "server", "queue", "rate", "pool",
-];
 
 pub struct AppState {
     pub cfg: Arc<SimConfig>,
@@ -121,7 +120,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", get(metrics))
         .route("/generate", post(generate))
         .route("/v1/chat/completions", post(chat))
-        .route("/v1/completions", post(completions));
+        .route("/v1/completions", post(completions))
+        .route("/v1/models", get(models))
+        .route("/v1/models/{*model}", get(model_card));
     if !state.cfg.legacy_endpoints_only {
         r = r
             .route("/server_info", get(server_info))
@@ -150,13 +151,6 @@ fn authorized(s: &AppState, headers: &HeaderMap) -> bool {
             .and_then(|v| v.strip_prefix("Bearer "))
             .is_some_and(|v| v == k),
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 async fn health() -> Response {
@@ -260,6 +254,40 @@ async fn model_info(State(s): S, headers: HeaderMap) -> Response {
         .into_response()
 }
 
+/// One model card of `/v1/models`, as SGLang's `ModelCard` (`entrypoints/openai/protocol.py`)
+/// serialises it for the served model.
+fn card(model: &str) -> Value {
+    json!({"id": model, "object": "model", "created": unix_now() as u64, "owned_by": "sglang",
+           "root": model, "parent": null, "max_model_len": crate::CONTEXT_LEN})
+}
+
+/// `/v1/models`: the served model (SGLang's `available_models`; no LoRA adapters here).
+async fn models(State(s): S, headers: HeaderMap) -> Response {
+    if !authorized(&s, &headers) {
+        return error_json(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    json_response(json!({"object": "list", "data": [card(&s.cfg.model)]}).to_string())
+}
+
+/// `/v1/models/{model}`: the served model's card, else SGLang's 404 (`retrieve_model`).
+async fn model_card(
+    State(s): S,
+    axum::extract::Path(model): axum::extract::Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if !authorized(&s, &headers) {
+        return error_json(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    if model != s.cfg.model {
+        let body = json!({"error": {"message": format!("The model '{model}' does not exist"),
+                          "type": "invalid_request_error", "param": "model", "code": "model_not_found"}});
+        let mut r = json_response(body.to_string());
+        *r.status_mut() = StatusCode::NOT_FOUND;
+        return r;
+    }
+    json_response(card(&model).to_string())
+}
+
 async fn metrics(State(s): S) -> Response {
     let text = s.render_metrics();
     (
@@ -271,13 +299,6 @@ async fn metrics(State(s): S) -> Response {
         text,
     )
         .into_response()
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
-    Generate,
-    Chat,
-    Completions,
 }
 
 async fn generate(st: S, headers: HeaderMap, body: Bytes) -> Response {
@@ -311,172 +332,6 @@ enum Fault {
     Reset,
 }
 
-/// What one request needs to produce its answer.
-struct Plan {
-    kind: Kind,
-    id: String,
-    model: String,
-    prompt_tokens: u64,
-    max_new: u64,
-    target: u64,
-    reasoning_tokens: u64,
-    stream: bool,
-    include_usage: bool,
-}
-
-impl Plan {
-    fn word(i: u64) -> &'static str {
-        WORDS[(i % WORDS.len() as u64) as usize]
-    }
-
-    fn finish(&self, produced: u64) -> &'static str {
-        if produced < self.target {
-            "abort"
-        } else if self.target >= self.max_new {
-            "length"
-        } else {
-            "stop"
-        }
-    }
-
-    fn text(&self, from: u64, to: u64) -> String {
-        let mut s = String::with_capacity(((to - from) * 7) as usize);
-        for i in from..to {
-            s.push_str(Self::word(i));
-            s.push(' ');
-        }
-        s
-    }
-
-    fn usage(&self, produced: u64) -> Value {
-        json!({"prompt_tokens": self.prompt_tokens, "total_tokens": self.prompt_tokens + produced,
-               "completion_tokens": produced, "prompt_tokens_details": null})
-    }
-
-    fn full_body(&self, produced: u64, e2e: f64) -> String {
-        let created = unix_now() as u64;
-        let finish = self.finish(produced);
-        let r = self.reasoning_tokens.min(produced);
-        match self.kind {
-            Kind::Chat => json!({
-                "id": self.id, "object": "chat.completion", "created": created, "model": self.model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": self.text(r, produced),
-                    "reasoning_content": if r > 0 { Value::String(self.text(0, r)) } else { Value::Null },
-                    "tool_calls": null}, "logprobs": null, "finish_reason": finish, "matched_stop": null}],
-                "usage": self.usage(produced),
-            }),
-            Kind::Completions => json!({
-                "id": self.id, "object": "text_completion", "created": created, "model": self.model,
-                "choices": [{"index": 0, "text": self.text(0, produced), "logprobs": null,
-                    "finish_reason": finish, "matched_stop": null}],
-                "usage": self.usage(produced),
-            }),
-            Kind::Generate => json!({
-                "text": self.text(0, produced),
-                "meta_info": self.meta(produced, Some(finish), e2e),
-            }),
-        }
-        .to_string()
-    }
-
-    fn meta(&self, produced: u64, finish: Option<&str>, e2e: f64) -> Value {
-        let fr = match finish {
-            Some("length") => json!({"type": "length", "length": produced}),
-            Some(t) => json!({"type": t, "matched": null}),
-            None => Value::Null,
-        };
-        json!({"id": self.id, "finish_reason": fr, "prompt_tokens": self.prompt_tokens,
-               "completion_tokens": produced, "cached_tokens": 0, "e2e_latency": e2e})
-    }
-
-    /// SSE event for token index `i` (0-based).
-    fn token_event(&self, i: u64) -> String {
-        let created = unix_now() as u64;
-        let v = match self.kind {
-            Kind::Chat => {
-                let w = format!("{} ", Self::word(i));
-                let (content, reasoning) = if i < self.reasoning_tokens {
-                    (Value::Null, Value::String(w))
-                } else {
-                    (Value::String(w), Value::Null)
-                };
-                json!({"id": self.id, "object": "chat.completion.chunk", "created": created, "model": self.model,
-                       "choices": [{"index": 0, "delta": {"role": null, "content": content, "reasoning_content": reasoning,
-                       "tool_calls": null}, "logprobs": null, "finish_reason": null, "matched_stop": null}], "usage": null})
-            }
-            Kind::Completions => {
-                json!({"id": self.id, "object": "text_completion", "created": created, "model": self.model,
-                "choices": [{"index": 0, "text": format!("{} ", Self::word(i)), "logprobs": null, "finish_reason": null,
-                "matched_stop": null}], "usage": null})
-            }
-            Kind::Generate => {
-                json!({"text": self.text(0, i + 1), "meta_info": self.meta(i + 1, None, 0.0)})
-            }
-        };
-        format!("data: {v}\n\n")
-    }
-
-    /// Final SSE events (finish chunk, usage chunk, `[DONE]`).
-    fn tail_events(&self, produced: u64, e2e: f64) -> String {
-        let created = unix_now() as u64;
-        let finish = self.finish(produced);
-        let mut out = String::new();
-        match self.kind {
-            Kind::Chat => {
-                let v = json!({"id": self.id, "object": "chat.completion.chunk", "created": created, "model": self.model,
-                    "choices": [{"index": 0, "delta": {"role": null, "content": null, "reasoning_content": null, "tool_calls": null},
-                    "logprobs": null, "finish_reason": finish, "matched_stop": null}], "usage": null});
-                out.push_str(&format!("data: {v}\n\n"));
-            }
-            Kind::Completions => {
-                let v = json!({"id": self.id, "object": "text_completion", "created": created, "model": self.model,
-                    "choices": [{"index": 0, "text": "", "logprobs": null, "finish_reason": finish, "matched_stop": null}], "usage": null});
-                out.push_str(&format!("data: {v}\n\n"));
-            }
-            Kind::Generate => {
-                let v = json!({"text": self.text(0, produced), "meta_info": self.meta(produced, Some(finish), e2e)});
-                out.push_str(&format!("data: {v}\n\n"));
-            }
-        }
-        if self.include_usage && self.kind != Kind::Generate {
-            let v = json!({"id": self.id, "object": "chat.completion.chunk", "created": created, "model": self.model,
-                "choices": [], "usage": self.usage(produced)});
-            out.push_str(&format!("data: {v}\n\n"));
-        }
-        out.push_str("data: [DONE]\n\n");
-        out
-    }
-
-    fn head_event(&self) -> Option<String> {
-        (self.kind == Kind::Chat).then(|| {
-            let v = json!({"id": self.id, "object": "chat.completion.chunk", "created": unix_now() as u64, "model": self.model,
-                "choices": [{"index": 0, "delta": {"role": "assistant", "content": "", "reasoning_content": null, "tool_calls": null},
-                "logprobs": null, "finish_reason": null, "matched_stop": null}], "usage": null});
-            format!("data: {v}\n\n")
-        })
-    }
-}
-
-fn sse_response(body: Body) -> Response {
-    let mut r = Response::new(body);
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
-}
-
-fn json_response(body: String) -> Response {
-    let mut r = Response::new(Body::from(body));
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
 async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Response {
     if !authorized(&s, &headers) {
         return error_json(StatusCode::UNAUTHORIZED, "Unauthorized");
@@ -491,17 +346,11 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
         Kind::Completions => req.get("prompt").map(text_len).unwrap_or(0),
         Kind::Generate => req.get("text").map(text_len).unwrap_or(0),
     };
-    let max_new = match kind {
-        Kind::Generate => req
-            .pointer("/sampling_params/max_new_tokens")
-            .and_then(Value::as_u64),
-        _ => req
-            .get("max_completion_tokens")
-            .and_then(Value::as_u64)
-            .or_else(|| req.get("max_tokens").and_then(Value::as_u64)),
-    }
-    .unwrap_or(cfg.default_max_tokens as u64)
-    .max(1);
+    let sampling = Sampling::of(&req, kind);
+    let max_new = sampling
+        .max_new
+        .unwrap_or(cfg.default_max_tokens as u64)
+        .max(1);
     let stream = req.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let include_usage = req
         .pointer("/stream_options/include_usage")
@@ -597,8 +446,11 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
     }
 
     let prompt_tokens = (chars as u64 / cfg.chars_per_token.max(1) as u64).max(1);
-    let target = match cfg.mode {
-        Mode::NearZero => (cfg.completion_tokens_mean as u64).min(max_new).max(1),
+    // Where the model would emit its end of sequence; `ignore_eos` and `min_tokens` decide
+    // whether the answer ends there (the draw is made either way, so that one request's
+    // `ignore_eos` leaves the lengths of the others as they were).
+    let natural = match cfg.mode {
+        Mode::NearZero => cfg.completion_tokens_mean as u64,
         Mode::Scheduled => {
             let mean = cfg.completion_tokens_mean.max(1) as f64;
             let sigma = 0.3f64;
@@ -612,9 +464,10 @@ async fn handle(State(s): S, headers: HeaderMap, body: Bytes, kind: Kind) -> Res
             };
             // Box–Muller normal draw.
             let z = (-2.0 * (1.0 - u1).ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-            ((mu + sigma * z).exp().round() as u64).clamp(1, max_new)
+            (mu + sigma * z).exp().round() as u64
         }
     };
+    let target = sampling.length(max_new, natural);
     let reasoning_tokens = if cfg.reasoning && kind == Kind::Chat {
         target / 4
     } else {
@@ -751,13 +604,4 @@ struct StreamState {
     produced: u64,
     last: Instant,
     done: bool,
-}
-
-fn json_response_body(body: Body) -> Response {
-    let mut r = Response::new(body);
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
 }

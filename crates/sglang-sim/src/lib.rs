@@ -3,8 +3,11 @@
 //! It serves the endpoints `throughput-doctor` talks to (`/health`,
 //! `/health_generate`, `/server_info`, `/get_server_info`, `/model_info`,
 //! `/get_model_info`, `/metrics`, `/generate`, `/v1/chat/completions`,
-//! `/v1/completions`, streaming and not) with SGLang's response shapes
-//! (`sglang-observables.md` §3–§4 and a real `/metrics` dump).
+//! `/v1/completions`, streaming and not, `/v1/models`) with SGLang's response shapes
+//! (`sglang-observables.md` §3–§4 and a real `/metrics` dump), and the
+//! sampling parameters that decide an answer's length: `max_tokens`,
+//! `min_tokens` and `ignore_eos` (an answer otherwise ends where the
+//! modelled end of sequence falls, as a real model's does).
 //!
 //! Two modes ([`Mode`]):
 //! * [`Mode::Scheduled`]: a continuous-batching model after
@@ -16,6 +19,12 @@
 //!   per-request token rate falls as concurrency rises. Prefill costs
 //!   `0.015 + 2.5e-6·new_tokens` s. It can append SGLang-format
 //!   `Prefill batch` / `Decode batch` lines to a log file.
+//!   Its timestamps and the rates its lines print (`gen throughput`, tokens
+//!   since the last decode line over the wall-clock seconds since it, as
+//!   SGLang computes it; `input throughput`) are on the wall clock, the
+//!   client's, whatever `time_scale` is; `/metrics`' durations (latency
+//!   histograms, forward and idle seconds) are the model's seconds
+//!   (wall ÷ `time_scale`).
 //! * [`Mode::NearZero`]: no scheduler; every request is answered at once
 //!   with a fixed completion, for client load tests and benchmarks.
 //!
@@ -32,6 +41,7 @@
 //! Numbers are a model, not a measurement.
 #![deny(missing_docs)]
 
+mod answer;
 mod engine;
 mod http;
 mod logfmt;
@@ -45,6 +55,10 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+/// The context length the simulated model reports (`context_len` in its startup line,
+/// `max_model_len` in `/v1/models`), tokens.
+pub(crate) const CONTEXT_LEN: u64 = 262_144;
 
 /// How requests are served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
