@@ -1752,6 +1752,28 @@ mod tests {
         assert_eq!(flag(&format!("{head}#queue-req: 0")), (None, None));
     }
 
+    /// The fuzz input `crash-f3e3…` (fuzz/seeds/parse_line): two decode heads in one line and
+    /// NUL bytes in a value. The field `t#queue-req` is a joined key read as `#queue-req` (its
+    /// tail): its value is set aside and reported under the key as printed.
+    #[test]
+    fn a_joined_key_is_rejected_under_its_printed_name() {
+        let line = b"[2025-07-10 08:01:02 TP0] Decode batch. #running-req: 17,Decode batch. 58010, swa=31020, token usage: full=0.43, swa=0.32, cuda graph: True, gen throughput (token/stch. #running-req: 17, #token: full=58010, swa=31020, t#queue-req:  #queu\0\0\0\0\0\0\0e-req: 0";
+        let r = crate::parse_line(line, 1);
+        let Event::Batch(b) = r.event else {
+            panic!("{:?}", r.event)
+        };
+        let rejected: Vec<_> = b.rejected_fields().map(|r| (r.key, r.reason)).collect();
+        assert_eq!(
+            rejected,
+            [
+                ("#running-req", Rejection::NotANumber),
+                ("t#queue-req", Rejection::NotANumber)
+            ]
+        );
+        assert_eq!(b.get("#queue-req"), Some("#queu\0\0\0\0\0\0\0e-req: 0"));
+        assert_eq!(b.queue_req(), None);
+    }
+
     #[test]
     fn key_ids_are_exact() {
         for (i, k) in KNOWN_KEYS.iter().enumerate() {
