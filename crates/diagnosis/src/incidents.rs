@@ -133,14 +133,13 @@ impl IncidentBuilder {
                 self.inc.pyspy_failed += 1;
                 None
             }
-            Event::Other if rec.message.as_bytes().first() == Some(&b'C') => {
-                if let Some(bs) = sglang_log::cuda_graph_capture_max_bs(rec.message) {
-                    self.inc.captured_graph_max_bs = self.inc.captured_graph_max_bs.max(Some(bs));
+            Event::GraphCapture(g) => {
+                self.inc.captured_graph_max_bs = self.inc.captured_graph_max_bs.max(g.max_bs);
+                if g.avail_gib.is_some() {
+                    self.inc.capture_avail_gib = g.avail_gib;
                 }
-                capture_progress(&mut self.inc, rec.message)
+                Some(StartupStep::CapturingGraphs)
             }
-            // a capture's progress bar without a stamp (`  2%|▊ | 1/52 … Capturing batches`)
-            Event::Other if rec.timestamp.is_none() => capture_progress(&mut self.inc, rec.message),
             Event::HttpAccess(a) if a.status >= 400 && a.is_generation() => {
                 count_http_error(&mut self.inc.rejections, source, rec.line_no, a.status);
                 None
@@ -167,35 +166,6 @@ impl IncidentBuilder {
         }
         st.stacks.push(rec);
     }
-}
-
-/// A CUDA-graph capture that began (its `begin` line or its progress bar): the step, and the
-/// free memory it printed (kept in `inc`).
-fn capture_progress(inc: &mut Incidents, msg: &str) -> Option<StartupStep> {
-    let begun = (msg.starts_with("Capture ") && msg.contains("graph begin"))
-        || msg.contains("Capturing batches (")
-        || msg.contains("Capturing num tokens (");
-    if !begun {
-        return None;
-    }
-    let avail = msg
-        .rfind("avail_mem=")
-        .map(|i| &msg[i + "avail_mem=".len()..])
-        .or_else(|| {
-            msg.rfind("avail mem=")
-                .map(|i| &msg[i + "avail mem=".len()..])
-        })
-        .and_then(|v| {
-            let end = v
-                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .unwrap_or(v.len());
-            v[..end].parse::<f64>().ok()
-        })
-        .filter(|g| g.is_finite() && *g >= 0.0);
-    if avail.is_some() {
-        inc.capture_avail_gib = avail;
-    }
-    Some(StartupStep::CapturingGraphs)
 }
 
 impl IncidentBuilder {

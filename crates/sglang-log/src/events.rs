@@ -455,6 +455,63 @@ pub fn cuda_graph_capture_max_bs(msg: &str) -> Option<u64> {
         .max()
 }
 
+/// Which line of a graph capture ([`GraphCapture`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureStage {
+    /// `Capture [draft] [extend] cuda graph begin. … avail mem=X GB` (v0.5.x: `Capture target
+    /// decode CUDA graph begin. backend=full, …, bs=[…], avail mem=X GB`).
+    Begin,
+    /// A progress bar of the capture: `Capturing batches (bs=N avail_mem=X GB): …` or
+    /// `Capturing num tokens (num_tokens=N avail_mem=X GB): …` (piecewise graphs).
+    Progress,
+}
+
+/// A CUDA/NPU-graph capture under way ([`crate::Event::GraphCapture`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GraphCapture {
+    /// Which line.
+    pub stage: CaptureStage,
+    /// The free device memory the line prints (`avail mem=` / `avail_mem=`; the last one on a
+    /// line of several bars). Unit: GB as SGLang prints them (GiB).
+    pub avail_gib: Option<f64>,
+    /// The largest decode batch size of its `bs=[…]` list ([`cuda_graph_capture_max_bs`]).
+    pub max_bs: Option<u64>,
+}
+
+/// The number after the last `needle` of `msg`, as a finite non-negative GiB figure.
+fn last_gib(msg: &str, needle: &str) -> Option<f64> {
+    let v = &msg[msg.rfind(needle)? + needle.len()..];
+    let end = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    v[..end]
+        .parse::<f64>()
+        .ok()
+        .filter(|g| g.is_finite() && *g >= 0.0)
+}
+
+/// A graph capture's `begin` line (`msg` starts with `Capture ` and holds `graph begin`).
+pub(crate) fn parse_capture_begin(msg: &str) -> GraphCapture {
+    GraphCapture {
+        stage: CaptureStage::Begin,
+        avail_gib: last_gib(msg, "avail mem=").or_else(|| last_gib(msg, "avail_mem=")),
+        max_bs: cuda_graph_capture_max_bs(msg),
+    }
+}
+
+/// A capture's progress bar anywhere in `msg` (several bars of one `\r`-joined line among
+/// them): `None` when `msg` holds none.
+pub(crate) fn parse_capture_progress(msg: &str) -> Option<GraphCapture> {
+    let at = msg
+        .rfind("Capturing batches (")
+        .or_else(|| msg.rfind("Capturing num tokens ("))?;
+    Some(GraphCapture {
+        stage: CaptureStage::Progress,
+        avail_gib: last_gib(&msg[at..], "avail_mem="),
+        max_bs: None,
+    })
+}
+
 /// What opened a [`Stack`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -885,6 +942,71 @@ mod tests {
             ),
             None
         );
+    }
+
+    /// The graph-capture lines as `parse_line` types them, each from a real log: a `begin`
+    /// line with its free memory (real-long/ascend-dsr1-dp16-mtp-mixed.log:1326), the v0.5
+    /// target decode form with its batch sizes (real-long/rtx4090-qwen3-4b-kv-retraction.log:
+    /// 27), a progress bar (real-4/119:8) and one after another bar on a `\r`-joined line
+    /// without a stamp (real-4/102:35).
+    #[test]
+    fn the_graph_capture_lines() {
+        fn line_of(file: &str, n: usize) -> String {
+            let path = format!("{}/../../tests/data/{file}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(path).unwrap();
+            text.lines().nth(n - 1).unwrap().to_string()
+        }
+        fn capture(l: &str) -> GraphCapture {
+            match crate::parse_line(l.as_bytes(), 1).event {
+                crate::Event::GraphCapture(g) => g,
+                e => panic!("{e:?}: {l}"),
+            }
+        }
+        let begin = |avail_gib, max_bs| GraphCapture {
+            stage: CaptureStage::Begin,
+            avail_gib,
+            max_bs,
+        };
+        let progress = |avail_gib| GraphCapture {
+            stage: CaptureStage::Progress,
+            avail_gib,
+            max_bs: None,
+        };
+        assert_eq!(
+            capture(&line_of("real-long/ascend-dsr1-dp16-mtp-mixed.log", 1326)),
+            begin(Some(15.61), None)
+        );
+        assert_eq!(
+            capture(&line_of("real-long/rtx4090-qwen3-4b-kv-retraction.log", 27)),
+            begin(Some(2.04), Some(24))
+        );
+        assert_eq!(
+            capture(&line_of(
+                "real-4/119-pr18263-amd-aiter-mem0911-kv-overallocation-debug-prints.log",
+                8
+            )),
+            progress(Some(20.14))
+        );
+        assert_eq!(
+            capture(&line_of(
+                "real-4/102-dgxspark-gb10-nvfp4-mem088-kv26k-stuck-graph-capture.log",
+                35
+            )),
+            progress(Some(11.78))
+        );
+        // the v0.3 form without free memory; an end line is no capture under way
+        assert_eq!(
+            capture(&line_of("spec-examples/v0.3.1-v0.3.3-style.log", 4)),
+            begin(None, None)
+        );
+        assert!(matches!(
+            crate::parse_line(
+                b"[2026-01-04 07:05:40 DP2 TP2 EP2] Capture cuda graph end. Time elapsed: 14.11 s. mem usage=0.60 GB. avail mem=15.01 GB.",
+                1
+            )
+            .event,
+            crate::Event::CudaGraphEnd(_)
+        ));
     }
 
     #[test]

@@ -145,8 +145,9 @@ pub use client::{
     progress_without_time,
 };
 pub use events::{
-    CapacityLine, Frame, KvCacheAllocated, LaunchArgs, MemoryLine, Retraction, RetractionWording,
-    ServerArgs, Stack, StackCollector, StackKind, cuda_graph_capture_max_bs,
+    CapacityLine, CaptureStage, Frame, GraphCapture, KvCacheAllocated, LaunchArgs, MemoryLine,
+    Retraction, RetractionWording, ServerArgs, Stack, StackCollector, StackKind,
+    cuda_graph_capture_max_bs,
 };
 pub use foreign::{ForeignFormat, FormatSniffer, LogKind, NotSglangLog};
 pub use line::{find_batch_marker, parse_line};
@@ -219,6 +220,10 @@ pub enum Event<'a> {
     /// `Capture [draft] [extend] cuda graph end. Time elapsed: … mem usage=X GB. avail mem=Y GB.`
     /// (every `Capture … graph end` line, draft-model graphs included).
     CudaGraphEnd(MemoryLine),
+    /// A CUDA/NPU-graph capture under way: its `Capture … graph begin` line or a progress bar
+    /// of it (`Capturing batches (bs=… avail_mem=… GB)`, `Capturing num tokens (…)`,
+    /// `cuda_graph_runner.py` / `piecewise_cuda_graph_runner.py`) ([`GraphCapture`]).
+    GraphCapture(GraphCapture),
     /// `server_args=ServerArgs(…)`.
     ServerArgs(ServerArgs<'a>),
     /// A launch command echoed into the log (`command=python3 -m sglang.launch_server …`).
@@ -329,6 +334,7 @@ impl Event<'_> {
             Event::LoadWeightEnd(_) => "load_weight_end",
             Event::MemoryPoolEnd(_) => "memory_pool_end",
             Event::CudaGraphEnd(_) => "cuda_graph_end",
+            Event::GraphCapture(_) => "graph_capture",
             Event::ServerArgs(_) => "server_args",
             Event::LaunchCommand(_) => "launch_command",
             Event::HiCacheAllocated { .. } => "hicache_allocated",

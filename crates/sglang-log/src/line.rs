@@ -319,6 +319,15 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
         rec.event = Event::ContextRejected(c);
         return;
     }
+    // a graph capture's progress bar after others on one `\r`-joined line, unstamped
+    if matches!(rec.event, Event::Other)
+        && !enveloped
+        && rec.timestamp.is_none()
+        && let Some(g) = events::parse_capture_progress(msg)
+    {
+        rec.event = Event::GraphCapture(g);
+        return;
+    }
     // A paste that begins mid-line: the tail of a decode line, its head (stamp, ranks,
     // `Decode batch. #running-`) cut off.
     if matches!(rec.event, Event::Other)
@@ -425,6 +434,12 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         }
         b'C' if starts("Capture ") && memmem::find(msg.as_bytes(), b"graph end").is_some() => {
             glued_capacity(msg).unwrap_or_else(|| Event::CudaGraphEnd(events::parse_memory(msg)))
+        }
+        b'C' if starts("Capture ") && memmem::find(msg.as_bytes(), b"graph begin").is_some() => {
+            Event::GraphCapture(events::parse_capture_begin(msg))
+        }
+        b'C' if starts("Capturing batches (") || starts("Capturing num tokens (") => {
+            events::parse_capture_progress(msg).map_or(Event::Other, Event::GraphCapture)
         }
         b'm' if starts("max_total_num_tokens=") => Event::Capacity(events::parse_capacity(msg)),
         // a launch command echoed by a launcher script, or pasted: the server's arguments

@@ -467,7 +467,7 @@ fn other_and_malformed() {
     );
     check(
         "  0%|          | 0/7 [00:00<?, ?it/s]\rCapturing batches (bs=24 avail_mem=2.04 GB):   0%|          | 0/7 [00:00<?, ?it/s]",
-        "other",
+        "graph_capture stage=Progress avail_gb=2.04",
     );
     check(
         "[2025-06-01 12:00:00] Decode out of memory. Try to lower your batch size.",
@@ -487,7 +487,7 @@ fn issue_15_formats() {
     // line 1 of the same file stays what it was
     check(
         "Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 4, 8, 12, 16, 24, 32], avail mem=7.10 GB",
-        "other",
+        "graph_capture stage=Begin avail_gb=7.1 max_bs=32",
     );
     // the tracing format of SGLang inside NVIDIA Dynamo (ISO stamp with `Z`, level, module
     // path), as issue 15 quotes it; no log of this form is in shared/testdata, the messages

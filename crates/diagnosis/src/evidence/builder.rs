@@ -527,8 +527,9 @@ impl EvidenceBuilder {
                 let serving = self.ev.startup.server_ready;
                 self.ev.alarms.note(loc, &rec.event, rec.message, serving)
             }
-            // counted by the incident collector (`incidents.rs`: rejections, py-spy failures)
-            Event::ContextRejected(_) | Event::PyspyFailed => {}
+            // counted by the incident collector (`incidents.rs`: rejections, py-spy failures,
+            // the startup's graph capture)
+            Event::ContextRejected(_) | Event::PyspyFailed | Event::GraphCapture(_) => {}
             Event::Other | Event::Malformed { .. } | Event::TracebackStart => {}
         }
     }

@@ -57,16 +57,13 @@ impl ChunkFacts {
     /// ([`sglang_log::LogReader::for_each_raw`]).
     pub fn push(&mut self, rec: &Record<'_>, raw: &[u8]) {
         // What `EvidenceBuilder::push` does nothing with: malformed lines, stamped lines of
-        // no SGLang event (except those the incident collector reads: `Capture cuda graph bs
-        // …`) and stamped access lines of answered requests, unless a
+        // no SGLang event and stamped access lines of answered requests, unless a
         // traceback may be open, which such a line ends (`StackCollector::push`): that is only
         // right after a kept line (a traceback's own lines are kept, and a batch line or a
         // left-out line ends any).
         let ignored = match &rec.event {
             Event::Malformed { .. } => true,
-            Event::Other => {
-                rec.timestamp.is_some() && rec.message.as_bytes().first() != Some(&b'C')
-            }
+            Event::Other => rec.timestamp.is_some(),
             Event::HttpAccess(a) => rec.timestamp.is_some() && a.status < 400,
             _ => false,
         };

@@ -142,6 +142,11 @@ pub fn render(rec: &Record<'_>) -> String {
             kv("usage_gb", m.mem_usage_gb.map(f));
             kv("elapsed_s", m.elapsed_s.map(f));
         }
+        Event::GraphCapture(g) => {
+            kv("stage", Some(format!("{:?}", g.stage)));
+            kv("avail_gb", g.avail_gib.map(f));
+            kv("max_bs", g.max_bs.map(|v| v.to_string()));
+        }
         Event::ServerArgs(a) => {
             kv(
                 "mem_fraction_static",
