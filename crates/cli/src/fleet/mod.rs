@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::flags::one_line;
 use sglang_client::PrometheusClient;
-use sglang_client::prometheus::{RangeSeries, promql_string, selector_with};
+use sglang_client::prometheus::{Labels, RangeSeries, promql_string, selector_with};
 
 mod render;
 pub use render::{markdown, text};
@@ -136,6 +136,66 @@ fn series_of(found: Vec<RangeSeries>) -> Vec<Series> {
         });
     }
     out
+}
+
+/// Labels by which one instance's series of one name may differ and still be summed into
+/// the instance's figure: its ranks ([`sglang_client::metrics::RANK_LABELS`]), the splits
+/// summed over (`is_streaming`, `stream`: [`sglang_client::metrics::SUMMED_LABELS`]), the
+/// device timer's `category`, and v0.5.9's `cache_config_info` figures (`page_size`,
+/// `num_pages`). `__name__` and `instance` are one value per name and instance.
+fn summable(label: &str) -> bool {
+    sglang_client::metrics::RANK_LABELS.contains(&label)
+        || sglang_client::metrics::SUMMED_LABELS.contains(&label)
+        || matches!(
+            label,
+            "__name__" | "instance" | "category" | "page_size" | "num_pages"
+        )
+}
+
+/// One instance's series, less the names whose series differ by a label [`summable`] does
+/// not allow (two jobs scraping one server, a label a relabelling rule adds, a per-request
+/// custom label): those are not the ranks of one server, so they are not summed but left
+/// out, each named in a problem with its label (issue 30 C18).
+fn refuse_other_splits(inst: &str, found: Vec<RangeSeries>) -> (Vec<RangeSeries>, Vec<String>) {
+    let mut by_name: BTreeMap<String, Vec<&Labels>> = BTreeMap::new();
+    for s in &found {
+        let name = s.labels.get("__name__").cloned().unwrap_or_default();
+        by_name.entry(name).or_default().push(&s.labels);
+    }
+    let mut refused: BTreeMap<String, String> = BTreeMap::new();
+    for (name, sets) in &by_name {
+        let labels: BTreeSet<&str> = sets
+            .iter()
+            .flat_map(|l| l.keys().map(String::as_str))
+            .filter(|k| !summable(k))
+            .collect();
+        for label in labels {
+            let values: BTreeSet<&str> = sets
+                .iter()
+                .map(|l| l.get(label).map_or("", String::as_str))
+                .collect();
+            if values.len() > 1 {
+                refused.insert(
+                    name.clone(),
+                    format!(
+                        "instance {inst}: {name}: its {} series differ by label {label:?} ({} values), not only by rank labels ({}): not the ranks of one server, so not summed and not used",
+                        sets.len(),
+                        values.len(),
+                        sglang_client::metrics::RANK_LABELS.join(", ")
+                    ),
+                );
+                break;
+            }
+        }
+    }
+    if refused.is_empty() {
+        return (found, Vec::new());
+    }
+    let kept = found
+        .into_iter()
+        .filter(|s| !refused.contains_key(s.labels.get("__name__").map_or("", String::as_str)))
+        .collect();
+    (kept, refused.into_values().collect())
 }
 
 /// Read and diagnose the fleet, all of it within `--timeout` (default [`DEFAULT_TIMEOUT_S`]).
@@ -261,23 +321,28 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
             set.spawn(async move {
                 let r = c.query_range(&q, w.start, w.end, w.step_s).await;
                 let inst2 = inst.clone();
+                let mut refused = Vec::new();
                 let done = match r {
                     // Converting on a blocking thread keeps the runtime's workers on I/O.
-                    Ok(series) => tokio::task::spawn_blocking(move || {
-                        diagnosis::fleet::diagnose_instance(
-                            &inst2,
-                            &shown,
-                            &w,
-                            &series_of(series),
-                            pool,
-                            sample_window_s,
-                        )
-                    })
-                    .await
-                    .map_err(|e| format!("instance {inst}: {e}")),
+                    Ok(series) => {
+                        let (series, said) = refuse_other_splits(&inst, series);
+                        refused = said;
+                        tokio::task::spawn_blocking(move || {
+                            diagnosis::fleet::diagnose_instance(
+                                &inst2,
+                                &shown,
+                                &w,
+                                &series_of(series),
+                                pool,
+                                sample_window_s,
+                            )
+                        })
+                        .await
+                        .map_err(|e| format!("instance {inst}: {e}"))
+                    }
                     Err(e) => Err(format!("instance {inst}: {e}")),
                 };
-                (inst, done)
+                (inst, done, refused)
             });
             Ok(())
         };
@@ -302,8 +367,9 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
                 Err(_) => break,
             };
             match done {
-                Ok((inst, r)) => {
+                Ok((inst, r, refused)) => {
                     in_flight.remove(&inst);
+                    problems.extend(refused);
                     match r {
                         Ok(r) => out.push(r),
                         Err(e) => problems.push(e),
@@ -384,6 +450,7 @@ pub fn run(args: &crate::DiagnoseArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use diagnosis::rules::fleet_imbalance::Measure;
 
     /// Item 24 of issue 30: a label from Prometheus with an escape sequence and a newline
     /// neither reaches the terminal raw nor starts a line of its own.
@@ -471,6 +538,54 @@ mod tests {
                     dp_rank: None,
                     points: vec![(1.0, 0.5)],
                 },
+            ]
+        );
+    }
+
+    /// Issue 30 C18, on Prometheus' side: one instance's series of a name that differ by
+    /// `job` (two jobs scrape one server) are left out and named, not summed; ranks, the
+    /// `is_streaming` split and the timer's `category` are summed as before.
+    #[test]
+    fn series_split_by_a_label_other_than_a_rank_are_named_not_summed() {
+        let one = |name: &str, extra: &[(&str, &str)]| RangeSeries {
+            labels: [("__name__", name), ("instance", "h:1")]
+                .iter()
+                .chain(extra)
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            points: vec![(1.0, 2.0)],
+        };
+        let found = vec![
+            one("sglang:num_running_reqs", &[("job", "a"), ("dp_rank", "0")]),
+            one("sglang:num_running_reqs", &[("job", "b"), ("dp_rank", "0")]),
+            one("sglang:num_queue_reqs", &[("job", "a"), ("dp_rank", "0")]),
+            one("sglang:num_queue_reqs", &[("job", "a"), ("dp_rank", "1")]),
+            one("sglang:num_requests_total", &[("is_streaming", "true")]),
+            one("sglang:num_requests_total", &[("is_streaming", "false")]),
+            one(
+                "sglang:forward_execution_seconds_total",
+                &[("category", "decode")],
+            ),
+            one(
+                "sglang:forward_execution_seconds_total",
+                &[("category", "extend")],
+            ),
+        ];
+        let (kept, said) = refuse_other_splits("h:1", found);
+        let names: BTreeSet<&str> = kept.iter().map(|s| s.labels["__name__"].as_str()).collect();
+        assert_eq!(
+            names.into_iter().collect::<Vec<_>>(),
+            [
+                "sglang:forward_execution_seconds_total",
+                "sglang:num_queue_reqs",
+                "sglang:num_requests_total"
+            ]
+        );
+        assert_eq!(kept.len(), 6);
+        assert_eq!(
+            said,
+            [
+                "instance h:1: sglang:num_running_reqs: its 2 series differ by label \"job\" (2 values), not only by rank labels (dp_rank, tp_rank, pp_rank, moe_ep_rank): not the ranks of one server, so not summed and not used"
             ]
         );
     }
