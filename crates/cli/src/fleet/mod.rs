@@ -27,7 +27,7 @@ pub use render::{markdown, text};
 /// Requests to Prometheus in flight at once.
 const CONCURRENCY: usize = 6;
 /// The most one request to Prometheus may take (seconds), within `--timeout`.
-const REQUEST_TIMEOUT_S: u64 = 60;
+pub const REQUEST_TIMEOUT_S: u64 = 60;
 /// `--timeout` when none is given (seconds): the whole read, every instance's queries
 /// together. Six range queries run at once, each up to [`REQUEST_TIMEOUT_S`]: 1,000 stalled
 /// instances took 2.8 hours before this deadline (issue 30 C17).
