@@ -349,7 +349,7 @@ pub fn add_server_url_within(
                 let refused = m.not_summed.len();
                 if let Some(first) = m.problems.get(refused) {
                     ctx.source_errors.push(format!(
-                        "server {url}/metrics: {} line(s) unreadable or values rejected; first: {first}",
+                        "server {shown}/metrics: {} line(s) unreadable or values rejected; first: {first}",
                         m.problems_total - refused
                     ));
                 }
