@@ -338,11 +338,19 @@ pub fn add_server_url_within(
         }
         match rt.block_on(client.metrics()) {
             Ok(m) => {
-                // Unreadable lines and rejected values are warnings, named once per poll.
-                if let Some(first) = m.problems.first() {
+                // A figure split by a label that is not a rank is named once (not summed, not
+                // used); unreadable lines and rejected values are warnings, named once per poll.
+                for n in &m.not_summed {
+                    let said = format!("server {shown}/metrics: {n}");
+                    if !ctx.source_errors.contains(&said) {
+                        ctx.source_errors.push(said);
+                    }
+                }
+                let refused = m.not_summed.len();
+                if let Some(first) = m.problems.get(refused) {
                     ctx.source_errors.push(format!(
-                        "server {url}/metrics: {} line(s) unreadable or values rejected; first: {first}",
-                        m.problems_total
+                        "server {shown}/metrics: {} line(s) unreadable or values rejected; first: {first}",
+                        m.problems_total - refused
                     ));
                 }
                 // The pool from /metrics when the server info did not give it:

@@ -293,7 +293,11 @@ pub fn run(args: &DiagnoseArgs, period: Duration, max_reports: Option<u64>) -> R
                         ),
                         f(m.total(|x| x.gen_throughput), 1),
                         f(rate, 1)
-                    )
+                    ) + &m
+                        .not_summed
+                        .iter()
+                        .map(|n| format!(" · {n}"))
+                        .collect::<String>()
                 }
                 Err(e @ sglang_client::ClientError::Timeout { .. }) => format!(
                     "/metrics: poll timed out after {:.1} s ({e}); the report goes on without it",

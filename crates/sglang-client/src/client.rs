@@ -13,8 +13,9 @@ use serde_json::Value;
 use crate::api::{ChatCompletion, Completion, GenerateResponse};
 use crate::error::{ClientError, excerpt, redact_url};
 use crate::info::{ModelInfo, ServerInfo};
-use crate::metrics::MetricsSnapshot;
 use crate::sse::{SseDecoder, SseError};
+
+mod scrape;
 
 /// Default environment variable read by [`ClientConfig::api_key_from_env`].
 pub const API_KEY_ENV: &str = "SGLANG_API_KEY";
@@ -87,6 +88,16 @@ pub const DEFAULT_MAX_JSON_BYTES: u64 = 16 << 20;
 pub const DEFAULT_MAX_INFO_BYTES: u64 = 2 << 20;
 /// Default cap on a `/metrics` body: 64 MiB.
 pub const DEFAULT_MAX_METRICS_BYTES: u64 = 64 << 20;
+/// Default cap on the series of one `/metrics` scrape (samples, histogram buckets each
+/// one): 100,000. One scheduler exports a few hundred (the per-stage latency histogram is
+/// most of them), so 256 schedulers (`--enable-metrics-for-all-schedulers` at DP 32 × TP 8)
+/// come to about 77,000; a page of 540,049 series took 1.8 GB to read (issue 30 C18). A series
+/// outside the typed view is kept as read, about 770 bytes (77 MB at the cap, measured).
+pub const DEFAULT_MAX_METRICS_SERIES: usize = 100_000;
+/// Default cap on the label sets of typed `sglang:` series in one scrape (one per scheduler,
+/// and the tokenizer's): 10,000, ten times the schedulers of a 1,024-GPU server exporting
+/// every one. Each costs about 3 KB in the typed view (32 MB at the cap, measured).
+pub const DEFAULT_MAX_METRICS_LABEL_SETS: usize = 10_000;
 /// Default cap on one server-sent event (and one line of a stream): 1 MiB.
 pub const DEFAULT_MAX_SSE_EVENT_BYTES: u64 = 1 << 20;
 /// Default cap on the bodies being received at once by one client, all
@@ -132,6 +143,12 @@ pub struct ClientConfig {
     pub max_in_flight_body_bytes: u64,
     /// Cap on a `/metrics` body (bytes, default [`DEFAULT_MAX_METRICS_BYTES`]).
     pub max_metrics_bytes: u64,
+    /// Cap on the series of one `/metrics` scrape (series, default
+    /// [`DEFAULT_MAX_METRICS_SERIES`]).
+    pub max_metrics_series: usize,
+    /// Cap on the label sets of typed `sglang:` series in one scrape (label sets, default
+    /// [`DEFAULT_MAX_METRICS_LABEL_SETS`]).
+    pub max_metrics_label_sets: usize,
     /// Cap on one server-sent event or stream line (bytes, default
     /// [`DEFAULT_MAX_SSE_EVENT_BYTES`]).
     pub max_sse_event_bytes: u64,
@@ -155,6 +172,8 @@ impl ClientConfig {
             max_info_bytes: DEFAULT_MAX_INFO_BYTES,
             max_in_flight_body_bytes: DEFAULT_MAX_IN_FLIGHT_BODY_BYTES,
             max_metrics_bytes: DEFAULT_MAX_METRICS_BYTES,
+            max_metrics_series: DEFAULT_MAX_METRICS_SERIES,
+            max_metrics_label_sets: DEFAULT_MAX_METRICS_LABEL_SETS,
             max_sse_event_bytes: DEFAULT_MAX_SSE_EVENT_BYTES,
             api_key: None,
             pool_max_idle_per_host: 4096,
@@ -389,28 +408,6 @@ impl SglangClient {
     /// [`ClientError::TooLarge`] past `max_metrics_bytes`.
     pub async fn metrics_text(&self) -> Result<String, ClientError> {
         self.get_text("/metrics", self.cfg.max_metrics_bytes).await
-    }
-
-    /// `GET /metrics`, parsed into [`MetricsSnapshot`]; bad lines and
-    /// rejected values are in its `problems`.
-    ///
-    /// Errors as [`SglangClient::health`], and [`ClientError::NoMetrics`]
-    /// when the body holds no usable `sglang:` series (HTML, junk).
-    pub async fn metrics(&self) -> Result<MetricsSnapshot, ClientError> {
-        let m = MetricsSnapshot::parse(&self.metrics_text().await?);
-        if !m.has_data() {
-            return Err(ClientError::NoMetrics {
-                url: crate::error::redact_url(&self.url("/metrics")),
-                lines: m.lines,
-                problems: m.problems_total,
-                first: m
-                    .problems
-                    .first()
-                    .map(|p| format!("; first: {p}"))
-                    .unwrap_or_default(),
-            });
-        }
-        Ok(m)
     }
 
     /// POSTs `body` to `path` with the generation timeout and returns the

@@ -78,6 +78,20 @@ pub enum ClientError {
         /// The cap, bytes.
         limit_bytes: u64,
     },
+    /// A `/metrics` scrape holds more series, or more label sets of typed `sglang:` series,
+    /// than the caps set in [`crate::ClientConfig`]; reading stopped there. One SGLang
+    /// server exports a few thousand series over a few hundred label sets.
+    #[error(
+        "{url}: more than {limit} {what} in one scrape (stopped reading there): not one SGLang server's /metrics"
+    )]
+    TooManySeries {
+        /// Redacted URL that was requested.
+        url: String,
+        /// What was counted: `series` or `label sets of sglang: series`.
+        what: &'static str,
+        /// The cap.
+        limit: usize,
+    },
     /// A stream sent no byte for longer than the stall timeout (the server
     /// is alive enough to have answered, then went silent). Retried by the
     /// batch runner.
@@ -132,7 +146,8 @@ impl ClientError {
     }
 
     /// A short machine-friendly kind: `connect`, `timeout`, `status`,
-    /// `decode`, `no_data`, `transport`, `too_large`, `stalled`, `no_answer`, `io`.
+    /// `decode`, `no_data`, `transport`, `too_large`, `too_many_series`, `stalled`,
+    /// `no_answer`, `io`.
     pub fn kind(&self) -> &'static str {
         match self {
             ClientError::Connect { .. } => "connect",
@@ -142,6 +157,7 @@ impl ClientError {
             ClientError::NoMetrics { .. } => "no_data",
             ClientError::Transport { .. } => "transport",
             ClientError::TooLarge { .. } => "too_large",
+            ClientError::TooManySeries { .. } => "too_many_series",
             ClientError::Stalled { .. } => "stalled",
             ClientError::NoAnswer { .. } => "no_answer",
             ClientError::Io(_) => "io",

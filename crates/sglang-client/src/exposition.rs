@@ -12,13 +12,15 @@
 //!   sample named exactly as its `# TYPE` line is that family's own;
 //! * a line that cannot be read is counted with its 1-based line number and
 //!   a reason, and parsing goes on with the next line;
-//! * one pass over the text with hash lookups: time is linear in its size.
+//! * one pass over the text with hash lookups: time is linear in its size;
+//! * lines can be fed one at a time as they arrive ([`Exposition::push_line`]), each sample
+//!   handed back instead of kept, so a scrape is never held whole.
 //!
 //! The grammar follows the format's description in Prometheus'
 //! `docs/instrumenting/exposition_formats.md` (`expfmt` in
 //! `prometheus/common`): `name{label="value",...} value [timestamp_ms]`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use nom::branch::alt;
 use nom::bytes::complete::{is_not, tag, take_while, take_while1};
@@ -192,8 +194,15 @@ pub struct Exposition {
     pub problems_total: usize,
     /// Lines in the text (the last one counted even without a newline).
     pub lines: usize,
+    /// Samples read, duplicates left out (series).
+    pub series: usize,
     index: HashMap<String, usize>,
     has_samples: Vec<bool>,
+    /// Every series read: (family, suffix, its labels in one canonical string), compared in
+    /// full, so a duplicate is found whatever the order of its labels.
+    seen: HashSet<(usize, Suffix, Box<str>)>,
+    /// An OpenMetrics `# EOF` was read: the lines after it are not.
+    ended: bool,
 }
 
 impl Exposition {
@@ -202,59 +211,65 @@ impl Exposition {
     /// earlier one (same name, same labels) is a problem too, and the first
     /// one is kept.
     pub fn parse(text: &str) -> Self {
-        let mut p = Exposition {
-            lines: text.split('\n').count() - usize::from(text.ends_with('\n') || text.is_empty()),
-            ..Exposition::default()
-        };
-        // Series seen so far: a fingerprint of (family, suffix, sorted labels) → the samples
-        // with it (compared in full, so a fingerprint collision never drops a sample).
-        let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
-        for (i, raw) in text.split('\n').enumerate() {
-            let line_no = i + 1;
-            let line = raw.strip_suffix('\r').unwrap_or(raw);
-            let t = line.trim_matches([' ', '\t']);
-            if t.is_empty() {
-                continue;
-            }
-            if let Some(rest) = t.strip_prefix('#') {
-                if rest.trim() == "EOF" {
-                    break;
-                }
-                if let Err(why) = p.comment(rest) {
-                    p.problem(line_no, why, t);
-                }
-                continue;
-            }
-            match sample_line(t) {
-                Ok(s) => {
-                    let (family, suffix) = p.family_of(s.name);
-                    let key = fingerprint(family, suffix, &s.labels);
-                    let same = |o: &Sample| {
-                        o.family == family
-                            && o.suffix == suffix
-                            && o.labels.len() == s.labels.len()
-                            && s.labels.iter().all(|l| o.labels.contains(l))
-                    };
-                    let slot = seen.entry(key).or_default();
-                    if slot.iter().any(|&i| same(&p.samples[i])) {
-                        p.problem(line_no, "duplicate series (same name and labels)".into(), t);
-                        continue;
-                    }
-                    slot.push(p.samples.len());
-                    p.has_samples[family] = true;
-                    p.samples.push(Sample {
-                        family,
-                        suffix,
-                        labels: s.labels,
-                        value: s.value,
-                        timestamp_ms: s.timestamp_ms,
-                        line: line_no,
-                    });
-                }
-                Err(why) => p.problem(line_no, why, t),
+        let mut p = Exposition::default();
+        for raw in text.split('\n') {
+            if let Some(s) = p.push_line(raw) {
+                p.samples.push(s);
             }
         }
+        p.lines = text.split('\n').count() - usize::from(text.ends_with('\n') || text.is_empty());
         p
+    }
+
+    /// Reads the next line (without its `\n`; a trailing `\r` is dropped) and returns its
+    /// sample, if it is one that is read; the sample is not kept in [`Exposition::samples`]
+    /// (the caller keeps what it needs). Counts the line in [`Exposition::lines`]; an
+    /// unreadable line is a [`LineProblem`], a sample that repeats an earlier one (same name,
+    /// same labels) is one too, and the first is kept. Lines after `# EOF` are not read.
+    pub fn push_line(&mut self, raw: &str) -> Option<Sample> {
+        self.lines += 1;
+        if self.ended {
+            return None;
+        }
+        let line_no = self.lines;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let t = line.trim_matches([' ', '\t']);
+        if t.is_empty() {
+            return None;
+        }
+        if let Some(rest) = t.strip_prefix('#') {
+            if rest.trim() == "EOF" {
+                self.ended = true;
+                return None;
+            }
+            if let Err(why) = self.comment(rest) {
+                self.problem(line_no, why, t);
+            }
+            return None;
+        }
+        match sample_line(t) {
+            Ok(s) => {
+                let (family, suffix) = self.family_of(s.name);
+                if !self.seen.insert((family, suffix, canonical(&s.labels))) {
+                    self.problem(line_no, "duplicate series (same name and labels)".into(), t);
+                    return None;
+                }
+                self.series += 1;
+                self.has_samples[family] = true;
+                Some(Sample {
+                    family,
+                    suffix,
+                    labels: s.labels,
+                    value: s.value,
+                    timestamp_ms: s.timestamp_ms,
+                    line: line_no,
+                })
+            }
+            Err(why) => {
+                self.problem(line_no, why, t);
+                None
+            }
+        }
     }
 
     /// The family called `name`.
@@ -352,19 +367,17 @@ impl Exposition {
     }
 }
 
-/// An order-independent fingerprint of a series (labels may be written in any order).
-fn fingerprint(family: usize, suffix: Suffix, labels: &[(String, String)]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut acc: u64 = 0;
-    for l in labels {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        l.hash(&mut h);
-        // Summing per-label hashes makes the order irrelevant.
-        acc = acc.wrapping_add(h.finish());
+/// A label set as one string whatever the order its labels were written in: each name and
+/// value with its length before it, sorted by name (names are unique within a set).
+fn canonical(labels: &[(String, String)]) -> Box<str> {
+    use std::fmt::Write as _;
+    let mut sorted: Vec<&(String, String)> = labels.iter().collect();
+    sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut out = String::new();
+    for (k, v) in sorted {
+        let _ = write!(out, "{}:{k}{}:{v}", k.len(), v.len());
     }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (family, suffix, acc, labels.len()).hash(&mut h);
-    h.finish()
+    out.into_boxed_str()
 }
 
 /// `# HELP` text escapes: `\\` and `\n`.

@@ -44,11 +44,14 @@ pub use api::{ChatCompletion, Completion, GenerateResponse, Usage};
 pub use client::{
     API_KEY_ENV, ApiKey, BatchConnection, ClientConfig, DEFAULT_MAX_IN_FLIGHT_BODY_BYTES,
     DEFAULT_MAX_INFO_BYTES, DEFAULT_MAX_JSON_BYTES, DEFAULT_MAX_METRICS_BYTES,
-    DEFAULT_MAX_SSE_EVENT_BYTES, ERROR_BODY_READ_BYTES, Endpoint, SglangClient,
+    DEFAULT_MAX_METRICS_LABEL_SETS, DEFAULT_MAX_METRICS_SERIES, DEFAULT_MAX_SSE_EVENT_BYTES,
+    ERROR_BODY_READ_BYTES, Endpoint, SglangClient,
 };
 pub use error::ClientError;
 pub use info::{InfoError, InternalState, MemoryUsage, ModelInfo, ServerInfo};
 pub use loads::{Loads, RankLoad};
-pub use metrics::{ForwardTimer, Histogram, LabeledMetrics, MetricsSnapshot, Occupancy};
+pub use metrics::{
+    ForwardTimer, Histogram, LabeledMetrics, MetricsReader, MetricsSnapshot, NotSummed, Occupancy,
+};
 pub use prometheus::{PromError, PrometheusClient, RangeSeries};
 pub use redact::Secrets;

@@ -25,8 +25,20 @@
 //! `sglang:fwd_occupancy` of NaN is SGLang's word for an idle scheduler
 //! ([`Occupancy::Idle`]), not a bad value. The removed
 //! `sglang:gpu_overlap_wait_seconds_total` is kept as an unknown sample.
+//!
+//! A scrape is read as it arrives, line by line ([`MetricsReader`], `build.rs`): the text is
+//! never held, and a reader stops past a number of series or of label sets of typed series
+//! ([`ScrapeCap`]). The label sets are one server's ranks: a figure whose series differ by a
+//! label other than [`RANK_LABELS`] is not summed but refused, naming the label
+//! ([`NotSummed`], `ranks.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
+
+mod build;
+mod ranks;
+
+pub use build::{MetricsReader, ScrapeCap};
+pub use ranks::{NotSummed, RANK_LABELS};
 
 /// A label set, sorted by label name (the `le` bucket label excluded).
 pub type Labels = BTreeMap<String, String>;
@@ -396,8 +408,11 @@ pub struct MetricsSnapshot {
     /// Unreadable lines and rejected values, each `line N: reason: text`
     /// (the first [`crate::exposition::MAX_PROBLEMS_KEPT`] of each kind).
     pub problems: Vec<String>,
-    /// Every problem, counted (unreadable lines and rejected values).
+    /// Every problem, counted (unreadable lines, rejected values, figures not summed).
     pub problems_total: usize,
+    /// Figures whose series differ by a label other than [`RANK_LABELS`]: not summed over
+    /// them, not used (cleared from every label set).
+    pub not_summed: Vec<NotSummed>,
     /// Lines in the scrape.
     pub lines: usize,
     /// Samples read (all names).
@@ -412,249 +427,14 @@ impl MetricsSnapshot {
     /// Parses Prometheus text exposition. Never fails: unreadable lines and
     /// implausible values are listed in [`MetricsSnapshot::problems`].
     pub fn parse(text: &str) -> Self {
-        use crate::exposition::{Exposition, MAX_PROBLEMS_KEPT, MetricType, Suffix};
-        use std::collections::HashMap;
-        let e = Exposition::parse(text);
-        let mut snap = MetricsSnapshot {
-            problems: e.problems.iter().map(|p| p.to_string()).collect(),
-            problems_total: e.problems_total,
-            lines: e.lines,
-            samples: e.samples.len(),
-            ..Default::default()
-        };
-        let mut rejected = 0usize;
-        let mut reject = |snap: &mut MetricsSnapshot, line: usize, what: String| {
-            snap.problems_total += 1;
-            rejected += 1;
-            if rejected <= MAX_PROBLEMS_KEPT {
-                snap.problems.push(format!("line {line}: {what}"));
-            }
-        };
-        let mut index: HashMap<Labels, usize> = HashMap::new();
-        // Histogram parts by (family, labels without `le`): the histogram and
-        // the first line it came from.
-        let mut hists: HashMap<(usize, Labels), (Histogram, usize)> = HashMap::new();
-        let mut hist_order: Vec<(usize, Labels)> = Vec::new();
-        for f in &e.families {
-            if f.name.starts_with("sglang:") {
-                snap.declared.insert(f.name.clone());
-                // OpenMetrics declares a counter without its `_total`.
-                if f.kind == MetricType::Counter && !f.name.ends_with("_total") {
-                    snap.declared.insert(format!("{}_total", f.name));
-                }
-            }
+        let mut r = MetricsReader::new(usize::MAX, usize::MAX);
+        for line in text.split('\n') {
+            // no cap to pass
+            let _ = r.push_line(line);
         }
-        for s in &e.samples {
-            let fam = &e.families[s.family];
-            // A counter typed OpenMetrics-style (`# TYPE x counter`, sample `x_total`) is
-            // looked up by its sample name, as the 0.0.4 format (`# TYPE x_total counter`) has it.
-            let full;
-            let name = if s.suffix == Suffix::Total {
-                full = format!("{}_total", fam.name);
-                full.as_str()
-            } else {
-                fam.name.as_str()
-            };
-            let mut summed = false;
-            let mut labels: Labels = Labels::new();
-            for (k, v) in &s.labels {
-                if k == "le" || k == "quantile" {
-                    continue;
-                }
-                if SUMMED_LABELS.contains(&k.as_str()) {
-                    summed = true;
-                    continue;
-                }
-                labels.insert(k.clone(), v.clone());
-            }
-            if name.starts_with("sglang:") {
-                snap.declared.insert(name.to_string());
-            }
-            let is_hist = matches!(fam.kind, MetricType::Histogram);
-            if is_hist
-                && (name.starts_with("sglang:kv_transfer_")
-                    || LabeledMetrics::default().histogram_slot(name).is_some())
-            {
-                let key = (s.family, labels);
-                let entry = hists.entry(key.clone()).or_insert_with(|| {
-                    hist_order.push(key);
-                    (Histogram::default(), s.line)
-                });
-                match s.suffix {
-                    Suffix::Bucket => match s.label("le").and_then(parse_le) {
-                        Some(le) => entry.0.buckets.push((le, s.value)),
-                        None => reject(
-                            &mut snap,
-                            s.line,
-                            format!("{name}_bucket without a numeric le label"),
-                        ),
-                    },
-                    // Parts split by a summed label add up.
-                    Suffix::Sum => entry.0.sum = Some(entry.0.sum.unwrap_or(0.0) + s.value),
-                    Suffix::Count => entry.0.count = Some(entry.0.count.unwrap_or(0.0) + s.value),
-                    _ => {}
-                }
-                continue;
-            }
-            let counter_part = matches!(s.suffix, Suffix::None | Suffix::Total);
-            if counter_part && LabeledMetrics::default().keyed_slot(name).is_some() {
-                let key_label = LabeledMetrics::default()
-                    .keyed_slot(name)
-                    .map_or("mode", |(_, k)| k);
-                let key = labels.remove(key_label).unwrap_or_default();
-                if let Some(why) = implausible(s.value, Range::Counter) {
-                    reject(
-                        &mut snap,
-                        s.line,
-                        format!(
-                            "{name}{{{key_label}={key:?}}} = {}: {why}; not used",
-                            s.value
-                        ),
-                    );
-                    continue;
-                }
-                let i = set_of_labels(&mut snap, &mut index, &labels);
-                if let Some((map, _)) = snap.sets[i].keyed_slot(name) {
-                    *map.entry(key).or_insert(0.0) += s.value;
-                }
-                continue;
-            }
-            if name == "sglang:fwd_occupancy" && matches!(s.suffix, Suffix::None) {
-                let reading = if s.value.is_nan() {
-                    Occupancy::Idle
-                } else if let Some(why) = implausible(s.value, Range::Percent) {
-                    reject(
-                        &mut snap,
-                        s.line,
-                        format!("{name} = {}: {why}; not used", s.value),
-                    );
-                    continue;
-                } else {
-                    Occupancy::Percent(s.value)
-                };
-                let i = set_of_labels(&mut snap, &mut index, &labels);
-                snap.sets[i].fwd_occupancy = Some(reading);
-                continue;
-            }
-            if name == "sglang:cache_config_info" && matches!(s.suffix, Suffix::None) {
-                // An info gauge: the figures are its labels, the value is 1.
-                let page = labels.remove("page_size");
-                let pages = labels.remove("num_pages");
-                let num = |v: &Option<String>| {
-                    v.as_deref()
-                        .and_then(|x| x.parse::<u64>().ok())
-                        .map(|x| x as f64)
-                        .filter(|x| implausible(*x, Range::Tokens).is_none())
-                };
-                match (num(&page), num(&pages)) {
-                    (Some(p), Some(n)) if p > 0.0 => {
-                        let i = set_of_labels(&mut snap, &mut index, &labels);
-                        snap.sets[i].page_size = Some(p);
-                        snap.sets[i].num_pages = Some(n);
-                    }
-                    _ => reject(
-                        &mut snap,
-                        s.line,
-                        format!(
-                            "{name} with page_size={page:?}, num_pages={pages:?}: not whole numbers of tokens and pages; not used"
-                        ),
-                    ),
-                }
-                continue;
-            }
-            if let Some(short) = name.strip_prefix("sglang:kv_transfer_")
-                && matches!(fam.kind, MetricType::Gauge)
-            {
-                if let Some(why) = implausible(s.value, Range::Any) {
-                    reject(
-                        &mut snap,
-                        s.line,
-                        format!("{name} = {}: {why}; not used", s.value),
-                    );
-                    continue;
-                }
-                let i = set_of_labels(&mut snap, &mut index, &labels);
-                snap.sets[i]
-                    .kv_transfer_gauges
-                    .insert(short.to_string(), s.value);
-                continue;
-            }
-            let scalar = matches!(s.suffix, Suffix::None | Suffix::Total)
-                && !matches!(fam.kind, MetricType::Histogram | MetricType::Summary);
-            let probe = LabeledMetrics::default().scalar_slot(name).map(|(_, r)| r);
-            match probe {
-                Some(range) if scalar => {
-                    if let Some(why) = implausible(s.value, range) {
-                        reject(
-                            &mut snap,
-                            s.line,
-                            format!("{name} = {}: {why}; not used", s.value),
-                        );
-                        continue;
-                    }
-                    let i = set_of_labels(&mut snap, &mut index, &labels);
-                    if let Some((slot, _)) = snap.sets[i].scalar_slot(name) {
-                        // Series that differ only by a summed label add up.
-                        *slot = Some(match *slot {
-                            Some(prev) if summed => prev + s.value,
-                            _ => s.value,
-                        });
-                    }
-                }
-                _ => {
-                    let value = match (fam.kind, s.suffix) {
-                        (MetricType::Counter, Suffix::None | Suffix::Total) => {
-                            RawValue::Counter(s.value)
-                        }
-                        (MetricType::Gauge, _) => RawValue::Gauge(s.value),
-                        _ => RawValue::Untyped(s.value),
-                    };
-                    snap.unknown.push(RawSample {
-                        name: e.sample_name(s),
-                        labels: s.labels.iter().cloned().collect(),
-                        value,
-                    });
-                }
-            }
-        }
-        for key in hist_order {
-            let Some((mut h, line)) = hists.remove(&key) else {
-                continue;
-            };
-            let name = e.families[key.0].name.as_str();
-            h.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-            // Buckets of series split by a summed label share bounds: add them.
-            h.buckets.dedup_by(|later, kept| {
-                let same = later.0 == kept.0;
-                if same {
-                    kept.1 += later.1;
-                }
-                same
-            });
-            // Counts must be plausible counters; the sum only finite (it can be
-            // large for a long-lived server, and negative for odd units).
-            let counts = h.buckets.iter().map(|b| b.1).chain(h.count);
-            let sum = h.sum.filter(|x| !x.is_finite());
-            if let Some(why) = counts
-                .chain(sum)
-                .find_map(|v| implausible(v, Range::Counter))
-            {
-                reject(
-                    &mut snap,
-                    line,
-                    format!("histogram {name}: a count {why}; not used"),
-                );
-                continue;
-            }
-            let i = set_of_labels(&mut snap, &mut index, &key.1);
-            let set = &mut snap.sets[i];
-            if let Some(short) = name.strip_prefix("sglang:kv_transfer_") {
-                set.kv_transfer.insert(short.to_string(), h);
-            } else if let Some(slot) = set.histogram_slot(name) {
-                *slot = Some(h);
-            }
-        }
-        snap.sets.retain(|m| !m.is_empty());
+        let mut snap = r.finish();
+        snap.lines =
+            text.split('\n').count() - usize::from(text.ends_with('\n') || text.is_empty());
         snap
     }
 
@@ -666,7 +446,9 @@ impl MetricsSnapshot {
     }
 
     /// Sum of one typed scalar over all label sets (e.g. the total
-    /// `generation_tokens_total` over DP ranks); None when no set has it.
+    /// `generation_tokens_total` over DP ranks); None when no set has it. The sets of a
+    /// figure differ by [`RANK_LABELS`] only: a figure split by any other label was refused
+    /// while reading ([`MetricsSnapshot::not_summed`]).
     pub fn total(&self, field: impl Fn(&LabeledMetrics) -> Option<f64>) -> Option<f64> {
         let mut acc: Option<f64> = None;
         for m in &self.sets {

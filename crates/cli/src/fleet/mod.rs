@@ -8,22 +8,32 @@
 //! diagnosis, the totals and the outliers (`diagnosis::rules::fleet_imbalance`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
 use diagnosis::fleet::{FleetTotals, InstanceReport, SERIES, Series, Window};
-use diagnosis::rules::fleet_imbalance::{Measure, Outlier};
+use diagnosis::rules::fleet_imbalance::Outlier;
 use serde::Serialize;
 
 use crate::flags::one_line;
 use sglang_client::PrometheusClient;
 use sglang_client::prometheus::{Labels, RangeSeries, promql_string, selector_with};
 
+mod render;
+pub use render::{markdown, text};
+
 /// Requests to Prometheus in flight at once.
 const CONCURRENCY: usize = 6;
+/// The most one request to Prometheus may take (seconds), within `--timeout`.
+pub const REQUEST_TIMEOUT_S: u64 = 60;
+/// `--timeout` when none is given (seconds): the whole read, every instance's queries
+/// together. Six range queries run at once, each up to [`REQUEST_TIMEOUT_S`]: 1,000 stalled
+/// instances took 2.8 hours before this deadline (issue 30 C17).
+pub const DEFAULT_TIMEOUT_S: u64 = 600;
+/// Instances named in the problem that says how many the deadline left unread.
+const UNREAD_NAMED: usize = 5;
 
 /// The `--prometheus` options of `diagnose`.
 #[derive(Debug, Args, Default, Clone)]
@@ -46,6 +56,9 @@ pub struct PrometheusArgs {
     /// With --prometheus: the step between points (a duration; default 15s).
     #[arg(long, value_name = "DURATION", value_parser = crate::watch::parse_duration, requires = "prometheus")]
     pub step: Option<Duration>,
+    /// With --prometheus: the most the whole read may take (a duration; default 10m). Instances not read by then are listed as not read; if none was read, diagnose exits 1.
+    #[arg(long, value_name = "DURATION", value_parser = crate::watch::parse_duration, requires = "prometheus")]
+    pub timeout: Option<Duration>,
 }
 
 /// `diagnose --prometheus`: the fleet.
@@ -125,12 +138,73 @@ fn series_of(found: Vec<RangeSeries>) -> Vec<Series> {
     out
 }
 
-/// Read and diagnose the fleet.
+/// Labels by which one instance's series of one name may differ and still be summed into
+/// the instance's figure: its ranks ([`sglang_client::metrics::RANK_LABELS`]), the splits
+/// summed over (`is_streaming`, `stream`: [`sglang_client::metrics::SUMMED_LABELS`]), the
+/// device timer's `category`, and v0.5.9's `cache_config_info` figures (`page_size`,
+/// `num_pages`). `__name__` and `instance` are one value per name and instance.
+fn summable(label: &str) -> bool {
+    sglang_client::metrics::RANK_LABELS.contains(&label)
+        || sglang_client::metrics::SUMMED_LABELS.contains(&label)
+        || matches!(
+            label,
+            "__name__" | "instance" | "category" | "page_size" | "num_pages"
+        )
+}
+
+/// One instance's series, less the names whose series differ by a label [`summable`] does
+/// not allow (two jobs scraping one server, a label a relabelling rule adds, a per-request
+/// custom label): those are not the ranks of one server, so they are not summed but left
+/// out, each named in a problem with its label (issue 30 C18).
+fn refuse_other_splits(inst: &str, found: Vec<RangeSeries>) -> (Vec<RangeSeries>, Vec<String>) {
+    let mut by_name: BTreeMap<String, Vec<&Labels>> = BTreeMap::new();
+    for s in &found {
+        let name = s.labels.get("__name__").cloned().unwrap_or_default();
+        by_name.entry(name).or_default().push(&s.labels);
+    }
+    let mut refused: BTreeMap<String, String> = BTreeMap::new();
+    for (name, sets) in &by_name {
+        let labels: BTreeSet<&str> = sets
+            .iter()
+            .flat_map(|l| l.keys().map(String::as_str))
+            .filter(|k| !summable(k))
+            .collect();
+        for label in labels {
+            let values: BTreeSet<&str> = sets
+                .iter()
+                .map(|l| l.get(label).map_or("", String::as_str))
+                .collect();
+            if values.len() > 1 {
+                refused.insert(
+                    name.clone(),
+                    format!(
+                        "instance {inst}: {name}: its {} series differ by label {label:?} ({} values), not only by rank labels ({}): not the ranks of one server, so not summed and not used",
+                        sets.len(),
+                        values.len(),
+                        sglang_client::metrics::RANK_LABELS.join(", ")
+                    ),
+                );
+                break;
+            }
+        }
+    }
+    if refused.is_empty() {
+        return (found, Vec::new());
+    }
+    let kept = found
+        .into_iter()
+        .filter(|s| !refused.contains_key(s.labels.get("__name__").map_or("", String::as_str)))
+        .collect();
+    (kept, refused.into_values().collect())
+}
+
+/// Read and diagnose the fleet, all of it within `--timeout` (default [`DEFAULT_TIMEOUT_S`]).
 ///
 /// # Errors
-/// A bad URL, selector or window; Prometheus unreachable or refusing the series query; no
-/// SGLang series in the window. An instance whose range query fails is a problem in the
-/// report, not an error.
+/// A bad URL, selector or window; Prometheus unreachable or refusing the query that finds the
+/// instances; no SGLang series in the window; the deadline passed before the instances were
+/// found; no instance read (each one's reason counted and the first named). An instance whose
+/// range query fails, or that the deadline leaves unread, is a problem in the report.
 pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetReport> {
     let url = p.prometheus.clone().unwrap_or_default();
     let shown = sglang_client::error::redact_url(&url);
@@ -139,6 +213,7 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     let w = window(p, now)?;
+    let timeout = p.timeout.unwrap_or(Duration::from_secs(DEFAULT_TIMEOUT_S));
     let selector = p.selector.clone().unwrap_or_default();
     let names = SERIES
         .iter()
@@ -147,27 +222,34 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
         .collect::<Vec<_>>()
         .join("|");
     let name_re = format!("__name__=~{}", promql_string(&format!("sglang:({names})")));
-    let client = PrometheusClient::new(&url, Duration::from_secs(60))
+    let client = PrometheusClient::new(&url, timeout.min(Duration::from_secs(REQUEST_TIMEOUT_S)))
         .map_err(|e| anyhow::anyhow!("--prometheus: {e}"))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let discover = selector_with(
-        &selector,
-        &[format!(
-            "__name__=~{}",
-            promql_string("sglang:(num_running_reqs|generation_tokens_total)")
-        )],
-    )
-    .map_err(|e| anyhow::anyhow!("--selector: {e}"))?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let late = |what: &str| {
+        anyhow::anyhow!(
+            "--prometheus {shown}: {what} did not end within --timeout {:.0} s; nothing was read",
+            timeout.as_secs_f64()
+        )
+    };
+    // The instances: one series each (`group by (instance)`), however many ranks and names
+    // each exports, over the window (`last_over_time` at its end over its length).
+    let sel = selector_with(&selector, &[]).map_err(|e| anyhow::anyhow!("--selector: {e}"))?;
+    let range = ((w.end - w.start).ceil() as u64).max(1);
+    let discover = ["num_running_reqs", "generation_tokens_total"]
+        .map(|n| format!("group by (instance) (last_over_time(sglang:{n}{sel}[{range}s]))"))
+        .join(" or ");
     let found = rt
-        .block_on(client.series(std::slice::from_ref(&discover), w.start, w.end))
+        .block_on(async { tokio::time::timeout_at(deadline, client.query(&discover, w.end)).await })
+        .map_err(|_| late("finding the instances"))?
         .map_err(|e| anyhow::anyhow!("--prometheus: {e}"))?;
     let instances: BTreeSet<String> = found
         .iter()
-        .map(|l: &Labels| l.get("instance").cloned().unwrap_or_default())
+        .map(|(l, _)| l.get("instance").cloned().unwrap_or_default())
         .collect();
     anyhow::ensure!(
         !instances.is_empty(),
@@ -180,15 +262,15 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
     // `page_size × num_pages` (SGLang exports `num_pages = max_total_num_tokens // page_size`,
     // `managers/scheduler.py`); v0.5.9's `cache_config_info` holds them as labels and comes
     // with the range query instead.
-    let sel = selector_with(&selector, &[]).map_err(|e| anyhow::anyhow!("--selector: {e}"))?;
-    let range = ((w.end - w.start).ceil() as u64).max(1);
     let pool_q = format!(
         "max by (instance) (max_over_time(sglang:max_total_num_tokens{sel}[{range}s])) or \
          max by (instance) (max_over_time(sglang:page_size{sel}[{range}s]) * \
          max_over_time(sglang:num_pages{sel}[{range}s]))"
     );
-    let pools: BTreeMap<String, u64> = match rt.block_on(client.query(&pool_q, w.end)) {
-        Ok(v) => v
+    let pools = rt
+        .block_on(async { tokio::time::timeout_at(deadline, client.query(&pool_q, w.end)).await });
+    let pools: BTreeMap<String, u64> = match pools {
+        Ok(Ok(v)) => v
             .into_iter()
             .filter(|(_, x)| {
                 x.is_finite()
@@ -202,17 +284,29 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
                 )
             })
             .collect(),
-        Err(e) => {
+        Ok(Err(e)) => {
             problems.push(format!("pool sizes ({pool_q}): {e}"));
+            BTreeMap::new()
+        }
+        Err(_) => {
+            problems.push(format!(
+                "pool sizes ({pool_q}): no answer within --timeout {:.0} s",
+                timeout.as_secs_f64()
+            ));
             BTreeMap::new()
         }
     };
     let pools = std::sync::Arc::new(pools);
-    let mut reports: Vec<InstanceReport> = rt.block_on(async {
+    let wanted = instances.len();
+    let (mut reports, unread) = rt.block_on(async {
         let mut set = tokio::task::JoinSet::new();
         let mut out = Vec::new();
         let mut pending = instances.into_iter();
-        let spawn_next = |set: &mut tokio::task::JoinSet<_>, inst: String| -> Result<(), String> {
+        let mut in_flight: BTreeSet<String> = BTreeSet::new();
+        let spawn_next = |set: &mut tokio::task::JoinSet<_>,
+                          in_flight: &mut BTreeSet<String>,
+                          inst: String|
+         -> Result<(), String> {
             let q = selector_with(
                 &selector,
                 &[
@@ -223,12 +317,16 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
             let c = client.clone();
             let shown = shown.clone();
             let pool = pools.get(&inst).copied();
+            in_flight.insert(inst.clone());
             set.spawn(async move {
                 let r = c.query_range(&q, w.start, w.end, w.step_s).await;
-                match r {
+                let inst2 = inst.clone();
+                let mut refused = Vec::new();
+                let done = match r {
+                    // Converting on a blocking thread keeps the runtime's workers on I/O.
                     Ok(series) => {
-                        // Converting on a blocking thread keeps the runtime's workers on I/O.
-                        let inst2 = inst.clone();
+                        let (series, said) = refuse_other_splits(&inst, series);
+                        refused = said;
                         tokio::task::spawn_blocking(move || {
                             diagnosis::fleet::diagnose_instance(
                                 &inst2,
@@ -243,33 +341,73 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
                         .map_err(|e| format!("instance {inst}: {e}"))
                     }
                     Err(e) => Err(format!("instance {inst}: {e}")),
-                }
+                };
+                (inst, done, refused)
             });
             Ok(())
         };
-        for _ in 0..CONCURRENCY {
+        let mut next = |set: &mut tokio::task::JoinSet<_>,
+                        in_flight: &mut BTreeSet<String>,
+                        problems: &mut Vec<String>| {
             if let Some(i) = pending.next()
-                && let Err(e) = spawn_next(&mut set, i)
+                && let Err(e) = spawn_next(set, in_flight, i)
             {
                 problems.push(e);
             }
+        };
+        for _ in 0..CONCURRENCY {
+            next(&mut set, &mut in_flight, &mut problems);
         }
-        while let Some(done) = set.join_next().await {
+        loop {
+            let done = match tokio::time::timeout_at(deadline, set.join_next()).await {
+                Ok(Some(done)) => done,
+                Ok(None) => break,
+                // The deadline: what runs is dropped (the set aborts its tasks), what waits
+                // is not started.
+                Err(_) => break,
+            };
             match done {
-                Ok(Ok(r)) => out.push(r),
-                Ok(Err(e)) => problems.push(e),
+                Ok((inst, r, refused)) => {
+                    in_flight.remove(&inst);
+                    problems.extend(refused);
+                    match r {
+                        Ok(r) => out.push(r),
+                        Err(e) => problems.push(e),
+                    }
+                }
                 Err(e) => problems.push(format!("a query task failed: {e}")),
             }
-            if let Some(i) = pending.next()
-                && let Err(e) = spawn_next(&mut set, i)
-            {
-                problems.push(e);
-            }
+            next(&mut set, &mut in_flight, &mut problems);
         }
-        out
+        let unread: Vec<String> = in_flight.into_iter().chain(pending).collect();
+        (out, unread)
     });
-    reports.sort_by(|a, b| a.instance.cmp(&b.instance));
+    if !unread.is_empty() {
+        let named: Vec<&str> = unread
+            .iter()
+            .take(UNREAD_NAMED)
+            .map(String::as_str)
+            .collect();
+        problems.push(format!(
+            "{} of {wanted} instance(s) not read: --timeout {:.0} s passed ({}{})",
+            unread.len(),
+            timeout.as_secs_f64(),
+            named.join(", "),
+            if unread.len() > named.len() {
+                ", …"
+            } else {
+                ""
+            }
+        ));
+    }
     problems.sort();
+    anyhow::ensure!(
+        !reports.is_empty(),
+        "--prometheus {shown}: none of the {wanted} instance(s) could be read ({} problem(s); first: {})",
+        problems.len(),
+        problems.first().map_or("none", String::as_str)
+    );
+    reports.sort_by(|a, b| a.instance.cmp(&b.instance));
     Ok(FleetReport {
         prometheus: shown,
         selector,
@@ -280,186 +418,6 @@ pub fn read_fleet(p: &PrometheusArgs, sample_window_s: f64) -> Result<FleetRepor
         instances: reports,
         problems,
     })
-}
-
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or("-".to_string(), |x| format!("{x:.digits$}"))
-}
-
-/// Seconds of idle scheduler per second over the window, summed over DP ranks
-/// (`sglang:scheduler_idle_seconds_total`; `-` where the server does not export it).
-fn idle_s_per_s(i: &InstanceReport) -> Option<f64> {
-    i.report
-        .server_metrics
-        .as_ref()
-        .and_then(|m| m.scheduler_idle_s_per_s)
-}
-
-fn rate_cell(r: &Option<diagnosis::report::Rate>) -> String {
-    match r {
-        None => "-".into(),
-        Some(r) => match (r.low, r.high) {
-            (Some(l), Some(h)) => format!("{:.0} ({:.0}-{:.0})", r.value, l, h),
-            _ => format!("{:.0}", r.value),
-        },
-    }
-}
-
-/// The fleet as text: a table (one row per instance, named as Prometheus labels it), totals,
-/// outliers, problems, then each instance's headline. Labels come from Prometheus: their
-/// control characters are escaped ([`one_line`]).
-pub fn text(f: &FleetReport) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "Fleet from {} ({} instance(s), {} DP rank(s); {:.0} s window at a {} s step, {} request(s) to Prometheus)",
-        one_line(&f.prometheus),
-        f.totals.instances,
-        f.totals.dp_ranks,
-        f.window.end - f.window.start,
-        f.window.step_s,
-        f.requests
-    );
-    let rows: Vec<[String; 8]> = f
-        .instances
-        .iter()
-        .map(|i| {
-            [
-                one_line(&i.instance).into_owned(),
-                diagnosis::narrative::bottleneck_label(i.bottleneck).to_string(),
-                rate_cell(&i.steady_gen_throughput),
-                opt(i.running_mean, 1),
-                opt(i.queued_mean, 1),
-                opt(i.usage_mean, 2),
-                i.kv_pool_tokens.map_or("-".into(), |p| p.to_string()),
-                opt(idle_s_per_s(i), 2),
-            ]
-        })
-        .collect();
-    let head = [
-        "instance",
-        "verdict",
-        "steady gen tok/s (95%)",
-        "running",
-        "queued",
-        "usage",
-        "KV pool tokens",
-        "sched idle s/s",
-    ];
-    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
-    for r in &rows {
-        for (w, c) in width.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |o: &mut String, cells: &[String]| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(&width)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        let _ = writeln!(o, "  {}", parts.join("  ").trim_end());
-    };
-    line(&mut o, &head.map(String::from));
-    for r in &rows {
-        line(&mut o, r);
-    }
-    let verdicts: Vec<String> = f
-        .totals
-        .by_bottleneck
-        .iter()
-        .map(|(k, n)| format!("{n} {k}"))
-        .collect();
-    let _ = writeln!(
-        o,
-        "Total: {:.0} tok/s steady gen throughput, {:.1} running, {:.1} queued (means); verdicts: {}",
-        f.totals.steady_gen_tok_per_s,
-        f.totals.running_mean,
-        f.totals.queued_mean,
-        verdicts.join(", ")
-    );
-    for x in &f.outliers {
-        let who = match &x.dp_rank {
-            Some(r) => format!("{} DP rank {}", one_line(&x.instance), one_line(r)),
-            None => one_line(&x.instance).into_owned(),
-        };
-        let what = match x.what {
-            Measure::Queue => format!("mean queue {:.1} requests", x.value),
-            Measure::Usage => format!("mean token usage {:.2}", x.value),
-        };
-        let _ = writeln!(
-            o,
-            "Outlier: {who}: {what} against a median of {:.2} among its peers (load imbalance)",
-            x.peers_median
-        );
-    }
-    for p in &f.problems {
-        let _ = writeln!(o, "Not read: {}", one_line(p));
-    }
-    for i in &f.instances {
-        let _ = writeln!(
-            o,
-            "\n{}: {}",
-            one_line(&i.instance),
-            one_line(&i.report.headline.text)
-        );
-    }
-    o
-}
-
-/// The fleet as Markdown (the same table and lines).
-pub fn markdown(f: &FleetReport) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# Fleet from {}\n\n{} instance(s), {} DP rank(s), {:.0} s window at a {} s step.\n",
-        f.prometheus,
-        f.totals.instances,
-        f.totals.dp_ranks,
-        f.window.end - f.window.start,
-        f.window.step_s
-    );
-    let _ = writeln!(
-        o,
-        "| instance | verdict | steady gen tok/s (95%) | running | queued | usage | KV pool tokens | sched idle s/s |\n|---|---|---|---|---|---|---|---|"
-    );
-    for i in &f.instances {
-        let _ = writeln!(
-            o,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
-            i.instance,
-            diagnosis::narrative::bottleneck_label(i.bottleneck),
-            rate_cell(&i.steady_gen_throughput),
-            opt(i.running_mean, 1),
-            opt(i.queued_mean, 1),
-            opt(i.usage_mean, 2),
-            i.kv_pool_tokens.map_or("-".into(), |p| p.to_string()),
-            opt(idle_s_per_s(i), 2)
-        );
-    }
-    let _ = writeln!(
-        o,
-        "\nTotal: {:.0} tok/s steady gen throughput, {:.1} running, {:.1} queued (means).",
-        f.totals.steady_gen_tok_per_s, f.totals.running_mean, f.totals.queued_mean
-    );
-    for x in &f.outliers {
-        let _ = writeln!(
-            o,
-            "- Outlier: `{}`{}: {} {:.2} against a median of {:.2} among its peers.",
-            x.instance,
-            x.dp_rank
-                .as_ref()
-                .map(|r| format!(" DP rank {r}"))
-                .unwrap_or_default(),
-            x.what.name(),
-            x.value,
-            x.peers_median
-        );
-    }
-    for i in &f.instances {
-        let _ = writeln!(o, "\n## `{}`\n\n{}", i.instance, i.report.headline.text);
-    }
-    o
 }
 
 /// Run `diagnose --prometheus`: print the fleet (text or `--json`), write `--markdown`.
@@ -492,6 +450,7 @@ pub fn run(args: &crate::DiagnoseArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use diagnosis::rules::fleet_imbalance::Measure;
 
     /// Item 24 of issue 30: a label from Prometheus with an escape sequence and a newline
     /// neither reaches the terminal raw nor starts a line of its own.
@@ -579,6 +538,54 @@ mod tests {
                     dp_rank: None,
                     points: vec![(1.0, 0.5)],
                 },
+            ]
+        );
+    }
+
+    /// Issue 30 C18, on Prometheus' side: one instance's series of a name that differ by
+    /// `job` (two jobs scrape one server) are left out and named, not summed; ranks, the
+    /// `is_streaming` split and the timer's `category` are summed as before.
+    #[test]
+    fn series_split_by_a_label_other_than_a_rank_are_named_not_summed() {
+        let one = |name: &str, extra: &[(&str, &str)]| RangeSeries {
+            labels: [("__name__", name), ("instance", "h:1")]
+                .iter()
+                .chain(extra)
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            points: vec![(1.0, 2.0)],
+        };
+        let found = vec![
+            one("sglang:num_running_reqs", &[("job", "a"), ("dp_rank", "0")]),
+            one("sglang:num_running_reqs", &[("job", "b"), ("dp_rank", "0")]),
+            one("sglang:num_queue_reqs", &[("job", "a"), ("dp_rank", "0")]),
+            one("sglang:num_queue_reqs", &[("job", "a"), ("dp_rank", "1")]),
+            one("sglang:num_requests_total", &[("is_streaming", "true")]),
+            one("sglang:num_requests_total", &[("is_streaming", "false")]),
+            one(
+                "sglang:forward_execution_seconds_total",
+                &[("category", "decode")],
+            ),
+            one(
+                "sglang:forward_execution_seconds_total",
+                &[("category", "extend")],
+            ),
+        ];
+        let (kept, said) = refuse_other_splits("h:1", found);
+        let names: BTreeSet<&str> = kept.iter().map(|s| s.labels["__name__"].as_str()).collect();
+        assert_eq!(
+            names.into_iter().collect::<Vec<_>>(),
+            [
+                "sglang:forward_execution_seconds_total",
+                "sglang:num_queue_reqs",
+                "sglang:num_requests_total"
+            ]
+        );
+        assert_eq!(kept.len(), 6);
+        assert_eq!(
+            said,
+            [
+                "instance h:1: sglang:num_running_reqs: its 2 series differ by label \"job\" (2 values), not only by rank labels (dp_rank, tp_rank, pp_rank, moe_ep_rank): not the ranks of one server, so not summed and not used"
             ]
         );
     }
