@@ -12,14 +12,25 @@
 //!   optionally the client's own printed rates (`X req/s`, `X it/s`, `X tok/s`), e.g.
 //!   `2026-02-10 14:00:30 [B2] 3/11000 done, 0.0 req/s`;
 //! - a benchmark's printed summary (`python -m sglang.bench_serving`, SGLang's multi-turn
-//!   benchmark), read by [`crate::bench`]: whole-run figures, no per-request times.
+//!   benchmark), read by [`crate::bench`]: whole-run figures, no per-request times;
+//! - a benchmark client's own files, told by their content (no option names the kind), one
+//!   module per client: NVIDIA AIPerf's per-request export and its run summary (JSON, CSV,
+//!   console tables: [`aiperf`]), GuideLLM's report (JSON or YAML: each benchmark of a sweep a
+//!   run summary, the last one's requests as records), CSV and console tables ([`guidellm`]),
+//!   `vllm bench serve --save-result` and bench_serving's `--output-file` ([`crate::bench`]),
+//!   and the llm-d Benchmark Report v0.2, the common format ([`llmd`]).
+//!
+//! A JSON document or JSONL file of none of these shapes is refused ([`NotClientFile`]) with
+//! what it looks like and the shapes read, never counted as one request; a known tool's file of
+//! a layout this version does not read names the version it holds and the one read.
 //!
 //! Every line is accounted for: a line that fits none of these is counted and the first ones are
 //! kept with their line numbers.
 
-mod aiperf;
-mod guidellm;
+pub mod aiperf;
+pub mod guidellm;
 mod jsonl;
+pub mod llmd;
 mod progress;
 
 use serde::Serialize;
@@ -108,6 +119,162 @@ pub struct ClientEvidence {
     /// Requests the client cancelled in flight (GuideLLM's `incomplete`: at its time limit),
     /// left out of [`Self::requests`]: they neither completed nor failed on the server's side.
     pub cancelled: u64,
+    /// Which of the file's runs [`Self::requests`] come from, when it holds several (a GuideLLM
+    /// sweep: `benchmark 3 of 3, concurrent@64`); every run's summary is in [`Self::bench`].
+    pub records_of: Option<String>,
+    /// Why the file is no client evidence when it is none this tool reads (a JSON document of
+    /// no known shape, a known tool's unsupported version).
+    #[serde(skip)]
+    pub refused: Option<NotClientFile>,
+}
+
+/// The shapes of JSON client files read, as the refusal of another one lists them.
+pub const JSON_SHAPES_READ: &str = "per-request JSONL (run-batch's records; any JSONL with a time field such as end_time, or token counts), AIPerf's profile_export.jsonl and profile_export_aiperf.json, GuideLLM's benchmarks.json, vllm bench serve --save-result JSON, sglang.bench_serving --output-file JSONL, an llm-d Benchmark Report v0.2";
+
+/// Why a client file is none this tool reads.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotClientFile {
+    /// A JSON document, or JSON lines, of no shape read.
+    #[error("it is JSON of no shape read ({looks}); the JSON shapes read are: {JSON_SHAPES_READ}")]
+    UnknownJson {
+        /// What it looks like: its top-level keys, or its kind of value.
+        looks: String,
+    },
+    /// A known tool's file that holds no request's results (its inputs, its scrape of the
+    /// server's metrics).
+    #[error("it is {what}: it holds no request's results; give the tool's results file instead")]
+    NoResults {
+        /// What the file is.
+        what: &'static str,
+    },
+    /// A known tool's file in a layout this version does not read.
+    #[error(
+        "it is {tool}'s file, version {version}, whose layout is not read ({reason}); read: {read}"
+    )]
+    UnsupportedVersion {
+        /// The tool (`AIPerf`, `GuideLLM`, `llm-d Benchmark Report`).
+        tool: &'static str,
+        /// The version the file states (or says it states none).
+        version: String,
+        /// What did not fit.
+        reason: String,
+        /// The versions read.
+        read: &'static str,
+    },
+}
+
+/// What a JSON value that fits no shape looks like: an object's first keys, else its kind.
+fn json_looks(v: &Value) -> String {
+    match v {
+        Value::Object(o) => {
+            let keys: Vec<&str> = o.keys().take(8).map(String::as_str).collect();
+            let more = if o.len() > 8 { ", …" } else { "" };
+            format!("an object with keys {}{more}", keys.join(", "))
+        }
+        Value::Array(a) => format!("an array of {} values", a.len()),
+        _ => "a bare value".to_string(),
+    }
+}
+
+/// A whole-document client file read: summaries, records, or a refusal.
+struct Whole {
+    summaries: Vec<crate::BenchSummary>,
+    requests: Vec<ClientRequest>,
+    cancelled: u64,
+    records_of: Option<String>,
+}
+
+impl Whole {
+    fn summaries(summaries: Vec<crate::BenchSummary>) -> Self {
+        Whole {
+            summaries,
+            requests: Vec::new(),
+            cancelled: 0,
+            records_of: None,
+        }
+    }
+}
+
+/// A client file read as a whole (a JSON or YAML document, a CSV, console tables), when it is
+/// one of the known tools' files; `None` leaves it to the line-by-line reading.
+fn whole_document(text: &str) -> Option<Result<Whole, NotClientFile>> {
+    let head = text.trim_start();
+    if head.starts_with('{') {
+        let v = serde_json::from_str::<Value>(text)
+            .ok()
+            .or_else(|| serde_json::from_str(&jsonl::python_json(text)?).ok())?;
+        if guidellm::is_report(&v) {
+            return Some(guidellm::read_report(&v).map(|r| Whole {
+                summaries: r.summaries,
+                requests: r.requests,
+                cancelled: r.cancelled,
+                records_of: r.records_of,
+            }));
+        }
+        if let Some(what) = aiperf::no_results(&v) {
+            return Some(Err(NotClientFile::NoResults { what }));
+        }
+        if aiperf::is_summary_json(&v) {
+            return Some(aiperf::summary_json(&v).map(|b| Whole::summaries(vec![b])));
+        }
+        if llmd::is_report(&v) {
+            return Some(llmd::read_report(&v).map(|b| Whole::summaries(vec![b])));
+        }
+        // a pretty-printed `--save-result` (one object over many lines)
+        if text.trim().lines().nth(1).is_some()
+            && let Some(b) = crate::BenchSummary::from_bench_serving_json(&v, 1)
+        {
+            return Some(Ok(Whole::summaries(vec![b])));
+        }
+        // a document over many lines of no known shape (JSONL's records are one a line)
+        if text.trim().lines().nth(1).is_some()
+            && text
+                .lines()
+                .nth(1)
+                .is_some_and(|l| !l.trim_start().starts_with('{'))
+        {
+            return Some(Err(NotClientFile::UnknownJson {
+                looks: json_looks(&v),
+            }));
+        }
+        return None;
+    }
+    // GuideLLM's YAML report: a mapping whose first key is one of its report's
+    if ["benchmarks:", "metadata:", "---"]
+        .iter()
+        .any(|k| head.starts_with(k))
+    {
+        let v: Value = serde_yaml::from_str(text).ok()?;
+        if guidellm::is_report(&v) {
+            return Some(guidellm::read_report(&v).map(|r| Whole {
+                summaries: r.summaries,
+                requests: r.requests,
+                cancelled: r.cancelled,
+                records_of: r.records_of,
+            }));
+        }
+        return None;
+    }
+    if head.starts_with(aiperf::SERVER_METRICS_CSV) {
+        return Some(Err(NotClientFile::NoResults {
+            what: aiperf::SERVER_METRICS_WHAT,
+        }));
+    }
+    if aiperf::is_summary_csv(text) {
+        return aiperf::summary_csv(text).map(|b| Ok(Whole::summaries(vec![b])));
+    }
+    if guidellm::is_csv(text) {
+        let s = guidellm::summaries_csv(text);
+        return (!s.is_empty()).then(|| Ok(Whole::summaries(s)));
+    }
+    if aiperf::has_console_tables(text) {
+        return aiperf::summary_console(text).map(|b| Ok(Whole::summaries(vec![b])));
+    }
+    if guidellm::has_console_tables(text) {
+        let s = guidellm::summaries_console(text);
+        return (!s.is_empty()).then(|| Ok(Whole::summaries(s)));
+    }
+    None
 }
 
 impl ClientEvidence {
@@ -152,21 +319,33 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
         unparsed_lines: 0,
         unparsed: Vec::new(),
         cancelled: 0,
+        records_of: None,
+        refused: None,
     };
-    // a whole JSON document (GuideLLM's report), not JSON lines
-    if text.trim_start().starts_with('{')
-        && let Ok(v) = serde_json::from_str::<Value>(text)
-        && let Some((requests, cancelled)) = guidellm::guidellm_requests(&v)
-    {
-        ev.lines = text.lines().count() as u64;
-        ev.format = if requests.iter().any(|r| r.end.is_some()) {
-            ClientFormat::TimedRecords
-        } else {
-            ClientFormat::UntimedRecords
-        };
-        ev.requests = requests;
-        ev.cancelled = cancelled;
-        return ev;
+    // a whole document (a tool's report, CSV or console tables), not lines
+    match whole_document(text) {
+        Some(Ok(w)) => {
+            ev.lines = text.lines().count() as u64;
+            ev.format = if w.requests.iter().any(|r| r.end.is_some()) {
+                ClientFormat::TimedRecords
+            } else if !w.requests.is_empty() {
+                ClientFormat::UntimedRecords
+            } else {
+                ClientFormat::BenchmarkSummary
+            };
+            ev.requests = w.requests;
+            ev.cancelled = w.cancelled;
+            ev.records_of = w.records_of;
+            ev.bench = w.summaries;
+            return ev;
+        }
+        Some(Err(e)) => {
+            ev.lines = text.lines().count() as u64;
+            ev.bench.clear();
+            ev.refused = Some(e);
+            return ev;
+        }
+        None => {}
     }
     let in_bench = |line_no: u64| {
         ev.bench
@@ -179,6 +358,7 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
     let mut lines = 0;
     let mut unparsed_lines = 0;
     let mut unparsed = Vec::new();
+    let mut unknown_json = None;
     for (i, raw) in text.lines().enumerate() {
         lines += 1;
         let line = raw.trim();
@@ -199,6 +379,7 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
                     json_runs.push(b);
                     continue;
                 }
+                unknown_json.get_or_insert_with(|| json_looks(&v));
             }
         } else if let Some(p) = progress_from_line(line) {
             progress.push(p);
@@ -211,6 +392,9 @@ pub fn parse_client(source: impl Into<String>, text: &str) -> ClientEvidence {
     }
     ev.lines = lines;
     ev.bench.extend(json_runs);
+    if requests.is_empty() && progress.is_empty() && ev.bench.is_empty() {
+        ev.refused = unknown_json.map(|looks| NotClientFile::UnknownJson { looks });
+    }
     ev.requests = requests;
     ev.progress = progress;
     ev.unparsed_lines = unparsed_lines;
