@@ -188,14 +188,26 @@ fn finding_lines(fi: &Finding) -> Vec<String> {
 /// `of` DP ranks (the server-side figure then covers those ranks only).
 fn client_lines(c: &ClientSummary, ranks: Option<(usize, u32)>) -> Vec<String> {
     let mut o = vec![format!(
-        "source {} ({}): {} completed, {} failed{}",
+        "source {} ({}{}): {} completed, {} failed{}",
         c.source,
         client_format_words(c.format),
+        c.records_of
+            .as_deref()
+            .map(|r| format!("; the records of {r}"))
+            .unwrap_or_default(),
         c.completed,
         c.failed,
         c.total.map(|t| format!(" of {t}")).unwrap_or_default()
     )];
-    match (c.printed_req_per_s, c.printed_tok_per_s) {
+    // as printed, to three decimals at most (a summary file's figures carry all of a double's)
+    let printed = |x: f64| {
+        let s = format!("{x:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    match (
+        c.printed_req_per_s.map(printed),
+        c.printed_tok_per_s.map(printed),
+    ) {
         (Some(p), Some(t)) => o.push(format!(
             "the client printed       {p} req/s, {t} tok/s (as the client counts them)"
         )),
@@ -221,6 +233,11 @@ fn client_lines(c: &ClientSummary, ranks: Option<(usize, u32)>) -> Vec<String> {
             o.push(format!("{name} {}{part}", rate_text(r, 3)));
         }
     }
+    if let Some(t) = c.lifetime_tok_per_s {
+        o.push(format!(
+            "output tokens            {t:.1} tok/s over the lifetime (the records' completion tokens)"
+        ));
+    }
     if let Some(m) = c.mean_completion_tokens {
         o.push(format!(
             "mean completion {m:.0} tokens{}",
@@ -242,6 +259,65 @@ fn client_lines(c: &ClientSummary, ranks: Option<(usize, u32)>) -> Vec<String> {
             t.p50 * 1000.0,
             t.p99 * 1000.0,
             t.n
+        ));
+    }
+    if !c.claims.is_empty() {
+        use diagnosis::report::ClaimedFigure as F;
+        let parts: Vec<String> = c
+            .claims
+            .iter()
+            .map(|k| {
+                let (name, claimed, records) = match k.figure {
+                    F::CompletedRequests => (
+                        "completed",
+                        format!("{:.0}", k.claimed),
+                        format!("{:.0}", k.from_records),
+                    ),
+                    F::FailedRequests => (
+                        "failed",
+                        format!("{:.0}", k.claimed),
+                        format!("{:.0}", k.from_records),
+                    ),
+                    F::CancelledRequests => (
+                        "cancelled",
+                        format!("{:.0}", k.claimed),
+                        format!("{:.0}", k.from_records),
+                    ),
+                    F::RequestRate => (
+                        "req/s",
+                        format!("{:.3}", k.claimed),
+                        format!("{:.3}", k.from_records),
+                    ),
+                    F::OutputTokenRate => (
+                        "output tok/s",
+                        format!("{:.1}", k.claimed),
+                        format!("{:.1}", k.from_records),
+                    ),
+                    F::MeanTtft => (
+                        "mean TTFT s",
+                        format!("{:.3}", k.claimed),
+                        format!("{:.3}", k.from_records),
+                    ),
+                    F::MeanItl => (
+                        "mean ITL ms",
+                        format!("{:.2}", k.claimed * 1e3),
+                        format!("{:.2}", k.from_records * 1e3),
+                    ),
+                };
+                let mark = if k.agrees || k.from_records == 0.0 {
+                    String::new()
+                } else {
+                    format!(
+                        " (differs by {:+.0}%)",
+                        (k.claimed / k.from_records - 1.0) * 100.0
+                    )
+                };
+                format!("{name} {claimed} vs {records}{mark}")
+            })
+            .collect();
+        o.push(format!(
+            "client's summary vs its records: {}",
+            parts.join(" · ")
         ));
     }
     if c.cancelled > 0 {
@@ -282,9 +358,21 @@ fn bench_lines(runs: &[BenchmarkRun]) -> Vec<String> {
             .max_concurrency
             .map(|m| format!(" (limit {m})"))
             .unwrap_or_default();
-        o.push(match diagnosis::narrative::bench_client_words(b.client) {
-            Some(c) => format!("{} ({c})", range_text(&run.source)),
-            None => range_text(&run.source),
+        // the client, its version and which run of the file (a sweep's benchmark) it is
+        let who: Vec<String> = [
+            diagnosis::narrative::bench_client_words(b.client).map(|c| match &b.client_version {
+                Some(v) => format!("{c} {v}"),
+                None => c.to_string(),
+            }),
+            b.label.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        o.push(if who.is_empty() {
+            range_text(&run.source)
+        } else {
+            format!("{} ({})", range_text(&run.source), who.join(", "))
         });
         o.push(format!(
             "  {ok} ok{of} in {} s · {} req/s · output {} tok/s (peak {}) · {} requests in flight{limit} · sent at {}{}",
@@ -301,16 +389,25 @@ fn bench_lines(runs: &[BenchmarkRun]) -> Vec<String> {
             },
             b.accept_length.map(|a| format!(" · accept length {a:.2}")).unwrap_or_default()
         ));
+        if let Some(n) = b.cancelled_requests.filter(|&n| n > 0) {
+            o.push(format!(
+                "  {n} requests cancelled in flight by the client (at its time limit): neither completed nor failed"
+            ));
+        }
         o.push(format!(
-            "  mean (median) TTFT {} ({}) ms · TPOT {} ({}) ms · ITL {} ({}) ms · end to end {} ({}) ms",
+            "  mean (median, p99) TTFT {} ({}, {}) ms · TPOT {} ({}, {}) ms · ITL {} ({}, {}) ms · end to end {} ({}, {}) ms",
             ms(b.ttft.mean_s),
             ms(b.ttft.median_s),
+            ms(b.ttft.p99_s),
             ms(b.tpot.mean_s),
             ms(b.tpot.median_s),
+            ms(b.tpot.p99_s),
             ms(b.itl.mean_s),
             ms(b.itl.median_s),
+            ms(b.itl.p99_s),
             ms(b.e2e.mean_s),
-            ms(b.e2e.median_s)
+            ms(b.e2e.median_s),
+            ms(b.e2e.p99_s)
         ));
     }
     o
