@@ -5,8 +5,8 @@
 //! The summary's three forms hold one table of metrics, each with a unit and statistics
 //! (`avg`, `p50`, `p90`, `p95`, `p99`, `max`): the JSON under snake-case tags
 //! (`time_to_first_token`), the CSV and the console under titles with the unit in brackets
-//! (`Time to First Token (ms)`). Both are turned into the tag ([`metric_tag`]) and read by one
-//! mapping ([`summary_from_metrics`]), so the three forms give the same figures.
+//! (`Time to First Token (ms)`). Both are turned into the tag (`metric_tag`) and read by one
+//! mapping (`summary_from_metrics`), so the three forms give the same figures.
 
 use std::collections::BTreeMap;
 

@@ -149,7 +149,7 @@ pub fn progress_without_time(line: &str) -> bool {
 }
 
 /// Whether `line` (surrounding spaces allowed) is a client's progress line as
-/// [`parse_client`] reads one: a date-time, then a count of completed requests (`N/M done`).
+/// [`super::parse_client`] reads one: a date-time, then a count of completed requests (`N/M done`).
 /// Lets a reader tell a progress log while it reads it, line by line, with no second read.
 pub fn is_progress_line(line: &str) -> bool {
     progress_from_line(line.trim()).is_some()
