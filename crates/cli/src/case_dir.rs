@@ -13,6 +13,29 @@ use crate::DiagnoseArgs;
 const HEAD_BYTES: u64 = 64 << 10;
 /// A JSON file larger than this is no `config.json` or `/server_info` answer (bytes).
 const MAX_JSON_BYTES: u64 = 4 << 20;
+/// A benchmark client's whole-document file (GuideLLM's report, AIPerf's summary,
+/// bench_serving's one-line result with its per-request arrays) is read whole up to this size
+/// to be recognised (bytes).
+const MAX_CLIENT_DOC_BYTES: u64 = 64 << 20;
+
+/// The role of a benchmark client's whole-document file (a JSON or YAML report, a summary CSV,
+/// console tables) from all of its text: per-request records go to `--client-records`, a run
+/// summary alone to `--client-log`; `None` when it is neither (or is refused by its reader).
+fn client_document_role(path: &Path) -> Option<Role> {
+    let text = std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.len() <= MAX_CLIENT_DOC_BYTES)
+        .and_then(|_| std::fs::read(path).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())?;
+    let c = sglang_log::parse_client(path.display().to_string(), &text);
+    if !c.requests.is_empty() {
+        return Some(Role::ClientRecords);
+    }
+    // a run summary, from JSON or a file that holds no SGLang batch line (a server log with a
+    // benchmark's block in it stays a log; a JSON result's generated texts may say anything)
+    let json = text.trim_start().starts_with('{');
+    (!c.bench.is_empty() && (json || !text.contains(" batch"))).then_some(Role::ClientLog)
+}
 
 /// What a file in a case folder is, by its content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,7 +102,11 @@ pub fn role_of(path: &Path) -> Option<Role> {
             if has("architectures") || has("model_type") || has("hidden_size") {
                 return Some(Role::ModelConfig);
             }
-            return None;
+            return client_document_role(path);
+        }
+        // one JSON document too large for the head, or JSONL records
+        if let Some(role) = client_document_role(path) {
+            return Some(role);
         }
         let first = trimmed.lines().next().unwrap_or("");
         return serde_json::from_str::<serde_json::Value>(first)
@@ -94,7 +121,11 @@ pub fn role_of(path: &Path) -> Option<Role> {
     }
     let client = sglang_log::parse_client(path.display().to_string(), &text);
     // a client's progress log holds progress lines and no SGLang batch line
-    (client.progress.len() >= 2 && !text.contains(" batch")).then_some(Role::ClientLog)
+    if client.progress.len() >= 2 && !text.contains(" batch") {
+        return Some(Role::ClientLog);
+    }
+    // a benchmark client's report (GuideLLM's YAML), summary CSV or console tables
+    client_document_role(path)
 }
 
 /// Give each file of every directory among `args.logs` its role: the files of a role whose
@@ -265,5 +296,56 @@ mod tests {
         };
         assert!(assign_roles(&mut args).expect("roles").is_empty());
         assert_eq!(args.logs, vec![dir.path().to_path_buf()]);
+    }
+
+    /// The benchmark clients' own files (`tests/data/clients/`) take their roles by content:
+    /// per-request records (AIPerf's export, GuideLLM's report as JSON or YAML) go to
+    /// `--client-records`, a run summary alone (AIPerf's summary JSON, GuideLLM's CSV and
+    /// console, vLLM's `--save-result`, an llm-d report) to `--client-log`; the server log
+    /// beside them stays the log (issue 32: a job directory of AIPerf's artifacts used only
+    /// its per-request file).
+    #[test]
+    fn benchmark_clients_files_take_their_roles() {
+        let data = |rel: &str| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/data/clients")
+                .join(rel)
+        };
+        for (rel, role) in [
+            (
+                "aiperf-0.13.0/profile_export.head20.jsonl",
+                Some(Role::ClientRecords),
+            ),
+            (
+                "aiperf-0.13.0/profile_export_aiperf.json",
+                Some(Role::ClientLog),
+            ),
+            (
+                "aiperf-0.13.0/profile_export_aiperf.csv",
+                Some(Role::ClientLog),
+            ),
+            (
+                "aiperf-0.13.0/profile_export_console.txt",
+                Some(Role::ClientLog),
+            ),
+            (
+                "guidellm-0.8.1/benchmarks.trimmed.json",
+                Some(Role::ClientRecords),
+            ),
+            (
+                "guidellm-0.8.1/benchmarks.trimmed.yaml",
+                Some(Role::ClientRecords),
+            ),
+            ("guidellm-0.8.1/benchmarks.csv", Some(Role::ClientLog)),
+            ("guidellm-0.8.1/guidellm.console.txt", Some(Role::ClientLog)),
+            ("guidellm-0.8.1/server.log", None),
+            ("vllm-bench-serve/result.json", Some(Role::ClientLog)),
+            (
+                "llmd-report-0.2/benchmark_report.json",
+                Some(Role::ClientLog),
+            ),
+        ] {
+            assert_eq!(role_of(&data(rel)), role, "{rel}");
+        }
     }
 }

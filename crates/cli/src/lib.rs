@@ -230,10 +230,10 @@ pub struct DiagnoseArgs {
     /// The model's Hugging Face config.json (KV cache bytes per token, for the KV capacity what-if table).
     #[arg(long, value_name = "FILE")]
     pub model_config: Option<PathBuf>,
-    /// What the client printed: a progress log (lines with a date-time and `N/M done`), a saved `python -m sglang.bench_serving` output (its 'Serving Benchmark Result' block), or SGLang's multi-turn benchmark summary ('Performance metrics summary:').
+    /// What the client printed: a progress log (lines with a date-time and `N/M done`), a saved `python -m sglang.bench_serving` output (its 'Serving Benchmark Result' block), vllm bench serve's output or --save-result JSON, another benchmark client's run summary (AIPerf's profile_export_aiperf.json / .csv / console output, GuideLLM's benchmarks.csv / console output, an llm-d Benchmark Report v0.2), or SGLang's multi-turn benchmark summary ('Performance metrics summary:').
     #[arg(long, value_name = "FILE")]
     pub client_log: Option<PathBuf>,
-    /// The client's per-request records, JSONL with one request per line: run-batch output, or any JSONL with times (seconds) and token counts.
+    /// The client's per-request records: run-batch output, AIPerf's profile_export.jsonl, GuideLLM's benchmarks.json / .yaml, bench_serving's --output-file, or any JSONL with times (seconds) and token counts.
     #[arg(long, value_name = "FILE")]
     pub client_records: Option<PathBuf>,
     /// Length in seconds of a short measurement someone plans (e.g. 60 s of the request rate): the report says how uncertain a rate measured over that long is, and how long a window a ±10% answer needs.

@@ -500,7 +500,7 @@ pub fn foreign_hint(e: &NotSglangLog) -> &'static str {
             " (a model config goes to --model-config FILE, beside the server log)"
         }
         Some(ForeignFormat::AiperfConsole) => {
-            " (AIPerf's console summary is not read; the server log is what this tool diagnoses)"
+            " (AIPerf's console summary goes to --client-log FILE, beside the server log)"
         }
         Some(ForeignFormat::ServerInfo) => {
             " (a /server_info response goes to --server-info FILE, beside the server log)"
@@ -511,12 +511,11 @@ pub fn foreign_hint(e: &NotSglangLog) -> &'static str {
         Some(ForeignFormat::BenchServingResult) => {
             " (bench_serving's result file goes to --client-records FILE, beside the server log)"
         }
-        Some(
-            ForeignFormat::AiperfReport
-            | ForeignFormat::GuidellmReport
-            | ForeignFormat::GuidellmConsole,
-        ) => {
-            " (a benchmark client's report is not read as the log: pass the server's log, and the client's per-request records with --client-records)"
+        Some(ForeignFormat::AiperfReport | ForeignFormat::GuidellmConsole) => {
+            " (a benchmark client's run summary goes to --client-log FILE, its per-request records to --client-records FILE, beside the server log)"
+        }
+        Some(ForeignFormat::GuidellmReport) => {
+            " (GuideLLM's report goes to --client-records FILE, beside the server log: its requests and each benchmark's summary are read)"
         }
         // another engine's log: the error names it, and no option of this tool takes it
         Some(

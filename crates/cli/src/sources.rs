@@ -189,6 +189,13 @@ pub fn add_client_file(ctx: &mut Context, path: &Path, flag: &str) -> anyhow::Re
     let bytes = crate::flags::read_capped(flag, path, CLIENT_CAP)?;
     let text = String::from_utf8_lossy(&bytes);
     let c = sglang_log::parse_client(name.clone(), &text);
+    // a JSON file of no known shape, a known tool's unsupported version: its own words
+    if let Some(why) = &c.refused
+        && c.requests.is_empty()
+        && c.bench.is_empty()
+    {
+        anyhow::bail!("{flag} {name}: {why}");
+    }
     if c.requests.is_empty() && c.progress.is_empty() && c.bench.is_empty() {
         let first = c
             .unparsed

@@ -1332,6 +1332,23 @@ fn a_file_under_the_wrong_client_option_is_named() {
         err.contains("It is an SGLang server log: give it as the LOG argument"),
         "{err}"
     );
+    // AIPerf's server-metrics export holds no request's results: named as such (its console
+    // summary, refused here before issue 32, is now read as the client's run summary)
+    let metrics = data("clients/aiperf-0.13.0/server_metrics_export.csv");
+    let out = bin()
+        .arg("diagnose")
+        .arg(&log)
+        .arg("--client-log")
+        .arg(&metrics)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("it is AIPerf's server-metrics export")
+            && err.contains("holds no request's results"),
+        "{err}"
+    );
     let console = data("clients/aiperf-0.13.0/profile_export_console.txt");
     let out = bin()
         .arg("diagnose")
@@ -1340,9 +1357,55 @@ fn a_file_under_the_wrong_client_option_is_named() {
         .arg(&console)
         .output()
         .expect("run");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("It looks like NVIDIA AIPerf's console summary"),
-        "{err}"
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("(NVIDIA AIPerf)"), "{report}");
+}
+
+/// GuideLLM's report beside its server log (issue 32): its requests are the client's records,
+/// its benchmark a run summary with GuideLLM's own figures, and the client view sets the two
+/// side by side and says which benchmark the records are.
+#[test]
+fn guidellm_report_beside_its_log_gives_records_summary_and_their_check() {
+    let out = bin()
+        .arg("diagnose")
+        .arg(data("clients/guidellm-0.8.1/server.log"))
+        .arg("--client-records")
+        .arg(data("clients/guidellm-0.8.1/benchmarks.trimmed.json"))
+        .arg("--json")
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let run = &v["benchmark_runs"][0]["summary"];
+    assert_eq!(run["client"], "guidellm");
+    assert_eq!(run["label"], "concurrent@64");
+    assert_eq!(run["cancelled_requests"], 64);
+    assert!((run["output_tok_per_s"].as_f64().expect("tok/s") - 655.63).abs() < 0.01);
+    let client = &v["client"];
+    assert_eq!(client["records_of"], "benchmark 1 of 1, concurrent@64");
+    let claims = client["claims"].as_array().expect("claims");
+    let completed = claims
+        .iter()
+        .find(|c| c["figure"] == "completed_requests")
+        .expect("completed");
+    // the cut-down report holds 5 of the 223 requests: the check says they disagree
+    assert_eq!(
+        (
+            completed["claimed"].as_f64(),
+            completed["from_records"].as_f64()
+        ),
+        (Some(223.0), Some(5.0))
+    );
+    assert_eq!(completed["agrees"], false);
 }

@@ -160,6 +160,9 @@ pub fn client_summary(
         printed_req_per_s: None,
         printed_tok_per_s: None,
         lifetime_req_per_s: None,
+        lifetime_tok_per_s: None,
+        records_of: c.records_of.clone(),
+        claims: Vec::new(),
         windowed_req_per_s: None,
         implied_req_per_s: None,
         first_completion_after_s: None,
@@ -224,6 +227,10 @@ pub fn client_summary(
         let (t1, n1) = cum[cum.len() - 1];
         if let Ok(est) = throughput_stats::lifetime_rate(n1, t0, t1) {
             s.lifetime_req_per_s = Some(rate_from(&est, RateBasis::ClientLifetime));
+        }
+        // the records' completion tokens over the same span (the client's output throughput)
+        if c.format == ClientFormat::TimedRecords && t1 > t0 && !completions.is_empty() {
+            s.lifetime_tok_per_s = Some(completions.iter().sum::<f64>() / (t1 - t0));
         }
         s.first_completion_after_s = cum.iter().find(|p| p.1 > 0).map(|p| p.0 - t0);
         // Window: the server's steady span when the clocks overlap by more than the log clock
@@ -372,6 +379,75 @@ pub fn now_rate(c: &ClientSummary) -> Option<&Rate> {
                 .then_some(c.lifetime_req_per_s.as_ref())
                 .flatten()
         })
+}
+
+/// The client's own summary of the run its records come from (the last run read from one of
+/// the client files, not from a log), figure by figure against the records' figures in `s`:
+/// completed, failed and cancelled requests, the request and output token rates over the
+/// client's lifetime, mean TTFT and ITL. Empty without records or such a summary.
+pub fn claims(
+    s: &crate::report::ClientSummary,
+    runs: &[crate::report::BenchmarkRun],
+    ctx: &Context,
+) -> Vec<crate::report::ClaimCheck> {
+    use crate::report::{ClaimCheck, ClaimedFigure as F};
+    if s.format != ClientFormat::TimedRecords {
+        return Vec::new();
+    }
+    let Some(run) = runs
+        .iter()
+        .rev()
+        .find(|r| ctx.clients.iter().any(|c| c.source == r.source.source))
+    else {
+        return Vec::new();
+    };
+    let b = &run.summary;
+    let pairs = [
+        (
+            F::CompletedRequests,
+            b.successful_requests.map(|n| n as f64),
+            Some(s.completed as f64),
+        ),
+        (
+            F::FailedRequests,
+            b.failed_requests.map(|n| n as f64),
+            Some(s.failed as f64),
+        ),
+        (
+            F::CancelledRequests,
+            b.cancelled_requests.map(|n| n as f64),
+            Some(s.cancelled as f64),
+        ),
+        (
+            F::RequestRate,
+            b.request_throughput,
+            s.lifetime_req_per_s.as_ref().map(|r| r.value),
+        ),
+        (F::OutputTokenRate, b.output_tok_per_s, s.lifetime_tok_per_s),
+        (
+            F::MeanTtft,
+            b.ttft.mean_s,
+            s.ttft_s.as_ref().map(|t| t.mean),
+        ),
+        (F::MeanItl, b.itl.mean_s, s.itl_s.as_ref().map(|t| t.mean)),
+    ];
+    pairs
+        .into_iter()
+        .filter_map(|(figure, claimed, from_records)| {
+            let (claimed, from_records) = (claimed?, from_records?);
+            let agrees = if from_records == 0.0 {
+                claimed == 0.0
+            } else {
+                ((claimed - from_records) / from_records).abs() <= th::CLIENT_CLAIM_TOLERANCE
+            };
+            Some(ClaimCheck {
+                figure,
+                claimed,
+                from_records,
+                agrees,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -278,6 +278,14 @@ pub const CAPTURE_ROOM_GIB: f64 = 8.0;
 /// client's): the whole-run request rate only understates the steady one, so the server's
 /// figure errs high, never a quarter low.
 pub const CLIENT_TOKENS_DISAGREE: f64 = 0.25;
+/// How far a client's own summary figure (its req/s, output tok/s, mean TTFT, mean ITL) may
+/// stand from the same figure computed from its records before the two are said to disagree
+/// (fraction of the records' figure): the clients' own rounding and their whole-run spans
+/// differ by a percent or less (AIPerf's 2.35 req/s printed against 2.346 from its records,
+/// GuideLLM's 2.478 against 2.493); issue 32 asks the two to match within 5%. Beyond it the
+/// client counts something its records do not (GuideLLM's 655.6 output tok/s counts the tokens
+/// of the requests it cancelled, 5.9% over its completed ones' 619.2).
+pub const CLIENT_CLAIM_TOLERANCE: f64 = 0.05;
 /// The fit's rate at `max_running_requests` is the ceiling only below this share of the fit's
 /// limit (fraction): nearer, the cap is no bound worth naming.
 pub const CEILING_CAP_SHARE: f64 = 0.99;

@@ -31,6 +31,10 @@ pub enum BenchTool {
     ServingBenchmark,
     /// `Performance metrics summary:` (SGLang's multi-turn benchmark).
     MultiTurnSummary,
+    /// A client's own run summary read from its result file or console tables (AIPerf,
+    /// GuideLLM, `vllm bench serve --save-result`, an llm-d Benchmark Report): the same
+    /// whole-run figures under the client's own names.
+    RunSummary,
 }
 
 /// Which client program printed a `Serving Benchmark Result` block, told from what each one
@@ -47,6 +51,12 @@ pub enum BenchClient {
     VllmBenchServe,
     /// SGLang's multi-turn benchmark (`Performance metrics summary:`).
     SglangMultiTurn,
+    /// NVIDIA AIPerf (`profile_export_aiperf.json` / `.csv`, its console tables).
+    Aiperf,
+    /// GuideLLM (`benchmarks.json` / `.yaml` / `.csv`, its console tables).
+    Guidellm,
+    /// An llm-d Benchmark Report (v0.2), written by llm-d-benchmark for any harness.
+    LlmdReport,
     /// Nothing in the block tells.
     Unknown,
 }
@@ -160,6 +170,14 @@ pub struct BenchSummary {
     pub itl: LatencyStats,
     /// `Label: value` lines without a typed field (or whose value did not parse), kept.
     pub other: Vec<BenchField>,
+    /// Which run of the file this is, as the client names it (GuideLLM's strategy
+    /// `concurrent@64`, an llm-d report's harness), when it names one.
+    pub label: Option<String>,
+    /// The client's version, when its file states one (`aiperf_version`, `guidellm_version`).
+    pub client_version: Option<String>,
+    /// Requests the client cancelled in flight, at its time limit (GuideLLM's `incomplete`,
+    /// an llm-d report's `incomplete`): neither completed nor failed on the server's side.
+    pub cancelled_requests: Option<u64>,
 }
 
 impl BenchSummary {
@@ -178,7 +196,21 @@ impl BenchSummary {
         let completed = u("completed")?;
         let duration = f("duration")?;
         let mut b = BenchSummary::new(BenchTool::ServingBenchmark, line_no, None);
-        b.client = BenchClient::SglangBenchServing;
+        // vLLM's `--save-result` holds the same figures under a few other names (`failed`,
+        // `*_e2el_ms`, `burstiness`, `endpoint_type`, `label`: `vllm/benchmarks/serve.py`)
+        let vllm = ["failed", "burstiness", "endpoint_type", "mean_e2el_ms"]
+            .iter()
+            .any(|k| o.contains_key(*k));
+        b.client = if vllm {
+            BenchClient::VllmBenchServe
+        } else {
+            BenchClient::SglangBenchServing
+        };
+        b.failed_requests = u("failed");
+        if vllm {
+            b.num_prompts = u("num_prompts");
+            b.label = o.get("label").and_then(|x| x.as_str()).map(str::to_string);
+        }
         b.last_line = line_no;
         b.backend = o
             .get("backend")
@@ -198,7 +230,7 @@ impl BenchSummary {
         b.request_throughput = f("request_throughput");
         b.input_tok_per_s = f("input_throughput");
         b.output_tok_per_s = f("output_throughput");
-        b.total_tok_per_s = f("total_throughput");
+        b.total_tok_per_s = f("total_throughput").or_else(|| f("total_token_throughput"));
         b.peak_output_tok_per_s = f("max_output_tokens_per_s");
         b.peak_concurrent_requests = f("max_concurrent_requests");
         b.concurrency = f("concurrency");
@@ -212,7 +244,11 @@ impl BenchSummary {
             p99_s: ms(&format!("p99_{m}_ms")),
             max_s: ms(&format!("max_{m}_ms")),
         };
-        b.e2e = stats("e2e_latency");
+        b.e2e = if vllm {
+            stats("e2el")
+        } else {
+            stats("e2e_latency")
+        };
         b.ttft = stats("ttft");
         b.tpot = stats("tpot");
         b.itl = stats("itl");
@@ -225,6 +261,7 @@ impl BenchSummary {
             client: match tool {
                 BenchTool::ServingBenchmark => BenchClient::Unknown,
                 BenchTool::MultiTurnSummary => BenchClient::SglangMultiTurn,
+                BenchTool::RunSummary => BenchClient::Unknown,
             },
             first_line: line_no,
             last_line: line_no,
@@ -257,7 +294,18 @@ impl BenchSummary {
             tpot: LatencyStats::default(),
             itl: LatencyStats::default(),
             other: Vec::new(),
+            label: None,
+            client_version: None,
+            cancelled_requests: None,
         }
+    }
+
+    /// An empty run summary of `client` read from a result file or console tables, its first
+    /// line `line_no` (every figure `None`, filled by the client's reader).
+    pub fn run_summary(client: BenchClient, line_no: u64) -> Self {
+        let mut b = Self::new(BenchTool::RunSummary, line_no, None);
+        b.client = client;
+        b
     }
 
     /// Requests the benchmark meant to complete: successful + failed when the block prints
@@ -407,7 +455,7 @@ impl BenchSummary {
             k if k.ends_with("prompt length") || k.ends_with("output length") => Apply::Kept,
             _ => {
                 let default_unit_s = match self.tool {
-                    BenchTool::ServingBenchmark => 1e-3,
+                    BenchTool::ServingBenchmark | BenchTool::RunSummary => 1e-3,
                     BenchTool::MultiTurnSummary => 1.0,
                 };
                 match latency_slot(self, &key, default_unit_s) {

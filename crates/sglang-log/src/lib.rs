@@ -141,8 +141,8 @@ pub use batch::{
 };
 pub use bench::{BenchClient, BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
 pub use client::{
-    ClientEvidence, ClientFormat, ClientRequest, ProgressPoint, is_progress_line, parse_client,
-    progress_without_time,
+    ClientEvidence, ClientFormat, ClientRequest, NotClientFile, ProgressPoint, is_progress_line,
+    parse_client, progress_without_time,
 };
 pub use events::{
     CapacityLine, CaptureStage, Frame, GraphCapture, KvCacheAllocated, LaunchArgs, MemoryLine,

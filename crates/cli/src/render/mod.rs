@@ -11,13 +11,15 @@ use std::fmt::Write as _;
 use anstyle::{AnsiColor, Style};
 use diagnosis::Bottleneck;
 pub use diagnosis::narrative::feasibility_label;
-use diagnosis::narrative::{client_format_words, confidence_pct, fmt_duration, interval};
+use diagnosis::narrative::{fmt_duration, interval};
 use diagnosis::report::{
-    BenchmarkRun, CapacityModel, ClientSummary, Confidence, Finding, NotConcludedReason,
-    Projection, Rate, RateBasis, Recommendation, Report, SourceRange, Unit,
+    CapacityModel, Confidence, Finding, NotConcludedReason, Projection, Rate, Recommendation,
+    Report, SourceRange, Unit,
 };
 
+mod client;
 mod write;
+use client::{bench_lines, client_lines};
 pub use write::{gpu_text, markdown, text};
 
 const BOLD: Style = Style::new().bold();
@@ -182,138 +184,6 @@ fn finding_lines(fi: &Finding) -> Vec<String> {
                 .map(|e| format!("- lines: {}", range_text(e))),
         )
         .collect()
-}
-
-/// The client section; `ranks`: `(seen, of)` when the log holds only `seen` of the server's
-/// `of` DP ranks (the server-side figure then covers those ranks only).
-fn client_lines(c: &ClientSummary, ranks: Option<(usize, u32)>) -> Vec<String> {
-    let mut o = vec![format!(
-        "source {} ({}): {} completed, {} failed{}",
-        c.source,
-        client_format_words(c.format),
-        c.completed,
-        c.failed,
-        c.total.map(|t| format!(" of {t}")).unwrap_or_default()
-    )];
-    match (c.printed_req_per_s, c.printed_tok_per_s) {
-        (Some(p), Some(t)) => o.push(format!(
-            "the client printed       {p} req/s, {t} tok/s (as the client counts them)"
-        )),
-        (Some(p), None) => o.push(format!("the client printed       {p} req/s")),
-        (None, Some(t)) => o.push(format!(
-            "the client printed       {t} tok/s (as the client counts them)"
-        )),
-        (None, None) => {}
-    }
-    for (name, r) in [
-        ("lifetime average        ", &c.lifetime_req_per_s),
-        ("steady-window rate      ", &c.windowed_req_per_s),
-        ("implied by server tokens", &c.implied_req_per_s),
-    ] {
-        if let Some(r) = r {
-            let part = match ranks {
-                Some((seen, of)) if r.basis == RateBasis::ImpliedByServerTokens => format!(
-                    " (from the {seen} of the server's {of} DP ranks in the log: the whole server about {:.1}x)",
-                    f64::from(of) / seen as f64
-                ),
-                _ => String::new(),
-            };
-            o.push(format!("{name} {}{part}", rate_text(r, 3)));
-        }
-    }
-    if let Some(m) = c.mean_completion_tokens {
-        o.push(format!(
-            "mean completion {m:.0} tokens{}",
-            c.mean_prompt_tokens
-                .map(|p| format!(", mean prompt {p:.0} tokens"))
-                .unwrap_or_default()
-        ));
-    }
-    if let Some(t) = &c.ttft_s {
-        o.push(format!(
-            "time to first token      mean {:.2} s, median {:.2} s, p99 {:.2} s over {} requests (the client's records)",
-            t.mean, t.p50, t.p99, t.n
-        ));
-    }
-    if let Some(t) = &c.itl_s {
-        o.push(format!(
-            "inter-token latency      mean {:.1} ms, median {:.1} ms, p99 {:.1} ms over {} requests (each request's mean)",
-            t.mean * 1000.0,
-            t.p50 * 1000.0,
-            t.p99 * 1000.0,
-            t.n
-        ));
-    }
-    if c.cancelled > 0 {
-        o.push(format!(
-            "cancelled in flight      {} requests (the client stopped them, at its time limit): neither completed nor failed",
-            c.cancelled
-        ));
-    }
-    if let Some(a) = &c.adequacy {
-        o.push(format!("sample adequacy: {}", a.text));
-    }
-    if let Some(e) = &c.eta {
-        o.push(format!(
-            "ETA for the remaining {} requests: {} ({} interval {} to {})",
-            e.remaining,
-            fmt_duration(e.seconds),
-            confidence_pct(),
-            fmt_duration(e.low_s),
-            e.high_s
-                .map(fmt_duration)
-                .unwrap_or_else(|| "unbounded".into())
-        ));
-    }
-    o
-}
-
-fn bench_lines(runs: &[BenchmarkRun]) -> Vec<String> {
-    let ms = |v: Option<f64>| f(v.map(|x| x * 1e3), 1);
-    let mut o = Vec::new();
-    for run in runs {
-        let b = &run.summary;
-        let ok = opt(b.successful_requests.or(b.total_requests));
-        let of = b
-            .requested()
-            .map(|n| format!(" of {n}"))
-            .unwrap_or_default();
-        let limit = b
-            .max_concurrency
-            .map(|m| format!(" (limit {m})"))
-            .unwrap_or_default();
-        o.push(match diagnosis::narrative::bench_client_words(b.client) {
-            Some(c) => format!("{} ({c})", range_text(&run.source)),
-            None => range_text(&run.source),
-        });
-        o.push(format!(
-            "  {ok} ok{of} in {} s · {} req/s · output {} tok/s (peak {}) · {} requests in flight{limit} · sent at {}{}",
-            f(b.duration_s, 1),
-            f(b.request_throughput, 2),
-            f(b.output_tok_per_s, 0),
-            f(b.peak_output_tok_per_s, 0),
-            f(b.concurrency, 1),
-            match (b.request_rate_per_s(), b.request_rate.as_deref()) {
-                (Some(r), _) => format!("{r} req/s"),
-                (None, Some("inf")) => "once (rate inf)".to_string(),
-                (None, Some(other)) => format!("rate {other}"),
-                (None, None) => "an unprinted rate".to_string(),
-            },
-            b.accept_length.map(|a| format!(" · accept length {a:.2}")).unwrap_or_default()
-        ));
-        o.push(format!(
-            "  mean (median) TTFT {} ({}) ms · TPOT {} ({}) ms · ITL {} ({}) ms · end to end {} ({}) ms",
-            ms(b.ttft.mean_s),
-            ms(b.ttft.median_s),
-            ms(b.tpot.mean_s),
-            ms(b.tpot.median_s),
-            ms(b.itl.mean_s),
-            ms(b.itl.median_s),
-            ms(b.e2e.mean_s),
-            ms(b.e2e.median_s)
-        ));
-    }
-    o
 }
 
 /// The what-if table, built once for both writers.

@@ -60,6 +60,9 @@ pub fn bench_client_words(c: sglang_log::BenchClient) -> Option<&'static str> {
         C::SglangBenchServing => Some("SGLang bench_serving"),
         C::VllmBenchServe => Some("vLLM benchmark_serving (vllm bench serve)"),
         C::SglangMultiTurn => Some("SGLang multi-turn benchmark"),
+        C::Aiperf => Some("NVIDIA AIPerf"),
+        C::Guidellm => Some("GuideLLM"),
+        C::LlmdReport => Some("llm-d Benchmark Report"),
         C::Unknown => None,
     }
 }

@@ -51,7 +51,10 @@ pub(super) fn client_side<'a>(
         .as_ref()
         .filter(|_| ranks_seen == 0 || ranks_seen >= ranks_of);
     let client = if benchmark_runs.is_empty() || bench::clients_have_times(ctx) {
-        client_findings(ctx, primary, steady_gen_throughput.as_ref(), findings)
+        client_findings(ctx, primary, steady_gen_throughput.as_ref(), findings).map(|mut s| {
+            s.claims = client_view::claims(&s, &benchmark_runs, ctx);
+            s
+        })
     } else {
         bench::client_summary(
             &benchmark_runs,

@@ -51,7 +51,11 @@ pub(super) fn headline(
         token_usage_median: a.and_then(|a| a.usage.median),
         gen_throughput: side.steady_gen_throughput.clone(),
         busy_gen_tok_per_s: a.and_then(|a| a.gen_tps.median),
-        ramp_only: found.ramp.as_ref().map(|r| r.ramp),
+        ramp_only: found
+            .ramp
+            .as_ref()
+            .filter(|r| !r.under_load())
+            .map(|r| r.ramp),
         retraction_events: (a.is_none()
             && bottleneck == Bottleneck::KvCacheBound
             && retractions.events > 0)

@@ -222,7 +222,7 @@ pub(super) fn load(input: &Input<'_>, v: &SchedulerView<'_>) -> Option<Load> {
         pool_per_long_request: v.pool_per_long_request(capacity.max_total_num_tokens),
         mamba_per_request: v.mamba_per_request(),
         speculative_default_cap: speculative_default_cap(input, v),
-        too_short: rules::ramp_only::check(input).is_some()
+        too_short: rules::ramp_only::check(input).is_some_and(|f| !f.under_load())
             || v.span
                 .as_ref()
                 .is_none_or(|s| s.steady_end_s - s.steady_start_s < th::HEADROOM_MIN_SPAN_S),

@@ -279,6 +279,16 @@ pub struct ClientSummary {
     pub printed_tok_per_s: Option<f64>,
     /// Completions since the client's start divided by the time since then: the lifetime average.
     pub lifetime_req_per_s: Option<Rate>,
+    /// The successful records' completion tokens over the same span as
+    /// [`Self::lifetime_req_per_s`]: the client's output throughput as its records count it
+    /// (tokens per second; `None` without timed records carrying token counts).
+    pub lifetime_tok_per_s: Option<f64>,
+    /// Which of the client file's runs the records come from, when it holds several (a
+    /// GuideLLM sweep's `benchmark 3 of 3, concurrent@64`).
+    pub records_of: Option<String>,
+    /// The client's own summary of the run its records come from (its result file or console
+    /// tables), figure by figure against the same figure from the records.
+    pub claims: Vec<ClaimCheck>,
     /// Completions in the steady window divided by its length, with a Poisson interval.
     pub windowed_req_per_s: Option<Rate>,
     /// The server's steady gen throughput divided by the mean completion length (delta-method interval).
@@ -311,6 +321,39 @@ pub struct ClientSummary {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// A figure a client's own run summary states, against the same figure from its records.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct ClaimCheck {
+    /// Which figure.
+    pub figure: ClaimedFigure,
+    /// What the client's summary states (its unit: [`ClaimedFigure`]'s).
+    pub claimed: f64,
+    /// The same from its records.
+    pub from_records: f64,
+    /// Whether the two agree within `thresholds::CLIENT_CLAIM_TOLERANCE`.
+    pub agrees: bool,
+}
+
+/// The figures of a client's summary checked against its records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimedFigure {
+    /// Successful requests (requests).
+    CompletedRequests,
+    /// Failed requests (requests).
+    FailedRequests,
+    /// Requests cancelled in flight (requests).
+    CancelledRequests,
+    /// The whole-run request rate (req/s).
+    RequestRate,
+    /// The whole-run output token rate (tok/s).
+    OutputTokenRate,
+    /// Mean time to first token (seconds).
+    MeanTtft,
+    /// Mean inter-token latency (seconds).
+    MeanItl,
 }
 
 /// A latency over the client's requests: how many carry it, its mean, median and 99th

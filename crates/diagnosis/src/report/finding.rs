@@ -133,6 +133,9 @@ pub enum FindingKind {
     NoCudaGraph,
     /// The log covers only the ramp-up; no steady state.
     RampOnly,
+    /// The log ends under full load: requests kept arriving to its last line (a client
+    /// stopped at its time limit, a log captured mid-run), not the ramp-up of a burst.
+    EndsUnderLoad,
     /// The log covers only the drain of a run: the batch falls with nothing waiting.
     Drain,
     /// Load is spread unevenly over DP ranks.

@@ -26,9 +26,9 @@ pub use capacity::{
     CapacityModel, CapacitySummary, NoCeiling, Projection, ProjectionRow, RetractionSummary,
 };
 pub use client::{
-    BenchmarkRun, ClientExpectation, ClientSetAside, ClientSummary, EtaSummary, Expectation,
-    ExpectationCheck, ForwardTimer, KvHolds, LatencySpread, MetricsSummary, OccupancySummary,
-    Reach, SampleAdequacy, SetAsideReason,
+    BenchmarkRun, ClaimCheck, ClaimedFigure, ClientExpectation, ClientSetAside, ClientSummary,
+    EtaSummary, Expectation, ExpectationCheck, ForwardTimer, KvHolds, LatencySpread,
+    MetricsSummary, OccupancySummary, Reach, SampleAdequacy, SetAsideReason,
 };
 pub use finding::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
 pub use headline::{

@@ -68,6 +68,7 @@ json_names!(FindingKind {
     IdleWindowArtifact => "idle_window_artifact",
     NoCudaGraph => "no_cuda_graph",
     RampOnly => "ramp_only",
+    EndsUnderLoad => "ends_under_load",
     Drain => "drain",
     DpImbalance => "dp_imbalance",
     TinyKvPool => "tiny_kv_pool",
@@ -118,7 +119,7 @@ mod tests {
 
     #[test]
     fn every_finding_kind_name_is_its_json_spelling() {
-        assert_eq!(FindingKind::ALL.len(), 49);
+        assert_eq!(FindingKind::ALL.len(), 50);
         for &k in FindingKind::ALL {
             assert_eq!(k.name(), serde_name(k), "{k:?}");
         }

@@ -160,10 +160,30 @@ pub fn check(
 /// levers follow what the server's side means for raising the limit.
 pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
     let limit = f.limit;
+    // the limit and the mean in flight under the client's own names
+    use sglang_log::BenchClient as C;
+    let (flag, mean_words) = match run.summary.client {
+        C::Aiperf => (
+            format!("--concurrency {limit}"),
+            "AIPerf's effective concurrency is the time-weighted mean of requests in flight",
+        ),
+        C::Guidellm => (
+            format!("its {limit} concurrent streams"),
+            "GuideLLM's concurrency mean is the mean of requests in flight",
+        ),
+        C::LlmdReport => (
+            format!("its concurrency {limit}"),
+            "The report's concurrency is the mean number of requests in flight",
+        ),
+        _ => (
+            format!("--max-concurrency {limit}"),
+            "bench_serving's Concurrency is the sum of end-to-end latencies over the run's duration, the mean number of requests in flight (Little's law)",
+        ),
+    };
     let (meaning, confidence) = match f.meaning {
         Meaning::ServerHasHeadroom => (
             format!(
-                "The server log shows headroom (little waits): the benchmark's limit sets the load. Raise --max-concurrency above {limit} to measure the server."
+                "The server log shows headroom (little waits): the benchmark's limit sets the load. Raise the client's limit ({flag}) to measure the server."
             ),
             Confidence::High,
         ),
@@ -196,7 +216,7 @@ pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
     let (title, how) = match f.peak {
         Some(peak) if !f.held_full => (
             format!(
-                "The benchmark reached its concurrency limit: up to {peak:.0} requests active within one second against --max-concurrency {limit}, though {:.1} on average",
+                "The benchmark reached its concurrency limit: up to {peak:.0} requests active within one second against {flag}, though {:.1} on average",
                 f.concurrency
             ),
             format!(
@@ -214,12 +234,10 @@ pub(crate) fn finding(run: &BenchmarkRun, f: &Facts) -> Finding {
         ),
         _ => (
             format!(
-                "The benchmark held its concurrency limit full: {:.1} requests in flight on average of --max-concurrency {limit}",
+                "The benchmark held its concurrency limit full: {:.1} requests in flight on average of {flag}",
                 f.concurrency
             ),
-            format!(
-                "bench_serving's Concurrency is the sum of end-to-end latencies over the run's duration, the mean number of requests in flight (Little's law). {meaning}"
-            ),
+            format!("{mean_words}. {meaning}"),
         ),
     };
     let mut figures = vec![

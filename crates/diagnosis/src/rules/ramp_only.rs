@@ -15,6 +15,14 @@
 //! as they arrive, `queued_start` and `queued_end` both 0): the steady load is not in the log
 //! either.
 //!
+//! A climb during which more requests arrive than the queue loses is no burst's start: a
+//! burst's queue drains only by admission (the prefill lines' `#new-seq` over the climb equal
+//! its drop), while a client that keeps its load on (a closed loop at its concurrency, replacing
+//! each request that completes) refills it. Such a log ends under full load (a client stopped
+//! at its time limit, a log captured mid-run): [`Facts::under_load`], worded as such and never
+//! as a ramp-up. Told only when every prefill line of the climb is kept (an unthinned
+//! timeline).
+//!
 //! **Why it matters.** Rates measured over a ramp understate the steady rate, and the verdict
 //! holds for the ramp only: the report must say that the steady state is not in the log.
 //!
@@ -41,16 +49,60 @@ pub struct Facts {
     pub ramp: Ramp,
     /// Its batch lines.
     pub evidence: Option<SourceRange>,
+    /// Requests admitted over the climb (the prefill lines' `#new-seq`), and the climb's
+    /// length (seconds), when every prefill line of it is kept.
+    pub admitted: Option<(u64, f64)>,
+}
+
+impl Facts {
+    /// Requests that arrived during the climb: admitted minus the queue's drop.
+    pub fn arrived(&self) -> Option<u64> {
+        let drop = self.ramp.queued_start.saturating_sub(self.ramp.queued_end);
+        self.admitted.map(|(a, _)| a.saturating_sub(drop))
+    }
+
+    /// Whether the log ends under full load rather than in a burst's ramp-up: requests still
+    /// wait on its last line (the server is full), and more requests arrived during the climb
+    /// than the queue lost (and more than [`th::RAMP_MIN_RISE`]). A climb with nothing waiting
+    /// is the client's own ramp, whatever arrives.
+    pub fn under_load(&self) -> bool {
+        let drop = self.ramp.queued_start.saturating_sub(self.ramp.queued_end);
+        self.ramp.queued_end > 0
+            && self
+                .arrived()
+                .is_some_and(|a| a > drop.max(th::RAMP_MIN_RISE))
+    }
+}
+
+/// Requests admitted between log times `from` and `to` (the prefill lines' `#new-seq`) and
+/// the span's length (seconds); `None` when the scheduler's prefill lines are thinned or untimed.
+fn admitted_between(
+    v: &crate::evidence::view::SchedulerView<'_>,
+    from: f64,
+    to: f64,
+) -> Option<(u64, f64)> {
+    if v.tl.prefill.stride() != 1 {
+        return None;
+    }
+    let n =
+        v.tl.prefill
+            .samples()
+            .iter()
+            .filter(|p| p.t.is_some_and(|t| (from..=to).contains(&t)))
+            .map(|p| p.new_seq.unwrap_or(0))
+            .sum();
+    Some((n, to - from))
 }
 
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
     input.views.iter().find_map(|v| {
-        let pairs: Vec<(u64, u64)> = v
+        let timed: Vec<(Option<f64>, u64, u64)> = v
             .obs
             .iter()
-            .filter_map(|o| Some((o.running?, o.queue?)))
+            .filter_map(|o| Some((o.t, o.running?, o.queue?)))
             .collect();
+        let pairs: Vec<(u64, u64)> = timed.iter().map(|&(_, r, q)| (r, q)).collect();
         let peak = pairs
             .iter()
             .enumerate()
@@ -104,6 +156,10 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                     r.source = input.source_name(input.source_of(v.tl));
                     r
                 }),
+                admitted: match (timed[peak].0, timed.last().and_then(|x| x.0)) {
+                    (Some(from), Some(to)) if to > from => admitted_between(v, from, to),
+                    _ => None,
+                },
             })
     })
 }
@@ -122,6 +178,43 @@ impl Rule for RampOnly {
 
     fn finding(f: &Facts, _input: &Input<'_>) -> Finding {
         let r = &f.ramp;
+        if let (true, Some((admitted, span)), Some(arrived)) =
+            (f.under_load(), f.admitted, f.arrived())
+        {
+            return finding(
+                FindingKind::EndsUnderLoad,
+                "The log ends under full load",
+                format!(
+                    "On {}, running requests climb from {} to {} while the queue falls from {} to {}, but {arrived} requests arrived over those {span:.0} s ({admitted} admitted): a client kept its load on to the log's last line (a client stopped at its time limit, or a log captured mid-run), not the start of a burst. The steady figures hold for that load; the run's drain is not in the log.",
+                    f.scheduler, r.running_start, r.running_end, r.queued_start, r.queued_end
+                ),
+                vec![
+                    Figure::new(
+                        "requests admitted over the climb",
+                        admitted as f64,
+                        Unit::Requests,
+                    ),
+                    Figure::new(
+                        "requests that arrived over the climb",
+                        arrived as f64,
+                        Unit::Requests,
+                    ),
+                    Figure::new("the climb's length", span, Unit::Seconds),
+                    Figure::new(
+                        "running requests at end",
+                        r.running_end as f64,
+                        Unit::Requests,
+                    ),
+                    Figure::new(
+                        "queued requests at end",
+                        r.queued_end as f64,
+                        Unit::Requests,
+                    ),
+                ],
+                f.evidence.clone().into_iter().collect(),
+                Confidence::Medium,
+            );
+        }
         finding(
             FindingKind::RampOnly,
             "The log shows only the ramp-up",
@@ -268,5 +361,30 @@ mod tests {
     #[test]
     fn too_few_lines_after_the_peak() {
         with_input(&excerpt(CHUNKS, 1..=3), |i| assert_eq!(check(i), None));
+    }
+
+    /// bench_serving's run at `--max-concurrency 64` against the simulator, its log cut at
+    /// half (line 119 of 239: mid-run, the client still holding 64 in flight): running climbs
+    /// 15 → 23 while the queue falls 49 → 41, but ~100 requests arrived meanwhile. It ends under
+    /// full load, not in a burst's ramp-up (before: "the log holds only the ramp-up of a
+    /// burst", issue 32).
+    #[test]
+    fn a_log_cut_mid_run_ends_under_load() {
+        const RUN: &str = "clients/sglang-bench-serving-0.5.23/server.log";
+        with_input(&excerpt(RUN, 1..=119), |i| {
+            let f = check(i).expect("a climb");
+            assert_eq!((f.ramp.queued_start, f.ramp.queued_end), (49, 41));
+            let (admitted, span) = f.admitted.expect("counted");
+            assert!(f.under_load(), "{f:?}");
+            assert!(admitted > 100 && span > 40.0, "{f:?}");
+            let w = RampOnly::finding(&f, i);
+            assert_eq!(w.kind, FindingKind::EndsUnderLoad);
+        });
+        // the real burst's queue drains only by admission: a ramp-up still
+        with_input(&whole(BURST), |i| {
+            let f = check(i).expect("ramp");
+            assert!(!f.under_load(), "{f:?}");
+            assert_eq!(RampOnly::finding(&f, i).kind, FindingKind::RampOnly);
+        });
     }
 }
