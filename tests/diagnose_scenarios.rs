@@ -137,7 +137,7 @@ fn b2_is_kv_bound_and_explains_the_client_rate() {
     // 0.88; DP attention (output-preserving, not projected) follows; fp8 KV after them (it
     // costs output fidelity, which matters for distillation data).
     assert_eq!(
-        r.recommendations[0].action, "Set mem_fraction_static 0.88",
+        r.recommendations[0].action, "Set --mem-fraction-static 0.88",
         "{:?}",
         r.recommendations[0]
     );
@@ -153,7 +153,7 @@ fn b2_is_kv_bound_and_explains_the_client_rate() {
     assert!(
         r.recommendations
             .iter()
-            .any(|x| x.action == "Do not raise mem_fraction_static to 0.90 or beyond")
+            .any(|x| x.action == "Do not raise --mem-fraction-static to 0.90 or beyond")
     );
 }
 
@@ -191,7 +191,10 @@ fn b2_early_the_client_rate_is_a_lifetime_average_dragged_down_by_the_ramp() {
             .any(|f| f.kind == FindingKind::SampleAdequacy)
     );
     assert_eq!(c.eta.as_ref().expect("eta").remaining, 10871);
-    assert_eq!(r.recommendations[0].action, "Set mem_fraction_static 0.88");
+    assert_eq!(
+        r.recommendations[0].action,
+        "Set --mem-fraction-static 0.88"
+    );
 }
 
 #[test]
@@ -223,6 +226,32 @@ fn b2_four_times_faster_is_not_reachable_and_says_what_could() {
             .any(|x| x.kind == diagnosis::report::RecommendationKind::DpAttention),
         "{:?}",
         r.recommendations
+    );
+    // sized from config.json (11.49 GiB of MLA attention weights) against the log's 7.60 GiB
+    // pool per GPU: --dp-size 8 would hold 10.05 GiB more per GPU, more than the pool; 4
+    // leaves 3.29 GiB and holds ~1.73x the requests, 2 leaves 6.16 GiB for ~1.62x
+    let s = e.dp_attention.as_ref().expect("DP attention sized");
+    assert!((s.attention_gib - 11.49).abs() < 0.01, "{s:?}");
+    assert!((s.pool_gib - 7.60).abs() < 0.01, "{s:?}");
+    let dps: Vec<(u32, bool)> = s
+        .options
+        .iter()
+        .map(|o| (o.dp, o.pool_after_gib > 0.0))
+        .collect();
+    assert_eq!(dps, [(2, true), (4, true), (8, false)]);
+    let best = s.best().expect("a DP size that fits");
+    assert_eq!(best.dp, 4);
+    assert!((best.requests_factor - 1.73).abs() < 0.01, "{best:?}");
+    let rec = r
+        .recommendations
+        .iter()
+        .find(|x| x.kind == diagnosis::report::RecommendationKind::DpAttention)
+        .unwrap();
+    assert!(rec.action.contains("--dp-size 4"), "{}", rec.action);
+    assert!(
+        rec.expected_gain.contains("--dp-size 8: does not fit"),
+        "{}",
+        rec.expected_gain
     );
 }
 
@@ -328,7 +357,7 @@ fn the_lever_that_worked_first_from_what_the_user_has() {
             let r = diagnose(&a).expect("diagnose");
             let what = format!("{scenario}, {inputs}");
             let first = &r.recommendations[0];
-            assert_eq!(first.action, "Set mem_fraction_static 0.88", "{what}");
+            assert_eq!(first.action, "Set --mem-fraction-static 0.88", "{what}");
             assert!(
                 first.expected_gain.contains("tok/s against the measured")
                     && first.expected_gain.contains("req/s"),

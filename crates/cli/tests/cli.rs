@@ -1205,7 +1205,7 @@ fn the_founding_case_folder_reads_as_its_files_named() {
     ]);
     assert_eq!(folder, named);
     assert!(
-        folder.contains("  1. Set mem_fraction_static 0.88\n"),
+        folder.contains("  1. Set --mem-fraction-static 0.88\n"),
         "{folder}"
     );
 }

@@ -175,6 +175,7 @@ pub fn check(
         reach,
         no_ceiling,
         kv_replicated_by_tp: None,
+        dp_attention: None,
         kv_holds: None,
         needs_completion_length: matches!(expected, Some(Expectation::ReqPerS(_)))
             && client.is_none(),

@@ -245,8 +245,12 @@ pub enum Plan {
     CheckPrefillSide(Option<Load>),
     /// Judge progress by the windowed rate.
     UseWindowedRate,
-    /// Try DP attention: an MLA model's KV is held whole by each of this many TP ranks.
-    DpAttention(u32),
+    /// Try DP attention: an MLA model's KV is held whole by each of this many TP ranks; with
+    /// the DP size that holds the most requests when the model config sizes it.
+    DpAttention(u32, Option<crate::report::DpAttentionSizing>),
+    /// DP attention does not fit: at every DP size the attention weights would take the whole
+    /// KV pool (the sizing says by how much).
+    DpAttentionNoRoom(crate::report::DpAttentionSizing),
     /// Change a setting a finding names that no plan above covers.
     Change {
         /// The setting.
@@ -301,7 +305,7 @@ impl Plan {
             Plan::RaiseClientConcurrency(_) => RecommendationKind::RaiseClientConcurrency,
             Plan::CheckPrefillSide(_) => RecommendationKind::CheckPrefillSide,
             Plan::UseWindowedRate => RecommendationKind::UseWindowedRate,
-            Plan::DpAttention(_) => RecommendationKind::DpAttention,
+            Plan::DpAttention(..) | Plan::DpAttentionNoRoom(_) => RecommendationKind::DpAttention,
             Plan::Change { lever, finding } => RecommendationKind::Change {
                 lever: *lever,
                 finding: *finding,
@@ -375,6 +379,8 @@ pub struct Input<'a> {
     /// An MLA model under TP of this many ranks without DP attention: every rank holds the
     /// latent KV of every running request.
     pub kv_replicated_by_tp: Option<u32>,
+    /// DP attention sized for that layout, when the model config gives the weights.
+    pub dp_attention: Option<&'a crate::report::DpAttentionSizing>,
 }
 
 fn kv_plans(
@@ -532,7 +538,12 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
             );
         }
         if let Some(tp) = i.kv_replicated_by_tp {
-            out.push(Plan::DpAttention(tp));
+            match i.dp_attention {
+                // sized: the DP size that holds the most requests, or none fits
+                Some(s) if s.best().is_some() => out.push(Plan::DpAttention(tp, Some(s.clone()))),
+                Some(s) => out.push(Plan::DpAttentionNoRoom(s.clone())),
+                None => out.push(Plan::DpAttention(tp, None)),
+            }
         }
         if i.capacity.is_some() {
             out.push(Plan::HiCacheNoGain);
@@ -619,7 +630,10 @@ pub fn plans(i: &Input<'_>) -> Vec<Plan> {
                 Plan::Change { lever, .. } => *lever == Lever::MaxTokens,
                 _ => false,
             };
-            let dont = matches!(p, Plan::DoNotRaise(_) | Plan::HiCacheNoGain);
+            let dont = matches!(
+                p,
+                Plan::DoNotRaise(_) | Plan::HiCacheNoGain | Plan::DpAttentionNoRoom(_)
+            );
             (dont, quality, p.gain_pct().is_none())
         };
         key(a).cmp(&key(b)).then(

@@ -47,6 +47,19 @@ impl KvDtype {
         })
     }
 
+    /// The value `--kv-cache-dtype` takes for this dtype (SGLang `server_args.py`).
+    pub fn sglang_name(self) -> &'static str {
+        match self {
+            KvDtype::Auto => "auto",
+            KvDtype::Bf16 => "bf16",
+            KvDtype::Fp16 => "fp16",
+            KvDtype::Fp8E4m3 => "fp8_e4m3",
+            KvDtype::Fp8E5m2 => "fp8_e5m2",
+            KvDtype::Fp4 => "fp4_e2m1",
+            KvDtype::Mxfp8 => "mxfp8",
+        }
+    }
+
     /// Bytes per element for `model`. `Auto` follows the model dtype (bf16/fp16 → 2).
     ///
     /// # Errors

@@ -47,7 +47,7 @@ pub use hicache::{
     MemInfo, PrefixReuse, hicache_verdict,
 };
 pub use load::{InFlightLoad, LoadMethod};
-pub use model::{AttentionKind, HybridKind, ModelConfig};
+pub use model::{AttentionKind, HybridKind, MlaDims, ModelConfig};
 pub use pool::{PoolBasis, PoolModel, PreSource};
 pub use whatif::{CapacityInput, Change, WhatIfRow, WhatIfTable, what_if};
 

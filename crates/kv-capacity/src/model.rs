@@ -66,6 +66,12 @@ pub struct ModelConfig {
     pub kv_lora_rank: Option<u32>,
     /// `qk_rope_head_dim` (MLA rotary part stored next to the latent), if given.
     pub qk_rope_head_dim: Option<u32>,
+    /// An MLA model's projection sizes beyond the KV cell (`q_lora_rank`, `qk_nope_head_dim`,
+    /// the config's own `v_head_dim`), when all are given: what
+    /// [`Self::mla_attention_weight_bytes`] needs.
+    pub mla_dims: Option<MlaDims>,
+    /// `quantization_config.quant_method` (e.g. `fp8`, `compressed-tensors`), if given.
+    pub quant_method: Option<String>,
     /// `torch_dtype` (or the newer `dtype` key), e.g. `bfloat16`.
     pub torch_dtype: Option<String>,
     /// `sliding_window`, if given and not null.
@@ -77,6 +83,17 @@ pub struct ModelConfig {
     /// `index_topk` / `index_head_dim` present: DeepSeek sparse attention (DSA) adds an
     /// indexer cache per layer that is not modelled.
     pub has_dsa_indexer: bool,
+}
+
+/// An MLA model's projection sizes beyond its KV cell ([`ModelConfig::mla_dims`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct MlaDims {
+    /// `q_lora_rank`: the query's low-rank size; `None` when the query is projected whole.
+    pub q_lora_rank: Option<u32>,
+    /// `qk_nope_head_dim`: the per-head query/key part without rotary embedding.
+    pub qk_nope_head_dim: u32,
+    /// `v_head_dim`: the per-head value size (the attention output).
+    pub v_head_dim: u32,
 }
 
 const NESTED_KEYS: [&str; 3] = ["text_config", "llm_config", "language_config"];
@@ -190,6 +207,25 @@ impl ModelConfig {
         } else {
             get_u32(lm, "v_head_dim", &prefix)?.unwrap_or(head_dim)
         };
+        let mla_dims = match (
+            kv_lora_rank,
+            get_u32(lm, "qk_nope_head_dim", &prefix)?,
+            get_u32(lm, "v_head_dim", &prefix)?,
+        ) {
+            (Some(_), Some(qk_nope_head_dim), Some(v)) => Some(MlaDims {
+                q_lora_rank: get_u32(lm, "q_lora_rank", &prefix)?.filter(|&r| r > 0),
+                qk_nope_head_dim,
+                v_head_dim: v,
+            }),
+            _ => None,
+        };
+        let quant_method = [lm, top].into_iter().find_map(|o| {
+            o.get("quantization_config")
+                .and_then(Value::as_object)
+                .and_then(|q| q.get("quant_method"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
         let torch_dtype = get_str(lm, "torch_dtype")
             .or_else(|| get_str(lm, "dtype"))
             .or_else(|| get_str(top, "torch_dtype"))
@@ -233,12 +269,45 @@ impl ModelConfig {
             v_head_dim,
             kv_lora_rank,
             qk_rope_head_dim,
+            mla_dims,
+            quant_method,
             torch_dtype,
             sliding_window,
             layer_types,
             hybrid,
             has_dsa_indexer,
         })
+    }
+
+    /// The attention projections' weights of an MLA model over all layers (bytes), as
+    /// DeepSeek-V2/V3's attention holds them (`q_a_proj` + `q_b_proj`, or `q_proj` without
+    /// `q_lora_rank`; `kv_a_proj_with_mqa`, `kv_b_proj`, `o_proj`; SGLang
+    /// `models/deepseek_v2.py`): hidden × q_lora + q_lora × heads × (nope + rope), hidden ×
+    /// (kv_lora + rope), kv_lora × heads × (nope + v), heads × v × hidden per layer, at one
+    /// byte a weight for an `fp8` checkpoint, else at the model's dtype. `None` for a model
+    /// that is not MLA or whose config lacks a size.
+    pub fn mla_attention_weight_bytes(&self) -> Option<f64> {
+        let d = self.mla_dims?;
+        let (h, heads) = (
+            f64::from(self.hidden_size?),
+            f64::from(self.num_attention_heads),
+        );
+        let (kv, rope) = (
+            f64::from(self.kv_lora_rank?),
+            f64::from(self.qk_rope_head_dim?),
+        );
+        let (nope, v) = (f64::from(d.qk_nope_head_dim), f64::from(d.v_head_dim));
+        let q = match d.q_lora_rank {
+            Some(r) => h * f64::from(r) + f64::from(r) * heads * (nope + rope),
+            None => h * heads * (nope + rope),
+        };
+        let per_layer = q + h * (kv + rope) + kv * heads * (nope + v) + heads * v * h;
+        let bytes = if self.quant_method.as_deref() == Some("fp8") {
+            1.0
+        } else {
+            f64::from(self.model_dtype_bytes()?)
+        };
+        Some(per_layer * f64::from(self.num_hidden_layers) * bytes)
     }
 
     /// MLA when `kv_lora_rank` is set and non-zero, whatever `num_key_value_heads` says

@@ -216,3 +216,28 @@ fn unsupported_dtypes_and_bad_configs() {
         Err(CapacityError::Json(_))
     ));
 }
+
+/// The attention weights of the founding case's Kimi-K2.5 (`scenarios/kimi-k25-b2/config.json`:
+/// hidden 7168, 61 layers, 64 heads, q_lora 1536, kv_lora 512, rope 64, nope 128, v 128, bf16):
+/// per layer 11.01M + 18.87M (q), 4.13M (kv_a), 8.39M (kv_b), 58.72M (o) = 101.12M weights,
+/// 6.17B over the layers, 11.49 GiB at two bytes.
+#[test]
+fn mla_attention_weights_of_the_founding_case() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/scenarios/kimi-k25-b2/config.json"
+    );
+    let c = ModelConfig::from_hf_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let per_layer = 7168.0 * 1536.0
+        + 1536.0 * 64.0 * 192.0
+        + 7168.0 * 576.0
+        + 512.0 * 64.0 * 256.0
+        + 64.0 * 128.0 * 7168.0;
+    let bytes = c.mla_attention_weight_bytes().expect("MLA dims");
+    assert_eq!(bytes, per_layer * 61.0 * 2.0);
+    let gib = bytes / (1u64 << 30) as f64;
+    assert!((gib - 11.49).abs() < 0.01, "{gib}");
+    // a model that is not MLA has none
+    let llama = config("llama-3-8b.json");
+    assert_eq!(llama.mla_attention_weight_bytes(), None);
+}

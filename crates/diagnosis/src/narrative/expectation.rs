@@ -81,8 +81,24 @@ pub fn expectation(e: &ExpectationCheck) -> String {
     });
     // an MLA model at TP without DP attention: the ceiling is this layout's
     let layout = e.ceiling_tok_per_s.and(e.kv_replicated_by_tp).map(|tp| {
+        let dp = match e.dp_attention.as_ref() {
+            // sized from the model config: the attention weights come out of the pool
+            Some(s) => match s.best() {
+                Some(o) => format!(
+                    "with --enable-dp-attention --dp-size {} each attention group would hold only its own requests' (about {:.1}x the requests at once, after the attention weights take {:.1} GiB more per GPU)",
+                    o.dp, o.requests_factor, o.extra_gib
+                ),
+                None => format!(
+                    "--enable-dp-attention, which would let each attention group hold only its own requests', does not fit: the attention weights ({:.1} GiB in all) would take today's whole {:.1} GiB pool per GPU",
+                    s.attention_gib, s.pool_gib
+                ),
+            },
+            None => format!(
+                "with --enable-dp-attention each rank would hold only its own requests' (up to {tp}x the requests at once, less what the attention weights then take)"
+            ),
+        };
         format!(
-            "the ceiling is this layout's: this MLA model's KV is held whole by each of the {tp} TP ranks, and with --enable-dp-attention each rank would hold only its own requests' (up to {tp}x the requests at once), which the fit does not project"
+            "the ceiling is this layout's: this MLA model's KV is held whole by each of the {tp} TP ranks, and {dp}, which the fit does not project"
         )
     });
     // the ceiling's batch is more than today's pool holds at the longer requests' KV

@@ -82,6 +82,21 @@ fn band(edge: Option<f64>, uncertain: Option<(f64, f64)>) -> String {
     s
 }
 
+/// A what-if row's change as the launch flags that make it, to copy into the server's command
+/// (`--mem-fraction-static 0.88`, `--kv-cache-dtype fp8_e4m3`, `--tp-size 16`).
+fn launch_flags(r: &crate::report::ProjectionRow) -> String {
+    use kv_capacity::Change;
+    match r.change {
+        Change::Fraction { to } => format!("--mem-fraction-static {to:.2}"),
+        Change::KvDtype { to } => format!(
+            "--kv-cache-dtype {} (today's --mem-fraction-static kept)",
+            to.sglang_name()
+        ),
+        Change::TpSize { to } => format!("--tp-size {to}"),
+        Change::Current => r.label.clone(),
+    }
+}
+
 /// A recommendation from its plan.
 pub fn recommendation(p: &Plan) -> Recommendation {
     use kv_capacity::Change;
@@ -89,7 +104,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
         Plan::Apply(a) => {
             let r = &a.row;
             (
-                format!("Set {}", r.label),
+                format!("Set {}", launch_flags(r)),
                 format!(
                     "pool {} tokens ({}%), {:.0}% more requests decoding at once, {}{}",
                     a.pool.map(|x| x.0.to_string()).unwrap_or_else(|| "?".into()),
@@ -124,7 +139,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             )
         }
         Plan::DoNotRaise(d) => (
-            format!("Do not raise mem_fraction_static to {:.2} or beyond", d.to),
+            format!("Do not raise --mem-fraction-static to {:.2} or beyond", d.to),
             match d.check {
                 Some(c) => format!(
                     "none: {:.2} takes {:.2} GiB more per GPU, leaving {:.2} GiB of the {:.2} GiB free {} (below {:.1} GiB runs have run out of memory){}",
@@ -209,13 +224,66 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             "more retractions if completions run longer than reserved; watch for `KV cache pool is full. Retract requests.`".into(),
         ),
         Plan::RaiseMaxRunning(advice) => raise_max_running(advice),
-        Plan::DpAttention(tp) => (
+        Plan::DpAttention(tp, None) => (
             format!("Try --enable-dp-attention (with --dp-size {tp}) on the same {tp} GPUs"),
             format!(
-                "this MLA model's latent KV is not split by TP: each of the {tp} ranks holds every running request's KV, so the pool holds the same requests {tp} times over; with DP attention each rank holds only its own requests', up to {tp}x the requests decoding at once from the same KV memory, less what the attention weights then take: each rank holds all of them instead of 1/{tp}, out of the pool (not projected here: the step time changes with the layout)"
+                "this MLA model's latent KV is not split by TP: each of the {tp} ranks holds every running request's KV, so the pool holds the same requests {tp} times over; with DP attention each rank holds only its own requests', up to {tp}x the requests decoding at once from the same KV memory, less what the attention weights then take: each rank holds all of them instead of 1/{tp}, out of the pool (not sized here: give the model's config.json with --model-config; not projected: the step time changes with the layout)"
             ),
             "a different parallel layout (per-rank attention batches, all-gathers or expert parallelism around the MoE layers) and the attention weights whole on every GPU (for a large model many GiB per GPU, possibly as much as the KV pool holds now: the pool shrinks by that, and the server may not start at the same --mem-fraction-static): measure throughput on a sample before the whole job; outputs are unchanged up to numerics".into(),
         ),
+        Plan::DpAttention(tp, Some(s)) => {
+            let o = s.best().copied().unwrap_or(s.options[0]);
+            let others: Vec<String> = s
+                .options
+                .iter()
+                .filter(|x| x.dp != o.dp)
+                .map(|x| {
+                    if x.pool_after_gib > 0.0 {
+                        format!("--dp-size {}: ~{:.1}x", x.dp, x.requests_factor)
+                    } else {
+                        format!(
+                            "--dp-size {}: does not fit ({:.1} GiB more weights per GPU)",
+                            x.dp, x.extra_gib
+                        )
+                    }
+                })
+                .collect();
+            (
+                format!(
+                    "Try --enable-dp-attention --dp-size {} on the same {tp} GPUs",
+                    o.dp
+                ),
+                format!(
+                    "this MLA model's latent KV is not split by TP: each of the {tp} ranks holds every running request's KV; with --dp-size {dp} each of {dp} attention groups of {g} GPUs holds only its own requests', and each GPU holds {extra:.1} GiB more attention weights, out of the pool ({after:.1} of today's {pool:.1} GiB left per GPU): about {f:.1}x the requests decoding at once{others} (not projected in tok/s: the step time changes with the layout)",
+                    dp = o.dp,
+                    g = tp / o.dp.max(1),
+                    extra = o.extra_gib,
+                    after = o.pool_after_gib,
+                    pool = s.pool_gib,
+                    f = o.requests_factor,
+                    others = if others.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", others.join("; "))
+                    },
+                ),
+                "a different parallel layout (per-group attention batches, all-gathers around the MoE layers): measure throughput on a sample before the whole job; the attention weights are sized from config.json at the checkpoint's dtype (less if they are quantised); outputs are unchanged up to numerics".into(),
+            )
+        }
+        Plan::DpAttentionNoRoom(s) => {
+            let most = s.options.last();
+            (
+                "Do not turn on --enable-dp-attention on these GPUs as they are".to_string(),
+                format!(
+                    "none: it would let each attention group hold only its own requests' KV, but every GPU would hold more of the attention weights ({:.1} GiB in all){}, which leaves no KV pool of today's {:.1} GiB per GPU at the same --mem-fraction-static",
+                    s.attention_gib,
+                    most.map(|o| format!(", {:.1} GiB more at --dp-size {}", o.extra_gib, o.dp))
+                        .unwrap_or_default(),
+                    s.pool_gib
+                ),
+                "the server does not start, or starts with almost no KV pool".into(),
+            )
+        }
         Plan::RaiseClientConcurrency(load) => (
             "Send more requests at once from the client (raise its concurrency)".into(),
             match load.and_then(|l| Some((l, l.headroom()?))) {

@@ -7,14 +7,15 @@ use crate::narrative;
 use crate::report::{ExpectationCheck, KvHolds, NotConcluded, NotConcludedReason, Projection};
 
 /// The measured rate against the ceiling of this setup and the user's expectation; an
-/// expectation asked and not answered is added to `not_concluded`.
+/// expectation asked and not answered is added to `not_concluded`. `layout`: the TP size of an
+/// MLA model whose KV each rank holds whole, and DP attention sized for it.
 pub(super) fn expectation(
     ctx: &Context,
     side: &ClientSide<'_>,
     projection: Option<&Projection>,
     fill: Option<crate::recommend::Fill>,
     load: Option<crate::recommend::Load>,
-    kv_replicated_by_tp: Option<u32>,
+    layout: (Option<u32>, Option<crate::report::DpAttentionSizing>),
     not_concluded: &mut Vec<NotConcluded>,
 ) -> Option<ExpectationCheck> {
     let (client, steady_gen_throughput) = (&side.client, &side.steady_gen_throughput);
@@ -29,7 +30,8 @@ pub(super) fn expectation(
         .as_ref()
         .and_then(|m| crate::expectation::check(m, projection, fill, ctx.expectation, figures));
     if let Some(e) = expectation.as_mut() {
-        e.kv_replicated_by_tp = kv_replicated_by_tp;
+        // an MLA model's KV held whole by each TP rank, and DP attention sized for it
+        (e.kv_replicated_by_tp, e.dp_attention) = layout;
         // with a fill plan (a conservative scheduler) the best change already says what
         // today's pool holds
         e.kv_holds = kv_holds(e, projection, load).filter(|_| fill.is_none());

@@ -148,7 +148,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
             })
             .flatten(),
         plans.load,
-        plans.kv_replicated_by_tp,
+        (plans.kv_replicated_by_tp, plans.dp_attention.clone()),
         &mut not_concluded,
     );
     let request_times = request_times(&input);

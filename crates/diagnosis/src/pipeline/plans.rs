@@ -24,6 +24,9 @@ pub(super) struct Plans {
     /// The TP size of an MLA model at TP > 1 without DP attention (every rank holds the whole
     /// latent KV).
     pub(super) kv_replicated_by_tp: Option<u32>,
+    /// DP attention sized for that layout (the model config's attention weights against the
+    /// log's KV pool).
+    pub(super) dp_attention: Option<crate::report::DpAttentionSizing>,
     /// What to change.
     pub(super) recommendations: Vec<Recommendation>,
     /// How loaded the scheduler behind the verdict is (its headroom).
@@ -126,6 +129,14 @@ pub(super) fn plans(
         let dp_tagged = views.iter().any(|v| v.key.dp.is_some());
         (mla && par.tp_size > 1 && par.attn_tp_size.is_none() && !dp_tagged).then_some(par.tp_size)
     };
+    let dp_attention = kv_replicated_by_tp.and_then(|tp| {
+        let attention = ctx.model.as_ref()?.config.mla_attention_weight_bytes()?;
+        crate::report::DpAttentionSizing::new(
+            tp,
+            attention / f64::from(1u32 << 30),
+            ev.startup.kv_alloc_gb?,
+        )
+    });
     let server_cap = side.server_cap;
     let recommendations = recommend::plans(&recommend::Input {
         bottleneck,
@@ -149,6 +160,7 @@ pub(super) fn plans(
         long_requests: vote.long_requests.is_some(),
         pd_decode: carrier.is_some_and(|(v, _)| v.is_pd_decode()),
         kv_replicated_by_tp,
+        dp_attention: dp_attention.as_ref(),
         cap_advice: recommend::CapAdvice {
             client: server_cap.and_then(|cap| {
                 Some(recommend::ClientLimit {
@@ -196,6 +208,7 @@ pub(super) fn plans(
         capacity_model,
         projection,
         kv_replicated_by_tp,
+        dp_attention,
         recommendations,
     }
 }

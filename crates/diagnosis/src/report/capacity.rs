@@ -193,3 +193,70 @@ impl Projection {
         (step > 0.0 && running > 0.0).then(|| running / step)
     }
 }
+
+/// DP attention on an MLA model served with TP and no DP attention, sized from the model
+/// config and the log's KV pool: with `--dp-size d` the attention runs on groups of `tp / d`
+/// GPUs, each GPU holding `d / tp` of the attention weights instead of `1 / tp`, and each
+/// group's pool holding only its own requests' latent KV (SGLang `dp_attention.py`; the
+/// weights from `kv_capacity::ModelConfig::mla_attention_weight_bytes`).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct DpAttentionSizing {
+    /// The TP size (GPUs of one replica).
+    pub tp: u32,
+    /// The attention weights of all layers, one copy (GiB).
+    pub attention_gib: f64,
+    /// One GPU's KV pool today (GiB, the log's `KV Cache is allocated … KV size`).
+    pub pool_gib: f64,
+    /// Each DP size that divides the TP size, smallest first.
+    pub options: Vec<DpOption>,
+}
+
+/// One DP size of a [`DpAttentionSizing`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct DpOption {
+    /// `--dp-size`.
+    pub dp: u32,
+    /// Attention weights each GPU holds more than today: attention × (dp − 1) / tp (GiB).
+    pub extra_gib: f64,
+    /// One GPU's pool at the same `--mem-fraction-static`: today's less the extra weights
+    /// (GiB; at or below 0 the server does not start so).
+    pub pool_after_gib: f64,
+    /// Requests decoding at once against today's: dp × pool after / pool today (ratio).
+    pub requests_factor: f64,
+}
+
+impl DpAttentionSizing {
+    /// The sizing for `tp` GPUs with `attention_gib` of attention weights and a pool of
+    /// `pool_gib` per GPU; `None` at TP 1 or without a positive pool.
+    pub fn new(tp: u32, attention_gib: f64, pool_gib: f64) -> Option<Self> {
+        (tp > 1 && pool_gib > 0.0 && attention_gib.is_finite()).then(|| {
+            let options = (2..=tp)
+                .filter(|d| tp.is_multiple_of(*d))
+                .map(|dp| {
+                    let extra_gib = attention_gib * f64::from(dp - 1) / f64::from(tp);
+                    let pool_after_gib = pool_gib - extra_gib;
+                    DpOption {
+                        dp,
+                        extra_gib,
+                        pool_after_gib,
+                        requests_factor: (f64::from(dp) * pool_after_gib / pool_gib).max(0.0),
+                    }
+                })
+                .collect();
+            DpAttentionSizing {
+                tp,
+                attention_gib,
+                pool_gib,
+                options,
+            }
+        })
+    }
+
+    /// The DP size that holds the most requests at once, if one holds more than today.
+    pub fn best(&self) -> Option<&DpOption> {
+        self.options
+            .iter()
+            .filter(|o| o.pool_after_gib > 0.0 && o.requests_factor > 1.0)
+            .max_by(|a, b| a.requests_factor.total_cmp(&b.requests_factor))
+    }
+}

@@ -118,6 +118,9 @@ pub struct ExpectationCheck {
     /// layout's (every rank holds the whole latent KV); DP attention is not projected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_replicated_by_tp: Option<u32>,
+    /// DP attention sized for that layout, when the model config gives the attention weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dp_attention: Option<super::DpAttentionSizing>,
     /// When the ceiling's batch is more than today's KV pool holds: how many requests it
     /// holds at the longer requests' KV, and the fit's rate there on the measured scale.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -23,7 +23,8 @@ mod scheduler;
 
 pub use admission::{Admission, Binding, Constraint, Slack};
 pub use capacity::{
-    CapacityModel, CapacitySummary, NoCeiling, Projection, ProjectionRow, RetractionSummary,
+    CapacityModel, CapacitySummary, DpAttentionSizing, DpOption, NoCeiling, Projection,
+    ProjectionRow, RetractionSummary,
 };
 pub use client::{
     BenchmarkRun, ClaimCheck, ClaimedFigure, ClientExpectation, ClientSetAside, ClientSummary,
