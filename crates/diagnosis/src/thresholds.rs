@@ -175,6 +175,9 @@ pub const CLIP_MAX_NEW_TOKENS: f64 = 4096.0;
 pub const DEFAULT_MAX_PREFILL_TOKENS: u64 = 16384;
 /// DP imbalance is not reported below this mean running count on the busiest rank (requests).
 pub const DP_IMBALANCE_MIN_RUNNING: f64 = 4.0;
+/// ... and at least this many steady decode lines on each rank compared (lines): one line a
+/// rank is an instant, and ranks step through bursts at different times.
+pub const DP_IMBALANCE_MIN_LINES: usize = 3;
 /// The idlest rank's mean running over the busiest's below which DP load is uneven (ratio).
 pub const DP_IMBALANCE_RATIO: f64 = 0.67;
 /// A KV pool below this is tiny for any real model and load (tokens).
@@ -439,3 +442,7 @@ pub fn pd_role_holds(pd: u64, all: u64) -> bool {
 /// (`init_new_token_ratio` 0.7 × `base_min_new_token_ratio` 0.14 ≈ 0.1, `schedule_policy.py` /
 /// `global_config.py`); above it the reserve had not shrunk much (ratio).
 pub const NEW_TOKEN_RATIO_DECAYED: f64 = 0.3;
+/// SGLang's default starting `new_token_ratio` (`SGLANG_INIT_NEW_TOKEN_RATIO` 0.7 ×
+/// `schedule_conservativeness` 1.0, `scheduler.py` `init_schedule_policy`): it only decays
+/// from there, and only a retraction raises it, so a ratio above it had been raised (ratio).
+pub const INIT_NEW_TOKEN_RATIO: f64 = 0.7;

@@ -56,7 +56,7 @@ pub fn incident_headline(
         B::KvTransferFailed => (
             "KV transfers failed",
             format!(
-                "{} failure line{} (all ranks){}: PD disaggregation could not move KV from the prefill to the decode server, and SGLang's decode side aborts a request whose KV did not come. The cause is logged where a transfer failed first (the prefill server, or another rank when the line says so): check the transfer backend (Mooncake, NIXL) and the network between the nodes.",
+                "{} failure line{} (all ranks){}: PD disaggregation could not move KV from the prefill to the decode server, and SGLang aborts each request whose transfer failed (on the side that logs it). The cause is logged where a transfer failed first (the transfer engine's lines before it, on the prefill server or another rank): check the transfer backend (Mooncake, NIXL) and the network between the nodes.",
                 incident.and_then(|i| i.count).unwrap_or(1),
                 if incident.and_then(|i| i.count).unwrap_or(1) == 1 {
                     ""

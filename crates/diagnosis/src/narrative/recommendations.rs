@@ -492,7 +492,7 @@ fn change(lever: Lever, finding: FindingKind) -> (String, String, String) {
             "slower decode steps while a chunk runs",
         ),
         (Lever::LoadBalanceMethod, _) => (
-            format!("Set {flag} to shortest_queue (or check the router's policy)"),
+            format!("Set {flag} to total_requests or total_tokens (current SGLang; shortest_queue in older releases), or check the router's policy"),
             "requests spread evenly over the DP ranks",
             "none known",
         ),

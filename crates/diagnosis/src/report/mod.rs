@@ -105,9 +105,10 @@ pub enum Bottleneck {
     /// admitted (`rules::drain`): the client stopped sending, and the lines say nothing of the
     /// server under load.
     Drain,
-    /// PD disaggregation could not move KV (`KVTransferError`, `Decode transfer failed`):
-    /// without batch lines, or when the batch lines name no bottleneck, the failed transfers
-    /// are what blocked serving (SGLang's decode side aborts a request whose KV did not come).
+    /// PD disaggregation could not move KV (`KVTransferError`, `Decode transfer failed`,
+    /// `Prefill transfer failed`): without batch lines, or when the batch lines name no
+    /// bottleneck, the failed transfers are what blocked serving (SGLang aborts each request
+    /// whose transfer failed, `disaggregation/prefill.py` and `decode.py`).
     KvTransferFailed,
 }
 

@@ -7,10 +7,12 @@
 //! **Why it matters.** Under DP attention all ranks step together, so the busiest rank sets the
 //! pace and the idle ranks' capacity is wasted.
 //!
-//! **Evidence it needs.** Decode lines tagged `DPn` for several ranks.
+//! **Evidence it needs.** Decode lines tagged `DPn` for several ranks, at least
+//! [`th::DP_IMBALANCE_MIN_LINES`] steady ones on each rank compared.
 //!
-//! **What to change.** The router's load-balance method (`--load-balance-method round_robin` /
-//! `shortest_queue`), or the client's spread of long requests.
+//! **What to change.** The load-balance method: a load-aware `--load-balance-method`
+//! (`total_requests` or `total_tokens` in current SGLang, `server_args.py`; `shortest_queue` in
+//! older releases), or the router's policy, or the client's spread of long requests.
 //!
 //! **Source.** SGLang `managers/data_parallel_controller.py` (dispatch), sgl-router policies.
 
@@ -35,7 +37,7 @@ pub struct Facts {
 pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
     let means: Vec<f64> = views
         .iter()
-        .filter(|v| v.key.dp.is_some())
+        .filter(|v| v.key.dp.is_some() && v.steady_decode.len() >= th::DP_IMBALANCE_MIN_LINES)
         .filter_map(|v| v.running.mean)
         .collect();
     if means.len() < 2 {
@@ -67,7 +69,7 @@ impl Rule for DpImbalance {
             FindingKind::DpImbalance,
             "Load is uneven across DP ranks",
             format!(
-                "Mean running requests range from {:.1} to {:.1} across {} DP ranks: the busiest rank sets the pace. Check the router's load-balance method (e.g. --load-balance-method round_robin / shortest_queue).",
+                "Mean running requests range from {:.1} to {:.1} across {} DP ranks: the busiest rank sets the pace. Check the load-balance method: a load-aware --load-balance-method (total_requests or total_tokens in current SGLang; shortest_queue in older releases), or the router's policy.",
                 f.min, f.max, f.ranks
             ),
             vec![
@@ -96,9 +98,18 @@ mod tests {
 
     const DP_EP: &str = "real/023-pr17392-dp-ep-decode-prealloc-generate.log";
 
+    /// 023's lines three times over, a minute apart: each of the 3 DP ranks has 3 decode
+    /// lines, 6 against 11 running. The log itself, one line a rank, is an instant of each
+    /// (boundary: no finding).
     #[test]
     fn six_against_eleven_running() {
-        with_input(&whole(DP_EP), |i| {
+        let once = whole(DP_EP);
+        let thrice = format!(
+            "{once}{}{}",
+            edit(&once, "2026-05-07 13:40", "2026-05-07 13:41"),
+            edit(&once, "2026-05-07 13:40", "2026-05-07 13:42")
+        );
+        with_input(&thrice, |i| {
             assert_eq!(
                 check(i.views),
                 Some(Facts {
@@ -108,6 +119,7 @@ mod tests {
                 })
             );
         });
+        with_input(&once, |i| assert_eq!(check(i.views), None));
     }
 
     #[test]
@@ -120,9 +132,12 @@ mod tests {
     #[test]
     fn within_two_thirds_is_balanced() {
         // 8 against 11: 0.73 of the busiest, above the ratio.
-        with_input(
-            &edit(&whole(DP_EP), "#running-req: 6,", "#running-req: 8,"),
-            |i| assert_eq!(check(i.views), None),
+        let once = edit(&whole(DP_EP), "#running-req: 6,", "#running-req: 8,");
+        let thrice = format!(
+            "{once}{}{}",
+            edit(&once, "2026-05-07 13:40", "2026-05-07 13:41"),
+            edit(&once, "2026-05-07 13:40", "2026-05-07 13:42")
         );
+        with_input(&thrice, |i| assert_eq!(check(i.views), None));
     }
 }

@@ -75,7 +75,8 @@ impl Facts {
 }
 
 /// Requests admitted between log times `from` and `to` (the prefill lines' `#new-seq`) and
-/// the span's length (seconds); `None` when the scheduler's prefill lines are thinned or untimed.
+/// the span's length (seconds); `None` when the scheduler's prefill lines are thinned or
+/// untimed, or chunked (two or more passes filled to the same largest size).
 fn admitted_between(
     v: &crate::evidence::view::SchedulerView<'_>,
     from: f64,
@@ -84,13 +85,24 @@ fn admitted_between(
     if v.tl.prefill.stride() != 1 {
         return None;
     }
-    let n =
+    let lines: Vec<_> =
         v.tl.prefill
             .samples()
             .iter()
             .filter(|p| p.t.is_some_and(|t| (from..=to).contains(&t)))
-            .map(|p| p.new_seq.unwrap_or(0))
-            .sum();
+            .collect();
+    // a chunked prompt's continuation is counted in `#new-seq` again on every pass
+    // (`schedule_policy.py`: the chunked request is in `can_run_list`): passes filled to one
+    // size are chunks, and their `#new-seq` no count of admitted requests
+    let most = lines.iter().filter_map(|p| p.new_token).max();
+    let at_most = lines
+        .iter()
+        .filter(|p| most.is_some() && p.new_token == most)
+        .count();
+    if at_most >= 2 {
+        return None;
+    }
+    let n = lines.iter().map(|p| p.new_seq.unwrap_or(0)).sum();
     Some((n, to - from))
 }
 
@@ -356,6 +368,21 @@ mod tests {
         // a full pool, not a burst still being admitted
         let log = "clients/guidellm-0.8.1/server.log";
         with_input(&whole(log), |i| assert_eq!(check(i), None));
+    }
+
+    /// real/034: every prefill pass fills exactly 2048 tokens with 2 sequences, one of them a
+    /// chunked prompt's continuation counted again each pass: no count of admitted requests,
+    /// so no claim that a client kept its load on; the climb is worded as a ramp.
+    #[test]
+    fn chunked_passes_count_no_admissions() {
+        with_input(
+            &whole("real/034-i2255-cache-hit-rate-field-chunked-prefill.log"),
+            |i| {
+                let f = check(i).expect("a ramp");
+                assert_eq!(f.admitted, None);
+                assert!(!f.under_load());
+            },
+        );
     }
 
     #[test]
