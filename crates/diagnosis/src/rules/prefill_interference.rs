@@ -138,6 +138,17 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
     })
 }
 
+/// The DP size of DP attention when the log's server arguments turn it on
+/// (`enable_dp_attention=True`, `dp_size` above 1).
+fn dp_attention_size(input: &Input<'_>) -> Option<u32> {
+    let args = &input.ev.startup.server_args;
+    let on = args
+        .get("enable_dp_attention")
+        .is_some_and(|v| v == "True" || v == "true");
+    let dp = args.get("dp_size").and_then(|v| v.parse::<u32>().ok())?;
+    (on && dp > 1).then_some(dp)
+}
+
 /// The rule as [`super::FINDING_RULES`] runs it: [`check`], then the finding in its words.
 #[derive(Clone, Copy, Debug)]
 pub struct PrefillInterference;
@@ -189,15 +200,25 @@ impl Rule for PrefillInterference {
                 f.clean_tok_per_s,
                 f.loss * 100.0,
                 if cap.chunked_prefill_off {
+                    // under DP attention SGLang divides the flag by dp_size (`server_args.py`
+                    // `_handle_data_parallelism`): the value to pass is dp_size × a rank's chunk
+                    let dp = dp_attention_size(input);
+                    let per_rank = |chunk: u64| match dp {
+                        Some(d) => format!(
+                            "{} (with DP attention SGLang divides the flag by --dp-size {d}: {chunk} tokens a rank)",
+                            chunk * u64::from(d)
+                        ),
+                        None => chunk.to_string(),
+                    };
                     format!(
                         "Prefill passes stop decode while they run, and chunked prefill is off (chunked_prefill_size=-1): each prompt prefills whole in one pass. A --chunked-prefill-size {} spreads prefill over shorter passes{}; PD disaggregation removes the interference.",
                         match f.largest_prefill_tokens {
                             // a chunk splits only what is larger than it
                             Some(n) => format!(
                                 "below the largest prefill pass here ({n} tokens; e.g. {})",
-                                (n.next_power_of_two() / 4).clamp(256, 8192)
+                                per_rank((n.next_power_of_two() / 4).clamp(256, 8192))
                             ),
-                            None => "(e.g. 8192)".to_string(),
+                            None => format!("(e.g. {})", per_rank(8192)),
                         },
                         match mixed_chunk {
                             MixedChunk::Available => {
@@ -252,6 +273,30 @@ mod tests {
                 f.loss >= 0.10 && f.mixed_tok_per_s < f.clean_tok_per_s,
                 "{f:?}"
             );
+        });
+    }
+
+    /// The log's DP attention (line 127's `--enable-dp-attention --dp-size 16`; line 135:
+    /// "The chunked prefill size is adjusted to -1"): SGLang divides --chunked-prefill-size by
+    /// the DP size, so the value named is 16 × a rank's chunk (strict expert: 1024 would give
+    /// 64-token chunks). Without DP attention in the arguments the per-rank value is named.
+    #[test]
+    fn the_chunk_named_under_dp_attention_is_per_server() {
+        // the server's arguments (line 150) before DP0's lines
+        let with_args = excerpt(MIXED, 150..=150) + &dp0(1..=8877);
+        with_input(&with_args, |i| {
+            let f = check(i).expect("interference");
+            let w = PrefillInterference::finding(&f, i).detail;
+            assert!(w.contains("e.g. 16384 (with DP attention SGLang divides the flag by --dp-size 16: 1024 tokens a rank)"), "{w}");
+        });
+        let no_dp = crate::rules::testing::edit(
+            &with_args,
+            "enable_dp_attention=True",
+            "enable_dp_attention=False",
+        );
+        with_input(&no_dp, |i| {
+            let w = PrefillInterference::finding(&check(i).expect("interference"), i).detail;
+            assert!(w.contains("e.g. 1024)"), "{w}");
         });
     }
 
