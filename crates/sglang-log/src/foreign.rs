@@ -205,7 +205,14 @@ impl ForeignFormat {
             }
             ForeignFormat::LightLlm => has(b"lightllm"),
             ForeignFormat::MlcLlm => has(b"mlc_llm"),
-            ForeignFormat::Aphrodite => has(b"aphrodite") || has(b"Aphrodite"),
+            // its module paths and its banner, not the word: a document naming the engine
+            // (this project's README) is no Aphrodite log
+            ForeignFormat::Aphrodite => {
+                has(b"aphrodite.")
+                    || has(b"aphrodite/")
+                    || has(b"Aphrodite Engine")
+                    || has(b"aphrodite-engine")
+            }
             ForeignFormat::PrometheusExposition => {
                 msg.starts_with(b"# HELP ") || msg.starts_with(b"# TYPE ")
             }
@@ -670,6 +677,18 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(format_of(text), Some(want), "{text}");
         }
+        // Aphrodite by its module path; a document that names the engine among others is none
+        // (the fresh user gave the README as the log: "an Aphrodite Engine log")
+        assert_eq!(
+            format_of("INFO:     aphrodite.endpoints.openai.api_server: Started server process\n"),
+            Some(ForeignFormat::Aphrodite)
+        );
+        assert_eq!(
+            format_of(
+                "another engine's log (vLLM V0/V1, LightLLM, Aphrodite, TensorRT-LLM) is refused\n"
+            ),
+            None
+        );
         // vLLM's layout needs its `[file.py:N]`: a level and a date alone are any logger's
         assert_eq!(format_of("INFO 10-14 17:07:43 starting\n"), None);
         assert!(vllm_layout(b"WARNING 10-14 17:07:43.123 [loggers.py:12] x"));
