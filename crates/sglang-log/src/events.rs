@@ -480,14 +480,7 @@ pub struct GraphCapture {
 
 /// The number after the last `needle` of `msg`, as a finite non-negative GiB figure.
 fn last_gib(msg: &str, needle: &str) -> Option<f64> {
-    let v = &msg[msg.rfind(needle)? + needle.len()..];
-    let end = v
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(v.len());
-    v[..end]
-        .parse::<f64>()
-        .ok()
-        .filter(|g| g.is_finite() && *g >= 0.0)
+    crate::num::leading_f64(&msg[msg.rfind(needle)? + needle.len()..])
 }
 
 /// A graph capture's `begin` line (`msg` starts with `Capture ` and holds `graph begin`).

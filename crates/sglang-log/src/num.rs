@@ -135,6 +135,15 @@ fn parse_f64_general(s: &str) -> Option<f64> {
     Some(if neg { -v } else { v })
 }
 
+/// The unsigned decimal number `s` starts with (its digits and dots, e.g. `20.14` of
+/// `20.14 GB)`), when it is finite: a figure glued to its unit or closing bracket.
+pub(crate) fn leading_f64(s: &str) -> Option<f64> {
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    parse_f64(&s[..end]).filter(|x| x.is_finite() && *x >= 0.0)
+}
+
 /// Parses a percentage such as `12.34%` (or `12.34`) and returns it as a fraction (`0.1234`).
 pub(crate) fn parse_percent_fraction(s: &str) -> Option<f64> {
     let t = s.trim_end();

@@ -166,13 +166,7 @@ pub(super) fn progress_from_line(line: &str) -> Option<ProgressPoint> {
     // `avg_comp=4121tok` (or `avg_comp=4121`, `avg_comp: 4121 tokens`)
     let avg_comp = rest.find("avg_comp").and_then(|i| {
         let v = rest[i + "avg_comp".len()..].trim_start_matches([' ', '=', ':']);
-        let end = v
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(v.len());
-        v[..end]
-            .parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x > 0.0)
+        crate::num::leading_f64(v).filter(|x| *x > 0.0)
     });
     Some(ProgressPoint {
         t,
