@@ -1409,3 +1409,18 @@ fn guidellm_report_beside_its_log_gives_records_summary_and_their_check() {
     );
     assert_eq!(completed["agrees"], false);
 }
+
+/// The founding case's client printout alone, no server log (the fresh user's try): the
+/// verdict says no server log was given, not that a log held no scheduler lines; the
+/// client's view is still reported.
+#[test]
+fn a_client_log_alone_says_no_server_log_was_given() {
+    let d = data("scenarios/kimi-k25-b2-early");
+    let client = d.join("client.log").into_os_string();
+    let text = diagnose_args_text(&["--client-log".as_ref(), client.as_os_str()]);
+    assert!(
+        text.contains("Verdict: No SGLang scheduler lines: no server log was given"),
+        "{text}"
+    );
+    assert!(!text.contains("none were found in the input"), "{text}");
+}

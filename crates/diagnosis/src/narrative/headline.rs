@@ -372,7 +372,13 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
             } else {
                 benchmark_summary(benchmarks)
             }
-            .unwrap_or_else(|| "none were found in the input.".to_string()),
+            .unwrap_or_else(|| {
+                if h.no_server_log {
+                    "no server log was given (give the SGLang server's log as LOG; a client's files alone say what the client saw, not why the server is slow).".to_string()
+                } else {
+                    "none were found in the input.".to_string()
+                }
+            }),
         ),
     };
     let mut summary = body;

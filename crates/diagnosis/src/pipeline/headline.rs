@@ -160,6 +160,7 @@ pub(super) fn headline(
                 .iter()
                 .filter(|v| !v.steady.is_empty())
                 .all(rules::client_bound::lone_reading),
+        no_server_log: input.ev.sources.is_empty(),
         jit_compile: input
             .ev
             .jit_compile

@@ -183,6 +183,10 @@ pub struct Headline {
     /// in an instant) or decoding at a crawl for its batch (an idle window or a hang).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lone_reading: bool,
+    /// No server log was given at all (only a client's files, say): the verdict says so, not
+    /// that a log held no scheduler lines.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_server_log: bool,
     /// With an `inconclusive` verdict: the JIT compile line (DeepGEMM's pre-compile) the log
     /// ends in, after its last batch line: the lines are the server's warm-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
