@@ -1988,3 +1988,31 @@ fn a_higher_cap_gains_what_waits() {
     let g = gain("real-long/ascend-qwen3next-80b-hybrid-mamba.log");
     assert!(!g.contains("today's queue"), "{g}");
 }
+
+/// A server verdict the overrides name from a weak vote shows in each weak row too (strict
+/// expert: the table said "client too slow" beside the headline): real/037's slow prefill
+/// chunks, real/058's decode at ~0.1 tok/s a request, real-3/045's JIT warm-up at the end.
+#[test]
+fn the_table_rows_agree_with_an_overridden_headline() {
+    for (rel, want) in [
+        (
+            "real/037-llama-benchy-i15-swa-prefill-slow-46tps.log",
+            B::PrefillComputeBound,
+        ),
+        (
+            "real/058-pr29853-npu-grok2-128running-14tps-no-graph.log",
+            B::DecodeComputeBound,
+        ),
+        (
+            "real-3/045-pr10622-qwen3next-dp-ep-mamba-usage-deepgemm-jit.log",
+            B::Inconclusive,
+        ),
+    ] {
+        let r = diagnose(rel);
+        assert_eq!(r.bottleneck, want, "{rel}");
+        assert!(!r.schedulers.is_empty(), "{rel}");
+        for s in &r.schedulers {
+            assert_eq!(s.bottleneck, want, "{rel}: {}", s.name);
+        }
+    }
+}

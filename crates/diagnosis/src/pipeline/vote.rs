@@ -113,10 +113,23 @@ impl Vote<'_> {
     /// The verdict of a scheduler's row in the table. A hung server hangs on every rank: a
     /// rank whose own lines look weak (client bound, inconclusive) shows the stall in the table
     /// too, as the headline does.
+    ///
+    /// So does a server verdict the overrides name from a weak vote (slow decode or prefill
+    /// steps, a log that ends in a JIT warm-up): a weak row shows it as the headline does, not
+    /// "client too slow" beside a compute-bound headline.
     pub(super) fn row_verdict(&self, r: &Reason) -> Bottleneck {
+        let own = r.bottleneck();
+        let weak = matches!(own, Bottleneck::ClientBound | Bottleneck::Inconclusive);
         match self.bottleneck {
-            Bottleneck::Stall => verdict::decide(&[(r.bottleneck(), 1)], self.overrides),
-            _ => r.bottleneck(),
+            Bottleneck::Stall => verdict::decide(&[(own, 1)], self.overrides),
+            Bottleneck::DecodeComputeBound
+            | Bottleneck::PrefillComputeBound
+            | Bottleneck::Inconclusive
+                if weak =>
+            {
+                verdict::decide(&[(own, 1)], self.overrides)
+            }
+            _ => own,
         }
     }
 }
