@@ -2016,3 +2016,17 @@ fn the_table_rows_agree_with_an_overridden_headline() {
         }
     }
 }
+
+/// real/019: one decode line of `DP0 TP0`: a DP rank of a server with several, whose rate is
+/// that rank's, not the server's (strict expert).
+#[test]
+fn one_dp_rank_is_not_the_server() {
+    let r = diagnose("real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log");
+    let h = &r.headline.summary;
+    assert!(
+        h.contains("The one DP rank in the log (of at least 2")
+            && h.contains("generates 325 tok/s"),
+        "{h}"
+    );
+    assert!(!h.contains("Server generates"), "{h}");
+}

@@ -393,6 +393,11 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
                 "The {} DP ranks in the log (of at least {of}) generate",
                 h.dp_ranks
             ),
+            // SGLang tags a line with its DP rank only when there are several
+            // (`data_parallel_controller.py` starts each scheduler with its `dp_rank`)
+            _ if h.dp_ranks == 1 => {
+                "The one DP rank in the log (of at least 2: SGLang tags lines with a DP rank only when there are several) generates".to_string()
+            }
             _ => "Server generates".to_string(),
         };
         summary.push_str(&match h.busy_gen_tok_per_s {
