@@ -227,11 +227,14 @@ fn b2_four_times_faster_is_not_reachable_and_says_what_could() {
         "{:?}",
         r.recommendations
     );
-    // sized from config.json (11.49 GiB of MLA attention weights) against the log's 7.60 GiB
-    // pool per GPU: --dp-size 8 would hold 10.05 GiB more per GPU, more than the pool; 4
-    // leaves 3.29 GiB and holds ~1.73x the requests, 2 leaves 6.16 GiB for ~1.62x
+    // sized from config.json (9.77 GiB of the attention weights TP splits; q_a and kv_a are
+    // whole on every GPU already; no vocab_size, so the embedding DP attention holds whole is
+    // not sized) against the log's 7.60 GiB pool per GPU: --dp-size 8 would hold at least
+    // 8.55 GiB more per GPU, more than the pool; 4 leaves at most 3.94 GiB (at most ~2.07x
+    // the requests), 2 at most 6.38 GiB (~1.68x)
     let s = e.dp_attention.as_ref().expect("DP attention sized");
-    assert!((s.attention_gib - 11.49).abs() < 0.01, "{s:?}");
+    assert!((s.split_attention_gib - 9.77).abs() < 0.01, "{s:?}");
+    assert_eq!(s.embedding_gib, None);
     assert!((s.pool_gib - 7.60).abs() < 0.01, "{s:?}");
     let dps: Vec<(u32, bool)> = s
         .options
@@ -241,7 +244,7 @@ fn b2_four_times_faster_is_not_reachable_and_says_what_could() {
     assert_eq!(dps, [(2, true), (4, true), (8, false)]);
     let best = s.best().expect("a DP size that fits");
     assert_eq!(best.dp, 4);
-    assert!((best.requests_factor - 1.73).abs() < 0.01, "{best:?}");
+    assert!((best.requests_factor - 2.07).abs() < 0.01, "{best:?}");
     let rec = r
         .recommendations
         .iter()

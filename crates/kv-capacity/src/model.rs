@@ -68,10 +68,12 @@ pub struct ModelConfig {
     pub qk_rope_head_dim: Option<u32>,
     /// An MLA model's projection sizes beyond the KV cell (`q_lora_rank`, `qk_nope_head_dim`,
     /// the config's own `v_head_dim`), when all are given: what
-    /// [`Self::mla_attention_weight_bytes`] needs.
+    /// [`Self::mla_split_attention_weight_bytes`] needs.
     pub mla_dims: Option<MlaDims>,
     /// `quantization_config.quant_method` (e.g. `fp8`, `compressed-tensors`), if given.
     pub quant_method: Option<String>,
+    /// `vocab_size`, if given.
+    pub vocab_size: Option<u32>,
     /// `torch_dtype` (or the newer `dtype` key), e.g. `bfloat16`.
     pub torch_dtype: Option<String>,
     /// `sliding_window`, if given and not null.
@@ -226,6 +228,9 @@ impl ModelConfig {
                 .and_then(Value::as_str)
                 .map(str::to_string)
         });
+        let vocab_size = get_u32(lm, "vocab_size", &prefix)?
+            .or(get_u32(top, "vocab_size", "")?)
+            .filter(|&v| v > 0);
         let torch_dtype = get_str(lm, "torch_dtype")
             .or_else(|| get_str(lm, "dtype"))
             .or_else(|| get_str(top, "torch_dtype"))
@@ -271,6 +276,7 @@ impl ModelConfig {
             qk_rope_head_dim,
             mla_dims,
             quant_method,
+            vocab_size,
             torch_dtype,
             sliding_window,
             layer_types,
@@ -279,14 +285,25 @@ impl ModelConfig {
         })
     }
 
-    /// The attention projections' weights of an MLA model over all layers (bytes), as
-    /// DeepSeek-V2/V3's attention holds them (`q_a_proj` + `q_b_proj`, or `q_proj` without
-    /// `q_lora_rank`; `kv_a_proj_with_mqa`, `kv_b_proj`, `o_proj`; SGLang
-    /// `models/deepseek_v2.py`): hidden × q_lora + q_lora × heads × (nope + rope), hidden ×
-    /// (kv_lora + rope), kv_lora × heads × (nope + v), heads × v × hidden per layer, at one
-    /// byte a weight for an `fp8` checkpoint, else at the model's dtype. `None` for a model
-    /// that is not MLA or whose config lacks a size.
-    pub fn mla_attention_weight_bytes(&self) -> Option<f64> {
+    /// Bytes a weight of this checkpoint takes: one for an `fp8` checkpoint, else the model's
+    /// dtype ([`Self::model_dtype_bytes`]).
+    fn weight_bytes(&self) -> Option<f64> {
+        if self.quant_method.as_deref() == Some("fp8") {
+            Some(1.0)
+        } else {
+            self.model_dtype_bytes().map(f64::from)
+        }
+    }
+
+    /// The weights of an MLA model's attention that TP splits, over all layers (bytes): the
+    /// query's up-projection (`q_b_proj`, or `q_proj` without `q_lora_rank`), `kv_b_proj` and
+    /// `o_proj`, at one byte a weight for an `fp8` checkpoint, else at the model's dtype. The
+    /// down-projections (`q_a_proj`, `kv_a_proj_with_mqa`, fused as
+    /// `fused_qkv_a_proj_with_mqa`) are `ReplicatedLinear`: every GPU holds them whole already
+    /// (SGLang `models/deepseek_v2.py`). Per layer: q_lora × heads × (nope + rope) (or hidden ×
+    /// heads × (nope + rope)), kv_lora × heads × (nope + v), heads × v × hidden. `None` for a
+    /// model that is not MLA or whose config lacks a size.
+    pub fn mla_split_attention_weight_bytes(&self) -> Option<f64> {
         let d = self.mla_dims?;
         let (h, heads) = (
             f64::from(self.hidden_size?),
@@ -298,16 +315,19 @@ impl ModelConfig {
         );
         let (nope, v) = (f64::from(d.qk_nope_head_dim), f64::from(d.v_head_dim));
         let q = match d.q_lora_rank {
-            Some(r) => h * f64::from(r) + f64::from(r) * heads * (nope + rope),
+            Some(r) => f64::from(r) * heads * (nope + rope),
             None => h * heads * (nope + rope),
         };
-        let per_layer = q + h * (kv + rope) + kv * heads * (nope + v) + heads * v * h;
-        let bytes = if self.quant_method.as_deref() == Some("fp8") {
-            1.0
-        } else {
-            f64::from(self.model_dtype_bytes()?)
-        };
-        Some(per_layer * f64::from(self.num_hidden_layers) * bytes)
+        let per_layer = q + kv * heads * (nope + v) + heads * v * h;
+        Some(per_layer * f64::from(self.num_hidden_layers) * self.weight_bytes()?)
+    }
+
+    /// The token embedding (bytes): `vocab_size × hidden_size` at the checkpoint's weight size.
+    /// Under DP attention SGLang holds it whole on every GPU (`VocabParallelEmbedding` with
+    /// `enable_tp = not is_dp_attention_enabled()`, `models/deepseek_v2.py`). `None` without
+    /// `vocab_size` or `hidden_size`.
+    pub fn embedding_weight_bytes(&self) -> Option<f64> {
+        Some(f64::from(self.vocab_size?) * f64::from(self.hidden_size?) * self.weight_bytes()?)
     }
 
     /// MLA when `kv_lora_rank` is set and non-zero, whatever `num_key_value_heads` says

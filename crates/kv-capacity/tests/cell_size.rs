@@ -217,27 +217,32 @@ fn unsupported_dtypes_and_bad_configs() {
     ));
 }
 
-/// The attention weights of the founding case's Kimi-K2.5 (`scenarios/kimi-k25-b2/config.json`:
-/// hidden 7168, 61 layers, 64 heads, q_lora 1536, kv_lora 512, rope 64, nope 128, v 128, bf16):
-/// per layer 11.01M + 18.87M (q), 4.13M (kv_a), 8.39M (kv_b), 58.72M (o) = 101.12M weights,
-/// 6.17B over the layers, 11.49 GiB at two bytes.
+/// The attention weights TP splits of the founding case's Kimi-K2.5
+/// (`scenarios/kimi-k25-b2/config.json`: hidden 7168, 61 layers, 64 heads, q_lora 1536, kv_lora
+/// 512, rope 64, nope 128, v 128, bf16): per layer 18.87M (q_b), 8.39M (kv_b), 58.72M (o) =
+/// 85.98M weights, 5.24B over the layers, 9.77 GiB at two bytes (the replicated q_a and kv_a
+/// not among them). Its config gives no vocab_size: no embedding is sized; Kimi-K2's own
+/// (163,840 × 7168 at two bytes) is 2.19 GiB.
 #[test]
 fn mla_attention_weights_of_the_founding_case() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/data/scenarios/kimi-k25-b2/config.json"
     );
-    let c = ModelConfig::from_hf_json(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let per_layer = 7168.0 * 1536.0
-        + 1536.0 * 64.0 * 192.0
-        + 7168.0 * 576.0
-        + 512.0 * 64.0 * 256.0
-        + 64.0 * 128.0 * 7168.0;
-    let bytes = c.mla_attention_weight_bytes().expect("MLA dims");
+    let text = std::fs::read_to_string(path).unwrap();
+    let c = ModelConfig::from_hf_json(&text).unwrap();
+    let per_layer = 1536.0 * 64.0 * 192.0 + 512.0 * 64.0 * 256.0 + 64.0 * 128.0 * 7168.0;
+    let bytes = c.mla_split_attention_weight_bytes().expect("MLA dims");
     assert_eq!(bytes, per_layer * 61.0 * 2.0);
     let gib = bytes / (1u64 << 30) as f64;
-    assert!((gib - 11.49).abs() < 0.01, "{gib}");
+    assert!((gib - 9.77).abs() < 0.01, "{gib}");
+    assert_eq!(c.embedding_weight_bytes(), None);
+    // the same config with Kimi-K2's vocabulary
+    let with_vocab = text.replacen('{', "{\"vocab_size\": 163840, ", 1);
+    let c = ModelConfig::from_hf_json(&with_vocab).unwrap();
+    let emb = c.embedding_weight_bytes().expect("embedding") / (1u64 << 30) as f64;
+    assert!((emb - 2.1875).abs() < 1e-9, "{emb}");
     // a model that is not MLA has none
     let llama = config("llama-3-8b.json");
-    assert_eq!(llama.mla_attention_weight_bytes(), None);
+    assert_eq!(llama.mla_split_attention_weight_bytes(), None);
 }

@@ -85,12 +85,16 @@ pub fn expectation(e: &ExpectationCheck) -> String {
             // sized from the model config: the attention weights come out of the pool
             Some(s) => match s.best() {
                 Some(o) => format!(
-                    "with --enable-dp-attention --dp-size {} each attention group would hold only its own requests' (about {:.1}x the requests at once, after the attention weights take {:.1} GiB more per GPU)",
-                    o.dp, o.requests_factor, o.extra_gib
+                    "with --enable-dp-attention --dp-size {} each attention group would hold only its own requests' ({} {:.1}x the requests at once, after the weights it holds whole take {} {:.1} GiB more per GPU)",
+                    o.dp,
+                    if s.embedding_gib.is_some() { "about" } else { "at most" },
+                    o.requests_factor,
+                    if s.embedding_gib.is_some() { "about" } else { "at least" },
+                    o.extra_gib
                 ),
                 None => format!(
-                    "--enable-dp-attention, which would let each attention group hold only its own requests', does not fit: the attention weights ({:.1} GiB in all) would take today's whole {:.1} GiB pool per GPU",
-                    s.attention_gib, s.pool_gib
+                    "--enable-dp-attention, which would let each attention group hold only its own requests', does not fit: the weights it holds whole would take today's whole {:.1} GiB pool per GPU",
+                    s.pool_gib
                 ),
             },
             None => format!(

@@ -233,28 +233,44 @@ pub fn recommendation(p: &Plan) -> Recommendation {
         ),
         Plan::DpAttention(tp, Some(s)) => {
             let o = s.best().copied().unwrap_or(s.options[0]);
+            // without vocab_size the embedding DP attention holds whole is not counted: the
+            // extra is a floor, the gain a ceiling
+            let (about, more) = match s.embedding_gib {
+                Some(_) => ("about", "more"),
+                None => ("at most", "at least"),
+            };
             let others: Vec<String> = s
                 .options
                 .iter()
                 .filter(|x| x.dp != o.dp)
                 .map(|x| {
                     if x.pool_after_gib > 0.0 {
-                        format!("--dp-size {}: ~{:.1}x", x.dp, x.requests_factor)
+                        format!("--dp-size {}: {about} {:.1}x", x.dp, x.requests_factor)
                     } else {
                         format!(
-                            "--dp-size {}: does not fit ({:.1} GiB more weights per GPU)",
+                            "--dp-size {}: does not fit ({more} {:.1} GiB more weights per GPU)",
                             x.dp, x.extra_gib
                         )
                     }
                 })
                 .collect();
+            let weights = match s.embedding_gib {
+                Some(e) => format!(
+                    "the attention weights TP splits ({:.1} GiB in all) and the token embedding ({e:.1} GiB), which DP attention holds whole on every GPU",
+                    s.split_attention_gib
+                ),
+                None => format!(
+                    "the attention weights TP splits ({:.1} GiB in all), and the token embedding, which DP attention holds whole on every GPU and config.json (no vocab_size) does not size",
+                    s.split_attention_gib
+                ),
+            };
             (
                 format!(
                     "Try --enable-dp-attention --dp-size {} on the same {tp} GPUs",
                     o.dp
                 ),
                 format!(
-                    "this MLA model's latent KV is not split by TP: each of the {tp} ranks holds every running request's KV; with --dp-size {dp} each of {dp} attention groups of {g} GPUs holds only its own requests', and each GPU holds {extra:.1} GiB more attention weights, out of the pool ({after:.1} of today's {pool:.1} GiB left per GPU): about {f:.1}x the requests decoding at once{others} (not projected in tok/s: the step time changes with the layout)",
+                    "this MLA model's latent KV is not split by TP: each of the {tp} ranks holds every running request's KV; with --dp-size {dp} each of {dp} attention groups of {g} GPUs holds only its own requests', and each GPU holds {more} {extra:.1} GiB more weights, out of the pool ({after:.1} of today's {pool:.1} GiB left per GPU): {about} {f:.1}x the requests decoding at once{others}; the weights: {weights} (not projected in tok/s: the step time changes with the layout)",
                     dp = o.dp,
                     g = tp / o.dp.max(1),
                     extra = o.extra_gib,
@@ -267,7 +283,7 @@ pub fn recommendation(p: &Plan) -> Recommendation {
                         format!(" ({})", others.join("; "))
                     },
                 ),
-                "a different parallel layout (per-group attention batches, all-gathers around the MoE layers): measure throughput on a sample before the whole job; the attention weights are sized from config.json at the checkpoint's dtype (less if they are quantised); outputs are unchanged up to numerics".into(),
+                "a different parallel layout (per-group attention batches, all-gathers around the MoE layers): measure throughput on a sample before the whole job; the weights are sized from config.json at the checkpoint's dtype (less if they are quantised); outputs are unchanged up to numerics".into(),
             )
         }
         Plan::DpAttentionNoRoom(s) => {
@@ -275,9 +291,9 @@ pub fn recommendation(p: &Plan) -> Recommendation {
             (
                 "Do not turn on --enable-dp-attention on these GPUs as they are".to_string(),
                 format!(
-                    "none: it would let each attention group hold only its own requests' KV, but every GPU would hold more of the attention weights ({:.1} GiB in all){}, which leaves no KV pool of today's {:.1} GiB per GPU at the same --mem-fraction-static",
-                    s.attention_gib,
-                    most.map(|o| format!(", {:.1} GiB more at --dp-size {}", o.extra_gib, o.dp))
+                    "none: it would let each attention group hold only its own requests' KV, but every GPU would hold more weights (of the {:.1} GiB of attention weights TP splits, and the token embedding whole){}, which leaves no KV pool of today's {:.1} GiB per GPU at the same --mem-fraction-static",
+                    s.split_attention_gib,
+                    most.map(|o| format!(", at least {:.1} GiB more at --dp-size {}", o.extra_gib, o.dp))
                         .unwrap_or_default(),
                     s.pool_gib
                 ),

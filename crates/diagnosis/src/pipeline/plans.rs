@@ -130,10 +130,12 @@ pub(super) fn plans(
         (mla && par.tp_size > 1 && par.attn_tp_size.is_none() && !dp_tagged).then_some(par.tp_size)
     };
     let dp_attention = kv_replicated_by_tp.and_then(|tp| {
-        let attention = ctx.model.as_ref()?.config.mla_attention_weight_bytes()?;
+        let config = &ctx.model.as_ref()?.config;
+        let gib = f64::from(1u32 << 30);
         crate::report::DpAttentionSizing::new(
             tp,
-            attention / f64::from(1u32 << 30),
+            config.mla_split_attention_weight_bytes()? / gib,
+            config.embedding_weight_bytes().map(|b| b / gib),
             ev.startup.kv_alloc_gb?,
         )
     });

@@ -196,15 +196,19 @@ impl Projection {
 
 /// DP attention on an MLA model served with TP and no DP attention, sized from the model
 /// config and the log's KV pool: with `--dp-size d` the attention runs on groups of `tp / d`
-/// GPUs, each GPU holding `d / tp` of the attention weights instead of `1 / tp`, and each
-/// group's pool holding only its own requests' latent KV (SGLang `dp_attention.py`; the
-/// weights from `kv_capacity::ModelConfig::mla_attention_weight_bytes`).
+/// GPUs, each GPU holding `d / tp` of the attention weights TP splits instead of `1 / tp`, and
+/// the token embedding whole instead of `1 / tp`; each group's pool holds only its own
+/// requests' latent KV (SGLang `models/deepseek_v2.py`, `dp_attention.py`; the weights from
+/// `kv_capacity::ModelConfig::mla_split_attention_weight_bytes` and `embedding_weight_bytes`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct DpAttentionSizing {
     /// The TP size (GPUs of one replica).
     pub tp: u32,
-    /// The attention weights of all layers, one copy (GiB).
-    pub attention_gib: f64,
+    /// The attention weights TP splits, all layers, one copy (GiB).
+    pub split_attention_gib: f64,
+    /// The token embedding, one copy (GiB); `None` when the config gives no `vocab_size`: then
+    /// each option's extra is a lower bound and its gain an upper bound.
+    pub embedding_gib: Option<f64>,
     /// One GPU's KV pool today (GiB, the log's `KV Cache is allocated … KV size`).
     pub pool_gib: f64,
     /// Each DP size that divides the TP size, smallest first.
@@ -216,7 +220,8 @@ pub struct DpAttentionSizing {
 pub struct DpOption {
     /// `--dp-size`.
     pub dp: u32,
-    /// Attention weights each GPU holds more than today: attention × (dp − 1) / tp (GiB).
+    /// Weights each GPU holds more than today: split attention × (dp − 1) / tp, plus the
+    /// embedding × (tp − 1) / tp when sized (GiB).
     pub extra_gib: f64,
     /// One GPU's pool at the same `--mem-fraction-static`: today's less the extra weights
     /// (GiB; at or below 0 the server does not start so).
@@ -226,14 +231,22 @@ pub struct DpOption {
 }
 
 impl DpAttentionSizing {
-    /// The sizing for `tp` GPUs with `attention_gib` of attention weights and a pool of
-    /// `pool_gib` per GPU; `None` at TP 1 or without a positive pool.
-    pub fn new(tp: u32, attention_gib: f64, pool_gib: f64) -> Option<Self> {
-        (tp > 1 && pool_gib > 0.0 && attention_gib.is_finite()).then(|| {
+    /// The sizing for `tp` GPUs with `split_attention_gib` of TP-split attention weights, an
+    /// embedding of `embedding_gib` when known, and a pool of `pool_gib` per GPU; `None` at
+    /// TP 1 or without a positive pool.
+    pub fn new(
+        tp: u32,
+        split_attention_gib: f64,
+        embedding_gib: Option<f64>,
+        pool_gib: f64,
+    ) -> Option<Self> {
+        (tp > 1 && pool_gib > 0.0 && split_attention_gib.is_finite()).then(|| {
+            let t = f64::from(tp);
+            let embedding_extra = embedding_gib.map_or(0.0, |e| e * (t - 1.0) / t);
             let options = (2..=tp)
                 .filter(|d| tp.is_multiple_of(*d))
                 .map(|dp| {
-                    let extra_gib = attention_gib * f64::from(dp - 1) / f64::from(tp);
+                    let extra_gib = split_attention_gib * f64::from(dp - 1) / t + embedding_extra;
                     let pool_after_gib = pool_gib - extra_gib;
                     DpOption {
                         dp,
@@ -245,7 +258,8 @@ impl DpAttentionSizing {
                 .collect();
             DpAttentionSizing {
                 tp,
-                attention_gib,
+                split_attention_gib,
+                embedding_gib,
                 pool_gib,
                 options,
             }
@@ -258,5 +272,28 @@ impl DpAttentionSizing {
             .iter()
             .filter(|o| o.pool_after_gib > 0.0 && o.requests_factor > 1.0)
             .max_by(|a, b| a.requests_factor.total_cmp(&b.requests_factor))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The founding case's figures (9.77 GiB of split attention weights, a 7.60 GiB pool per
+    /// GPU at TP8) with Kimi-K2's embedding (163,840 × 7168 at two bytes, 2.19 GiB) held whole:
+    /// --dp-size 4 leaves 2.02 GiB (~1.06x the requests), 2 leaves 4.46 GiB (~1.17x, the
+    /// best), 8 does not fit (strict expert's arithmetic).
+    #[test]
+    fn the_embedding_held_whole_takes_the_gain() {
+        let s = DpAttentionSizing::new(8, 9.77, Some(2.1875), 7.60).expect("sized");
+        let by_dp = |d: u32| *s.options.iter().find(|o| o.dp == d).expect("option");
+        assert!((by_dp(2).pool_after_gib - 4.47).abs() < 0.01, "{s:?}");
+        assert!((by_dp(4).pool_after_gib - 2.02).abs() < 0.01, "{s:?}");
+        assert!(by_dp(8).pool_after_gib < 0.0, "{s:?}");
+        let best = s.best().expect("best");
+        assert_eq!(best.dp, 2);
+        assert!((best.requests_factor - 1.18).abs() < 0.01, "{best:?}");
+        // boundary: TP 1 has nothing to size
+        assert_eq!(DpAttentionSizing::new(1, 9.77, None, 7.60), None);
     }
 }

@@ -42,7 +42,7 @@ impl Rule for KvTransfer {
         let detail = match input.ev.kv_transfer_sides {
             // only the prefill side's words: this log is a prefill server's
             (p, 0) if p > 0 => {
-                "PD disaggregation could not move KV from this prefill server to its decode server; SGLang's prefill side aborts a request whose transfer failed (every TP rank logs it), and the decode side never gets its KV. Check the transfer backend and the network to the decode nodes; the transfer engine's own lines before the first failure say why it broke."
+                "PD disaggregation could not move KV from this prefill server to its decode server; SGLang's prefill side aborts a request whose transfer failed (each rank whose part failed logs it), and the decode side never gets its KV. Check the transfer backend and the network to the decode nodes; the transfer engine's own lines before the first failure say why it broke."
             }
             _ => {
                 "PD disaggregation could not move KV from prefill to decode servers; SGLang's decode side aborts a request whose transfer failed (every TP rank of the decode server logs the same request). Check the transfer backend and network; the first failure's cause is logged where it happened (the prefill server or another rank)."

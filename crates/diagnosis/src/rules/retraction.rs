@@ -172,7 +172,7 @@ impl Rule for Retraction {
         }
         if let Some(c) = f.reprefill {
             figures.push(Figure::new(
-                "fastest prefill line's rate (prefill computes at least this fast)",
+                "fastest prefill line's rate (the re-prefill estimate's rate)",
                 c.rate_tps,
                 Unit::TokPerS,
             ));
@@ -216,7 +216,7 @@ impl Rule for Retraction {
                     match f.ratio_before {
                         // above SGLang's start only a retraction can have raised it
                         Some(r) if r > th::INIT_NEW_TOKEN_RATIO + 0.005 => format!(
-                            "It means the running requests outgrew this pool although an earlier retraction had raised the reserve (its new_token_ratio was {r:.2}, above SGLang's default start of {:.1}), and the pool is the limit.{cost}",
+                            "It means the running requests outgrew this pool although the reserve was high (its new_token_ratio was {r:.2}, above SGLang's default start of {:.1}: an earlier retraction raised it, or it started higher by --schedule-conservativeness or SGLANG_INIT_NEW_TOKEN_RATIO), and the pool is the limit.{cost}",
                             th::INIT_NEW_TOKEN_RATIO
                         ),
                         Some(r) if r <= th::NEW_TOKEN_RATIO_DECAYED => format!(
@@ -355,8 +355,9 @@ mod tests {
     }
 
     /// real/011: the retraction line prints `#new_token_ratio: 0.8024 -> 0.9085` (line 14):
-    /// above SGLang's start of 0.7, so an earlier retraction had raised it, and the finding says
-    /// so (not "too optimistic", not "decayed"; expert reading); real/046's lines print 0.0980,
+    /// above SGLang's default start of 0.7 (an earlier retraction raised it, or a setting started
+    /// it higher), and the finding says so (not "too optimistic", not "decayed"; expert
+    /// reading); real/046's lines print 0.0980,
     /// near SGLang's floor: there it had decayed.
     #[test]
     fn the_ratio_is_called_decayed_only_near_its_floor() {
@@ -370,9 +371,8 @@ mod tests {
                 );
                 let w = Retraction::finding(&f, i).detail;
                 assert!(
-                    w.contains(
-                        "an earlier retraction had raised the reserve (its new_token_ratio was 0.80"
-                    ) || f.nothing_waited,
+                    w.contains("although the reserve was high (its new_token_ratio was 0.80")
+                        || f.nothing_waited,
                     "{w}"
                 );
                 assert!(!w.contains("too optimistic"), "{w}");
