@@ -124,6 +124,14 @@ pub fn role_of(path: &Path) -> Option<Role> {
     if client.progress.len() >= 2 && !text.contains(" batch") {
         return Some(Role::ClientLog);
     }
+    // a server log (an SGLang line in its head) is not read whole again to be ruled out
+    let server_line = text.lines().any(|l| {
+        let e = sglang_log::parse_line(l.as_bytes(), 1).event;
+        !e.is_free_text() && !matches!(e, sglang_log::Event::Malformed { .. })
+    });
+    if server_line {
+        return None;
+    }
     // a benchmark client's report (GuideLLM's YAML), summary CSV or console tables
     client_document_role(path)
 }

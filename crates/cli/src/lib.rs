@@ -239,7 +239,7 @@ pub struct DiagnoseArgs {
     /// Length in seconds of a short measurement someone plans (e.g. 60 s of the request rate): the report says how uncertain a rate measured over that long is, and how long a window a ±10% answer needs.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = flags::seconds_between(1.0, flags::MAX_DURATION_S))]
     pub sample_window: f64,
-    /// What you expect the server to do: a multiple of its measured steady rate (4x) or a rate (2500tok/s); a number without its unit is refused. The report's second line says whether this setup can reach it, its ceiling, and what could.
+    /// What you expect: a multiple (4x: of what the client prints when a client log gives it, and of the server's measured steady rate), a token rate (2500tok/s) or a request rate (0.4req/s, at the client's mean completion length); a number without its unit is refused. The report's second line says whether this setup can reach it, its ceiling, and what could.
     #[arg(long, value_name = "4x|NNNNtok/s", value_parser = flags::expectation)]
     pub expect: Option<diagnosis::Expectation>,
     /// Print the report as JSON (schema: docs/report-schema.md).
