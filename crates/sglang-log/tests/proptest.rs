@@ -245,3 +245,53 @@ proptest! {
         }
     }
 }
+
+/// The benchmark clients' real files (`tests/data/clients/`), each read whole.
+fn client_files() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/clients");
+    let mut out = Vec::new();
+    for d in std::fs::read_dir(&dir).expect("clients dir").flatten() {
+        if let Ok(files) = std::fs::read_dir(d.path()) {
+            for f in files.flatten() {
+                if let Ok(t) = std::fs::read_to_string(f.path()) {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A client's file cut anywhere, with a stretch replaced by arbitrary text (a crash while
+    /// writing, a hand edit, another tool's version), is read or refused, never a panic, and
+    /// damage never invents requests (at most one more than the whole file gives: the junk's own
+    /// line).
+    #[test]
+    fn damaged_client_files_never_panic(
+        which in 0usize..64,
+        cut in 0.0f64..1.0,
+        at in 0.0f64..1.0,
+        junk in "[ -~\n{}\\[\\]\":,0-9]{0,40}",
+    ) {
+        let files = client_files();
+        prop_assume!(!files.is_empty());
+        let text = &files[which % files.len()];
+        let boundary = |x: f64| {
+            let mut i = (text.len() as f64 * x) as usize;
+            while !text.is_char_boundary(i) {
+                i -= 1;
+            }
+            i
+        };
+        let (c, a) = (boundary(cut), boundary(at));
+        let (lo, hi) = (c.min(a), c.max(a));
+        let damaged = format!("{}{junk}{}", &text[..lo], &text[hi..]);
+        let whole = sglang_log::parse_client("whole", text).requests.len();
+        let ev = sglang_log::parse_client("damaged", &damaged);
+        prop_assert!(ev.requests.len() <= whole + 1, "{} > {whole}", ev.requests.len());
+    }
+}
