@@ -150,7 +150,7 @@ pub use events::{
     cuda_graph_capture_max_bs,
 };
 pub use foreign::{ForeignFormat, FormatSniffer, LogKind, NotSglangLog};
-pub use line::{find_batch_marker, parse_line};
+pub use line::{LineParser, find_batch_marker, parse_line};
 pub use ranks::RankTags;
 pub use reader::{
     HEAD_BYTES, HeadStats, KEPT_LINES, LONG_LINE_REASON, LogReader, MAX_LINE, MalformedLine,
