@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-fn have(tool: &str) -> bool {
+pub(crate) fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .stdout(Stdio::null())
@@ -110,7 +110,7 @@ fn two_halves(log: &Path, dir: &Path) -> std::io::Result<()> {
 
 /// Runs `cargo build --release` for the given args (the target dir is cargo's own choice:
 /// `CARGO_TARGET_DIR` or `target/`); returns the target dir.
-fn build(root: &Path, args: &[&str]) -> Option<PathBuf> {
+pub(crate) fn build(root: &Path, args: &[&str]) -> Option<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let ok = Command::new(&cargo)
         .current_dir(root)
@@ -128,6 +128,34 @@ fn build(root: &Path, args: &[&str]) -> Option<PathBuf> {
             .map(|p| if p.is_absolute() { p } else { root.join(p) })
             .unwrap_or_else(|| root.join("target")),
     )
+}
+
+/// The generated seed-7 log of `size_mb` MiB under `target/bench-parse/`, generated with
+/// `tools/gen_sglang_log.py` the first time; `None` (with the reason on stderr) when it cannot
+/// be made.
+pub(crate) fn seed7_log(target: &Path, root: &Path, size_mb: f64) -> Option<PathBuf> {
+    let dir = target.join("bench-parse");
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("bench-parse: cannot create {}: {e}", dir.display());
+        return None;
+    }
+    let log = dir.join(format!("gen-{size_mb}MiB-seed7.log"));
+    if !log.exists() {
+        eprintln!("bench-parse: generating {} …", log.display());
+        let gen_ok = Command::new("python3")
+            .arg(root.join("tools/gen_sglang_log.py"))
+            .arg(&log)
+            .arg(size_mb.to_string())
+            .args(["--seed", "7"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !gen_ok {
+            let _ = std::fs::remove_file(&log);
+            eprintln!("bench-parse: the generator failed");
+            return None;
+        }
+    }
+    Some(log)
 }
 
 pub fn run(root: &Path, args: &[String]) -> ExitCode {
@@ -156,27 +184,10 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
         &["-p", "throughput-doctor-cli", "--bin", "throughput-doctor"],
     )
     .is_some();
-    let dir = target.join("bench-parse");
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        eprintln!("bench-parse: cannot create {}: {e}", dir.display());
+    let Some(log) = seed7_log(&target, root, size_mb) else {
         return ExitCode::FAILURE;
-    }
-    let log = dir.join(format!("gen-{size_mb}MiB-seed7.log"));
-    if !log.exists() {
-        eprintln!("bench-parse: generating {} …", log.display());
-        let gen_ok = Command::new("python3")
-            .arg(root.join("tools/gen_sglang_log.py"))
-            .arg(&log)
-            .arg(size_mb.to_string())
-            .args(["--seed", "7"])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !gen_ok {
-            let _ = std::fs::remove_file(&log);
-            eprintln!("bench-parse: the generator failed");
-            return ExitCode::FAILURE;
-        }
-    }
+    };
+    let dir = target.join("bench-parse");
     let bytes = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     let l = log.to_string_lossy().to_string();
     let aggregate = target

@@ -5,6 +5,7 @@
 
 mod bench_client;
 mod bench_parse;
+mod instructions;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -98,6 +99,7 @@ fn usage() -> ExitCode {
            gpu-check         on a GPU host: NVML probe figures beside nvidia-smi's (exit 1 on mismatch)\n  \
            man [DIR]         write the man pages (throughput-doctor.1 and one per subcommand) into DIR (default target/man)\n  \
            bench-parse [MB]  parse speed vs cat, wc -l, rg -c and the Python baseline on a generated log\n  \
+           instructions [B]  instructions a line (callgrind) of the full parse and of diagnose on the first B bytes (default 20,000,000) of the seed-7 log\n  \
            bench-client [N]  our batch client vs benches/python_client.py against the simulator (req/s, CPU per request)\n  \
            schema            regenerate docs/report.schema.json from the report's types\n"
     );
@@ -120,6 +122,7 @@ fn main() -> ExitCode {
         }
         "bench-parse" => bench_parse::run(&root(), rest),
         "bench-client" => bench_client::run(&root(), rest),
+        "instructions" => instructions::run(&root(), rest),
         "schema" => {
             let mut c = cargo();
             c.args(["test", "--quiet", "-p", "diagnosis", "--test", "schema"])

@@ -495,6 +495,11 @@ pub(crate) fn parse_capture_begin(msg: &str) -> GraphCapture {
 /// A capture's progress bar anywhere in `msg` (several bars of one `\r`-joined line among
 /// them): `None` when `msg` holds none.
 pub(crate) fn parse_capture_progress(msg: &str) -> Option<GraphCapture> {
+    // both bars say `Capturing `: one vector search screens the usual line (a `str::rfind`
+    // builds a two-way searcher per call, ~1,000 instructions each)
+    static CAPTURING: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"Capturing "));
+    CAPTURING.find(msg.as_bytes())?;
     let at = msg
         .rfind("Capturing batches (")
         .or_else(|| msg.rfind("Capturing num tokens ("))?;
