@@ -492,14 +492,26 @@ impl<'a> BatchLine<'a> {
     #[inline(always)]
     fn u64_of(&self, ids: &[usize]) -> Option<u64> {
         let (k, v) = ids.iter().find_map(|&k| Some((k, self.bytes_by_id(k)?)))?;
-        parse_u64_bytes(v).filter(|&n| admits_u64(k, n))
+        let n = parse_u64_bytes(v)?;
+        // seen sound by the splitter (a clear `check` bit): admitted without the range check
+        (self.sound(k) || admits_u64(k, n)).then_some(n)
+    }
+
+    /// Whether the first field of known key `id`, a key whose values are checked, was seen
+    /// sound by a splitter (its `check` bit is clear): a value that parses is then within its
+    /// class's limits (the strict-form splitter clears it only for at most 7 digits with at
+    /// most one `.`, a fraction only as `0.…`: [`FAST_SAFE`]; the general one never does).
+    #[inline(always)]
+    fn sound(&self, id: usize) -> bool {
+        self.check >> (id % 64) & 1 == 0 && FAST_SAFE.get(id).is_some_and(|&c| c != UNCHECKED)
     }
 
     /// The first present key of `ids` as a number, if it parses and is sound for the key.
     #[inline(always)]
     fn f64_of(&self, ids: &[usize]) -> Option<f64> {
         let (k, v) = ids.iter().find_map(|&k| Some((k, self.bytes_by_id(k)?)))?;
-        parse_f64_bytes(v).filter(|&x| admits_f64(k, x))
+        let x = parse_f64_bytes(v)?;
+        (self.sound(k) || admits_f64(k, x)).then_some(x)
     }
 
     /// The fields whose values were set aside as impossible (non-finite, negative, above the
@@ -583,7 +595,7 @@ impl<'a> BatchLine<'a> {
                 Some(n) => Some(n),
                 None => self.part(K, "full").and_then(parse_u64),
             }
-            .filter(|&n| admits_u64(K, n));
+            .filter(|&n| self.sound(K) || admits_u64(K, n));
         }
         self.u64_of(&[const { kid("#full token") }])
     }
@@ -610,7 +622,7 @@ impl<'a> BatchLine<'a> {
                 Some(x) => Some(x),
                 None => self.part(K, "full").and_then(parse_f64),
             }
-            .filter(|&x| admits_f64(K, x));
+            .filter(|&x| self.sound(K) || admits_f64(K, x));
         }
         self.f64_of(&[const { kid("full token usage") }])
     }
