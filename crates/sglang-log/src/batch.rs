@@ -514,6 +514,14 @@ impl<'a> BatchLine<'a> {
         (self.sound(k) || admits_f64(k, x)).then_some(x)
     }
 
+    /// Whether the line has no broken fragment, no field past [`MAX_FIELDS`] and no value
+    /// to look at ([`BatchLine::rejected_fields`] is then empty without a look): the usual
+    /// line, counted without a second pass over its fields.
+    #[inline]
+    pub fn is_clean(&self) -> bool {
+        self.check == 0 && self.broken == 0 && self.overflow == 0
+    }
+
     /// The fields whose values were set aside as impossible (non-finite, negative, above the
     /// quantity's range, or not a number of the key's kind; see [`crate::values`]), in the order
     /// of [`KNOWN_KEYS`]; only the first field of each key counts (as for the accessors, which

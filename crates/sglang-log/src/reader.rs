@@ -218,6 +218,18 @@ impl ParseStats {
     pub fn observe(&mut self, rec: &Record<'_>, raw: &[u8]) {
         self.lines += 1;
         self.bytes += raw.len() as u64;
+        // the usual batch line first: no damage, no value to look at
+        if let Event::Batch(b) = &rec.event
+            && b.is_clean()
+        {
+            self.events += 1;
+            self.batch_lines += 1;
+            match b.kind {
+                crate::BatchKind::Prefill => self.prefill_lines += 1,
+                crate::BatchKind::Decode => self.decode_lines += 1,
+            }
+            return;
+        }
         match &rec.event {
             // a bare traceback is any Python program's, as are access, OOM and NCCL lines
             e if e.is_free_text() || matches!(e, Event::TracebackStart) => self.other_lines += 1,
@@ -883,8 +895,11 @@ impl<R: Read> LogReader<R> {
                             let nl = 64 * w + m.trailing_zeros() as usize;
                             m &= m - 1;
                             self.line_no += 1;
-                            // ok: `\n` is ASCII, so `a` and `nl` are char boundaries
-                            let line = text.get(a..nl).unwrap_or("");
+                            // SAFETY: `a` is 0 or just after a `\n` of `block` and `nl` is
+                            // the next `\n` (bits of `newline_bits` over `block`), so
+                            // `a <= nl <= text.len()`, and both are char boundaries: `\n` is
+                            // ASCII and `text` is valid UTF-8.
+                            let line = unsafe { text.get_unchecked(a..nl) };
                             parse_clean_line_into(line, self.line_no, &mut self.cache, &mut rec);
                             f(&rec, line.as_bytes());
                             stats.observe(&rec, line.as_bytes());
