@@ -5,8 +5,8 @@
 //! `--threads 2`, `sglang_log::parallel`), `throughput-doctor diagnose` (the whole pipeline: on
 //! every core, on one core with `taskset -c 0`, on a directory of the log's two halves as two
 //! files, and on the log compressed with `gzip -6`), and the hand-written Python regex parser
-//! (`tools/baseline_regex_parse.py`). Each tool runs `BENCH_RUNS` times (default 3); the best
-//! wall time counts. Prints each time, MB/s, the ratios against `rg -c` and Python, and the
+//! (`tools/baseline_regex_parse.py`). Each tool runs `BENCH_RUNS` times (default 5), interleaved
+//! round by round; the best wall time counts, and the load average is printed before and after. Prints each time, MB/s, the ratios against `rg -c` and Python, and the
 //! peak resident memory of the tool (MB, from GNU `time` when `/usr/bin/time` exists), then
 //! each of issue 15's goals and whether it is met. Tools that are missing (`rg`, `python3`,
 //! `taskset`, `gzip`) are skipped with a note.
@@ -82,6 +82,52 @@ fn time(cmd: &[&str], runs: usize) -> Option<Measured> {
     }
     let _ = std::fs::remove_file(&rss_file);
     best
+}
+
+/// The tools' best runs, measured round by round: round `r` runs every tool whose run count
+/// is above `r` once, in order, so that a change of the shared machine's load between rounds
+/// reaches every tool alike (a tool that fails once is not run again).
+fn interleaved<'a>(
+    tools: &'a [(&'a str, String, Vec<String>, usize)],
+    rounds: usize,
+) -> Vec<(&'a str, String, Option<Measured>)> {
+    let mut best: Vec<Option<Measured>> = vec![None; tools.len()];
+    let mut failed = vec![false; tools.len()];
+    for r in 0..rounds {
+        for (i, (_, _, argv, runs)) in tools.iter().enumerate() {
+            if r >= *runs || failed[i] {
+                continue;
+            }
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            match time(&argv, 1) {
+                Some(m) => {
+                    best[i] = Some(match best[i] {
+                        None => m,
+                        Some(b) => Measured {
+                            wall: b.wall.min(m.wall),
+                            rss: b.rss.max(m.rss),
+                        },
+                    });
+                }
+                None => {
+                    failed[i] = true;
+                    best[i] = None;
+                }
+            }
+        }
+    }
+    tools
+        .iter()
+        .zip(best)
+        .map(|((name, what, _, _), m)| (*name, what.clone(), m))
+        .collect()
+}
+
+/// The machine's load average (`/proc/loadavg`: 1, 5 and 15 minutes), or why it is unknown.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|t| t.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|e| format!("unknown ({e})"))
 }
 
 /// Writes the two halves of `log` (cut at the line boundary nearest the middle) as
@@ -170,7 +216,7 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
     let runs: usize = std::env::var("BENCH_RUNS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3)
+        .unwrap_or(5)
         .max(1);
     if !have("python3") {
         eprintln!("bench-parse: python3 is needed to generate the log (tools/gen_sglang_log.py)");
@@ -206,56 +252,73 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
     let _ = time(&["cat", &l], 1);
 
     println!(
-        "bench-parse: {} ({:.0} MiB, {} bytes), best of {runs} run(s); one thread each but log x2 (two) and doctor (every core, one with taskset)",
+        "bench-parse: {} ({:.0} MiB, {} bytes), best of {runs} interleaved round(s) (each round runs every tool once, so a change in the machine's load reaches all of them); one thread each but log x2 (two) and doctor (every core, one with taskset)",
         log.display(),
         bytes as f64 / 1048576.0,
         bytes
     );
-    let mut rows: Vec<(&str, String, Option<Measured>)> = vec![
-        ("cat", "cat LOG".into(), time(&["cat", &l], runs)),
-        ("wc -l", "wc -l LOG".into(), time(&["wc", "-l", &l], runs)),
+    println!("load average before: {}", load_average());
+    // (name, what, argv, runs): python runs once (tens of seconds), in the first round
+    let mut tools: Vec<(&str, String, Vec<String>, usize)> = vec![
+        ("cat", "cat LOG".into(), vec!["cat".into(), l.clone()], runs),
+        (
+            "wc -l",
+            "wc -l LOG".into(),
+            vec!["wc".into(), "-l".into(), l.clone()],
+            runs,
+        ),
     ];
     if have("rg") {
-        rows.push((
+        tools.push((
             "rg -c",
             "rg -c 'Decode batch' LOG".into(),
-            time(&["rg", "-j1", "-c", "Decode batch", &l], runs),
+            ["rg", "-j1", "-c", "Decode batch", &l].map(String::from).to_vec(),
+            runs,
         ));
     } else {
         println!("note: rg (ripgrep) not found, skipped (apt-get install -y ripgrep)");
     }
-    rows.push((
+    tools.push((
         "sglang-log",
         "aggregate example: LogReader, every field".into(),
-        time(&[&aggregate, &l], runs),
+        vec![aggregate.clone(), l.clone()],
+        runs,
     ));
-    rows.push((
+    tools.push((
         "log x2",
         "aggregate --threads 2: chunks at line boundaries on 2 threads".into(),
-        time(&[&aggregate, "--threads", "2", &l], runs),
+        [aggregate.as_str(), "--threads", "2", &l].map(String::from).to_vec(),
+        runs,
     ));
     let two_dir = dir.join(format!("two-halves-{size_mb}MiB"));
     if doctor {
-        rows.push((
+        tools.push((
             "doctor",
             "throughput-doctor diagnose LOG (every core)".into(),
-            time(&[&doctor_bin, "diagnose", &l], runs),
+            [doctor_bin.as_str(), "diagnose", &l].map(String::from).to_vec(),
+            runs,
         ));
         if have("taskset") {
-            rows.push((
+            tools.push((
                 "doctor 1cpu",
                 "taskset -c 0 throughput-doctor diagnose LOG".into(),
-                time(&["taskset", "-c", "0", &doctor_bin, "diagnose", &l], runs),
+                ["taskset", "-c", "0", &doctor_bin, "diagnose", &l]
+                    .map(String::from)
+                    .to_vec(),
+                runs,
             ));
         } else {
             println!("note: taskset not found, the one-core diagnose row is skipped");
         }
         // (the halves' page cache is warmed by the first of the runs; the best one counts)
         match two_halves(&log, &two_dir) {
-            Ok(()) => rows.push((
+            Ok(()) => tools.push((
                 "doctor 2f",
                 "throughput-doctor diagnose DIR: LOG's two halves as two files".into(),
-                time(&[&doctor_bin, "diagnose", &two_dir.to_string_lossy()], runs),
+                [doctor_bin.as_str(), "diagnose", &two_dir.to_string_lossy()]
+                    .map(String::from)
+                    .to_vec(),
+                runs,
             )),
             Err(e) => eprintln!("bench-parse: cannot write {}: {e}", two_dir.display()),
         }
@@ -271,22 +334,27 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
                         .is_ok_and(|s| s.success())
                 }));
         if made {
-            rows.push((
+            tools.push((
                 "doctor gz",
                 "throughput-doctor diagnose LOG.gz (gzip -6)".into(),
-                time(&[&doctor_bin, "diagnose", &gz.to_string_lossy()], runs),
+                [doctor_bin.as_str(), "diagnose", &gz.to_string_lossy()]
+                    .map(String::from)
+                    .to_vec(),
+                runs,
             ));
         } else {
             let _ = std::fs::remove_file(&gz);
             println!("note: gzip not found or failed, the .gz row is skipped");
         }
     }
-    rows.push((
+    tools.push((
         "python",
         "tools/baseline_regex_parse.py LOG".into(),
-        time(&["python3", &baseline, &l], 1),
+        vec!["python3".into(), baseline.clone(), l.clone()],
+        1,
     ));
-
+    let rows = interleaved(&tools, runs);
+    println!("load average after:  {}", load_average());
     let get = |name: &str| rows.iter().find(|r| r.0 == name).and_then(|r| r.2);
     let secs = |name: &str| get(name).map(|m| m.wall.as_secs_f64());
     let (rg, py) = (secs("rg -c"), secs("python"));
