@@ -93,67 +93,66 @@ fn access(i: &[u8]) -> Res<'_, (&[u8], &[u8], u64)> {
 /// grammar's instructions on the access lines that make up a sixth of a busy server's log.
 pub fn parse_http_access(msg: &str) -> Option<HttpAccess<'_>> {
     let b = msg.as_bytes();
-    let blanks = |from: usize| {
-        b.get(from..).map_or(0, |r| {
-            r.iter().take_while(|&&c| c == b' ' || c == b'\t').count()
-        })
+    let n = b.len();
+    // index loops: the bytes of one short line, each looked at once
+    let blanks = |mut i: usize| {
+        while i < n && (b[i] == b' ' || b[i] == b'\t') {
+            i += 1;
+        }
+        i
     };
     // `INFO:` and blanks, or nothing (the optional level is all or nothing)
     let mut i = 0;
     if b.starts_with(b"INFO:") {
-        let n = blanks(5);
-        if n > 0 {
-            i = 5 + n;
+        let j = blanks(5);
+        if j > 5 {
+            i = j;
         }
     }
     // the peer: one or more bytes up to a space or a quote, then ` - "`
-    let host = b.get(i..)?.iter().position(|&c| c == b' ' || c == b'"')?;
-    if host == 0 {
-        return None;
+    let h0 = i;
+    while i < n && b[i] != b' ' && b[i] != b'"' {
+        i += 1;
     }
-    i += host;
-    if !b.get(i..)?.starts_with(b" - \"") {
+    if i == h0 || !b[i..].starts_with(b" - \"") {
         return None;
     }
     i += 4;
     let m0 = i;
-    i += b
-        .get(i..)?
-        .iter()
-        .take_while(|c| c.is_ascii_uppercase())
-        .count();
+    while i < n && b[i].is_ascii_uppercase() {
+        i += 1;
+    }
     let m1 = i;
-    if m1 == m0 || b.get(i) != Some(&b' ') {
+    if m1 == m0 || i >= n || b[i] != b' ' {
         return None;
     }
     i += 1;
     let p0 = i;
-    i += b
-        .get(i..)?
-        .iter()
-        .take_while(|&&c| c != b' ' && c != b'"')
-        .count();
+    while i < n && b[i] != b' ' && b[i] != b'"' {
+        i += 1;
+    }
     let p1 = i;
-    if p1 == p0 || !b.get(i..)?.starts_with(b" HTTP/") {
+    if p1 == p0 || !b[i..].starts_with(b" HTTP/") {
         return None;
     }
     i += 6;
-    let version = b.get(i..)?.iter().position(|&c| c == b'"')?;
-    if version == 0 {
+    let v0 = i;
+    while i < n && b[i] != b'"' {
+        i += 1;
+    }
+    if i == v0 || i >= n {
+        return None; // no version, or no closing quote
+    }
+    let j = blanks(i + 1);
+    if j == i + 1 {
         return None;
     }
-    i += version + 1;
-    let n = blanks(i);
-    if n == 0 {
-        return None;
+    let d0 = j;
+    let mut d1 = j;
+    while d1 < n && b[d1].is_ascii_digit() {
+        d1 += 1;
     }
-    i += n;
-    let digits = b
-        .get(i..)?
-        .iter()
-        .take_while(|c| c.is_ascii_digit())
-        .count();
-    let status = crate::num::parse_u64_bytes(b.get(i..i + digits)?)?;
+    let status = crate::num::parse_u64_bytes(&b[d0..d1])?;
     Some(HttpAccess {
         // ok: every bound is next to an ASCII byte of `msg`, so a char boundary
         method: msg.get(m0..m1)?,

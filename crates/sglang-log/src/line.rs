@@ -173,10 +173,12 @@ pub(crate) struct LineCache {
     stamp: [u8; 19],
     stamp_ts: Option<Timestamp>,
     /// The bytes after the stamp up to and including `]` (e.g. ` DP1 TP4]`, at most 16) of
-    /// the last envelopes whose tags were parsed, as little-endian words, their lengths (0:
-    /// empty entry) and the tags; the next entry to replace.
-    tags: [(u128, usize, RankTags); TAG_ENTRIES],
+    /// the last envelopes whose tags were parsed, as little-endian words, the masks of their
+    /// lengths (0: empty entry), their lengths and the tags; the next entry to replace; the
+    /// entry the last line matched (tried first: a log's lines come in runs of one rank).
+    tags: [(u128, u128, usize, RankTags); TAG_ENTRIES],
     tags_next: usize,
+    tags_last: usize,
     /// The current line holds no ESC byte (the reader checked its block), so there are no ANSI
     /// sequences to trim at the end.
     pub(crate) no_esc: bool,
@@ -194,8 +196,9 @@ impl LineCache {
             keys: batch::KeyOrder::new(fast),
             stamp: [0; 19],
             stamp_ts: None,
-            tags: [(0, 0, RankTags::default()); TAG_ENTRIES],
+            tags: [(0, 0, 0, RankTags::default()); TAG_ENTRIES],
             tags_next: 0,
+            tags_last: 0,
             no_esc: false,
             fast,
         }
@@ -240,13 +243,23 @@ fn fast_envelope<'a>(line: &'a str, c: &mut LineCache) -> Option<(Timestamp, Ran
                 u128::from_le_bytes(w)
             }
         };
-        let hit = c
-            .tags
-            .iter()
-            .find(|(tw, len, _)| *len > 0 && (w ^ tw) & (u128::MAX >> (8 * (16 - len))) == 0);
+        // an empty entry has an empty mask and 0 bytes: it never matches
+        let fits = |&(tw, mask, len, _): &(u128, u128, usize, RankTags)| {
+            len > 0 && (w ^ tw) & mask == 0
+        };
+        let last = c.tags_last % TAG_ENTRIES;
+        let hit = if fits(&c.tags[last]) {
+            Some(last)
+        } else {
+            c.tags.iter().position(fits)
+        };
         match hit {
             // the cached bytes end in the first `]` of their line and hold no other
-            Some(&(_, len, ranks)) => (ranks, 20 + len - 1),
+            Some(at) => {
+                c.tags_last = at;
+                let (_, _, len, ranks) = c.tags[at % TAG_ENTRIES];
+                (ranks, 20 + len - 1)
+            }
             None => {
                 // the stamp holds no `]`: this is the first `]` of the line, as the general
                 // path finds it
@@ -260,7 +273,7 @@ fn fast_envelope<'a>(line: &'a str, c: &mut LineCache) -> Option<(Timestamp, Ran
                 let n = close + 1 - 20;
                 if n <= 16 {
                     let keep = u128::MAX >> (8 * (16 - n));
-                    c.tags[c.tags_next] = (w & keep, n, ranks);
+                    c.tags[c.tags_next] = (w & keep, keep, n, ranks);
                     c.tags_next = (c.tags_next + 1) % TAG_ENTRIES;
                 }
                 (ranks, close)
