@@ -272,7 +272,9 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
         tools.push((
             "rg -c",
             "rg -c 'Decode batch' LOG".into(),
-            ["rg", "-j1", "-c", "Decode batch", &l].map(String::from).to_vec(),
+            ["rg", "-j1", "-c", "Decode batch", &l]
+                .map(String::from)
+                .to_vec(),
             runs,
         ));
     } else {
@@ -287,7 +289,9 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
     tools.push((
         "log x2",
         "aggregate --threads 2: chunks at line boundaries on 2 threads".into(),
-        [aggregate.as_str(), "--threads", "2", &l].map(String::from).to_vec(),
+        [aggregate.as_str(), "--threads", "2", &l]
+            .map(String::from)
+            .to_vec(),
         runs,
     ));
     let two_dir = dir.join(format!("two-halves-{size_mb}MiB"));
@@ -295,7 +299,9 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
         tools.push((
             "doctor",
             "throughput-doctor diagnose LOG (every core)".into(),
-            [doctor_bin.as_str(), "diagnose", &l].map(String::from).to_vec(),
+            [doctor_bin.as_str(), "diagnose", &l]
+                .map(String::from)
+                .to_vec(),
             runs,
         ));
         if have("taskset") {

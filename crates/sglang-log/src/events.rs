@@ -1,11 +1,17 @@
 //! Non-batch events: retraction lines (spec §2.3) and startup capacity lines (spec §2.9).
 
-use crate::grammar::{PResult, byte, byte_if, until};
+#[cfg(test)]
+use crate::grammar::byte;
+use crate::grammar::{PResult, byte_if, until};
 use crate::num::{parse_f64_bytes, parse_i64_bytes, parse_u64_bytes, parse_with_unit};
 use nom::Parser;
 use nom::branch::alt;
-use nom::bytes::complete::{tag, take_till, take_till1, take_while};
-use nom::combinator::{opt, rest, value, verify};
+#[cfg(test)]
+use nom::bytes::complete::take_till;
+use nom::bytes::complete::{tag, take_till1, take_while};
+#[cfg(test)]
+use nom::combinator::verify;
+use nom::combinator::{opt, rest, value};
 use nom::sequence::{preceded, separated_pair, terminated};
 
 /// Which wording a retraction line used (spec §2.3).
@@ -63,8 +69,37 @@ fn retraction_head(i: &[u8]) -> PResult<'_, RetractionWording> {
     .parse(i)
 }
 
+/// Calls `f(key, value)` for each `key<kv>value` fragment of `body` separated by `sep`, keys
+/// and values trimmed of ASCII whitespace (fragments without `kv` are skipped). A fragment is
+/// the text up to the next `sep` (which is consumed), or the non-empty rest. One scan, no
+/// combinator frames; [`for_each_pair_grammar`] is the same walk in nom, which the tests
+/// compare it with.
+fn for_each_pair<'a>(
+    body: &'a [u8],
+    sep: &'static [u8],
+    kv: u8,
+    mut f: impl FnMut(&'a [u8], &'a [u8]),
+) {
+    let mut rest = body;
+    loop {
+        let (frag, next) = match crate::grammar::find(rest, sep) {
+            Some(i) => (&rest[..i], rest.get(i + sep.len()..)),
+            None if rest.is_empty() => return,
+            None => (rest, None),
+        };
+        if let Some(c) = memchr::memchr(kv, frag) {
+            f(frag[..c].trim_ascii(), frag[c + 1..].trim_ascii());
+        }
+        match next {
+            Some(n) => rest = n,
+            None => return,
+        }
+    }
+}
+
 /// One `sep`-separated fragment (`sep` consumed), or the rest (possibly empty, then the
 /// iteration ends).
+#[cfg(test)]
 fn piece<'a>(i: &'a [u8], sep: &'static [u8]) -> PResult<'a, &'a [u8]> {
     alt((
         terminated(until(sep), tag(sep)),
@@ -73,9 +108,9 @@ fn piece<'a>(i: &'a [u8], sep: &'static [u8]) -> PResult<'a, &'a [u8]> {
     .parse(i)
 }
 
-/// Calls `f(key, value)` for each `key<kv>value` fragment of `body` separated by `sep`, keys
-/// and values trimmed of ASCII whitespace (fragments without `kv` are skipped).
-fn for_each_pair<'a>(
+/// [`for_each_pair`] by the grammar of record.
+#[cfg(test)]
+fn for_each_pair_grammar<'a>(
     body: &'a [u8],
     sep: &'static [u8],
     kv: u8,
@@ -1025,5 +1060,65 @@ mod tests {
             ),
             Some((Some(75.25), Some(2_000_000)))
         );
+    }
+
+    /// The pair walk is the grammar's on every real line (each split at `, ` with `:` and
+    /// `=`) and on near-misses of both separators.
+    #[test]
+    fn the_pair_walk_is_the_grammar() {
+        fn pairs(b: &[u8], kv: u8, grammar: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+            let mut v = Vec::new();
+            let f = |k: &[u8], x: &[u8]| v.push((k.to_vec(), x.to_vec()));
+            if grammar {
+                for_each_pair_grammar(b, b", ", kv, f);
+            } else {
+                for_each_pair(b, b", ", kv, f);
+            }
+            v
+        }
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data");
+        let mut dirs = vec![std::path::PathBuf::from(root)];
+        let mut lines = 0usize;
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                    continue;
+                }
+                for line in std::fs::read(&p).unwrap().split(|&c| c == b'\n') {
+                    lines += 1;
+                    for kv in [b':', b'='] {
+                        assert_eq!(pairs(line, kv, false), pairs(line, kv, true), "{line:?}");
+                    }
+                }
+            }
+        }
+        assert!(lines > 10_000, "{lines}");
+        for s in [
+            "",
+            ", ",
+            ",",
+            "a",
+            "a:",
+            ":b",
+            "a: 1, ",
+            "a: 1, , b: 2",
+            "a: 1,, b: 2",
+            "a: 1 ,b: 2",
+            ", , ,",
+            "a=1, b=2,",
+            " x : y :z , w",
+            "a: 1, b",
+            "a: 1, b:",
+        ] {
+            for kv in [b':', b'='] {
+                assert_eq!(
+                    pairs(s.as_bytes(), kv, false),
+                    pairs(s.as_bytes(), kv, true),
+                    "{s:?}"
+                );
+            }
+        }
     }
 }

@@ -244,9 +244,8 @@ fn fast_envelope<'a>(line: &'a str, c: &mut LineCache) -> Option<(Timestamp, Ran
             }
         };
         // an empty entry has an empty mask and 0 bytes: it never matches
-        let fits = |&(tw, mask, len, _): &(u128, u128, usize, RankTags)| {
-            len > 0 && (w ^ tw) & mask == 0
-        };
+        let fits =
+            |&(tw, mask, len, _): &(u128, u128, usize, RankTags)| len > 0 && (w ^ tw) & mask == 0;
         let last = c.tags_last % TAG_ENTRIES;
         let hit = if fits(&c.tags[last]) {
             Some(last)
