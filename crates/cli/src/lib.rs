@@ -271,17 +271,25 @@ pub struct GpuArgs {
     /// Read a copied nvidia-smi output (CSV from --query-gpu, the plain table, or -q) instead of probing this machine.
     #[arg(long, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
-    /// Print the snapshot as JSON (memory in bytes) instead of text (MiB).
+    /// Print the snapshot as JSON (memory in bytes) instead of text (MiB, rounded up as nvidia-smi
+    /// rounds); with --check, both snapshots and the mismatches.
     #[arg(long)]
     pub json: bool,
-    /// Real-hardware check: probe with NVML, run `nvidia-smi`, print both side by side and
-    /// exit 1 if they disagree beyond 64 MiB of memory.
+    /// Real-hardware check: probe with NVML, run `nvidia-smi --query-gpu`, print both one after
+    /// the other and exit 1 if they disagree (other GPUs or driver, total memory more than 1 MiB
+    /// apart, used or free more than 64 MiB apart).
     #[arg(long, conflicts_with = "snapshot")]
     pub check: bool,
 }
 
-/// `gpu --check`: NVML beside `nvidia-smi`.
-fn gpu_check() -> Result<()> {
+/// How far apart NVML's and `nvidia-smi`'s used and free may be in `gpu --check`: memory moves
+/// between the two reads (a process allocating), and 64 MiB is far below any figure that
+/// changes a diagnosis while far above nvidia-smi's rounding (up to 1 MiB).
+const GPU_CHECK_TOLERANCE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// `gpu --check`: NVML beside `nvidia-smi`; with `json`, both snapshots and the mismatches as
+/// one JSON object.
+fn gpu_check(json: bool) -> Result<()> {
     let nvml = gpu_probe::probe()?;
     let out = std::process::Command::new("nvidia-smi")
         .args(gpu_probe::NVIDIA_SMI_QUERY_ARGS)
@@ -294,34 +302,35 @@ fn gpu_check() -> Result<()> {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     let smi = gpu_probe::parse_nvidia_smi(&text, "nvidia-smi")?;
+    let mismatches = gpu_probe::cross_check(&nvml, &smi, GPU_CHECK_TOLERANCE_BYTES);
+    let command = format!("nvidia-smi {}", gpu_probe::NVIDIA_SMI_QUERY_ARGS.join(" "));
     let mut o = anstream::stdout();
-    writeln!(o, "NVML:\n{}", gpu_text(&nvml))?;
-    writeln!(
-        o,
-        "nvidia-smi {}:\n{}",
-        gpu_probe::NVIDIA_SMI_QUERY_ARGS.join(" "),
-        gpu_text(&smi)
-    )?;
-    let mismatches = gpu_probe::cross_check(&nvml, &smi, 64 * 1024 * 1024);
-    if mismatches.is_empty() {
-        writeln!(
-            o,
-            "agree: device count, names, total/used/free memory within 64 MiB, driver version"
-        )?;
-        Ok(())
+    if json {
+        let v = serde_json::json!({
+            "nvml": nvml,
+            "nvidia_smi": smi,
+            "nvidia_smi_command": command,
+            "tolerance_bytes": GPU_CHECK_TOLERANCE_BYTES,
+            "agree": mismatches.is_empty(),
+            "mismatches": mismatches,
+        });
+        writeln!(o, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        for m in &mismatches {
-            writeln!(
-                o,
-                "MISMATCH GPU {:?} {}: NVML {} vs nvidia-smi {}",
-                m.index, m.field, m.nvml, m.smi
-            )?;
-        }
-        anyhow::bail!(
-            "{} mismatch(es) between NVML and nvidia-smi",
-            mismatches.len()
-        )
+        let t = render::gpu_check_text(
+            &nvml,
+            &smi,
+            &command,
+            &mismatches,
+            GPU_CHECK_TOLERANCE_BYTES,
+        );
+        write!(o, "{t}")?;
     }
+    anyhow::ensure!(
+        mismatches.is_empty(),
+        "{} mismatch(es) between NVML and nvidia-smi",
+        mismatches.len()
+    );
+    Ok(())
 }
 
 /// Read the logs (or the embedded sample) into evidence. Problems that do not stop the read
@@ -704,7 +713,7 @@ pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
 /// No GPU data (NVML unavailable, unreadable file).
 pub fn run_gpu(args: &GpuArgs) -> Result<()> {
     if args.check {
-        return gpu_check();
+        return gpu_check(args.json);
     }
     let snap = match &args.snapshot {
         Some(p) => gpu_probe::read_snapshot_file(p)?,
@@ -714,35 +723,9 @@ pub fn run_gpu(args: &GpuArgs) -> Result<()> {
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&snap)?)?;
     } else {
-        write!(out, "{}", gpu_text(&snap))?;
+        write!(out, "{}", render::gpu_text(&snap))?;
     }
     Ok(())
-}
-
-/// [`render::gpu_text`], with a GPU that reports no memory (unified memory, e.g. GB10) shown as
-/// "memory not reported" instead of 0 MiB.
-// For the lead: this belongs in render.rs (gpu_text reading `GpuDevice::memory_total()`).
-fn gpu_text(s: &gpu_probe::GpuSnapshot) -> String {
-    if s.devices.iter().all(|d| d.memory_reported) {
-        return render::gpu_text(s);
-    }
-    let mut known = s.clone();
-    known.devices.retain(|d| d.memory_reported);
-    let text = render::gpu_text(&known);
-    let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
-    let mut o = format!("{head}\n");
-    for d in s.devices.iter().filter(|d| !d.memory_reported) {
-        o.push_str(&format!(
-            "  GPU {} {} ({}): memory not reported (unified memory?): total, used and free unknown\n",
-            d.index,
-            d.name,
-            d.architecture
-                .map(|a| format!("{a:?}"))
-                .unwrap_or_else(|| "architecture ?".into()),
-        ));
-    }
-    o.push_str(rest);
-    o
 }
 
 /// Run `diagnose` and print the report.

@@ -194,6 +194,57 @@ fn gpu_snapshot_file_is_read() {
     assert!(text.contains("Blackwell"), "{text}");
 }
 
+/// A real H200's nvidia-smi outputs (gpu-probe's `tests/fixtures/h200-*`): each reads as
+/// nvidia-smi printed it, with no version shown that the file does not give, and `-q`'s used
+/// without the driver's 616 MiB reserve (it once read 616 MiB used on an idle card).
+#[test]
+fn gpu_snapshot_of_a_real_h200() {
+    let fixture = |name: &str| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../gpu-probe/tests/fixtures")
+            .join(name)
+    };
+    let gpu = |name: &str| {
+        let out = bin()
+            .args(["gpu", "--color", "never", "--snapshot"])
+            .arg(fixture(name))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0), "{name}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let q = gpu("h200-q.txt");
+    assert!(q.ends_with("h200-q.txt); driver 580.159.04; CUDA 13.0\n  GPU 0 NVIDIA H200 (Hopper): total 143771 MiB, used 0 MiB, free 143156 MiB, reserved 616 MiB\n"), "{q}");
+    let csv = gpu("h200-query-held.csv");
+    assert!(csv.ends_with("h200-query-held.csv); driver 580.159.04\n  GPU 0 NVIDIA H200 (Hopper): total 143771 MiB, used 21099 MiB, free 122058 MiB\n"), "{csv}");
+    let t = gpu("h200-table.txt");
+    assert!(t.contains("free 143771 MiB\n"), "{t}");
+    assert!(t.contains("so free is overstated by that reserve"), "{t}");
+    let m = gpu("h200-q-memory.txt");
+    assert!(m.contains("GPU 0 (no name or architecture in this output): total 143771 MiB, used 0 MiB, free 143156 MiB, reserved 616 MiB\n"), "{m}");
+}
+
+/// `gpu --check --json`: without a driver one line on stderr, exit 1; on a GPU host one JSON
+/// object with both snapshots and the mismatches.
+#[test]
+fn gpu_check_json() {
+    let out = bin()
+        .args(["gpu", "--check", "--json"])
+        .output()
+        .expect("run");
+    if out.status.success() {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(v["agree"], true, "{v}");
+        assert_eq!(v["nvml"]["source"]["kind"], "nvml");
+        assert!(v["mismatches"].as_array().is_some_and(|m| m.is_empty()));
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(out.stdout.is_empty());
+}
+
 #[test]
 fn markdown_report_is_written() {
     let dir = std::env::temp_dir().join(format!("td-md-{}", std::process::id()));
@@ -649,7 +700,7 @@ fn help_says_what_each_option_takes_and_in_which_unit() {
     assert!(!d.contains("someone proposes"), "{d}");
     let g = help("gpu");
     assert!(
-        g.contains("Print the snapshot as JSON (memory in bytes) instead of text (MiB)"),
+        g.contains("Print the snapshot as JSON (memory in bytes) instead of text (MiB, rounded up as nvidia-smi rounds)"),
         "{g}"
     );
     let r = help("run-batch");

@@ -27,10 +27,11 @@ fn main() {
     );
     for d in &snap.devices {
         eprintln!(
-            "GPU {} {:<45} {:?}: total {:.2} GiB, used {:.2} GiB, free {:.2} GiB, {} process(es)",
+            "GPU {} {:<45} {}: total {:.2} GiB, used {:.2} GiB, free {:.2} GiB, {} process(es)",
             d.index,
             d.name,
-            d.architecture,
+            d.architecture
+                .map_or_else(|| "architecture ?".to_string(), |a| format!("{a:?}")),
             d.memory_total_bytes as f64 / gib,
             d.memory_used_bytes as f64 / gib,
             d.memory_free_bytes as f64 / gib,

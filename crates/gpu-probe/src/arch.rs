@@ -32,7 +32,8 @@ impl Architecture {
     /// with `...` still matches when the model number survived). Returns `None` for names it does
     /// not know rather than guessing.
     ///
-    /// Rules, first match wins: a word `Blackwell` or `Ada` in the name; the RTX PRO series
+    /// Rules, first match wins: a word `Blackwell` or `Ada` in the name; a family name alone
+    /// (`Hopper`, `Ampere`, …: what `nvidia-smi -q` prints as `Product Architecture`); the RTX PRO series
     /// (Blackwell only); data-centre model numbers (B100/B200/B300/GB200/GB300/GB10 → Blackwell,
     /// H100/H200/H20/H800/GH200 → Hopper, A100/A800/A10/A10G/A16/A2/A30/A40 → Ampere,
     /// L40/L40S/L4/L20 → Ada, T4 → Turing, V100 → Volta, P100/P40/P4 → Pascal); workstation
@@ -52,6 +53,21 @@ impl Architecture {
         }
         if has("ADA") {
             return Some(Ada);
+        }
+        // `nvidia-smi -q`'s `Product Architecture` line names the family itself.
+        let family = [
+            ("HOPPER", Hopper),
+            ("AMPERE", Ampere),
+            ("TURING", Turing),
+            ("VOLTA", Volta),
+            ("PASCAL", Pascal),
+            ("MAXWELL", Maxwell),
+            ("KEPLER", Kepler),
+        ];
+        if let [only] = words.as_slice()
+            && let Some((_, a)) = family.iter().find(|(w, _)| w == only)
+        {
+            return Some(*a);
         }
         let pos_rtx = words.iter().position(|w| *w == "RTX");
         if let Some(i) = pos_rtx
@@ -189,6 +205,11 @@ mod tests {
             ("Tesla P100-PCIE-16GB", Some(Pascal)),
             ("NVIDIA GeForce GTX 1080 Ti", Some(Pascal)),
             ("AMD Instinct MI300X", None),
+            // `nvidia-smi -q`'s Product Architecture (a real H200 prints `Hopper`)
+            ("Hopper", Some(Hopper)),
+            ("Ada Lovelace", Some(Ada)),
+            ("Ampere", Some(Ampere)),
+            ("NVIDIA Ampere Altra", None),
             ("", None),
         ];
         for (name, want) in cases {

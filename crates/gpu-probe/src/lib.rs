@@ -17,12 +17,15 @@
 //! - `memory_free_bytes`: unallocated memory. This is the number SGLang's
 //!   `get_available_gpu_memory` reads (`torch.cuda.mem_get_info`), so it is the one to compare with
 //!   the log's `avail mem` / `available_gpu_mem`.
-//! - `memory_used_bytes`: allocated memory **including** the driver's reserved part when the
-//!   source reports it, as NVML's v2 call does (`nvmlDeviceGetMemoryInfo_v2`: "used includes
-//!   reserved"). `nvidia-smi` prints used *without* reserved (its total = reserved + used + free);
-//!   when a file carries a reserved figure and its numbers add up that way, the parser adds
-//!   reserved to used so that all sources mean the same thing. Tables and CSV without a reserved
-//!   column keep used as printed (then `memory_reserved_bytes` is `None`).
+//! - `memory_used_bytes`: allocated memory **without** the driver's reserved part, so that
+//!   total = reserved + used + free. That is what NVML's v2 call (`nvmlDeviceGetMemoryInfo_v2`)
+//!   returns and what `nvidia-smi` prints: on a real H200 (driver 580.159.04) the v2 figures add up
+//!   to the total to the byte, with 615 MiB reserved and 0 used on an idle card, and `nvidia-smi`
+//!   prints the same figures rounded up to MiB (`tests/fixtures/h200-*`). NVML's v1 call, and the
+//!   R525 documentation of v2, count reserved inside used (total = used + free): a source whose
+//!   figures add up that way has its reserve taken out of used, and a note says so
+//!   (`memory::used_apart_from_reserved`), so every source means the same thing. Tables and CSV
+//!   without a reserved column keep used as printed (then `memory_reserved_bytes` is `None`).
 //! - `memory_reserved_bytes`: driver/firmware reserve, `None` when the source does not give it.
 //!
 //! Hook for `cargo xtask gpu-check` (real hardware): run [`probe`], run `nvidia-smi` with
@@ -32,6 +35,7 @@
 
 mod arch;
 mod check;
+mod memory;
 mod nvml;
 mod smi;
 
@@ -102,10 +106,11 @@ pub struct GpuDevice {
     pub architecture: Option<Architecture>,
     /// Total framebuffer memory, bytes.
     pub memory_total_bytes: u64,
-    /// Allocated memory, bytes (includes reserved when known; see the crate docs).
+    /// Allocated memory, bytes, without the driver's reserve (see the crate docs).
     pub memory_used_bytes: u64,
     /// Unallocated memory, bytes. For the plain table (which prints only used/total) this is
-    /// `total − used`, noted in [`GpuSnapshot::notes`].
+    /// `total − used`, noted in [`GpuSnapshot::notes`]: that overstates free by the driver's
+    /// reserve, which the table does not print (615 MiB on an H200).
     pub memory_free_bytes: u64,
     /// Driver/firmware reserved memory, bytes; `None` when the source does not report it.
     pub memory_reserved_bytes: Option<u64>,

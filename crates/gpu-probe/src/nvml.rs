@@ -6,6 +6,7 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 
+use crate::memory::{reserve_taken_out_note, used_apart_from_reserved};
 use crate::{Architecture, GpuDevice, GpuError, GpuProcess, GpuSnapshot, SnapshotSource};
 
 /// NVML, initialised once per process. A failed initialisation is remembered too: the driver
@@ -38,7 +39,7 @@ fn nvml_reason(e: &NvmlError) -> String {
 }
 
 /// Read every GPU on this machine through NVML: name, UUID, architecture, memory (v2 call:
-/// total / used / free / reserved, bytes), running compute and graphics processes, the driver
+/// total / used / free / reserved, bytes; used without the reserve), running compute and graphics processes, the driver
 /// version and the CUDA version the driver supports.
 ///
 /// NVML is loaded on the first call and kept for the process lifetime.
@@ -162,13 +163,26 @@ pub fn probe() -> Result<GpuSnapshot, GpuError> {
                 )),
             }
         }
+        // v2's used leaves the reserve out (a real H200, driver 580); a driver that counts it
+        // in, as the R525 documentation says v2 does, has it taken out: see crate::memory.
+        let used = match &mem {
+            Some(m) => {
+                let (used, held) =
+                    used_apart_from_reserved(m.total, m.used, m.free, Some(m.reserved));
+                if held {
+                    notes.push(reserve_taken_out_note(index, m.reserved));
+                }
+                used
+            }
+            None => 0,
+        };
         devices.push(GpuDevice {
             index,
             name,
             uuid,
             architecture,
             memory_total_bytes: mem.as_ref().map_or(0, |m| m.total),
-            memory_used_bytes: mem.as_ref().map_or(0, |m| m.used),
+            memory_used_bytes: used,
             memory_free_bytes: mem.as_ref().map_or(0, |m| m.free),
             memory_reserved_bytes: mem.as_ref().map(|m| m.reserved),
             memory_reported: mem.is_some(),

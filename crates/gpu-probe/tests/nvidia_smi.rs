@@ -216,8 +216,13 @@ memory.free [MiB], name, uuid, memory.reserved [MiB], memory.used [MiB], index, 
     assert_eq!(d.memory_total_bytes, 81559 * MIB);
     assert_eq!(d.memory_free_bytes, 8970 * MIB);
     assert_eq!(d.memory_reserved_bytes, Some(579 * MIB));
-    // nvidia-smi's used (72011) excludes reserved; the snapshot's used includes it
-    assert_eq!(d.memory_used_bytes, (72011 + 579) * MIB);
+    // used as printed: nvidia-smi and NVML v2 both leave the reserve out (h200.rs)
+    assert_eq!(d.memory_used_bytes, 72011 * MIB);
+    assert!(
+        s.notes.iter().all(|n| !n.contains("taken out")),
+        "{:?}",
+        s.notes
+    );
     assert!(s.notes.iter().any(|n| n.starts_with("line 1 skipped")));
 }
 
@@ -289,8 +294,8 @@ fn query_with_memory_and_processes() {
     assert_eq!(
         mib_rows(&s),
         vec![
-            (0, "NVIDIA H100 80GB HBM3", 81559, 72011 + 579, 8970),
-            (1, "NVIDIA H100 80GB HBM3", 81559, 579, 80979),
+            (0, "NVIDIA H100 80GB HBM3", 81559, 72011, 8970),
+            (1, "NVIDIA H100 80GB HBM3", 81559, 0, 80979),
         ]
     );
     let d0 = &s.devices[0];
@@ -406,4 +411,31 @@ fn an_absurd_total_is_an_error_not_a_saturated_figure() {
             .to_string()
             .contains("is more than 1 PiB"),
     );
+}
+
+/// A `-q` whose used holds the reserve (used + free = total, NVML v1's meaning, as the R525
+/// documentation says v2 counts it too) has the reserve taken out, and says so.
+#[test]
+fn query_whose_used_holds_the_reserve_loses_it_with_a_note() {
+    let text = std::fs::read_to_string(fixture("query-memory-h100.txt"))
+        .unwrap()
+        .replace(
+            "Used                              : 72011 MiB",
+            "Used                              : 72590 MiB",
+        )
+        .replace(
+            "Free                              : 8970 MiB",
+            "Free                              : 8969 MiB",
+        );
+    let s = parse_nvidia_smi(&text, "v1.txt").unwrap();
+    assert_eq!(s.devices[0].memory_used_bytes, 72011 * MIB);
+    assert_eq!(s.devices[0].memory_free_bytes, 8969 * MIB);
+    assert_eq!(
+        s.notes,
+        [
+            "GPU 0: used held the 579 MiB reserved (used + free = total, NVML v1's meaning); the reserve was taken out of used, as NVML v2 and nvidia-smi count it"
+        ]
+    );
+    // GPU 1 (used 0, reserve 579, free 80979: apart) is kept
+    assert_eq!(s.devices[1].memory_used_bytes, 0);
 }

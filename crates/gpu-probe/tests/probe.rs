@@ -1,7 +1,7 @@
 //! NVML probe. Without a GPU (the default here) it must fail with one typed, one-line error.
 //! With `THROUGHPUT_DOCTOR_GPU_TESTS=1` a GPU is required and its figures are checked.
 
-use gpu_probe::{GpuError, probe};
+use gpu_probe::{GpuError, MIB, probe};
 
 #[test]
 fn probe_is_unavailable_without_nvml_or_reports_devices() {
@@ -35,6 +35,11 @@ fn probe_is_unavailable_without_nvml_or_reports_devices() {
                 assert!(d.memory_total_bytes > 0, "{d:?}");
                 assert!(d.memory_free_bytes <= d.memory_total_bytes, "{d:?}");
                 assert!(d.memory_used_bytes <= d.memory_total_bytes, "{d:?}");
+                // NVML v2: total = reserved + used + free (to the byte on a real H200)
+                if let Some(r) = d.memory_reserved_bytes {
+                    let sum = r + d.memory_used_bytes + d.memory_free_bytes;
+                    assert!(sum.abs_diff(d.memory_total_bytes) <= MIB, "{d:?}");
+                }
             }
             assert!(s.driver_version.is_some());
         }

@@ -18,9 +18,11 @@ use diagnosis::report::{
 };
 
 mod client;
+mod gpu;
 mod write;
 use client::{bench_lines, client_lines};
-pub use write::{gpu_text, markdown, text};
+pub use gpu::{gpu_check_text, gpu_text};
+pub use write::{markdown, text};
 
 const BOLD: Style = Style::new().bold();
 const DIM: Style = Style::new().dimmed();

@@ -1,5 +1,5 @@
 //! The writers: the sections laid out as terminal text (each piece of the report one line,
-//! its control characters escaped) and as Markdown, and a GPU snapshot as text.
+//! its control characters escaped) and as Markdown.
 
 use super::*;
 
@@ -204,48 +204,4 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     o
-}
-
-/// Render a GPU snapshot as text (names, paths and notes escaped).
-pub fn gpu_text(s: &gpu_probe::GpuSnapshot) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "GPU memory ({}); driver {}; CUDA {}",
-        gpu_source_label(&s.source),
-        s.driver_version.as_deref().unwrap_or("?"),
-        s.cuda_version.as_deref().unwrap_or("?")
-    );
-    const MIB: f64 = 1024.0 * 1024.0;
-    for d in &s.devices {
-        let _ = writeln!(
-            o,
-            "  GPU {} {} ({}): total {:.0} MiB, used {:.0} MiB, free {:.0} MiB{}",
-            d.index,
-            esc(&d.name),
-            d.architecture
-                .map(|a| format!("{a:?}"))
-                .unwrap_or_else(|| "architecture ?".into()),
-            d.memory_total_bytes as f64 / MIB,
-            d.memory_used_bytes as f64 / MIB,
-            d.memory_free_bytes as f64 / MIB,
-            d.memory_reserved_bytes
-                .map(|r| format!(", reserved {:.0} MiB", r as f64 / MIB))
-                .unwrap_or_default()
-        );
-    }
-    for n in &s.notes {
-        let _ = writeln!(o, "  note: {}", esc(n));
-    }
-    o
-}
-/// Where a GPU snapshot came from (its path escaped, as every piece of terminal text).
-fn gpu_source_label(s: &gpu_probe::SnapshotSource) -> String {
-    let s = match s {
-        gpu_probe::SnapshotSource::Nvml => "NVML".into(),
-        gpu_probe::SnapshotSource::NvidiaSmiCsv { path } => format!("nvidia-smi CSV {path}"),
-        gpu_probe::SnapshotSource::NvidiaSmiTable { path } => format!("nvidia-smi table {path}"),
-        gpu_probe::SnapshotSource::NvidiaSmiQuery { path } => format!("nvidia-smi -q {path}"),
-    };
-    esc(&s).into_owned()
 }

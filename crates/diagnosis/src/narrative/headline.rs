@@ -374,7 +374,7 @@ pub fn headline(h: &Headline, long_stall: bool, benchmarks: &[BenchmarkRun]) -> 
             }
             .unwrap_or_else(|| {
                 if h.no_server_log {
-                    "no server log was given (give the SGLang server's log as LOG; a client's files alone say what the client saw, not why the server is slow).".to_string()
+                    "no server log was given (give the SGLang server's log as LOG; without it GPU memory, a model config or a client's files say what they hold, not why the server is slow).".to_string()
                 } else {
                     "none were found in the input.".to_string()
                 }
