@@ -1,6 +1,8 @@
 //! `parse_line` on arbitrary bytes: never panics, exactly one record, the batch-marker
 //! invariant, every field is a slice of the line, every accessor runs, the graph flag is the
-//! first `<word> graph` field, and the screened HTTP error parser agrees with the grammar.
+//! first `<word> graph` field, the screened HTTP error parser agrees with the grammar, and
+//! every fast path (access scan, pair walk, envelope and splitter shortcuts) agrees with the
+//! grammar of record (`sglang_log::grammar_check`).
 //!
 //! Input shaping: if the first byte is 0xFE, the rest is repeated until the line is just over
 //! 64 KiB (the 16-bit span limit), so the long-line paths get fuzzed too.
@@ -41,6 +43,15 @@ fuzz_target!(|data: &[u8]| {
             rec.event
         );
     }
+    // every fast path reads the input as the grammar of record does: the access scan, the
+    // pair walk, and the envelope / key-order / splitter shortcuts (the line after itself, so
+    // the caches the first parse filled are used on the second)
+    assert!(sglang_log::grammar_check::access_agrees(rec.message));
+    if let Ok(s) = std::str::from_utf8(line) {
+        assert!(sglang_log::grammar_check::access_agrees(s));
+    }
+    assert!(sglang_log::grammar_check::pairs_agree(line));
+    assert!(sglang_log::grammar_check::lines_agree(&[line, line]));
     // the screened error parser agrees with the whole access grammar
     assert_eq!(
         sglang_log::parse_http_error(rec.message),

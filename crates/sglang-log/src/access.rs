@@ -14,14 +14,14 @@
 
 use memchr::memmem;
 use nom::bytes::complete::tag;
-#[cfg(test)]
+#[cfg(any(test, feature = "grammar-check"))]
 use nom::bytes::complete::{take_till1, take_while1};
-#[cfg(test)]
+#[cfg(any(test, feature = "grammar-check"))]
 use nom::character::complete::space1;
 use nom::character::complete::{char, digit1, space0};
 use nom::combinator::{map_res, opt};
 use nom::sequence::delimited;
-#[cfg(test)]
+#[cfg(any(test, feature = "grammar-check"))]
 use nom::sequence::preceded;
 use nom::{IResult, Parser};
 use std::sync::LazyLock;
@@ -66,7 +66,7 @@ fn number(i: &[u8]) -> Res<'_, u64> {
 
 /// `[INFO:     ]HOST:PORT - "METHOD PATH HTTP/x.y" STATUS …` (the level is gone when the
 /// line parser has stripped it: [`crate::Record::message`]).
-#[cfg(test)]
+#[cfg(any(test, feature = "grammar-check"))]
 fn access(i: &[u8]) -> Res<'_, (&[u8], &[u8], u64)> {
     let (i, _) = opt((tag(&b"INFO:"[..]), space1)).parse(i)?;
     let (i, _) = take_till1(|c| c == b' ' || c == b'"').parse(i)?;
@@ -88,7 +88,7 @@ fn access(i: &[u8]) -> Res<'_, (&[u8], &[u8], u64)> {
 /// The access line of `msg` (the message after the envelope, with or without its `INFO:`
 /// level), if it is one.
 ///
-/// A hand-written scan of [`access`]'s grammar (the grammar of record, which the tests
+/// A hand-written scan of `access`'s grammar (the grammar of record, which the tests
 /// compare it with line for line): one pass, no combinator frames, about a fifth of the
 /// grammar's instructions on the access lines that make up a sixth of a busy server's log.
 pub fn parse_http_access(msg: &str) -> Option<HttpAccess<'_>> {
@@ -164,8 +164,8 @@ pub fn parse_http_access(msg: &str) -> Option<HttpAccess<'_>> {
 }
 
 /// [`parse_http_access`] by the grammar of record.
-#[cfg(test)]
-fn parse_http_access_grammar(msg: &str) -> Option<HttpAccess<'_>> {
+#[cfg(any(test, feature = "grammar-check"))]
+pub(crate) fn parse_http_access_grammar(msg: &str) -> Option<HttpAccess<'_>> {
     let (_, (method, path, status)) = access(msg.as_bytes()).ok()?;
     Some(HttpAccess {
         method: utf8(method)?,

@@ -1,15 +1,15 @@
 //! Non-batch events: retraction lines (spec §2.3) and startup capacity lines (spec §2.9).
 
-#[cfg(test)]
+#[cfg(any(test, feature = "grammar-check"))]
 use crate::grammar::byte;
 use crate::grammar::{PResult, byte_if, until};
 use crate::num::{parse_f64_bytes, parse_i64_bytes, parse_u64_bytes, parse_with_unit};
 use nom::Parser;
 use nom::branch::alt;
-#[cfg(test)]
+#[cfg(any(test, feature = "grammar-check"))]
 use nom::bytes::complete::take_till;
 use nom::bytes::complete::{tag, take_till1, take_while};
-#[cfg(test)]
+#[cfg(any(test, feature = "grammar-check"))]
 use nom::combinator::verify;
 use nom::combinator::{opt, rest, value};
 use nom::sequence::{preceded, separated_pair, terminated};
@@ -72,9 +72,9 @@ fn retraction_head(i: &[u8]) -> PResult<'_, RetractionWording> {
 /// Calls `f(key, value)` for each `key<kv>value` fragment of `body` separated by `sep`, keys
 /// and values trimmed of ASCII whitespace (fragments without `kv` are skipped). A fragment is
 /// the text up to the next `sep` (which is consumed), or the non-empty rest. One scan, no
-/// combinator frames; [`for_each_pair_grammar`] is the same walk in nom, which the tests
+/// combinator frames; `for_each_pair_grammar` is the same walk in nom, which the tests
 /// compare it with.
-fn for_each_pair<'a>(
+pub(crate) fn for_each_pair<'a>(
     body: &'a [u8],
     sep: &'static [u8],
     kv: u8,
@@ -99,7 +99,7 @@ fn for_each_pair<'a>(
 
 /// One `sep`-separated fragment (`sep` consumed), or the rest (possibly empty, then the
 /// iteration ends).
-#[cfg(test)]
+#[cfg(any(test, feature = "grammar-check"))]
 fn piece<'a>(i: &'a [u8], sep: &'static [u8]) -> PResult<'a, &'a [u8]> {
     alt((
         terminated(until(sep), tag(sep)),
@@ -109,8 +109,8 @@ fn piece<'a>(i: &'a [u8], sep: &'static [u8]) -> PResult<'a, &'a [u8]> {
 }
 
 /// [`for_each_pair`] by the grammar of record.
-#[cfg(test)]
-fn for_each_pair_grammar<'a>(
+#[cfg(any(test, feature = "grammar-check"))]
+pub(crate) fn for_each_pair_grammar<'a>(
     body: &'a [u8],
     sep: &'static [u8],
     kv: u8,

@@ -118,6 +118,8 @@ pub mod client;
 mod events;
 pub mod foreign;
 mod grammar;
+#[cfg(any(test, feature = "grammar-check"))]
+pub mod grammar_check;
 mod line;
 mod num;
 pub mod parallel;

@@ -1,0 +1,68 @@
+//! The fast paths beside the grammars of record they replace, for the fuzz targets (feature
+//! `grammar-check`) and the tests: each function says whether the two read `input` alike. The
+//! nom grammars stay the definition of every format; a fast path that reads one input
+//! differently is a bug of the fast path.
+
+use crate::Record;
+use crate::line::{LineCache, parse_line_cached};
+
+/// Whether the hand-written access-line scan ([`crate::parse_http_access`]) reads `msg` as
+/// the nom grammar does.
+pub fn access_agrees(msg: &str) -> bool {
+    crate::parse_http_access(msg) == crate::access::parse_http_access_grammar(msg)
+}
+
+/// Whether the one-scan `key: value` / `key=value` pair walk (retraction, capacity and
+/// KV-allocation lines) finds the pairs the nom walk finds in `body`, for both separators.
+pub fn pairs_agree(body: &[u8]) -> bool {
+    type Pairs<'a> = Vec<(&'a [u8], &'a [u8])>;
+    [b':', b'='].into_iter().all(|kv| {
+        let (mut fast, mut grammar): (Pairs<'_>, Pairs<'_>) = (Vec::new(), Vec::new());
+        crate::events::for_each_pair(body, b", ", kv, |k, v| fast.push((k, v)));
+        crate::events::for_each_pair_grammar(body, b", ", kv, |k, v| grammar.push((k, v)));
+        fast == grammar
+    })
+}
+
+/// The records of `lines`, parsed in order with the reader's caches and fast paths (`fast`)
+/// or with the general path only.
+fn records(lines: &[&[u8]], fast: bool) -> Vec<String> {
+    let mut cache = LineCache::new(fast);
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let rec: Record<'_> = parse_line_cached(l, i as u64 + 1, &mut cache);
+            format!("{rec:?}")
+        })
+        .collect()
+}
+
+/// Whether the envelope, key-order and splitter fast paths give every line of `lines`, read
+/// in order (the caches carry from line to line), the record the general path gives.
+pub fn lines_agree(lines: &[&[u8]]) -> bool {
+    records(lines, true) == records(lines, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_lines_agree() {
+        let decode = b"[2026-01-15 08:00:03 TP0] Decode batch, #running-req: 6, #token: 0, token usage: 0.00, accept len: 2.89, cuda graph: True, gen throughput (token/s): 831.69, #queue-req: 146, ";
+        let access = br#"[2026-01-15 08:00:02] INFO:     192.0.2.162:50559 - "POST /generate HTTP/1.1" 200 OK"#;
+        let retract = b"[2026-01-15 08:00:12 DP1 TP4] KV cache pool is full. Retract requests. #retracted_reqs: 7, #new_token_ratio: 0.4213 -> 0.6000";
+        assert!(lines_agree(&[decode, access, retract, decode]));
+        assert!(access_agrees(
+            r#"INFO:     192.0.2.162:50559 - "POST /generate HTTP/1.1" 200 OK"#
+        ));
+        assert!(pairs_agree(
+            b"#retracted_reqs: 7, #new_token_ratio: 0.4213 -> 0.6000"
+        ));
+        // a line the fast envelope does not take still agrees (both take the general path)
+        assert!(lines_agree(&[
+            b"[2026-01-15 08:00:03 TP0]: Decode batch. #running-req: 1"
+        ]));
+    }
+}
