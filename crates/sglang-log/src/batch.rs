@@ -729,11 +729,25 @@ impl<'a> BatchLine<'a> {
         )
     }
 
-    /// The device word of the graph flag (`cuda`, `cpu`, `npu`, `musa`).
+    /// The device word of the graph flag (`cuda`, `cpu`, `npu`, `musa`). A flag whose key a
+    /// terminal cut (`recover_cut_keys`: `…:cuda graph` read as `cuda graph`) is the known
+    /// key's device, not the merged text before ` graph`.
     pub fn graph_device(&self) -> Option<&'a str> {
         let s = self.graph_span()?;
         let k = self.slice(s.k0, self.key_end(s));
-        Some(&k[..k.len() - " graph".len()])
+        let word = k.strip_suffix(" graph")?;
+        if !word.is_empty() && word.bytes().all(|c| c.is_ascii_alphanumeric()) {
+            return Some(word);
+        }
+        // the flag's field is a known graph key's by recovery: that key's device
+        let at = self.spans[..usize::from(self.len)]
+            .iter()
+            .position(|x| x == s)?;
+        KNOWN_KEYS
+            .iter()
+            .enumerate()
+            .find(|&(id, _)| usize::from(self.slot[id]) == at + 1)
+            .and_then(|(_, name)| name.strip_suffix(" graph"))
     }
 
     /// The field of the graph flag: the first whose key is `<word> graph` (`word` alphanumeric).

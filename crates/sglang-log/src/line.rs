@@ -354,8 +354,12 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
     }
     // a request refused for its length, quoted anywhere (a log message, a traceback's
     // `ValueError:`, an error body)
+    // (a line that holds a batch marker is the batch line's, below: these two take only
+    // lines without one)
+    let no_marker = || !atc || find_batch_marker(line.as_bytes()).is_none();
     if matches!(rec.event, Event::Other)
         && let Some(c) = crate::access::parse_context_rejection(msg)
+        && no_marker()
     {
         rec.event = Event::ContextRejected(c);
         return;
@@ -365,6 +369,7 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
         && !enveloped
         && rec.timestamp.is_none()
         && let Some(g) = events::parse_capture_progress(msg)
+        && no_marker()
     {
         rec.event = Event::GraphCapture(g);
         return;

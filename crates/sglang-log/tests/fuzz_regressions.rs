@@ -21,3 +21,73 @@ fn marker_inside_a_stripped_ray_tag_is_not_lost() {
     let stats = r.for_each(|_| {}).unwrap();
     assert_eq!((stats.lines, stats.malformed_lines), (1, 1));
 }
+
+/// `crash-3c74adee…`: a column cut merged a stamp's tail into the graph flag's key
+/// (`04:05 E[2025-01-02 03:04:cuda graph: 0`); the damaged line's key is read as `cuda graph`
+/// (`recover_cut_keys`), so its device is `cuda`, not the merged text before ` graph`.
+#[test]
+fn a_recovered_graph_key_names_its_device() {
+    let line = b"[248aph: 0, c context_lPrefill batch:04:05 E[2025-01-02 03:04:cuda graph: 0, c context_len=131072";
+    let rec = parse_line(line, 1);
+    let Event::Batch(b) = &rec.event else {
+        panic!("{:?}", rec.event)
+    };
+    assert_eq!(b.broken_fields(), 1);
+    assert_eq!(b.graph_device(), Some("cuda"));
+    // `0` is no bool: the flag's value is unknown
+    assert_eq!(b.graph(), None);
+    // a clean line's device is its key's word, as before
+    let clean = parse_line(
+        b"Decode batch. #running-req: 1, #token: 5, npu graph: True",
+        1,
+    );
+    let Event::Batch(c) = &clean.event else {
+        panic!("{:?}", clean.event)
+    };
+    assert_eq!((c.graph_device(), c.graph()), (Some("npu"), Some(true)));
+}
+
+/// `crash-fcfa8e1a…`: on a damaged line, `##hed-token` (the tail of `#cached-token` after a
+/// cut column) is read as `#cached-token`, and its impossible value is set aside under the
+/// key as printed: the value is that known key's (the fuzz target's check had asked for a key
+/// that ends with the whole known key).
+#[test]
+fn a_rejected_value_of_a_recovered_key_is_that_keys() {
+    let line = b"[2026-01-15 08:00:03 TP0] Prefill batch. ##hed-token: 371,ew-seq: 4, #new-token: 2422, acc#hed-token: 371, token usage: 0.01, #running-req> 7, #queue-req: '46";
+    let rec = parse_line(line, 1);
+    let Event::Batch(b) = &rec.event else {
+        panic!("{:?}", rec.event)
+    };
+    let rejected: Vec<_> = b.rejected_fields().map(|r| (r.key, r.value)).collect();
+    assert_eq!(
+        rejected,
+        vec![("#queue-req", "'46"), ("##hed-token", "371,ew-seq: 4")]
+    );
+    assert_eq!(b.get("##hed-token"), Some("371,ew-seq: 4"));
+    assert_eq!(b.cached_token(), None); // not a number
+    assert_eq!(b.new_token(), Some(2422));
+}
+
+/// `crash-1758a0e5…`: a graph-capture bar glued before a decode line (no stamp of its own)
+/// was read as the bar, and the batch line it carried was lost; a line with a batch marker is
+/// the batch line's (here malformed: its fields are not `key: value`).
+#[test]
+fn a_capture_bar_before_a_batch_marker_is_the_batch_line() {
+    let line = b"> [Capturing batches (chdog_timeout=3002 03:04:05 TP0] Decode batch. #,, chunked_prefill_sizeslow scheduler pass: ksen=16384, max_running_requests=4097";
+    let rec = parse_line(line, 1);
+    assert!(
+        matches!(rec.event, Event::Batch(_) | Event::Malformed { .. }),
+        "{:?}",
+        rec.event
+    );
+    // a bar alone is still the bar
+    let bar = parse_line(
+        b"Capturing batches (bs=8 avail_mem=20.50 GB):  50%|#####",
+        1,
+    );
+    assert!(
+        matches!(bar.event, Event::GraphCapture(_)),
+        "{:?}",
+        bar.event
+    );
+}
