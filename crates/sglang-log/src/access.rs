@@ -180,8 +180,8 @@ pub(crate) fn parse_http_access_grammar(msg: &str) -> Option<HttpAccess<'_>> {
 ///
 /// Most access lines are `200 OK`, and this runs on every plain line of a log: a screen on the
 /// bytes comes first. The status follows a `"` and spaces or tabs (the grammar's `"` then
-/// `space1`), so a line in which no `"` is followed by blanks and a `4` or `5` holds no error
-/// status, and the grammar is not run on it.
+/// `space1`), so a line in which no `"` is followed by blanks and a `4` or `5` (after any
+/// leading zeros) holds no error status, and the grammar is not run on it.
 pub fn parse_http_error(msg: &str) -> Option<HttpAccess<'_>> {
     let b = msg.as_bytes();
     let maybe = memchr::memchr_iter(b'"', b).any(|q| {
@@ -190,7 +190,9 @@ pub fn parse_http_error(msg: &str) -> Option<HttpAccess<'_>> {
             .iter()
             .take_while(|&&c| c == b' ' || c == b'\t')
             .count();
-        blanks > 0 && matches!(after.get(blanks), Some(b'4' | b'5'))
+        // (leading zeros are digits of the grammar's number: `0400` is 400)
+        let zeros = after[blanks..].iter().take_while(|&&c| c == b'0').count();
+        blanks > 0 && matches!(after.get(blanks + zeros), Some(b'4' | b'5'))
     });
     if !maybe {
         return None;

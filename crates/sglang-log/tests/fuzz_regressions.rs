@@ -91,3 +91,14 @@ fn a_capture_bar_before_a_batch_marker_is_the_batch_line() {
         bar.event
     );
 }
+
+/// `crash-25e40011…`: the access grammar reads a status with leading zeros (`0400` is 400);
+/// the error screen looked for a `4` or `5` right after the blanks and missed it.
+#[test]
+fn an_error_status_with_leading_zeros_is_an_error() {
+    let msg = r#"1 - "POST ompls HTTP/0" 0400qror112"#;
+    let a = sglang_log::parse_http_access(msg).map(|a| a.status);
+    assert_eq!(a, Some(400));
+    assert_eq!(sglang_log::parse_http_error(msg).map(|a| a.status), Some(400));
+    assert_eq!(sglang_log::parse_http_error(r#"1 - "GET / HTTP/1.1" 0200 OK"#), None);
+}
