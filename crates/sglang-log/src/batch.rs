@@ -1010,9 +1010,15 @@ fn recover_cut_keys(line: &mut BatchLine<'_>) {
                 .zip(kn.iter().rev())
                 .take_while(|(a, b)| a == b)
                 .count();
-            // the merged key's head must be left over: a key cut only at its start is
-            // `parse_cut_decode`'s
-            if l < MIN_CUT_TAIL || l >= k.len() || l < len {
+            // the merged key's head must be left over: a key that is a known key cut only at
+            // its start (`en throughput (token/s)`) is that key's, not another's with a
+            // shorter common tail, and is `parse_cut_decode`'s
+            if l >= k.len() {
+                best = None;
+                tie = true;
+                break;
+            }
+            if l < MIN_CUT_TAIL || l < len {
                 continue;
             }
             tie = l == len;

@@ -99,6 +99,30 @@ fn an_error_status_with_leading_zeros_is_an_error() {
     let msg = r#"1 - "POST ompls HTTP/0" 0400qror112"#;
     let a = sglang_log::parse_http_access(msg).map(|a| a.status);
     assert_eq!(a, Some(400));
-    assert_eq!(sglang_log::parse_http_error(msg).map(|a| a.status), Some(400));
-    assert_eq!(sglang_log::parse_http_error(r#"1 - "GET / HTTP/1.1" 0200 OK"#), None);
+    assert_eq!(
+        sglang_log::parse_http_error(msg).map(|a| a.status),
+        Some(400)
+    );
+    assert_eq!(
+        sglang_log::parse_http_error(r#"1 - "GET / HTTP/1.1" 0200 OK"#),
+        None
+    );
+}
+
+/// `crash-ee37f8d0…`: `en throughput (token/s)` is `gen throughput (token/s)` cut at its start;
+/// on a damaged line it was read as `input throughput (token/s)`, the known key with the
+/// longest tail that left a head over. A key that a known key ends with is not recovered as
+/// another key.
+#[test]
+fn a_key_cut_at_its_start_is_not_read_as_another_key() {
+    let line = b"Decode batch. #running-req: 3, gen throughput (toke\nn/s): 325.86, #queue-rerunning-r usage: 0.92, en throughput (token/s): 325.86,ng-req: 3, #token: 4";
+    let rec = parse_line(line, 1);
+    let Event::Batch(b) = &rec.event else {
+        panic!("{:?}", rec.event)
+    };
+    assert!(b.broken_fields() > 0 || b.field_count() > 0);
+    assert_eq!(b.input_throughput(), None);
+    assert_eq!(b.gen_throughput(), None);
+    assert_eq!((b.running_req(), b.num_token()), (Some(3), Some(4)));
+    assert_eq!(b.rejected_fields().count(), 0);
 }
