@@ -721,7 +721,7 @@ impl<'a> BatchLine<'a> {
     /// The graph flag `cuda graph` / `cpu graph` / `npu graph` / `musa graph` (any `<word> graph`):
     /// whether the last batch ran as a captured graph.
     pub fn graph(&self) -> Option<bool> {
-        let s = self.graph_span()?;
+        let (s, _) = self.graph_field()?;
         parse_bool(
             self.text
                 .as_bytes()
@@ -729,29 +729,23 @@ impl<'a> BatchLine<'a> {
         )
     }
 
-    /// The device word of the graph flag (`cuda`, `cpu`, `npu`, `musa`). A flag whose key a
-    /// terminal cut (`recover_cut_keys`: `…:cuda graph` read as `cuda graph`) is the known
-    /// key's device, not the merged text before ` graph`.
+    /// The device word of the graph flag (`cuda`, `cpu`, `npu`, `musa`, or the word of an
+    /// unknown `<word> graph`). A known graph key's device is the key's word, also when a
+    /// terminal cut merged other text into the key (`recover_cut_keys`: `…:cuda graph` is read
+    /// as `cuda graph`, so its device is `cuda`).
     pub fn graph_device(&self) -> Option<&'a str> {
-        let s = self.graph_span()?;
-        let k = self.slice(s.k0, self.key_end(s));
-        let word = k.strip_suffix(" graph")?;
-        if !word.is_empty() && word.bytes().all(|c| c.is_ascii_alphanumeric()) {
-            return Some(word);
+        match self.graph_field()? {
+            (_, Some(id)) => KNOWN_KEYS.get(id)?.strip_suffix(" graph"),
+            (s, None) => {
+                let k = self.slice(s.k0, self.key_end(s));
+                k.strip_suffix(" graph")
+            }
         }
-        // the flag's field is a known graph key's by recovery: that key's device
-        let at = self.spans[..usize::from(self.len)]
-            .iter()
-            .position(|x| x == s)?;
-        KNOWN_KEYS
-            .iter()
-            .enumerate()
-            .find(|&(id, _)| usize::from(self.slot[id]) == at + 1)
-            .and_then(|(_, name)| name.strip_suffix(" graph"))
     }
 
-    /// The field of the graph flag: the first whose key is `<word> graph` (`word` alphanumeric).
-    fn graph_span(&self) -> Option<&Span> {
+    /// The field of the graph flag: the first whose key is `<word> graph` (`word`
+    /// alphanumeric) or is a known graph key's, with that known key's id.
+    fn graph_field(&self) -> Option<(&Span, Option<usize>)> {
         const GRAPH_KEYS: [usize; 4] = [
             kid("cuda graph"),
             kid("cpu graph"),
@@ -761,26 +755,31 @@ impl<'a> BatchLine<'a> {
         // the first field of a known graph key, as its slot (1 + its index): the least slot
         // of the four, an absent key's 0 taken as 256 (a branch-free minimum of four bytes)
         let len = usize::from(self.len);
-        let least = GRAPH_KEYS
+        let (least, id) = GRAPH_KEYS
             .iter()
-            .map(|&id| self.slot[id].wrapping_sub(1))
-            .fold(u8::MAX, u8::min);
+            .map(|&id| (self.slot[id].wrapping_sub(1), id))
+            .fold((u8::MAX, 0), |a, b| if b.0 < a.0 { b } else { a });
         let known = (least != u8::MAX).then(|| usize::from(least) + 1);
         // every field a known key, none twice (as many slots in use as fields): no unknown
         // `<word> graph` can come first, the known one is the flag
         if usize::from(self.known) == len {
-            return self.spans.get(known?.checked_sub(1)?);
+            let at = known?.checked_sub(1)?;
+            return Some((self.spans.get(at)?, Some(id)));
         }
         // else the scan ends at the known one: only the fields before it can hold another
         // `<word> graph` (an unknown device); on bytes, no char-boundary checks per field
         let end = known.unwrap_or(len).min(len);
         let t = self.text.as_bytes();
-        self.spans[..end].iter().find(|s| {
+        let before = self.spans[..end].iter().find(|s| {
             let ke = usize::from(self.key_end(s));
             t.get(usize::from(s.k0)..ke)
                 .and_then(|k| k.strip_suffix(b" graph"))
                 .is_some_and(|w| !w.is_empty() && w.iter().all(u8::is_ascii_alphanumeric))
-        })
+        });
+        match before {
+            Some(s) => Some((s, None)),
+            None => Some((self.spans.get(known?.checked_sub(1)?)?, Some(id))),
+        }
     }
 
     /// `pre-allocated usage` (PD decode server): KV pre-allocated for incoming transfers ÷
