@@ -50,6 +50,10 @@ pub struct EvidenceBuilder {
     runs: runs::RunSplitter,
     /// Samples each scheduler's timelines keep while reading (lowered by the sample budget).
     timeline_capacity: usize,
+    /// Parses a chunk's kept non-batch lines again ([`Self::push_chunk`]) with one reader's
+    /// caches kept from line to line (a fresh cache per line, [`sglang_log::parse_line`], cost
+    /// ~1,100 instructions a line).
+    pub(super) reparse: sglang_log::LineParser,
 }
 
 /// Samples (decode and prefill together) that the schedulers of a read of several sources
@@ -70,6 +74,7 @@ impl Default for EvidenceBuilder {
             incidents: Default::default(),
             runs: Default::default(),
             timeline_capacity: timeline::DEFAULT_CAPACITY,
+            reparse: sglang_log::LineParser::new(),
         }
     }
 }

@@ -9,7 +9,7 @@
 //! startup lines, failures, the lines of a benchmark summary) the line's bytes. The chunks'
 //! facts are then handed to the builder in file order ([`EvidenceBuilder::push_chunk`]),
 //! which gives exactly the evidence a sequential read gives: the batch samples are the same
-//! values, and the other lines are parsed again with [`sglang_log::parse_line`], which gives
+//! values, and the other lines are parsed again with a [`sglang_log::LineParser`], which gives
 //! the record the reader gave. Memory: a chunk's facts are bounded by the chunk's size.
 
 use super::{BatchSample, EvidenceBuilder, Loc, SourceId};
@@ -133,7 +133,7 @@ impl EvidenceBuilder {
                 }
                 Fact::Line { line, text: at } => {
                     let raw = text.get(at.clone()).unwrap_or_default();
-                    let rec = sglang_log::parse_line(raw, line + lines_before);
+                    let rec = self.reparse.parse(raw, line + lines_before);
                     self.push(source, &rec);
                 }
             }
