@@ -217,14 +217,7 @@ impl EvidenceBuilder {
             match f {
                 Fact::Batch { ts, ranks, sample } => {
                     let line = lines_before + sample.line();
-                    let stamp = Record {
-                        line_no: line,
-                        timestamp: *ts,
-                        ranks: *ranks,
-                        message: "",
-                        event: Event::Other,
-                    };
-                    let t = self.time_of(source, &stamp);
+                    let t = self.time_of_stamp(source, ts.as_ref());
                     self.observe_batch(Loc { source, line }, t);
                     self.incidents.push_batch_line(source, line);
                     if let Some(sched) = self.batch_target(source, line, ranks) {
