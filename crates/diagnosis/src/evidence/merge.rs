@@ -156,11 +156,15 @@ impl ChunkFacts {
         };
         match &rec.event {
             Event::Batch(b) => {
+                // read in the list's slot: a sample made whole and then pushed was copied twice
                 self.facts.push(Fact::Batch {
                     ts: rec.timestamp,
                     ranks: rec.ranks,
-                    sample: BatchSample::of(rec.line_no, b),
+                    sample: BatchSample::empty(b.kind),
                 });
+                if let Some(Fact::Batch { sample, .. }) = self.facts.last_mut() {
+                    sample.read(rec.line_no, b);
+                }
                 self.closed = true;
             }
             _ if ignored && self.closed => {}

@@ -59,7 +59,8 @@ impl<T> Timeline<T> {
             }
         }
         if self.samples.len() == GROW_WHOLE_AT && self.samples.capacity() < self.capacity {
-            self.samples.reserve_exact(self.capacity - self.samples.len());
+            self.samples
+                .reserve_exact(self.capacity - self.samples.len());
         }
         self.samples.push(make());
     }
