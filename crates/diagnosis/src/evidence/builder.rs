@@ -1,7 +1,7 @@
 //! The [`EvidenceBuilder`]: records in, one source at a time or interleaved, owned and
 //! bounded [`Evidence`] out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use sglang_log::{BenchCollector, Event, ParseStats, RankTags, Record, Timestamp};
 
@@ -43,8 +43,9 @@ fn flush_bench(ev: &mut Evidence, source: SourceId, st: &mut SourceState) {
 pub struct EvidenceBuilder {
     ev: Evidence,
     states: Vec<SourceState>,
-    /// Last retraction key per source for deduplication: (time, text) -> index in `retractions`.
-    recent_retractions: Vec<(SourceId, Option<i64>, String, usize)>,
+    /// Last retraction key per source for deduplication: (time, text) -> index in `retractions`
+    /// (the oldest dropped first: a queue, not a list whose every entry moved on each drop).
+    recent_retractions: VecDeque<(SourceId, Option<i64>, String, usize)>,
     pub(super) incidents: crate::incidents::IncidentBuilder,
     /// Where a new server run begins.
     runs: runs::RunSplitter,
@@ -78,7 +79,7 @@ impl Default for EvidenceBuilder {
         EvidenceBuilder {
             ev: Evidence::default(),
             states: Vec::new(),
-            recent_retractions: Vec::new(),
+            recent_retractions: VecDeque::new(),
             incidents: Default::default(),
             runs: Default::default(),
             timeline_capacity: timeline::DEFAULT_CAPACITY,
@@ -360,12 +361,11 @@ impl EvidenceBuilder {
                 }
                 let t = self.time_of(source, rec);
                 let tkey = t.map(|x| x.round() as i64);
-                let text = r.text.to_string();
                 // Same second, same text, same source: another TP rank reporting the same event.
                 if let Some(entry) = self
                     .recent_retractions
                     .iter()
-                    .find(|(s, tt, txt, _)| *s == source && *tt == tkey && *txt == text)
+                    .find(|(s, tt, txt, _)| *s == source && *tt == tkey && *txt == r.text)
                 {
                     let idx = entry.3;
                     if let Some(ev) = self.ev.retractions.get_mut(idx) {
@@ -393,9 +393,10 @@ impl EvidenceBuilder {
                 }
                 self.ev.retractions.push(event);
                 let idx = self.ev.retractions.len() - 1;
-                self.recent_retractions.push((source, tkey, text, idx));
+                self.recent_retractions
+                    .push_back((source, tkey, r.text.to_string(), idx));
                 if self.recent_retractions.len() > RECENT_RETRACTIONS {
-                    self.recent_retractions.remove(0);
+                    self.recent_retractions.pop_front();
                 }
             }
             Event::Capacity(c) => {
