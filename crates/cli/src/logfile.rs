@@ -321,7 +321,7 @@ pub fn read_log_into(
                 pool.lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .pop()
-                    .unwrap_or_default()
+                    .unwrap_or_else(|| ChunkFacts::for_bytes(CHUNK_BYTES))
             };
             let stats = sglang_log::parallel::parse_ranges_in_order(
                 path,

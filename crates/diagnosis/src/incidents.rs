@@ -173,6 +173,19 @@ impl IncidentBuilder {
     /// record itself is gone: what [`IncidentBuilder::push`] does with a batch record (the
     /// server is serving; an open stack ends before it).
     pub fn push_batch_line(&mut self, source: SourceId, line_no: u64) {
+        // the usual line, as in `push`: a serving server with no stack open (without making a
+        // record to tell it, ~80 instructions a line)
+        if self
+            .inc
+            .step
+            .is_some_and(|(s, _)| s == StartupStep::Serving)
+            && self
+                .sources
+                .get(source)
+                .is_some_and(|st| st.step == Some(StartupStep::Serving) && !st.stacks.is_open())
+        {
+            return;
+        }
         // the ready banner stands for the batch line: same step, same effect on stacks
         let rec = Record {
             line_no,

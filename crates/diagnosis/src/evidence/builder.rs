@@ -1,9 +1,9 @@
 //! The [`EvidenceBuilder`]: records in, one source at a time or interleaved, owned and
 //! bounded [`Evidence`] out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
-use sglang_log::{BenchCollector, Event, ParseStats, RankTags, Record};
+use sglang_log::{BenchCollector, Event, ParseStats, RankTags, Record, Timestamp};
 
 use super::MAX_RETRACTION_SAMPLES;
 use super::events::RECENT_RETRACTIONS;
@@ -43,13 +43,26 @@ fn flush_bench(ev: &mut Evidence, source: SourceId, st: &mut SourceState) {
 pub struct EvidenceBuilder {
     ev: Evidence,
     states: Vec<SourceState>,
-    /// Last retraction key per source for deduplication: (time, text) -> index in `retractions`.
-    recent_retractions: Vec<(SourceId, Option<i64>, String, usize)>,
+    /// Last retraction key per source for deduplication: (time, text) -> index in `retractions`
+    /// (the oldest dropped first: a queue, not a list whose every entry moved on each drop).
+    recent_retractions: VecDeque<(SourceId, Option<i64>, String, usize)>,
     pub(super) incidents: crate::incidents::IncidentBuilder,
     /// Where a new server run begins.
     runs: runs::RunSplitter,
     /// Samples each scheduler's timelines keep while reading (lowered by the sample budget).
     timeline_capacity: usize,
+    /// The schedulers of the current run that batch lines were read for, taken out of
+    /// `ev.schedulers` while the lines are read (a key is in one of the two, never in both;
+    /// [`Self::settle`] puts them back): a batch line's scheduler is the last line's or the
+    /// next one here (DP ranks print in turn), found without a map lookup (~130 instructions
+    /// a line).
+    live: Vec<(SchedulerKey, SchedulerTimeline)>,
+    /// The index in `live` of the last batch line's scheduler.
+    last_live: usize,
+    /// Parses a chunk's kept non-batch lines again ([`Self::push_chunk`]) with one reader's
+    /// caches kept from line to line (a fresh cache per line, [`sglang_log::parse_line`], cost
+    /// ~1,100 instructions a line).
+    pub(super) reparse: sglang_log::LineParser,
 }
 
 /// Samples (decode and prefill together) that the schedulers of a read of several sources
@@ -66,10 +79,13 @@ impl Default for EvidenceBuilder {
         EvidenceBuilder {
             ev: Evidence::default(),
             states: Vec::new(),
-            recent_retractions: Vec::new(),
+            recent_retractions: VecDeque::new(),
             incidents: Default::default(),
             runs: Default::default(),
             timeline_capacity: timeline::DEFAULT_CAPACITY,
+            live: Vec::new(),
+            last_live: 0,
+            reparse: sglang_log::LineParser::new(),
         }
     }
 }
@@ -105,6 +121,7 @@ impl EvidenceBuilder {
     /// samples; rotated parts of one scheduler get a full capacity back when
     /// [`Evidence::consolidated`] joins them.
     pub fn finish_source(&mut self, source: SourceId, stats: &ParseStats) {
+        self.settle();
         if let Some(s) = self.ev.sources.get_mut(source) {
             s.stats = Some(SourceStats::from(stats));
         }
@@ -190,7 +207,16 @@ impl EvidenceBuilder {
 
     /// Seconds for a record, unwrapped across midnight when the log has no dates.
     pub(super) fn time_of(&mut self, source: SourceId, rec: &Record<'_>) -> Option<f64> {
-        let ts = rec.timestamp.as_ref()?;
+        self.time_of_stamp(source, rec.timestamp.as_ref())
+    }
+
+    /// [`Self::time_of`] a record stamped `ts`.
+    pub(super) fn time_of_stamp(
+        &mut self,
+        source: SourceId,
+        ts: Option<&Timestamp>,
+    ) -> Option<f64> {
+        let ts = ts?;
         let raw = ts.seconds();
         if !raw.is_finite() {
             return None;
@@ -251,6 +277,7 @@ impl EvidenceBuilder {
 
     /// Close the evidence gathered so far as an earlier run and begin a new one at `at`.
     fn new_run(&mut self, at: Loc, start: crate::report::RunStart) {
+        self.settle();
         for (source, st) in self.states.iter_mut().enumerate() {
             flush_bench(&mut self.ev, source, st);
         }
@@ -334,12 +361,11 @@ impl EvidenceBuilder {
                 }
                 let t = self.time_of(source, rec);
                 let tkey = t.map(|x| x.round() as i64);
-                let text = r.text.to_string();
                 // Same second, same text, same source: another TP rank reporting the same event.
                 if let Some(entry) = self
                     .recent_retractions
                     .iter()
-                    .find(|(s, tt, txt, _)| *s == source && *tt == tkey && *txt == text)
+                    .find(|(s, tt, txt, _)| *s == source && *tt == tkey && *txt == r.text)
                 {
                     let idx = entry.3;
                     if let Some(ev) = self.ev.retractions.get_mut(idx) {
@@ -367,9 +393,10 @@ impl EvidenceBuilder {
                 }
                 self.ev.retractions.push(event);
                 let idx = self.ev.retractions.len() - 1;
-                self.recent_retractions.push((source, tkey, text, idx));
+                self.recent_retractions
+                    .push_back((source, tkey, r.text.to_string(), idx));
                 if self.recent_retractions.len() > RECENT_RETRACTIONS {
-                    self.recent_retractions.remove(0);
+                    self.recent_retractions.pop_front();
                 }
             }
             Event::Capacity(c) => {
@@ -555,6 +582,7 @@ impl EvidenceBuilder {
     /// Finish and return the evidence (benchmark blocks of sources not yet finished included;
     /// each source's PD role set from its batch lines where its startup lines name none).
     pub fn build(mut self) -> Evidence {
+        self.settle();
         for (source, st) in self.states.iter_mut().enumerate() {
             flush_bench(&mut self.ev, source, st);
         }
@@ -568,6 +596,9 @@ impl EvidenceBuilder {
     /// the log grows); benchmark blocks still being read are left out.
     pub fn snapshot(&self) -> Evidence {
         let mut ev = self.ev.clone();
+        for (k, t) in &self.live {
+            ev.schedulers.insert(*k, t.clone());
+        }
         ev.incidents = self.incidents.snapshot();
         for (source, st) in self.states.iter().enumerate() {
             ev.benchmarks
@@ -581,9 +612,6 @@ impl EvidenceBuilder {
         ev
     }
 
-    /// The scheduler timeline a batch line of `source` at `line` goes into: `None` for another
-    /// TP rank's line (the lowest TP rank's lines are kept; the others repeat the same batch
-    /// and are counted as duplicates). Its first and last line are set to this one.
     /// A line that ends a scheduler (`Scheduler hit an exception`, a watchdog timeout): its
     /// time marks the scheduler with those tags, when it has batch lines already (a crash
     /// before serving has no phase to end).
@@ -591,6 +619,7 @@ impl EvidenceBuilder {
         let Some(t) = self.peek_time(source, rec) else {
             return;
         };
+        self.settle();
         if let Some(s) = self
             .ev
             .schedulers
@@ -600,6 +629,45 @@ impl EvidenceBuilder {
         }
     }
 
+    /// The index in `live` of scheduler `key`'s timeline: the last line's, the next one,
+    /// another live one, or one taken out of `ev.schedulers` (a new one when there is none).
+    fn live_index(&mut self, key: SchedulerKey) -> usize {
+        let n = self.live.len();
+        let next = if self.last_live + 1 < n {
+            self.last_live + 1
+        } else {
+            0
+        };
+        let at = if self.live.get(self.last_live).is_some_and(|l| l.0 == key) {
+            self.last_live
+        } else if self.live.get(next).is_some_and(|l| l.0 == key) {
+            next
+        } else if let Some(i) = self.live.iter().position(|l| l.0 == key) {
+            i
+        } else {
+            let t = self
+                .ev
+                .schedulers
+                .remove(&key)
+                .unwrap_or_else(|| SchedulerTimeline::with_capacity(self.timeline_capacity));
+            self.live.push((key, t));
+            n
+        };
+        self.last_live = at;
+        at
+    }
+
+    /// Puts the live schedulers back into `ev.schedulers` (see `live`).
+    fn settle(&mut self) {
+        for (k, t) in self.live.drain(..) {
+            self.ev.schedulers.insert(k, t);
+        }
+        self.last_live = 0;
+    }
+
+    /// The scheduler timeline a batch line of `source` at `line` goes into: `None` for another
+    /// TP rank's line (the lowest TP rank's lines are kept; the others repeat the same batch
+    /// and are counted as duplicates). Its first and last line are set to this one.
     pub(super) fn batch_target(
         &mut self,
         source: SourceId,
@@ -608,12 +676,8 @@ impl EvidenceBuilder {
     ) -> Option<&mut SchedulerTimeline> {
         let loc = Loc { source, line };
         let key = Self::key_for(source, ranks);
-        let capacity = self.timeline_capacity;
-        let sched = self
-            .ev
-            .schedulers
-            .entry(key)
-            .or_insert_with(|| SchedulerTimeline::with_capacity(capacity));
+        let at = self.live_index(key);
+        let sched = &mut self.live.get_mut(at)?.1;
         // Keep the lowest TP rank's lines; other TP ranks repeat the same batch.
         let tp = ranks.tp;
         if sched.first.is_none() {

@@ -114,6 +114,16 @@ impl FrozenTracker {
 
     /// Ends the open run.
     fn close(&mut self) {
+        // the usual run, one line or a few that do not count and not the first line's, is
+        // dropped where it is (taking it out copied ~100 bytes a line)
+        match &self.open {
+            None => return,
+            Some(o) if !self.head_open && !o.counts() => {
+                self.open = None;
+                return;
+            }
+            Some(_) => {}
+        }
         let Some(o) = self.open.take() else {
             return;
         };

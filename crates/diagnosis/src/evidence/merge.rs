@@ -6,14 +6,18 @@
 //! matched across ranks, the bounded timelines) does, and it depends on the order. So a chunk
 //! of the file is parsed on its own thread into [`ChunkFacts`]: for each batch line the owned
 //! sample the builder would take from it, for each other line the builder uses (retractions,
-//! startup lines, failures, the lines of a benchmark summary) the line's bytes. The chunks'
-//! facts are then handed to the builder in file order ([`EvidenceBuilder::push_chunk`]),
-//! which gives exactly the evidence a sequential read gives: the batch samples are the same
-//! values, and the other lines are parsed again with [`sglang_log::parse_line`], which gives
-//! the record the reader gave. Memory: a chunk's facts are bounded by the chunk's size.
+//! startup lines, failures, the lines of a benchmark summary) its record: kept whole when its
+//! event borrows nothing but its message (a traceback's lines, a retraction: the message is
+//! copied, the rest is owned), else the line's bytes. The chunks' facts are then handed to
+//! the builder in file order ([`EvidenceBuilder::push_chunk`]), which gives exactly the
+//! evidence a sequential read gives: the batch samples are the same values, the kept records
+//! are the reader's, and the other lines are parsed again with a [`sglang_log::LineParser`],
+//! which gives the record the reader gave. (Parsing a retraction or traceback line again cost
+//! ~3,100 instructions; a kept record is rebuilt in a few dozen.) Memory: a chunk's facts are
+//! bounded by the chunk's size.
 
 use super::{BatchSample, EvidenceBuilder, Loc, SourceId};
-use sglang_log::{Event, RankTags, Record, Timestamp};
+use sglang_log::{Event, RankTags, Record, Retraction, Timestamp};
 
 /// What the builder takes from one record of a chunk.
 // Batch lines are nearly every fact: boxing their sample would allocate once per line.
@@ -26,6 +30,15 @@ enum Fact {
         ranks: RankTags,
         sample: BatchSample,
     },
+    /// Another line the builder uses whose record is kept: its number in the chunk, stamp,
+    /// rank tags, where its message is in [`ChunkFacts::messages`], and its event.
+    Record {
+        line: u64,
+        ts: Option<Timestamp>,
+        ranks: RankTags,
+        message: std::ops::Range<usize>,
+        event: KeptEvent,
+    },
     /// Any other line the builder uses: its number in the chunk and where its bytes are in
     /// [`ChunkFacts::text`].
     Line {
@@ -33,6 +46,66 @@ enum Fact {
         text: std::ops::Range<usize>,
     },
 }
+
+/// The event of a [`Fact::Record`]: one that borrows nothing but its record's message.
+#[derive(Clone, Debug)]
+enum KeptEvent {
+    /// [`Event::Other`].
+    Other,
+    /// [`Event::TracebackStart`].
+    TracebackStart,
+    /// [`Event::Malformed`].
+    Malformed(&'static str),
+    /// [`Event::Retraction`], its text left empty, and where its text is in the message.
+    Retraction(Retraction<'static>, std::ops::Range<usize>),
+}
+
+impl KeptEvent {
+    /// The kept form of `event`, whose record's message is `message`: `None` for an event
+    /// that borrows more than the message.
+    fn of(event: &Event<'_>, message: &str) -> Option<Self> {
+        Some(match event {
+            Event::Other => KeptEvent::Other,
+            Event::TracebackStart => KeptEvent::TracebackStart,
+            Event::Malformed { reason } => KeptEvent::Malformed(reason),
+            Event::Retraction(r) => {
+                let at = within(message, r.text)?;
+                KeptEvent::Retraction(
+                    Retraction {
+                        text: "",
+                        ..r.clone()
+                    },
+                    at,
+                )
+            }
+            _ => return None,
+        })
+    }
+
+    /// The event again, its borrowed text from `message`.
+    fn event<'a>(&self, message: &'a str) -> Event<'a> {
+        match self {
+            KeptEvent::Other => Event::Other,
+            KeptEvent::TracebackStart => Event::TracebackStart,
+            KeptEvent::Malformed(reason) => Event::Malformed { reason },
+            KeptEvent::Retraction(r, at) => Event::Retraction(Retraction {
+                text: message.get(at.clone()).unwrap_or_default(),
+                ..r.clone()
+            }),
+        }
+    }
+}
+
+/// Where `part` lies in `whole`, when it is a slice of it.
+fn within(whole: &str, part: &str) -> Option<std::ops::Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then_some(start..end)
+}
+
+/// Bytes of a log per fact [`ChunkFacts::for_bytes`] makes room for: SGLang's batch lines are
+/// 130-250 bytes, the lines between them (access lines, retractions) as long or longer.
+pub const BYTES_PER_FACT: u64 = 128;
 
 /// The facts of one chunk of a log, in line order (see the module doc). Lines the builder
 /// ignores (malformed lines, stamped lines of no SGLang event) are not kept.
@@ -42,6 +115,8 @@ pub struct ChunkFacts {
     /// The bytes of the kept other lines, one after another: one buffer reused from chunk to
     /// chunk instead of an allocation per line on the parser thread freed on the merge thread.
     text: Vec<u8>,
+    /// The messages of the kept records ([`Fact::Record`]), one after another (reused too).
+    messages: String,
     /// No stack can be open at this point of the chunk: the last record was a batch line, or a
     /// line left out (`false` at the start of a chunk, which may begin inside a traceback).
     closed: bool,
@@ -51,6 +126,18 @@ impl ChunkFacts {
     /// Empty facts.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Empty facts with room for the records of a chunk of `bytes` bytes (one fact per
+    /// [`BYTES_PER_FACT`] bytes; more grow the list): a list grown one fact at a time was
+    /// copied ~10 times over as it doubled (~300 bytes a fact), 13 M instructions and as many
+    /// bytes copied for a 20 MB log.
+    pub fn for_bytes(bytes: u64) -> Self {
+        let facts = usize::try_from(bytes / BYTES_PER_FACT).unwrap_or(0);
+        ChunkFacts {
+            facts: Vec::with_capacity(facts),
+            ..Self::default()
+        }
     }
 
     /// Takes one record of the chunk and the bytes of its line
@@ -69,21 +156,37 @@ impl ChunkFacts {
         };
         match &rec.event {
             Event::Batch(b) => {
+                // read in the list's slot: a sample made whole and then pushed was copied twice
                 self.facts.push(Fact::Batch {
                     ts: rec.timestamp,
                     ranks: rec.ranks,
-                    sample: BatchSample::of(rec.line_no, b),
+                    sample: BatchSample::empty(b.kind),
                 });
+                if let Some(Fact::Batch { sample, .. }) = self.facts.last_mut() {
+                    sample.read(rec.line_no, b);
+                }
                 self.closed = true;
             }
             _ if ignored && self.closed => {}
             _ => {
-                let start = self.text.len();
-                self.text.extend_from_slice(raw);
-                self.facts.push(Fact::Line {
-                    line: rec.line_no,
-                    text: start..self.text.len(),
-                });
+                if let Some(event) = KeptEvent::of(&rec.event, rec.message) {
+                    let start = self.messages.len();
+                    self.messages.push_str(rec.message);
+                    self.facts.push(Fact::Record {
+                        line: rec.line_no,
+                        ts: rec.timestamp,
+                        ranks: rec.ranks,
+                        message: start..self.messages.len(),
+                        event,
+                    });
+                } else {
+                    let start = self.text.len();
+                    self.text.extend_from_slice(raw);
+                    self.facts.push(Fact::Line {
+                        line: rec.line_no,
+                        text: start..self.text.len(),
+                    });
+                }
                 // a kept line that would have been left out ends a traceback that was open
                 self.closed = ignored;
             }
@@ -109,6 +212,7 @@ impl EvidenceBuilder {
         let ChunkFacts {
             facts,
             text,
+            messages,
             closed,
         } = chunk;
         // by reference: a fact is ~300 bytes, and moving each out of the list was a copy per
@@ -117,29 +221,40 @@ impl EvidenceBuilder {
             match f {
                 Fact::Batch { ts, ranks, sample } => {
                     let line = lines_before + sample.line();
-                    let stamp = Record {
-                        line_no: line,
-                        timestamp: *ts,
-                        ranks: *ranks,
-                        message: "",
-                        event: Event::Other,
-                    };
-                    let t = self.time_of(source, &stamp);
+                    let t = self.time_of_stamp(source, ts.as_ref());
                     self.observe_batch(Loc { source, line }, t);
                     self.incidents.push_batch_line(source, line);
                     if let Some(sched) = self.batch_target(source, line, ranks) {
                         sched.offer(sample, t, Loc { source, line });
                     }
                 }
+                Fact::Record {
+                    line,
+                    ts,
+                    ranks,
+                    message,
+                    event,
+                } => {
+                    let message = messages.get(message.clone()).unwrap_or_default();
+                    let rec = Record {
+                        line_no: line + lines_before,
+                        timestamp: *ts,
+                        ranks: *ranks,
+                        message,
+                        event: event.event(message),
+                    };
+                    self.push(source, &rec);
+                }
                 Fact::Line { line, text: at } => {
                     let raw = text.get(at.clone()).unwrap_or_default();
-                    let rec = sglang_log::parse_line(raw, line + lines_before);
+                    let rec = self.reparse.parse(raw, line + lines_before);
                     self.push(source, &rec);
                 }
             }
         }
         facts.clear();
         text.clear();
+        messages.clear();
         *closed = false;
     }
 }

@@ -189,10 +189,12 @@ impl RunSplitter {
                 }
             }
         }
-        if start.is_some() {
+        let s = if start.is_some() {
             self.sources.clear();
-        }
-        let s = self.state(source);
+            self.state(source)
+        } else {
+            s
+        };
         s.batch_lines += 1;
         if let Some(t) = t {
             s.earliest_t = Some(s.earliest_t.map_or(t, |e| e.min(t)));
