@@ -126,3 +126,17 @@ fn a_key_cut_at_its_start_is_not_read_as_another_key() {
     assert_eq!((b.running_req(), b.num_token()), (Some(3), Some(4)));
     assert_eq!(b.rejected_fields().count(), 0);
 }
+
+/// `crash-dad334b4…`: the access grammar reads a status with any number of leading zeros as
+/// its value (`000…0153` is 153); the scan that replaced it gave up past 19 digits.
+#[test]
+fn an_access_status_with_many_leading_zeros_is_read() {
+    let msg = format!(
+        r#"[202620 - "POST /v1/.ons HTTP/1.1" {}153z"#,
+        "0".repeat(50)
+    );
+    let a = sglang_log::parse_http_access(&msg).map(|a| a.status);
+    assert_eq!(a, Some(153));
+    let z = format!(r#"1.2.3.4:5 - "GET / HTTP/1.1" {} OK"#, "0".repeat(30));
+    assert_eq!(sglang_log::parse_http_access(&z), None); // 0 is no status
+}
