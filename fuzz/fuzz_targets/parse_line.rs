@@ -75,6 +75,8 @@ fuzz_target!(|data: &[u8]| {
                 "graph device {d:?}"
             );
         }
+        // the combined accessor says what the two say
+        assert_eq!(b.graph_flag(), b.graph_device().map(|d| (d, b.graph())));
         let text = b.text().as_bytes();
         assert!(within(text, line), "batch text is not a slice of the line");
         for (k, v) in b.fields() {

@@ -12,6 +12,14 @@ use std::process::ExitCode;
 /// The typed values of a batch line, in a fixed order (`{:?}` of each, bit-exact floats).
 fn typed(b: &BatchLine<'_>) -> String {
     let f = |x: Option<f64>| format!("{:?}", x.map(f64::to_bits));
+    // the combined accessor says what the two say (on stderr when not: a bug)
+    if b.graph_flag() != b.graph_device().map(|d| (d, b.graph())) {
+        eprintln!(
+            "graph_flag disagrees: {:?} in {:?}",
+            b.graph_flag(),
+            b.text()
+        );
+    }
     [
         format!("{:?}", b.running_req()),
         format!("{:?}", b.queue_req()),

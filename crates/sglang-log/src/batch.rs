@@ -729,6 +729,22 @@ impl<'a> BatchLine<'a> {
         )
     }
 
+    /// The graph flag's device word and value at once ([`BatchLine::graph_device`],
+    /// [`BatchLine::graph`]: the field is found once): `None` without a flag.
+    pub fn graph_flag(&self) -> Option<(&'a str, Option<bool>)> {
+        let (s, id) = self.graph_field()?;
+        let device = match id {
+            Some(id) => KNOWN_KEYS.get(id)?.strip_suffix(" graph")?,
+            None => self.slice(s.k0, self.key_end(s)).strip_suffix(" graph")?,
+        };
+        let on = self
+            .text
+            .as_bytes()
+            .get(usize::from(s.v0)..usize::from(s.v1))
+            .and_then(parse_bool);
+        Some((device, on))
+    }
+
     /// The device word of the graph flag (`cuda`, `cpu`, `npu`, `musa`, or the word of an
     /// unknown `<word> graph`). A known graph key's device is the key's word, also when a
     /// terminal cut merged other text into the key (`recover_cut_keys`: `…:cuda graph` is read

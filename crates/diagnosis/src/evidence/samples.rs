@@ -201,7 +201,9 @@ impl BatchSample {
                 d.tokens = b.num_token();
                 d.usage = b.token_usage();
                 d.gen_tps = b.gen_throughput();
-                d.graph = b.graph();
+                let flag = b.graph_flag();
+                d.graph = flag.and_then(|(_, on)| on);
+                d.npu = flag.is_some_and(|(device, _)| device == "npu");
                 d.accept_len = b.accept_len();
                 d.accept_rate = b.accept_rate();
                 d.cap_len = b.cap_len();
@@ -210,7 +212,6 @@ impl BatchSample {
                 d.transfer_req = b.transfer_req();
                 d.mamba_usage = b.mamba_usage();
                 d.swa_usage = b.swa_token_usage();
-                d.npu = b.graph_device() == Some("npu");
                 d.occupancy = Occupancy::of(b.fwd_occupancy());
             }
             BatchSample::Prefill(p) => {
