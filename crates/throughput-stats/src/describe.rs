@@ -25,8 +25,9 @@ pub fn mean_sd(xs: &[f64]) -> Option<(f64, f64)> {
 /// the larger of the two middle values), `None` when empty.
 pub fn median_u64(xs: &[u64]) -> Option<u64> {
     let mut s = xs.to_vec();
-    s.sort_unstable();
-    s.get(s.len() / 2).copied()
+    // the element at len/2 in sorted order, without sorting the rest
+    let k = s.len() / 2;
+    (k < s.len()).then(|| *s.select_nth_unstable(k).1)
 }
 
 /// The upper median of the finite values of `xs` (see [`median_u64`]); `None` when none is finite.

@@ -50,8 +50,9 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
                 // interval (else a ramp's last, highest reading had no weight at all)
                 Hold::Forward if timed.len() >= 2 => {
                     let mut dts: Vec<f64> = timed.windows(2).map(|w| w[1].0 - w[0].0).collect();
-                    dts.sort_by(f64::total_cmp);
-                    let dt = dts[dts.len() / 2];
+                    // the upper median: the element at len/2 in sorted order, selected
+                    let k = dts.len() / 2;
+                    let dt = *dts.select_nth_unstable_by(k, f64::total_cmp).1;
                     let mut s = timed.clone();
                     if let Some(&(t, v)) = timed.last().filter(|_| dt > 0.0) {
                         s.push((t + dt, v));

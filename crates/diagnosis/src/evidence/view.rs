@@ -232,7 +232,18 @@ pub struct SchedulerView<'e> {
     /// show one and requests wait on some ([`views`]; `rules::running_cap::pinned`): a cap the
     /// log does not print, seen across the ranks.
     pub pinned_across_ranks: Option<u64>,
+    /// The admission model, made once for the capacity and pinned cap it was first asked with
+    /// ([`crate::rules::admission::model`]: the verdict, its finding and the scheduler's row
+    /// all read it).
+    pub(crate) admission: AdmissionMemo,
 }
+
+/// The admission model of a view with what it was made from (the capacity and the pinned cap).
+pub(crate) type AdmissionMemo = std::sync::OnceLock<(
+    CapacitySummary,
+    Option<u64>,
+    Option<crate::report::Admission>,
+)>;
 
 impl<'e> SchedulerView<'e> {
     /// The view of one scheduler.
@@ -306,21 +317,25 @@ impl<'e> SchedulerView<'e> {
             steady_decode.len(),
             steady_decode.iter().filter_map(|d| Some((d.t, d.usage?))),
         );
-        let usage = if decode_usage.is_empty() {
+        let decode_usage = (!decode_usage.is_empty()).then(|| gauge(&decode_usage));
+        let usage = decode_usage.unwrap_or_else(|| {
             gauge(&collect_within(
                 steady.len(),
                 steady.iter().filter_map(|o| Some((o.t, o.usage?))),
             ))
-        } else {
-            gauge(&decode_usage)
-        };
+        });
         let gen_tps = rate_gauge(&collect_within(
             steady_decode.len(),
             steady_decode.iter().filter_map(|d| Some((d.t, d.gen_tps?))),
         ));
         let queued_share = share(&queue_series, |&(_, q)| Some(q > 0.0));
         let full_share = share(&steady, |o| o.usage.map(|u| u >= th::KV_FULL_USAGE));
-        let pool_room = crate::evidence::pools::pool_room(&steady_decode, &steady_prefill);
+        // the KV pool's gauge is the decode lines' usage gauge: made once
+        let pool_room = crate::evidence::pools::pool_room_with(
+            &steady_decode,
+            &steady_prefill,
+            decode_usage.as_ref(),
+        );
         Self {
             key,
             tl,
@@ -339,6 +354,7 @@ impl<'e> SchedulerView<'e> {
             first_windows,
             pool_room,
             pinned_across_ranks: None,
+            admission: AdmissionMemo::new(),
         }
     }
 

@@ -207,8 +207,23 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
 }
 
 /// The admission model of one scheduler (see the module doc); `None` when no steady step has
-/// requests waiting.
+/// requests waiting. Made once per view: asked again with the same capacity, the view's copy.
 pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
+    if let Some((c, pinned, a)) = v.admission.get()
+        && c == cap
+        && *pinned == v.pinned_across_ranks
+    {
+        return a.clone();
+    }
+    let a = model_of(v, cap);
+    // the first capacity asked is kept (the pipeline asks with one capacity only)
+    let _ = v
+        .admission
+        .set((cap.clone(), v.pinned_across_ranks, a.clone()));
+    a
+}
+
+fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
     let (steps, timed) = steps(v);
     let time: f64 = steps.iter().map(|s| s.weight).sum();
     // the queued request-time: each step's waiting requests for its time

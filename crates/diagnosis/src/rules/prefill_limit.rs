@@ -152,22 +152,19 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
         _ => None,
     };
     // one request a pass although the budget held several of these prompts
-    let one_per_pass = match throughput_stats::median_u64(&prompts) {
-        Some(m)
-            if one_each
-                && budget_below_prompt.is_none()
-                && seqs.len() >= th::MIN_PREFILL_LINES
-                && prompts
-                    .iter()
-                    .all(|&p| (p as f64) < th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64) =>
-        {
-            Some(OnePerPass {
-                passes: seqs.len(),
-                median_prompt: m,
-            })
-        }
-        _ => None,
-    };
+    // (the median only when the pattern holds: it is a selection over every pass)
+    let one_per_pass = (one_each
+        && budget_below_prompt.is_none()
+        && seqs.len() >= th::MIN_PREFILL_LINES
+        && prompts
+            .iter()
+            .all(|&p| (p as f64) < th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64))
+    .then(|| throughput_stats::median_u64(&prompts))
+    .flatten()
+    .map(|m| OnePerPass {
+        passes: seqs.len(),
+        median_prompt: m,
+    });
     if share_at_limit < th::PREFILL_AT_LIMIT_SHARE
         && budget_below_prompt.is_none()
         && one_per_pass.is_none()
