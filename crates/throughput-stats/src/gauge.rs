@@ -135,7 +135,7 @@ fn weighted_quantiles<const K: usize>(samples: &[(f64, f64)], w: &[f64], qs: [f6
         .filter(|&(_, &w)| w > 0.0)
         .map(|(s, &w)| (s.1, w))
         .collect();
-    vw.sort_by(|a, b| a.0.total_cmp(&b.0));
+    crate::radix::sort_by_value(&mut vw);
     let total: f64 = vw.iter().map(|p| p.1).sum();
     let fallback = vw.last().map_or(samples[0].1, |p| p.0);
     qs.map(|q| {

@@ -66,6 +66,7 @@ mod gauge;
 mod little;
 mod phases;
 mod poisson;
+mod radix;
 mod tokens;
 
 pub use counter::CounterSeries;
