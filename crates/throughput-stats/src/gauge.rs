@@ -90,10 +90,8 @@ fn forward_weights(samples: &[(f64, f64)]) -> Result<Vec<f64>, StatsError> {
     let n = samples.len();
     let span = check::finite(samples[n - 1].0 - samples[0].0, "time span overflows f64")?;
     if span > 0.0 {
-        let mut w: Vec<f64> = samples
-            .windows(2)
-            .map(|p| (p[1].0 - p[0].0) / span)
-            .collect();
+        let mut w: Vec<f64> = Vec::with_capacity(n);
+        w.extend(samples.windows(2).map(|p| (p[1].0 - p[0].0) / span));
         w.push(0.0);
         Ok(w)
     } else {

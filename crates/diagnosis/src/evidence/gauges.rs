@@ -31,8 +31,9 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
     if vals.is_empty() {
         return GaugeStats::default();
     }
+    // one more place: a forward-held series closes with its last reading held on
     let timed: Vec<(f64, f64)> = collect_within(
-        points.len(),
+        points.len() + 1,
         points.iter().filter_map(|&(t, v)| t.map(|t| (t, v))),
     );
     let distinct = timed.windows(2).filter(|w| w[1].0 > w[0].0).count() + 1;
@@ -53,8 +54,8 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
                     // the upper median: the element at len/2 in sorted order, selected
                     let k = dts.len() / 2;
                     let dt = *dts.select_nth_unstable_by(k, f64::total_cmp).1;
-                    let mut s = timed.clone();
-                    if let Some(&(t, v)) = timed.last().filter(|_| dt > 0.0) {
+                    let mut s = timed;
+                    if let Some(&(t, v)) = s.last().filter(|_| dt > 0.0) {
                         s.push((t + dt, v));
                     }
                     s

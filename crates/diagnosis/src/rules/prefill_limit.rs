@@ -25,6 +25,7 @@
 //! `max_prefill_tokens`, `rem_chunk_tokens` from `chunked_prefill_size`; the first request of a
 //! batch may exceed the budget); spec §6.
 
+use crate::evidence::collect_within;
 use crate::evidence::view::{SchedulerView, share};
 use crate::narrative::words::pool_room_clause;
 use crate::report::{CapacitySummary, Confidence, Figure, FindingKind, Lever, Unit};
@@ -138,12 +139,9 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
         p.new_token
             .map(|n| n as f64 >= th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64)
     })?;
-    let seqs: Vec<u64> = v.steady_prefill.iter().filter_map(|p| p.new_seq).collect();
-    let prompts: Vec<u64> = v
-        .steady_prefill
-        .iter()
-        .filter_map(|p| p.new_token)
-        .collect();
+    let n = v.steady_prefill.len();
+    let seqs: Vec<u64> = collect_within(n, v.steady_prefill.iter().filter_map(|p| p.new_seq));
+    let prompts: Vec<u64> = collect_within(n, v.steady_prefill.iter().filter_map(|p| p.new_token));
     let one_each = !seqs.is_empty() && seqs.iter().all(|&n| n == 1);
     let budget_below_prompt = match (cap.max_prefill_tokens, prompts.iter().min()) {
         (Some(b), Some(&p)) if one_each && p > b => {

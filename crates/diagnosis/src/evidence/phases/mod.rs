@@ -43,11 +43,10 @@ pub struct Phases {
 
 /// Median of the positive gaps between consecutive decode lines (seconds), the log interval.
 fn median_interval(ts: &[f64]) -> Option<f64> {
-    let gaps: Vec<f64> = ts
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .filter(|g| *g > 0.0)
-        .collect();
+    let gaps: Vec<f64> = collect_within(
+        ts.len(),
+        ts.windows(2).map(|w| w[1] - w[0]).filter(|g| *g > 0.0),
+    );
     throughput_stats::median_f64(&gaps)
 }
 
@@ -441,7 +440,7 @@ fn kv_fill_end(s: &[DecodeSample]) -> Option<f64> {
         return None;
     }
     let half = &s[s.len() / 2..];
-    let later: Vec<f64> = half.iter().filter_map(|d| d.usage).collect();
+    let later: Vec<f64> = collect_within(half.len(), half.iter().filter_map(|d| d.usage));
     let plateau = throughput_stats::median_f64(&later)?;
     if plateau <= 0.0 {
         return None;
@@ -485,10 +484,10 @@ fn drain_start(s: &[DecodeSample]) -> Option<f64> {
     } else {
         &s[..s.len() / 2]
     };
-    let running: Vec<f64> = before
-        .iter()
-        .filter_map(|d| d.running.map(|r| r as f64))
-        .collect();
+    let running: Vec<f64> = collect_within(
+        before.len(),
+        before.iter().filter_map(|d| d.running.map(|r| r as f64)),
+    );
     let plateau = throughput_stats::median_f64(&running)?;
     // the last line that reads a batch (a value set aside or damaged leaves a line without)
     let end = s.iter().rev().find_map(|d| d.running)? as f64;
