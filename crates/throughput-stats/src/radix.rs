@@ -18,18 +18,33 @@ fn key(v: f64) -> u64 {
 }
 
 /// The value whose [`key`] is `k`.
-fn value(k: u64) -> f64 {
+pub(crate) fn value(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 
 /// Sorts `(value, weight)` pairs by value in [`f64::total_cmp`] order, stably: pairs of equal
 /// values (equal bits) keep their order, as `sort_by(|a, b| a.0.total_cmp(&b.0))` keeps them.
-pub(crate) fn sort_by_value(pairs: &mut [(f64, f64)]) {
-    if pairs.len() <= SMALL {
-        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        return;
+#[cfg(test)]
+fn sort_by_value(pairs: &mut [(f64, f64)]) {
+    let sorted = sorted_by_value(pairs.iter().copied(), pairs.len());
+    for (p, &(k, w)) in pairs.iter_mut().zip(&sorted) {
+        *p = (value(k), w);
     }
-    let mut keyed: Vec<(u64, f64)> = pairs.iter().map(|&(v, w)| (key(v), w)).collect();
+}
+
+/// The `(value, weight)` pairs (at most `bound` of them) sorted by value as [`sort_by_value`]
+/// sorts them, each value as its [`key`] (read it back with [`value`]).
+pub(crate) fn sorted_by_value(
+    pairs: impl Iterator<Item = (f64, f64)>,
+    bound: usize,
+) -> Vec<(u64, f64)> {
+    let mut keyed: Vec<(u64, f64)> = Vec::with_capacity(bound);
+    keyed.extend(pairs.map(|(v, w)| (key(v), w)));
+    if keyed.len() <= SMALL {
+        // equal keys are equal bits: a stable sort by key is the stable sort by total_cmp
+        keyed.sort_by_key(|p| p.0);
+        return keyed;
+    }
     let (mut all, mut any) = (u64::MAX, 0u64);
     for &(k, _) in &keyed {
         all &= k;
@@ -46,6 +61,9 @@ pub(crate) fn sort_by_value(pairs: &mut [(f64, f64)]) {
         for (c, &s) in counts.iter_mut().zip(&shifts) {
             c[((k >> s) & 0xff) as usize] += 1;
         }
+    }
+    if shifts.is_empty() {
+        return keyed;
     }
     let mut other: Vec<(u64, f64)> = vec![(0, 0.0); keyed.len()];
     let (mut from, mut to) = (&mut keyed, &mut other);
@@ -64,9 +82,8 @@ pub(crate) fn sort_by_value(pairs: &mut [(f64, f64)]) {
         }
         std::mem::swap(&mut from, &mut to);
     }
-    for (p, &(k, w)) in pairs.iter_mut().zip(from.iter()) {
-        *p = (value(k), w);
-    }
+    // an odd number of passes leaves the sorted pairs in the second vector
+    if shifts.len() % 2 == 1 { other } else { keyed }
 }
 
 #[cfg(test)]

@@ -24,11 +24,15 @@ pub fn rate_gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
 }
 
 fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
-    let vals: Vec<f64> = collect_within(
-        points.len(),
-        points.iter().map(|p| p.1).filter(|v| v.is_finite()),
-    );
-    if vals.is_empty() {
+    let finite = || points.iter().map(|p| p.1).filter(|v| v.is_finite());
+    // count, least and greatest of the finite readings, in reading order
+    let (mut n, mut min, mut max) = (0, None, None);
+    for v in finite() {
+        n += 1;
+        min = Some(min.map_or(v, |m: f64| m.min(v)));
+        max = Some(max.map_or(v, |m: f64| m.max(v)));
+    }
+    if n == 0 {
         return GaugeStats::default();
     }
     // one more place: a forward-held series closes with its last reading held on
@@ -36,9 +40,14 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
         points.len() + 1,
         points.iter().filter_map(|&(t, v)| t.map(|t| (t, v))),
     );
-    let distinct = timed.windows(2).filter(|w| w[1].0 > w[0].0).count() + 1;
+    // times that never decrease, and how many distinct ones, in one pass
+    let (mut sorted, mut distinct) = (true, 1);
+    for w in timed.windows(2) {
+        sorted &= w[0].0 <= w[1].0;
+        distinct += usize::from(w[1].0 > w[0].0);
+    }
     let series: Vec<(f64, f64)> =
-        if timed.len() == points.len() && is_sorted(&timed) && distinct * 2 >= timed.len() {
+        if timed.len() == points.len() && sorted && distinct * 2 >= timed.len() {
             match hold {
                 // reading i+1 holds over (t_i, t_i+1]: as a forward-held series, (t_i, v_i+1),
                 // closed by the last time
@@ -63,24 +72,21 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
                 _ => timed,
             }
         } else {
-            vals.iter()
-                .enumerate()
-                .map(|(i, &v)| (i as f64, v))
-                .collect()
+            collect_within(n, finite().enumerate().map(|(i, v)| (i as f64, v)))
         };
     match throughput_stats::time_weighted_summary(&series) {
         Ok(s) => GaugeStats {
-            n: vals.len(),
-            min: vals.iter().copied().reduce(f64::min),
+            n,
+            min,
             median: Some(s.median),
             p90: Some(s.p90),
-            max: vals.iter().copied().reduce(f64::max),
+            max,
             mean: Some(s.mean),
         },
         Err(_) => GaugeStats {
-            n: vals.len(),
-            min: vals.iter().copied().reduce(f64::min),
-            max: vals.iter().copied().reduce(f64::max),
+            n,
+            min,
+            max,
             ..GaugeStats::default()
         },
     }
