@@ -236,7 +236,14 @@ pub struct SchedulerView<'e> {
     /// ([`crate::rules::admission::model`]: the verdict, its finding and the scheduler's row
     /// all read it).
     pub(crate) admission: AdmissionMemo,
+    /// The `prefill_limit` rule's facts, made once for the capacity they were first asked with
+    /// (the verdict's steps, the admission model and the findings all read them).
+    pub(crate) prefill_limit: PrefillLimitMemo,
 }
+
+/// The `prefill_limit` rule's facts on a view with the capacity they were judged with.
+pub(crate) type PrefillLimitMemo =
+    std::sync::OnceLock<(CapacitySummary, Option<crate::rules::prefill_limit::Facts>)>;
 
 /// The admission model of a view with what it was made from (the capacity and the pinned cap).
 pub(crate) type AdmissionMemo = std::sync::OnceLock<(
@@ -355,6 +362,7 @@ impl<'e> SchedulerView<'e> {
             pool_room,
             pinned_across_ranks: None,
             admission: AdmissionMemo::new(),
+            prefill_limit: PrefillLimitMemo::new(),
         }
     }
 

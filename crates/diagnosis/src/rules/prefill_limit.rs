@@ -129,8 +129,21 @@ pub(crate) fn budget(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u6
     })
 }
 
-/// The rule on one scheduler.
+/// The rule on one scheduler. Judged once per view: asked again with the same capacity, the
+/// view's copy.
 pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
+    if let Some((c, f)) = v.prefill_limit.get()
+        && c == cap
+    {
+        return *f;
+    }
+    let f = check_of(v, cap);
+    // the first capacity asked is kept (the pipeline asks with one capacity only)
+    let _ = v.prefill_limit.set((cap.clone(), f));
+    f
+}
+
+fn check_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
     if !v.queued() || v.steady_prefill.len() < th::MIN_PREFILL_LINES {
         return None;
     }
