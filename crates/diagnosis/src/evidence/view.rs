@@ -261,29 +261,27 @@ impl<'e> SchedulerView<'e> {
             apply_phases(sp, tl);
         }
         let first_windows = phases::first_window_lines(tl.decode.samples(), tl.prefill.samples());
+        // (filtered by reference, then copied: a sample is copied only when it is kept)
         let steady: Vec<Obs> = collect_within(
             obs.len(),
-            obs.iter().copied().filter(|o| in_span(o.t, &span)),
+            obs.iter().filter(|o| in_span(o.t, &span)).copied(),
         );
         // a reading whose window includes idle time is no decode rate (`phases/`)
         let decode = tl.decode.samples();
         let steady_decode: Vec<DecodeSample> = collect_within(
             decode.len(),
-            decode
-                .iter()
-                .copied()
-                .filter(|d| in_span(d.t, &span))
-                .map(|mut d| {
-                    if first_windows.binary_search(&d.line).is_ok() {
-                        d.gen_tps = None;
-                    }
-                    d
-                }),
+            decode.iter().filter(|d| in_span(d.t, &span)).map(|d| {
+                let mut d = *d;
+                if first_windows.binary_search(&d.line).is_ok() {
+                    d.gen_tps = None;
+                }
+                d
+            }),
         );
         let prefill = tl.prefill.samples();
         let steady_prefill: Vec<PrefillSample> = collect_within(
             prefill.len(),
-            prefill.iter().copied().filter(|p| in_span(p.t, &span)),
+            prefill.iter().filter(|p| in_span(p.t, &span)).copied(),
         );
         // A prefill line counts the running batch before its own new requests join
         // (`log_prefill_stats`: `#running-req` is the running batch the prefill is merged

@@ -70,7 +70,7 @@ pub fn idle_gap_s(decode: &[DecodeSample]) -> f64 {
 /// Their readings are left out of every mean and median. Sorted by line number.
 pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) -> Vec<u64> {
     let gap = idle_gap_s(decode);
-    let readings: Vec<f64> = collect_within(decode.len(), decode.iter().filter_map(|d| d.gen_tps));
+    let readings = decode.iter().filter(|d| d.gen_tps.is_some()).count();
     // line numbers of prefill batches that started from an empty running batch
     let mut restarts: Vec<(u64, Option<f64>)> = prefill
         .iter()
@@ -134,7 +134,7 @@ pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) ->
                 out.push(d.line)
             }
             _ if after_restart => out.push(d.line),
-            (None, _) if i == 0 && readings.len() >= 3 => {
+            (None, _) if i == 0 && readings >= 3 => {
                 let rest: Vec<f64> = decode[1..].iter().filter_map(|d| d.gen_tps).collect();
                 let median = throughput_stats::median_f64(&rest).unwrap_or(0.0);
                 if d.gen_tps.is_some_and(|g| g < th::IDLE_LOW_READING * median) {
