@@ -127,7 +127,7 @@ fn weighted_quantile(samples: &[(f64, f64)], w: &[f64], q: f64) -> f64 {
 /// sorted stably by value (ties keep sample order, so the cumulative sums are those of a sort
 /// of the indices).
 fn weighted_quantiles<const K: usize>(samples: &[(f64, f64)], w: &[f64], qs: [f64; K]) -> [f64; K] {
-    let vw = crate::radix::sorted_by_value(
+    let vw = crate::order::sorted_by_value(
         samples
             .iter()
             .zip(w)
@@ -136,14 +136,14 @@ fn weighted_quantiles<const K: usize>(samples: &[(f64, f64)], w: &[f64], qs: [f6
         samples.len(),
     );
     let total: f64 = vw.iter().map(|p| p.1).sum();
-    let fallback = vw.last().map_or(samples[0].1, |p| crate::radix::value(p.0));
+    let fallback = vw.last().map_or(samples[0].1, |p| crate::order::value(p.0));
     qs.map(|q| {
         let target = q * total;
         let mut cum = 0.0;
         for &(k, w) in &vw {
             cum += w;
             if cum >= target * (1.0 - 1e-12) {
-                return crate::radix::value(k);
+                return crate::order::value(k);
             }
         }
         fallback

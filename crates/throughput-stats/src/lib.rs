@@ -64,9 +64,9 @@ mod describe;
 mod error;
 mod gauge;
 mod little;
+mod order;
 mod phases;
 mod poisson;
-mod radix;
 mod tokens;
 
 pub use counter::CounterSeries;
