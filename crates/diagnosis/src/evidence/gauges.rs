@@ -26,15 +26,17 @@ pub fn rate_gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
 fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
     let finite = || points.iter().map(|p| p.1).filter(|v| v.is_finite());
     // count, least and greatest of the finite readings, in reading order
-    let (mut n, mut min, mut max) = (0, None, None);
-    for v in finite() {
-        n += 1;
-        min = Some(min.map_or(v, |m: f64| m.min(v)));
-        max = Some(max.map_or(v, |m: f64| m.max(v)));
-    }
-    if n == 0 {
+    let mut rest = finite();
+    let Some(first) = rest.next() else {
         return GaugeStats::default();
+    };
+    let (mut n, mut min, mut max) = (1, first, first);
+    for v in rest {
+        n += 1;
+        min = min.min(v);
+        max = max.max(v);
     }
+    let (min, max) = (Some(min), Some(max));
     // one more place: a forward-held series closes with its last reading held on
     let timed: Vec<(f64, f64)> = collect_within(
         points.len() + 1,
