@@ -279,7 +279,9 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
             }
         }
     };
-    let judges: [(Constraint, fn(f64) -> Slack); 7] = [
+    // each constraint with the unit of its slack
+    type Row = (Constraint, fn(f64) -> Slack);
+    let judges: [Row; 7] = [
         (Constraint::RunningCap, Slack::Requests),
         (Constraint::KvPool, Slack::Fraction),
         (Constraint::KvReserve, Slack::Fraction),
