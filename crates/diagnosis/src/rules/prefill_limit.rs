@@ -134,12 +134,13 @@ pub(crate) fn budget(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u6
 pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
     if let Some((c, f)) = v.prefill_limit.get()
         && c == cap
+        && let Some(f) = f.downcast_ref::<Option<Facts>>()
     {
         return *f;
     }
     let f = check_of(v, cap);
     // the first capacity asked is kept (the pipeline asks with one capacity only)
-    let _ = v.prefill_limit.set((cap.clone(), f));
+    let _ = v.prefill_limit.set((cap.clone(), std::sync::Arc::new(f)));
     f
 }
 
