@@ -327,10 +327,18 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
                 *m = (*m).max(h);
             }
         }
+        // the upper median of the finite slacks (median_f64's), selected in place: the
+        // slacks are not read again
+        slacks.retain(|x| x.is_finite());
+        let k = slacks.len() / 2;
+        if k >= slacks.len() {
+            return None;
+        }
+        let median = *slacks.select_nth_unstable_by(k, f64::total_cmp).1;
         bindings.push(Binding {
             constraint: *constraint,
             share: binds / total,
-            slack: unit(throughput_stats::median_f64(&slacks)?),
+            slack: unit(median),
         });
     }
     if bindings.is_empty() {

@@ -374,18 +374,21 @@ pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>, marks: &Marks) -> 
             }
         }
     }
-    let mut pieces: Vec<Phase> = Vec::with_capacity(timed.len() + 1);
+    // each line and gap a piece, joined to the phase before it as it comes
+    let mut phases: Vec<Phase> = Vec::new();
     for (j, d) in timed.iter().enumerate() {
         let t = d.t?;
         if let Some(g) = gaps[j] {
-            pieces.push(piece(g, timed[j - 1].t?, t, 0));
+            join_piece(&mut phases, piece(g, timed[j - 1].t?, t, 0));
         }
-        pieces.push(piece(kinds[j], t, t, 1));
+        join_piece(&mut phases, piece(kinds[j], t, t, 1));
     }
     if let (Some(first), Some(last)) = (after.first(), after.last()) {
-        pieces.push(piece(PhaseKind::AfterCrash, first.t?, last.t?, after.len()));
+        join_piece(
+            &mut phases,
+            piece(PhaseKind::AfterCrash, first.t?, last.t?, after.len()),
+        );
     }
-    let phases = join_pieces(pieces);
     let first = phases.iter().find(|p| p.kind == PhaseKind::Steady)?;
     let last = phases.iter().rfind(|p| p.kind == PhaseKind::Steady)?;
     Some(Phases {
@@ -397,22 +400,16 @@ pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>, marks: &Marks) -> 
     })
 }
 
-/// Pieces in time order joined where the kind runs on; idle and busy gaps stay one phase each
-/// (two lie between two lines of other kinds).
-fn join_pieces(pieces: Vec<Phase>) -> Vec<Phase> {
-    let mut out: Vec<Phase> = Vec::new();
-    for p in pieces {
-        match out.last_mut() {
-            Some(q)
-                if q.kind == p.kind && !matches!(p.kind, PhaseKind::Idle | PhaseKind::BusyGap) =>
-            {
-                q.end_s = p.end_s;
-                q.lines += p.lines;
-            }
-            _ => out.push(p),
+/// The next piece in time order, joined to the last phase of `out` where the kind runs on;
+/// idle and busy gaps stay one phase each (two lie between two lines of other kinds).
+fn join_piece(out: &mut Vec<Phase>, p: Phase) {
+    match out.last_mut() {
+        Some(q) if q.kind == p.kind && !matches!(p.kind, PhaseKind::Idle | PhaseKind::BusyGap) => {
+            q.end_s = p.end_s;
+            q.lines += p.lines;
         }
+        _ => out.push(p),
     }
-    out
 }
 
 /// The steady window of the main segment `s` (timestamped, in order): after the MSER ramp and
