@@ -677,7 +677,9 @@ pub fn build_context(args: &DiagnoseArgs) -> Result<Context> {
 /// # Errors
 /// See [`read_logs`].
 pub fn diagnose(args: &DiagnoseArgs) -> Result<Report> {
-    Ok(diagnose_full(args)?.1)
+    let (ev, ctx) = read_inputs(args)?;
+    // the evidence is not kept: joined and ordered in place, not copied
+    Ok(diagnosis::diagnose_owned(ev, &ctx))
 }
 
 /// Like [`diagnose`], also returning the evidence the logs gave (for plots, which draw it as
@@ -687,6 +689,14 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<Report> {
 /// # Errors
 /// See [`read_logs`].
 pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
+    let (ev, ctx) = read_inputs(args)?;
+    let report = diagnosis::diagnose_with(&ev, &ctx);
+    Ok((ev, report))
+}
+
+/// The evidence of the logs and the context of the other inputs, the warnings said on stderr
+/// as they are found.
+fn read_inputs(args: &DiagnoseArgs) -> Result<(Evidence, diagnosis::Context)> {
     // a case folder: its client log, GPU copy, config, server info and records take their roles
     let mut assigned = args.clone();
     for note in case_dir::assign_roles(&mut assigned)? {
@@ -703,8 +713,7 @@ pub fn diagnose_full(args: &DiagnoseArgs) -> Result<(Evidence, Report)> {
     }
     // ...and in the report's "not concluded", beside the other sources' problems.
     ctx.source_errors.extend(warnings);
-    let report = diagnosis::diagnose_with(&ev, &ctx);
-    Ok((ev, report))
+    Ok((ev, ctx))
 }
 
 /// Run `gpu`: print the snapshot, or exit 1 with a one-line reason.
@@ -792,7 +801,13 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
     if args.prometheus.prometheus.is_some() {
         return fleet::run(args);
     }
-    let (ev, report) = diagnose_full(args)?;
+    // the evidence is kept only for a plot, which draws it as the diagnosis read it
+    let (ev, report) = if args.plot.is_some() {
+        let (ev, report) = diagnose_full(args)?;
+        (Some(ev), report)
+    } else {
+        (None, diagnose(args)?)
+    };
     // The report first: a --plot or --markdown write that still fails must not hide it.
     let mut out = anstream::stdout();
     if args.json {
@@ -804,7 +819,7 @@ pub fn run_diagnose(args: &DiagnoseArgs) -> Result<()> {
         write!(out, "{}", render::text(&report, true))?;
     }
     out.flush()?;
-    if let Some(path) = &args.plot {
+    if let (Some(path), Some(ev)) = (&args.plot, &ev) {
         // PlotError::Io names the path itself.
         plot::write_svg(&ev.consolidated().0, &report, path).context("--plot")?;
     }

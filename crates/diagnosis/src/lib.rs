@@ -37,5 +37,5 @@ pub use context::{
 };
 pub use error::WhatIfUnavailable;
 pub use evidence::{Evidence, EvidenceBuilder, Loc, SchedulerKey, SourceId};
-pub use pipeline::{diagnose, diagnose_with};
+pub use pipeline::{diagnose, diagnose_owned, diagnose_with};
 pub use report::{Bottleneck, Confidence, Figure, Finding, FindingKind, Report, SCHEMA_VERSION};

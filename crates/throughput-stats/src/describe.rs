@@ -25,13 +25,14 @@ pub fn mean_sd(xs: &[f64]) -> Option<(f64, f64)> {
 /// the larger of the two middle values), `None` when empty.
 pub fn median_u64(xs: &[u64]) -> Option<u64> {
     let mut s = xs.to_vec();
-    s.sort_unstable();
-    s.get(s.len() / 2).copied()
+    // the element at len/2 in sorted order, without sorting the rest
+    let k = s.len() / 2;
+    (k < s.len()).then(|| *s.select_nth_unstable(k).1)
 }
 
 /// The upper median of the finite values of `xs` (see [`median_u64`]); `None` when none is finite.
 pub fn median_f64(xs: &[f64]) -> Option<f64> {
-    let mut s: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    let mut s = finite(xs);
     // the element at len/2 in `total_cmp` order, without sorting the rest
     let k = s.len() / 2;
     (k < s.len()).then(|| *s.select_nth_unstable_by(k, f64::total_cmp).1)
@@ -45,7 +46,7 @@ pub fn quantile_f64(xs: &[f64], q: f64) -> Option<f64> {
     if !(0.0..=1.0).contains(&q) {
         return None;
     }
-    let mut s: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    let mut s = finite(xs);
     if s.is_empty() {
         return None;
     }
@@ -58,7 +59,7 @@ pub fn quantile_f64(xs: &[f64], q: f64) -> Option<f64> {
 /// the two middle ones (so `[1, 2, 3, 40]` gives 2.5, where [`median_f64`] gives 3); `None`
 /// when none is finite. Units: those of `xs`.
 pub fn median_mid_f64(xs: &[f64]) -> Option<f64> {
-    let mut s: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    let mut s = finite(xs);
     if s.is_empty() {
         return None;
     }
@@ -69,6 +70,14 @@ pub fn median_mid_f64(xs: &[f64]) -> Option<f64> {
     } else {
         (s[m - 1] + s[m]) / 2.0
     })
+}
+
+/// The finite values of `xs`, in order, in a vector sized for all of them (a filtered
+/// `collect` grows by doubling, copying what it holds at every step).
+fn finite(xs: &[f64]) -> Vec<f64> {
+    let mut s = Vec::with_capacity(xs.len());
+    s.extend(xs.iter().copied().filter(|x| x.is_finite()));
+    s
 }
 
 /// `Σ value × weight / Σ weight` over `(value, weight)` pairs; `None` when the weights sum to

@@ -90,10 +90,8 @@ fn forward_weights(samples: &[(f64, f64)]) -> Result<Vec<f64>, StatsError> {
     let n = samples.len();
     let span = check::finite(samples[n - 1].0 - samples[0].0, "time span overflows f64")?;
     if span > 0.0 {
-        let mut w: Vec<f64> = samples
-            .windows(2)
-            .map(|p| (p[1].0 - p[0].0) / span)
-            .collect();
+        let mut w: Vec<f64> = Vec::with_capacity(n);
+        w.extend(samples.windows(2).map(|p| (p[1].0 - p[0].0) / span));
         w.push(0.0);
         Ok(w)
     } else {
@@ -129,22 +127,23 @@ fn weighted_quantile(samples: &[(f64, f64)], w: &[f64], q: f64) -> f64 {
 /// sorted stably by value (ties keep sample order, so the cumulative sums are those of a sort
 /// of the indices).
 fn weighted_quantiles<const K: usize>(samples: &[(f64, f64)], w: &[f64], qs: [f64; K]) -> [f64; K] {
-    let mut vw: Vec<(f64, f64)> = samples
-        .iter()
-        .zip(w)
-        .filter(|&(_, &w)| w > 0.0)
-        .map(|(s, &w)| (s.1, w))
-        .collect();
-    vw.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let vw = crate::order::sorted_by_value(
+        samples
+            .iter()
+            .zip(w)
+            .filter(|&(_, &w)| w > 0.0)
+            .map(|(s, &w)| (s.1, w)),
+        samples.len(),
+    );
     let total: f64 = vw.iter().map(|p| p.1).sum();
-    let fallback = vw.last().map_or(samples[0].1, |p| p.0);
+    let fallback = vw.last().map_or(samples[0].1, |p| crate::order::value(p.0));
     qs.map(|q| {
         let target = q * total;
         let mut cum = 0.0;
-        for &(v, w) in &vw {
+        for &(k, w) in &vw {
             cum += w;
             if cum >= target * (1.0 - 1e-12) {
-                return v;
+                return crate::order::value(k);
             }
         }
         fallback

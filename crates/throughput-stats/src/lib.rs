@@ -64,6 +64,7 @@ mod describe;
 mod error;
 mod gauge;
 mod little;
+mod order;
 mod phases;
 mod poisson;
 mod tokens;

@@ -129,6 +129,25 @@ impl Evidence {
     ///
     /// Borrowed (no copy) when there is nothing to join or reorder.
     pub fn consolidated(&self) -> (std::borrow::Cow<'_, Evidence>, Vec<JoinNote>) {
+        if !self.needs_consolidation() {
+            return (std::borrow::Cow::Borrowed(self), Vec::new());
+        }
+        let (ev, notes) = self.clone().consolidate();
+        (std::borrow::Cow::Owned(ev), notes)
+    }
+
+    /// [`Evidence::consolidated`], taking the evidence: it is joined and put in order itself,
+    /// not a copy of it (a copy of every scheduler's samples).
+    pub fn into_consolidated(self) -> (Evidence, Vec<JoinNote>) {
+        if !self.needs_consolidation() {
+            return (self, Vec::new());
+        }
+        self.consolidate()
+    }
+
+    /// Whether [`Evidence::consolidated`] has anything to do: schedulers to join, a DP rank
+    /// keyed by its file, or lines out of time order.
+    fn needs_consolidation(&self) -> bool {
         let mut per_group: BTreeMap<(Option<u32>, Option<u32>), usize> = BTreeMap::new();
         for k in self.schedulers.keys() {
             *per_group.entry((k.dp, k.pp)).or_default() += 1;
@@ -138,10 +157,12 @@ impl Evidence {
             .keys()
             .any(|k| k.dp.is_some() && k.source.is_some());
         let unordered = self.schedulers.values().any(|t| !t.is_time_ordered());
-        if per_group.values().all(|&n| n < 2) && !rekey && !unordered {
-            return (std::borrow::Cow::Borrowed(self), Vec::new());
-        }
-        let mut ev = self.clone();
+        !(per_group.values().all(|&n| n < 2) && !rekey && !unordered)
+    }
+
+    /// The joining and ordering of [`Evidence::consolidated`], on the evidence itself.
+    fn consolidate(self) -> (Evidence, Vec<JoinNote>) {
+        let mut ev = self;
         let mut notes: Vec<JoinNote> = Vec::new();
         let mut note = |n: JoinNote| {
             if !notes.contains(&n) {
@@ -336,7 +357,7 @@ impl Evidence {
                 note(n);
             }
         }
-        (std::borrow::Cow::Owned(ev), notes)
+        (ev, notes)
     }
 
     /// A copy with one more scheduler built from `/metrics` polls (used when the logs hold no

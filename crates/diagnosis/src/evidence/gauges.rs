@@ -24,20 +24,32 @@ pub fn rate_gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
 }
 
 fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
-    let vals: Vec<f64> = collect_within(
-        points.len(),
-        points.iter().map(|p| p.1).filter(|v| v.is_finite()),
-    );
-    if vals.is_empty() {
+    let finite = || points.iter().map(|p| p.1).filter(|v| v.is_finite());
+    // count, least and greatest of the finite readings, in reading order
+    let mut rest = finite();
+    let Some(first) = rest.next() else {
         return GaugeStats::default();
+    };
+    let (mut n, mut min, mut max) = (1, first, first);
+    for v in rest {
+        n += 1;
+        min = min.min(v);
+        max = max.max(v);
     }
+    let (min, max) = (Some(min), Some(max));
+    // one more place: a forward-held series closes with its last reading held on
     let timed: Vec<(f64, f64)> = collect_within(
-        points.len(),
+        points.len() + 1,
         points.iter().filter_map(|&(t, v)| t.map(|t| (t, v))),
     );
-    let distinct = timed.windows(2).filter(|w| w[1].0 > w[0].0).count() + 1;
+    // times that never decrease, and how many distinct ones, in one pass
+    let (mut sorted, mut distinct) = (true, 1);
+    for w in timed.windows(2) {
+        sorted &= w[0].0 <= w[1].0;
+        distinct += usize::from(w[1].0 > w[0].0);
+    }
     let series: Vec<(f64, f64)> =
-        if timed.len() == points.len() && is_sorted(&timed) && distinct * 2 >= timed.len() {
+        if timed.len() == points.len() && sorted && distinct * 2 >= timed.len() {
             match hold {
                 // reading i+1 holds over (t_i, t_i+1]: as a forward-held series, (t_i, v_i+1),
                 // closed by the last time
@@ -50,10 +62,11 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
                 // interval (else a ramp's last, highest reading had no weight at all)
                 Hold::Forward if timed.len() >= 2 => {
                     let mut dts: Vec<f64> = timed.windows(2).map(|w| w[1].0 - w[0].0).collect();
-                    dts.sort_by(f64::total_cmp);
-                    let dt = dts[dts.len() / 2];
-                    let mut s = timed.clone();
-                    if let Some(&(t, v)) = timed.last().filter(|_| dt > 0.0) {
+                    // the upper median: the element at len/2 in sorted order, selected
+                    let k = dts.len() / 2;
+                    let dt = *dts.select_nth_unstable_by(k, f64::total_cmp).1;
+                    let mut s = timed;
+                    if let Some(&(t, v)) = s.last().filter(|_| dt > 0.0) {
                         s.push((t + dt, v));
                     }
                     s
@@ -61,24 +74,21 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
                 _ => timed,
             }
         } else {
-            vals.iter()
-                .enumerate()
-                .map(|(i, &v)| (i as f64, v))
-                .collect()
+            collect_within(n, finite().enumerate().map(|(i, v)| (i as f64, v)))
         };
     match throughput_stats::time_weighted_summary(&series) {
         Ok(s) => GaugeStats {
-            n: vals.len(),
-            min: vals.iter().copied().reduce(f64::min),
+            n,
+            min,
             median: Some(s.median),
             p90: Some(s.p90),
-            max: vals.iter().copied().reduce(f64::max),
+            max,
             mean: Some(s.mean),
         },
         Err(_) => GaugeStats {
-            n: vals.len(),
-            min: vals.iter().copied().reduce(f64::min),
-            max: vals.iter().copied().reduce(f64::max),
+            n,
+            min,
+            max,
             ..GaugeStats::default()
         },
     }

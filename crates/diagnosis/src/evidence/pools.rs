@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::evidence::gauges::gauge;
 use crate::evidence::{DecodeSample, PrefillSample, collect_within};
+use crate::report::GaugeStats;
 use crate::thresholds as th;
 
 /// A memory pool whose usage the decode lines print.
@@ -74,7 +75,10 @@ impl PoolRoom {
 /// One pool's usage from `(time, usage)` points: the time-weighted median and 90th percentile
 /// the views use for every gauge ([`crate::evidence::view::gauge`]).
 fn summary(pool: PoolKind, points: &[(Option<f64>, f64)]) -> Option<PoolUsage> {
-    let g = gauge(points);
+    summary_of(pool, &gauge(points))
+}
+
+fn summary_of(pool: PoolKind, g: &GaugeStats) -> Option<PoolUsage> {
     Some(PoolUsage {
         pool,
         median: g.median?,
@@ -86,6 +90,12 @@ fn summary(pool: PoolKind, points: &[(Option<f64>, f64)]) -> Option<PoolUsage> {
 /// The usage of every pool the samples report, in [`PoolKind`] order (a pool no sample
 /// reports is left out).
 pub fn pool_usage(samples: &[DecodeSample]) -> Vec<PoolUsage> {
+    pool_usage_with(samples, None)
+}
+
+/// [`pool_usage`], with the gauge of the samples' `token usage` when it is already made (the
+/// views make it; the same points give the same gauge).
+fn pool_usage_with(samples: &[DecodeSample], kv: Option<&GaugeStats>) -> Vec<PoolUsage> {
     let of = |pool: PoolKind, get: fn(&DecodeSample) -> Option<f64>| {
         let points: Vec<(Option<f64>, f64)> = collect_within(
             samples.len(),
@@ -94,7 +104,10 @@ pub fn pool_usage(samples: &[DecodeSample]) -> Vec<PoolUsage> {
         summary(pool, &points)
     };
     [
-        of(PoolKind::Kv, |d| d.usage),
+        match kv {
+            Some(g) => summary_of(PoolKind::Kv, g),
+            None => of(PoolKind::Kv, |d| d.usage),
+        },
         of(PoolKind::Swa, |d| d.swa_usage),
         of(PoolKind::Mamba, |d| d.mamba_usage),
     ]
@@ -107,7 +120,17 @@ pub fn pool_usage(samples: &[DecodeSample]) -> Vec<PoolUsage> {
 /// prints a usage, the prefill lines' `token usage` stands for the KV pool and their `mamba
 /// usage` for the mamba-state slots.
 pub fn pool_room(decode: &[DecodeSample], prefill: &[PrefillSample]) -> PoolRoom {
-    let mut pools = pool_usage(decode);
+    pool_room_with(decode, prefill, None)
+}
+
+/// [`pool_room`], with `kv_usage` the gauge of the decode lines' `token usage` when it is
+/// already made: `gauge` of every `(t, usage)` of `decode` that prints one.
+pub(crate) fn pool_room_with(
+    decode: &[DecodeSample],
+    prefill: &[PrefillSample],
+    kv_usage: Option<&GaugeStats>,
+) -> PoolRoom {
+    let mut pools = pool_usage_with(decode, kv_usage);
     if pools.is_empty() {
         let of = |pool: PoolKind, get: fn(&PrefillSample) -> Option<f64>| {
             let points: Vec<(Option<f64>, f64)> = collect_within(

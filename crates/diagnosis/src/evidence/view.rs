@@ -232,7 +232,29 @@ pub struct SchedulerView<'e> {
     /// show one and requests wait on some ([`views`]; `rules::running_cap::pinned`): a cap the
     /// log does not print, seen across the ranks.
     pub pinned_across_ranks: Option<u64>,
+    /// The admission model, made once for the capacity and pinned cap it was first asked with
+    /// ([`crate::rules::admission::model`]: the verdict, its finding and the scheduler's row
+    /// all read it).
+    pub(crate) admission: AdmissionMemo,
+    /// The `prefill_limit` rule's facts, made once for the capacity they were first asked with
+    /// (the verdict's steps, the admission model and the findings all read them); held as
+    /// `Any`, which the rule reads back, since the views sit below the rules.
+    pub(crate) prefill_limit: RuleMemo,
 }
+
+/// A rule's facts on a view with the capacity they were judged with (the rule's own type,
+/// behind `Any`).
+pub(crate) type RuleMemo = std::sync::OnceLock<(
+    CapacitySummary,
+    std::sync::Arc<dyn std::any::Any + Send + Sync>,
+)>;
+
+/// The admission model of a view with what it was made from (the capacity and the pinned cap).
+pub(crate) type AdmissionMemo = std::sync::OnceLock<(
+    CapacitySummary,
+    Option<u64>,
+    Option<crate::report::Admission>,
+)>;
 
 impl<'e> SchedulerView<'e> {
     /// The view of one scheduler.
@@ -243,29 +265,27 @@ impl<'e> SchedulerView<'e> {
             apply_phases(sp, tl);
         }
         let first_windows = phases::first_window_lines(tl.decode.samples(), tl.prefill.samples());
+        // (filtered by reference, then copied: a sample is copied only when it is kept)
         let steady: Vec<Obs> = collect_within(
             obs.len(),
-            obs.iter().copied().filter(|o| in_span(o.t, &span)),
+            obs.iter().filter(|o| in_span(o.t, &span)).copied(),
         );
         // a reading whose window includes idle time is no decode rate (`phases/`)
         let decode = tl.decode.samples();
         let steady_decode: Vec<DecodeSample> = collect_within(
             decode.len(),
-            decode
-                .iter()
-                .copied()
-                .filter(|d| in_span(d.t, &span))
-                .map(|mut d| {
-                    if first_windows.binary_search(&d.line).is_ok() {
-                        d.gen_tps = None;
-                    }
-                    d
-                }),
+            decode.iter().filter(|d| in_span(d.t, &span)).map(|d| {
+                let mut d = *d;
+                if first_windows.binary_search(&d.line).is_ok() {
+                    d.gen_tps = None;
+                }
+                d
+            }),
         );
         let prefill = tl.prefill.samples();
         let steady_prefill: Vec<PrefillSample> = collect_within(
             prefill.len(),
-            prefill.iter().copied().filter(|p| in_span(p.t, &span)),
+            prefill.iter().filter(|p| in_span(p.t, &span)).copied(),
         );
         // A prefill line counts the running batch before its own new requests join
         // (`log_prefill_stats`: `#running-req` is the running batch the prefill is merged
@@ -306,21 +326,25 @@ impl<'e> SchedulerView<'e> {
             steady_decode.len(),
             steady_decode.iter().filter_map(|d| Some((d.t, d.usage?))),
         );
-        let usage = if decode_usage.is_empty() {
+        let decode_usage = (!decode_usage.is_empty()).then(|| gauge(&decode_usage));
+        let usage = decode_usage.unwrap_or_else(|| {
             gauge(&collect_within(
                 steady.len(),
                 steady.iter().filter_map(|o| Some((o.t, o.usage?))),
             ))
-        } else {
-            gauge(&decode_usage)
-        };
+        });
         let gen_tps = rate_gauge(&collect_within(
             steady_decode.len(),
             steady_decode.iter().filter_map(|d| Some((d.t, d.gen_tps?))),
         ));
         let queued_share = share(&queue_series, |&(_, q)| Some(q > 0.0));
         let full_share = share(&steady, |o| o.usage.map(|u| u >= th::KV_FULL_USAGE));
-        let pool_room = crate::evidence::pools::pool_room(&steady_decode, &steady_prefill);
+        // the KV pool's gauge is the decode lines' usage gauge: made once
+        let pool_room = crate::evidence::pools::pool_room_with(
+            &steady_decode,
+            &steady_prefill,
+            decode_usage.as_ref(),
+        );
         Self {
             key,
             tl,
@@ -339,6 +363,8 @@ impl<'e> SchedulerView<'e> {
             first_windows,
             pool_room,
             pinned_across_ranks: None,
+            admission: AdmissionMemo::new(),
+            prefill_limit: RuleMemo::new(),
         }
     }
 

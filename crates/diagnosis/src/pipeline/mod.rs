@@ -39,17 +39,7 @@ pub fn diagnose(ev: &Evidence) -> Report {
 pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
     // A server info that contradicts the log is another server's: set aside, said below.
     let disagreement = inputs::server_info_disagreement(ev, ctx);
-    let without_info;
-    let ctx = match disagreement {
-        Some(_) => {
-            without_info = Context {
-                server: None,
-                ..ctx.clone()
-            };
-            &without_info
-        }
-        None => ctx,
-    };
+    let ctx = without_disagreeing_info(ctx, disagreement.is_some());
     // Evidence: a polled server stands for the logs when they hold no batch lines; files that
     // repeat or continue each other are joined.
     let with_metrics;
@@ -61,7 +51,45 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         _ => ev,
     };
     let (consolidated, joins) = ev.consolidated();
-    let ev = &*consolidated;
+    diagnose_consolidated(&consolidated, &joins, &ctx, disagreement)
+}
+
+/// [`diagnose_with`], taking the evidence: the files are joined and put in time order in the
+/// evidence itself ([`Evidence::into_consolidated`]), not in a copy of every scheduler's
+/// samples. The same report.
+pub fn diagnose_owned(ev: Evidence, ctx: &Context) -> Report {
+    let disagreement = inputs::server_info_disagreement(&ev, ctx);
+    let ctx = without_disagreeing_info(ctx, disagreement.is_some());
+    let ev = match &ctx.metrics {
+        Some(m) if ev.schedulers.is_empty() && !m.samples.is_empty() => {
+            ev.with_metrics_scheduler(m)
+        }
+        _ => ev,
+    };
+    let (ev, joins) = ev.into_consolidated();
+    diagnose_consolidated(&ev, &joins, &ctx, disagreement)
+}
+
+/// The context, less its server info when that contradicts the log (another server's).
+fn without_disagreeing_info(ctx: &Context, disagrees: bool) -> std::borrow::Cow<'_, Context> {
+    if disagrees {
+        std::borrow::Cow::Owned(Context {
+            server: None,
+            ..ctx.clone()
+        })
+    } else {
+        std::borrow::Cow::Borrowed(ctx)
+    }
+}
+
+/// The diagnosis of consolidated evidence (`joins`: what consolidating it joined;
+/// `disagreement`: how the server info contradicted the log, when it did).
+fn diagnose_consolidated(
+    ev: &Evidence,
+    joins: &[crate::evidence::JoinNote],
+    ctx: &Context,
+    disagreement: Option<String>,
+) -> Report {
     let capacity = view::capacity_summary(ev, ctx);
     let views = view::views(ev);
     let span_s = view::longest_span_s(&views);
@@ -119,7 +147,7 @@ pub fn diagnose_with(ev: &Evidence, ctx: &Context) -> Report {
         side.benchmark_runs.is_empty(),
     ));
     inputs_first(&mut not_concluded);
-    let sources = sources(&joins, ctx, ev, &side.benchmark_runs);
+    let sources = sources(joins, ctx, ev, &side.benchmark_runs);
 
     // The headline: the verdict and the figures of the scheduler that carries it.
     let dp_totals = dp_totals(ev, ctx, &views);

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 /// KV pool facts read from the log's startup lines.
-#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, JsonSchema)]
 pub struct CapacitySummary {
     /// `max_total_num_tokens` (tokens per DP rank); for hybrid sliding-window models the
     /// full-attention layers' pool.

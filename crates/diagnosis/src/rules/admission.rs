@@ -133,14 +133,22 @@ fn running_cap(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<u64> {
 /// Weights from times: each step until the next, the last one the median of the others; one
 /// each when a time is missing or out of order.
 fn weights(times: &[Option<f64>]) -> Vec<f64> {
-    let t: Option<Vec<f64>> = times.iter().copied().collect();
-    let Some(t) = t.filter(|t| t.len() >= 2 && t.windows(2).all(|w| w[1] >= w[0])) else {
+    let mut t: Vec<f64> = Vec::with_capacity(times.len());
+    for &x in times {
+        match x {
+            Some(x) => t.push(x),
+            None => return vec![1.0; times.len()],
+        }
+    }
+    let Some(t) = Some(t).filter(|t| t.len() >= 2 && t.windows(2).all(|w| w[1] >= w[0])) else {
         return vec![1.0; times.len()];
     };
-    let mut w: Vec<f64> = t.windows(2).map(|p| p[1] - p[0]).collect();
+    let mut w: Vec<f64> = Vec::with_capacity(t.len());
+    w.extend(t.windows(2).map(|p| p[1] - p[0]));
+    // the upper median, selected (the element at len/2 in sorted order)
     let mut sorted = w.clone();
-    sorted.sort_by(f64::total_cmp);
-    w.push(sorted[sorted.len() / 2]);
+    let k = sorted.len() / 2;
+    w.push(*sorted.select_nth_unstable_by(k, f64::total_cmp).1);
     if w.iter().sum::<f64>() <= 0.0 {
         return vec![1.0; times.len()];
     }
@@ -158,7 +166,7 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
         let times: Vec<Option<f64>> = v.steady_decode.iter().map(|d| d.t).collect();
         let w = weights(&times);
         let mut prefill = v.steady_prefill.iter().peekable();
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(v.steady_decode.len());
         for (d, &weight) in v.steady_decode.iter().zip(&w) {
             // the prefill passes printed since the previous decode line
             let mut passed: Option<u64> = None;
@@ -207,8 +215,23 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
 }
 
 /// The admission model of one scheduler (see the module doc); `None` when no steady step has
-/// requests waiting.
+/// requests waiting. Made once per view: asked again with the same capacity, the view's copy.
 pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
+    if let Some((c, pinned, a)) = v.admission.get()
+        && c == cap
+        && *pinned == v.pinned_across_ranks
+    {
+        return a.clone();
+    }
+    let a = model_of(v, cap);
+    // the first capacity asked is kept (the pipeline asks with one capacity only)
+    let _ = v
+        .admission
+        .set((cap.clone(), v.pinned_across_ranks, a.clone()));
+    a
+}
+
+fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
     let (steps, timed) = steps(v);
     let time: f64 = steps.iter().map(|s| s.weight).sum();
     // the queued request-time: each step's waiting requests for its time
@@ -221,102 +244,101 @@ pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> 
     let one_per_pass = prefill_limit::check(v, cap).is_some_and(|f| f.one_per_pass.is_some());
     // each constraint on one step: how many of the waiting requests it holds back, and its
     // room there; `None` when the step does not show it
-    type Judge<'a> = Box<dyn Fn(&Step) -> Option<(u64, f64)> + 'a>;
-    let pool = |get: fn(&Step) -> Option<f64>, full: f64| -> Judge<'_> {
-        Box::new(move |s: &Step| {
-            get(s).map(|u| (if u >= full { s.queue } else { 0 }, (1.0 - u).max(0.0)))
-        })
-    };
-    type Row<'a> = (Constraint, Judge<'a>, fn(f64) -> Slack);
-    let judges: Vec<Row<'_>> = vec![
-        (
-            Constraint::RunningCap,
+    let judge = |c: Constraint, s: &Step| -> Option<(u64, f64)> {
+        let pool = |usage: Option<f64>, full: f64| {
+            usage.map(|u| (if u >= full { s.queue } else { 0 }, (1.0 - u).max(0.0)))
+        };
+        match c {
             // the cap admits `cap - running` more; the rest of the queue waits for it
-            Box::new(move |s: &Step| {
+            Constraint::RunningCap => {
                 let (c, r) = (cap_n?, s.running?);
                 Some((
                     (r + s.queue).saturating_sub(c).min(s.queue),
                     c.saturating_sub(r) as f64,
                 ))
-            }),
-            Slack::Requests,
-        ),
-        (
-            Constraint::KvPool,
-            pool(|s| s.usage, th::KV_FULL_USAGE),
-            Slack::Fraction,
-        ),
-        (
+            }
+            Constraint::KvPool => pool(s.usage, th::KV_FULL_USAGE),
             // below the full mark, the reserve for the running requests' remaining tokens
-            Constraint::KvReserve,
-            Box::new(|s: &Step| {
-                s.usage.map(|u| {
-                    let reserve = (th::CONSERVATIVE_USAGE..th::KV_FULL_USAGE).contains(&u);
-                    (if reserve { s.queue } else { 0 }, (1.0 - u).max(0.0))
-                })
+            Constraint::KvReserve => s.usage.map(|u| {
+                let reserve = (th::CONSERVATIVE_USAGE..th::KV_FULL_USAGE).contains(&u);
+                (if reserve { s.queue } else { 0 }, (1.0 - u).max(0.0))
             }),
-            Slack::Fraction,
-        ),
-        (
-            Constraint::SwaPool,
-            pool(|s| s.swa, th::KV_FULL_USAGE),
-            Slack::Fraction,
-        ),
-        (
-            Constraint::MambaSlots,
-            pool(|s| s.mamba, th::MAMBA_FULL_USAGE),
-            Slack::Fraction,
-        ),
-        (
+            Constraint::SwaPool => pool(s.swa, th::KV_FULL_USAGE),
+            Constraint::MambaSlots => pool(s.mamba, th::MAMBA_FULL_USAGE),
             // a pass filled to the budget: what still waits after it waits for the next one
-            Constraint::PrefillBudget,
-            Box::new(move |s: &Step| {
+            Constraint::PrefillBudget => {
                 let (b, n) = (budget?, s.prefill_tokens?);
                 let full = n as f64 >= th::PREFILL_AT_LIMIT_FRACTION * b as f64;
                 Some((if full { s.queue } else { 0 }, b.saturating_sub(n) as f64))
-            }),
-            Slack::Tokens,
-        ),
-        (
+            }
             // a build that admits one request a pass (`prefill_limit`'s pattern): the rest of
             // the queue waits for the next pass
-            Constraint::OnePerPass,
-            Box::new(move |s: &Step| {
+            Constraint::OnePerPass => {
                 let n = s.prefill_seqs.filter(|_| one_per_pass)?;
                 Some((if n == 1 { s.queue } else { 0 }, n.saturating_sub(1) as f64))
-            }),
-            Slack::Requests,
-        ),
+            }
+        }
+    };
+    // each constraint with the unit of its slack
+    type Row = (Constraint, fn(f64) -> Slack);
+    let judges: [Row; 7] = [
+        (Constraint::RunningCap, Slack::Requests),
+        (Constraint::KvPool, Slack::Fraction),
+        (Constraint::KvReserve, Slack::Fraction),
+        (Constraint::SwaPool, Slack::Fraction),
+        (Constraint::MambaSlots, Slack::Fraction),
+        (Constraint::PrefillBudget, Slack::Tokens),
+        (Constraint::OnePerPass, Slack::Requests),
     ];
     let mut bindings = Vec::new();
     let mut held = vec![0u64; steps.len()];
-    for (constraint, judge, unit) in &judges {
-        let readings: Vec<(usize, u64, f64)> = steps
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| judge(s).map(|(h, slack)| (i, h, slack)))
-            .collect();
+    // one constraint's readings at a time: what it holds back on each step it reads (or
+    // `u64::MAX` where it reads nothing) and its room on those steps, in step order
+    let mut holds: Vec<u64> = Vec::with_capacity(steps.len());
+    let mut slacks: Vec<f64> = Vec::with_capacity(steps.len());
+    for (constraint, unit) in &judges {
+        holds.clear();
+        slacks.clear();
+        for s in &steps {
+            match judge(*constraint, s) {
+                Some((h, slack)) => {
+                    holds.push(h);
+                    slacks.push(slack);
+                }
+                None => holds.push(u64::MAX),
+            }
+        }
         // the prefill budget is read only on steps that admitted; the others must cover most
         let covered = matches!(
             *constraint,
             Constraint::PrefillBudget | Constraint::OnePerPass
-        ) || readings.len() as f64 >= th::QUEUED_SHARE * steps.len() as f64;
-        if readings.is_empty() || !covered {
+        ) || slacks.len() as f64 >= th::QUEUED_SHARE * steps.len() as f64;
+        if slacks.is_empty() || !covered {
             continue;
         }
-        let binds: f64 = readings
+        let binds: f64 = steps
             .iter()
-            .map(|r| steps[r.0].weight * r.1 as f64)
+            .zip(&holds)
+            .filter(|&(_, &h)| h != u64::MAX)
+            .map(|(s, &h)| s.weight * h as f64)
             .fold(0.0, |a, b| a + b);
-        for r in &readings {
-            held[r.0] = held[r.0].max(r.1);
+        for (m, &h) in held.iter_mut().zip(&holds) {
+            if h != u64::MAX {
+                *m = (*m).max(h);
+            }
         }
+        // the upper median of the finite slacks (median_f64's), selected in place: the
+        // slacks are not read again
+        slacks.retain(|x| x.is_finite());
+        let k = slacks.len() / 2;
+        if k >= slacks.len() {
+            return None;
+        }
+        let median = *slacks.select_nth_unstable_by(k, f64::total_cmp).1;
         bindings.push(Binding {
             constraint: *constraint,
             share: binds / total,
-            slack: unit(throughput_stats::median_f64(
-                &readings.iter().map(|r| r.2).collect::<Vec<_>>(),
-            )?),
+            slack: unit(median),
         });
     }
     if bindings.is_empty() {

@@ -44,16 +44,15 @@ pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
     views
         .iter()
         .filter_map(|v| {
-            let read: Vec<_> =
-                v.tl.decode
-                    .samples()
-                    .iter()
-                    .filter_map(|d| {
-                        let r = d.running? as f64;
-                        let g = d.gen_tps?;
-                        (r > 0.0 && g > 0.0).then_some((g / r, d.graph))
-                    })
-                    .collect();
+            let samples = v.tl.decode.samples();
+            let read: Vec<_> = crate::evidence::collect_within(
+                samples.len(),
+                samples.iter().filter_map(|d| {
+                    let r = d.running? as f64;
+                    let g = d.gen_tps?;
+                    (r > 0.0 && g > 0.0).then_some((g / r, d.graph))
+                }),
+            );
             // a lone reading counts only when its line ran eagerly (see the module doc)
             if let [(_, graph)] = read.as_slice()
                 && *graph != Some(false)

@@ -70,11 +70,12 @@ pub fn fills_as_admitted(v: &SchedulerView<'_>) -> Option<Pattern> {
     if !v.queued() || v.kv_full() {
         return None;
     }
-    let lines: Vec<_> = v
-        .steady
-        .iter()
-        .filter_map(|o| Some((o, o.running?, o.queue?, o.usage?)))
-        .collect();
+    let lines: Vec<_> = crate::evidence::collect_within(
+        v.steady.len(),
+        v.steady
+            .iter()
+            .filter_map(|o| Some((o, o.running?, o.queue?, o.usage?))),
+    );
     // from the queue's peak on (the first line of a burst may still show it empty)
     let peak = lines
         .iter()

@@ -25,6 +25,7 @@
 //! `max_prefill_tokens`, `rem_chunk_tokens` from `chunked_prefill_size`; the first request of a
 //! batch may exceed the budget); spec §6.
 
+use crate::evidence::collect_within;
 use crate::evidence::view::{SchedulerView, share};
 use crate::narrative::words::pool_room_clause;
 use crate::report::{CapacitySummary, Confidence, Figure, FindingKind, Lever, Unit};
@@ -128,8 +129,22 @@ pub(crate) fn budget(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u6
     })
 }
 
-/// The rule on one scheduler.
+/// The rule on one scheduler. Judged once per view: asked again with the same capacity, the
+/// view's copy.
 pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
+    if let Some((c, f)) = v.prefill_limit.get()
+        && c == cap
+        && let Some(f) = f.downcast_ref::<Option<Facts>>()
+    {
+        return *f;
+    }
+    let f = check_of(v, cap);
+    // the first capacity asked is kept (the pipeline asks with one capacity only)
+    let _ = v.prefill_limit.set((cap.clone(), std::sync::Arc::new(f)));
+    f
+}
+
+fn check_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
     if !v.queued() || v.steady_prefill.len() < th::MIN_PREFILL_LINES {
         return None;
     }
@@ -138,12 +153,9 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
         p.new_token
             .map(|n| n as f64 >= th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64)
     })?;
-    let seqs: Vec<u64> = v.steady_prefill.iter().filter_map(|p| p.new_seq).collect();
-    let prompts: Vec<u64> = v
-        .steady_prefill
-        .iter()
-        .filter_map(|p| p.new_token)
-        .collect();
+    let n = v.steady_prefill.len();
+    let seqs: Vec<u64> = collect_within(n, v.steady_prefill.iter().filter_map(|p| p.new_seq));
+    let prompts: Vec<u64> = collect_within(n, v.steady_prefill.iter().filter_map(|p| p.new_token));
     let one_each = !seqs.is_empty() && seqs.iter().all(|&n| n == 1);
     let budget_below_prompt = match (cap.max_prefill_tokens, prompts.iter().min()) {
         (Some(b), Some(&p)) if one_each && p > b => {
@@ -152,22 +164,19 @@ pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
         _ => None,
     };
     // one request a pass although the budget held several of these prompts
-    let one_per_pass = match throughput_stats::median_u64(&prompts) {
-        Some(m)
-            if one_each
-                && budget_below_prompt.is_none()
-                && seqs.len() >= th::MIN_PREFILL_LINES
-                && prompts
-                    .iter()
-                    .all(|&p| (p as f64) < th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64) =>
-        {
-            Some(OnePerPass {
-                passes: seqs.len(),
-                median_prompt: m,
-            })
-        }
-        _ => None,
-    };
+    // (the median only when the pattern holds: it is a selection over every pass)
+    let one_per_pass = (one_each
+        && budget_below_prompt.is_none()
+        && seqs.len() >= th::MIN_PREFILL_LINES
+        && prompts
+            .iter()
+            .all(|&p| (p as f64) < th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64))
+    .then(|| throughput_stats::median_u64(&prompts))
+    .flatten()
+    .map(|m| OnePerPass {
+        passes: seqs.len(),
+        median_prompt: m,
+    });
     if share_at_limit < th::PREFILL_AT_LIMIT_SHARE
         && budget_below_prompt.is_none()
         && one_per_pass.is_none()

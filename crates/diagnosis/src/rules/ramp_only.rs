@@ -109,11 +109,12 @@ fn admitted_between(
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
     input.views.iter().find_map(|v| {
-        let timed: Vec<(Option<f64>, u64, u64)> = v
-            .obs
-            .iter()
-            .filter_map(|o| Some((o.t, o.running?, o.queue?)))
-            .collect();
+        let timed: Vec<(Option<f64>, u64, u64)> = crate::evidence::collect_within(
+            v.obs.len(),
+            v.obs
+                .iter()
+                .filter_map(|o| Some((o.t, o.running?, o.queue?))),
+        );
         let pairs: Vec<(u64, u64)> = timed.iter().map(|&(_, r, q)| (r, q)).collect();
         let peak = pairs
             .iter()

@@ -43,11 +43,10 @@ pub struct Phases {
 
 /// Median of the positive gaps between consecutive decode lines (seconds), the log interval.
 fn median_interval(ts: &[f64]) -> Option<f64> {
-    let gaps: Vec<f64> = ts
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .filter(|g| *g > 0.0)
-        .collect();
+    let gaps: Vec<f64> = collect_within(
+        ts.len(),
+        ts.windows(2).map(|w| w[1] - w[0]).filter(|g| *g > 0.0),
+    );
     throughput_stats::median_f64(&gaps)
 }
 
@@ -71,7 +70,7 @@ pub fn idle_gap_s(decode: &[DecodeSample]) -> f64 {
 /// Their readings are left out of every mean and median. Sorted by line number.
 pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) -> Vec<u64> {
     let gap = idle_gap_s(decode);
-    let readings: Vec<f64> = collect_within(decode.len(), decode.iter().filter_map(|d| d.gen_tps));
+    let readings = decode.iter().filter(|d| d.gen_tps.is_some()).count();
     // line numbers of prefill batches that started from an empty running batch
     let mut restarts: Vec<(u64, Option<f64>)> = prefill
         .iter()
@@ -135,7 +134,7 @@ pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) ->
                 out.push(d.line)
             }
             _ if after_restart => out.push(d.line),
-            (None, _) if i == 0 && readings.len() >= 3 => {
+            (None, _) if i == 0 && readings >= 3 => {
                 let rest: Vec<f64> = decode[1..].iter().filter_map(|d| d.gen_tps).collect();
                 let median = throughput_stats::median_f64(&rest).unwrap_or(0.0);
                 if d.gen_tps.is_some_and(|g| g < th::IDLE_LOW_READING * median) {
@@ -375,18 +374,21 @@ pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>, marks: &Marks) -> 
             }
         }
     }
-    let mut pieces: Vec<Phase> = Vec::with_capacity(timed.len() + 1);
+    // each line and gap a piece, joined to the phase before it as it comes
+    let mut phases: Vec<Phase> = Vec::new();
     for (j, d) in timed.iter().enumerate() {
         let t = d.t?;
         if let Some(g) = gaps[j] {
-            pieces.push(piece(g, timed[j - 1].t?, t, 0));
+            join_piece(&mut phases, piece(g, timed[j - 1].t?, t, 0));
         }
-        pieces.push(piece(kinds[j], t, t, 1));
+        join_piece(&mut phases, piece(kinds[j], t, t, 1));
     }
     if let (Some(first), Some(last)) = (after.first(), after.last()) {
-        pieces.push(piece(PhaseKind::AfterCrash, first.t?, last.t?, after.len()));
+        join_piece(
+            &mut phases,
+            piece(PhaseKind::AfterCrash, first.t?, last.t?, after.len()),
+        );
     }
-    let phases = join_pieces(pieces);
     let first = phases.iter().find(|p| p.kind == PhaseKind::Steady)?;
     let last = phases.iter().rfind(|p| p.kind == PhaseKind::Steady)?;
     Some(Phases {
@@ -398,22 +400,16 @@ pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>, marks: &Marks) -> 
     })
 }
 
-/// Pieces in time order joined where the kind runs on; idle and busy gaps stay one phase each
-/// (two lie between two lines of other kinds).
-fn join_pieces(pieces: Vec<Phase>) -> Vec<Phase> {
-    let mut out: Vec<Phase> = Vec::new();
-    for p in pieces {
-        match out.last_mut() {
-            Some(q)
-                if q.kind == p.kind && !matches!(p.kind, PhaseKind::Idle | PhaseKind::BusyGap) =>
-            {
-                q.end_s = p.end_s;
-                q.lines += p.lines;
-            }
-            _ => out.push(p),
+/// The next piece in time order, joined to the last phase of `out` where the kind runs on;
+/// idle and busy gaps stay one phase each (two lie between two lines of other kinds).
+fn join_piece(out: &mut Vec<Phase>, p: Phase) {
+    match out.last_mut() {
+        Some(q) if q.kind == p.kind && !matches!(p.kind, PhaseKind::Idle | PhaseKind::BusyGap) => {
+            q.end_s = p.end_s;
+            q.lines += p.lines;
         }
+        _ => out.push(p),
     }
-    out
 }
 
 /// The steady window of the main segment `s` (timestamped, in order): after the MSER ramp and
@@ -441,7 +437,7 @@ fn kv_fill_end(s: &[DecodeSample]) -> Option<f64> {
         return None;
     }
     let half = &s[s.len() / 2..];
-    let later: Vec<f64> = half.iter().filter_map(|d| d.usage).collect();
+    let later: Vec<f64> = collect_within(half.len(), half.iter().filter_map(|d| d.usage));
     let plateau = throughput_stats::median_f64(&later)?;
     if plateau <= 0.0 {
         return None;
@@ -485,10 +481,10 @@ fn drain_start(s: &[DecodeSample]) -> Option<f64> {
     } else {
         &s[..s.len() / 2]
     };
-    let running: Vec<f64> = before
-        .iter()
-        .filter_map(|d| d.running.map(|r| r as f64))
-        .collect();
+    let running: Vec<f64> = collect_within(
+        before.len(),
+        before.iter().filter_map(|d| d.running.map(|r| r as f64)),
+    );
     let plateau = throughput_stats::median_f64(&running)?;
     // the last line that reads a batch (a value set aside or damaged leaves a line without)
     let end = s.iter().rev().find_map(|d| d.running)? as f64;
