@@ -402,26 +402,17 @@ mod tests {
     /// line parser hands over starts at one of them): the scan reads it as the grammar does.
     #[test]
     fn the_scan_is_the_grammar_on_every_real_line() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data");
-        let mut dirs = vec![std::path::PathBuf::from(root)];
         let (mut lines, mut access_lines) = (0usize, 0usize);
-        while let Some(d) = dirs.pop() {
-            for e in std::fs::read_dir(&d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    dirs.push(p);
-                    continue;
-                }
-                let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
-                for line in text.lines() {
-                    lines += 1;
-                    for (i, c) in line.char_indices() {
-                        if i == 0 || matches!(c, ']' | ' ' | 'I') {
-                            let m = &line[i..];
-                            let fast = parse_http_access(m);
-                            assert_eq!(fast, parse_http_access_grammar(m), "{m:?}");
-                            access_lines += usize::from(i == 0 && fast.is_some());
-                        }
+        for p in crate::test_data::files() {
+            let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+            for line in text.lines() {
+                lines += 1;
+                for (i, c) in line.char_indices() {
+                    if i == 0 || matches!(c, ']' | ' ' | 'I') {
+                        let m = &line[i..];
+                        let fast = parse_http_access(m);
+                        assert_eq!(fast, parse_http_access_grammar(m), "{m:?}");
+                        access_lines += usize::from(i == 0 && fast.is_some());
                     }
                 }
             }

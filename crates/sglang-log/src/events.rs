@@ -1076,21 +1076,12 @@ mod tests {
             }
             v
         }
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data");
-        let mut dirs = vec![std::path::PathBuf::from(root)];
         let mut lines = 0usize;
-        while let Some(d) = dirs.pop() {
-            for e in std::fs::read_dir(&d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    dirs.push(p);
-                    continue;
-                }
-                for line in std::fs::read(&p).unwrap().split(|&c| c == b'\n') {
-                    lines += 1;
-                    for kv in [b':', b'='] {
-                        assert_eq!(pairs(line, kv, false), pairs(line, kv, true), "{line:?}");
-                    }
+        for p in crate::test_data::files() {
+            for line in std::fs::read(&p).unwrap().split(|&c| c == b'\n') {
+                lines += 1;
+                for kv in [b':', b'='] {
+                    assert_eq!(pairs(line, kv, false), pairs(line, kv, true), "{line:?}");
                 }
             }
         }

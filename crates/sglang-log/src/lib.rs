@@ -413,3 +413,27 @@ pub fn transfer_side(msg: &str) -> Option<TransferSide> {
         None
     }
 }
+
+/// The repository's test data for the unit tests that compare a fast path with its grammar
+/// on every real line.
+#[cfg(test)]
+pub(crate) mod test_data {
+    /// Every file under `tests/data` (the shared real logs and the fixtures), sorted.
+    pub(crate) fn files() -> Vec<std::path::PathBuf> {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data");
+        let mut dirs = vec![std::path::PathBuf::from(root)];
+        let mut files = Vec::new();
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+}

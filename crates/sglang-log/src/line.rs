@@ -1008,20 +1008,10 @@ mod tests {
     /// where a fast path must give up.
     #[test]
     fn fast_paths_match_the_general_path() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data");
-        let mut files = Vec::new();
-        let mut dirs = vec![std::path::PathBuf::from(root)];
-        while let Some(d) = dirs.pop() {
-            for e in std::fs::read_dir(&d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    dirs.push(p);
-                } else if p.extension().is_some_and(|x| x == "log") {
-                    files.push(p);
-                }
-            }
-        }
-        files.sort();
+        let files: Vec<_> = crate::test_data::files()
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
         assert!(files.len() >= 20, "{files:?}");
         let mut fast = LineCache::new(true);
         let mut general = LineCache::new(false);
