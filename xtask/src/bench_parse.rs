@@ -5,8 +5,9 @@
 //! `--threads 2`, `sglang_log::parallel`), `throughput-doctor diagnose` (the whole pipeline: on
 //! every core, on one core with `taskset -c 0`, on a directory of the log's two halves as two
 //! files, and on the log compressed with `gzip -6`), and the hand-written Python regex parser
-//! (`tools/baseline_regex_parse.py`). Each tool runs `BENCH_RUNS` times (default 5), interleaved
-//! round by round; the best wall time counts, and the load average is printed before and after. Prints each time, MB/s, the ratios against `rg -c` and Python, and the
+//! (`tools/baseline_regex_parse.py`). Each tool runs `BENCH_RUNS` times (default 5),
+//! interleaved round by round; the best wall time counts, and the load average is printed
+//! before and after. Prints each time, MB/s, the ratios against `rg -c` and Python, and the
 //! peak resident memory of the tool (MB, from GNU `time` when `/usr/bin/time` exists), then
 //! each of issue 15's goals and whether it is met. Tools that are missing (`rg`, `python3`,
 //! `taskset`, `gzip`) are skipped with a note.

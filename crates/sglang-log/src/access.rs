@@ -89,8 +89,9 @@ fn access(i: &[u8]) -> Res<'_, (&[u8], &[u8], u64)> {
 /// level), if it is one.
 ///
 /// A hand-written scan of `access`'s grammar (the grammar of record, which the tests
-/// compare it with line for line): one pass, no combinator frames, about a fifth of the
-/// grammar's instructions on the access lines that make up a sixth of a busy server's log.
+/// compare it with line for line): one pass, no combinator frames, about half the grammar's
+/// instructions (~530 instead of ~990 an access line on the seed-7 sample, where access lines
+/// are 12 % of the lines).
 pub fn parse_http_access(msg: &str) -> Option<HttpAccess<'_>> {
     let b = msg.as_bytes();
     let n = b.len();

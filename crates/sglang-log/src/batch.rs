@@ -518,7 +518,7 @@ impl<'a> BatchLine<'a> {
     /// to look at ([`BatchLine::rejected_fields`] is then empty without a look): the usual
     /// line, counted without a second pass over its fields.
     #[inline]
-    pub fn is_clean(&self) -> bool {
+    pub(crate) fn is_clean(&self) -> bool {
         self.check == 0 && self.broken == 0 && self.overflow == 0
     }
 

@@ -895,6 +895,9 @@ impl<R: Read> LogReader<R> {
                             let nl = 64 * w + m.trailing_zeros() as usize;
                             m &= m - 1;
                             self.line_no += 1;
+                            debug_assert!(
+                                a <= nl && text.is_char_boundary(a) && text.is_char_boundary(nl)
+                            );
                             // SAFETY: `a` is 0 or just after a `\n` of `block` and `nl` is
                             // the next `\n` (bits of `newline_bits` over `block`), so
                             // `a <= nl <= text.len()`, and both are char boundaries: `\n` is

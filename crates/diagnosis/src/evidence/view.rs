@@ -237,17 +237,13 @@ pub struct SchedulerView<'e> {
     /// all read it).
     pub(crate) admission: AdmissionMemo,
     /// The `prefill_limit` rule's facts, made once for the capacity they were first asked with
-    /// (the verdict's steps, the admission model and the findings all read them); held as
-    /// `Any`, which the rule reads back, since the views sit below the rules.
-    pub(crate) prefill_limit: RuleMemo,
+    /// (the verdict's steps, the admission model and the findings all read them).
+    pub(crate) prefill_limit: PrefillLimitMemo,
 }
 
-/// A rule's facts on a view with the capacity they were judged with (the rule's own type,
-/// behind `Any`).
-pub(crate) type RuleMemo = std::sync::OnceLock<(
-    CapacitySummary,
-    std::sync::Arc<dyn std::any::Any + Send + Sync>,
-)>;
+/// The `prefill_limit` rule's facts on a view with the capacity they were judged with.
+pub(crate) type PrefillLimitMemo =
+    std::sync::OnceLock<(CapacitySummary, Option<crate::report::prefill_limit::Facts>)>;
 
 /// The admission model of a view with what it was made from (the capacity and the pinned cap).
 pub(crate) type AdmissionMemo = std::sync::OnceLock<(
@@ -364,7 +360,7 @@ impl<'e> SchedulerView<'e> {
             pool_room,
             pinned_across_ranks: None,
             admission: AdmissionMemo::new(),
-            prefill_limit: RuleMemo::new(),
+            prefill_limit: PrefillLimitMemo::new(),
         }
     }
 

@@ -16,6 +16,7 @@ mod headline;
 mod inputs;
 mod measures;
 mod names;
+pub(crate) mod prefill_limit;
 mod recommendation;
 mod requests;
 mod runs;
