@@ -1494,27 +1494,9 @@ fn split_padded<const C: usize>(
         // is read by `other_value`)
         let w = ld(v0);
         let safe = FAST_SAFE.get(id).copied().unwrap_or(UNCHECKED);
-        let (run, sound) = digit_dot_run(w, safe == SAFE_INTEGER);
-        let (v1, look) = if run != 0 && run < 8 && !VALUE_BYTE[usize::from((w >> (8 * run)) as u8)]
-        {
-            // the run ends the value (at the `,`, a space or the padding); a short digit run
-            // of at most one `.` (none for counts) is sound for a screened key (see
-            // FAST_SAFE); anything else is looked at by `rejected_fields`
-            let look = match safe {
-                SAFE_INTEGER | SAFE_FLOAT => !sound,
-                SAFE_FRACTION => !(sound && w & 0xffff == u64::from(ZERO_DOT)),
-                ALWAYS => true,
-                _ => false,
-            };
-            (v0 + run, look)
-        } else if run == 0 && w & 0xff_ffff_ffff == TRUE_COMMA {
-            // the graph flags `True,` / `False,` (as the byte loop would end them, at the `,`):
-            // not a digit run, so any screened key looks at it
-            (v0 + 4, safe != UNCHECKED)
-        } else if run == 0 && w & 0xffff_ffff_ffff == FALSE_COMMA {
-            (v0 + 5, safe != UNCHECKED)
-        } else {
-            other_value::<C, M>(b, v0, w, run, sound, safe)?
+        let (v1, look) = match short_value(w, safe) {
+            Ok((len, look)) => (v0 + len, look),
+            Err((run, sound)) => other_value::<C, M>(b, v0, w, run, sound, safe)?,
         };
         data |= (w as u8).is_ascii_digit();
         // ok: n < C <= 1024, so offsets fit in u16
@@ -1552,6 +1534,36 @@ fn split_padded<const C: usize>(
     line.len = count as u8;
     line.strict = true;
     Some(data)
+}
+
+/// The usual value at the start of the little-endian word `w` (a line's bytes, zeros past
+/// its end), for a key screened as `safe` ([`FAST_SAFE`]): `Ok((length, look))` for a digit
+/// run of 1 to 7 bytes ended by a byte that is no [`VALUE_BYTE`], or the graph flags `True,`
+/// / `False,` (ended at the `,`, as the byte loop would end them); `look`: whether
+/// [`BatchLine::rejected_fields`] must look at it. `Err((run, sound))` otherwise, what
+/// [`digit_dot_run`] says of `w`, for [`other_value`].
+#[inline(always)]
+fn short_value(w: u64, safe: u8) -> Result<(usize, bool), (usize, bool)> {
+    let (run, sound) = digit_dot_run(w, safe == SAFE_INTEGER);
+    if run != 0 && run < 8 && !VALUE_BYTE[usize::from((w >> (8 * run)) as u8)] {
+        // the run ends the value (at the `,`, a space or the padding); a short digit run of
+        // at most one `.` (none for counts) is sound for a screened key (see FAST_SAFE);
+        // anything else is looked at by `rejected_fields`
+        let look = match safe {
+            SAFE_INTEGER | SAFE_FLOAT => !sound,
+            SAFE_FRACTION => !(sound && w & 0xffff == u64::from(ZERO_DOT)),
+            ALWAYS => true,
+            _ => false,
+        };
+        Ok((run, look))
+    } else if run == 0 && w & 0xff_ffff_ffff == TRUE_COMMA {
+        // the graph flags: not a digit run, so any screened key looks at it
+        Ok((4, safe != UNCHECKED))
+    } else if run == 0 && w & 0xffff_ffff_ffff == FALSE_COMMA {
+        Ok((5, safe != UNCHECKED))
+    } else {
+        Err((run, sound))
+    }
 }
 
 /// [`split_padded`]'s key at `p` when the first guess missed: the second guess, else the
