@@ -15,9 +15,6 @@ use nom::character::complete::digit1;
 use nom::combinator::{opt, peek, rest, value, verify};
 use nom::sequence::{delimited, preceded, terminated};
 
-mod shape;
-pub(crate) use shape::Shapes;
-
 /// A batch line's `fwd occupancy` reading ([`BatchLine::fwd_occupancy`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum FwdOccupancy {
