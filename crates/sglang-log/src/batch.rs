@@ -15,6 +15,9 @@ use nom::character::complete::digit1;
 use nom::combinator::{opt, peek, rest, value, verify};
 use nom::sequence::{delimited, preceded, terminated};
 
+mod layout;
+pub(crate) use layout::Layouts;
+
 /// A batch line's `fwd occupancy` reading ([`BatchLine::fwd_occupancy`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum FwdOccupancy {
@@ -122,6 +125,20 @@ impl PartialEq for BatchLine<'_> {
             && self.len == o.len
             && self.overflow == o.overflow
             && self.broken == o.broken
+    }
+}
+
+impl BatchLine<'_> {
+    /// Equal in every field, the splitter's screening bits and key slots included (where
+    /// [`PartialEq`] compares what the line says): two fast paths must give the same record
+    /// bit for bit.
+    #[cfg(any(test, feature = "grammar-check"))]
+    pub(crate) fn same_record(&self, o: &Self) -> bool {
+        self == o
+            && std::ptr::eq(self.text, o.text)
+            && self.known == o.known
+            && self.strict == o.strict
+            && self.check == o.check
     }
 }
 
@@ -1634,13 +1651,31 @@ fn other_value<const C: usize, const M: usize>(
     if v1 == v0 {
         return None;
     }
-    let look = match safe {
-        SAFE_INTEGER | SAFE_FLOAT => !(sound && run < 8 && v1 - v0 == run),
-        SAFE_FRACTION => !(sound && run < 8 && v1 - v0 == run && w & 0xffff == u64::from(ZERO_DOT)),
+    Some((v1, long_look(w, run, sound, v1 - v0, safe)))
+}
+
+/// Whether [`BatchLine::rejected_fields`] must look at a value of `len` bytes that
+/// [`short_value`] did not take: `w` its first word, `run` / `sound` what [`digit_dot_run`]
+/// says of it, `safe` its key's [`FAST_SAFE`] class (sound: a digit run of the whole value,
+/// under 8 bytes, at most one `.`, a fraction only as `0.…`).
+#[inline]
+fn long_look(w: u64, run: usize, sound: bool, len: usize, safe: u8) -> bool {
+    match safe {
+        SAFE_INTEGER | SAFE_FLOAT => !(sound && run < 8 && len == run),
+        SAFE_FRACTION => !(sound && run < 8 && len == run && w & 0xffff == u64::from(ZERO_DOT)),
         ALWAYS => true,
         _ => false,
-    };
-    Some((v1, look))
+    }
+}
+
+/// Whether the fast splitter asks [`BatchLine::rejected_fields`] to look at a value of `len`
+/// bytes whose first word (zeros past the line) is `w`, for a key of class `safe`: the look
+/// [`split_padded`] computes, by [`short_value`] or [`other_value`].
+fn value_look(w: u64, len: usize, safe: u8) -> bool {
+    match short_value(w, safe) {
+        Ok((_, look)) => look,
+        Err((run, sound)) => long_look(w, run, sound, len, safe),
+    }
 }
 
 /// Splits `line.text[start..]` into `key: value` fragments separated by `sep` + space (`", "`

@@ -38,10 +38,33 @@ fn records(lines: &[&[u8]], fast: bool) -> Vec<String> {
         .collect()
 }
 
-/// Whether the envelope, key-order and splitter fast paths give every line of `lines`, read
-/// in order (the caches carry from line to line), the record the general path gives.
+/// Whether the envelope, key-order, splitter and layout fast paths give every line of
+/// `lines`, read in order (the caches carry from line to line), the record the general path
+/// gives; and whether the batch-line layouts (`batch/layout.rs`) give exactly the splitter's
+/// record, its screening bits included.
 pub fn lines_agree(lines: &[&[u8]]) -> bool {
-    records(lines, true) == records(lines, false)
+    records(lines, true) == records(lines, false) && layouts_agree(lines)
+}
+
+/// Whether every line of `lines`, read in order, gets the same record, bit for bit, with the
+/// batch-line layouts as without them.
+fn layouts_agree(lines: &[&[u8]]) -> bool {
+    let mut with = LineCache::new(true);
+    let mut without = LineCache::without_layouts();
+    lines.iter().enumerate().all(|(i, l)| {
+        let a = parse_line_cached(l, i as u64 + 1, &mut with);
+        let b = parse_line_cached(l, i as u64 + 1, &mut without);
+        let same_batch = match (&a.event, &b.event) {
+            (crate::Event::Batch(x), crate::Event::Batch(y)) => x.same_record(y),
+            _ => true,
+        };
+        same_batch
+            && a.line_no == b.line_no
+            && a.timestamp == b.timestamp
+            && a.ranks == b.ranks
+            && std::ptr::eq(a.message, b.message)
+            && a.event == b.event
+    })
 }
 
 #[cfg(test)]

@@ -116,7 +116,9 @@ pub(crate) fn parse_line_cached<'a>(
             return rec;
         }
     };
-    let no_esc = std::mem::replace(&mut cache.no_esc, false);
+    // a line without an ESC byte has no ANSI sequence to trim (and may take a batch-line layout)
+    let line_no_esc = memchr::memchr(0x1b, s.as_bytes()).is_none();
+    let no_esc = std::mem::replace(&mut cache.no_esc, line_no_esc);
     parse_str(s, &mut rec, cache);
     cache.no_esc = no_esc;
     rec
@@ -169,6 +171,9 @@ pub(crate) fn parse_clean_line_into<'a>(
 pub(crate) struct LineCache {
     /// Key order of the previous batch lines (for the fast field splitter).
     pub(crate) keys: batch::KeyOrder,
+    /// The layouts of the previous batch lines (a line of a known layout skips the envelope,
+    /// the dispatch and the splitter: `batch/layout.rs`).
+    layouts: batch::Layouts,
     /// The 19 bytes `YYYY-MM-DD HH:MM:SS` of the last `[`-stamp parsed, and its value.
     stamp: [u8; 19],
     stamp_ts: Option<Timestamp>,
@@ -194,6 +199,7 @@ impl LineCache {
     pub(crate) fn new(fast: bool) -> Self {
         LineCache {
             keys: batch::KeyOrder::new(fast),
+            layouts: batch::Layouts::new(fast),
             stamp: [0; 19],
             stamp_ts: None,
             tags: [(0, 0, 0, RankTags::default()); TAG_ENTRIES],
@@ -203,6 +209,42 @@ impl LineCache {
             fast,
         }
     }
+
+    /// [`LineCache::new`] with every fast path but the batch-line layouts (to compare the
+    /// records the layouts give with the splitter's, bit for bit).
+    #[cfg(any(test, feature = "grammar-check"))]
+    pub(crate) fn without_layouts() -> Self {
+        LineCache {
+            layouts: batch::Layouts::new(false),
+            ..LineCache::new(true)
+        }
+    }
+
+    /// Batch lines the layouts read so far (for the tests that must see them used).
+    #[cfg(test)]
+    pub(crate) fn layout_hits(&self) -> u64 {
+        self.layouts.hits
+    }
+}
+
+/// The stamp `line[1..20]` (`YYYY-MM-DD HH:MM:SS`), reused from the previous line when its
+/// bytes are the same, else read after it ([`parse_stamp19_after`]); `None` when it is no
+/// stamp.
+#[inline(always)]
+fn stamp_of(b: &[u8], c: &mut LineCache) -> Option<Timestamp> {
+    let stamp: &[u8; 19] = b.get(1..20)?.try_into().ok()?;
+    Some(match c.stamp_ts {
+        Some(t) if *stamp == c.stamp => t,
+        prev => {
+            let t = match prev {
+                Some(p) => parse_stamp19_after(&c.stamp, p, stamp)?,
+                None => parse_stamp19(stamp)?,
+            };
+            c.stamp = *stamp;
+            c.stamp_ts = Some(t);
+            t
+        }
+    })
 }
 
 /// The dominant SGLang envelope `[YYYY-MM-DD HH:MM:SS( TAG)*] msg` read at fixed offsets, with
@@ -216,19 +258,7 @@ fn fast_envelope<'a>(line: &'a str, c: &mut LineCache) -> Option<(Timestamp, Ran
     if !c.fast || b.len() < 22 || b[0] != b'[' || !matches!(b[20], b' ' | b']') {
         return None;
     }
-    let stamp: &[u8; 19] = b[1..20].try_into().ok()?;
-    let ts = match c.stamp_ts {
-        Some(t) if *stamp == c.stamp => t,
-        prev => {
-            let t = match prev {
-                Some(p) => parse_stamp19_after(&c.stamp, p, stamp)?,
-                None => parse_stamp19(stamp)?,
-            };
-            c.stamp = *stamp;
-            c.stamp_ts = Some(t);
-            t
-        }
-    };
+    let ts = stamp_of(b, c)?;
     let (ranks, close) = if b[20] == b']' {
         (RankTags::default(), 20)
     } else {
@@ -301,8 +331,27 @@ fn pick_cr_segment(b: &[u8]) -> &[u8] {
 
 #[inline]
 fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
+    // a batch line of a layout seen before: the record without the envelope, dispatch and
+    // splitter (the layouts are learnt below, from lines without an ANSI escape)
+    if cache.no_esc
+        && let Some((m, ranks)) = cache.layouts.read(line, &mut rec.event)
+    {
+        match stamp_of(line.as_bytes(), cache) {
+            Some(ts) => {
+                rec.timestamp = Some(ts);
+                rec.ranks = ranks;
+                rec.message = line.get(m..).unwrap_or("");
+                return;
+            }
+            None => rec.event = Event::Other,
+        }
+    }
+    let mut fast_env = false;
     let (s, outer_ts, ts, ranks, mut msg, enveloped) = match fast_envelope(line, cache) {
-        Some((ts, ranks, msg)) => (line, None, Some(ts), ranks, msg, true),
+        Some((ts, ranks, msg)) => {
+            fast_env = true;
+            (line, None, Some(ts), ranks, msg, true)
+        }
         None => {
             // `…100%|██| 3/3 [00:30<00:00, 10.00s/it][2026-… TP0] msg`: the record is the
             // text after the last tqdm bar (the general path reads its envelope as the fixed-
@@ -342,7 +391,14 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
     }
     rec.message = msg;
     dispatch(msg, &mut rec.event, &mut cache.keys);
-    if matches!(rec.event, Event::Batch(_) | Event::Malformed { .. }) {
+    if let Event::Batch(b) = &rec.event {
+        if fast_env && cache.no_esc {
+            let m = msg.as_ptr() as usize - line.as_ptr() as usize;
+            cache.layouts.learn(line, m, rec.ranks, b);
+        }
+        return;
+    }
+    if matches!(rec.event, Event::Malformed { .. }) {
         return;
     }
     // `s` and `msg` are parts of `line`: a needle missing from `line` is missing from both.

@@ -1,0 +1,578 @@
+//! Batch-line layouts: a batch line's bytes with every digit read as `0`, learnt from a line
+//! the general path read, and recognised in the next lines by one vector pass.
+//!
+//! A scheduler prints line after line of one form, `[stamp TP0] Decode batch. #running-req: 6,
+//! #token: 880, token usage: 0.00, cuda graph: True, gen throughput (token/s): 831.69,
+//! #queue-req: 146`, and in a window of minutes its values keep their lengths: the line with
+//! its digits turned into `0` repeats exactly. Its *layout* is that text (from byte 20, after
+//! `[` and the 19-byte stamp), with what the record of such a line holds apart from the stamp:
+//! rank tags, message offset, kind, the fields' spans, the key slots and the splitter's
+//! screening bits. A later line whose digit-normalised text, raw rank-tag bytes and length
+//! are a layout's gets that layout's record: one 16-byte pass normalises and hashes the line
+//! (SSE2, the x86_64 baseline; a portable loop elsewhere), one compare per 16 bytes confirms
+//! it, and no envelope search, dispatch, key prediction or field scan runs.
+//!
+//! **The same record.** A layout is kept only from a line with no digit outside its values
+//! from the message on, so two lines of one layout have the same bytes everywhere except in
+//! their values, whose digits may differ but whose other bytes (`.`, letters, `%`) are the
+//! same. Everything the general path decides is decided on bytes that are equal: the envelope
+//! on bytes 20 to the message (compared raw, rank digits included), the dispatch, the batch
+//! head and the keys on the message's text, and the splitter cuts each value where its run
+//! of digits and dots or of value bytes ends, which depends on which bytes are digits, not
+//! on which digits. The one screening bit that reads a digit's value (a fraction is sound
+//! only as `0.…`) is recomputed from the line. The stamp is read by the caller as the
+//! envelope reads it. `grammar_check::lines_agree` compares the records with and without
+//! layouts on every line the tests and the `parse_line` fuzz target give it.
+
+use super::{
+    BatchForm, BatchKind, BatchLine, FAST_SAFE, MAX_FIELDS, N_KNOWN, Span, UNCHECKED, key_id,
+    value_look,
+};
+use crate::{Event, RankTags};
+
+/// Lines this long (bytes) or longer have no layout.
+const MAX_LINE: usize = 256;
+/// Shortest line with a layout (bytes): bytes 20..36 (rank tags, batch head) are hashed raw.
+const MIN_LINE: usize = 36;
+/// Longest raw envelope part kept (bytes 20 to the message; `] ` and the rank tags).
+const MAX_ENV: usize = 64;
+/// Sets of the layout table (a power of two) and layouts per set (most recently used first).
+/// A DP/TP log of one server holds a few hundred layouts in a window; the seed-7 sample holds
+/// 1,272 over its 110,000 batch lines, and 2,048 × 2 of them keep ~97 % of its lines known.
+const SETS: usize = 4096;
+const WAYS: usize = 2;
+/// Most fields whose screening bit reads a digit's value (a fraction's `0.`) in one layout.
+const MAX_ZERO_DOT: usize = 4;
+/// Batch lines offered to [`Layouts::learn`] before it keeps one: a one-line parse
+/// ([`crate::parse_line`]) never allocates the table.
+const LEARN_AFTER: u32 = 1;
+
+/// One learnt layout.
+struct Layout {
+    /// Line length (bytes).
+    len: u16,
+    /// Offset of the message (the batch head) in the line.
+    msg: u8,
+    kind: BatchKind,
+    ranks: RankTags,
+    /// The raw bytes 20..msg (rank tags and `] `).
+    env: [u8; MAX_ENV],
+    /// The line from byte 20 with its digits as `0`, zero-padded to whole 16-byte chunks.
+    norm: Box<[u8]>,
+    fields: u8,
+    spans: [Span; MAX_FIELDS],
+    slot: [u8; N_KNOWN],
+    known: u8,
+    /// The splitter's screening bits (`BatchLine::check`) that do not depend on a digit's
+    /// value.
+    check: u64,
+    /// Screening bits that do: `(offset of the value's first byte in the line, key id)`; the
+    /// bit is clear when that byte is `0`, else set (`zero_dots` of them).
+    zero_dot: [(u8, u8); MAX_ZERO_DOT],
+    zero_dots: u8,
+}
+
+/// The layouts one reader has learnt (see the module doc), and the normalised copy of the line
+/// being recognised.
+pub(crate) struct Layouts {
+    enabled: bool,
+    /// Batch lines offered to [`Layouts::learn`] (up to [`LEARN_AFTER`]).
+    seen: u32,
+    /// [`SETS`] × [`WAYS`], allocated at the first layout kept.
+    table: Vec<[Option<Box<Layout>>; WAYS]>,
+    /// The line being recognised from byte 20, digits as `0`, then zeros.
+    norm: [u8; MAX_LINE + 16],
+    /// [`head_bit`] of the raw bytes 20..28 of every layout kept: a line whose bit is clear
+    /// (an access line, a traceback) has none, without being normalised.
+    heads: u64,
+    /// Lines read by a layout (for the tests that must see them used).
+    #[cfg(test)]
+    pub(crate) hits: u64,
+}
+
+impl Clone for Layouts {
+    /// A fresh, empty table: a clone reads its first lines by the general path.
+    fn clone(&self) -> Self {
+        Layouts::new(self.enabled)
+    }
+}
+
+impl std::fmt::Debug for Layouts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.table.iter().flatten().flatten().count();
+        f.debug_struct("Layouts")
+            .field("enabled", &self.enabled)
+            .field("kept", &kept)
+            .finish()
+    }
+}
+
+/// Writes `body` with every ASCII digit as `0` into `out` in whole 16-byte chunks (zeros
+/// past its end) and returns the chunks and their fold: per 64-bit lane, `acc = 2 * acc ^
+/// chunk`, from zero. `body` is shorter than [`MAX_LINE`].
+#[inline(always)]
+fn normalize_body(body: &[u8], out: &mut [u8; MAX_LINE + 16]) -> (usize, u64, u64) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_add_epi64, _mm_and_si128, _mm_cmpeq_epi8, _mm_cvtsi128_si64,
+            _mm_loadu_si128, _mm_min_epu8, _mm_set1_epi8, _mm_setzero_si128, _mm_storeu_si128,
+            _mm_sub_epi8, _mm_unpackhi_epi64, _mm_xor_si128,
+        };
+        let full = body.len() / 16;
+        let mut last = [0u8; 16];
+        last[..body.len() % 16].copy_from_slice(&body[16 * full..]);
+        let chunks = full + usize::from(!body.len().is_multiple_of(16));
+        // SAFETY: SSE2 is part of the x86_64 baseline (this cfg). Loads read chunk `k < full`
+        // of `body` (16 * full <= body.len()) or the 16-byte `last`; stores write chunk
+        // `k < chunks` of `out`, and 16 * chunks < MAX_LINE + 16 = out.len() as body is
+        // shorter than MAX_LINE.
+        unsafe {
+            let zero_char = _mm_set1_epi8(b'0' as i8);
+            let nine = _mm_set1_epi8(9);
+            let src = body.as_ptr() as *const __m128i;
+            let dst = out.as_mut_ptr() as *mut __m128i;
+            let mut acc = _mm_setzero_si128();
+            for k in 0..chunks {
+                let v = if k < full {
+                    _mm_loadu_si128(src.add(k))
+                } else {
+                    _mm_loadu_si128(last.as_ptr() as *const __m128i)
+                };
+                // t = c - '0' (wrapping): a digit is a byte with t <= 9, and a digit minus
+                // its t is '0'
+                let t = _mm_sub_epi8(v, zero_char);
+                let digit = _mm_cmpeq_epi8(_mm_min_epu8(t, nine), t);
+                let r = _mm_sub_epi8(v, _mm_and_si128(t, digit));
+                _mm_storeu_si128(dst.add(k), r);
+                acc = _mm_xor_si128(_mm_add_epi64(acc, acc), r);
+            }
+            let lo = _mm_cvtsi128_si64(acc) as u64;
+            let hi = _mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc)) as u64;
+            (chunks, lo, hi)
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    normalize_body_base(body, out)
+}
+
+/// [`normalize_body`], byte by byte.
+#[cfg_attr(
+    all(target_arch = "x86_64", target_feature = "sse2", not(test)),
+    allow(dead_code)
+)]
+fn normalize_body_base(body: &[u8], out: &mut [u8; MAX_LINE + 16]) -> (usize, u64, u64) {
+    let chunks = body.len().div_ceil(16);
+    let (mut a0, mut a1) = (0u64, 0u64);
+    for k in 0..chunks {
+        let mut c = [0u8; 16];
+        for (j, d) in c.iter_mut().enumerate() {
+            let b = body.get(16 * k + j).copied().unwrap_or(0);
+            *d = if b.is_ascii_digit() { b'0' } else { b };
+        }
+        if let Some(o) = out.get_mut(16 * k..16 * k + 16) {
+            o.copy_from_slice(&c);
+        }
+        let w = u128::from_le_bytes(c);
+        a0 = a0.wrapping_add(a0) ^ w as u64;
+        a1 = a1.wrapping_add(a1) ^ (w >> 64) as u64;
+    }
+    (chunks, a0, a1)
+}
+
+/// The raw bytes 20..36 of `b` (rank tags and the batch head), as two words.
+#[inline(always)]
+fn raw_head(b: &[u8]) -> (u64, u64) {
+    let w = |i: usize| {
+        b.get(i..i + 8)
+            .and_then(|s| <[u8; 8]>::try_from(s).ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    (w(20), w(28))
+}
+
+/// The bit of [`Layouts::heads`] for raw head word `w`.
+#[inline(always)]
+fn head_bit(w: u64) -> u64 {
+    1 << (w.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+}
+
+/// Writes `b[20..]` with its digits as `0` into `out` (whole 16-byte chunks, zeros past the
+/// line) and returns the number of chunks and the hash of the line (its length, its raw
+/// bytes 20..36 and the normalised chunks). `b` is at least [`MIN_LINE`] and below
+/// [`MAX_LINE`] bytes long.
+#[inline(always)]
+fn normalize(b: &[u8], out: &mut [u8; MAX_LINE + 16]) -> (usize, u64) {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let (chunks, a0, a1) = normalize_body(b.get(20..).unwrap_or_default(), out);
+    let (r0, r1) = raw_head(b);
+    let h = (a0 ^ r0 ^ (b.len() as u64).rotate_left(40)).wrapping_mul(K)
+        ^ (a1 ^ r1).wrapping_mul(K >> 1);
+    (chunks, h ^ (h >> 31))
+}
+
+/// Whether the first `16 * chunks` bytes of `a` and `b` are equal (`false` when either is
+/// shorter).
+#[inline(always)]
+fn same_chunks(a: &[u8], b: &[u8], chunks: usize) -> bool {
+    let len = 16 * chunks;
+    if a.len() < len || b.len() < len {
+        return false;
+    }
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8,
+            _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is part of the x86_64 baseline (this cfg); both slices hold at least
+        // `len` bytes (checked above) and every load reads 16 bytes at `16 * k < len`.
+        unsafe {
+            let (pa, pb) = (a.as_ptr() as *const __m128i, b.as_ptr() as *const __m128i);
+            let mut eq = _mm_set1_epi8(-1);
+            for k in 0..chunks {
+                let x = _mm_loadu_si128(pa.add(k));
+                let y = _mm_loadu_si128(pb.add(k));
+                eq = _mm_and_si128(eq, _mm_cmpeq_epi8(x, y));
+            }
+            _mm_movemask_epi8(eq) == 0xffff
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        a[..len] == b[..len]
+    }
+}
+
+/// The set of hash `h`.
+#[inline(always)]
+fn set_of(h: u64) -> usize {
+    (h as usize) & (SETS - 1)
+}
+
+impl Layouts {
+    /// No layouts yet; `enabled: false` never learns or recognises one (for the tests that
+    /// compare with the splitter).
+    pub(crate) fn new(enabled: bool) -> Self {
+        Layouts {
+            enabled,
+            seen: 0,
+            table: Vec::new(),
+            norm: [0; MAX_LINE + 16],
+            heads: 0,
+            #[cfg(test)]
+            hits: 0,
+        }
+    }
+
+    /// If `line` (a whole line, envelope included, without ANSI escapes) has a learnt layout:
+    /// writes its batch record into `out` and returns the message offset and the rank tags;
+    /// the caller reads the stamp (`line[1..20]`) as the envelope does. `None` (and `out`
+    /// untouched): the general path reads the line.
+    #[inline]
+    pub(crate) fn read<'a>(
+        &mut self,
+        line: &'a str,
+        out: &mut Event<'a>,
+    ) -> Option<(usize, RankTags)> {
+        let b = line.as_bytes();
+        let n = b.len();
+        if !(MIN_LINE..MAX_LINE).contains(&n)
+            || b[0] != b'['
+            || self.heads & head_bit(raw_head(b).0) == 0
+        {
+            return None;
+        }
+        let (chunks, h) = normalize(b, &mut self.norm);
+        let set = self.table.get_mut(set_of(h))?;
+        let norm = &self.norm;
+        let way = set.iter().position(|l| {
+            l.as_ref().is_some_and(|l| {
+                usize::from(l.len) == n
+                    && same_chunks(&l.norm, norm, chunks)
+                    && b.get(20..usize::from(l.msg)) == l.env.get(..usize::from(l.msg) - 20)
+            })
+        })?;
+        if way > 0 {
+            set.swap(0, way);
+        }
+        let l = set[0].as_deref()?;
+        let msg = usize::from(l.msg);
+        let mut check = l.check;
+        for &(at, id) in l.zero_dot.iter().take(usize::from(l.zero_dots)) {
+            check |= u64::from(b.get(usize::from(at)) != Some(&b'0')) << (id % 64);
+        }
+        *out = Event::Batch(BatchLine {
+            kind: l.kind,
+            iter: None,
+            form: BatchForm::Standard,
+            text: line.get(msg..)?,
+            spans: l.spans,
+            slot: l.slot,
+            known: l.known,
+            len: l.fields,
+            strict: true,
+            overflow: 0,
+            broken: 0,
+            check,
+        });
+        #[cfg(test)]
+        {
+            self.hits += 1;
+        }
+        Some((msg, l.ranks))
+    }
+
+    /// Keeps the layout of `line`, which the general path read with the fixed-offset envelope
+    /// (rank tags `ranks`) into the batch record `b` whose text is the line from `msg` on.
+    /// Lines a layout cannot reproduce are not kept: a message that does not start right
+    /// after the envelope's first `]` and a space, a batch line the strict splitter did not
+    /// split or that holds no digit-led value, one with a `[N]` iteration, cut or surplus
+    /// fields, a digit outside the values, too many fraction fields.
+    pub(crate) fn learn(&mut self, line: &str, msg: usize, ranks: RankTags, b: &BatchLine<'_>) {
+        if !self.enabled {
+            return;
+        }
+        if self.seen < LEARN_AFTER {
+            self.seen += 1;
+            return;
+        }
+        let bytes = line.as_bytes();
+        let n = bytes.len();
+        let fields = usize::from(b.len);
+        if !(MIN_LINE..MAX_LINE).contains(&n)
+            || bytes[0] != b'['
+            || !b.strict
+            || b.form != BatchForm::Standard
+            || b.iter.is_some()
+            || b.broken != 0
+            || b.overflow != 0
+            || fields == 0
+            || fields > MAX_FIELDS
+            || msg < 22
+            || msg - 20 > MAX_ENV
+            || msg >= n
+            || !std::ptr::eq(b.text.as_ptr(), line[msg..].as_ptr())
+            || bytes.get(msg - 2..msg) != Some(b"] ")
+            || memchr::memchr(b']', &bytes[20..msg - 2]).is_some()
+        {
+            return;
+        }
+        // the values' word (zeros past the line), as the splitter loads it
+        let word = |at: usize| -> u64 {
+            let mut w = [0u8; 8];
+            let end = (at + 8).min(n);
+            if let (Some(d), Some(s)) = (w.get_mut(..end - at), bytes.get(at..end)) {
+                d.copy_from_slice(s);
+            }
+            u64::from_le_bytes(w)
+        };
+        let mut check = 0u64;
+        let mut zero_dot = [(0u8, 0u8); MAX_ZERO_DOT];
+        let mut zero_dots = 0usize;
+        let mut data = false;
+        let mut from = msg;
+        for (i, sp) in b.spans.iter().take(fields).enumerate() {
+            let (k0, v0, v1) = (
+                msg + usize::from(sp.k0),
+                msg + usize::from(sp.v0),
+                msg + usize::from(sp.v1),
+            );
+            // the strict form: `key: value`, the key right before `: `; no digit outside
+            // the values
+            if !(from <= k0 && k0 + 2 <= v0 && v0 < v1 && v1 <= n)
+                || bytes[from..v0].iter().any(u8::is_ascii_digit)
+            {
+                return;
+            }
+            data |= bytes[v0].is_ascii_digit();
+            let id = key_id(&bytes[k0..v0 - 2]).unwrap_or(N_KNOWN);
+            if b.slot.get(id).is_some_and(|&at| usize::from(at) == i + 1) {
+                let safe = FAST_SAFE.get(id).copied().unwrap_or(UNCHECKED);
+                let w = word(v0);
+                // the bit with the first byte a `0` and with it another digit (when a digit)
+                let led = |c: u8| {
+                    if (w as u8).is_ascii_digit() {
+                        (w & !0xff) | u64::from(c)
+                    } else {
+                        w
+                    }
+                };
+                let (zero, other) = (
+                    value_look(led(b'0'), v1 - v0, safe),
+                    value_look(led(b'1'), v1 - v0, safe),
+                );
+                // the learnt line's own bit, as the splitter set it, must be the rule's
+                let own = if bytes[v0] == b'0' { zero } else { other };
+                if own != (b.check >> id & 1 != 0) {
+                    return;
+                }
+                if zero == other {
+                    check |= u64::from(zero) << id;
+                } else if zero || !other || zero_dots == MAX_ZERO_DOT {
+                    // only `0` clearing a bit that any other digit sets is expected (a
+                    // fraction's `0.`); anything else is not kept
+                    return;
+                } else {
+                    zero_dot[zero_dots] = (v0 as u8, id as u8); // ok: v0 < MAX_LINE, id < 64
+                    zero_dots += 1;
+                }
+            }
+            from = v1;
+        }
+        if !data || bytes[from..].iter().any(u8::is_ascii_digit) {
+            return;
+        }
+        let mut norm = [0u8; MAX_LINE + 16];
+        let (chunks, h) = normalize(bytes, &mut norm);
+        let mut env = [0u8; MAX_ENV];
+        env[..msg - 20].copy_from_slice(&bytes[20..msg]);
+        let layout = Layout {
+            len: n as u16, // ok: below MAX_LINE
+            msg: msg as u8,
+            kind: b.kind,
+            ranks,
+            env,
+            norm: norm[..16 * chunks].into(),
+            fields: b.len,
+            spans: b.spans,
+            slot: b.slot,
+            known: b.known,
+            check,
+            zero_dot,
+            zero_dots: zero_dots as u8, // ok: at most MAX_ZERO_DOT
+        };
+        if self.table.is_empty() {
+            self.table = (0..SETS).map(|_| [None, None]).collect();
+        }
+        self.heads |= head_bit(raw_head(bytes).0);
+        if let Some(set) = self.table.get_mut(set_of(h)) {
+            // most recently used first; the other way drops out
+            set[1] = set[0].take();
+            set[0] = Some(Box::new(layout));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::line::{LineCache, parse_line_cached};
+
+    /// Real lines of the seed-7 sample's form (`tests/data` holds their logs).
+    const DECODE: &str = "[2026-01-15 08:00:03 TP0] Decode batch, #running-req: 6, #token: 880, token usage: 0.00, accept len: 2.89, cuda graph: True, gen throughput (token/s): 831.69, #queue-req: 146, ";
+    const DECODE_2: &str = "[2026-01-15 08:00:04 TP0] Decode batch, #running-req: 7, #token: 123, token usage: 0.41, accept len: 3.12, cuda graph: False, gen throughput (token/s): 907.13, #queue-req: 139, ";
+    const DECODE_3: &str = "[2026-01-15 08:00:05 TP0] Decode batch, #running-req: 5, #token: 999, token usage: 1.00, accept len: 1.00, cuda graph: False, gen throughput (token/s): 512.50, #queue-req: 101, ";
+
+    /// The records of `lines` read in order with the layouts and without, and the layouts'
+    /// hits.
+    fn both(lines: &[&str]) -> (Vec<String>, Vec<String>, u64) {
+        let mut with = LineCache::new(true);
+        let mut without = LineCache::without_layouts();
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            assert!(crate::grammar_check::lines_agree(
+                &lines
+                    .iter()
+                    .take(i + 1)
+                    .map(|l| l.as_bytes())
+                    .collect::<Vec<_>>()
+            ));
+            let (x, y) = (
+                parse_line_cached(l.as_bytes(), 1, &mut with),
+                parse_line_cached(l.as_bytes(), 1, &mut without),
+            );
+            a.push(format!("{x:?}"));
+            b.push(format!("{y:?}"));
+        }
+        (a, b, with.layout_hits())
+    }
+
+    #[test]
+    fn a_line_of_a_known_layout_gets_the_splitters_record() {
+        // the first batch line is only counted; DECODE's layout is kept at the second line,
+        // but DECODE_2 is another one (`False` for `True`), kept at the third; it reads the
+        // fourth and the fifth (other digits, the same lengths; `token usage: 1.00`, whose
+        // screening bit is set where `0.41` left it clear)
+        let lines = [DECODE, DECODE, DECODE_2, DECODE_2, DECODE_3];
+        let (a, b, hits) = both(&lines);
+        assert_eq!(a, b);
+        assert_eq!(hits, 2);
+        let mut c = LineCache::new(true);
+        for l in [DECODE_2, DECODE_2] {
+            parse_line_cached(l.as_bytes(), 1, &mut c);
+        }
+        let r = parse_line_cached(DECODE_3.as_bytes(), 1, &mut c);
+        assert_eq!(c.layout_hits(), 1);
+        let crate::Event::Batch(bl) = &r.event else {
+            panic!("{r:?}")
+        };
+        assert_eq!(bl.token_usage(), Some(1.0));
+        assert_eq!(bl.num_token(), Some(999));
+        assert_eq!(bl.gen_throughput(), Some(512.5));
+        assert_eq!(
+            r.timestamp.map(|t| t.seconds() as u64 % 86_400),
+            Some(8 * 3600 + 5)
+        );
+        // the fraction `1.00` is looked at (a fraction is sound on sight only as `0.…`)
+        assert_eq!(bl.rejected_fields().count(), 0);
+        assert!(!bl.sound(super::super::kid("token usage")));
+    }
+
+    #[test]
+    fn lines_with_a_digit_outside_their_values_or_an_iteration_have_no_layout() {
+        let keyed =
+            "[2026-01-15 08:00:03 TP0] Decode batch. #running-req: 6, p99 len: 880, #queue-req: 1";
+        let iter = "[2026-01-15 08:00:03 TP0] Decode batch [12]. #running-req: 6, #token: 880, #queue-req: 1";
+        for l in [keyed, iter] {
+            let (a, b, hits) = both(&[l, l, l, l]);
+            assert_eq!(a, b);
+            assert_eq!(hits, 0, "{l}");
+        }
+        // another rank's line of the same text is another layout (raw rank digits)
+        let tp1 = DECODE.replace("TP0]", "TP1]");
+        let (a, b, hits) = both(&[DECODE, DECODE, &tp1, DECODE]);
+        assert_eq!(a, b);
+        assert_eq!(hits, 1);
+        assert!(a[2].contains("tp: Some(1)"), "{}", a[2]);
+    }
+
+    #[test]
+    fn every_test_file_reads_alike_with_and_without_layouts() {
+        let mut hits = 0;
+        let mut batch = 0;
+        for f in crate::test_data::files() {
+            let data = std::fs::read(&f).unwrap();
+            let lines: Vec<&[u8]> = data.split(|&c| c == b'\n').collect();
+            assert!(crate::grammar_check::lines_agree(&lines), "{}", f.display());
+            let mut c = LineCache::new(true);
+            for (i, l) in lines.iter().enumerate() {
+                let r = parse_line_cached(l, i as u64 + 1, &mut c);
+                batch += u64::from(matches!(r.event, crate::Event::Batch(_)));
+            }
+            hits += c.layout_hits();
+        }
+        // the layouts are used on the real logs, not only on the sample
+        assert!(hits * 4 > batch, "{hits} of {batch} batch lines");
+    }
+
+    #[test]
+    fn the_vector_normalisation_is_the_bytewise_one() {
+        let mut lines: Vec<Vec<u8>> = [DECODE, DECODE_2, DECODE_3]
+            .iter()
+            .map(|l| l.as_bytes().to_vec())
+            .collect();
+        // every length from the shortest to the longest a layout takes, and every byte value
+        lines.extend((MIN_LINE..MAX_LINE).map(|n| (0..n).map(|i| (i * 37 % 256) as u8).collect()));
+        for l in &lines {
+            let (mut a, mut b) = ([0u8; MAX_LINE + 16], [0u8; MAX_LINE + 16]);
+            let body = &l[20..l.len().min(MAX_LINE - 1)];
+            assert_eq!(
+                normalize_body(body, &mut a),
+                normalize_body_base(body, &mut b)
+            );
+            assert_eq!(a, b);
+        }
+    }
+}
