@@ -8,9 +8,10 @@
 //! `[` and the 19-byte stamp), with what the record of such a line holds apart from the stamp:
 //! rank tags, message offset, kind, the fields' spans, the key slots and the splitter's
 //! screening bits. A later line whose digit-normalised text, raw rank-tag bytes and length
-//! are a layout's gets that layout's record: one 16-byte pass normalises and hashes the line
-//! (SSE2, the x86_64 baseline; a portable loop elsewhere), one compare per 16 bytes confirms
-//! it, and no envelope search, dispatch, key prediction or field scan runs.
+//! are a layout's gets that layout's record: one pass normalises and hashes the line (AVX2,
+//! 32 bytes a step, where the CPU has it; a byte loop elsewhere, tested equal), one compare
+//! per 32 bytes confirms it, and no envelope search, dispatch, key prediction or field scan
+//! runs.
 //!
 //! **The same record.** A layout is kept only from a line with no digit outside its values
 //! from the message on, so two lines of one layout have the same bytes everywhere except in
@@ -57,7 +58,7 @@ struct Layout {
     ranks: RankTags,
     /// The raw bytes 20..msg (rank tags and `] `).
     env: [u8; MAX_ENV],
-    /// The line from byte 20 with its digits as `0`, zero-padded to whole 16-byte chunks.
+    /// The line from byte 20 with its digits as `0`, zero-padded to whole 32-byte chunks.
     norm: Box<[u8]>,
     fields: u8,
     spans: [Span; MAX_FIELDS],
@@ -81,7 +82,7 @@ pub(crate) struct Layouts {
     /// [`SETS`] × [`WAYS`], allocated at the first layout kept.
     table: Vec<[Option<Box<Layout>>; WAYS]>,
     /// The line being recognised from byte 20, digits as `0`, then zeros.
-    norm: [u8; MAX_LINE + 16],
+    norm: [u8; NORM],
     /// [`head_bit`] of the raw bytes 20..28 of every layout kept: a line whose bit is clear
     /// (an access line, a traceback) has none, without being normalised.
     heads: u64,
@@ -107,77 +108,114 @@ impl std::fmt::Debug for Layouts {
     }
 }
 
-/// Writes `body` with every ASCII digit as `0` into `out` in whole 16-byte chunks (zeros
-/// past its end) and returns the chunks and their fold: per 64-bit lane, `acc = 2 * acc ^
-/// chunk`, from zero. `body` is shorter than [`MAX_LINE`].
+/// Bytes of one normalisation step (a chunk).
+const STEP: usize = 32;
+/// Size of a normalised-line buffer: a line's body in whole chunks.
+const NORM: usize = MAX_LINE + STEP;
+
+/// Writes `body` (shorter than [`MAX_LINE`]) with every ASCII digit as `0` into `out` in
+/// whole 32-byte chunks (zeros past its end) and returns the chunks and their fold: per
+/// 64-bit lane `l` of a chunk, `acc[l] = 2 * acc[l] ^ word`, from zero, the four lanes then
+/// paired as `(acc[0] ^ acc[2] <<< 29, acc[1] ^ acc[3] <<< 29)`. AVX2 where the CPU has it
+/// (one step a chunk), else SSE2 (the x86_64 baseline) or a byte loop; all give the same.
 #[inline(always)]
-fn normalize_body(body: &[u8], out: &mut [u8; MAX_LINE + 16]) -> (usize, u64, u64) {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    {
-        use std::arch::x86_64::{
-            __m128i, _mm_add_epi64, _mm_and_si128, _mm_cmpeq_epi8, _mm_cvtsi128_si64,
-            _mm_loadu_si128, _mm_min_epu8, _mm_set1_epi8, _mm_setzero_si128, _mm_storeu_si128,
-            _mm_sub_epi8, _mm_unpackhi_epi64, _mm_xor_si128,
-        };
-        let full = body.len() / 16;
-        let mut last = [0u8; 16];
-        last[..body.len() % 16].copy_from_slice(&body[16 * full..]);
-        let chunks = full + usize::from(!body.len().is_multiple_of(16));
-        // SAFETY: SSE2 is part of the x86_64 baseline (this cfg). Loads read chunk `k < full`
-        // of `body` (16 * full <= body.len()) or the 16-byte `last`; stores write chunk
-        // `k < chunks` of `out`, and 16 * chunks < MAX_LINE + 16 = out.len() as body is
-        // shorter than MAX_LINE.
-        unsafe {
-            let zero_char = _mm_set1_epi8(b'0' as i8);
-            let nine = _mm_set1_epi8(9);
-            let src = body.as_ptr() as *const __m128i;
-            let dst = out.as_mut_ptr() as *mut __m128i;
-            let mut acc = _mm_setzero_si128();
-            for k in 0..chunks {
-                let v = if k < full {
-                    _mm_loadu_si128(src.add(k))
-                } else {
-                    _mm_loadu_si128(last.as_ptr() as *const __m128i)
-                };
-                // t = c - '0' (wrapping): a digit is a byte with t <= 9, and a digit minus
-                // its t is '0'
-                let t = _mm_sub_epi8(v, zero_char);
-                let digit = _mm_cmpeq_epi8(_mm_min_epu8(t, nine), t);
-                let r = _mm_sub_epi8(v, _mm_and_si128(t, digit));
-                _mm_storeu_si128(dst.add(k), r);
-                acc = _mm_xor_si128(_mm_add_epi64(acc, acc), r);
-            }
-            let lo = _mm_cvtsi128_si64(acc) as u64;
-            let hi = _mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc)) as u64;
-            (chunks, lo, hi)
-        }
+fn normalize_body(body: &[u8], out: &mut [u8; NORM]) -> (usize, u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { normalize_body_avx2(body, out) };
     }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
     normalize_body_base(body, out)
 }
 
-/// [`normalize_body`], byte by byte.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(test)),
-    allow(dead_code)
-)]
-fn normalize_body_base(body: &[u8], out: &mut [u8; MAX_LINE + 16]) -> (usize, u64, u64) {
-    let chunks = body.len().div_ceil(16);
-    let (mut a0, mut a1) = (0u64, 0u64);
+/// [`normalize_body`] with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn normalize_body_avx2(body: &[u8], out: &mut [u8; NORM]) -> (usize, u64, u64) {
+    use std::arch::x86_64::{
+        __m256i, _mm256_add_epi64, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256,
+        _mm256_min_epu8, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_storeu_si256,
+        _mm256_sub_epi8, _mm256_xor_si256,
+    };
+    let full = (body.len() / STEP).min(MAX_LINE / STEP);
+    let mut last = [0u8; STEP];
+    let tail = body.get(STEP * full..).unwrap_or_default();
+    let kept = tail.len().min(STEP);
+    last[..kept].copy_from_slice(&tail[..kept]);
+    let chunks = full + usize::from(!tail.is_empty());
+    let zero_char = _mm256_set1_epi8(b'0' as i8);
+    let nine = _mm256_set1_epi8(9);
+    let src = body.as_ptr() as *const __m256i;
+    let dst = out.as_mut_ptr() as *mut __m256i;
+    let mut acc = _mm256_setzero_si256();
     for k in 0..chunks {
-        let mut c = [0u8; 16];
+        // SAFETY: chunk `k < full` lies in `body` (STEP * full <= body.len()); the last one
+        // is read from the 32-byte `last`; chunk `k < chunks <= MAX_LINE / STEP + 1` of
+        // `out` lies in its NORM = MAX_LINE + STEP bytes.
+        let v = unsafe {
+            if k < full {
+                _mm256_loadu_si256(src.add(k))
+            } else {
+                _mm256_loadu_si256(last.as_ptr() as *const __m256i)
+            }
+        };
+        // t = c - '0' (wrapping): a digit is a byte with t <= 9, and a digit minus its t
+        // is '0'
+        let t = _mm256_sub_epi8(v, zero_char);
+        let digit = _mm256_cmpeq_epi8(_mm256_min_epu8(t, nine), t);
+        let r = _mm256_sub_epi8(v, _mm256_and_si256(t, digit));
+        // SAFETY: see above
+        unsafe { _mm256_storeu_si256(dst.add(k), r) };
+        acc = _mm256_xor_si256(_mm256_add_epi64(acc, acc), r);
+    }
+    let mut lanes = [0u8; 32];
+    // SAFETY: a 32-byte store into the 32-byte `lanes`.
+    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, acc) };
+    fold_lanes(chunks, lanes)
+}
+
+/// The pair [`normalize_body`] returns, from the four lanes' folds as bytes.
+#[inline(always)]
+fn fold_lanes(chunks: usize, lanes: [u8; 32]) -> (usize, u64, u64) {
+    let lane = |l: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&lanes[8 * l..8 * l + 8]);
+        u64::from_le_bytes(w)
+    };
+    (
+        chunks,
+        lane(0) ^ lane(2).rotate_left(29),
+        lane(1) ^ lane(3).rotate_left(29),
+    )
+}
+
+/// [`normalize_body`], byte by byte.
+fn normalize_body_base(body: &[u8], out: &mut [u8; NORM]) -> (usize, u64, u64) {
+    let chunks = body.len().min(MAX_LINE).div_ceil(STEP);
+    let mut acc = [0u64; 4];
+    for k in 0..chunks {
+        let mut c = [0u8; STEP];
         for (j, d) in c.iter_mut().enumerate() {
-            let b = body.get(16 * k + j).copied().unwrap_or(0);
+            let b = body.get(STEP * k + j).copied().unwrap_or(0);
             *d = if b.is_ascii_digit() { b'0' } else { b };
         }
-        if let Some(o) = out.get_mut(16 * k..16 * k + 16) {
+        if let Some(o) = out.get_mut(STEP * k..STEP * k + STEP) {
             o.copy_from_slice(&c);
         }
-        let w = u128::from_le_bytes(c);
-        a0 = a0.wrapping_add(a0) ^ w as u64;
-        a1 = a1.wrapping_add(a1) ^ (w >> 64) as u64;
+        for (l, a) in acc.iter_mut().enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&c[8 * l..8 * l + 8]);
+            *a = a.wrapping_add(*a) ^ u64::from_le_bytes(w);
+        }
     }
-    (chunks, a0, a1)
+    let mut lanes = [0u8; 32];
+    for (l, a) in acc.iter().enumerate() {
+        lanes[8 * l..8 * l + 8].copy_from_slice(&a.to_le_bytes());
+    }
+    fold_lanes(chunks, lanes)
 }
 
 /// The raw bytes 20..36 of `b` (rank tags and the batch head), as two words.
@@ -197,12 +235,12 @@ fn head_bit(w: u64) -> u64 {
     1 << (w.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
 }
 
-/// Writes `b[20..]` with its digits as `0` into `out` (whole 16-byte chunks, zeros past the
+/// Writes `b[20..]` with its digits as `0` into `out` (whole 32-byte chunks, zeros past the
 /// line) and returns the number of chunks and the hash of the line (its length, its raw
 /// bytes 20..36 and the normalised chunks). `b` is at least [`MIN_LINE`] and below
 /// [`MAX_LINE`] bytes long.
 #[inline(always)]
-fn normalize(b: &[u8], out: &mut [u8; MAX_LINE + 16]) -> (usize, u64) {
+fn normalize(b: &[u8], out: &mut [u8; NORM]) -> (usize, u64) {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let (chunks, a0, a1) = normalize_body(b.get(20..).unwrap_or_default(), out);
     let (r0, r1) = raw_head(b);
@@ -211,37 +249,43 @@ fn normalize(b: &[u8], out: &mut [u8; MAX_LINE + 16]) -> (usize, u64) {
     (chunks, h ^ (h >> 31))
 }
 
-/// Whether the first `16 * chunks` bytes of `a` and `b` are equal (`false` when either is
+/// Whether the first `STEP * chunks` bytes of `a` and `b` are equal (`false` when either is
 /// shorter).
 #[inline(always)]
 fn same_chunks(a: &[u8], b: &[u8], chunks: usize) -> bool {
-    let len = 16 * chunks;
+    let len = STEP * chunks;
     if a.len() < len || b.len() < len {
         return false;
     }
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    {
-        use std::arch::x86_64::{
-            __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8,
-            _mm_set1_epi8,
-        };
-        // SAFETY: SSE2 is part of the x86_64 baseline (this cfg); both slices hold at least
-        // `len` bytes (checked above) and every load reads 16 bytes at `16 * k < len`.
-        unsafe {
-            let (pa, pb) = (a.as_ptr() as *const __m128i, b.as_ptr() as *const __m128i);
-            let mut eq = _mm_set1_epi8(-1);
-            for k in 0..chunks {
-                let x = _mm_loadu_si128(pa.add(k));
-                let y = _mm_loadu_si128(pb.add(k));
-                eq = _mm_and_si128(eq, _mm_cmpeq_epi8(x, y));
-            }
-            _mm_movemask_epi8(eq) == 0xffff
-        }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above), and both slices hold `len`
+        // bytes (checked above).
+        return unsafe { same_chunks_avx2(a, b, chunks) };
     }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    {
-        a[..len] == b[..len]
+    a[..len] == b[..len]
+}
+
+/// [`same_chunks`] with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2, and `a` and `b` must hold at least `STEP * chunks` bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn same_chunks_avx2(a: &[u8], b: &[u8], chunks: usize) -> bool {
+    use std::arch::x86_64::{
+        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8,
+        _mm256_set1_epi8,
+    };
+    debug_assert!(a.len() >= STEP * chunks && b.len() >= STEP * chunks);
+    let (pa, pb) = (a.as_ptr() as *const __m256i, b.as_ptr() as *const __m256i);
+    let mut eq = _mm256_set1_epi8(-1);
+    for k in 0..chunks {
+        // SAFETY: chunk `k < chunks` lies in both slices (the caller's contract).
+        let (x, y) = unsafe { (_mm256_loadu_si256(pa.add(k)), _mm256_loadu_si256(pb.add(k))) };
+        eq = _mm256_and_si256(eq, _mm256_cmpeq_epi8(x, y));
     }
+    _mm256_movemask_epi8(eq) == -1
 }
 
 /// The set of hash `h`.
@@ -258,7 +302,7 @@ impl Layouts {
             enabled,
             seen: 0,
             table: Vec::new(),
-            norm: [0; MAX_LINE + 16],
+            norm: [0; NORM],
             heads: 0,
             #[cfg(test)]
             hits: 0,
@@ -423,7 +467,7 @@ impl Layouts {
         if !data || bytes[from..].iter().any(u8::is_ascii_digit) {
             return;
         }
-        let mut norm = [0u8; MAX_LINE + 16];
+        let mut norm = [0u8; NORM];
         let (chunks, h) = normalize(bytes, &mut norm);
         let mut env = [0u8; MAX_ENV];
         env[..msg - 20].copy_from_slice(&bytes[20..msg]);
@@ -433,7 +477,7 @@ impl Layouts {
             kind: b.kind,
             ranks,
             env,
-            norm: norm[..16 * chunks].into(),
+            norm: norm[..STEP * chunks].into(),
             fields: b.len,
             spans: b.spans,
             slot: b.slot,
@@ -566,7 +610,7 @@ mod tests {
         // every length from the shortest to the longest a layout takes, and every byte value
         lines.extend((MIN_LINE..MAX_LINE).map(|n| (0..n).map(|i| (i * 37 % 256) as u8).collect()));
         for l in &lines {
-            let (mut a, mut b) = ([0u8; MAX_LINE + 16], [0u8; MAX_LINE + 16]);
+            let (mut a, mut b) = ([0u8; NORM], [0u8; NORM]);
             let body = &l[20..l.len().min(MAX_LINE - 1)];
             assert_eq!(
                 normalize_body(body, &mut a),
