@@ -136,45 +136,63 @@ fn normalize_body(body: &[u8], out: &mut [u8; NORM]) -> (usize, u64, u64) {
 #[target_feature(enable = "avx2")]
 unsafe fn normalize_body_avx2(body: &[u8], out: &mut [u8; NORM]) -> (usize, u64, u64) {
     use std::arch::x86_64::{
-        __m256i, _mm256_add_epi64, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256,
-        _mm256_min_epu8, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_storeu_si256,
-        _mm256_sub_epi8, _mm256_xor_si256,
+        __m256i, _mm256_add_epi64, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_extract_epi64,
+        _mm256_loadu_si256, _mm256_min_epu8, _mm256_set1_epi8, _mm256_setzero_si256,
+        _mm256_storeu_si256, _mm256_sub_epi8, _mm256_xor_si256,
     };
-    let full = (body.len() / STEP).min(MAX_LINE / STEP);
-    let mut last = [0u8; STEP];
-    let tail = body.get(STEP * full..).unwrap_or_default();
-    let kept = tail.len().min(STEP);
-    last[..kept].copy_from_slice(&tail[..kept]);
-    let chunks = full + usize::from(!tail.is_empty());
+    let n = body.len();
+    if !(STEP..MAX_LINE).contains(&n) {
+        return normalize_body_base(body, out);
+    }
+    let full = n / STEP;
     let zero_char = _mm256_set1_epi8(b'0' as i8);
     let nine = _mm256_set1_epi8(9);
-    let src = body.as_ptr() as *const __m256i;
-    let dst = out.as_mut_ptr() as *mut __m256i;
-    let mut acc = _mm256_setzero_si256();
-    for k in 0..chunks {
-        // SAFETY: chunk `k < full` lies in `body` (STEP * full <= body.len()); the last one
-        // is read from the 32-byte `last`; chunk `k < chunks <= MAX_LINE / STEP + 1` of
-        // `out` lies in its NORM = MAX_LINE + STEP bytes.
-        let v = unsafe {
-            if k < full {
-                _mm256_loadu_si256(src.add(k))
-            } else {
-                _mm256_loadu_si256(last.as_ptr() as *const __m256i)
-            }
-        };
-        // t = c - '0' (wrapping): a digit is a byte with t <= 9, and a digit minus its t
-        // is '0'
+    // t = c - '0' (wrapping): a digit is a byte with t <= 9, and a digit minus its t is '0'
+    let norm = |v: __m256i| {
         let t = _mm256_sub_epi8(v, zero_char);
         let digit = _mm256_cmpeq_epi8(_mm256_min_epu8(t, nine), t);
-        let r = _mm256_sub_epi8(v, _mm256_and_si256(t, digit));
-        // SAFETY: see above
-        unsafe { _mm256_storeu_si256(dst.add(k), r) };
-        acc = _mm256_xor_si256(_mm256_add_epi64(acc, acc), r);
+        _mm256_sub_epi8(v, _mm256_and_si256(t, digit))
+    };
+    let src = body.as_ptr();
+    let dst = out.as_mut_ptr();
+    let mut acc = _mm256_setzero_si256();
+    for k in 0..full {
+        // SAFETY: chunk `k < full = n / STEP` lies in `body`, and in `out` (NORM > n).
+        unsafe {
+            let r = norm(_mm256_loadu_si256(src.add(STEP * k) as *const __m256i));
+            _mm256_storeu_si256(dst.add(STEP * k) as *mut __m256i, r);
+            acc = _mm256_xor_si256(_mm256_add_epi64(acc, acc), r);
+        }
     }
-    let mut lanes = [0u8; 32];
-    // SAFETY: a 32-byte store into the 32-byte `lanes`.
-    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, acc) };
-    fold_lanes(chunks, lanes)
+    let chunks = if n % STEP == 0 {
+        full
+    } else {
+        // the last 32 bytes of the body, normalised and stored where they lie (over the end
+        // of the chunk before, which holds the same bytes), zeros after them, and the last
+        // chunk read back
+        // SAFETY: `n - STEP .. n` lies in `body` (n >= STEP) and in `out`; the zeros go to
+        // `n .. n + STEP` and the chunk is read from `STEP * full .. STEP * full + STEP`, both
+        // inside `out` (n < MAX_LINE, NORM = MAX_LINE + STEP).
+        unsafe {
+            let r = norm(_mm256_loadu_si256(src.add(n - STEP) as *const __m256i));
+            _mm256_storeu_si256(dst.add(n - STEP) as *mut __m256i, r);
+            _mm256_storeu_si256(dst.add(n) as *mut __m256i, _mm256_setzero_si256());
+            let r = _mm256_loadu_si256(dst.add(STEP * full) as *const __m256i);
+            acc = _mm256_xor_si256(_mm256_add_epi64(acc, acc), r);
+        }
+        full + 1
+    };
+    let lane = |l| match l {
+        0 => _mm256_extract_epi64::<0>(acc),
+        1 => _mm256_extract_epi64::<1>(acc),
+        2 => _mm256_extract_epi64::<2>(acc),
+        _ => _mm256_extract_epi64::<3>(acc),
+    } as u64;
+    (
+        chunks,
+        lane(0) ^ lane(2).rotate_left(29),
+        lane(1) ^ lane(3).rotate_left(29),
+    )
 }
 
 /// The pair [`normalize_body`] returns, from the four lanes' folds as bytes.
