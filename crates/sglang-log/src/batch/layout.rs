@@ -26,8 +26,8 @@
 //! layouts on every line the tests and the `parse_line` fuzz target give it.
 
 use super::{
-    BatchForm, BatchKind, BatchLine, FAST_SAFE, MAX_FIELDS, N_KNOWN, Span, UNCHECKED, key_id,
-    value_look,
+    BatchForm, BatchKind, BatchLine, FAST_SAFE, MAX_FIELDS, N_KNOWN, SAFE_FRACTION, Span,
+    UNCHECKED, key_id, value_look,
 };
 use crate::{Event, RankTags};
 
@@ -59,7 +59,7 @@ struct Layout {
     /// The raw bytes 20..msg (rank tags and `] `).
     env: [u8; MAX_ENV],
     /// The line from byte 20 with its digits as `0`, zero-padded to whole 32-byte chunks.
-    norm: Box<[u8]>,
+    norm: [u8; NORM],
     fields: u8,
     spans: [Span; MAX_FIELDS],
     slot: [u8; N_KNOWN],
@@ -83,6 +83,9 @@ pub(crate) struct Layouts {
     table: Vec<[Option<Box<Layout>>; WAYS]>,
     /// The line being recognised from byte 20, digits as `0`, then zeros.
     norm: [u8; NORM],
+    /// The line `norm` holds (its address and length; 0: none) and its chunks and hash, for
+    /// [`Layouts::learn`] after a miss of the same line.
+    last: (usize, usize, usize, u64),
     /// [`head_bit`] of the raw bytes 20..28 of every layout kept: a line whose bit is clear
     /// (an access line, a traceback) has none, without being normalised.
     heads: u64,
@@ -321,6 +324,7 @@ impl Layouts {
             seen: 0,
             table: Vec::new(),
             norm: [0; NORM],
+            last: (0, 0, 0, 0),
             heads: 0,
             #[cfg(test)]
             hits: 0,
@@ -339,6 +343,8 @@ impl Layouts {
     ) -> Option<(usize, RankTags)> {
         let b = line.as_bytes();
         let n = b.len();
+        // `last` names this line only once it is normalised below
+        self.last.1 = 0;
         if !(MIN_LINE..MAX_LINE).contains(&n)
             || b[0] != b'['
             || self.heads & head_bit(raw_head(b).0) == 0
@@ -346,6 +352,7 @@ impl Layouts {
             return None;
         }
         let (chunks, h) = normalize(b, &mut self.norm);
+        self.last = (b.as_ptr() as usize, n, chunks, h);
         let set = self.table.get_mut(set_of(h))?;
         let norm = &self.norm;
         let way = set.iter().position(|l| {
@@ -460,10 +467,13 @@ impl Layouts {
                         w
                     }
                 };
-                let (zero, other) = (
-                    value_look(led(b'0'), v1 - v0, safe),
-                    value_look(led(b'1'), v1 - v0, safe),
-                );
+                let other = value_look(led(b'1'), v1 - v0, safe);
+                // only a value led by a digit, of a screened class, can differ by its digit
+                let zero = if (w as u8).is_ascii_digit() && matches!(safe, SAFE_FRACTION) {
+                    value_look(led(b'0'), v1 - v0, safe)
+                } else {
+                    other
+                };
                 // the learnt line's own bit, as the splitter set it, must be the rule's
                 let own = if bytes[v0] == b'0' { zero } else { other };
                 if own != (b.check >> id & 1 != 0) {
@@ -485,8 +495,11 @@ impl Layouts {
         if !data || bytes[from..].iter().any(u8::is_ascii_digit) {
             return;
         }
-        let mut norm = [0u8; NORM];
-        let (chunks, h) = normalize(bytes, &mut norm);
+        // the normalised line of the miss that sent it here, else normalised now
+        let h = match self.last {
+            (at, len, _, h) if at == bytes.as_ptr() as usize && len == n => h,
+            _ => normalize(bytes, &mut self.norm).1,
+        };
         let mut env = [0u8; MAX_ENV];
         env[..msg - 20].copy_from_slice(&bytes[20..msg]);
         let layout = Layout {
@@ -495,7 +508,7 @@ impl Layouts {
             kind: b.kind,
             ranks,
             env,
-            norm: norm[..STEP * chunks].into(),
+            norm: self.norm,
             fields: b.len,
             spans: b.spans,
             slot: b.slot,
