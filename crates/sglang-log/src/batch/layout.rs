@@ -167,7 +167,7 @@ unsafe fn normalize_body_avx2(body: &[u8], out: &mut [u8; NORM]) -> (usize, u64,
             acc = _mm256_xor_si256(_mm256_add_epi64(acc, acc), r);
         }
     }
-    let chunks = if n % STEP == 0 {
+    let chunks = if n.is_multiple_of(STEP) {
         full
     } else {
         // the last 32 bytes of the body, normalised and stored where they lie (over the end
