@@ -86,6 +86,8 @@ pub(crate) struct Layouts {
     /// The line `norm` holds (its address and length; 0: none) and its chunks and hash, for
     /// [`Layouts::learn`] after a miss of the same line.
     last: (usize, usize, usize, u64),
+    /// [`has_avx2`].
+    avx2: bool,
     /// [`head_bit`] of the raw bytes 20..28 of every layout kept: a line whose bit is clear
     /// (an access line, a traceback) has none, without being normalised.
     heads: u64,
@@ -119,16 +121,25 @@ const NORM: usize = MAX_LINE + STEP;
 /// Writes `body` (shorter than [`MAX_LINE`]) with every ASCII digit as `0` into `out` in
 /// whole 32-byte chunks (zeros past its end) and returns the chunks and their fold: per
 /// 64-bit lane `l` of a chunk, `acc[l] = 2 * acc[l] ^ word`, from zero, the four lanes then
-/// paired as `(acc[0] ^ acc[2] <<< 29, acc[1] ^ acc[3] <<< 29)`. AVX2 where the CPU has it
-/// (one step a chunk), else SSE2 (the x86_64 baseline) or a byte loop; all give the same.
+/// paired as `(acc[0] ^ acc[2] <<< 29, acc[1] ^ acc[3] <<< 29)`. With AVX2 (`avx2`: the CPU
+/// has it, [`has_avx2`]) one step a chunk, else a byte loop; both give the same.
 #[inline(always)]
-fn normalize_body(body: &[u8], out: &mut [u8; NORM]) -> (usize, u64, u64) {
+fn normalize_body(body: &[u8], out: &mut [u8; NORM], avx2: bool) -> (usize, u64, u64) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
+    if avx2 {
+        // SAFETY: the CPU supports AVX2 (`avx2` is `has_avx2()`).
         return unsafe { normalize_body_avx2(body, out) };
     }
+    let _ = avx2;
     normalize_body_base(body, out)
+}
+
+/// Whether the CPU runs AVX2 (asked once per [`Layouts`]).
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// [`normalize_body`] with AVX2.
@@ -261,9 +272,9 @@ fn head_bit(w: u64) -> u64 {
 /// bytes 20..36 and the normalised chunks). `b` is at least [`MIN_LINE`] and below
 /// [`MAX_LINE`] bytes long.
 #[inline(always)]
-fn normalize(b: &[u8], out: &mut [u8; NORM]) -> (usize, u64) {
+fn normalize(b: &[u8], out: &mut [u8; NORM], avx2: bool) -> (usize, u64) {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let (chunks, a0, a1) = normalize_body(b.get(20..).unwrap_or_default(), out);
+    let (chunks, a0, a1) = normalize_body(b.get(20..).unwrap_or_default(), out, avx2);
     let (r0, r1) = raw_head(b);
     let h = (a0 ^ r0 ^ (b.len() as u64).rotate_left(40)).wrapping_mul(K)
         ^ (a1 ^ r1).wrapping_mul(K >> 1);
@@ -273,14 +284,14 @@ fn normalize(b: &[u8], out: &mut [u8; NORM]) -> (usize, u64) {
 /// Whether the first `STEP * chunks` bytes of `a` and `b` are equal (`false` when either is
 /// shorter).
 #[inline(always)]
-fn same_chunks(a: &[u8], b: &[u8], chunks: usize) -> bool {
+fn same_chunks(a: &[u8], b: &[u8], chunks: usize, avx2: bool) -> bool {
     let len = STEP * chunks;
     if a.len() < len || b.len() < len {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above), and both slices hold `len`
+    if avx2 {
+        // SAFETY: the CPU supports AVX2 (`avx2` is `has_avx2()`), and both slices hold `len`
         // bytes (checked above).
         return unsafe { same_chunks_avx2(a, b, chunks) };
     }
@@ -325,6 +336,7 @@ impl Layouts {
             table: Vec::new(),
             norm: [0; NORM],
             last: (0, 0, 0, 0),
+            avx2: has_avx2(),
             heads: 0,
             #[cfg(test)]
             hits: 0,
@@ -351,14 +363,14 @@ impl Layouts {
         {
             return None;
         }
-        let (chunks, h) = normalize(b, &mut self.norm);
+        let (chunks, h) = normalize(b, &mut self.norm, self.avx2);
         self.last = (b.as_ptr() as usize, n, chunks, h);
         let set = self.table.get_mut(set_of(h))?;
-        let norm = &self.norm;
+        let (norm, avx2) = (&self.norm, self.avx2);
         let way = set.iter().position(|l| {
             l.as_ref().is_some_and(|l| {
                 usize::from(l.len) == n
-                    && same_chunks(&l.norm, norm, chunks)
+                    && same_chunks(&l.norm, norm, chunks, avx2)
                     && b.get(20..usize::from(l.msg)) == l.env.get(..usize::from(l.msg) - 20)
             })
         })?;
@@ -498,7 +510,7 @@ impl Layouts {
         // the normalised line of the miss that sent it here, else normalised now
         let h = match self.last {
             (at, len, _, h) if at == bytes.as_ptr() as usize && len == n => h,
-            _ => normalize(bytes, &mut self.norm).1,
+            _ => normalize(bytes, &mut self.norm, self.avx2).1,
         };
         let mut env = [0u8; MAX_ENV];
         env[..msg - 20].copy_from_slice(&bytes[20..msg]);
@@ -644,7 +656,7 @@ mod tests {
             let (mut a, mut b) = ([0u8; NORM], [0u8; NORM]);
             let body = &l[20..l.len().min(MAX_LINE - 1)];
             assert_eq!(
-                normalize_body(body, &mut a),
+                normalize_body(body, &mut a, has_avx2()),
                 normalize_body_base(body, &mut b)
             );
             assert_eq!(a, b);
