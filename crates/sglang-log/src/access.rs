@@ -112,9 +112,7 @@ pub fn parse_http_access(msg: &str) -> Option<HttpAccess<'_>> {
     }
     // the peer: one or more bytes up to a space or a quote, then ` - "`
     let h0 = i;
-    while i < n && b[i] != b' ' && b[i] != b'"' {
-        i += 1;
-    }
+    i = memchr::memchr2(b' ', b'"', &b[i..]).map_or(n, |k| i + k);
     if i == h0 || !b[i..].starts_with(b" - \"") {
         return None;
     }
@@ -129,9 +127,7 @@ pub fn parse_http_access(msg: &str) -> Option<HttpAccess<'_>> {
     }
     i += 1;
     let p0 = i;
-    while i < n && b[i] != b' ' && b[i] != b'"' {
-        i += 1;
-    }
+    i = memchr::memchr2(b' ', b'"', &b[i..]).map_or(n, |k| i + k);
     let p1 = i;
     if p1 == p0 || !b[i..].starts_with(b" HTTP/") {
         return None;
