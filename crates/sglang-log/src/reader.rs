@@ -920,6 +920,8 @@ impl<R: Read> LogReader<R> {
         mut f: F,
     ) -> Result<ParseStats, ReadError> {
         let mut stats = ParseStats::default();
+        // the last read filled the buffer (below the steady size): grow it before the next
+        let mut grow = false;
         loop {
             if self.skipping {
                 // the rest of an over-long line (already delivered as malformed): dropped
@@ -973,13 +975,17 @@ impl<R: Read> LogReader<R> {
                     let bits = &self.nl_bits[..];
                     let mut line_no = self.line_no;
                     let (mut a, mut w, mut m) = (0, 0, 0u64);
-                    'lines: loop {
+                    // the block ends with its last `\n`: the loop ends after that line
+                    let last = block.len() - 1;
+                    loop {
                         // the next word with a newline: most 64-byte words hold none or one
                         while m == 0 {
-                            let Some(&next) = bits.get(w) else {
-                                break 'lines;
-                            };
-                            m = next;
+                            debug_assert!(w < bits.len());
+                            // SAFETY: a line is left (the one ending at `last` has not been
+                            // read: the loop ends after it), so a set bit lies in word `w` or
+                            // after it, and `bits` has a word for every 64 bytes of `block`:
+                            // `w < bits.len()`.
+                            m = unsafe { *bits.get_unchecked(w) };
                             w += 1;
                         }
                         let nl = 64 * (w - 1) + m.trailing_zeros() as usize;
@@ -996,6 +1002,9 @@ impl<R: Read> LogReader<R> {
                         parse_clean_line_into(line, line_no, &mut self.cache, &mut rec);
                         f(&rec, line.as_bytes());
                         stats.observe_event(&rec, line.as_bytes());
+                        if nl == last {
+                            break;
+                        }
                         a = nl + 1;
                     }
                     // every line of the block and its `\n`, counted once
@@ -1034,6 +1043,13 @@ impl<R: Read> LogReader<R> {
             if self.end == self.buf.len() {
                 let new_len = self.buf.len() * 2;
                 self.buf.resize(new_len, 0);
+            } else if grow {
+                // the last read filled the buffer: the input is large, read bigger blocks. A new
+                // buffer (zeroed pages) takes the partial line over: no copy of the bytes already
+                // parsed, as growing the old one would make
+                let mut bigger = vec![0; (self.buf.len() * 2).min(STEADY_BUF)];
+                bigger[..self.end].copy_from_slice(&self.buf[..self.end]);
+                self.buf = bigger;
             }
             let n = loop {
                 match self.inner.read(&mut self.buf[self.end..]) {
@@ -1060,11 +1076,7 @@ impl<R: Read> LogReader<R> {
                 }
             }
             self.end += n;
-            if filled && self.buf.len() < STEADY_BUF {
-                // the read filled the buffer: the input is large, read bigger blocks
-                let new_len = (self.buf.len() * 2).min(STEADY_BUF);
-                self.buf.resize(new_len, 0);
-            }
+            grow = filled && self.buf.len() < STEADY_BUF;
         }
         self.finish_head(&mut stats);
         if self.end > self.start {
