@@ -1312,7 +1312,7 @@ mod tests {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    let c = if density > 0 && x % density == 0 {
+                    let c = if density > 0 && x.is_multiple_of(density) {
                         specials[(x >> 8) as usize % specials.len()]
                     } else {
                         b' ' + (x >> 16) as u8 % 95
