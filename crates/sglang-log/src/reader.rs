@@ -667,17 +667,19 @@ unsafe fn newline_bits_avx2(block: &[u8], out: &mut [u64], full: usize) -> Block
         special = _mm256_or_si256(special, _mm256_or_si256(s0, s1));
         u64::from(m0) | u64::from(m1) << 32
     };
-    // two 64-byte chunks a turn (`as_chunks`: whole chunks, so no bounds checks)
-    let (pairs, _) = block[..64 * full].as_chunks::<128>();
-    let (out_pairs, _) = out[..full].as_chunks_mut::<2>();
-    for (o, c) in out_pairs.iter_mut().zip(pairs) {
-        let (c0, c1) = c.split_at(64);
-        // ok: `split_at(64)` of 128 bytes gives two 64-byte halves
+    // four 64-byte chunks a turn (`as_chunks`: whole chunks, so no bounds checks)
+    let (quads, _) = block[..64 * full].as_chunks::<256>();
+    let (out_quads, _) = out[..full].as_chunks_mut::<4>();
+    for (o, c) in out_quads.iter_mut().zip(quads) {
+        let (c01, c23) = c.split_at(128);
+        let ((c0, c1), (c2, c3)) = (c01.split_at(64), c23.split_at(64));
+        // ok: `split_at` of 256 bytes at 128, then at 64, gives four 64-byte quarters
         o[0] = step(c0.try_into().unwrap_or(&[0; 64]));
         o[1] = step(c1.try_into().unwrap_or(&[0; 64]));
+        o[2] = step(c2.try_into().unwrap_or(&[0; 64]));
+        o[3] = step(c3.try_into().unwrap_or(&[0; 64]));
     }
-    if full % 2 == 1 {
-        let i = full - 1;
+    for i in full / 4 * 4..full {
         // ok: `i < full`, so `block[64 * i..64 * i + 64]` is inside the block
         let c: &[u8; 64] = block[64 * i..64 * i + 64].try_into().unwrap_or(&[0; 64]);
         out[i] = step(c);
