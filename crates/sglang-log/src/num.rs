@@ -13,8 +13,46 @@ pub(crate) fn parse_u64(s: &str) -> Option<u64> {
 }
 
 /// [`parse_u64`] on bytes.
-#[inline]
+///
+/// One or two digits (a queue, a running count) inline; longer runs in
+/// [`parse_u64_longer`].
+#[inline(always)]
 pub(crate) fn parse_u64_bytes(b: &[u8]) -> Option<u64> {
+    if let [a] = *b {
+        let d = a.wrapping_sub(b'0');
+        (d <= 9).then_some(u64::from(d))
+    } else if let [a, c] = *b {
+        let (x, y) = (a.wrapping_sub(b'0'), c.wrapping_sub(b'0'));
+        (x.max(y) <= 9).then(|| u64::from(x) * 10 + u64::from(y))
+    } else {
+        parse_u64_longer(b)
+    }
+}
+
+/// [`parse_u64_bytes`] of any length but one or two: three digits one by one, four to eight
+/// as one word (SWAR), longer runs digit by digit.
+#[inline(never)]
+fn parse_u64_longer(b: &[u8]) -> Option<u64> {
+    match *b {
+        [a, c, e] => {
+            let (x, y, z) = (
+                a.wrapping_sub(b'0'),
+                c.wrapping_sub(b'0'),
+                e.wrapping_sub(b'0'),
+            );
+            (x.max(y).max(z) <= 9).then(|| u64::from(x) * 100 + u64::from(y) * 10 + u64::from(z))
+        }
+        _ if b.len() >= 4 && b.len() <= 8 => {
+            let (w, pad) = right_aligned(b);
+            swar_digits(w, pad)
+        }
+        _ => parse_u64_long(b),
+    }
+}
+
+/// [`parse_u64_bytes`] of 9 or more bytes (none or more than 19 is not a number).
+#[inline(never)]
+fn parse_u64_long(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 19 {
         return None;
     }
@@ -27,6 +65,43 @@ pub(crate) fn parse_u64_bytes(b: &[u8]) -> Option<u64> {
         v = v * 10 + u64::from(d);
     }
     Some(v)
+}
+
+/// `'0'` in every byte of a word.
+const ZEROS: u64 = 0x3030_3030_3030_3030;
+
+/// The 4 to 8 bytes of `b` right-aligned in a little-endian word (its first byte is the
+/// word's byte `8 - len`), zero bytes before them: two overlapping 4-byte loads. Also the
+/// number of zero bits in front (0 to 32). `b` of another length gives a word of no meaning
+/// (callers check the length).
+#[inline(always)]
+fn right_aligned(b: &[u8]) -> (u64, u32) {
+    let n = b.len();
+    let (Some(head), Some(tail)) = (b.first_chunk::<4>(), b.last_chunk::<4>()) else {
+        return (0, 0);
+    };
+    let pad = 8 * (8 - n.min(8)) as u32;
+    let lo = u64::from(u32::from_le_bytes(*head));
+    let hi = u64::from(u32::from_le_bytes(*tail));
+    (hi << 32 | ((lo << pad) & 0xffff_ffff), pad)
+}
+
+/// The value of a word of ASCII digits (the first the most significant) after `pad` zero
+/// bits (at most 40), `None` when a byte after them is not a digit.
+#[inline(always)]
+fn swar_digits(w: u64, pad: u32) -> Option<u64> {
+    // each digit byte to its value; the zero bytes in front stay zero (a leading 0)
+    let v = w.wrapping_sub(ZEROS << pad);
+    // a byte that was below '0' has its top bit set (or borrowed from the next, which then
+    // is above 0x7f or was below '0' itself); one above '9' has it set once 0x76 is added
+    // (a carry out of a byte needs its top bit set already)
+    if (v | v.wrapping_add(0x7676_7676_7676_7676)) & 0x8080_8080_8080_8080 != 0 {
+        return None;
+    }
+    // pairs, then fours, then all eight: each step below its lane's size, so no carry
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8) & 0x00ff_00ff_00ff_00ff;
+    let v = v.wrapping_mul(100).wrapping_add(v >> 16) & 0x0000_ffff_0000_ffff;
+    Some(v.wrapping_mul(10_000).wrapping_add(v >> 32) & 0xffff_ffff)
 }
 
 /// Parses a signed decimal integer (`-1` is a valid `chunked_prefill_size`).
@@ -57,11 +132,35 @@ pub(crate) fn parse_f64(s: &str) -> Option<f64> {
 }
 
 /// [`parse_f64`] on bytes (bytes that are not UTF-8 are not a number).
-#[inline]
+///
+/// SGLang's `%.2f` (digits, `.`, 2 digits) is read as a mantissa below 10^15 < 2^53, exact as
+/// an `f64`, then one correctly rounded division by 100: the value `str::parse` gives. A
+/// fraction `0.dd` (`token usage: 0.85`) inline; any other form in [`parse_f64_longer`].
+#[inline(always)]
 pub(crate) fn parse_f64_bytes(b: &[u8]) -> Option<f64> {
-    // SGLang's `%.2f`: 1 to 13 digits, `.`, 2 digits. Same value as below (mant < 10^15 <
-    // 2^53 is exact, then one correctly rounded division).
-    if let [int @ .., b'.', d1, d2] = b
+    if let [b'0', b'.', d1, d2] = *b {
+        let (x, y) = (d1.wrapping_sub(b'0'), d2.wrapping_sub(b'0'));
+        if x.max(y) <= 9 {
+            return Some(f64::from(x * 10 + y) / 100.0);
+        }
+    }
+    parse_f64_longer(b)
+}
+
+/// [`parse_f64_bytes`] but for its inline case: `%.2f` of 1 to 5 digits before the `.` as one
+/// word of eight digits (SWAR), of 6 to 13 digit by digit, any other form by
+/// [`parse_f64_general`].
+#[inline(never)]
+fn parse_f64_longer(b: &[u8]) -> Option<f64> {
+    let n = b.len();
+    if n.wrapping_sub(4) <= 4 && b[n - 3] == b'.' {
+        let (w, pad) = right_aligned(b);
+        // the `.` is the word's byte 5: drop it (bytes 0-4 move up one, a zero in front)
+        let digits = (w & 0xff_ffff_ffff) << 8 | (w & 0xffff << 48);
+        if let Some(mant) = swar_digits(digits, pad + 8) {
+            return Some(mant as f64 / 100.0);
+        }
+    } else if let [ref int @ .., b'.', d1, d2] = *b
         && !int.is_empty()
         && int.len() <= 13
     {
@@ -77,6 +176,12 @@ pub(crate) fn parse_f64_bytes(b: &[u8]) -> Option<f64> {
             return Some((mant * 100 + u64::from(d1) * 10 + u64::from(d2)) as f64 / 100.0);
         }
     }
+    parse_f64_text(b)
+}
+
+/// [`parse_f64_general`] on bytes (kept out of line: its call to `str::parse` needs a frame).
+#[inline(never)]
+fn parse_f64_text(b: &[u8]) -> Option<f64> {
     parse_f64_general(std::str::from_utf8(b).ok()?)
 }
 
@@ -206,6 +311,100 @@ mod tests {
         assert_eq!(parse_f64("."), None);
         assert_eq!(parse_f64("1.2.3"), None);
         assert_eq!(parse_f64("abc"), None);
+    }
+
+    /// The integer parser before the length cases and the word-wise (SWAR) digits: the
+    /// reference the fast forms are held to.
+    fn parse_u64_reference(b: &[u8]) -> Option<u64> {
+        if b.is_empty() || b.len() > 19 {
+            return None;
+        }
+        b.iter().try_fold(0u64, |v, &c| {
+            let d = c.wrapping_sub(b'0');
+            (d <= 9).then(|| v * 10 + u64::from(d))
+        })
+    }
+
+    /// What `str::parse::<f64>` makes of the bytes, as bits (`None` for bytes that are not
+    /// UTF-8, as `parse_f64_bytes` has it).
+    fn std_f64(b: &[u8]) -> Option<u64> {
+        std::str::from_utf8(b)
+            .ok()?
+            .parse::<f64>()
+            .ok()
+            .map(f64::to_bits)
+    }
+
+    #[test]
+    fn every_length_of_digits_and_every_misplaced_byte() {
+        // each length 0..=21, each byte of it replaced by each of the bytes around the digits
+        // (and a `.`, NUL, a high byte), at every place
+        for n in 0..=21usize {
+            let digits: Vec<u8> = (0..n).map(|i| b"9081726354"[i % 10]).collect();
+            let mut cases = vec![digits.clone()];
+            for i in 0..n {
+                for bad in [b'/', b':', b'.', 0, 0x80, 0xb9, b'0' + 0x80, b' '] {
+                    let mut c = digits.clone();
+                    c[i] = bad;
+                    cases.push(c);
+                }
+            }
+            for c in &cases {
+                assert_eq!(parse_u64_bytes(c), parse_u64_reference(c), "{c:?}");
+                let s = std::str::from_utf8(c).ok();
+                if n <= 19 && c.iter().all(u8::is_ascii_digit) {
+                    assert_eq!(parse_u64_bytes(c), s.and_then(|s| s.parse().ok()), "{c:?}");
+                }
+                // the same bytes as `%.2f`: a `.` before the last two
+                if n >= 3 {
+                    let mut f = c.clone();
+                    f[n - 3] = b'.';
+                    assert_eq!(parse_f64_bytes(&f).map(f64::to_bits), std_f64(&f), "{f:?}");
+                }
+                assert_eq!(parse_f64_bytes(c).map(f64::to_bits), std_f64(c), "{c:?}");
+            }
+        }
+        // bytes whose word-wise sums would overflow (a panic in a debug build) are no number
+        assert_eq!(parse_u64_bytes(&[0, 0, 128, 22]), None);
+        assert_eq!(parse_u64_bytes(&[0xff; 8]), None);
+        assert_eq!(
+            parse_f64_bytes(&[0xff, 0xff, 0xff, 0xff, b'.', 0xff, 0xff]),
+            None
+        );
+        assert_eq!(parse_u64_bytes(b"99999999"), Some(99_999_999));
+        assert_eq!(parse_u64_bytes(b"00000000"), Some(0));
+        assert_eq!(parse_u64_bytes(b"18446744073709551615"), None);
+        assert_eq!(parse_f64_bytes(b"99999.99"), Some(99999.99));
+        assert_eq!(parse_f64_bytes(b"0.85"), Some(0.85));
+    }
+
+    proptest::proptest! {
+        /// Short decimal numbers as SGLang prints them and near-misses: the integer parser is
+        /// `str::parse::<u64>` on 1 to 19 digits and its reference on anything.
+        #[test]
+        fn u64_is_std_on_short_decimals(s in r"[0-9]{1,21}|[0-9+\-. ]{0,10}|0{0,3}[0-9]{1,8}") {
+            let b = s.as_bytes();
+            proptest::prop_assert_eq!(parse_u64_bytes(b), parse_u64_reference(b));
+            if b.len() <= 19 && b.iter().all(u8::is_ascii_digit) {
+                proptest::prop_assert_eq!(parse_u64_bytes(b), s.parse::<u64>().ok());
+            }
+        }
+
+        /// The float parser is `str::parse::<f64>` bit for bit on short decimals (`0.85`,
+        /// `1066.23`, `146`), their near-misses and any short string of number bytes.
+        #[test]
+        fn f64_is_std_on_short_decimals(
+            s in r"[0-9]{1,6}\.[0-9]{2}|0\.[0-9]{2}|[0-9]{0,16}\.?[0-9]{0,24}|[0-9eE+\-. x]{0,12}"
+        ) {
+            proptest::prop_assert_eq!(parse_f64(&s).map(f64::to_bits), std_f64(s.as_bytes()));
+        }
+
+        /// Any bytes (not UTF-8 included): the same answers as the references.
+        #[test]
+        fn any_bytes_are_the_references(b in proptest::collection::vec(proptest::num::u8::ANY, 0..12)) {
+            proptest::prop_assert_eq!(parse_u64_bytes(&b), parse_u64_reference(&b));
+            proptest::prop_assert_eq!(parse_f64_bytes(&b).map(f64::to_bits), std_f64(&b));
+        }
     }
 
     #[test]

@@ -169,16 +169,44 @@ pub struct HeadStats {
 impl HeadStats {
     /// Counts the classes of `head`.
     pub fn of(head: &[u8]) -> Self {
+        if !head.is_ascii() {
+            return Self::of_any(head);
+        }
+        // ASCII (a log's usual head): no invalid UTF-8; 8 bytes at a time, each byte looked
+        // at only in a word that may hold a control byte or DEL
+        let (words, rest) = head.as_chunks::<8>();
+        let (mut nul, mut odd) = (0u64, 0u64);
+        let mut count = |bytes: &[u8]| {
+            for &b in bytes {
+                nul += u64::from(b == 0);
+                odd += u64::from(ascii_odd(b));
+            }
+        };
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        for w in words {
+            let x = u64::from_le_bytes(*w);
+            // some byte below 0x20, some byte 0x7f (no false negatives: every byte < 0x80)
+            let below = x.wrapping_sub(0x20 * ONES) & !x & HIGH;
+            let del = (x ^ (0x7f * ONES)).wrapping_sub(ONES) & !(x ^ (0x7f * ONES)) & HIGH;
+            if below | del != 0 {
+                count(w);
+            }
+        }
+        count(rest);
+        HeadStats {
+            bytes: head.len() as u64,
+            nul_bytes: nul,
+            odd_bytes: odd,
+        }
+    }
+
+    /// [`HeadStats::of`] for any bytes, UTF-8 or not.
+    fn of_any(head: &[u8]) -> Self {
         let mut odd = 0u64;
         for chunk in head.utf8_chunks() {
             odd += chunk.invalid().len() as u64;
-            odd += chunk
-                .valid()
-                .bytes()
-                .filter(|&b| {
-                    (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)) || b == 0x7f
-                })
-                .count() as u64;
+            odd += chunk.valid().bytes().filter(|&b| ascii_odd(b)).count() as u64;
         }
         HeadStats {
             bytes: head.len() as u64,
@@ -207,6 +235,13 @@ impl HeadStats {
     }
 }
 
+/// Whether a byte of valid UTF-8 is odd in a text log: a control byte other than tab, line
+/// feed, carriage return, form feed and ESC, or DEL.
+#[inline]
+fn ascii_odd(b: u8) -> bool {
+    (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)) || b == 0x7f
+}
+
 fn excerpt(raw: &[u8]) -> String {
     let cut = &raw[..raw.len().min(EXCERPT_BYTES)];
     String::from_utf8_lossy(cut).chars().take(160).collect()
@@ -218,18 +253,81 @@ impl ParseStats {
     pub fn observe(&mut self, rec: &Record<'_>, raw: &[u8]) {
         self.lines += 1;
         self.bytes += raw.len() as u64;
-        // the usual batch line first: no damage, no value to look at
-        if let Event::Batch(b) = &rec.event
-            && b.is_clean()
-        {
+        self.observe_event(rec, raw);
+    }
+
+    /// [`ParseStats::observe`] without the line and byte counts (the reader adds those once a
+    /// block of lines): the usual clean batch line counted in place, any other record by
+    /// [`ParseStats::observe_other`].
+    #[inline(always)]
+    fn observe_event(&mut self, rec: &Record<'_>, raw: &[u8]) {
+        // the usual batch line first: counted in place; its fields looked at only when the
+        // splitter left damage or a value to look at
+        if let Event::Batch(b) = &rec.event {
             self.events += 1;
             self.batch_lines += 1;
             match b.kind {
                 crate::BatchKind::Prefill => self.prefill_lines += 1,
                 crate::BatchKind::Decode => self.decode_lines += 1,
             }
+            if !b.is_clean() {
+                self.observe_batch_fields(b, rec.line_no, raw);
+            }
             return;
         }
+        self.observe_other(rec, raw);
+    }
+
+    /// The damage and the values set aside of a batch line that is not clean (kept out of
+    /// line, as are the copies of what is kept: the usual call saves few registers).
+    #[inline(never)]
+    fn observe_batch_fields(&mut self, b: &crate::BatchLine<'_>, line_no: u64, raw: &[u8]) {
+        if b.broken_fields() > 0 {
+            self.partial_batch_lines += 1;
+            if self.partial.len() < KEPT_LINES {
+                self.keep_partial(line_no, raw);
+            }
+        }
+        if b.overflow_fields() > 0 {
+            self.overflow_batch_lines += 1;
+        }
+        let before = self.rejected_fields;
+        for r in b.rejected_fields() {
+            self.rejected_fields += 1;
+            if self.rejected.len() < KEPT_LINES {
+                self.keep_rejected(line_no, &r);
+            }
+        }
+        if self.rejected_fields > before {
+            self.rejected_lines += 1;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn keep_partial(&mut self, line_no: u64, raw: &[u8]) {
+        self.partial.push(MalformedLine {
+            line_no,
+            reason: "batch line with fragments that are not key: value",
+            excerpt: excerpt(raw),
+        });
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn keep_rejected(&mut self, line_no: u64, r: &crate::RejectedField<'_>) {
+        self.rejected.push(RejectedValue {
+            line_no,
+            key: r.key.to_string(),
+            value: r.value.chars().take(40).collect(),
+            reason: r.reason,
+        });
+    }
+
+    /// The counts of a record that is not a batch line (kept out of line: its many cases
+    /// would make every line's call save and restore registers).
+    #[inline(never)]
+    fn observe_other(&mut self, rec: &Record<'_>, raw: &[u8]) {
         match &rec.event {
             // a bare traceback is any Python program's, as are access, OOM and NCCL lines
             e if e.is_free_text() || matches!(e, Event::TracebackStart) => self.other_lines += 1,
@@ -243,48 +341,12 @@ impl ParseStats {
                     });
                 }
             }
-            ev => {
+            // a batch line is counted by `observe_event`
+            Event::Retraction(_) => {
                 self.events += 1;
-                match ev {
-                    Event::Batch(b) => {
-                        self.batch_lines += 1;
-                        match b.kind {
-                            crate::BatchKind::Prefill => self.prefill_lines += 1,
-                            crate::BatchKind::Decode => self.decode_lines += 1,
-                        }
-                        if b.broken_fields() > 0 {
-                            self.partial_batch_lines += 1;
-                            if self.partial.len() < KEPT_LINES {
-                                self.partial.push(MalformedLine {
-                                    line_no: rec.line_no,
-                                    reason: "batch line with fragments that are not key: value",
-                                    excerpt: excerpt(raw),
-                                });
-                            }
-                        }
-                        if b.overflow_fields() > 0 {
-                            self.overflow_batch_lines += 1;
-                        }
-                        let before = self.rejected_fields;
-                        for r in b.rejected_fields() {
-                            self.rejected_fields += 1;
-                            if self.rejected.len() < KEPT_LINES {
-                                self.rejected.push(RejectedValue {
-                                    line_no: rec.line_no,
-                                    key: r.key.to_string(),
-                                    value: r.value.chars().take(40).collect(),
-                                    reason: r.reason,
-                                });
-                            }
-                        }
-                        if self.rejected_fields > before {
-                            self.rejected_lines += 1;
-                        }
-                    }
-                    Event::Retraction(_) => self.retraction_lines += 1,
-                    _ => {}
-                }
+                self.retraction_lines += 1;
             }
+            _ => self.events += 1,
         }
     }
 
@@ -569,6 +631,11 @@ fn newline_bits_base(block: &[u8], out: &mut [u64], full: usize) -> BlockScan {
 /// [`newline_bits`] with 32-byte compares; `full` is `block.len() / 64`, `out` has one word per
 /// 64 bytes of `block`.
 ///
+/// A `\r` or an ESC is found by one table look-up per 32 bytes (`vpshufb` by the low nibble:
+/// a byte is one of the two exactly when it equals its entry), so both cost one compare; which
+/// of them the block holds is told apart after the pass, by a search for `\r`, only when one
+/// was seen.
+///
 /// # Safety
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
@@ -576,16 +643,18 @@ fn newline_bits_base(block: &[u8], out: &mut [u64], full: usize) -> BlockScan {
 unsafe fn newline_bits_avx2(block: &[u8], out: &mut [u64], full: usize) -> BlockScan {
     use std::arch::x86_64::{
         __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
-        _mm256_set1_epi8, _mm256_setzero_si256,
+        _mm256_set1_epi8, _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
     };
     let nl = _mm256_set1_epi8(b'\n' as i8);
-    let cr = _mm256_set1_epi8(b'\r' as i8);
-    let esc = _mm256_set1_epi8(0x1b);
-    let (mut any, mut crs, mut escs) = (
-        _mm256_setzero_si256(),
-        _mm256_setzero_si256(),
-        _mm256_setzero_si256(),
+    // entry `i`: the byte of low nibble `i` that is looked for (`\r` = 0x0d, ESC = 0x1b), else
+    // 0x80, which no byte it is compared with equals (a byte with its top bit set looks up 0)
+    const X: i8 = i8::MIN;
+    #[rustfmt::skip]
+    let table = _mm256_setr_epi8(
+        X, X, X, X, X, X, X, X, X, X, X, 0x1b, X, 0x0d, X, X,
+        X, X, X, X, X, X, X, X, X, X, X, 0x1b, X, 0x0d, X, X,
     );
+    let (mut any, mut special) = (_mm256_setzero_si256(), _mm256_setzero_si256());
     let mut step = |c: &[u8; 64]| -> u64 {
         let p = c.as_ptr() as *const __m256i;
         // SAFETY: two unaligned 32-byte loads read `c[0..64]`, inside the array.
@@ -593,20 +662,27 @@ unsafe fn newline_bits_avx2(block: &[u8], out: &mut [u64], full: usize) -> Block
         let m0 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, nl)) as u32;
         let m1 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v1, nl)) as u32;
         any = _mm256_or_si256(any, _mm256_or_si256(v0, v1));
-        crs = _mm256_or_si256(
-            crs,
-            _mm256_or_si256(_mm256_cmpeq_epi8(v0, cr), _mm256_cmpeq_epi8(v1, cr)),
-        );
-        escs = _mm256_or_si256(
-            escs,
-            _mm256_or_si256(_mm256_cmpeq_epi8(v0, esc), _mm256_cmpeq_epi8(v1, esc)),
-        );
+        let s0 = _mm256_cmpeq_epi8(_mm256_shuffle_epi8(table, v0), v0);
+        let s1 = _mm256_cmpeq_epi8(_mm256_shuffle_epi8(table, v1), v1);
+        special = _mm256_or_si256(special, _mm256_or_si256(s0, s1));
         u64::from(m0) | u64::from(m1) << 32
     };
-    for (o, c) in out.iter_mut().zip(block.chunks_exact(64)) {
-        // ok: `chunks_exact(64)` yields 64-byte slices
-        let c: &[u8; 64] = c.try_into().unwrap_or(&[0; 64]);
-        *o = step(c);
+    // four 64-byte chunks a turn (`as_chunks`: whole chunks, so no bounds checks)
+    let (quads, _) = block[..64 * full].as_chunks::<256>();
+    let (out_quads, _) = out[..full].as_chunks_mut::<4>();
+    for (o, c) in out_quads.iter_mut().zip(quads) {
+        let (c01, c23) = c.split_at(128);
+        let ((c0, c1), (c2, c3)) = (c01.split_at(64), c23.split_at(64));
+        // ok: `split_at` of 256 bytes at 128, then at 64, gives four 64-byte quarters
+        o[0] = step(c0.try_into().unwrap_or(&[0; 64]));
+        o[1] = step(c1.try_into().unwrap_or(&[0; 64]));
+        o[2] = step(c2.try_into().unwrap_or(&[0; 64]));
+        o[3] = step(c3.try_into().unwrap_or(&[0; 64]));
+    }
+    for i in full / 4 * 4..full {
+        // ok: `i < full`, so `block[64 * i..64 * i + 64]` is inside the block
+        let c: &[u8; 64] = block[64 * i..64 * i + 64].try_into().unwrap_or(&[0; 64]);
+        out[i] = step(c);
     }
     let rest = &block[64 * full..];
     if let Some(o) = out.get_mut(full) {
@@ -614,10 +690,18 @@ unsafe fn newline_bits_avx2(block: &[u8], out: &mut [u64], full: usize) -> Block
         c[..rest.len()].copy_from_slice(rest);
         *o = step(&c);
     }
+    let (cr, esc) = if _mm256_movemask_epi8(special) == 0 {
+        (false, false)
+    } else {
+        // a `\r` or an ESC: which (a block with a `\r` is read line by line, so its ESC is
+        // looked for only to say it exactly)
+        let cr = memchr::memchr(b'\r', block).is_some();
+        (cr, !cr || memchr::memchr(0x1b, block).is_some())
+    };
     BlockScan {
         ascii: _mm256_movemask_epi8(any) == 0,
-        cr: _mm256_movemask_epi8(crs) != 0,
-        esc: _mm256_movemask_epi8(escs) != 0,
+        cr,
+        esc,
     }
 }
 
@@ -838,6 +922,8 @@ impl<R: Read> LogReader<R> {
         mut f: F,
     ) -> Result<ParseStats, ReadError> {
         let mut stats = ParseStats::default();
+        // the last read filled the buffer (below the steady size): grow it before the next
+        let mut grow = false;
         loop {
             if self.skipping {
                 // the rest of an over-long line (already delivered as malformed): dropped
@@ -888,28 +974,45 @@ impl<R: Read> LogReader<R> {
                         message: "",
                         event: Event::Other,
                     };
-                    let mut a = 0;
-                    for (w, &bits) in self.nl_bits.iter().enumerate() {
-                        let mut m = bits;
-                        while m != 0 {
-                            let nl = 64 * w + m.trailing_zeros() as usize;
-                            m &= m - 1;
-                            self.line_no += 1;
-                            debug_assert!(
-                                a <= nl && text.is_char_boundary(a) && text.is_char_boundary(nl)
-                            );
-                            // SAFETY: `a` is 0 or just after a `\n` of `block` and `nl` is
-                            // the next `\n` (bits of `newline_bits` over `block`), so
-                            // `a <= nl <= text.len()`, and both are char boundaries: `\n` is
-                            // ASCII and `text` is valid UTF-8.
-                            let line = unsafe { text.get_unchecked(a..nl) };
-                            parse_clean_line_into(line, self.line_no, &mut self.cache, &mut rec);
-                            f(&rec, line.as_bytes());
-                            stats.observe(&rec, line.as_bytes());
-                            stats.bytes += 1; // the '\n'
-                            a = nl + 1;
+                    let bits = &self.nl_bits[..];
+                    let mut line_no = self.line_no;
+                    let (mut a, mut w, mut m) = (0, 0, 0u64);
+                    // the block ends with its last `\n`: the loop ends after that line
+                    let last = block.len() - 1;
+                    loop {
+                        // the next word with a newline: most 64-byte words hold none or one
+                        while m == 0 {
+                            debug_assert!(w < bits.len());
+                            // SAFETY: a line is left (the one ending at `last` has not been
+                            // read: the loop ends after it), so a set bit lies in word `w` or
+                            // after it, and `bits` has a word for every 64 bytes of `block`:
+                            // `w < bits.len()`.
+                            m = unsafe { *bits.get_unchecked(w) };
+                            w += 1;
                         }
+                        let nl = 64 * (w - 1) + m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        line_no += 1;
+                        debug_assert!(
+                            a <= nl && text.is_char_boundary(a) && text.is_char_boundary(nl)
+                        );
+                        // SAFETY: `a` is 0 or just after a `\n` of `block` and `nl` is the
+                        // next `\n` (bits of `newline_bits` over `block`, none past its end),
+                        // so `a <= nl <= text.len()`, and both are char boundaries: `\n` is
+                        // ASCII and `text` is valid UTF-8.
+                        let line = unsafe { text.get_unchecked(a..nl) };
+                        parse_clean_line_into(line, line_no, &mut self.cache, &mut rec);
+                        f(&rec, line.as_bytes());
+                        stats.observe_event(&rec, line.as_bytes());
+                        if nl == last {
+                            break;
+                        }
+                        a = nl + 1;
                     }
+                    // every line of the block and its `\n`, counted once
+                    stats.lines += line_no - self.line_no;
+                    stats.bytes += block.len() as u64;
+                    self.line_no = line_no;
                     self.cache.no_esc = false;
                     pos += block.len();
                 }
@@ -942,6 +1045,13 @@ impl<R: Read> LogReader<R> {
             if self.end == self.buf.len() {
                 let new_len = self.buf.len() * 2;
                 self.buf.resize(new_len, 0);
+            } else if grow {
+                // the last read filled the buffer: the input is large, read bigger blocks. A new
+                // buffer (zeroed pages) takes the partial line over: no copy of the bytes already
+                // parsed, as growing the old one would make
+                let mut bigger = vec![0; (self.buf.len() * 2).min(STEADY_BUF)];
+                bigger[..self.end].copy_from_slice(&self.buf[..self.end]);
+                self.buf = bigger;
             }
             let n = loop {
                 match self.inner.read(&mut self.buf[self.end..]) {
@@ -968,11 +1078,7 @@ impl<R: Read> LogReader<R> {
                 }
             }
             self.end += n;
-            if filled && self.buf.len() < STEADY_BUF {
-                // the read filled the buffer: the input is large, read bigger blocks
-                let new_len = (self.buf.len() * 2).min(STEADY_BUF);
-                self.buf.resize(new_len, 0);
-            }
+            grow = filled && self.buf.len() < STEADY_BUF;
         }
         self.finish_head(&mut stats);
         if self.end > self.start {
@@ -1151,6 +1257,11 @@ mod tests {
                 b"x\ry\n",
                 b"\x1b[0m\n",
                 "\u{e9}\n".as_bytes(),
+                // both, and bytes of the same low nibbles that are neither (0x1d, 0x0b, 0x8d,
+                // 0x9b: the table look-up must not take them for `\r` or ESC)
+                b"\r\x1b\n",
+                b"\x1d\x0b\n",
+                "\u{8d}\u{35b}\n".as_bytes(),
             ] {
                 let mut b = Vec::with_capacity(n);
                 while b.len() < n {
@@ -1189,6 +1300,32 @@ mod tests {
     }
 
     use super::*;
+
+    /// The ASCII head's word-wise count equals the byte-wise one, whatever control bytes,
+    /// DEL and NUL bytes fall where (word boundaries, the tail).
+    #[test]
+    fn head_stats_ascii_fast_path_counts_every_byte() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let specials = [0u8, 1, 7, 9, 10, 12, 13, 0x1b, 0x1f, 0x20, 0x7e, 0x7f];
+        for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 200, 1000] {
+            for density in [0u64, 3, 17, 1000] {
+                let mut b = Vec::with_capacity(n);
+                for _ in 0..n {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let c = if density > 0 && x.is_multiple_of(density) {
+                        specials[(x >> 8) as usize % specials.len()]
+                    } else {
+                        b' ' + (x >> 16) as u8 % 95
+                    };
+                    b.push(c);
+                }
+                assert!(b.is_ascii());
+                assert_eq!(HeadStats::of(&b), HeadStats::of_any(&b), "{b:?}");
+            }
+        }
+    }
 
     /// `len` bytes of `x` without a newline, then `\n` and one decode line, handed out in
     /// pieces of at most 64 KiB (a pipe); nothing of it is ever held whole.

@@ -229,6 +229,17 @@ impl ValueClass {
             return None;
         }
         let integer = matches!(self, ValueClass::Requests | ValueClass::Tokens);
+        // SGLang's `%.2f` of a value below 10 (`accept len: 2.89`): plain, and shorter than any
+        // class's limit that admits a fraction of 4 bytes (the `plain` test below, on sight)
+        if let [a, b'.', c, d] = *v
+            && !integer
+            && self.plain_len() > 4
+            && a.is_ascii_digit()
+            && c.is_ascii_digit()
+            && d.is_ascii_digit()
+        {
+            return None;
+        }
         if v.len() < self.plain_len() && plain(v, !integer) {
             return None;
         }
@@ -285,6 +296,34 @@ fn plain(v: &[u8], dot: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `d.dd` shortcut of `check` says sound only where the general test does (plain and
+    /// shorter than the class's `plain_len`), for every class.
+    #[test]
+    fn the_one_digit_fraction_shortcut_is_the_plain_test() {
+        use ValueClass::*;
+        for class in [
+            Requests, Tokens, Fraction, Percent, Occupancy, Rate, StepTokens, Hardware, Unchecked,
+        ] {
+            let integer = matches!(class, Requests | Tokens);
+            for v in [
+                "2.89", "0.00", "9.99", "1.2x", "x.25", "1..2", ".123", "12.3", "1.2.", "-1.5",
+            ] {
+                let v = v.as_bytes();
+                let general = v.len() < class.plain_len() && plain(v, !integer);
+                if class != Unchecked && class != Fraction && general {
+                    assert_eq!(class.check(v), None, "{class:?} {v:?}");
+                }
+                if let [a, b'.', c, d] = *v
+                    && !integer
+                    && class.plain_len() > 4
+                    && [a, c, d].iter().all(u8::is_ascii_digit)
+                {
+                    assert!(general, "{class:?} {v:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn classes_of_known_keys() {
