@@ -1411,6 +1411,19 @@ const FAST_SAFE: [u8; N_KNOWN + 1] = {
     t
 };
 
+/// [`ValueClass::plain_len`] of each of [`KNOWN_KEYS`] (and 0 for unknown keys), capped at
+/// 255: a plain value shorter than this is sound on sight.
+const FAST_PLAIN: [u8; N_KNOWN + 1] = {
+    let mut t = [0u8; N_KNOWN + 1];
+    let mut i = 0;
+    while i < N_KNOWN {
+        let p = KEY_CLASS[i].plain_len();
+        t[i] = if p > 255 { 255 } else { p as u8 };
+        i += 1;
+    }
+    t
+};
+
 /// `True,` as the low 5 bytes of a little-endian word.
 const TRUE_COMMA: u64 = u64::from_le_bytes(*b"True,\0\0\0");
 /// `False,` as the low 6 bytes of a little-endian word.
@@ -1511,7 +1524,7 @@ fn split_padded<const C: usize>(
         // is read by `other_value`)
         let w = ld(v0);
         let safe = FAST_SAFE.get(id).copied().unwrap_or(UNCHECKED);
-        let (v1, look) = match short_value(w, safe) {
+        let (v1, look) = match short_value(w, id) {
             Ok((len, look)) => (v0 + len, look),
             Err((run, sound)) => other_value::<C, M>(b, v0, w, run, sound, safe)?,
         };
@@ -1560,7 +1573,8 @@ fn split_padded<const C: usize>(
 /// [`BatchLine::rejected_fields`] must look at it. `Err((run, sound))` otherwise, what
 /// [`digit_dot_run`] says of `w`, for [`other_value`].
 #[inline(always)]
-fn short_value(w: u64, safe: u8) -> Result<(usize, bool), (usize, bool)> {
+fn short_value(w: u64, id: usize) -> Result<(usize, bool), (usize, bool)> {
+    let safe = FAST_SAFE.get(id).copied().unwrap_or(UNCHECKED);
     let (run, sound) = digit_dot_run(w, safe == SAFE_INTEGER);
     if run != 0 && run < 8 && !VALUE_BYTE[usize::from((w >> (8 * run)) as u8)] {
         // the run ends the value (at the `,`, a space or the padding); a short digit run of
@@ -1569,7 +1583,9 @@ fn short_value(w: u64, safe: u8) -> Result<(usize, bool), (usize, bool)> {
         let look = match safe {
             SAFE_INTEGER | SAFE_FLOAT => !sound,
             SAFE_FRACTION => !(sound && w & 0xffff == u64::from(ZERO_DOT)),
-            ALWAYS => true,
+            // a plain value (digits, at most one `.`, a digit among them) shorter than the
+            // class's `plain_len` is sound on sight, as `ValueClass::check` says
+            ALWAYS => !(sound && run >= 2 && run < usize::from(FAST_PLAIN[id % (N_KNOWN + 1)])),
             _ => false,
         };
         Ok((run, look))
@@ -1671,10 +1687,16 @@ fn long_look(w: u64, run: usize, sound: bool, len: usize, safe: u8) -> bool {
 /// Whether the fast splitter asks [`BatchLine::rejected_fields`] to look at a value of `len`
 /// bytes whose first word (zeros past the line) is `w`, for a key of class `safe`: the look
 /// [`split_padded`] computes, by [`short_value`] or [`other_value`].
-fn value_look(w: u64, len: usize, safe: u8) -> bool {
-    match short_value(w, safe) {
+fn value_look(w: u64, len: usize, id: usize) -> bool {
+    match short_value(w, id) {
         Ok((_, look)) => look,
-        Err((run, sound)) => long_look(w, run, sound, len, safe),
+        Err((run, sound)) => long_look(
+            w,
+            run,
+            sound,
+            len,
+            FAST_SAFE.get(id).copied().unwrap_or(UNCHECKED),
+        ),
     }
 }
 

@@ -200,7 +200,7 @@ impl ValueClass {
 
     /// Shortest value that could be out of range although it is made of digits and at most one
     /// `.` (bytes): values shorter than this are sound without being parsed.
-    fn plain_len(self) -> usize {
+    pub(crate) const fn plain_len(self) -> usize {
         match self {
             ValueClass::Requests => 8,
             ValueClass::Tokens => 13,

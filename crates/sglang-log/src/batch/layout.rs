@@ -479,10 +479,10 @@ impl Layouts {
                         w
                     }
                 };
-                let other = value_look(led(b'1'), v1 - v0, safe);
+                let other = value_look(led(b'1'), v1 - v0, id);
                 // only a value led by a digit, of a screened class, can differ by its digit
                 let zero = if (w as u8).is_ascii_digit() && matches!(safe, SAFE_FRACTION) {
-                    value_look(led(b'0'), v1 - v0, safe)
+                    value_look(led(b'0'), v1 - v0, id)
                 } else {
                     other
                 };
