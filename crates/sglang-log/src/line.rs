@@ -599,7 +599,11 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
         b'T' if starts("Traceback (most recent call last)") => Event::TracebackStart,
         // uvicorn's access line: `127.0.0.1:44946 - "POST /generate HTTP/1.1" 200 OK`
         b'0'..=b'9' => {
-            crate::access::parse_http_access(msg).map_or(Event::Other, Event::HttpAccess)
+            // written in place: the arm's value would be the whole (~300-byte) event, copied
+            if let Some(a) = crate::access::parse_http_access(msg) {
+                *out = Event::HttpAccess(a);
+            }
+            return;
         }
         // PyTorch's c10 prefix (`[rank0]:[E1218 … ProcessGroupNCCL.cpp:629] …`), an IPv6 peer
         b'[' => match crate::alarms::parse_nccl(msg) {
