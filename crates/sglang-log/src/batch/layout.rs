@@ -58,6 +58,10 @@ struct Layout {
     ranks: RankTags,
     /// The raw bytes 20..msg (rank tags and `] `).
     env: [u8; MAX_ENV],
+    /// The raw bytes 20..36 (`raw_head`) and the mask of those of them in 20..msg: the whole
+    /// envelope part when it is at most 16 bytes (the usual ` TP0] `, ` DP1 TP4] `).
+    env_head: (u64, u64),
+    env_mask: (u64, u64),
     /// The line from byte 20 with its digits as `0`, zero-padded to whole 32-byte chunks.
     norm: [u8; NORM],
     fields: u8,
@@ -367,11 +371,17 @@ impl Layouts {
         self.last = (b.as_ptr() as usize, n, chunks, h);
         let set = self.table.get_mut(set_of(h))?;
         let (norm, avx2) = (&self.norm, self.avx2);
+        let head = raw_head(b);
         let way = set.iter().position(|l| {
             l.as_ref().is_some_and(|l| {
                 usize::from(l.len) == n
                     && same_chunks(&l.norm, norm, chunks, avx2)
-                    && b.get(20..usize::from(l.msg)) == l.env.get(..usize::from(l.msg) - 20)
+                    && if l.msg <= 36 {
+                        (head.0 ^ l.env_head.0) & l.env_mask.0 == 0
+                            && (head.1 ^ l.env_head.1) & l.env_mask.1 == 0
+                    } else {
+                        b.get(20..usize::from(l.msg)) == l.env.get(..usize::from(l.msg) - 20)
+                    }
             })
         })?;
         if way > 0 {
@@ -514,12 +524,24 @@ impl Layouts {
         };
         let mut env = [0u8; MAX_ENV];
         env[..msg - 20].copy_from_slice(&bytes[20..msg]);
+        let mask = |lo: usize| {
+            let k = (msg - 20).saturating_sub(lo).min(8);
+            if k == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * k)) - 1
+            }
+        };
+        let env_head = raw_head(bytes);
+        let env_mask = (mask(0), mask(8));
         let layout = Layout {
             len: n as u16, // ok: below MAX_LINE
             msg: msg as u8,
             kind: b.kind,
             ranks,
             env,
+            env_head: (env_head.0 & env_mask.0, env_head.1 & env_mask.1),
+            env_mask,
             norm: self.norm,
             fields: b.len,
             spans: b.spans,
