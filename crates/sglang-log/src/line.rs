@@ -610,7 +610,7 @@ fn dispatch<'a>(msg: &'a str, out: &mut Event<'a>, keys: &mut batch::KeyOrder) {
             Some(n) => Event::Nccl(n),
             None => crate::access::parse_http_access(msg).map_or(Event::Other, Event::HttpAccess),
         },
-        b't' | b'O' | b'R' if memmem::find(msg.as_bytes(), b"out of memory").is_some() => {
+        b't' | b'O' | b'R' if OUT_OF_MEMORY.find(msg.as_bytes()).is_some() => {
             crate::alarms::parse_out_of_memory(msg).map_or(Event::Other, Event::OutOfMemory)
         }
         b'R' if starts("Revoking prefetch for request ") => hicache(msg),
@@ -696,6 +696,10 @@ fn after_progress_bar(line: &str) -> Option<&str> {
     line.get(at..)
 }
 
+/// `out of memory`, searched in every message that starts with `t`, `O` or `R` (a traceback's
+/// `RuntimeError: …` among them): built once, not per line.
+static OUT_OF_MEMORY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"out of memory"));
 static WATCHDOG: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"atchdog timeout"));
 static TRANSFER: LazyLock<memmem::Finder<'static>> =
