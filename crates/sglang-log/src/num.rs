@@ -149,7 +149,7 @@ pub(crate) fn parse_f64_bytes(b: &[u8]) -> Option<f64> {
 
 /// [`parse_f64_bytes`] but for its inline case: `%.2f` of 1 to 5 digits before the `.` as one
 /// word of eight digits (SWAR), of 6 to 13 digit by digit, any other form by
-/// [`parse_f64_general`].
+/// [`parse_f64_general_bytes`].
 #[inline(never)]
 fn parse_f64_longer(b: &[u8]) -> Option<f64> {
     let n = b.len();
@@ -179,15 +179,24 @@ fn parse_f64_longer(b: &[u8]) -> Option<f64> {
     parse_f64_text(b)
 }
 
-/// [`parse_f64_general`] on bytes (kept out of line: its call to `str::parse` needs a frame).
+/// [`parse_f64_general_bytes`], kept out of line (its call to `str::parse` needs a frame).
 #[inline(never)]
 fn parse_f64_text(b: &[u8]) -> Option<f64> {
-    parse_f64_general(std::str::from_utf8(b).ok()?)
+    parse_f64_general_bytes(b)
 }
 
-/// [`parse_f64`] for any decimal form.
-fn parse_f64_general(s: &str) -> Option<f64> {
-    let b = s.as_bytes();
+/// The library's parse of `b` as text (`None` for invalid UTF-8): the exact routine for the
+/// forms the digit loop of [`parse_f64_general_bytes`] leaves to it.
+#[cold]
+fn parse_f64_library(b: &[u8]) -> Option<f64> {
+    std::str::from_utf8(b).ok()?.parse::<f64>().ok()
+}
+
+/// [`parse_f64`] for any decimal form, on bytes: the plain decimal forms by one digit loop
+/// (no UTF-8 check: a byte that is no digit, `.` or leading sign goes to
+/// [`parse_f64_library`]).
+fn parse_f64_general_bytes(b: &[u8]) -> Option<f64> {
+    let s = b;
     let (neg, digits) = match b.first() {
         Some(b'-') => (true, &b[1..]),
         Some(b'+') => (false, &b[1..]),
@@ -208,7 +217,7 @@ fn parse_f64_general(s: &str) -> Option<f64> {
         }
         let d = c.wrapping_sub(b'0');
         if d > 9 {
-            return s.parse::<f64>().ok();
+            return parse_f64_library(s);
         }
         seen_digit = true;
         if mant == 0 && d == 0 {
@@ -217,7 +226,7 @@ fn parse_f64_general(s: &str) -> Option<f64> {
             ndig += 1;
         }
         if ndig > 19 {
-            return s.parse::<f64>().ok();
+            return parse_f64_library(s);
         }
         mant = mant * 10 + u64::from(d);
         if seen_dot {
@@ -226,7 +235,7 @@ fn parse_f64_general(s: &str) -> Option<f64> {
     }
     if !seen_digit || frac >= POW10.len() {
         return if seen_digit {
-            s.parse::<f64>().ok()
+            parse_f64_library(s)
         } else {
             None
         };
@@ -234,7 +243,7 @@ fn parse_f64_general(s: &str) -> Option<f64> {
     // A u64 with at most 19 digits may exceed 2^53; then the conversion rounds and the
     // division is no longer a single rounding: use the exact library routine instead.
     if mant > (1u64 << 53) {
-        return s.parse::<f64>().ok();
+        return parse_f64_library(s);
     }
     let v = mant as f64 / POW10[frac];
     Some(if neg { -v } else { v })
