@@ -1863,3 +1863,90 @@ mod tests {
         assert!(parse_standard("Decode batch. nothing here").is_err());
     }
 }
+
+impl<'a> BatchLine<'a> {
+    /// The graph flag as a diagnosis keeps it, with one look: whether the batch ran as a
+    /// captured graph (the value of [`BatchLine::graph_flag`], also [`BatchLine::graph`]) and
+    /// whether the flag's device is `npu` (an Ascend build). `(None, false)` without a flag.
+    ///
+    /// When every field's key is known and none repeats (the usual line), no `<word> graph` of
+    /// an unknown device can come before a known graph key, so the flag is the known graph key
+    /// with the least slot and its device is the key's word: four slot loads, no key text
+    /// compared (`graph_flag` costs ~130 instructions a line). Any other line is read by
+    /// [`BatchLine::graph_flag`] itself.
+    pub fn graph_on_npu(&self) -> (Option<bool>, bool) {
+        const CUDA: usize = kid("cuda graph");
+        const CPU: usize = kid("cpu graph");
+        const NPU: usize = kid("npu graph");
+        const MUSA: usize = kid("musa graph");
+        if self.known != self.len {
+            let flag = self.graph_flag();
+            return (
+                flag.and_then(|(_, on)| on),
+                flag.is_some_and(|(device, _)| device == "npu"),
+            );
+        }
+        // the least slot of the four (an absent key's 0 wraps to 255, above any slot)
+        let slot = |id: usize| self.slot.get(id).map_or(u8::MAX, |s| s.wrapping_sub(1));
+        let (cuda, cpu, npu, musa) = (slot(CUDA), slot(CPU), slot(NPU), slot(MUSA));
+        let least = cuda.min(cpu).min(npu).min(musa);
+        if least == u8::MAX {
+            return (None, false);
+        }
+        let on = self
+            .spans
+            .get(usize::from(least))
+            .and_then(|s| {
+                self.text
+                    .as_bytes()
+                    .get(usize::from(s.v0)..usize::from(s.v1))
+            })
+            .and_then(parse_bool);
+        (on, npu == least)
+    }
+}
+
+#[cfg(test)]
+mod graph_on_npu_tests {
+    use super::*;
+
+    /// What `graph_on_npu` must equal: `graph_flag`'s value and device.
+    fn by_flag(b: &BatchLine<'_>) -> (Option<bool>, bool) {
+        let flag = b.graph_flag();
+        (
+            flag.and_then(|(_, on)| on),
+            flag.is_some_and(|(device, _)| device == "npu"),
+        )
+    }
+
+    #[test]
+    fn equals_graph_flag() {
+        let lines = [
+            "Decode batch. #running-req: 4, #token: 10, token usage: 0.01, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0",
+            "Decode batch. #running-req: 4, #token: 10, token usage: 0.01, npu graph: False, gen throughput (token/s): 1.00, #queue-req: 0",
+            "Decode batch. #running-req: 4, npu graph: True, cuda graph: False, #queue-req: 0",
+            "Decode batch. #running-req: 4, cpu graph: maybe, #queue-req: 0",
+            "Decode batch. #running-req: 4, musa graph: True, #queue-req: 0",
+            "Decode batch. #running-req: 4, #queue-req: 0",
+            "Decode batch. #running-req: 4, xpu graph: True, npu graph: False, #queue-req: 0",
+            "Decode batch. #running-req: 4, npu graph: True, xpu graph: False, #queue-req: 0",
+            "Decode batch. #running-req: 4, #new thing: 3, npu graph: True, #queue-req: 0",
+            "Decode batch. #running-req: 4, cuda graph: True, cuda graph: False, #queue-req: 0",
+            "Decode batch. #running-req: 4, cuda graph: False, npu graph: True, #queue-req: 0",
+            "Prefill batch. #new-seq: 1, #new-token: 5, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, cuda graph: True",
+            "Prefill batch(mixed #running-req: 3). #new-seq: 1, npu graph: True",
+            "Decode batch. #running-req: 4, npu graph: True,, #queue-req: 0",
+        ];
+        for text in lines {
+            for fast in [true, false] {
+                let mut ev = Event::Other;
+                parse_standard_into(text, &mut ev, &mut KeyOrder::new(fast));
+                let Event::Batch(b) = ev else {
+                    panic!("{text}: {ev:?}");
+                };
+                assert_eq!(b.graph_on_npu(), by_flag(&b), "{text}");
+                assert_eq!(b.graph_on_npu().0, b.graph(), "{text}");
+            }
+        }
+    }
+}

@@ -201,9 +201,7 @@ impl BatchSample {
                 d.tokens = b.num_token();
                 d.usage = b.token_usage();
                 d.gen_tps = b.gen_throughput();
-                let flag = b.graph_flag();
-                d.graph = flag.and_then(|(_, on)| on);
-                d.npu = flag.is_some_and(|(device, _)| device == "npu");
+                (d.graph, d.npu) = b.graph_on_npu();
                 d.accept_len = b.accept_len();
                 d.accept_rate = b.accept_rate();
                 d.cap_len = b.cap_len();
@@ -224,7 +222,7 @@ impl BatchSample {
                 p.usage = b.token_usage();
                 p.mamba_usage = b.mamba_usage();
                 p.input_tps = b.input_throughput();
-                p.graph = b.graph();
+                p.graph = b.graph_on_npu().0;
                 p.prealloc_req = b.prealloc_req();
                 p.inflight_req = b.inflight_req();
                 p.iter = b.iter;
