@@ -1904,6 +1904,30 @@ impl<'a> BatchLine<'a> {
             .and_then(parse_bool);
         (on, npu == least)
     }
+
+    /// The index of `name` in [`KNOWN_KEYS`], for [`BatchLine::fields_only_of`]; a name that
+    /// is not a known key stops the build when this is evaluated as a constant.
+    pub const fn known_key(name: &str) -> usize {
+        kid(name)
+    }
+
+    /// Whether every field of the line is the first field of one of the known keys `ids`
+    /// (indices into [`KNOWN_KEYS`], see [`BatchLine::known_key`], none twice) and no value
+    /// has `name=` parts (the strict form, [`split_fast`]'s). Then every typed accessor of a
+    /// key outside `ids` returns `None` without a look (no other key has a field: a field is
+    /// the first of one key at most), the `swa=` part of `#token` / `token usage` is absent,
+    /// and the graph flag, if any, is a key of `ids`: a caller reads the keys of `ids` and
+    /// skips the rest. Costs a slot load per id (inlined: `ids` are
+    /// usually constants).
+    #[inline(always)]
+    pub fn fields_only_of<const N: usize>(&self, ids: &[usize; N]) -> bool {
+        const { assert!(N < 256, "a line has at most MAX_FIELDS fields") };
+        let mut present = 0u8;
+        for &id in ids {
+            present += u8::from(self.slot.get(id).is_some_and(|&s| s != 0));
+        }
+        self.strict && present == self.len
+    }
 }
 
 #[cfg(test)]
@@ -1946,6 +1970,21 @@ mod graph_on_npu_tests {
                 };
                 assert_eq!(b.graph_on_npu(), by_flag(&b), "{text}");
                 assert_eq!(b.graph_on_npu().0, b.graph(), "{text}");
+                // lines whose fields are all of the common keys have no other key's value
+                let common = [
+                    "#running-req",
+                    "#queue-req",
+                    "#new-seq",
+                    "token usage",
+                    "cuda graph",
+                    "npu graph",
+                ]
+                .map(BatchLine::known_key);
+                if b.fields_only_of(&common) {
+                    assert!(b.fields().all(|(k, _)| common.contains(&kid(k))), "{text}");
+                    assert_eq!(b.swa_token_usage(), None, "{text}");
+                    assert_eq!(b.cached_token(), None, "{text}");
+                }
             }
         }
     }
