@@ -127,10 +127,14 @@ fn spikes(vals: &[(usize, f64)], factor: f64, min: f64, last: bool) -> Vec<(usiz
         if !judged || v.is_nan() || v < min {
             continue;
         }
-        let highest = (lo..=hi)
-            .filter(|&k| k != j)
-            .map(|k| vals[k].1)
-            .fold(f64::MIN_POSITIVE, f64::max);
+        let neighbours = (lo..=hi).filter(|&k| k != j).map(|k| vals[k].1);
+        // the usual reading: a neighbour within the factor of it (the highest is then too),
+        // found without taking the highest of all (`factor` is positive: a product is
+        // monotone, and a NaN neighbour is never within it, as `f64::max` passes it over)
+        if neighbours.clone().any(|x| factor * x >= v) {
+            continue;
+        }
+        let highest = neighbours.fold(f64::MIN_POSITIVE, f64::max);
         if v > factor * highest {
             out.push((vals[j].0, v / highest));
         }
