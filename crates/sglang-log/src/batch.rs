@@ -1928,6 +1928,31 @@ impl<'a> BatchLine<'a> {
         }
         self.strict && present == self.len
     }
+
+    /// [`BatchLine::token_usage`] with its usual case inlined into the caller (the accessor is
+    /// a call of ~75 instructions): a `token usage` value that parses as a number is that
+    /// number when sound, as the accessor reads it; any other line (no such field, a
+    /// `full=`/`swa=` value, a value that does not parse) is read by the accessor itself.
+    #[inline(always)]
+    pub fn token_usage_inline(&self) -> Option<f64> {
+        const K: usize = kid("token usage");
+        match self.bytes_by_id(K).map(parse_f64_bytes) {
+            Some(Some(x)) => (self.sound(K) || admits_f64(K, x)).then_some(x),
+            _ => self.token_usage(),
+        }
+    }
+
+    /// [`BatchLine::accept_len`] with its absent case inlined into the caller: a line without
+    /// an `accept len` field (speculative decoding off) is `None` after one slot load, any
+    /// other is read by the accessor.
+    #[inline(always)]
+    pub fn accept_len_inline(&self) -> Option<f64> {
+        const K: usize = kid("accept len");
+        if self.slot.get(K).is_none_or(|&s| s == 0) {
+            return None;
+        }
+        self.accept_len()
+    }
 }
 
 #[cfg(test)]
@@ -1980,6 +2005,8 @@ mod graph_on_npu_tests {
                     "npu graph",
                 ]
                 .map(BatchLine::known_key);
+                assert_eq!(b.token_usage_inline(), b.token_usage(), "{text}");
+                assert_eq!(b.accept_len_inline(), b.accept_len(), "{text}");
                 if b.fields_only_of(&common) {
                     assert!(b.fields().all(|(k, _)| common.contains(&kid(k))), "{text}");
                     assert_eq!(b.swa_token_usage(), None, "{text}");

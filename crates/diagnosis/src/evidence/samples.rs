@@ -211,10 +211,10 @@ impl BatchSample {
                 d.running = b.running_req();
                 d.queue = b.queue_req();
                 d.tokens = b.num_token();
-                d.usage = b.token_usage();
+                d.usage = b.token_usage_inline();
                 d.gen_tps = b.gen_throughput();
                 (d.graph, d.npu) = b.graph_on_npu();
-                d.accept_len = b.accept_len();
+                d.accept_len = b.accept_len_inline();
                 if b.fields_only_of(&DECODE_COMMON) {
                     // the usual line: no other key has a field, each reading below is absent
                     // (eight accessors that would each find no field, ~70 instructions)
@@ -244,7 +244,7 @@ impl BatchSample {
                 p.cached_token = b.cached_token();
                 p.running = b.running_req();
                 p.queue = b.queue_req();
-                p.usage = b.token_usage();
+                p.usage = b.token_usage_inline();
                 p.mamba_usage = b.mamba_usage();
                 p.input_tps = b.input_throughput();
                 p.graph = b.graph_on_npu().0;
