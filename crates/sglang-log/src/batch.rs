@@ -1913,11 +1913,11 @@ impl<'a> BatchLine<'a> {
 
     /// Whether every field of the line is the first field of one of the known keys `ids`
     /// (indices into [`KNOWN_KEYS`], see [`BatchLine::known_key`], none twice) and no value
-    /// has `name=` parts (the strict form, [`split_fast`]'s). Then every typed accessor of a
-    /// key outside `ids` returns `None` without a look (no other key has a field: a field is
-    /// the first of one key at most), the `swa=` part of `#token` / `token usage` is absent,
-    /// and the graph flag, if any, is a key of `ids`: a caller reads the keys of `ids` and
-    /// skips the rest. Costs a slot load per id (inlined: `ids` are
+    /// has `name=` parts (the strict form, split by the fast splitter). Then every typed
+    /// accessor of a key outside `ids` returns `None` without a look (no other key has a
+    /// field: a field is the first of one key at most), the `swa=` part of `#token` /
+    /// `token usage` is absent, and the graph flag, if any, is a key of `ids`: a caller reads
+    /// the keys of `ids` and skips the rest. Costs a slot load per id (inlined: `ids` are
     /// usually constants).
     #[inline(always)]
     pub fn fields_only_of<const N: usize>(&self, ids: &[usize; N]) -> bool {
