@@ -1932,3 +1932,156 @@ mod tests {
         assert!(parse_standard("Decode batch. nothing here").is_err());
     }
 }
+
+impl<'a> BatchLine<'a> {
+    /// The graph flag as a diagnosis keeps it, with one look: whether the batch ran as a
+    /// captured graph (the value of [`BatchLine::graph_flag`], also [`BatchLine::graph`]) and
+    /// whether the flag's device is `npu` (an Ascend build). `(None, false)` without a flag.
+    ///
+    /// When every field's key is known and none repeats (the usual line), no `<word> graph` of
+    /// an unknown device can come before a known graph key, so the flag is the known graph key
+    /// with the least slot and its device is the key's word: four slot loads, no key text
+    /// compared (`graph_flag` costs ~130 instructions a line). Any other line is read by
+    /// [`BatchLine::graph_flag`] itself.
+    pub fn graph_on_npu(&self) -> (Option<bool>, bool) {
+        const CUDA: usize = kid("cuda graph");
+        const CPU: usize = kid("cpu graph");
+        const NPU: usize = kid("npu graph");
+        const MUSA: usize = kid("musa graph");
+        if self.known != self.len {
+            let flag = self.graph_flag();
+            return (
+                flag.and_then(|(_, on)| on),
+                flag.is_some_and(|(device, _)| device == "npu"),
+            );
+        }
+        // the least slot of the four (an absent key's 0 wraps to 255, above any slot)
+        let slot = |id: usize| self.slot.get(id).map_or(u8::MAX, |s| s.wrapping_sub(1));
+        let (cuda, cpu, npu, musa) = (slot(CUDA), slot(CPU), slot(NPU), slot(MUSA));
+        let least = cuda.min(cpu).min(npu).min(musa);
+        if least == u8::MAX {
+            return (None, false);
+        }
+        let on = self
+            .spans
+            .get(usize::from(least))
+            .and_then(|s| {
+                self.text
+                    .as_bytes()
+                    .get(usize::from(s.v0)..usize::from(s.v1))
+            })
+            .and_then(parse_bool);
+        (on, npu == least)
+    }
+
+    /// The index of `name` in [`KNOWN_KEYS`], for [`BatchLine::fields_only_of`]; a name that
+    /// is not a known key stops the build when this is evaluated as a constant.
+    pub const fn known_key(name: &str) -> usize {
+        kid(name)
+    }
+
+    /// Whether every field of the line is the first field of one of the known keys `ids`
+    /// (indices into [`KNOWN_KEYS`], see [`BatchLine::known_key`], none twice) and no value
+    /// has `name=` parts (the strict form, split by the fast splitter). Then every typed
+    /// accessor of a key outside `ids` returns `None` without a look (no other key has a
+    /// field: a field is the first of one key at most), the `swa=` part of `#token` /
+    /// `token usage` is absent, and the graph flag, if any, is a key of `ids`: a caller reads
+    /// the keys of `ids` and skips the rest. Costs a slot load per id (inlined: `ids` are
+    /// usually constants).
+    #[inline(always)]
+    pub fn fields_only_of<const N: usize>(&self, ids: &[usize; N]) -> bool {
+        const { assert!(N < 256, "a line has at most MAX_FIELDS fields") };
+        let mut present = 0u8;
+        for &id in ids {
+            present += u8::from(self.slot.get(id).is_some_and(|&s| s != 0));
+        }
+        self.strict && present == self.len
+    }
+
+    /// [`BatchLine::token_usage`] with its usual case inlined into the caller (the accessor is
+    /// a call of ~75 instructions): a `token usage` value that parses as a number is that
+    /// number when sound, as the accessor reads it; any other line (no such field, a
+    /// `full=`/`swa=` value, a value that does not parse) is read by the accessor itself.
+    #[inline(always)]
+    pub fn token_usage_inline(&self) -> Option<f64> {
+        const K: usize = kid("token usage");
+        match self.bytes_by_id(K).map(parse_f64_bytes) {
+            Some(Some(x)) => (self.sound(K) || admits_f64(K, x)).then_some(x),
+            _ => self.token_usage(),
+        }
+    }
+
+    /// [`BatchLine::accept_len`] with its absent case inlined into the caller: a line without
+    /// an `accept len` field (speculative decoding off) is `None` after one slot load, any
+    /// other is read by the accessor.
+    #[inline(always)]
+    pub fn accept_len_inline(&self) -> Option<f64> {
+        const K: usize = kid("accept len");
+        if self.slot.get(K).is_none_or(|&s| s == 0) {
+            return None;
+        }
+        self.accept_len()
+    }
+}
+
+#[cfg(test)]
+mod graph_on_npu_tests {
+    use super::*;
+
+    /// What `graph_on_npu` must equal: `graph_flag`'s value and device.
+    fn by_flag(b: &BatchLine<'_>) -> (Option<bool>, bool) {
+        let flag = b.graph_flag();
+        (
+            flag.and_then(|(_, on)| on),
+            flag.is_some_and(|(device, _)| device == "npu"),
+        )
+    }
+
+    #[test]
+    fn equals_graph_flag() {
+        let lines = [
+            "Decode batch. #running-req: 4, #token: 10, token usage: 0.01, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0",
+            "Decode batch. #running-req: 4, #token: 10, token usage: 0.01, npu graph: False, gen throughput (token/s): 1.00, #queue-req: 0",
+            "Decode batch. #running-req: 4, npu graph: True, cuda graph: False, #queue-req: 0",
+            "Decode batch. #running-req: 4, cpu graph: maybe, #queue-req: 0",
+            "Decode batch. #running-req: 4, musa graph: True, #queue-req: 0",
+            "Decode batch. #running-req: 4, #queue-req: 0",
+            "Decode batch. #running-req: 4, xpu graph: True, npu graph: False, #queue-req: 0",
+            "Decode batch. #running-req: 4, npu graph: True, xpu graph: False, #queue-req: 0",
+            "Decode batch. #running-req: 4, #new thing: 3, npu graph: True, #queue-req: 0",
+            "Decode batch. #running-req: 4, cuda graph: True, cuda graph: False, #queue-req: 0",
+            "Decode batch. #running-req: 4, cuda graph: False, npu graph: True, #queue-req: 0",
+            "Prefill batch. #new-seq: 1, #new-token: 5, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, cuda graph: True",
+            "Prefill batch(mixed #running-req: 3). #new-seq: 1, npu graph: True",
+            "Decode batch. #running-req: 4, npu graph: True,, #queue-req: 0",
+        ];
+        for text in lines {
+            for fast in [true, false] {
+                let mut ev = Event::Other;
+                parse_standard_into(text, &mut ev, &mut KeyOrder::new(fast));
+                let Event::Batch(b) = ev else {
+                    panic!("{text}: {ev:?}");
+                };
+                assert_eq!(b.graph_on_npu(), by_flag(&b), "{text}");
+                assert_eq!(b.graph_on_npu().0, b.graph(), "{text}");
+                // lines whose fields are all of the common keys have no other key's value
+                let common = [
+                    "#running-req",
+                    "#queue-req",
+                    "#new-seq",
+                    "token usage",
+                    "cuda graph",
+                    "npu graph",
+                ]
+                .map(BatchLine::known_key);
+                assert_eq!(b.token_usage_inline(), b.token_usage(), "{text}");
+                assert_eq!(b.accept_len_inline(), b.accept_len(), "{text}");
+                if b.fields_only_of(&common) {
+                    assert!(b.fields().all(|(k, _)| common.contains(&kid(k))), "{text}");
+                    assert_eq!(b.swa_token_usage(), None, "{text}");
+                    assert_eq!(b.cached_token(), None, "{text}");
+                }
+            }
+        }
+    }
+}

@@ -127,10 +127,14 @@ fn spikes(vals: &[(usize, f64)], factor: f64, min: f64, last: bool) -> Vec<(usiz
         if !judged || v.is_nan() || v < min {
             continue;
         }
-        let highest = (lo..=hi)
-            .filter(|&k| k != j)
-            .map(|k| vals[k].1)
-            .fold(f64::MIN_POSITIVE, f64::max);
+        let neighbours = (lo..=hi).filter(|&k| k != j).map(|k| vals[k].1);
+        // the usual reading: a neighbour within the factor of it (the highest is then too),
+        // found without taking the highest of all (`factor` is positive: a product is
+        // monotone, and a NaN neighbour is never within it, as `f64::max` passes it over)
+        if neighbours.clone().any(|x| factor * x >= v) {
+            continue;
+        }
+        let highest = neighbours.fold(f64::MIN_POSITIVE, f64::max);
         if v > factor * highest {
             out.push((vals[j].0, v / highest));
         }
@@ -199,6 +203,17 @@ fn set_aside_counts<S: Counts>(
             *s.running() = None;
         }
     }
+    // and more requests than the cap lets in at once: up to the cap, a burst can be admitted
+    // within one interval
+    let min = cap.map_or(th::QUEUE_SPIKE_MIN, |c| th::QUEUE_SPIKE_MIN.max(c as f64));
+    // the usual scheduler: no queue reaches that, so none is a spike (`spikes` passes over a
+    // reading below `min`), and the readings are not copied out
+    if samples
+        .iter_mut()
+        .all(|s| s.queue().is_none_or(|q| (q as f64) < min))
+    {
+        return out.count > before;
+    }
     // a queue that jumps and falls back within one line (the last line is not judged: a
     // burst that arrives as the log ends does not fall back)
     let queue: Vec<(usize, f64)> = samples
@@ -206,9 +221,6 @@ fn set_aside_counts<S: Counts>(
         .enumerate()
         .filter_map(|(i, s)| Some((i, (*s.queue())? as f64)))
         .collect();
-    // and more requests than the cap lets in at once: up to the cap, a burst can be admitted
-    // within one interval
-    let min = cap.map_or(th::QUEUE_SPIKE_MIN, |c| th::QUEUE_SPIKE_MIN.max(c as f64));
     for (i, ratio) in spikes(&queue, th::QUEUE_SPIKE_FACTOR, min, false) {
         let s = &mut samples[i];
         out.push(SetAside {

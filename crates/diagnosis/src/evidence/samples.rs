@@ -154,6 +154,18 @@ impl PrefillSample {
     }
 }
 
+/// The keys of the usual `Decode batch` line, every one read by [`BatchSample::read`]: a line
+/// with no other field needs no look for the rest ([`BatchLine::fields_only_of`]).
+const DECODE_COMMON: [usize; 7] = [
+    BatchLine::known_key("#running-req"),
+    BatchLine::known_key("#queue-req"),
+    BatchLine::known_key("#token"),
+    BatchLine::known_key("token usage"),
+    BatchLine::known_key("gen throughput (token/s)"),
+    BatchLine::known_key("cuda graph"),
+    BatchLine::known_key("accept len"),
+];
+
 /// The sample of one batch line, owned (its time `t` is set by the builder, which unwraps it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum BatchSample {
@@ -199,6 +211,65 @@ impl BatchSample {
                 d.running = b.running_req();
                 d.queue = b.queue_req();
                 d.tokens = b.num_token();
+                d.usage = b.token_usage_inline();
+                d.gen_tps = b.gen_throughput();
+                (d.graph, d.npu) = b.graph_on_npu();
+                d.accept_len = b.accept_len_inline();
+                if b.fields_only_of(&DECODE_COMMON) {
+                    // the usual line: no other key has a field, each reading below is absent
+                    // (eight accessors that would each find no field, ~70 instructions)
+                    d.accept_rate = None;
+                    d.cap_len = None;
+                    d.pre_allocated_usage = None;
+                    d.prealloc_req = None;
+                    d.transfer_req = None;
+                    d.mamba_usage = None;
+                    d.swa_usage = None;
+                    d.occupancy = Occupancy::ABSENT;
+                } else {
+                    d.accept_rate = b.accept_rate();
+                    d.cap_len = b.cap_len();
+                    d.pre_allocated_usage = b.pre_allocated_usage();
+                    d.prealloc_req = b.prealloc_req();
+                    d.transfer_req = b.transfer_req();
+                    d.mamba_usage = b.mamba_usage();
+                    d.swa_usage = b.swa_token_usage();
+                    d.occupancy = Occupancy::of(b.fwd_occupancy());
+                }
+            }
+            BatchSample::Prefill(p) => {
+                p.line = line;
+                p.new_seq = b.new_seq();
+                p.new_token = b.new_token();
+                p.cached_token = b.cached_token();
+                p.running = b.running_req();
+                p.queue = b.queue_req();
+                p.usage = b.token_usage_inline();
+                p.mamba_usage = b.mamba_usage();
+                p.input_tps = b.input_throughput();
+                p.graph = b.graph_on_npu().0;
+                p.prealloc_req = b.prealloc_req();
+                p.inflight_req = b.inflight_req();
+                p.iter = b.iter;
+                p.occupancy = Occupancy::of(b.fwd_occupancy());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every accessor asked, as `read` did before it skipped the absent ones.
+    fn read_all(line: u64, b: &BatchLine<'_>) -> BatchSample {
+        let mut s = BatchSample::empty(b.kind);
+        match &mut s {
+            BatchSample::Decode(d) => {
+                d.line = line;
+                d.running = b.running_req();
+                d.queue = b.queue_req();
+                d.tokens = b.num_token();
                 d.usage = b.token_usage();
                 d.gen_tps = b.gen_throughput();
                 let flag = b.graph_flag();
@@ -231,5 +302,47 @@ impl BatchSample {
                 p.occupancy = Occupancy::of(b.fwd_occupancy());
             }
         }
+        s
+    }
+
+    /// Bits of a sample (a NaN reading compares unequal to itself as an `f64`).
+    fn bits(s: &BatchSample) -> String {
+        format!("{s:?}")
+    }
+
+    fn logs(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                logs(&p, out);
+            } else if p.extension().is_some_and(|x| x == "log") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// The read that skips the accessors of absent keys gives every accessor's answer, on
+    /// every batch line of the shared logs.
+    #[test]
+    fn read_equals_every_accessor_on_real_lines() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+        let mut files = Vec::new();
+        logs(&root, &mut files);
+        assert!(files.len() > 20, "{}", root.display());
+        let mut batch = 0usize;
+        for f in files {
+            let bytes = std::fs::read(&f).unwrap();
+            sglang_log::LogReader::from_reader("log", &bytes[..])
+                .for_each(|rec| {
+                    if let sglang_log::Event::Batch(b) = &rec.event {
+                        batch += 1;
+                        let got = BatchSample::of(rec.line_no, b);
+                        let want = read_all(rec.line_no, b);
+                        assert_eq!(bits(&got), bits(&want), "{}:{}", f.display(), rec.line_no);
+                    }
+                })
+                .unwrap();
+        }
+        assert!(batch > 10_000, "{batch}");
     }
 }

@@ -159,13 +159,14 @@ pub fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
 /// records the phases. A span MSER judged burst-shaped keeps its basis; its phases are
 /// recorded all the same. Stalls and busy gaps inside the window are left out line by line
 /// ([`Span::left_out_at`]), as are the lines after a crash whatever the basis.
-fn apply_phases(span: &mut Span, tl: &SchedulerTimeline) {
+fn apply_phases(span: &mut Span, tl: &SchedulerTimeline, idle_gap_s: f64) {
     let ramp_end = span
         .basis
         .is_steady()
         .then_some(span.steady_start_s)
         .filter(|&t| t > span.start_s);
-    let Some(p) = phases::find(tl.decode.samples(), ramp_end, &phases::Marks::of(tl)) else {
+    let marks = phases::Marks::of(tl);
+    let Some(p) = phases::find_at(tl.decode.samples(), ramp_end, &marks, idle_gap_s) else {
         return;
     };
     if span.basis.is_steady() {
@@ -257,10 +258,13 @@ impl<'e> SchedulerView<'e> {
     pub fn new(key: SchedulerKey, tl: &'e SchedulerTimeline) -> Self {
         let obs = merged_obs(tl);
         let mut span = find_span(tl, &obs);
+        // the idle gap of the decode lines, taken once for the phases and the first windows
+        let idle_gap_s = phases::idle_gap_s(tl.decode.samples());
         if let Some(sp) = span.as_mut() {
-            apply_phases(sp, tl);
+            apply_phases(sp, tl, idle_gap_s);
         }
-        let first_windows = phases::first_window_lines(tl.decode.samples(), tl.prefill.samples());
+        let first_windows =
+            phases::first_window_lines_at(tl.decode.samples(), tl.prefill.samples(), idle_gap_s);
         // (filtered by reference, then copied: a sample is copied only when it is kept)
         let steady: Vec<Obs> = collect_within(
             obs.len(),

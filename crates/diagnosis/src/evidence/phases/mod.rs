@@ -69,7 +69,16 @@ pub fn idle_gap_s(decode: &[DecodeSample]) -> f64 {
 /// the median of the others (an excerpt that starts mid-run keeps a normal first reading).
 /// Their readings are left out of every mean and median. Sorted by line number.
 pub fn first_window_lines(decode: &[DecodeSample], prefill: &[PrefillSample]) -> Vec<u64> {
-    let gap = idle_gap_s(decode);
+    first_window_lines_at(decode, prefill, idle_gap_s(decode))
+}
+
+/// [`first_window_lines`] with the idle gap of `decode` ([`idle_gap_s`]) already taken (a
+/// view takes it once for this and [`find_at`]: a copy of the times and a median each).
+pub(crate) fn first_window_lines_at(
+    decode: &[DecodeSample],
+    prefill: &[PrefillSample],
+    gap: f64,
+) -> Vec<u64> {
     let readings = decode.iter().filter(|d| d.gen_tps.is_some()).count();
     // line numbers of prefill batches that started from an empty running batch
     let mut restarts: Vec<(u64, Option<f64>)> = prefill
@@ -285,6 +294,17 @@ fn piece(kind: PhaseKind, start_s: f64, end_s: f64, lines: usize) -> Phase {
 /// `None` when fewer than two decode lines before the crash carry timestamps, when they are out
 /// of order, or when no line is left steady.
 pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>, marks: &Marks) -> Option<Phases> {
+    find_at(decode, ramp_end_s, marks, idle_gap_s(decode))
+}
+
+/// [`find`] with the idle gap of all of `decode` ([`idle_gap_s`]) already taken: used when
+/// the lines it reads are all of them (every line stamped, no crash cut), else taken again.
+pub(crate) fn find_at(
+    decode: &[DecodeSample],
+    ramp_end_s: Option<f64>,
+    marks: &Marks,
+    whole_gap: f64,
+) -> Option<Phases> {
     // the timestamped lines: every line as a rule, then no copy
     let some_untimed: Vec<DecodeSample>;
     let all: &[DecodeSample] = if decode.iter().all(|d| d.t.is_some()) {
@@ -305,7 +325,12 @@ pub fn find(decode: &[DecodeSample], ramp_end_s: Option<f64>, marks: &Marks) -> 
     if timed.len() < 2 {
         return None;
     }
-    let gap = idle_gap_s(timed);
+    let gap = if timed.len() == decode.len() {
+        // a prefix of the stamped lines as long as all lines: all of them, in order
+        whole_gap
+    } else {
+        idle_gap_s(timed)
+    };
     let segs = segments(timed, gap);
     // the main segment: the last of those with nearly the most decode lines (a benchmark run
     // twice, a warm-up run then the measured one: the later)
