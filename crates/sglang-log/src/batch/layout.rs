@@ -27,7 +27,7 @@
 
 use super::{
     BatchForm, BatchKind, BatchLine, FAST_SAFE, MAX_FIELDS, N_KNOWN, SAFE_FRACTION, Span,
-    UNCHECKED, key_id, value_look,
+    UNCHECKED, value_look,
 };
 use crate::{Event, RankTags};
 
@@ -324,6 +324,25 @@ unsafe fn same_chunks_avx2(a: &[u8], b: &[u8], chunks: usize) -> bool {
     _mm256_movemask_epi8(eq) == -1
 }
 
+/// Whether `s` holds an ASCII digit: eight bytes a step.
+fn has_digit(s: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = s.chunks_exact(8);
+    for c in words.by_ref() {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+        // a digit is a byte below 0x80 whose low 7 bits reach the top bit when 0x50 is added
+        // (>= '0') but not when 0x46 is (< ':'); 7-bit adds carry into no other byte
+        let low = w & !HIGH;
+        let ge0 = (low + ONES * 0x50) & HIGH; // byte >= 0x30 (within 7 bits)
+        let gt9 = (low + ONES * 0x46) & HIGH; // byte >= 0x3a
+        if ge0 & !gt9 & !w & HIGH != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(u8::is_ascii_digit)
+}
+
 /// The set of hash `h`.
 #[inline(always)]
 fn set_of(h: u64) -> usize {
@@ -458,6 +477,16 @@ impl Layouts {
             }
             u64::from_le_bytes(w)
         };
+        // the known key whose first field each field is (N_KNOWN: none), from the key slots
+        let mut first_of = [N_KNOWN as u8; MAX_FIELDS];
+        for (id, &at) in b.slot.iter().enumerate() {
+            if let Some(f) = usize::from(at)
+                .checked_sub(1)
+                .and_then(|i| first_of.get_mut(i))
+            {
+                *f = id as u8; // ok: id < N_KNOWN <= 64
+            }
+        }
         let mut check = 0u64;
         let mut zero_dot = [(0u8, 0u8); MAX_ZERO_DOT];
         let mut zero_dots = 0usize;
@@ -471,14 +500,12 @@ impl Layouts {
             );
             // the strict form: `key: value`, the key right before `: `; no digit outside
             // the values
-            if !(from <= k0 && k0 + 2 <= v0 && v0 < v1 && v1 <= n)
-                || bytes[from..v0].iter().any(u8::is_ascii_digit)
-            {
+            if !(from <= k0 && k0 + 2 <= v0 && v0 < v1 && v1 <= n) || has_digit(&bytes[from..v0]) {
                 return;
             }
             data |= bytes[v0].is_ascii_digit();
-            let id = key_id(&bytes[k0..v0 - 2]).unwrap_or(N_KNOWN);
-            if b.slot.get(id).is_some_and(|&at| usize::from(at) == i + 1) {
+            let id = usize::from(first_of[i]);
+            if id < N_KNOWN {
                 let safe = FAST_SAFE.get(id).copied().unwrap_or(UNCHECKED);
                 let w = word(v0);
                 // the bit with the first byte a `0` and with it another digit (when a digit)
@@ -514,7 +541,7 @@ impl Layouts {
             }
             from = v1;
         }
-        if !data || bytes[from..].iter().any(u8::is_ascii_digit) {
+        if !data || has_digit(&bytes[from..]) {
             return;
         }
         // the normalised line of the miss that sent it here, else normalised now
@@ -664,6 +691,20 @@ mod tests {
         }
         // the layouts are used on the real logs, not only on the sample
         assert!(hits * 4 > batch, "{hits} of {batch} batch lines");
+    }
+
+    #[test]
+    fn the_word_digit_test_is_the_bytewise_one() {
+        // every byte value at every position of a word and of a tail
+        for len in [7, 8, 9, 16, 17] {
+            for at in 0..len {
+                for c in 0..=255u8 {
+                    let mut s = vec![b'x'; len];
+                    s[at] = c;
+                    assert_eq!(has_digit(&s), c.is_ascii_digit(), "{len} {at} {c}");
+                }
+            }
+        }
     }
 
     #[test]
