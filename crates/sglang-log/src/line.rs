@@ -225,6 +225,12 @@ impl LineCache {
     pub(crate) fn layout_hits(&self) -> u64 {
         self.layouts.hits
     }
+
+    /// Whether the layouts are in use (for the tests).
+    #[cfg(test)]
+    pub(crate) fn layouts_enabled(&self) -> bool {
+        self.layouts.enabled()
+    }
 }
 
 /// The stamp `line[1..20]` (`YYYY-MM-DD HH:MM:SS`), reused from the previous line when its

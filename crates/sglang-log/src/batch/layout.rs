@@ -47,6 +47,12 @@ const MAX_ZERO_DOT: usize = 4;
 /// Batch lines offered to [`Layouts::learn`] before it keeps one: a one-line parse
 /// ([`crate::parse_line`]) never allocates the table.
 const LEARN_AFTER: u32 = 1;
+/// Layouts kept before their use is judged, and the lines each must have read on average:
+/// a log whose lines seldom repeat a layout (values of ever-changing lengths) would pay a
+/// normalisation and a learning on most lines, so its reader stops using layouts (the seed-7
+/// sample's 1,272 layouts read 85 lines each).
+const JUDGE_AFTER: u64 = 1024;
+const HITS_PER_LAYOUT: u64 = 4;
 
 /// One learnt layout.
 struct Layout {
@@ -95,9 +101,10 @@ pub(crate) struct Layouts {
     /// [`head_bit`] of the raw bytes 20..28 of every layout kept: a line whose bit is clear
     /// (an access line, a traceback) has none, without being normalised.
     heads: u64,
-    /// Lines read by a layout (for the tests that must see them used).
-    #[cfg(test)]
+    /// Lines read by a layout.
     pub(crate) hits: u64,
+    /// Layouts kept.
+    kept: u64,
 }
 
 impl Clone for Layouts {
@@ -350,6 +357,13 @@ fn set_of(h: u64) -> usize {
 }
 
 impl Layouts {
+    /// Whether layouts are learnt and used (off from the start for the tests that compare
+    /// with the splitter, or once they were seldom used).
+    #[cfg(test)]
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// No layouts yet; `enabled: false` never learns or recognises one (for the tests that
     /// compare with the splitter).
     pub(crate) fn new(enabled: bool) -> Self {
@@ -361,8 +375,8 @@ impl Layouts {
             last: (0, 0, 0, 0),
             avx2: has_avx2(),
             heads: 0,
-            #[cfg(test)]
             hits: 0,
+            kept: 0,
         }
     }
 
@@ -426,10 +440,7 @@ impl Layouts {
             broken: 0,
             check,
         });
-        #[cfg(test)]
-        {
-            self.hits += 1;
-        }
+        self.hits += 1;
         Some((msg, l.ranks))
     }
 
@@ -581,6 +592,14 @@ impl Layouts {
         if self.table.is_empty() {
             self.table = (0..SETS).map(|_| [None, None]).collect();
         }
+        self.kept += 1;
+        if self.kept >= JUDGE_AFTER && self.hits < HITS_PER_LAYOUT * self.kept {
+            // seldom used: off for this reader (the general path reads every line)
+            self.enabled = false;
+            self.table = Vec::new();
+            self.heads = 0;
+            return;
+        }
         self.heads |= head_bit(raw_head(bytes).0);
         if let Some(set) = self.table.get_mut(set_of(h)) {
             // most recently used first; the other way drops out
@@ -691,6 +710,36 @@ mod tests {
         }
         // the layouts are used on the real logs, not only on the sample
         assert!(hits * 4 > batch, "{hits} of {batch} batch lines");
+    }
+
+    #[test]
+    fn a_reader_whose_lines_seldom_repeat_a_layout_stops_learning() {
+        // every line its own layout (an unknown key of its own letters): kept, never used
+        let lines: Vec<String> = (0..1200u32)
+            .map(|i| {
+                let key: String = [i % 26, i / 26 % 26, i / 676 % 26]
+                    .iter()
+                    .map(|&c| char::from(b'a' + c as u8))
+                    .collect();
+                format!(
+                    "[2026-01-15 08:00:03 TP0] Decode batch. #running-req: 6, #{key}: 1, #queue-req: 2"
+                )
+            })
+            .collect();
+        let mut c = LineCache::new(true);
+        for l in &lines {
+            parse_line_cached(l.as_bytes(), 1, &mut c);
+        }
+        assert!(!c.layouts_enabled());
+        // and the records are the splitter's, with and without the layouts
+        let bytes: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+        assert!(crate::grammar_check::lines_agree(&bytes));
+        // a log whose layouts repeat keeps them
+        let mut c = LineCache::new(true);
+        for _ in 0..3000 {
+            parse_line_cached(DECODE.as_bytes(), 1, &mut c);
+        }
+        assert!(c.layouts_enabled());
     }
 
     #[test]
