@@ -173,21 +173,28 @@ pub fn parse_http_access(msg: &str) -> Option<HttpAccess<'_>> {
         d1 += 1;
     }
     // the grammar reads the digits as one u64, leading zeros and all (`000…153` is 153)
-    let digits = &b[d0..d1];
+    let status = access_status(&b[d0..d1])?;
+    Some(HttpAccess {
+        // ok: every bound is next to an ASCII byte of `msg`, so a char boundary
+        method: msg.get(m0..m1)?,
+        path: msg.get(p0..p1)?,
+        status,
+    })
+}
+
+/// The status of an access line from its run of digits (possibly empty): the grammar reads
+/// them as one u64, leading zeros and all (`000…153` is 153), and a status is 100 - 599.
+#[inline]
+pub(crate) fn access_status(digits: &[u8]) -> Option<u16> {
     let zeros = digits.iter().take_while(|&&c| c == b'0').count();
     let significant = match &digits[zeros.min(digits.len().saturating_sub(1))..] {
         [] => return None,
         d => d,
     };
     let status = crate::num::parse_u64_bytes(significant)?;
-    Some(HttpAccess {
-        // ok: every bound is next to an ASCII byte of `msg`, so a char boundary
-        method: msg.get(m0..m1)?,
-        path: msg.get(p0..p1)?,
-        status: u16::try_from(status)
-            .ok()
-            .filter(|s| (100..600).contains(s))?,
-    })
+    u16::try_from(status)
+        .ok()
+        .filter(|s| (100..600).contains(s))
 }
 
 /// [`parse_http_access`] by the grammar of record.

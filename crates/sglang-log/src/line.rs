@@ -411,6 +411,17 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
     // "atc" is in `atchdog timeout` and in `batch`, "sfe" in `ransfer failed` and
     // `KVTransferError`; one vector pass for both spares the longer searches on most lines.
     let (atc, sfe) = crate::scan::has_atc_sfe(line.as_bytes());
+    // an access line after a plain stamp, with no `atc` (so no batch marker is looked for
+    // below): its layout is kept (`batch/layout.rs`)
+    if let Event::HttpAccess(a) = &rec.event
+        && fast_env
+        && cache.no_esc
+        && !atc
+    {
+        let m = msg.as_ptr() as usize - line.as_ptr() as usize;
+        cache.layouts.learn_access(line, m, a);
+        return;
+    }
     if matches!(rec.event, Event::Other) && (enveloped || rec.timestamp.is_some()) {
         fallback_scan(msg, atc, sfe, &mut rec.event);
     }

@@ -13,6 +13,11 @@
 //! per 32 bytes confirms it, and no envelope search, dispatch, key prediction or field scan
 //! runs.
 //!
+//! Access lines (`[stamp] INFO:     peer - "POST /generate HTTP/1.1" 200 OK`, one per request)
+//! have layouts too ([`Layouts::learn_access`]): the access scan decides on the class of each
+//! byte (digit, space, quote, upper case), which the normalised text keeps, and only the
+//! status's value is read again from each line's digits.
+//!
 //! **The same record.** A layout is kept only from a line with no digit outside its values
 //! from the message on, so two lines of one layout have the same bytes everywhere except in
 //! their values, whose digits may differ but whose other bytes (`.`, letters, `%`) are the
@@ -44,8 +49,8 @@ const SETS: usize = 4096;
 const WAYS: usize = 2;
 /// Most fields whose screening bit reads a digit's value (a fraction's `0.`) in one layout.
 const MAX_ZERO_DOT: usize = 4;
-/// Batch lines offered to [`Layouts::learn`] before it keeps one: a one-line parse
-/// ([`crate::parse_line`]) never allocates the table.
+/// Lines offered to [`Layouts::learn`] or [`Layouts::learn_access`] before one is kept: a
+/// one-line parse ([`crate::parse_line`]) never allocates the table.
 const LEARN_AFTER: u32 = 1;
 /// Layouts kept before their use is judged, and the lines each must have read on average:
 /// a log whose lines seldom repeat a layout (values of ever-changing lengths) would pay a
@@ -81,13 +86,25 @@ struct Layout {
     /// bit is clear when that byte is `0`, else set (`zero_dots` of them).
     zero_dot: [(u8, u8); MAX_ZERO_DOT],
     zero_dots: u8,
+    /// An access line's layout (the batch fields above unused): its slices, relative to the
+    /// message.
+    access: Option<AccessSpans>,
+}
+
+/// Where an access line's method, path and status digits lie in its message (byte ranges).
+#[derive(Clone, Copy)]
+struct AccessSpans {
+    method: (u8, u8),
+    path: (u8, u8),
+    digits: (u8, u8),
 }
 
 /// The layouts one reader has learnt (see the module doc), and the normalised copy of the line
 /// being recognised.
 pub(crate) struct Layouts {
     enabled: bool,
-    /// Batch lines offered to [`Layouts::learn`] (up to [`LEARN_AFTER`]).
+    /// Lines offered to [`Layouts::learn`] or [`Layouts::learn_access`] (up to
+    /// [`LEARN_AFTER`]).
     seen: u32,
     /// [`SETS`] × [`WAYS`], allocated at the first layout kept.
     table: Vec<[Option<Box<Layout>>; WAYS]>,
@@ -356,6 +373,29 @@ fn set_of(h: u64) -> usize {
     (h as usize) & (SETS - 1)
 }
 
+impl Layout {
+    /// The layout with its envelope part taken from `bytes` (the line): the raw bytes 20..msg,
+    /// and those of them in 20..36 as two masked words.
+    fn with_env(mut self, bytes: &[u8]) -> Layout {
+        let msg = usize::from(self.msg);
+        if let (Some(d), Some(e)) = (self.env.get_mut(..msg - 20), bytes.get(20..msg)) {
+            d.copy_from_slice(e);
+        }
+        let mask = |lo: usize| {
+            let k = (msg - 20).saturating_sub(lo).min(8);
+            if k == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * k)) - 1
+            }
+        };
+        let head = raw_head(bytes);
+        self.env_mask = (mask(0), mask(8));
+        self.env_head = (head.0 & self.env_mask.0, head.1 & self.env_mask.1);
+        self
+    }
+}
+
 impl Layouts {
     /// Whether layouts are learnt and used (off from the start for the tests that compare
     /// with the splitter, or once they were seldom used).
@@ -422,6 +462,20 @@ impl Layouts {
         }
         let l = set[0].as_deref()?;
         let msg = usize::from(l.msg);
+        if let Some(a) = l.access {
+            // an access line: its slices where the layout's were, its status from its digits
+            // (a status out of range is no access line: the general path reads it)
+            let text = line.get(msg..)?;
+            let at = |(x, y): (u8, u8)| text.get(usize::from(x)..usize::from(y));
+            let status = crate::access::access_status(at(a.digits)?.as_bytes())?;
+            *out = Event::HttpAccess(crate::HttpAccess {
+                method: at(a.method)?,
+                path: at(a.path)?,
+                status,
+            });
+            self.hits += 1;
+            return Some((msg, l.ranks));
+        }
         let mut check = l.check;
         for &(at, id) in l.zero_dot.iter().take(usize::from(l.zero_dots)) {
             check |= u64::from(b.get(usize::from(at)) != Some(&b'0')) << (id % 64);
@@ -560,26 +614,14 @@ impl Layouts {
             (at, len, _, h) if at == bytes.as_ptr() as usize && len == n => h,
             _ => normalize(bytes, &mut self.norm, self.avx2).1,
         };
-        let mut env = [0u8; MAX_ENV];
-        env[..msg - 20].copy_from_slice(&bytes[20..msg]);
-        let mask = |lo: usize| {
-            let k = (msg - 20).saturating_sub(lo).min(8);
-            if k == 8 {
-                u64::MAX
-            } else {
-                (1u64 << (8 * k)) - 1
-            }
-        };
-        let env_head = raw_head(bytes);
-        let env_mask = (mask(0), mask(8));
         let layout = Layout {
             len: n as u16, // ok: below MAX_LINE
             msg: msg as u8,
             kind: b.kind,
             ranks,
-            env,
-            env_head: (env_head.0 & env_mask.0, env_head.1 & env_mask.1),
-            env_mask,
+            env: [0; MAX_ENV],
+            env_head: (0, 0),
+            env_mask: (0, 0),
             norm: self.norm,
             fields: b.len,
             spans: b.spans,
@@ -588,7 +630,95 @@ impl Layouts {
             check,
             zero_dot,
             zero_dots: zero_dots as u8, // ok: at most MAX_ZERO_DOT
+            access: None,
         };
+        self.keep(layout.with_env(bytes), h, raw_head(bytes).0);
+    }
+
+    /// Keeps the layout of `line`, an access line (`HttpAccess` `a`, message from `msg` on)
+    /// that the general path read after the fixed-offset envelope of a stamp without rank tags
+    /// (`[stamp] INFO:     peer - "METHOD path HTTP/1.1" 200 OK`), and in which no `atc` was
+    /// seen (so no batch marker is looked for after it). Every decision of the access scan
+    /// reads the class of a byte (digit, space, quote, upper case), which the normalised text
+    /// keeps, except the status's value: read again from each line's digits.
+    pub(crate) fn learn_access(&mut self, line: &str, msg: usize, a: &crate::HttpAccess<'_>) {
+        if !self.enabled {
+            return;
+        }
+        if self.seen < LEARN_AFTER {
+            self.seen += 1;
+            return;
+        }
+        let bytes = line.as_bytes();
+        let n = bytes.len();
+        if !(MIN_LINE..MAX_LINE).contains(&n)
+            || bytes[0] != b'['
+            || bytes.get(20) != Some(&b']')
+            || msg < 22
+            || msg - 20 > MAX_ENV
+            || msg >= n
+        {
+            return;
+        }
+        let text = &line[msg..];
+        let base = text.as_ptr() as usize;
+        let span = |s: &str| -> Option<(u8, u8)> {
+            let x = (s.as_ptr() as usize).checked_sub(base)?;
+            let y = x + s.len();
+            // ok: below MAX_LINE
+            (y <= text.len()).then_some((x as u8, y as u8))
+        };
+        let (Some(method), Some(path)) = (span(a.method), span(a.path)) else {
+            return;
+        };
+        // the status digits: after the path, the version's closing quote and blanks
+        let t = text.as_bytes();
+        let Some(q) = memchr::memchr(b'"', &t[usize::from(path.1)..]) else {
+            return;
+        };
+        let mut d0 = usize::from(path.1) + q + 1;
+        while t.get(d0).is_some_and(|&c| c == b' ' || c == b'\t') {
+            d0 += 1;
+        }
+        let mut d1 = d0;
+        while t.get(d1).is_some_and(u8::is_ascii_digit) {
+            d1 += 1;
+        }
+        if crate::access::access_status(&t[d0..d1]) != Some(a.status) {
+            return;
+        }
+        let h = match self.last {
+            (at, len, _, h) if at == bytes.as_ptr() as usize && len == n => h,
+            _ => normalize(bytes, &mut self.norm, self.avx2).1,
+        };
+        let layout = Layout {
+            len: n as u16, // ok: below MAX_LINE
+            msg: msg as u8,
+            kind: BatchKind::Decode,
+            ranks: RankTags::default(),
+            env: [0; MAX_ENV],
+            env_head: (0, 0),
+            env_mask: (0, 0),
+            norm: self.norm,
+            fields: 0,
+            spans: [Span::default(); MAX_FIELDS],
+            slot: [0; N_KNOWN],
+            known: 0,
+            check: 0,
+            zero_dot: [(0, 0); MAX_ZERO_DOT],
+            zero_dots: 0,
+            access: Some(AccessSpans {
+                method,
+                path,
+                digits: (d0 as u8, d1 as u8), // ok: below MAX_LINE
+            }),
+        };
+        self.keep(layout.with_env(bytes), h, raw_head(bytes).0);
+    }
+
+    /// Puts `layout` (of hash `h`, raw bytes 20..28 `head`) first in its set, judging the
+    /// layouts' use first.
+    fn keep(&mut self, layout: Layout, h: u64, head: u64) {
         if self.table.is_empty() {
             self.table = (0..SETS).map(|_| [None, None]).collect();
         }
@@ -600,7 +730,7 @@ impl Layouts {
             self.heads = 0;
             return;
         }
-        self.heads |= head_bit(raw_head(bytes).0);
+        self.heads |= head_bit(head);
         if let Some(set) = self.table.get_mut(set_of(h)) {
             // most recently used first; the other way drops out
             set[1] = set[0].take();
@@ -740,6 +870,31 @@ mod tests {
             parse_line_cached(DECODE.as_bytes(), 1, &mut c);
         }
         assert!(c.layouts_enabled());
+    }
+
+    #[test]
+    fn an_access_line_of_a_known_layout_gets_the_access_scans_record() {
+        let a = r#"[2026-01-15 08:00:02] INFO:     192.0.2.162:50559 - "POST /generate HTTP/1.1" 200 OK"#;
+        // other digits, the same lengths: the layout's slices, this line's status
+        let b = r#"[2026-01-15 08:00:07] INFO:     192.0.2.187:44707 - "POST /generate HTTP/1.1" 503 OK"#;
+        // a status out of range (no access line: the general path reads it) and a leading zero
+        let c = r#"[2026-01-15 08:00:07] INFO:     192.0.2.187:44707 - "POST /generate HTTP/1.1" 700 OK"#;
+        let d = r#"[2026-01-15 08:00:07] INFO:     192.0.2.187:44707 - "POST /generate HTTP/1.1" 099 OK"#;
+        // a path with `atc` in it: no layout (a batch marker would be looked for)
+        let e = r#"[2026-01-15 08:00:07] INFO:     192.0.2.187:44707 - "POST /v1/batches HTTP/1.1" 200 OK"#;
+        // the first batch line is counted only: one decode line first
+        let (x, y, hits) = both(&[DECODE, a, a, b, c, d]);
+        assert_eq!(x, y);
+        assert_eq!(hits, 2, "{x:?}");
+        assert!(x[3].contains("status: 503"), "{}", x[3]);
+        assert!(!x[4].contains("HttpAccess"), "{}", x[4]);
+        let (x, y, hits) = both(&[DECODE, e, e, e]);
+        assert_eq!(x, y);
+        assert_eq!(hits, 0);
+        // a log of access lines alone: the first counted, the second kept, the third read
+        let (x, y, hits) = both(&[a, a, b]);
+        assert_eq!(x, y);
+        assert_eq!(hits, 1);
     }
 
     #[test]
