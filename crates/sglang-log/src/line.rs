@@ -419,7 +419,7 @@ fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
         && !atc
     {
         let m = msg.as_ptr() as usize - line.as_ptr() as usize;
-        cache.layouts.learn_access(line, m, a);
+        cache.layouts.learn_access(line, m, rec.ranks, a);
         return;
     }
     if matches!(rec.event, Event::Other) && (enveloped || rec.timestamp.is_some()) {

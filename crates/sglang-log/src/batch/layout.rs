@@ -641,7 +641,13 @@ impl Layouts {
     /// seen (so no batch marker is looked for after it). Every decision of the access scan
     /// reads the class of a byte (digit, space, quote, upper case), which the normalised text
     /// keeps, except the status's value: read again from each line's digits.
-    pub(crate) fn learn_access(&mut self, line: &str, msg: usize, a: &crate::HttpAccess<'_>) {
+    pub(crate) fn learn_access(
+        &mut self,
+        line: &str,
+        msg: usize,
+        ranks: RankTags,
+        a: &crate::HttpAccess<'_>,
+    ) {
         if !self.enabled {
             return;
         }
@@ -657,6 +663,11 @@ impl Layouts {
             || msg < 22
             || msg - 20 > MAX_ENV
             || msg >= n
+            // the message right after the level: no `[gpu=N]` tag read in between (its digit
+            // is a rank), and a peer that starts with a digit (the dispatch's access arm)
+            || ranks != RankTags::default()
+            || memchr::memchr(b'[', &bytes[20..msg]).is_some()
+            || !bytes[msg].is_ascii_digit()
         {
             return;
         }
@@ -891,6 +902,14 @@ mod tests {
         let (x, y, hits) = both(&[DECODE, e, e, e]);
         assert_eq!(x, y);
         assert_eq!(hits, 0);
+        // a `[gpu=N]` tag between the level and the peer is a rank (fuzz: its digit turned
+        // must not be read as the kept line's): no layout
+        let g0 = r#"[2026-02-21 13:06:55] INFO:    [gpu=0] 0 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request"#;
+        let g7 = r#"[2026-02-21 13:06:55] INFO:    [gpu=7] 0 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request"#;
+        let (x, y, hits) = both(&[g0, g0, g0, g7]);
+        assert_eq!(x, y);
+        assert_eq!(hits, 0);
+        assert!(x[3].contains("Some(7)"), "{}", x[3]);
         // a log of access lines alone: the first counted, the second kept, the third read
         let (x, y, hits) = both(&[a, a, b]);
         assert_eq!(x, y);
