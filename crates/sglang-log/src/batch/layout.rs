@@ -374,6 +374,29 @@ fn set_of(h: u64) -> usize {
 }
 
 impl Layout {
+    /// A layout of a line of `n` bytes whose message starts at `msg`, with its rank tags and
+    /// normalised text, and no fields yet.
+    fn blank(n: usize, msg: usize, ranks: RankTags, norm: [u8; NORM]) -> Layout {
+        Layout {
+            len: n as u16, // ok: below MAX_LINE
+            msg: msg as u8,
+            kind: BatchKind::Decode,
+            ranks,
+            env: [0; MAX_ENV],
+            env_head: (0, 0),
+            env_mask: (0, 0),
+            norm,
+            fields: 0,
+            spans: [Span::default(); MAX_FIELDS],
+            slot: [0; N_KNOWN],
+            known: 0,
+            check: 0,
+            zero_dot: [(0, 0); MAX_ZERO_DOT],
+            zero_dots: 0,
+            access: None,
+        }
+    }
+
     /// The layout with its envelope part taken from `bytes` (the line): the raw bytes 20..msg,
     /// and those of them in 20..36 as two masked words.
     fn with_env(mut self, bytes: &[u8]) -> Layout {
@@ -505,11 +528,7 @@ impl Layouts {
     /// split or that holds no digit-led value, one with a `[N]` iteration, cut or surplus
     /// fields, a digit outside the values, too many fraction fields.
     pub(crate) fn learn(&mut self, line: &str, msg: usize, ranks: RankTags, b: &BatchLine<'_>) {
-        if !self.enabled {
-            return;
-        }
-        if self.seen < LEARN_AFTER {
-            self.seen += 1;
+        if !self.ready() {
             return;
         }
         let bytes = line.as_bytes();
@@ -609,20 +628,9 @@ impl Layouts {
         if !data || has_digit(&bytes[from..]) {
             return;
         }
-        // the normalised line of the miss that sent it here, else normalised now
-        let h = match self.last {
-            (at, len, _, h) if at == bytes.as_ptr() as usize && len == n => h,
-            _ => normalize(bytes, &mut self.norm, self.avx2).1,
-        };
+        let h = self.hash_of(bytes);
         let layout = Layout {
-            len: n as u16, // ok: below MAX_LINE
-            msg: msg as u8,
             kind: b.kind,
-            ranks,
-            env: [0; MAX_ENV],
-            env_head: (0, 0),
-            env_mask: (0, 0),
-            norm: self.norm,
             fields: b.len,
             spans: b.spans,
             slot: b.slot,
@@ -630,7 +638,7 @@ impl Layouts {
             check,
             zero_dot,
             zero_dots: zero_dots as u8, // ok: at most MAX_ZERO_DOT
-            access: None,
+            ..Layout::blank(n, msg, ranks, self.norm)
         };
         self.keep(layout.with_env(bytes), h, raw_head(bytes).0);
     }
@@ -648,11 +656,7 @@ impl Layouts {
         ranks: RankTags,
         a: &crate::HttpAccess<'_>,
     ) {
-        if !self.enabled {
-            return;
-        }
-        if self.seen < LEARN_AFTER {
-            self.seen += 1;
+        if !self.ready() {
             return;
         }
         let bytes = line.as_bytes();
@@ -698,33 +702,38 @@ impl Layouts {
         if crate::access::access_status(&t[d0..d1]) != Some(a.status) {
             return;
         }
-        let h = match self.last {
-            (at, len, _, h) if at == bytes.as_ptr() as usize && len == n => h,
-            _ => normalize(bytes, &mut self.norm, self.avx2).1,
-        };
+        let h = self.hash_of(bytes);
         let layout = Layout {
-            len: n as u16, // ok: below MAX_LINE
-            msg: msg as u8,
-            kind: BatchKind::Decode,
-            ranks: RankTags::default(),
-            env: [0; MAX_ENV],
-            env_head: (0, 0),
-            env_mask: (0, 0),
-            norm: self.norm,
-            fields: 0,
-            spans: [Span::default(); MAX_FIELDS],
-            slot: [0; N_KNOWN],
-            known: 0,
-            check: 0,
-            zero_dot: [(0, 0); MAX_ZERO_DOT],
-            zero_dots: 0,
             access: Some(AccessSpans {
                 method,
                 path,
                 digits: (d0 as u8, d1 as u8), // ok: below MAX_LINE
             }),
+            ..Layout::blank(n, msg, RankTags::default(), self.norm)
         };
         self.keep(layout.with_env(bytes), h, raw_head(bytes).0);
+    }
+
+    /// Whether a line may be learnt now: layouts on, and [`LEARN_AFTER`] lines offered
+    /// before (counted here).
+    fn ready(&mut self) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        if self.seen < LEARN_AFTER {
+            self.seen += 1;
+            return false;
+        }
+        true
+    }
+
+    /// The hash of `bytes` (a line being learnt): from the normalised line its miss left, else
+    /// normalised now (into `norm`).
+    fn hash_of(&mut self, bytes: &[u8]) -> u64 {
+        match self.last {
+            (at, len, _, h) if at == bytes.as_ptr() as usize && len == bytes.len() => h,
+            _ => normalize(bytes, &mut self.norm, self.avx2).1,
+        }
     }
 
     /// Puts `layout` (of hash `h`, raw bytes 20..28 `head`) first in its set, judging the
