@@ -1,8 +1,8 @@
 //! `parse_line` on arbitrary bytes: never panics, exactly one record, the batch-marker
 //! invariant, every field is a slice of the line, every accessor runs, the graph flag is the
 //! first `<word> graph` field, the screened HTTP error parser agrees with the grammar, and
-//! every fast path (access scan, pair walk, envelope and splitter shortcuts, batch-line
-//! layouts) agrees with the grammar of record (`sglang_log::grammar_check`).
+//! every fast path (access scan, pair walk, envelope and splitter shortcuts, batch- and
+//! access-line layouts) agrees with the grammar of record (`sglang_log::grammar_check`).
 //!
 //! Input shaping: if the first byte is 0xFE, the rest is repeated until the line is just over
 //! 64 KiB (the 16-bit span limit), so the long-line paths get fuzzed too.
@@ -52,9 +52,9 @@ fuzz_target!(|data: &[u8]| {
     }
     assert!(sglang_log::grammar_check::pairs_agree(line));
     assert!(sglang_log::grammar_check::lines_agree(&[line, line]));
-    // the batch-line layouts: the line kept by its second parse, then read by its layout,
-    // as itself and with every digit changed (the same layout; a fraction's `0.` becomes
-    // `7.`, whose screening bit the layout sets from the line), and the input's own lines
+    // the line layouts: the line kept by its second parse, then read by its layout, as itself
+    // and with every digit changed (the same layout; a fraction's `0.` becomes `7.`, whose
+    // screening bit, and a status, are read from the line), and the input's own lines
     let turned: Vec<u8> = line
         .iter()
         .map(|&c| if c.is_ascii_digit() { b'0' + (c - b'0' + 7) % 10 } else { c })

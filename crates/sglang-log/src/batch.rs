@@ -1567,7 +1567,8 @@ fn split_padded<const C: usize>(
 }
 
 /// The usual value at the start of the little-endian word `w` (a line's bytes, zeros past
-/// its end), for a key screened as `safe` ([`FAST_SAFE`]): `Ok((length, look))` for a digit
+/// its end), for known key `id` ([`N_KNOWN`] for an unknown key; screened by its
+/// [`FAST_SAFE`] class and [`FAST_PLAIN`] length): `Ok((length, look))` for a digit
 /// run of 1 to 7 bytes ended by a byte that is no [`VALUE_BYTE`], or the graph flags `True,`
 /// / `False,` (ended at the `,`, as the byte loop would end them); `look`: whether
 /// [`BatchLine::rejected_fields`] must look at it. `Err((run, sound))` otherwise, what
@@ -1685,7 +1686,7 @@ fn long_look(w: u64, run: usize, sound: bool, len: usize, safe: u8) -> bool {
 }
 
 /// Whether the fast splitter asks [`BatchLine::rejected_fields`] to look at a value of `len`
-/// bytes whose first word (zeros past the line) is `w`, for a key of class `safe`: the look
+/// bytes whose first word (zeros past the line) is `w`, for known key `id`: the look
 /// [`split_padded`] computes, by [`short_value`] or [`other_value`].
 fn value_look(w: u64, len: usize, id: usize) -> bool {
     match short_value(w, id) {

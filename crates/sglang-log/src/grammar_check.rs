@@ -40,14 +40,14 @@ fn records(lines: &[&[u8]], fast: bool) -> Vec<String> {
 
 /// Whether the envelope, key-order, splitter and layout fast paths give every line of
 /// `lines`, read in order (the caches carry from line to line), the record the general path
-/// gives; and whether the batch-line layouts (`batch/layout.rs`) give exactly the splitter's
-/// record, its screening bits included.
+/// gives; and whether the line layouts (`batch/layout.rs`) give exactly the record the other
+/// fast paths give, a batch line's screening bits included.
 pub fn lines_agree(lines: &[&[u8]]) -> bool {
     records(lines, true) == records(lines, false) && layouts_agree(lines)
 }
 
 /// Whether every line of `lines`, read in order, gets the same record, bit for bit, with the
-/// batch-line layouts as without them.
+/// line layouts as without them.
 fn layouts_agree(lines: &[&[u8]]) -> bool {
     let mut with = LineCache::new(true);
     let mut without = LineCache::without_layouts();

@@ -116,7 +116,7 @@ pub(crate) fn parse_line_cached<'a>(
             return rec;
         }
     };
-    // a line without an ESC byte has no ANSI sequence to trim (and may take a batch-line layout)
+    // a line without an ESC byte has no ANSI sequence to trim (and may take a line layout)
     let line_no_esc = memchr::memchr(0x1b, s.as_bytes()).is_none();
     let no_esc = std::mem::replace(&mut cache.no_esc, line_no_esc);
     parse_str(s, &mut rec, cache);
@@ -171,8 +171,8 @@ pub(crate) fn parse_clean_line_into<'a>(
 pub(crate) struct LineCache {
     /// Key order of the previous batch lines (for the fast field splitter).
     pub(crate) keys: batch::KeyOrder,
-    /// The layouts of the previous batch lines (a line of a known layout skips the envelope,
-    /// the dispatch and the splitter: `batch/layout.rs`).
+    /// The layouts of the previous batch and access lines (a line of a known layout skips the
+    /// envelope, the dispatch and the splitter or access scan: `batch/layout.rs`).
     layouts: batch::Layouts,
     /// The 19 bytes `YYYY-MM-DD HH:MM:SS` of the last `[`-stamp parsed, and its value.
     stamp: [u8; 19],
@@ -210,8 +210,8 @@ impl LineCache {
         }
     }
 
-    /// [`LineCache::new`] with every fast path but the batch-line layouts (to compare the
-    /// records the layouts give with the splitter's, bit for bit).
+    /// [`LineCache::new`] with every fast path but the line layouts (to compare the records
+    /// the layouts give with the splitter's and the access scan's, bit for bit).
     #[cfg(any(test, feature = "grammar-check"))]
     pub(crate) fn without_layouts() -> Self {
         LineCache {
@@ -220,7 +220,7 @@ impl LineCache {
         }
     }
 
-    /// Batch lines the layouts read so far (for the tests that must see them used).
+    /// Lines the layouts read so far (for the tests that must see them used).
     #[cfg(test)]
     pub(crate) fn layout_hits(&self) -> u64 {
         self.layouts.hits
@@ -337,8 +337,9 @@ fn pick_cr_segment(b: &[u8]) -> &[u8] {
 
 #[inline]
 fn parse_str<'a>(line: &'a str, rec: &mut Record<'a>, cache: &mut LineCache) {
-    // a batch line of a layout seen before: the record without the envelope, dispatch and
-    // splitter (the layouts are learnt below, from lines without an ANSI escape)
+    // a batch or access line of a layout seen before: the record without the envelope,
+    // dispatch and splitter or access scan (the layouts are learnt below, from lines without
+    // an ANSI escape)
     if cache.no_esc
         && let Some((m, ranks)) = cache.layouts.read(line, &mut rec.event)
     {

@@ -140,3 +140,19 @@ fn an_access_status_with_many_leading_zeros_is_read() {
     let z = format!(r#"1.2.3.4:5 - "GET / HTTP/1.1" {} OK"#, "0".repeat(30));
     assert_eq!(sglang_log::parse_http_access(&z), None); // 0 is no status
 }
+
+/// `crash-b8d018ea…` (the `parse_line` target's turned-digits check): an access line with a
+/// `[gpu=N]` tag before its peer was kept as an access-line layout, and the same line with
+/// another rank digit was read by it with the kept line's rank. A parser that keeps its caches
+/// (layouts included) must read every line as a fresh one does.
+#[test]
+fn an_access_line_with_a_gpu_tag_keeps_its_own_rank() {
+    let g0 = br#"[2026-02-21 13:06:55] INFO:    [gpu=0] 0 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request"#;
+    let g7 = br#"[2026-02-21 13:06:55] INFO:    [gpu=7] 0 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request"#;
+    let mut p = sglang_log::LineParser::new();
+    for (i, l) in [&g0[..], g0, g0, g7].into_iter().enumerate() {
+        let n = i as u64 + 1;
+        assert_eq!(p.parse(l, n), parse_line(l, n), "line {n}");
+    }
+    assert_ne!(p.parse(g7, 5).ranks, parse_line(g0, 5).ranks);
+}
