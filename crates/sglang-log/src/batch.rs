@@ -16,6 +16,7 @@ use nom::combinator::{opt, peek, rest, value, verify};
 use nom::sequence::{delimited, preceded, terminated};
 
 mod layout;
+mod readings;
 pub(crate) use layout::Layouts;
 
 /// A batch line's `fwd occupancy` reading ([`BatchLine::fwd_occupancy`]).

@@ -87,7 +87,7 @@ fn right_aligned(b: &[u8]) -> (u64, u32) {
 }
 
 /// The value of a word of ASCII digits (the first the most significant) after `pad` zero
-/// bits (at most 40), `None` when a byte after them is not a digit.
+/// bits (at most 56), `None` when a byte after them is not a digit.
 #[inline(always)]
 fn swar_digits(w: u64, pad: u32) -> Option<u64> {
     // each digit byte to its value; the zero bytes in front stay zero (a leading 0)
@@ -102,6 +102,82 @@ fn swar_digits(w: u64, pad: u32) -> Option<u64> {
     let v = v.wrapping_mul(10).wrapping_add(v >> 8) & 0x00ff_00ff_00ff_00ff;
     let v = v.wrapping_mul(100).wrapping_add(v >> 16) & 0x0000_ffff_0000_ffff;
     Some(v.wrapping_mul(10_000).wrapping_add(v >> 32) & 0xffff_ffff)
+}
+
+/// A value of 1 to 8 bytes as [`u64_of_tail`], [`hundredths_of_tail`] and [`bool_of_tail`]
+/// read it: `tail` holds the 8 bytes that end with the value (a little-endian word, so the
+/// value's last byte is its top byte; the bytes before the value are any) and `len` is the
+/// value's length.
+///
+/// The value right-aligned with its `pad` zero bits in front (0 to 56), for the word-wise
+/// parse; `len` is 1 to 8 (callers check it).
+#[inline(always)]
+fn right_aligned_tail(tail: u64, len: usize) -> (u64, u32) {
+    // ok: len is 1 to 8, pad 0 to 56
+    let pad = 8 * (8 - len.clamp(1, 8) as u32);
+    (tail & (u64::MAX << pad), pad)
+}
+
+/// [`parse_u64_bytes`] of a value of `len` bytes (1 to 8; `None` for any other length) that
+/// ends `tail` (see [`right_aligned_tail`]): one or two digits (a queue, a running count)
+/// from the word's top bytes, longer runs as one word (SWAR); no loop.
+#[inline(always)]
+pub(crate) fn u64_of_tail(tail: u64, len: usize) -> Option<u64> {
+    let last = ((tail >> 56) as u8).wrapping_sub(b'0');
+    match len {
+        1 => (last <= 9).then_some(u64::from(last)),
+        2 => {
+            let first = ((tail >> 48) as u8).wrapping_sub(b'0');
+            (first.max(last) <= 9).then(|| u64::from(first) * 10 + u64::from(last))
+        }
+        3..=8 => {
+            let (w, pad) = right_aligned_tail(tail, len);
+            swar_digits(w, pad)
+        }
+        _ => None,
+    }
+}
+
+/// [`parse_f64_bytes`] of a value of `len` bytes that ends `tail` (see
+/// [`right_aligned_tail`]), when the value is SGLang's `%.2f` of 1 to 5 digits before the `.`
+/// (`0.85`, `1066.23`): as [`parse_f64_bytes`] reads it (`0.dd` from its two digits, the
+/// longer ones as [`parse_f64_longer`] does: the digits as one integer over 100, the `.` taken
+/// out of the word), the same bits. `None` for any other value ([`parse_f64_bytes`] reads
+/// those).
+#[inline(always)]
+pub(crate) fn hundredths_of_tail(tail: u64, len: usize) -> Option<f64> {
+    const ZERO_DOT: u16 = u16::from_le_bytes(*b"0.");
+    if len == 4 && (tail >> 32) as u16 == ZERO_DOT {
+        let (x, y) = (
+            ((tail >> 48) as u8).wrapping_sub(b'0'),
+            ((tail >> 56) as u8).wrapping_sub(b'0'),
+        );
+        return (x.max(y) <= 9).then(|| f64::from(x * 10 + y) / 100.0);
+    }
+    // the `.` is the word's byte 5, after at least one digit
+    if !(4..=8).contains(&len) || (tail >> 40) as u8 != b'.' {
+        return None;
+    }
+    let (w, pad) = right_aligned_tail(tail, len);
+    // bytes 0-4 move up one over the `.`, a zero in front
+    let digits = (w & 0xff_ffff_ffff) << 8 | (w & 0xffff << 48);
+    // ok: at most 7 digits, below 2^53, exact as an `f64`
+    swar_digits(digits, pad + 8).map(|m| m as f64 / 100.0)
+}
+
+/// [`parse_bool`] of a value of `len` bytes that ends `tail` (see [`right_aligned_tail`]):
+/// `True`/`true`, `False`/`false` by one compare each.
+#[inline(always)]
+pub(crate) fn bool_of_tail(tail: u64, len: usize) -> Option<bool> {
+    const TRUE: u64 = u32::from_le_bytes(*b"True") as u64;
+    const LOWER_TRUE: u64 = u32::from_le_bytes(*b"true") as u64;
+    const FALSE: u64 = u64::from_le_bytes(*b"False\0\0\0");
+    const LOWER_FALSE: u64 = u64::from_le_bytes(*b"false\0\0\0");
+    match len {
+        4 if matches!(tail >> 32, TRUE | LOWER_TRUE) => Some(true),
+        5 if matches!(tail >> 24, FALSE | LOWER_FALSE) => Some(false),
+        _ => None,
+    }
 }
 
 /// Parses a signed decimal integer (`-1` is a valid `chunked_prefill_size`).
@@ -413,6 +489,101 @@ mod tests {
         fn any_bytes_are_the_references(b in proptest::collection::vec(proptest::num::u8::ANY, 0..12)) {
             proptest::prop_assert_eq!(parse_u64_bytes(&b), parse_u64_reference(&b));
             proptest::prop_assert_eq!(parse_f64_bytes(&b).map(f64::to_bits), std_f64(&b));
+        }
+    }
+
+    /// `b` (1 to 8 bytes) as the end of an 8-byte word after `junk` bytes, as a value's tail
+    /// is loaded from its line: the word and the length.
+    fn tail_of(junk: u8, b: &[u8]) -> (u64, usize) {
+        let mut w = [junk; 8];
+        w[8 - b.len()..].copy_from_slice(b);
+        (u64::from_le_bytes(w), b.len())
+    }
+
+    /// The tail parsers against the byte parsers they stand in for: the integer and the flag
+    /// parsers give the same answer on every value, the `%.2f` one the same bits whenever it
+    /// answers, and it answers on every `%.2f` of 1 to 5 digits.
+    fn tails_agree(b: &[u8]) {
+        for junk in [0, b'0', b'.', 0xff, b'e'] {
+            let (t, n) = tail_of(junk, b);
+            assert_eq!(u64_of_tail(t, n), parse_u64_bytes(b), "{b:?} {junk}");
+            assert_eq!(bool_of_tail(t, n), parse_bool(b), "{b:?} {junk}");
+            let fast = hundredths_of_tail(t, n).map(f64::to_bits);
+            if fast.is_some() {
+                assert_eq!(fast, parse_f64_bytes(b).map(f64::to_bits), "{b:?} {junk}");
+            }
+            if let [int @ .., b'.', x, y] = b
+                && (1..=5).contains(&int.len())
+                && int.iter().chain([x, y]).all(u8::is_ascii_digit)
+            {
+                assert!(fast.is_some(), "{b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn tails_are_the_byte_parsers() {
+        for b in [
+            &b"0"[..],
+            b"7",
+            b"42",
+            b"146",
+            b"12279",
+            b"9999999",
+            b"99999999",
+            b"00000000",
+            b"0.00",
+            b"0.85",
+            b"2.89",
+            b"831.69",
+            b"1066.23",
+            b"28879.56",
+            b"99999.99",
+            b"0.0980",
+            b"1.5",
+            b".25",
+            b"5.",
+            b"1e5",
+            b"-2.5",
+            b"+1",
+            b"True",
+            b"true",
+            b"False",
+            b"false",
+            b"TRUE",
+            b"Fals",
+            b"\0True",
+            b"\0\0\0",
+            b"nan",
+            b"1.2.3",
+            b"0.8x",
+            b"x.25",
+            b"12:4",
+        ] {
+            tails_agree(b);
+        }
+        // no answer for no value or one longer than a word
+        assert_eq!(u64_of_tail(u64::from_le_bytes(*b"12345678"), 0), None);
+        assert_eq!(u64_of_tail(u64::from_le_bytes(*b"12345678"), 9), None);
+        assert_eq!(
+            hundredths_of_tail(u64::from_le_bytes(*b"12345.78"), 9),
+            None
+        );
+        assert_eq!(bool_of_tail(u64::from_le_bytes(*b"xxxxTrue"), 9), None);
+    }
+
+    proptest::proptest! {
+        /// Any 1 to 8 bytes of numbers, flags and their near-misses: the tail parsers agree
+        /// with the byte parsers.
+        #[test]
+        fn tails_agree_on_any_value(s in r"[0-9.]{1,8}|[0-9]{1,5}\.[0-9]{2}|0\.[0-9]{2}|[0-9TFrRuUeEfalsALS. \-+x]{1,8}") {
+            tails_agree(s.as_bytes());
+        }
+
+        /// Any bytes (not UTF-8 included).
+        #[test]
+        fn tails_agree_on_any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, 1..=8)) {
+            tails_agree(&b);
         }
     }
 

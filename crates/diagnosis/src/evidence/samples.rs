@@ -154,18 +154,6 @@ impl PrefillSample {
     }
 }
 
-/// The keys of the usual `Decode batch` line, every one read by [`BatchSample::read`]: a line
-/// with no other field needs no look for the rest ([`BatchLine::fields_only_of`]).
-const DECODE_COMMON: [usize; 7] = [
-    BatchLine::known_key("#running-req"),
-    BatchLine::known_key("#queue-req"),
-    BatchLine::known_key("#token"),
-    BatchLine::known_key("token usage"),
-    BatchLine::known_key("gen throughput (token/s)"),
-    BatchLine::known_key("cuda graph"),
-    BatchLine::known_key("accept len"),
-];
-
 /// The sample of one batch line, owned (its time `t` is set by the builder, which unwraps it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum BatchSample {
@@ -203,21 +191,24 @@ impl BatchSample {
     /// Reads batch line `b` (line number `line`) into this sample, made by [`Self::empty`] of
     /// its kind, in place: a sample made whole and then moved into a list was copied twice
     /// (~300 bytes each time; `merge.rs` reads each batch line of a chunk into the list's
-    /// slot). Its time and source are left as they are.
+    /// slot). Its time and source are left as they are. The usual line (its keys the usual
+    /// ones only) is read in one pass ([`BatchLine::usual_decode`],
+    /// [`BatchLine::usual_prefill`]), any other by every accessor.
     pub(crate) fn read(&mut self, line: u64, b: &BatchLine<'_>) {
         match self {
             BatchSample::Decode(d) => {
                 d.line = line;
-                d.running = b.running_req();
-                d.queue = b.queue_req();
-                d.tokens = b.num_token();
-                d.usage = b.token_usage_inline();
-                d.gen_tps = b.gen_throughput();
-                (d.graph, d.npu) = b.graph_on_npu();
-                d.accept_len = b.accept_len_inline();
-                if b.fields_only_of(&DECODE_COMMON) {
-                    // the usual line: no other key has a field, each reading below is absent
-                    // (eight accessors that would each find no field, ~70 instructions)
+                if let Some(r) = b.usual_decode() {
+                    // the usual line, read in one pass: no other key has a field, each
+                    // reading below is absent, the graph flag is `cuda graph`'s
+                    d.running = r.running;
+                    d.queue = r.queue;
+                    d.tokens = r.tokens;
+                    d.usage = r.usage;
+                    d.gen_tps = r.gen_tps;
+                    d.graph = r.graph;
+                    d.npu = false;
+                    d.accept_len = r.accept_len;
                     d.accept_rate = None;
                     d.cap_len = None;
                     d.pre_allocated_usage = None;
@@ -227,6 +218,13 @@ impl BatchSample {
                     d.swa_usage = None;
                     d.occupancy = Occupancy::ABSENT;
                 } else {
+                    d.running = b.running_req();
+                    d.queue = b.queue_req();
+                    d.tokens = b.num_token();
+                    d.usage = b.token_usage();
+                    d.gen_tps = b.gen_throughput();
+                    (d.graph, d.npu) = b.graph_on_npu();
+                    d.accept_len = b.accept_len();
                     d.accept_rate = b.accept_rate();
                     d.cap_len = b.cap_len();
                     d.pre_allocated_usage = b.pre_allocated_usage();
@@ -239,19 +237,35 @@ impl BatchSample {
             }
             BatchSample::Prefill(p) => {
                 p.line = line;
-                p.new_seq = b.new_seq();
-                p.new_token = b.new_token();
-                p.cached_token = b.cached_token();
-                p.running = b.running_req();
-                p.queue = b.queue_req();
-                p.usage = b.token_usage_inline();
-                p.mamba_usage = b.mamba_usage();
-                p.input_tps = b.input_throughput();
-                p.graph = b.graph_on_npu().0;
-                p.prealloc_req = b.prealloc_req();
-                p.inflight_req = b.inflight_req();
                 p.iter = b.iter;
-                p.occupancy = Occupancy::of(b.fwd_occupancy());
+                if let Some(r) = b.usual_prefill() {
+                    // as a decode line's: the usual keys only, in one pass
+                    p.new_seq = r.new_seq;
+                    p.new_token = r.new_token;
+                    p.cached_token = r.cached_token;
+                    p.running = r.running;
+                    p.queue = r.queue;
+                    p.usage = r.usage;
+                    p.mamba_usage = None;
+                    p.input_tps = r.input_tps;
+                    p.graph = r.graph;
+                    p.prealloc_req = None;
+                    p.inflight_req = None;
+                    p.occupancy = Occupancy::ABSENT;
+                } else {
+                    p.new_seq = b.new_seq();
+                    p.new_token = b.new_token();
+                    p.cached_token = b.cached_token();
+                    p.running = b.running_req();
+                    p.queue = b.queue_req();
+                    p.usage = b.token_usage();
+                    p.mamba_usage = b.mamba_usage();
+                    p.input_tps = b.input_throughput();
+                    p.graph = b.graph_on_npu().0;
+                    p.prealloc_req = b.prealloc_req();
+                    p.inflight_req = b.inflight_req();
+                    p.occupancy = Occupancy::of(b.fwd_occupancy());
+                }
             }
         }
     }
