@@ -18,6 +18,7 @@ use nom::sequence::{delimited, preceded, terminated};
 mod layout;
 mod readings;
 pub(crate) use layout::Layouts;
+pub use readings::{DecodeReadings, PrefillReadings};
 
 /// A batch line's `fwd occupancy` reading ([`BatchLine::fwd_occupancy`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1975,55 +1976,6 @@ impl<'a> BatchLine<'a> {
             .and_then(parse_bool);
         (on, npu == least)
     }
-
-    /// The index of `name` in [`KNOWN_KEYS`], for [`BatchLine::fields_only_of`]; a name that
-    /// is not a known key stops the build when this is evaluated as a constant.
-    pub const fn known_key(name: &str) -> usize {
-        kid(name)
-    }
-
-    /// Whether every field of the line is the first field of one of the known keys `ids`
-    /// (indices into [`KNOWN_KEYS`], see [`BatchLine::known_key`], none twice) and no value
-    /// has `name=` parts (the strict form, split by the fast splitter). Then every typed
-    /// accessor of a key outside `ids` returns `None` without a look (no other key has a
-    /// field: a field is the first of one key at most), the `swa=` part of `#token` /
-    /// `token usage` is absent, and the graph flag, if any, is a key of `ids`: a caller reads
-    /// the keys of `ids` and skips the rest. Costs a slot load per id (inlined: `ids` are
-    /// usually constants).
-    #[inline(always)]
-    pub fn fields_only_of<const N: usize>(&self, ids: &[usize; N]) -> bool {
-        const { assert!(N < 256, "a line has at most MAX_FIELDS fields") };
-        let mut present = 0u8;
-        for &id in ids {
-            present += u8::from(self.slot.get(id).is_some_and(|&s| s != 0));
-        }
-        self.strict && present == self.len
-    }
-
-    /// [`BatchLine::token_usage`] with its usual case inlined into the caller (the accessor is
-    /// a call of ~75 instructions): a `token usage` value that parses as a number is that
-    /// number when sound, as the accessor reads it; any other line (no such field, a
-    /// `full=`/`swa=` value, a value that does not parse) is read by the accessor itself.
-    #[inline(always)]
-    pub fn token_usage_inline(&self) -> Option<f64> {
-        const K: usize = kid("token usage");
-        match self.bytes_by_id(K).map(parse_f64_bytes) {
-            Some(Some(x)) => (self.sound(K) || admits_f64(K, x)).then_some(x),
-            _ => self.token_usage(),
-        }
-    }
-
-    /// [`BatchLine::accept_len`] with its absent case inlined into the caller: a line without
-    /// an `accept len` field (speculative decoding off) is `None` after one slot load, any
-    /// other is read by the accessor.
-    #[inline(always)]
-    pub fn accept_len_inline(&self) -> Option<f64> {
-        const K: usize = kid("accept len");
-        if self.slot.get(K).is_none_or(|&s| s == 0) {
-            return None;
-        }
-        self.accept_len()
-    }
 }
 
 #[cfg(test)]
@@ -2066,23 +2018,6 @@ mod graph_on_npu_tests {
                 };
                 assert_eq!(b.graph_on_npu(), by_flag(&b), "{text}");
                 assert_eq!(b.graph_on_npu().0, b.graph(), "{text}");
-                // lines whose fields are all of the common keys have no other key's value
-                let common = [
-                    "#running-req",
-                    "#queue-req",
-                    "#new-seq",
-                    "token usage",
-                    "cuda graph",
-                    "npu graph",
-                ]
-                .map(BatchLine::known_key);
-                assert_eq!(b.token_usage_inline(), b.token_usage(), "{text}");
-                assert_eq!(b.accept_len_inline(), b.accept_len(), "{text}");
-                if b.fields_only_of(&common) {
-                    assert!(b.fields().all(|(k, _)| common.contains(&kid(k))), "{text}");
-                    assert_eq!(b.swa_token_usage(), None, "{text}");
-                    assert_eq!(b.cached_token(), None, "{text}");
-                }
             }
         }
     }

@@ -139,7 +139,8 @@ pub use alarms::{
     parse_out_of_memory, parse_slow_pass,
 };
 pub use batch::{
-    BatchForm, BatchKind, BatchLine, FwdOccupancy, KNOWN_KEYS, MAX_BATCH_LINE, MAX_FIELDS,
+    BatchForm, BatchKind, BatchLine, DecodeReadings, FwdOccupancy, KNOWN_KEYS, MAX_BATCH_LINE,
+    MAX_FIELDS, PrefillReadings,
 };
 pub use bench::{BenchClient, BenchCollector, BenchSummary, BenchTool, parse_bench_summaries};
 pub use client::{
