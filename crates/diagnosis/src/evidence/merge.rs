@@ -170,6 +170,8 @@ impl ChunkFacts {
         ChunkFacts {
             facts: Vec::with_capacity(facts),
             decode: Vec::with_capacity(facts),
+            // SGLang prints a prefill line per scheduled batch, far fewer than decode lines
+            prefill: Vec::with_capacity(facts / 4),
             ..Self::default()
         }
     }
