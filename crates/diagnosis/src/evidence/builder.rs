@@ -59,6 +59,11 @@ pub struct EvidenceBuilder {
     live: Vec<(SchedulerKey, SchedulerTimeline)>,
     /// The index in `live` of the last batch line's scheduler.
     last_live: usize,
+    /// Counts the times `live` was emptied ([`Self::settle`]): an index into it remembered
+    /// for a chunk's rank tags ([`Self::push_chunk`]) holds while this is unchanged.
+    pub(super) live_epoch: u64,
+    /// The scheduler of each rank tags of the chunk being merged (kept for its memory).
+    pub(super) chunk_live: Vec<(u64, usize)>,
     /// Parses a chunk's kept non-batch lines again ([`Self::push_chunk`]) with one reader's
     /// caches kept from line to line (a fresh cache per line, [`sglang_log::parse_line`], cost
     /// ~1,100 instructions a line).
@@ -85,6 +90,8 @@ impl Default for EvidenceBuilder {
             timeline_capacity: timeline::DEFAULT_CAPACITY,
             live: Vec::new(),
             last_live: 0,
+            live_epoch: 0,
+            chunk_live: Vec::new(),
             reparse: sglang_log::LineParser::new(),
         }
     }
@@ -252,6 +259,8 @@ impl EvidenceBuilder {
     }
 
     /// A batch line at `loc` (time `t`, seconds): a new run may begin at it.
+    // inline: called once per batch line (~20 instructions of call and saved registers)
+    #[inline]
     pub(super) fn observe_batch(&mut self, loc: Loc, t: Option<f64>) {
         if let Some(st) = self.states.get_mut(loc.source) {
             st.batch_seen = true;
@@ -319,7 +328,8 @@ impl EvidenceBuilder {
         }
     }
 
-    fn key_for(source: SourceId, ranks: &RankTags) -> SchedulerKey {
+    /// The scheduler of a batch line of `source` with rank tags `ranks`.
+    pub(super) fn key_for(source: SourceId, ranks: &RankTags) -> SchedulerKey {
         // Per source while reading (a DP rank's files are joined by `Evidence::consolidated`).
         SchedulerKey {
             source: Some(source),
@@ -631,7 +641,7 @@ impl EvidenceBuilder {
 
     /// The index in `live` of scheduler `key`'s timeline: the last line's, the next one,
     /// another live one, or one taken out of `ev.schedulers` (a new one when there is none).
-    fn live_index(&mut self, key: SchedulerKey) -> usize {
+    pub(super) fn live_index(&mut self, key: SchedulerKey) -> usize {
         let n = self.live.len();
         let next = if self.last_live + 1 < n {
             self.last_live + 1
@@ -663,6 +673,7 @@ impl EvidenceBuilder {
             self.ev.schedulers.insert(k, t);
         }
         self.last_live = 0;
+        self.live_epoch = self.live_epoch.wrapping_add(1);
     }
 
     /// The scheduler timeline a batch line of `source` at `line` goes into: `None` for another
@@ -674,14 +685,24 @@ impl EvidenceBuilder {
         line: u64,
         ranks: &RankTags,
     ) -> Option<&mut SchedulerTimeline> {
-        let loc = Loc { source, line };
-        let key = Self::key_for(source, ranks);
-        let at = self.live_index(key);
+        let at = self.live_index(Self::key_for(source, ranks));
+        self.batch_target_at(at, Loc { source, line }, ranks.tp)
+    }
+
+    /// [`Self::batch_target`] of a line at `loc` of TP rank `tp` whose scheduler is
+    /// `live[at]` ([`Self::live_index`]; `last_live` is set to it).
+    pub(super) fn batch_target_at(
+        &mut self,
+        at: usize,
+        loc: Loc,
+        tp: Option<u32>,
+    ) -> Option<&mut SchedulerTimeline> {
+        self.last_live = at;
         let sched = &mut self.live.get_mut(at)?.1;
         // Keep the lowest TP rank's lines; other TP ranks repeat the same batch.
-        let tp = ranks.tp;
         if sched.first.is_none() {
             sched.tp = tp;
+            sched.first = Some(loc);
         } else if tp != sched.tp {
             match (tp, sched.tp) {
                 (Some(new), Some(old)) if new < old => {
@@ -693,9 +714,6 @@ impl EvidenceBuilder {
                     return None;
                 }
             }
-        }
-        if sched.first.is_none() {
-            sched.first = Some(loc);
         }
         sched.last = Some(loc);
         Some(sched)

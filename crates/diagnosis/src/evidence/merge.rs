@@ -17,28 +17,23 @@
 //! bounded by the chunk's size.
 
 use super::{BatchSample, EvidenceBuilder, Loc, SourceId};
-use sglang_log::{Event, RankTags, Record, Retraction, Timestamp};
+use sglang_log::{BatchKind, Event, RankTags, Record, Retraction, Timestamp};
 
 /// What the builder takes from one record of a chunk.
-// Batch lines are nearly every fact: boxing their sample would allocate once per line.
-#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 enum Fact {
-    /// A batch line: its stamp, rank tags and sample (line numbers count from the chunk start).
+    /// A batch line: its stamp, the index of its rank tags in [`ChunkFacts::groups`] and
+    /// whether it is a prefill line; its sample is the next one of [`ChunkFacts::prefill`] or
+    /// [`ChunkFacts::decode`] (line numbers count from the chunk start).
     Batch {
         ts: Option<Timestamp>,
-        ranks: RankTags,
-        sample: BatchSample,
+        group: usize,
+        prefill: bool,
     },
-    /// Another line the builder uses whose record is kept: its number in the chunk, stamp,
-    /// rank tags, where its message is in [`ChunkFacts::messages`], and its event.
-    Record {
-        line: u64,
-        ts: Option<Timestamp>,
-        ranks: RankTags,
-        message: std::ops::Range<usize>,
-        event: KeptEvent,
-    },
+    /// Another line the builder uses whose record is kept: the next one of
+    /// [`ChunkFacts::records`] (kept apart: a fact as large as a record was written whole
+    /// for every batch line, ~15 instructions).
+    Record,
     /// Any other line the builder uses: its number in the chunk and where its bytes are in
     /// [`ChunkFacts::text`].
     Line {
@@ -47,7 +42,18 @@ enum Fact {
     },
 }
 
-/// The event of a [`Fact::Record`]: one that borrows nothing but its record's message.
+/// A record of a [`Fact::Record`]: its number in the chunk, stamp, rank tags, where its message
+/// is in [`ChunkFacts::messages`], and its event.
+#[derive(Clone, Debug)]
+struct KeptRecord {
+    line: u64,
+    ts: Option<Timestamp>,
+    ranks: RankTags,
+    message: std::ops::Range<usize>,
+    event: KeptEvent,
+}
+
+/// The event of a [`KeptRecord`]: one that borrows nothing but its record's message.
 #[derive(Clone, Debug)]
 enum KeptEvent {
     /// [`Event::Other`].
@@ -103,6 +109,13 @@ fn within(whole: &str, part: &str) -> Option<std::ops::Range<usize>> {
     (end <= whole.len()).then_some(start..end)
 }
 
+/// Whether batch lines of tags `a` and `b` go to one scheduler as one TP rank
+/// ([`EvidenceBuilder::batch_target`] reads their DP rank, PP stage and TP rank only; the
+/// seven `Option`s of the whole tags cost ~25 instructions to compare).
+fn same_scheduler(a: &RankTags, b: &RankTags) -> bool {
+    a.dp == b.dp && a.pp == b.pp && a.tp == b.tp
+}
+
 /// Bytes of a log per fact [`ChunkFacts::for_bytes`] makes room for: SGLang's batch lines are
 /// 130-250 bytes, the lines between them (access lines, retractions) as long or longer.
 pub const BYTES_PER_FACT: u64 = 128;
@@ -112,9 +125,29 @@ pub const BYTES_PER_FACT: u64 = 128;
 #[derive(Clone, Debug, Default)]
 pub struct ChunkFacts {
     facts: Vec<Fact>,
+    /// The decode lines' samples, in line order: `decode[..decodes]` are this chunk's, the
+    /// rest the slots of an earlier chunk, each read over in place ([`BatchSample::read`] sets
+    /// every field but the time and source, which the timeline's copy sets): a new slot is
+    /// written whole first (~35 instructions a line).
+    decode: Vec<BatchSample>,
+    /// This chunk's decode lines.
+    decodes: usize,
+    /// The prefill lines' samples, as `decode`.
+    prefill: Vec<BatchSample>,
+    /// This chunk's prefill lines.
+    prefills: usize,
+    /// The distinct scheduler and TP rank tags of this chunk's batch lines (a handful: one
+    /// per DP rank and TP rank that prints), so that the merge finds a line's scheduler once
+    /// per tags and chunk ([`EvidenceBuilder::push_chunk`]), not once per line: each as
+    /// [`same_scheduler`] tells them apart.
+    groups: Vec<RankTags>,
+    /// The index in `groups` of the last batch line's tags.
+    last_group: usize,
     /// The bytes of the kept other lines, one after another: one buffer reused from chunk to
     /// chunk instead of an allocation per line on the parser thread freed on the merge thread.
     text: Vec<u8>,
+    /// The kept records ([`Fact::Record`]), in line order.
+    records: Vec<KeptRecord>,
     /// The messages of the kept records ([`Fact::Record`]), one after another (reused too).
     messages: String,
     /// No stack can be open at this point of the chunk: the last record was a batch line, or a
@@ -136,6 +169,9 @@ impl ChunkFacts {
         let facts = usize::try_from(bytes / BYTES_PER_FACT).unwrap_or(0);
         ChunkFacts {
             facts: Vec::with_capacity(facts),
+            decode: Vec::with_capacity(facts),
+            // SGLang prints a prefill line per scheduled batch, far fewer than decode lines
+            prefill: Vec::with_capacity(facts / 4),
             ..Self::default()
         }
     }
@@ -156,15 +192,26 @@ impl ChunkFacts {
         };
         match &rec.event {
             Event::Batch(b) => {
-                // read in the list's slot: a sample made whole and then pushed was copied twice
+                let group = self.group_of(&rec.ranks);
+                let prefill = b.kind == BatchKind::Prefill;
                 self.facts.push(Fact::Batch {
                     ts: rec.timestamp,
-                    ranks: rec.ranks,
-                    sample: BatchSample::empty(b.kind),
+                    group,
+                    prefill,
                 });
-                if let Some(Fact::Batch { sample, .. }) = self.facts.last_mut() {
+                // read in the list's slot: a sample made whole and then pushed was copied twice
+                let (list, k) = if prefill {
+                    (&mut self.prefill, &mut self.prefills)
+                } else {
+                    (&mut self.decode, &mut self.decodes)
+                };
+                if list.len() <= *k {
+                    list.push(BatchSample::empty(b.kind));
+                }
+                if let Some(sample) = list.get_mut(*k) {
                     sample.read(rec.line_no, b);
                 }
+                *k += 1;
                 self.closed = true;
             }
             _ if ignored && self.closed => {}
@@ -172,7 +219,8 @@ impl ChunkFacts {
                 if let Some(event) = KeptEvent::of(&rec.event, rec.message) {
                     let start = self.messages.len();
                     self.messages.push_str(rec.message);
-                    self.facts.push(Fact::Record {
+                    self.facts.push(Fact::Record);
+                    self.records.push(KeptRecord {
                         line: rec.line_no,
                         ts: rec.timestamp,
                         ranks: rec.ranks,
@@ -193,6 +241,25 @@ impl ChunkFacts {
         }
     }
 
+    /// The index of `ranks` in [`Self::groups`], added when new: the last batch line's, the
+    /// next one (DP ranks print in turn), or any other.
+    fn group_of(&mut self, ranks: &RankTags) -> usize {
+        let last = self.last_group;
+        let is = |g: Option<&RankTags>| g.is_some_and(|g| same_scheduler(g, ranks));
+        let at = if is(self.groups.get(last)) {
+            last
+        } else if is(self.groups.get(last + 1)) {
+            last + 1
+        } else if let Some(i) = self.groups.iter().position(|g| same_scheduler(g, ranks)) {
+            i
+        } else {
+            self.groups.push(*ranks);
+            self.groups.len() - 1
+        };
+        self.last_group = at;
+        at
+    }
+
     /// Records kept.
     pub fn len(&self) -> usize {
         self.facts.len()
@@ -211,30 +278,67 @@ impl EvidenceBuilder {
     pub fn push_chunk(&mut self, source: SourceId, chunk: &mut ChunkFacts, lines_before: u64) {
         let ChunkFacts {
             facts,
+            decode,
+            decodes,
+            prefill,
+            prefills,
+            groups,
+            last_group,
+            records,
             text,
             messages,
             closed,
         } = chunk;
-        // by reference: a fact is ~300 bytes, and moving each out of the list was a copy per
-        // line (the samples are `Copy`; only a kept TP rank's is copied into its timeline)
+        // the scheduler of each rank tags of the chunk, found at its first line: (the
+        // `live_epoch` it was found in, its index in `live`); stale once `live` is emptied
+        let mut found = std::mem::take(&mut self.chunk_live);
+        found.clear();
+        found.resize(groups.len(), (self.live_epoch.wrapping_sub(1), 0));
+        let mut decode = decode.get(..*decodes).unwrap_or_default().iter();
+        let mut prefill = prefill.get(..*prefills).unwrap_or_default().iter();
+        let mut kept = records.iter();
+        // by reference: a sample is ~250 bytes (`Copy`; only a kept TP rank's is copied into
+        // its timeline)
         for f in facts.iter() {
             match f {
-                Fact::Batch { ts, ranks, sample } => {
+                Fact::Batch {
+                    ts,
+                    group,
+                    prefill: p,
+                } => {
+                    let sample = if *p { prefill.next() } else { decode.next() };
+                    let (Some(sample), Some(ranks)) = (sample, groups.get(*group)) else {
+                        continue;
+                    };
                     let line = lines_before + sample.line();
                     let t = self.time_of_stamp(source, ts.as_ref());
-                    self.observe_batch(Loc { source, line }, t);
+                    let loc = Loc { source, line };
+                    self.observe_batch(loc, t);
                     self.incidents.push_batch_line(source, line);
-                    if let Some(sched) = self.batch_target(source, line, ranks) {
-                        sched.offer(sample, t, Loc { source, line });
+                    let Some(slot) = found.get_mut(*group) else {
+                        continue;
+                    };
+                    if slot.0 != self.live_epoch {
+                        *slot = (
+                            self.live_epoch,
+                            self.live_index(Self::key_for(source, ranks)),
+                        );
+                    }
+                    if let Some(sched) = self.batch_target_at(slot.1, loc, ranks.tp) {
+                        sched.offer(sample, t, loc);
                     }
                 }
-                Fact::Record {
-                    line,
-                    ts,
-                    ranks,
-                    message,
-                    event,
-                } => {
+                Fact::Record => {
+                    let Some(KeptRecord {
+                        line,
+                        ts,
+                        ranks,
+                        message,
+                        event,
+                    }) = kept.next()
+                    else {
+                        continue;
+                    };
                     let message = messages.get(message.clone()).unwrap_or_default();
                     let rec = Record {
                         line_no: line + lines_before,
@@ -252,7 +356,12 @@ impl EvidenceBuilder {
                 }
             }
         }
+        self.chunk_live = found;
         facts.clear();
+        records.clear();
+        (*decodes, *prefills) = (0, 0);
+        groups.clear();
+        *last_group = 0;
         text.clear();
         messages.clear();
         *closed = false;
@@ -300,8 +409,10 @@ mod tests {
             cuts.dedup();
             let mut all = sglang_log::ParseStats::default();
             let mut before = 0;
+            // one list for every chunk, as the CLI's pool reuses them: later chunks read their
+            // samples over the earlier ones'
+            let mut facts = ChunkFacts::new();
             for w in cuts.windows(2) {
-                let mut facts = ChunkFacts::new();
                 let mut stats = LogReader::from_reader(*name, &bytes[w[0]..w[1]])
                     .for_each_raw(|rec, raw| facts.push(rec, raw))
                     .unwrap();
@@ -384,6 +495,84 @@ mod tests {
         for parts in [2, 7, 64] {
             assert_eq!(chunked(&logs, parts), want, "{parts} chunks");
         }
+    }
+
+    /// A sample of every field set, none to the value a line reads.
+    fn dirty(kind: BatchKind) -> BatchSample {
+        use super::super::{DecodeSample, Occupancy, PrefillSample};
+        match kind {
+            BatchKind::Decode => BatchSample::Decode(DecodeSample {
+                t: Some(-1.0),
+                line: u64::MAX,
+                source: 7,
+                running: Some(u64::MAX),
+                queue: Some(u64::MAX),
+                tokens: Some(u64::MAX),
+                usage: Some(-1.0),
+                gen_tps: Some(-1.0),
+                graph: Some(true),
+                accept_len: Some(-1.0),
+                accept_rate: Some(-1.0),
+                cap_len: Some(-1.0),
+                pre_allocated_usage: Some(-1.0),
+                prealloc_req: Some(u64::MAX),
+                transfer_req: Some(u64::MAX),
+                mamba_usage: Some(-1.0),
+                swa_usage: Some(-1.0),
+                npu: true,
+                occupancy: Occupancy::IDLE,
+            }),
+            BatchKind::Prefill => BatchSample::Prefill(PrefillSample {
+                t: Some(-1.0),
+                line: u64::MAX,
+                source: 7,
+                new_seq: Some(u64::MAX),
+                new_token: Some(u64::MAX),
+                cached_token: Some(u64::MAX),
+                running: Some(u64::MAX),
+                queue: Some(u64::MAX),
+                usage: Some(-1.0),
+                mamba_usage: Some(-1.0),
+                input_tps: Some(-1.0),
+                graph: Some(true),
+                prealloc_req: Some(u64::MAX),
+                inflight_req: Some(u64::MAX),
+                iter: Some(u64::MAX),
+                occupancy: Occupancy::IDLE,
+            }),
+        }
+    }
+
+    /// A chunk reads a batch line over an earlier chunk's sample of its kind: every field but
+    /// the time and source must come out as on a fresh sample, on every batch line of the
+    /// shared logs.
+    #[test]
+    fn a_sample_read_over_an_old_one_is_the_fresh_read() {
+        let mut batch = 0usize;
+        for f in [
+            "real-long/rtx4090-qwen3-4b-kv-retraction.log",
+            "real-long/ascend-dsr1-pd-decode-dp32.log",
+            "real-long/ascend-qwen3next-80b-hybrid-mamba.log",
+            "real/043-i4184-dsr1-2node-tp16-decode-oom-retract.log",
+        ] {
+            let log = read(f);
+            LogReader::from_reader("log", &log[..])
+                .for_each(|rec| {
+                    if let Event::Batch(b) = &rec.event {
+                        batch += 1;
+                        let mut s = dirty(b.kind);
+                        s.read(rec.line_no, b);
+                        match &mut s {
+                            BatchSample::Decode(d) => (d.t, d.source) = (None, 0),
+                            BatchSample::Prefill(p) => (p.t, p.source) = (None, 0),
+                        }
+                        let want = BatchSample::of(rec.line_no, b);
+                        assert_eq!(format!("{s:?}"), format!("{want:?}"), "{f}:{}", rec.line_no);
+                    }
+                })
+                .unwrap();
+        }
+        assert!(batch > 1_000, "{batch}");
     }
 
     #[test]
