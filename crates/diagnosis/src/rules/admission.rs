@@ -214,6 +214,44 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
     (out, times.iter().all(Option::is_some))
 }
 
+/// One constraint's readings over the steps ([`readings`]).
+struct Read {
+    /// How many steps it reads.
+    read: usize,
+    /// The queued request-time it holds back: each step's weight times the requests it holds
+    /// back there, summed in step order (requests × the steps' time unit).
+    binds: f64,
+}
+
+/// What one constraint holds back on each step (`u64::MAX` where it reads nothing) into
+/// `holds`, and its finite room on the steps it reads into `slacks`, in step order; with how
+/// many steps it reads and the request-time it holds back.
+fn readings(
+    steps: &[Step],
+    holds: &mut Vec<u64>,
+    slacks: &mut Vec<f64>,
+    judge: impl Fn(&Step) -> Option<(u64, f64)>,
+) -> Read {
+    let mut r = Read {
+        read: 0,
+        binds: 0.0,
+    };
+    for s in steps {
+        match judge(s) {
+            Some((h, slack)) => {
+                holds.push(h);
+                if slack.is_finite() {
+                    slacks.push(slack);
+                }
+                r.read += 1;
+                r.binds += s.weight * h as f64;
+            }
+            None => holds.push(u64::MAX),
+        }
+    }
+    r
+}
+
 /// The admission model of one scheduler (see the module doc); `None` when no steady step has
 /// requests waiting. Made once per view: asked again with the same capacity, the view's copy.
 pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
@@ -299,29 +337,28 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
     for (constraint, unit) in &judges {
         holds.clear();
         slacks.clear();
-        for s in &steps {
-            match judge(*constraint, s) {
-                Some((h, slack)) => {
-                    holds.push(h);
-                    slacks.push(slack);
-                }
-                None => holds.push(u64::MAX),
+        let (h, l) = (&mut holds, &mut slacks);
+        // each constraint's loop made with its own judge: the match on the constraint is
+        // decided once, not on every step
+        let r = match constraint {
+            Constraint::RunningCap => readings(&steps, h, l, |s| judge(Constraint::RunningCap, s)),
+            Constraint::KvPool => readings(&steps, h, l, |s| judge(Constraint::KvPool, s)),
+            Constraint::KvReserve => readings(&steps, h, l, |s| judge(Constraint::KvReserve, s)),
+            Constraint::SwaPool => readings(&steps, h, l, |s| judge(Constraint::SwaPool, s)),
+            Constraint::MambaSlots => readings(&steps, h, l, |s| judge(Constraint::MambaSlots, s)),
+            Constraint::PrefillBudget => {
+                readings(&steps, h, l, |s| judge(Constraint::PrefillBudget, s))
             }
-        }
+            Constraint::OnePerPass => readings(&steps, h, l, |s| judge(Constraint::OnePerPass, s)),
+        };
         // the prefill budget is read only on steps that admitted; the others must cover most
         let covered = matches!(
             *constraint,
             Constraint::PrefillBudget | Constraint::OnePerPass
-        ) || slacks.len() as f64 >= th::QUEUED_SHARE * steps.len() as f64;
-        if slacks.is_empty() || !covered {
+        ) || r.read as f64 >= th::QUEUED_SHARE * steps.len() as f64;
+        if r.read == 0 || !covered {
             continue;
         }
-        let binds: f64 = steps
-            .iter()
-            .zip(&holds)
-            .filter(|&(_, &h)| h != u64::MAX)
-            .map(|(s, &h)| s.weight * h as f64)
-            .fold(0.0, |a, b| a + b);
         for (m, &h) in held.iter_mut().zip(&holds) {
             if h != u64::MAX {
                 *m = (*m).max(h);
@@ -329,7 +366,6 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
         }
         // the upper median of the finite slacks (median_f64's), selected in place: the
         // slacks are not read again
-        slacks.retain(|x| x.is_finite());
         let k = slacks.len() / 2;
         if k >= slacks.len() {
             return None;
@@ -337,7 +373,7 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
         let median = *slacks.select_nth_unstable_by(k, f64::total_cmp).1;
         bindings.push(Binding {
             constraint: *constraint,
-            share: binds / total,
+            share: r.binds / total,
             slack: unit(median),
         });
     }
