@@ -236,17 +236,15 @@ fn readings(
         read: 0,
         binds: 0.0,
     };
-    for s in steps {
-        match judge(s) {
-            Some((h, slack)) => {
-                holds.push(h);
-                if slack.is_finite() {
-                    slacks.push(slack);
-                }
-                r.read += 1;
-                r.binds += s.weight * h as f64;
+    holds.resize(steps.len(), u64::MAX);
+    for (s, hold) in steps.iter().zip(holds.iter_mut()) {
+        if let Some((h, slack)) = judge(s) {
+            *hold = h;
+            if slack.is_finite() {
+                slacks.push(slack);
             }
-            None => holds.push(u64::MAX),
+            r.read += 1;
+            r.binds += s.weight * h as f64;
         }
     }
     r
@@ -340,6 +338,19 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
         let (h, l) = (&mut holds, &mut slacks);
         // each constraint's loop made with its own judge: the match on the constraint is
         // decided once, not on every step
+        // a constraint no step reads (no cap or budget to judge against, a pool no line
+        // prints) reads nothing on any step: passed over without its loop
+        let reads_some = match constraint {
+            Constraint::RunningCap => cap_n.is_some(),
+            Constraint::PrefillBudget => budget.is_some(),
+            Constraint::OnePerPass => one_per_pass,
+            Constraint::KvPool | Constraint::KvReserve => true,
+            Constraint::SwaPool => steps.iter().any(|s| s.swa.is_some()),
+            Constraint::MambaSlots => steps.iter().any(|s| s.mamba.is_some()),
+        };
+        if !reads_some {
+            continue;
+        }
         let r = match constraint {
             Constraint::RunningCap => readings(&steps, h, l, |s| judge(Constraint::RunningCap, s)),
             Constraint::KvPool => readings(&steps, h, l, |s| judge(Constraint::KvPool, s)),
