@@ -541,7 +541,10 @@ mod tests {
     }
 
     fn bits(s: &GaugeSummary) -> [u64; 8] {
-        [s.span_s, s.min, s.max, s.mean, s.sd, s.median, s.p90, s.last].map(f64::to_bits)
+        [
+            s.span_s, s.min, s.max, s.mean, s.sd, s.median, s.p90, s.last,
+        ]
+        .map(f64::to_bits)
     }
 
     proptest::proptest! {
