@@ -13,6 +13,7 @@ use crate::report::{
 use crate::thresholds as th;
 
 pub use super::gauges::{gauge, is_sorted, rate_gauge, share};
+use super::gauges::{gauge_on, upper_median_interval};
 
 /// One batch-line observation on a common footing (decode or prefill).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -258,6 +259,10 @@ pub struct SchedulerView<'e> {
     /// decoding ([`phases::first_window_lines`]), in line order; their readings are left out
     /// of `steady_decode`.
     pub first_windows: Vec<u64>,
+    /// The upper median interval between the steady decode lines (seconds), when every one
+    /// has a time: the interval a gauge over their clock holds its last reading for, and the
+    /// admission model's last step's weight (selected once for both).
+    pub(crate) steady_interval: Option<f64>,
     /// Whether every pool the steady decode lines report has room
     /// ([`crate::evidence::pools`]).
     pub pool_room: crate::evidence::pools::PoolRoom,
@@ -328,13 +333,27 @@ impl<'e> SchedulerView<'e> {
                 .iter()
                 .filter_map(|d| Some((d.t, d.running? as f64))),
         );
+        // the steady decode lines' median interval, taken once for the gauges over their clock
+        // (a series with a reading on every line has every line's time) and the admission model
+        let steady_interval = steady_decode
+            .iter()
+            .all(|d| d.t.is_some())
+            .then(|| upper_median_interval(steady_decode.iter().filter_map(|d| d.t)))
+            .flatten();
+        let on_clock = |series: &[(Option<f64>, f64)]| {
+            if series.len() == steady_decode.len() {
+                gauge_on(series, steady_interval)
+            } else {
+                gauge(series)
+            }
+        };
         let running = if decode_running.is_empty() {
             gauge(&collect_within(
                 steady.len(),
                 steady.iter().filter_map(|o| Some((o.t, o.running? as f64))),
             ))
         } else {
-            gauge(&decode_running)
+            on_clock(&decode_running)
         };
         let decode_queue: Vec<(Option<f64>, f64)> = collect_within(
             steady_decode.len(),
@@ -351,14 +370,18 @@ impl<'e> SchedulerView<'e> {
         } else {
             decode_queue
         };
-        let queued = gauge(&queue_series);
+        let queued = if queue_from_decode {
+            on_clock(&queue_series)
+        } else {
+            gauge(&queue_series)
+        };
         // like the running count: the decode lines' usage when they print one (a prefill
         // line's usage may be read before or after its batch joins, spec §2.2.1)
         let decode_usage: Vec<(Option<f64>, f64)> = collect_within(
             steady_decode.len(),
             steady_decode.iter().filter_map(|d| Some((d.t, d.usage?))),
         );
-        let decode_usage = (!decode_usage.is_empty()).then(|| gauge(&decode_usage));
+        let decode_usage = (!decode_usage.is_empty()).then(|| on_clock(&decode_usage));
         let usage = decode_usage.unwrap_or_else(|| {
             gauge(&collect_within(
                 steady.len(),
@@ -393,6 +416,7 @@ impl<'e> SchedulerView<'e> {
             queue_from_decode,
             full_share,
             first_windows,
+            steady_interval,
             pool_room,
             pinned_across_ranks: None,
             admission: AdmissionMemo::new(),
@@ -754,7 +778,7 @@ mod tests {
     #[test]
     fn merged_lists_are_the_stable_sort() {
         let obs = |i: u64, decode: bool| Obs {
-            t: (i % 11 != 0).then_some((i / 3) as f64),
+            t: (!i.is_multiple_of(11)).then_some((i / 3) as f64),
             line: i % 5,
             source: u32::from(decode),
             decode,

@@ -131,8 +131,9 @@ fn running_cap(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<u64> {
 }
 
 /// Weights from times: each step until the next, the last one the median of the others; one
-/// each when a time is missing or out of order.
-fn weights(times: &[Option<f64>]) -> Vec<f64> {
+/// each when a time is missing or out of order. `interval`: that median when the caller has
+/// it (the upper median of these times' intervals, [`SchedulerView::steady_interval`]).
+fn weights(times: &[Option<f64>], interval: Option<f64>) -> Vec<f64> {
     let mut t: Vec<f64> = Vec::with_capacity(times.len());
     for &x in times {
         match x {
@@ -146,9 +147,12 @@ fn weights(times: &[Option<f64>]) -> Vec<f64> {
     let mut w: Vec<f64> = Vec::with_capacity(t.len());
     w.extend(t.windows(2).map(|p| p[1] - p[0]));
     // the upper median, selected (the element at len/2 in sorted order)
-    let mut sorted = w.clone();
-    let k = sorted.len() / 2;
-    w.push(*sorted.select_nth_unstable_by(k, f64::total_cmp).1);
+    let median = interval.unwrap_or_else(|| {
+        let mut sorted = w.clone();
+        let k = sorted.len() / 2;
+        *sorted.select_nth_unstable_by(k, f64::total_cmp).1
+    });
+    w.push(median);
     if w.iter().sum::<f64>() <= 0.0 {
         return vec![1.0; times.len()];
     }
@@ -164,7 +168,7 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
         .any(|d| d.queue.is_some() || d.prealloc_req.is_some());
     if decode_queue {
         let times: Vec<Option<f64>> = v.steady_decode.iter().map(|d| d.t).collect();
-        let w = weights(&times);
+        let w = weights(&times, v.steady_interval);
         let mut prefill = v.steady_prefill.iter().peekable();
         let mut out = Vec::with_capacity(v.steady_decode.len());
         for (d, &weight) in v.steady_decode.iter().zip(&w) {
@@ -193,7 +197,7 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
         return (out, times.iter().all(Option::is_some));
     }
     let times: Vec<Option<f64>> = v.steady_prefill.iter().map(|p| p.t).collect();
-    let w = weights(&times);
+    let w = weights(&times, None);
     let out = v
         .steady_prefill
         .iter()
@@ -774,9 +778,12 @@ mod tests {
         let times: Vec<Option<f64>> = with_input(&only(&d, "DP1 TP2"), |i| {
             i.views[0].steady_decode.iter().map(|d| d.t).collect()
         });
-        let w = weights(&times);
+        let w = weights(&times, None);
         assert_eq!(w.len(), times.len());
+        // the view's interval is the median the weights select
+        let interval = with_input(&only(&d, "DP1 TP2"), |i| i.views[0].steady_interval);
+        assert_eq!(weights(&times, interval), w);
         assert_eq!(&w[..3], &[8.0, 4.0, 2.0]);
-        assert_eq!(weights(&[None, Some(1.0)]), vec![1.0, 1.0]);
+        assert_eq!(weights(&[None, Some(1.0)], None), vec![1.0, 1.0]);
     }
 }
