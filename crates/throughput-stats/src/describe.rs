@@ -45,6 +45,15 @@ pub fn median_f64(xs: &[f64]) -> Option<f64> {
     (k < s.len()).then(|| crate::order::value(*s.select_nth_unstable(k).1))
 }
 
+/// The element at index `k` (0-based) of `values` in [`f64::total_cmp`] order, any value
+/// (non-finite ones included) taken: what `select_nth_unstable_by(k, f64::total_cmp)` picks,
+/// bit for bit, selected among order keys with integer compares; `None` when `k` is out of
+/// range. Units: those of the values.
+pub fn nth_in_total_order(values: impl Iterator<Item = f64>, k: usize) -> Option<f64> {
+    let mut s: Vec<u64> = values.map(crate::order::key).collect();
+    (k < s.len()).then(|| crate::order::value(*s.select_nth_unstable(k).1))
+}
+
 /// The `q` quantile of the finite values of `xs`, each weighing the same: the smallest value
 /// whose share of the values at or below it reaches `q` (the inverted CDF, Hyndman & Fan type
 /// 1, as [`crate::gauge::quantile`] without time weights); `None` when none is finite or `q`
@@ -215,6 +224,15 @@ mod tests {
             let k = by_cmp.len() / 2;
             let want = *by_cmp.select_nth_unstable_by(k, f64::total_cmp).1;
             assert_eq!(median_f64(&xs).map(f64::to_bits), Some(want.to_bits()));
+            let mut with_nan = xs.clone();
+            with_nan.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY]);
+            for k in [0, with_nan.len() / 2, with_nan.len() - 1] {
+                let mut by_cmp = with_nan.clone();
+                let want = *by_cmp.select_nth_unstable_by(k, f64::total_cmp).1;
+                let got = nth_in_total_order(with_nan.iter().copied(), k);
+                assert_eq!(got.map(f64::to_bits), Some(want.to_bits()));
+            }
+            assert_eq!(nth_in_total_order(xs.iter().copied(), xs.len()), None);
         }
         assert_eq!(median_mid_f64(&[40.0, 1.0, 2.0, 1.5]), Some(1.75));
         assert_eq!(median_mid_f64(&[3.0, f64::NAN, 1.0, 2.0]), Some(2.0));

@@ -25,15 +25,14 @@ pub(crate) fn gauge_on(points: &[(Option<f64>, f64)], interval: Option<f64>) -> 
 /// intervals between consecutive times (seconds); `None` for fewer than two times.
 pub(crate) fn upper_median_interval(times: impl Iterator<Item = f64>) -> Option<f64> {
     let mut prev: Option<f64> = None;
-    let mut dts: Vec<f64> = times
+    let dts: Vec<f64> = times
         .filter_map(|t| {
             let dt = prev.map(|p| t - p);
             prev = Some(t);
             dt
         })
         .collect();
-    let k = dts.len() / 2;
-    (!dts.is_empty()).then(|| *dts.select_nth_unstable_by(k, f64::total_cmp).1)
+    throughput_stats::nth_in_total_order(dts.iter().copied(), dts.len() / 2)
 }
 
 /// [`gauge`] of a windowed rate (SGLang's `gen throughput`: tokens since the previous decode

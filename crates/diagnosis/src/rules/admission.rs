@@ -379,13 +379,10 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
                 *m = (*m).max(h);
             }
         }
-        // the upper median of the finite slacks (median_f64's), selected in place: the
-        // slacks are not read again
-        let k = slacks.len() / 2;
-        if k >= slacks.len() {
-            return None;
-        }
-        let median = *slacks.select_nth_unstable_by(k, f64::total_cmp).1;
+        // the upper median of the finite slacks (median_f64's), selected; none finite, no
+        // model
+        let median =
+            throughput_stats::nth_in_total_order(slacks.iter().copied(), slacks.len() / 2)?;
         bindings.push(Binding {
             constraint: *constraint,
             share: r.binds / total,
