@@ -32,10 +32,26 @@ pub fn median_u64(xs: &[u64]) -> Option<u64> {
 
 /// The upper median of the finite values of `xs` (see [`median_u64`]); `None` when none is finite.
 pub fn median_f64(xs: &[f64]) -> Option<f64> {
-    let mut s = finite(xs);
-    // the element at len/2 in `total_cmp` order, without sorting the rest
+    // the element at len/2 in `total_cmp` order, without sorting the rest: selected among
+    // the values' order keys (an integer compare where `total_cmp` turns both values into
+    // keys at every compare), the same element's bits
+    let mut s: Vec<u64> = Vec::with_capacity(xs.len());
+    s.extend(
+        xs.iter()
+            .filter(|x| x.is_finite())
+            .map(|&x| crate::order::key(x)),
+    );
     let k = s.len() / 2;
-    (k < s.len()).then(|| *s.select_nth_unstable_by(k, f64::total_cmp).1)
+    (k < s.len()).then(|| crate::order::value(*s.select_nth_unstable(k).1))
+}
+
+/// The element at index `k` (0-based) of `values` in [`f64::total_cmp`] order, any value
+/// (non-finite ones included) taken: what `select_nth_unstable_by(k, f64::total_cmp)` picks,
+/// bit for bit, selected among order keys with integer compares; `None` when `k` is out of
+/// range. Units: those of the values.
+pub fn nth_in_total_order(values: impl Iterator<Item = f64>, k: usize) -> Option<f64> {
+    let mut s: Vec<u64> = values.map(crate::order::key).collect();
+    (k < s.len()).then(|| crate::order::value(*s.select_nth_unstable(k).1))
 }
 
 /// The `q` quantile of the finite values of `xs`, each weighing the same: the smallest value
@@ -193,6 +209,31 @@ mod tests {
         assert_eq!(median_f64(&[4.0, 1.0, 3.0, 2.0, 3.0]), Some(3.0));
         assert_eq!(median_f64(&[4.0, 1.0, 3.0, 2.0]), Some(3.0));
         assert_eq!(median_f64(&[f64::INFINITY]), None);
+        // the element `select_nth_unstable_by(total_cmp)` picks, bit for bit: zeros of both
+        // signs, ties, rates
+        for n in [1usize, 2, 7, 100, 1001] {
+            let xs: Vec<f64> = (0..n)
+                .map(|i| match i % 4 {
+                    0 => -0.0,
+                    1 => 0.0,
+                    2 => ((i * 7919) % 97) as f64 * 1.37,
+                    _ => -(((i * 31) % 13) as f64),
+                })
+                .collect();
+            let mut by_cmp = xs.clone();
+            let k = by_cmp.len() / 2;
+            let want = *by_cmp.select_nth_unstable_by(k, f64::total_cmp).1;
+            assert_eq!(median_f64(&xs).map(f64::to_bits), Some(want.to_bits()));
+            let mut with_nan = xs.clone();
+            with_nan.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY]);
+            for k in [0, with_nan.len() / 2, with_nan.len() - 1] {
+                let mut by_cmp = with_nan.clone();
+                let want = *by_cmp.select_nth_unstable_by(k, f64::total_cmp).1;
+                let got = nth_in_total_order(with_nan.iter().copied(), k);
+                assert_eq!(got.map(f64::to_bits), Some(want.to_bits()));
+            }
+            assert_eq!(nth_in_total_order(xs.iter().copied(), xs.len()), None);
+        }
         assert_eq!(median_mid_f64(&[40.0, 1.0, 2.0, 1.5]), Some(1.75));
         assert_eq!(median_mid_f64(&[3.0, f64::NAN, 1.0, 2.0]), Some(2.0));
         assert_eq!(median_mid_f64(&[7.0]), Some(7.0));

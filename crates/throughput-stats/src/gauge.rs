@@ -135,12 +135,18 @@ fn weighted_quantiles<const K: usize>(samples: &[(f64, f64)], w: &[f64], qs: [f6
             .map(|(s, &w)| (s.1, w)),
         samples.len(),
     );
+    quantiles_of_sorted(&vw, samples[0].1, qs)
+}
+
+/// The weighted quantiles at `qs` of weighted values sorted by value (each as its
+/// [`crate::order`] key), the weights summed in that order; `first` when none has weight.
+fn quantiles_of_sorted<const K: usize>(vw: &[(u64, f64)], first: f64, qs: [f64; K]) -> [f64; K] {
     let total: f64 = vw.iter().map(|p| p.1).sum();
-    let fallback = vw.last().map_or(samples[0].1, |p| crate::order::value(p.0));
+    let fallback = vw.last().map_or(first, |p| crate::order::value(p.0));
     qs.map(|q| {
         let target = q * total;
         let mut cum = 0.0;
-        for &(k, w) in &vw {
+        for &(k, w) in vw {
             cum += w;
             if cum >= target * (1.0 - 1e-12) {
                 return crate::order::value(k);
@@ -161,16 +167,23 @@ fn weighted_quantiles<const K: usize>(samples: &[(f64, f64)], w: &[f64], qs: [f6
 /// (index), [`StatsError::InvalidArgument`] if the time span overflows f64.
 pub fn time_weighted_summary(samples: &[(f64, f64)]) -> Result<GaugeSummary, StatsError> {
     check::series(samples)?;
-    let w = forward_weights(samples)?;
     let n = samples.len();
+    let w = forward_weights(samples)?;
+    // one pass: least and greatest value, the weighted sum (summed in sample order from -0.0,
+    // as `Iterator::sum` does) and the weighted values for the quantiles
     let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
-    for &(_, v) in samples {
+    let mut mean = -0.0;
+    let mut keyed: Vec<(u64, f64)> = Vec::with_capacity(n);
+    for (&(_, v), &w) in samples.iter().zip(&w) {
         min = min.min(v);
         max = max.max(v);
+        // Convex combination: no overflow even for values near f64::MAX.
+        mean += w * v;
+        if w > 0.0 {
+            keyed.push((crate::order::key(v), w));
+        }
     }
-    // Convex combination: no overflow even for values near f64::MAX.
-    let mean: f64 = samples.iter().zip(&w).map(|(s, w)| w * s.1).sum();
-    let mean = mean.clamp(min, max);
+    let mean = f64::clamp(mean, min, max);
     let scale = min.abs().max(max.abs());
     let sd = if scale > 0.0 {
         let var: f64 = samples
@@ -182,7 +195,8 @@ pub fn time_weighted_summary(samples: &[(f64, f64)]) -> Result<GaugeSummary, Sta
     } else {
         0.0
     };
-    let [median, p90] = weighted_quantiles(samples, &w, [0.5, 0.9]);
+    let vw = crate::order::sorted(keyed);
+    let [median, p90] = quantiles_of_sorted(&vw, samples[0].1, [0.5, 0.9]);
     Ok(GaugeSummary {
         n,
         span_s: samples[n - 1].0 - samples[0].0,
@@ -465,4 +479,93 @@ pub fn ewma_series(
         .iter()
         .map(|&(t, x)| e.update(t, x).map(|v| (t, v)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The summary as it was computed before its passes were joined: each figure in a pass of
+    /// its own, the quantiles by a comparison sort. The reference for the bits.
+    fn reference(samples: &[(f64, f64)]) -> Result<GaugeSummary, StatsError> {
+        check::series(samples)?;
+        let w = forward_weights(samples)?;
+        let n = samples.len();
+        let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
+        for &(_, v) in samples {
+            min = min.min(v);
+            max = max.max(v);
+        }
+        let mean: f64 = samples.iter().zip(&w).map(|(s, w)| w * s.1).sum();
+        let mean = mean.clamp(min, max);
+        let scale = min.abs().max(max.abs());
+        let sd = if scale > 0.0 {
+            let var: f64 = samples
+                .iter()
+                .zip(&w)
+                .map(|(s, w)| w * (s.1 / scale - mean / scale).powi(2))
+                .sum();
+            var.max(0.0).sqrt() * scale
+        } else {
+            0.0
+        };
+        let mut vw: Vec<(f64, f64)> = samples
+            .iter()
+            .zip(&w)
+            .filter(|&(_, &w)| w > 0.0)
+            .map(|(s, &w)| (s.1, w))
+            .collect();
+        vw.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let total: f64 = vw.iter().map(|p| p.1).sum();
+        let at = |q: f64| {
+            let mut cum = 0.0;
+            for &(v, w) in &vw {
+                cum += w;
+                if cum >= q * total * (1.0 - 1e-12) {
+                    return v;
+                }
+            }
+            vw.last().map_or(samples[0].1, |p| p.0)
+        };
+        Ok(GaugeSummary {
+            n,
+            span_s: samples[n - 1].0 - samples[0].0,
+            min,
+            max,
+            mean,
+            sd: check::finite(sd, "sd overflows f64")?,
+            median: at(0.5),
+            p90: at(0.9),
+            last: samples[n - 1].1,
+        })
+    }
+
+    fn bits(s: &GaugeSummary) -> [u64; 8] {
+        [
+            s.span_s, s.min, s.max, s.mean, s.sd, s.median, s.p90, s.last,
+        ]
+        .map(f64::to_bits)
+    }
+
+    proptest::proptest! {
+        /// The joined passes give the reference's figures bit for bit: counts, fractions and
+        /// rates (few and many distinct values), ties in time, one sample.
+        #[test]
+        fn the_summary_is_the_reference_bit_for_bit(
+            steps in proptest::collection::vec((0u8..4, 0u16..2000), 1..3000),
+            scale in proptest::prop_oneof![proptest::strategy::Just(1.0f64), 0.001f64..10.0],
+        ) {
+            let mut t = 0.0;
+            let samples: Vec<(f64, f64)> = steps
+                .iter()
+                .map(|&(dt, v)| {
+                    t += f64::from(dt);
+                    (t, f64::from(v) * scale)
+                })
+                .collect();
+            let got = time_weighted_summary(&samples).map(|s| (s.n, bits(&s)));
+            let want = reference(&samples).map(|s| (s.n, bits(&s)));
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
 }

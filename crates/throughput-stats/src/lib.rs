@@ -72,7 +72,7 @@ mod tokens;
 pub use counter::CounterSeries;
 pub use describe::{
     Fit2, MIN_FIT_ROWS, least_squares_2, mean_sd, median_f64, median_mid_f64, median_u64,
-    quantile_f64, weighted_mean, z_value,
+    nth_in_total_order, quantile_f64, weighted_mean, z_value,
 };
 pub use error::StatsError;
 pub use gauge::{

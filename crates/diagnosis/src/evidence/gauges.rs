@@ -11,7 +11,28 @@ use throughput_stats::Hold;
 /// when times are missing, unsorted, or too coarse (SGLang prints whole seconds, so a burst of
 /// lines within a few seconds shares timestamps: then every line counts equally instead).
 pub fn gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
-    gauge_held(points, Hold::Forward)
+    gauge_held(points, Hold::Forward, None)
+}
+
+/// [`gauge`] of points whose times are those `interval` was taken from
+/// ([`upper_median_interval`] of the same times, in the same order): the median interval
+/// is not selected again for each gauge over one clock.
+pub(crate) fn gauge_on(points: &[(Option<f64>, f64)], interval: Option<f64>) -> GaugeStats {
+    gauge_held(points, Hold::Forward, interval)
+}
+
+/// The upper median (the element at `len / 2` in [`f64::total_cmp`] order, selected) of the
+/// intervals between consecutive times (seconds); `None` for fewer than two times.
+pub(crate) fn upper_median_interval(times: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut prev: Option<f64> = None;
+    let dts: Vec<f64> = times
+        .filter_map(|t| {
+            let dt = prev.map(|p| t - p);
+            prev = Some(t);
+            dt
+        })
+        .collect();
+    throughput_stats::nth_in_total_order(dts.iter().copied(), dts.len() / 2)
 }
 
 /// [`gauge`] of a windowed rate (SGLang's `gen throughput`: tokens since the previous decode
@@ -20,10 +41,12 @@ pub fn gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
 /// weight in the mean and quantiles (it stays in min and max). Equal weights when the times
 /// are unusable, as in [`gauge`].
 pub fn rate_gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
-    gauge_held(points, Hold::Backward)
+    gauge_held(points, Hold::Backward, None)
 }
 
-fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
+/// `interval`: the upper median interval of the points' times when the caller has it (they
+/// must be every point's time, in order), else `None`.
+fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold, interval: Option<f64>) -> GaugeStats {
     let finite = || points.iter().map(|p| p.1).filter(|v| v.is_finite());
     // count, least and greatest of the finite readings, in reading order
     let mut rest = finite();
@@ -61,10 +84,10 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold) -> GaugeStats {
                 // each reading holds until the next; the last one as long as a median
                 // interval (else a ramp's last, highest reading had no weight at all)
                 Hold::Forward if timed.len() >= 2 => {
-                    let mut dts: Vec<f64> = timed.windows(2).map(|w| w[1].0 - w[0].0).collect();
                     // the upper median: the element at len/2 in sorted order, selected
-                    let k = dts.len() / 2;
-                    let dt = *dts.select_nth_unstable_by(k, f64::total_cmp).1;
+                    let dt = interval
+                        .or_else(|| upper_median_interval(timed.iter().map(|p| p.0)))
+                        .unwrap_or(0.0);
                     let mut s = timed;
                     if let Some(&(t, v)) = s.last().filter(|_| dt > 0.0) {
                         s.push((t + dt, v));

@@ -13,6 +13,7 @@ use crate::report::{
 use crate::thresholds as th;
 
 pub use super::gauges::{gauge, is_sorted, rate_gauge, share};
+use super::gauges::{gauge_on, upper_median_interval};
 
 /// One batch-line observation on a common footing (decode or prefill).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,18 +64,50 @@ pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
         queue: p.queue,
         usage: p.usage,
     });
-    let mut all: Vec<Obs> = d.chain(p).collect();
-    // a total order (a sort may panic on one that is not): timed lines by time, then line;
-    // untimed lines after them, by line. Comparing a timed line with an untimed one by line
-    // alone was not transitive once a scheduler held both (a time-only log joined to dated
-    // ones), and the sort panicked.
-    all.sort_by(|a, b| match (a.t, b.t) {
+    let d: Vec<Obs> = d.collect();
+    let p: Vec<Obs> = p.collect();
+    let sorted = |s: &[Obs]| s.is_sorted_by(|a, b| obs_order(a, b).is_le());
+    if sorted(&d) && sorted(&p) {
+        // each in order already (the rule): merged, a decode line first on a tie, which is
+        // the stable sort's order of the decode lines followed by the prefill lines
+        return merge_obs(&d, &p);
+    }
+    let mut all = d;
+    all.extend(p);
+    all.sort_by(obs_order);
+    all
+}
+
+/// The order of [`merged_obs`], a total order (a sort may panic on one that is not): timed
+/// lines by time, then line; untimed lines after them, by line. Comparing a timed line with an
+/// untimed one by line alone was not transitive once a scheduler held both (a time-only log
+/// joined to dated ones), and the sort panicked.
+fn obs_order(a: &Obs, b: &Obs) -> std::cmp::Ordering {
+    match (a.t, b.t) {
         (Some(x), Some(y)) => x.total_cmp(&y).then(a.line.cmp(&b.line)),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => a.line.cmp(&b.line),
-    });
-    all
+    }
+}
+
+/// Two lists each in [`obs_order`] merged into one in that order, `a`'s item first where two
+/// compare equal: the stable sort of `a` followed by `b`.
+fn merge_obs(a: &[Obs], b: &[Obs]) -> Vec<Obs> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        if obs_order(y, x).is_lt() {
+            out.push(*y);
+            j += 1;
+        } else {
+            out.push(*x);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
 }
 
 fn in_span(t: Option<f64>, span: &Option<Span>) -> bool {
@@ -226,6 +259,10 @@ pub struct SchedulerView<'e> {
     /// decoding ([`phases::first_window_lines`]), in line order; their readings are left out
     /// of `steady_decode`.
     pub first_windows: Vec<u64>,
+    /// The upper median interval between the steady decode lines (seconds), when every one
+    /// has a time: the interval a gauge over their clock holds its last reading for, and the
+    /// admission model's last step's weight (selected once for both).
+    pub(crate) steady_interval: Option<f64>,
     /// Whether every pool the steady decode lines report has room
     /// ([`crate::evidence::pools`]).
     pub pool_room: crate::evidence::pools::PoolRoom,
@@ -296,13 +333,27 @@ impl<'e> SchedulerView<'e> {
                 .iter()
                 .filter_map(|d| Some((d.t, d.running? as f64))),
         );
+        // the steady decode lines' median interval, taken once for the gauges over their clock
+        // (a series with a reading on every line has every line's time) and the admission model
+        let steady_interval = steady_decode
+            .iter()
+            .all(|d| d.t.is_some())
+            .then(|| upper_median_interval(steady_decode.iter().filter_map(|d| d.t)))
+            .flatten();
+        let on_clock = |series: &[(Option<f64>, f64)]| {
+            if series.len() == steady_decode.len() {
+                gauge_on(series, steady_interval)
+            } else {
+                gauge(series)
+            }
+        };
         let running = if decode_running.is_empty() {
             gauge(&collect_within(
                 steady.len(),
                 steady.iter().filter_map(|o| Some((o.t, o.running? as f64))),
             ))
         } else {
-            gauge(&decode_running)
+            on_clock(&decode_running)
         };
         let decode_queue: Vec<(Option<f64>, f64)> = collect_within(
             steady_decode.len(),
@@ -319,14 +370,18 @@ impl<'e> SchedulerView<'e> {
         } else {
             decode_queue
         };
-        let queued = gauge(&queue_series);
+        let queued = if queue_from_decode {
+            on_clock(&queue_series)
+        } else {
+            gauge(&queue_series)
+        };
         // like the running count: the decode lines' usage when they print one (a prefill
         // line's usage may be read before or after its batch joins, spec §2.2.1)
         let decode_usage: Vec<(Option<f64>, f64)> = collect_within(
             steady_decode.len(),
             steady_decode.iter().filter_map(|d| Some((d.t, d.usage?))),
         );
-        let decode_usage = (!decode_usage.is_empty()).then(|| gauge(&decode_usage));
+        let decode_usage = (!decode_usage.is_empty()).then(|| on_clock(&decode_usage));
         let usage = decode_usage.unwrap_or_else(|| {
             gauge(&collect_within(
                 steady.len(),
@@ -361,6 +416,7 @@ impl<'e> SchedulerView<'e> {
             queue_from_decode,
             full_share,
             first_windows,
+            steady_interval,
             pool_room,
             pinned_across_ranks: None,
             admission: AdmissionMemo::new(),
@@ -711,4 +767,34 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
         method: String::new(),
         lines: Some(fewest_lines),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The merge of two ordered lists is the stable sort of the first followed by the second,
+    /// ties between them (equal times and lines: two sources) and untimed lines included.
+    #[test]
+    fn merged_lists_are_the_stable_sort() {
+        let obs = |i: u64, decode: bool| Obs {
+            t: (!i.is_multiple_of(11)).then_some((i / 3) as f64),
+            line: i % 5,
+            source: u32::from(decode),
+            decode,
+            running: Some(i),
+            queue: None,
+            usage: None,
+        };
+        for (n, m) in [(0, 0), (0, 7), (9, 0), (40, 13), (200, 350)] {
+            let mut a: Vec<Obs> = (0..n).map(|i| obs(i * 7 % 97, true)).collect();
+            let mut b: Vec<Obs> = (0..m).map(|i| obs(i * 5 % 89, false)).collect();
+            a.sort_by(obs_order);
+            b.sort_by(obs_order);
+            let mut want = a.clone();
+            want.extend(b.iter().copied());
+            want.sort_by(obs_order);
+            assert_eq!(merge_obs(&a, &b), want);
+        }
+    }
 }

@@ -131,8 +131,9 @@ fn running_cap(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<u64> {
 }
 
 /// Weights from times: each step until the next, the last one the median of the others; one
-/// each when a time is missing or out of order.
-fn weights(times: &[Option<f64>]) -> Vec<f64> {
+/// each when a time is missing or out of order. `interval`: that median when the caller has
+/// it (the upper median of these times' intervals, [`SchedulerView::steady_interval`]).
+fn weights(times: &[Option<f64>], interval: Option<f64>) -> Vec<f64> {
     let mut t: Vec<f64> = Vec::with_capacity(times.len());
     for &x in times {
         match x {
@@ -146,9 +147,12 @@ fn weights(times: &[Option<f64>]) -> Vec<f64> {
     let mut w: Vec<f64> = Vec::with_capacity(t.len());
     w.extend(t.windows(2).map(|p| p[1] - p[0]));
     // the upper median, selected (the element at len/2 in sorted order)
-    let mut sorted = w.clone();
-    let k = sorted.len() / 2;
-    w.push(*sorted.select_nth_unstable_by(k, f64::total_cmp).1);
+    let median = interval.unwrap_or_else(|| {
+        let mut sorted = w.clone();
+        let k = sorted.len() / 2;
+        *sorted.select_nth_unstable_by(k, f64::total_cmp).1
+    });
+    w.push(median);
     if w.iter().sum::<f64>() <= 0.0 {
         return vec![1.0; times.len()];
     }
@@ -164,7 +168,7 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
         .any(|d| d.queue.is_some() || d.prealloc_req.is_some());
     if decode_queue {
         let times: Vec<Option<f64>> = v.steady_decode.iter().map(|d| d.t).collect();
-        let w = weights(&times);
+        let w = weights(&times, v.steady_interval);
         let mut prefill = v.steady_prefill.iter().peekable();
         let mut out = Vec::with_capacity(v.steady_decode.len());
         for (d, &weight) in v.steady_decode.iter().zip(&w) {
@@ -193,7 +197,7 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
         return (out, times.iter().all(Option::is_some));
     }
     let times: Vec<Option<f64>> = v.steady_prefill.iter().map(|p| p.t).collect();
-    let w = weights(&times);
+    let w = weights(&times, None);
     let out = v
         .steady_prefill
         .iter()
@@ -212,6 +216,42 @@ fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
         })
         .collect();
     (out, times.iter().all(Option::is_some))
+}
+
+/// One constraint's readings over the steps ([`readings`]).
+struct Read {
+    /// How many steps it reads.
+    read: usize,
+    /// The queued request-time it holds back: each step's weight times the requests it holds
+    /// back there, summed in step order (requests × the steps' time unit).
+    binds: f64,
+}
+
+/// What one constraint holds back on each step (`u64::MAX` where it reads nothing) into
+/// `holds`, and its finite room on the steps it reads into `slacks`, in step order; with how
+/// many steps it reads and the request-time it holds back.
+fn readings(
+    steps: &[Step],
+    holds: &mut Vec<u64>,
+    slacks: &mut Vec<f64>,
+    judge: impl Fn(&Step) -> Option<(u64, f64)>,
+) -> Read {
+    let mut r = Read {
+        read: 0,
+        binds: 0.0,
+    };
+    holds.resize(steps.len(), u64::MAX);
+    for (s, hold) in steps.iter().zip(holds.iter_mut()) {
+        if let Some((h, slack)) = judge(s) {
+            *hold = h;
+            if slack.is_finite() {
+                slacks.push(slack);
+            }
+            r.read += 1;
+            r.binds += s.weight * h as f64;
+        }
+    }
+    r
 }
 
 /// The admission model of one scheduler (see the module doc); `None` when no steady step has
@@ -299,45 +339,53 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
     for (constraint, unit) in &judges {
         holds.clear();
         slacks.clear();
-        for s in &steps {
-            match judge(*constraint, s) {
-                Some((h, slack)) => {
-                    holds.push(h);
-                    slacks.push(slack);
-                }
-                None => holds.push(u64::MAX),
-            }
+        let (h, l) = (&mut holds, &mut slacks);
+        // each constraint's loop made with its own judge: the match on the constraint is
+        // decided once, not on every step
+        // a constraint no step reads (no cap or budget to judge against, a pool no line
+        // prints) reads nothing on any step: passed over without its loop
+        let reads_some = match constraint {
+            Constraint::RunningCap => cap_n.is_some(),
+            Constraint::PrefillBudget => budget.is_some(),
+            Constraint::OnePerPass => one_per_pass,
+            Constraint::KvPool | Constraint::KvReserve => true,
+            Constraint::SwaPool => steps.iter().any(|s| s.swa.is_some()),
+            Constraint::MambaSlots => steps.iter().any(|s| s.mamba.is_some()),
+        };
+        if !reads_some {
+            continue;
         }
+        let r = match constraint {
+            Constraint::RunningCap => readings(&steps, h, l, |s| judge(Constraint::RunningCap, s)),
+            Constraint::KvPool => readings(&steps, h, l, |s| judge(Constraint::KvPool, s)),
+            Constraint::KvReserve => readings(&steps, h, l, |s| judge(Constraint::KvReserve, s)),
+            Constraint::SwaPool => readings(&steps, h, l, |s| judge(Constraint::SwaPool, s)),
+            Constraint::MambaSlots => readings(&steps, h, l, |s| judge(Constraint::MambaSlots, s)),
+            Constraint::PrefillBudget => {
+                readings(&steps, h, l, |s| judge(Constraint::PrefillBudget, s))
+            }
+            Constraint::OnePerPass => readings(&steps, h, l, |s| judge(Constraint::OnePerPass, s)),
+        };
         // the prefill budget is read only on steps that admitted; the others must cover most
         let covered = matches!(
             *constraint,
             Constraint::PrefillBudget | Constraint::OnePerPass
-        ) || slacks.len() as f64 >= th::QUEUED_SHARE * steps.len() as f64;
-        if slacks.is_empty() || !covered {
+        ) || r.read as f64 >= th::QUEUED_SHARE * steps.len() as f64;
+        if r.read == 0 || !covered {
             continue;
         }
-        let binds: f64 = steps
-            .iter()
-            .zip(&holds)
-            .filter(|&(_, &h)| h != u64::MAX)
-            .map(|(s, &h)| s.weight * h as f64)
-            .fold(0.0, |a, b| a + b);
         for (m, &h) in held.iter_mut().zip(&holds) {
             if h != u64::MAX {
                 *m = (*m).max(h);
             }
         }
-        // the upper median of the finite slacks (median_f64's), selected in place: the
-        // slacks are not read again
-        slacks.retain(|x| x.is_finite());
-        let k = slacks.len() / 2;
-        if k >= slacks.len() {
-            return None;
-        }
-        let median = *slacks.select_nth_unstable_by(k, f64::total_cmp).1;
+        // the upper median of the finite slacks (median_f64's), selected; none finite, no
+        // model
+        let median =
+            throughput_stats::nth_in_total_order(slacks.iter().copied(), slacks.len() / 2)?;
         bindings.push(Binding {
             constraint: *constraint,
-            share: binds / total,
+            share: r.binds / total,
             slack: unit(median),
         });
     }
@@ -727,9 +775,12 @@ mod tests {
         let times: Vec<Option<f64>> = with_input(&only(&d, "DP1 TP2"), |i| {
             i.views[0].steady_decode.iter().map(|d| d.t).collect()
         });
-        let w = weights(&times);
+        let w = weights(&times, None);
         assert_eq!(w.len(), times.len());
+        // the view's interval is the median the weights select
+        let interval = with_input(&only(&d, "DP1 TP2"), |i| i.views[0].steady_interval);
+        assert_eq!(weights(&times, interval), w);
         assert_eq!(&w[..3], &[8.0, 4.0, 2.0]);
-        assert_eq!(weights(&[None, Some(1.0)]), vec![1.0, 1.0]);
+        assert_eq!(weights(&[None, Some(1.0)], None), vec![1.0, 1.0]);
     }
 }

@@ -109,54 +109,66 @@ fn admitted_between(
 /// The rule.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
     input.views.iter().find_map(|v| {
-        let timed: Vec<(Option<f64>, u64, u64)> = crate::evidence::collect_within(
-            v.obs.len(),
+        let read = || {
             v.obs
                 .iter()
-                .filter_map(|o| Some((o.t, o.running?, o.queue?))),
-        );
-        let pairs: Vec<(u64, u64)> = timed.iter().map(|&(_, r, q)| (r, q)).collect();
-        let peak = pairs
-            .iter()
-            .enumerate()
-            .max_by_key(|(i, p)| (p.1, std::cmp::Reverse(*i)))
-            .map_or(0, |(i, _)| i);
-        let max_skip = ((pairs.len() as f64 * th::RAMP_MAX_SKIPPED_SHARE) as usize)
-            .max(th::RAMP_MAX_SKIPPED_LINES);
+                .filter_map(|o| Some((o.t, o.running?, o.queue?)))
+        };
+        // the first line of the longest queue, and how many lines read both counts, before
+        // anything is copied: a log whose queue peaks late is no ramp
+        let (mut peak, mut n, mut top_queue) = (0, 0, None);
+        for (i, (_, _, q)) in read().enumerate() {
+            if top_queue.is_none_or(|m| q > m) {
+                (peak, top_queue) = (i, Some(q));
+            }
+            n += 1;
+        }
+        let max_skip =
+            ((n as f64 * th::RAMP_MAX_SKIPPED_SHARE) as usize).max(th::RAMP_MAX_SKIPPED_LINES);
         if peak > max_skip {
             return None;
         }
-        let run: Vec<u64> = pairs[peak..].iter().map(|p| p.0).collect();
-        let q: Vec<u64> = pairs[peak..].iter().map(|p| p.1).collect();
-        if run.len() < th::RAMP_MIN_LINES {
+        // the lines from the peak on, read once: no copy of them
+        let len = n - peak;
+        if len < th::RAMP_MIN_LINES {
             return None;
         }
-        let (r0, r1, q0, q1) = (run[0], run[run.len() - 1], q[0], q[q.len() - 1]);
-        let non_falling = run.windows(2).filter(|w| w[1] >= w[0]).count();
+        let mut from_peak = read().skip(peak);
+        let (t0, r0, q0) = from_peak.next()?;
+        let (mut t1, mut r1, mut q1) = (t0, r0, q0);
+        // `arriving`: requests admitted as they arrive, nothing ever waits (the client's own
+        // ramp)
+        let (mut non_falling, mut arriving) = (0, q0 == 0);
+        let (mut top, mut on_plateau) = (r0, 1);
+        // the first running count of the later half (`len / 2` lines on)
+        let mut later_first = if len / 2 == 0 { r0 } else { 0 };
+        for (j, (t, r, q)) in from_peak.enumerate().map(|(j, x)| (j + 1, x)) {
+            non_falling += usize::from(r >= r1);
+            arriving &= q == 0;
+            if r > top {
+                (top, on_plateau) = (r, 1);
+            } else if r == top {
+                on_plateau += 1;
+            }
+            if j == len / 2 {
+                later_first = r;
+            }
+            (t1, r1, q1) = (t, r, q);
+        }
         let rising = r1 > r0 + th::RAMP_MIN_RISE
-            && non_falling as f64 >= th::RAMP_RISING_SHARE * (run.len() - 1) as f64;
+            && non_falling as f64 >= th::RAMP_RISING_SHARE * (len - 1) as f64;
         let draining = q1 + th::RAMP_MIN_RISE < q0;
-        // requests admitted as they arrive: the client's own ramp, nothing ever waits
-        let arriving = q.iter().all(|&x| x == 0);
-        let top = run.iter().copied().max().unwrap_or(0);
-        let on_plateau = run.iter().filter(|&&r| r == top).count();
         // past the ramp: the batch reached the cap, or peaked and fell back
         let reached_cap = input
             .capacity
             .max_running_requests
             .is_some_and(|cap| top >= cap);
         // a ramp still climbs in its later half; a batch that levels off there has a plateau
-        let later = &run[run.len() / 2..];
-        let later_rise =
-            later.last().copied().unwrap_or(0) as f64 - later.first().copied().unwrap_or(0) as f64;
+        let later_rise = r1 as f64 - later_first as f64;
         let still_rising = r1 + th::RAMP_MIN_RISE >= top
             && later_rise > 0.0
             && later_rise >= th::RAMP_LATER_RISE_SHARE * r1.saturating_sub(r0) as f64;
-        (rising
-            && (draining || arriving)
-            && on_plateau * 2 <= run.len()
-            && still_rising
-            && !reached_cap)
+        (rising && (draining || arriving) && on_plateau * 2 <= len && still_rising && !reached_cap)
             .then(|| Facts {
                 scheduler: v.key,
                 ramp: Ramp {
@@ -169,7 +181,7 @@ pub fn check(input: &Input<'_>) -> Option<Facts> {
                     r.source = input.source_name(input.source_of(v.tl));
                     r
                 }),
-                admitted: match (timed[peak].0, timed.last().and_then(|x| x.0)) {
+                admitted: match (t0, t1) {
                     (Some(from), Some(to)) if to > from => admitted_between(v, from, to),
                     _ => None,
                 },
