@@ -18,6 +18,7 @@ use nom::sequence::{delimited, preceded, terminated};
 mod layout;
 mod readings;
 pub(crate) use layout::Layouts;
+use readings::UsualPlan;
 pub use readings::{DecodeReadings, PrefillReadings};
 
 /// A batch line's `fwd occupancy` reading ([`BatchLine::fwd_occupancy`]).
@@ -110,6 +111,9 @@ pub struct BatchLine<'a> {
     /// length and MFU value, and the counts and rates that are not a short digit run; a clear
     /// bit means the value is sound or the key unchecked).
     check: u64,
+    /// Where the usual line's readings lie, set by a layout ([`UsualPlan`]; `NONE` from the
+    /// splitters).
+    plan: UsualPlan,
 }
 
 /// Equal when the lines were read alike: kind, form, iteration, text and fields (the screening
@@ -141,6 +145,18 @@ impl BatchLine<'_> {
             && self.known == o.known
             && self.strict == o.strict
             && self.check == o.check
+            && self.own_plan() == o.own_plan()
+    }
+
+    /// The plan the line carries, or the one a layout would give it (a plan is a layout's
+    /// short-cut: a record with one must carry exactly the plan of its fields).
+    #[cfg(any(test, feature = "grammar-check"))]
+    fn own_plan(&self) -> UsualPlan {
+        if self.plan == UsualPlan::NONE {
+            UsualPlan::of(self)
+        } else {
+            self.plan
+        }
     }
 }
 
@@ -381,6 +397,7 @@ impl<'a> BatchLine<'a> {
             overflow: 0,
             broken: 0,
             check: 0,
+            plan: UsualPlan::NONE,
         }
     }
 

@@ -350,7 +350,9 @@ fn an_oversized_batch_line_is_malformed_not_other() {
         }
     );
     let size = std::mem::size_of::<sglang_log::Record<'_>>();
-    assert!(size <= 400, "Record is {size} bytes"); // 32 inline spans of 4 x u16 + envelope
+    // the inline spans (3 x u16 each), the key slots, a layout's plan of the usual readings
+    // (17 bytes) and the envelope: a record stays a few cache lines
+    assert!(size <= 416, "Record is {size} bytes");
 }
 
 #[test]

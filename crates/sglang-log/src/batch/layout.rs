@@ -32,7 +32,7 @@
 
 use super::{
     BatchForm, BatchKind, BatchLine, FAST_SAFE, MAX_FIELDS, N_KNOWN, SAFE_FRACTION, Span,
-    UNCHECKED, value_look,
+    UNCHECKED, UsualPlan, value_look,
 };
 use crate::{Event, RankTags};
 
@@ -87,6 +87,8 @@ struct Layout {
     /// bit is clear when that byte is `0`, else set (`zero_dots` of them).
     zero_dot: [(u8, u8); MAX_ZERO_DOT],
     zero_dots: u8,
+    /// Where the usual line's readings lie ([`UsualPlan::of`] the learnt line).
+    plan: UsualPlan,
     /// An access line's layout (the batch fields above unused): its slices, relative to the
     /// message.
     access: Option<AccessSpans>,
@@ -394,6 +396,7 @@ impl Layout {
             check: 0,
             zero_dot: [(0, 0); MAX_ZERO_DOT],
             zero_dots: 0,
+            plan: UsualPlan::NONE,
             access: None,
         }
     }
@@ -517,6 +520,7 @@ impl Layouts {
             overflow: 0,
             broken: 0,
             check,
+            plan: l.plan,
         });
         self.hits += 1;
         Some((msg, l.ranks))
@@ -639,6 +643,7 @@ impl Layouts {
             check,
             zero_dot,
             zero_dots: zero_dots as u8, // ok: at most MAX_ZERO_DOT
+            plan: UsualPlan::of(b),
             ..Layout::blank(n, msg, ranks, self.norm)
         };
         self.keep(layout.with_env(bytes), h, raw_head(bytes).0);

@@ -2,8 +2,13 @@
 //! [`BatchLine::usual_prefill`]): the line SGLang prints, of the strict form and of the usual
 //! keys only, read with one word load and one word-wise parse a value, each value as its
 //! accessor reads it.
+//!
+//! A line read by a layout (`layout.rs`) carries its layout's [`UsualPlan`]: where each
+//! reading's value ends and how long it is, the same on every line of the layout (the digits
+//! do not move), so the one pass loads each value's word straight from the plan, without the
+//! key slot, span and bounds look-ups or the count of the keys.
 
-use super::{BatchLine, admits_f64, kid};
+use super::{BatchKind, BatchLine, admits_f64, kid};
 use crate::num::{bool_of_tail, hundredths_of_tail, u64_of_tail};
 
 /// The readings of a `Decode batch` line of the usual keys only ([`BatchLine::usual_decode`]),
@@ -63,8 +68,128 @@ const CACHED_TOKEN: usize = kid("#cached-token");
 const PENDING_TOKEN: usize = kid("#pending-token");
 const INPUT: usize = kid("input throughput (token/s)");
 
-/// The keys a usual `Decode batch` line prints: [`DecodeReadings`]' own.
+/// The keys a usual `Decode batch` line prints: [`DecodeReadings`]' own, in the order of
+/// [`UsualPlan`]'s readings.
 const DECODE_KEYS: [usize; 7] = [RUNNING, QUEUE, TOKEN, USAGE, GEN, CUDA_GRAPH, ACCEPT_LEN];
+/// [`PrefillReadings`]' keys, in the order of [`UsualPlan`]'s readings (`#pending-token` is a
+/// key the line may print, not a reading).
+const PREFILL_KEYS: [usize; 8] = [
+    NEW_SEQ,
+    NEW_TOKEN,
+    CACHED_TOKEN,
+    RUNNING,
+    QUEUE,
+    USAGE,
+    INPUT,
+    CUDA_GRAPH,
+];
+/// The keys of a prefill line's readings whose check bit must be clear for the one pass (a
+/// rate of 10^4 tok/s or more is looked at: checked as its accessor checks it).
+const PREFILL_SOUND: [usize; 6] = [NEW_SEQ, NEW_TOKEN, CACHED_TOKEN, USAGE, RUNNING, QUEUE];
+
+/// [`UsualPlan::kind`]: no plan, a decode line's, a prefill line's.
+const PLAN_NONE: u8 = 0;
+const PLAN_DECODE: u8 = 1;
+const PLAN_PREFILL: u8 = 2;
+
+/// Where the readings of a usual batch line lie ([`BatchLine::usual_decode`],
+/// [`BatchLine::usual_prefill`]), made once per layout ([`UsualPlan::of`]) and carried by
+/// every record the layout gives: for reading `i` (the order of `DECODE_KEYS` or
+/// `PREFILL_KEYS`), the offset in the line's text (bytes) of the 8 bytes that end its value
+/// and the value's length (1 to 8 bytes; 0: the key has no field). A plan is made only for a
+/// line of the strict form whose every field is the first of a reading's key (or
+/// `#pending-token` on a prefill line), each value 1 to 8 bytes long and ending at byte 8 or
+/// later: the one pass then needs from the line only its check bits and its values' words.
+/// The general path leaves the plan off ([`UsualPlan::NONE`]) and the one pass finds the
+/// values by the key slots; both read the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UsualPlan {
+    /// [`PLAN_NONE`], [`PLAN_DECODE`] or [`PLAN_PREFILL`].
+    kind: u8,
+    /// Offset (bytes) in the text of the 8 bytes that end reading `i`'s value.
+    at: [u8; 8],
+    /// Length (bytes) of reading `i`'s value, 0 when absent.
+    len: [u8; 8],
+}
+
+impl UsualPlan {
+    /// No plan: the one pass finds the values by the key slots.
+    pub(crate) const NONE: UsualPlan = UsualPlan {
+        kind: PLAN_NONE,
+        at: [0; 8],
+        len: [0; 8],
+    };
+
+    /// The plan of batch line `b` (see [`UsualPlan`]), or [`UsualPlan::NONE`] for a line that
+    /// is not a usual one whatever its digits.
+    pub(crate) fn of(b: &BatchLine<'_>) -> UsualPlan {
+        let (kind, ids): (u8, &[usize]) = match b.kind {
+            BatchKind::Decode => (PLAN_DECODE, &DECODE_KEYS),
+            BatchKind::Prefill => (PLAN_PREFILL, &PREFILL_KEYS),
+        };
+        if !b.strict {
+            return UsualPlan::NONE;
+        }
+        let mut plan = UsualPlan {
+            kind,
+            ..UsualPlan::NONE
+        };
+        let mut n = 0usize;
+        for (i, &id) in ids.iter().enumerate() {
+            let at = b.slot.get(id).map_or(0, |&s| usize::from(s));
+            if at == 0 {
+                continue;
+            }
+            n += 1;
+            let Some(s) = b.spans.get(at - 1) else {
+                return UsualPlan::NONE;
+            };
+            let (v0, v1) = (usize::from(s.v0), usize::from(s.v1));
+            let len = v1.wrapping_sub(v0);
+            if !(1..=8).contains(&len) || !(8..=b.text.len()).contains(&v1) || v1 > 255 {
+                return UsualPlan::NONE;
+            }
+            // ok: v1 - 8 < 256 and len <= 8 (checked above)
+            (plan.at[i], plan.len[i]) = ((v1 - 8) as u8, len as u8);
+        }
+        if kind == PLAN_PREFILL {
+            n += usize::from(b.slot.get(PENDING_TOKEN).is_some_and(|&s| s != 0));
+        }
+        if n == usize::from(b.len) {
+            plan
+        } else {
+            UsualPlan::NONE
+        }
+    }
+}
+
+/// A reading's value (the 8 bytes that end it and its length; `None`: the key has no field)
+/// as a count; `None`: not read in one pass.
+#[inline(always)]
+fn count_of(v: Option<(u64, usize)>) -> Option<Option<u64>> {
+    match v {
+        None => Some(None),
+        Some((tail, len)) => u64_of_tail(tail, len).map(Some),
+    }
+}
+
+/// [`count_of`] for a `%.2f` rate or fraction.
+#[inline(always)]
+fn hundredths_of(v: Option<(u64, usize)>) -> Option<Option<f64>> {
+    match v {
+        None => Some(None),
+        Some((tail, len)) => hundredths_of_tail(tail, len).map(Some),
+    }
+}
+
+/// [`count_of`] for the graph flag.
+#[inline(always)]
+fn flag_of(v: Option<(u64, usize)>) -> Option<Option<bool>> {
+    match v {
+        None => Some(None),
+        Some((tail, len)) => Some(bool_of_tail(tail, len)),
+    }
+}
 
 impl<'a> BatchLine<'a> {
     /// Whether the line is of the strict form (split by the fast splitter: no value has
@@ -101,36 +226,54 @@ impl<'a> BatchLine<'a> {
         Some(Some((u64::from_le_bytes(*tail), v1.wrapping_sub(v0))))
     }
 
-    /// [`BatchLine::u64_of`] of known key `id` on a line of the keys of
-    /// [`BatchLine::strict_and_sound`]; `None`: not read here (a value of more than 8 bytes,
-    /// or not digits).
+    /// Reading `i`'s value by the line's [`UsualPlan`] (see [`BatchLine::tail_of`]).
     #[inline(always)]
-    fn quick_u64(&self, id: usize, present: &mut u8) -> Option<Option<u64>> {
-        match self.tail_of(id, present)? {
-            None => Some(None),
-            Some((tail, len)) => u64_of_tail(tail, len).map(Some),
+    fn planned(&self, i: usize) -> Option<Option<(u64, usize)>> {
+        let len = usize::from(*self.plan.len.get(i)?);
+        if len == 0 {
+            return Some(None);
         }
+        let at = usize::from(*self.plan.at.get(i)?);
+        // one compare: `at + 8` does not overflow (`at` is a byte)
+        let tail: [u8; 8] = self.text.as_bytes().get(at..at + 8)?.try_into().ok()?;
+        Some(Some((u64::from_le_bytes(tail), len)))
     }
 
-    /// [`BatchLine::f64_of`] of known key `id` on a line of the keys of
-    /// [`BatchLine::strict_and_sound`]; `None`: not read here (a value other than `%.2f` of
-    /// 1 to 5 digits).
+    /// The readings of a decode line of the keys of [`BatchLine::strict_and_sound`], each
+    /// value from `tail` (by reading index and key, as [`BatchLine::tail_of`] gives it).
     #[inline(always)]
-    fn quick_f64(&self, id: usize, present: &mut u8) -> Option<Option<f64>> {
-        match self.tail_of(id, present)? {
-            None => Some(None),
-            Some((tail, len)) => hundredths_of_tail(tail, len).map(Some),
-        }
+    fn decode_by(
+        &self,
+        mut tail: impl FnMut(usize, usize) -> Option<Option<(u64, usize)>>,
+    ) -> Option<DecodeReadings> {
+        Some(DecodeReadings {
+            running: count_of(tail(0, RUNNING)?)?,
+            queue: count_of(tail(1, QUEUE)?)?,
+            tokens: count_of(tail(2, TOKEN)?)?,
+            usage: hundredths_of(tail(3, USAGE)?)?,
+            gen_tps: hundredths_of(tail(4, GEN)?)?,
+            graph: flag_of(tail(5, CUDA_GRAPH)?)?,
+            accept_len: hundredths_of(tail(6, ACCEPT_LEN)?)?,
+        })
     }
 
-    /// [`BatchLine::graph`] on a line of the keys of [`BatchLine::strict_and_sound`] whose
-    /// one graph key is `cuda graph`; `None`: not read here.
+    /// [`BatchLine::decode_by`] of a prefill line.
     #[inline(always)]
-    fn quick_cuda_graph(&self, present: &mut u8) -> Option<Option<bool>> {
-        match self.tail_of(CUDA_GRAPH, present)? {
-            None => Some(None),
-            Some((tail, len)) => Some(bool_of_tail(tail, len)),
-        }
+    fn prefill_by(
+        &self,
+        mut tail: impl FnMut(usize, usize) -> Option<Option<(u64, usize)>>,
+    ) -> Option<PrefillReadings> {
+        Some(PrefillReadings {
+            new_seq: count_of(tail(0, NEW_SEQ)?)?,
+            new_token: count_of(tail(1, NEW_TOKEN)?)?,
+            cached_token: count_of(tail(2, CACHED_TOKEN)?)?,
+            running: count_of(tail(3, RUNNING)?)?,
+            queue: count_of(tail(4, QUEUE)?)?,
+            usage: hundredths_of(tail(5, USAGE)?)?,
+            input_tps: hundredths_of(tail(6, INPUT)?)?
+                .filter(|&x| self.sound(INPUT) || admits_f64(INPUT, x)),
+            graph: flag_of(tail(7, CUDA_GRAPH)?)?,
+        })
     }
 
     /// The readings of a `Decode batch` line whose every field is of the usual keys
@@ -145,16 +288,11 @@ impl<'a> BatchLine<'a> {
         if !self.strict_and_sound(&DECODE_KEYS) {
             return None;
         }
+        if self.plan.kind == PLAN_DECODE {
+            return self.decode_by(|i, _| self.planned(i));
+        }
         let mut n = 0u8;
-        let r = DecodeReadings {
-            running: self.quick_u64(RUNNING, &mut n)?,
-            queue: self.quick_u64(QUEUE, &mut n)?,
-            tokens: self.quick_u64(TOKEN, &mut n)?,
-            usage: self.quick_f64(USAGE, &mut n)?,
-            gen_tps: self.quick_f64(GEN, &mut n)?,
-            graph: self.quick_cuda_graph(&mut n)?,
-            accept_len: self.quick_f64(ACCEPT_LEN, &mut n)?,
-        };
+        let r = self.decode_by(|_, id| self.tail_of(id, &mut n))?;
         (n == self.len).then_some(r)
     }
 
@@ -164,26 +302,16 @@ impl<'a> BatchLine<'a> {
     /// pass, as [`BatchLine::usual_decode`] reads a decode line. `None` for any other line.
     #[inline]
     pub fn usual_prefill(&self) -> Option<PrefillReadings> {
-        // a rate of 10^4 tok/s or more (`28879.56`) is looked at: checked here as its accessor
-        // checks it
-        if !self.strict_and_sound(&[NEW_SEQ, NEW_TOKEN, CACHED_TOKEN, USAGE, RUNNING, QUEUE]) {
+        if !self.strict_and_sound(&PREFILL_SOUND) {
             return None;
+        }
+        if self.plan.kind == PLAN_PREFILL {
+            return self.prefill_by(|i, _| self.planned(i));
         }
         let mut n = 0u8;
         // `#pending-token` is no reading, only a key the line may print
         let pending = usize::from(self.slot.get(PENDING_TOKEN).is_some_and(|&s| s != 0));
-        let r = PrefillReadings {
-            new_seq: self.quick_u64(NEW_SEQ, &mut n)?,
-            new_token: self.quick_u64(NEW_TOKEN, &mut n)?,
-            cached_token: self.quick_u64(CACHED_TOKEN, &mut n)?,
-            running: self.quick_u64(RUNNING, &mut n)?,
-            queue: self.quick_u64(QUEUE, &mut n)?,
-            usage: self.quick_f64(USAGE, &mut n)?,
-            input_tps: self
-                .quick_f64(INPUT, &mut n)?
-                .filter(|&x| self.sound(INPUT) || admits_f64(INPUT, x)),
-            graph: self.quick_cuda_graph(&mut n)?,
-        };
+        let r = self.prefill_by(|_, id| self.tail_of(id, &mut n))?;
         (usize::from(n) + pending == usize::from(self.len)).then_some(r)
     }
 }
@@ -230,6 +358,17 @@ mod tests {
             let Event::Batch(b) = ev else {
                 continue;
             };
+            // the same line with its layout's plan reads alike
+            let mut planned = b.clone();
+            planned.plan = UsualPlan::of(&b);
+            assert_eq!(
+                format!("{:?}", (planned.usual_decode(), planned.usual_prefill())),
+                format!("{:?}", (b.usual_decode(), b.usual_prefill())),
+                "{text}"
+            );
+            if fast && (b.usual_decode().is_some() || b.usual_prefill().is_some()) {
+                assert_ne!(planned.plan, UsualPlan::NONE, "{text}");
+            }
             if let Some(r) = b.usual_decode() {
                 assert_eq!(
                     format!("{r:?}"),
