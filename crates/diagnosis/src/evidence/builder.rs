@@ -258,17 +258,21 @@ impl EvidenceBuilder {
         Some(raw + st.day_offset + if wrap { 86_400.0 } else { 0.0 })
     }
 
-    /// A batch line at `loc` (time `t`, seconds): a new run may begin at it.
-    // inline: called once per batch line (~20 instructions of call and saved registers)
-    #[inline]
-    pub(super) fn observe_batch(&mut self, loc: Loc, t: Option<f64>) {
+    /// A batch line at `loc` (time `t`, seconds): a new run may begin at it (then `true`).
+    // inline: called once per batch line (~25 instructions of call and saved registers)
+    #[inline(always)]
+    pub(super) fn observe_batch(&mut self, loc: Loc, t: Option<f64>) -> bool {
         if let Some(st) = self.states.get_mut(loc.source) {
             st.batch_seen = true;
         }
-        if let Some(start) = self.runs.batch(loc.source, t) {
+        let new = if let Some(start) = self.runs.batch(loc.source, t) {
             self.new_run(loc, start);
-        }
+            true
+        } else {
+            false
+        };
         self.ev.run.note(loc, t);
+        new
     }
 
     /// A startup line at `loc` (time `t`, seconds): a new run may begin at it.

@@ -297,6 +297,9 @@ impl EvidenceBuilder {
         let mut decode = decode.get(..*decodes).unwrap_or_default().iter();
         let mut prefill = prefill.get(..*prefills).unwrap_or_default().iter();
         let mut kept = records.iter();
+        // no record since the last batch line: the incident collector, which a batch line
+        // leaves serving with no stack open, has nothing to learn from the next one
+        let mut serving = false;
         // by reference: a sample is ~250 bytes (`Copy`; only a kept TP rank's is copied into
         // its timeline)
         for f in facts.iter() {
@@ -313,8 +316,11 @@ impl EvidenceBuilder {
                     let line = lines_before + sample.line();
                     let t = self.time_of_stamp(source, ts.as_ref());
                     let loc = Loc { source, line };
-                    self.observe_batch(loc, t);
-                    self.incidents.push_batch_line(source, line);
+                    // a new run begins with a fresh incident collector
+                    if self.observe_batch(loc, t) || !serving {
+                        self.incidents.push_batch_line(source, line);
+                        serving = true;
+                    }
                     let Some(slot) = found.get_mut(*group) else {
                         continue;
                     };
@@ -348,11 +354,13 @@ impl EvidenceBuilder {
                         event: event.event(message),
                     };
                     self.push(source, &rec);
+                    serving = false;
                 }
                 Fact::Line { line, text: at } => {
                     let raw = text.get(at.clone()).unwrap_or_default();
                     let rec = self.reparse.parse(raw, line + lines_before);
                     self.push(source, &rec);
+                    serving = false;
                 }
             }
         }
