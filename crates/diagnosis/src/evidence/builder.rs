@@ -262,9 +262,22 @@ impl EvidenceBuilder {
     // inline: called once per batch line (~25 instructions of call and saved registers)
     #[inline(always)]
     pub(super) fn observe_batch(&mut self, loc: Loc, t: Option<f64>) -> bool {
-        if let Some(st) = self.states.get_mut(loc.source) {
+        self.note_batch_seen(loc.source);
+        self.batch_run(loc, t)
+    }
+
+    /// A batch line of `source` has been read (what [`Self::observe_startup`] asks; the
+    /// chunk merge says it once per stretch of batch lines, before the next other line).
+    #[inline(always)]
+    pub(super) fn note_batch_seen(&mut self, source: SourceId) {
+        if let Some(st) = self.states.get_mut(source) {
             st.batch_seen = true;
         }
+    }
+
+    /// [`Self::observe_batch`] but for [`Self::note_batch_seen`].
+    #[inline(always)]
+    pub(super) fn batch_run(&mut self, loc: Loc, t: Option<f64>) -> bool {
         let new = if let Some(start) = self.runs.batch(loc.source, t) {
             self.new_run(loc, start);
             true

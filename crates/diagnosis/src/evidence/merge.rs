@@ -322,7 +322,8 @@ impl EvidenceBuilder {
         let mut prefill = prefill.get(..*prefills).unwrap_or_default().iter();
         let mut kept = records.iter();
         // no record since the last batch line: the incident collector, which a batch line
-        // leaves serving with no stack open, has nothing to learn from the next one
+        // leaves serving with no stack open, has nothing to learn from the next one, nor has
+        // the source's `batch_seen`
         let mut serving = false;
         // by reference: a sample is ~250 bytes (`Copy`; only a kept TP rank's is copied into
         // its timeline)
@@ -341,7 +342,8 @@ impl EvidenceBuilder {
                     let t = self.time_of_stamp(source, ts.as_ref());
                     let loc = Loc { source, line };
                     // a new run begins with a fresh incident collector
-                    if self.observe_batch(loc, t) || !serving {
+                    if self.batch_run(loc, t) || !serving {
+                        self.note_batch_seen(source);
                         self.incidents.push_batch_line(source, line);
                         serving = true;
                     }
