@@ -288,6 +288,25 @@ impl EvidenceBuilder {
         new
     }
 
+    /// A stretch of batch lines of `source` from a chunk ([`runs::Stretch`]), open when its
+    /// lines may be noted there: the run's first line and time are set.
+    pub(super) fn open_stretch(&self, source: SourceId) -> runs::Stretch {
+        if self.ev.run.first.is_none() || self.ev.run.first_t.is_none() {
+            return runs::Stretch::default();
+        }
+        self.runs.open_stretch(source)
+    }
+
+    /// Writes the lines of `stretch` back, as [`Self::batch_run`] of each would have noted
+    /// them, and empties it.
+    pub(super) fn close_stretch(&mut self, stretch: &mut runs::Stretch) {
+        if stretch.lines > 0 {
+            self.ev.run.last = Some(stretch.last);
+            self.ev.run.last_t = Some(stretch.last_t);
+        }
+        self.runs.close_stretch(stretch);
+    }
+
     /// A startup line at `loc` (time `t`, seconds): a new run may begin at it.
     fn observe_startup(&mut self, loc: Loc, t: Option<f64>, relaunch: bool) {
         if self.states.get(loc.source).is_some_and(|st| !st.batch_seen)

@@ -325,6 +325,8 @@ impl EvidenceBuilder {
         // leaves serving with no stack open, has nothing to learn from the next one, nor has
         // the source's `batch_seen`
         let mut serving = false;
+        // the run notes of the batch lines since the last other line (`runs::Stretch`)
+        let mut stretch = super::runs::Stretch::default();
         // by reference: a sample is ~250 bytes (`Copy`; only a kept TP rank's is copied into
         // its timeline)
         for f in facts.iter() {
@@ -339,14 +341,28 @@ impl EvidenceBuilder {
                         continue;
                     };
                     let line = lines_before + sample.line();
-                    let t = self.time_of_stamp(source, ts.as_ref());
                     let loc = Loc { source, line };
-                    // a new run begins with a fresh incident collector
-                    if self.batch_run(loc, t) || !serving {
-                        self.note_batch_seen(source);
-                        self.incidents.push_batch_line(source, line);
-                        serving = true;
-                    }
+                    let dated = ts
+                        .as_ref()
+                        .filter(|ts| ts.has_date())
+                        .map(Timestamp::seconds)
+                        .filter(|t| t.is_finite());
+                    let t = match dated {
+                        // the usual line: its time is its stamp's, and it begins no run
+                        Some(t) if stretch.step(loc, t) => Some(t),
+                        _ => {
+                            self.close_stretch(&mut stretch);
+                            let t = self.time_of_stamp(source, ts.as_ref());
+                            // a new run begins with a fresh incident collector
+                            if self.batch_run(loc, t) || !serving {
+                                self.note_batch_seen(source);
+                                self.incidents.push_batch_line(source, line);
+                                serving = true;
+                            }
+                            stretch = self.open_stretch(source);
+                            t
+                        }
+                    };
                     let Some(slot) = found.get_mut(*group) else {
                         continue;
                     };
@@ -361,6 +377,7 @@ impl EvidenceBuilder {
                     }
                 }
                 Fact::Record => {
+                    self.close_stretch(&mut stretch);
                     let Some(KeptRecord {
                         line,
                         ts,
@@ -383,6 +400,7 @@ impl EvidenceBuilder {
                     serving = false;
                 }
                 Fact::Line { line, text: at } => {
+                    self.close_stretch(&mut stretch);
                     let raw = text.get(at.clone()).unwrap_or_default();
                     let rec = self.reparse.parse(raw, line + lines_before);
                     self.push(source, &rec);
@@ -390,6 +408,7 @@ impl EvidenceBuilder {
                 }
             }
         }
+        self.close_stretch(&mut stretch);
         self.chunk_live = found;
         facts.clear();
         records.clear();
