@@ -602,7 +602,7 @@ mod tests {
         let at = |line| Loc { source: 0, line };
         let (mut general, mut held) = (RunSplitter::default(), RunSplitter::default());
         let mut t = 0.0;
-        for line in 0..(INTERVAL_SAMPLES as u64 + 5) {
+        for _ in 0..INTERVAL_SAMPLES + 5 {
             t += 1.0;
             general.batch(0, Some(t));
             held.batch(0, Some(t));
