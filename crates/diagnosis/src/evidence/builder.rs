@@ -258,17 +258,53 @@ impl EvidenceBuilder {
         Some(raw + st.day_offset + if wrap { 86_400.0 } else { 0.0 })
     }
 
-    /// A batch line at `loc` (time `t`, seconds): a new run may begin at it.
-    // inline: called once per batch line (~20 instructions of call and saved registers)
-    #[inline]
-    pub(super) fn observe_batch(&mut self, loc: Loc, t: Option<f64>) {
-        if let Some(st) = self.states.get_mut(loc.source) {
+    /// A batch line at `loc` (time `t`, seconds): a new run may begin at it (then `true`).
+    // inline: called once per batch line (~25 instructions of call and saved registers)
+    #[inline(always)]
+    pub(super) fn observe_batch(&mut self, loc: Loc, t: Option<f64>) -> bool {
+        self.note_batch_seen(loc.source);
+        self.batch_run(loc, t)
+    }
+
+    /// A batch line of `source` has been read (what [`Self::observe_startup`] asks; the
+    /// chunk merge says it once per stretch of batch lines, before the next other line).
+    #[inline(always)]
+    pub(super) fn note_batch_seen(&mut self, source: SourceId) {
+        if let Some(st) = self.states.get_mut(source) {
             st.batch_seen = true;
         }
-        if let Some(start) = self.runs.batch(loc.source, t) {
+    }
+
+    /// [`Self::observe_batch`] but for [`Self::note_batch_seen`].
+    #[inline(always)]
+    pub(super) fn batch_run(&mut self, loc: Loc, t: Option<f64>) -> bool {
+        let new = if let Some(start) = self.runs.batch(loc.source, t) {
             self.new_run(loc, start);
-        }
+            true
+        } else {
+            false
+        };
         self.ev.run.note(loc, t);
+        new
+    }
+
+    /// A stretch of batch lines of `source` from a chunk ([`runs::Stretch`]), open when its
+    /// lines may be noted there: the run's first line and time are set.
+    pub(super) fn open_stretch(&self, source: SourceId) -> runs::Stretch {
+        if self.ev.run.first.is_none() || self.ev.run.first_t.is_none() {
+            return runs::Stretch::default();
+        }
+        self.runs.open_stretch(source)
+    }
+
+    /// Writes the lines of `stretch` back, as [`Self::batch_run`] of each would have noted
+    /// them, and empties it.
+    pub(super) fn close_stretch(&mut self, stretch: &mut runs::Stretch) {
+        if stretch.lines > 0 {
+            self.ev.run.last = Some(stretch.last);
+            self.ev.run.last_t = Some(stretch.last_t);
+        }
+        self.runs.close_stretch(stretch);
     }
 
     /// A startup line at `loc` (time `t`, seconds): a new run may begin at it.

@@ -112,8 +112,18 @@ fn within(whole: &str, part: &str) -> Option<std::ops::Range<usize>> {
 /// Whether batch lines of tags `a` and `b` go to one scheduler as one TP rank
 /// ([`EvidenceBuilder::batch_target`] reads their DP rank, PP stage and TP rank only; the
 /// seven `Option`s of the whole tags cost ~25 instructions to compare).
+#[cfg(test)]
 fn same_scheduler(a: &RankTags, b: &RankTags) -> bool {
     a.dp == b.dp && a.pp == b.pp && a.tp == b.tp
+}
+
+/// The DP rank, PP stage and TP rank of `r` in one number, equal for two tags exactly when
+/// their batch lines go to one scheduler as one TP rank (33 bits each: a flag that the tag is present, and its value):
+/// one comparison per known tags, where three `Option`s cost ~12 instructions.
+#[inline(always)]
+fn scheduler_tags(r: &RankTags) -> u128 {
+    let bits = |o: Option<u32>| o.map_or(0, |v| (1u128 << 32) | u128::from(v));
+    bits(r.dp) | (bits(r.pp) << 33) | (bits(r.tp) << 66)
 }
 
 /// Bytes of a log per fact [`ChunkFacts::for_bytes`] makes room for: SGLang's batch lines are
@@ -139,8 +149,10 @@ pub struct ChunkFacts {
     /// The distinct scheduler and TP rank tags of this chunk's batch lines (a handful: one
     /// per DP rank and TP rank that prints), so that the merge finds a line's scheduler once
     /// per tags and chunk ([`EvidenceBuilder::push_chunk`]), not once per line: each as
-    /// [`same_scheduler`] tells them apart.
+    /// [`scheduler_tags`] tells them apart.
     groups: Vec<RankTags>,
+    /// The [`scheduler_tags`] of each of `groups`.
+    group_tags: Vec<u128>,
     /// The index in `groups` of the last batch line's tags.
     last_group: usize,
     /// The bytes of the kept other lines, one after another: one buffer reused from chunk to
@@ -178,6 +190,9 @@ impl ChunkFacts {
 
     /// Takes one record of the chunk and the bytes of its line
     /// ([`sglang_log::LogReader::for_each_raw`]).
+    // inline: into the reader's loop in the caller's crate (a call and its saved registers
+    // cost ~20 instructions a line; a hint alone left it a call)
+    #[inline(always)]
     pub fn push(&mut self, rec: &Record<'_>, raw: &[u8]) {
         // What `EvidenceBuilder::push` does nothing with: malformed lines, stamped lines of
         // no SGLang event and stamped access lines of answered requests, unless a
@@ -241,23 +256,31 @@ impl ChunkFacts {
         }
     }
 
-    /// The index of `ranks` in [`Self::groups`], added when new: the last batch line's, the
-    /// next one (DP ranks print in turn), or any other.
+    /// The index of `ranks` in [`Self::groups`], added when new: the last batch line's, or
+    /// any other (a handful).
+    // inline: the usual line's tags are known (an outlined lookup cost ~50 instructions a
+    // line)
+    #[inline(always)]
     fn group_of(&mut self, ranks: &RankTags) -> usize {
+        let tags = scheduler_tags(ranks);
         let last = self.last_group;
-        let is = |g: Option<&RankTags>| g.is_some_and(|g| same_scheduler(g, ranks));
-        let at = if is(self.groups.get(last)) {
+        let at = if self.group_tags.get(last) == Some(&tags) {
             last
-        } else if is(self.groups.get(last + 1)) {
-            last + 1
-        } else if let Some(i) = self.groups.iter().position(|g| same_scheduler(g, ranks)) {
+        } else if let Some(i) = self.group_tags.iter().position(|&g| g == tags) {
             i
         } else {
-            self.groups.push(*ranks);
-            self.groups.len() - 1
+            self.new_group(ranks, tags)
         };
         self.last_group = at;
         at
+    }
+
+    /// Adds `ranks`, of [`scheduler_tags`] `tags`, to [`Self::groups`]; its index.
+    #[inline(never)]
+    fn new_group(&mut self, ranks: &RankTags, tags: u128) -> usize {
+        self.groups.push(*ranks);
+        self.group_tags.push(tags);
+        self.groups.len() - 1
     }
 
     /// Records kept.
@@ -283,6 +306,7 @@ impl EvidenceBuilder {
             prefill,
             prefills,
             groups,
+            group_tags,
             last_group,
             records,
             text,
@@ -297,6 +321,12 @@ impl EvidenceBuilder {
         let mut decode = decode.get(..*decodes).unwrap_or_default().iter();
         let mut prefill = prefill.get(..*prefills).unwrap_or_default().iter();
         let mut kept = records.iter();
+        // no record since the last batch line: the incident collector, which a batch line
+        // leaves serving with no stack open, has nothing to learn from the next one, nor has
+        // the source's `batch_seen`
+        let mut serving = false;
+        // the run notes of the batch lines since the last other line (`runs::Stretch`)
+        let mut stretch = super::runs::Stretch::default();
         // by reference: a sample is ~250 bytes (`Copy`; only a kept TP rank's is copied into
         // its timeline)
         for f in facts.iter() {
@@ -311,10 +341,28 @@ impl EvidenceBuilder {
                         continue;
                     };
                     let line = lines_before + sample.line();
-                    let t = self.time_of_stamp(source, ts.as_ref());
                     let loc = Loc { source, line };
-                    self.observe_batch(loc, t);
-                    self.incidents.push_batch_line(source, line);
+                    let dated = ts
+                        .as_ref()
+                        .filter(|ts| ts.has_date())
+                        .map(Timestamp::seconds)
+                        .filter(|t| t.is_finite());
+                    let t = match dated {
+                        // the usual line: its time is its stamp's, and it begins no run
+                        Some(t) if stretch.step(loc, t) => Some(t),
+                        _ => {
+                            self.close_stretch(&mut stretch);
+                            let t = self.time_of_stamp(source, ts.as_ref());
+                            // a new run begins with a fresh incident collector
+                            if self.batch_run(loc, t) || !serving {
+                                self.note_batch_seen(source);
+                                self.incidents.push_batch_line(source, line);
+                                serving = true;
+                            }
+                            stretch = self.open_stretch(source);
+                            t
+                        }
+                    };
                     let Some(slot) = found.get_mut(*group) else {
                         continue;
                     };
@@ -329,6 +377,7 @@ impl EvidenceBuilder {
                     }
                 }
                 Fact::Record => {
+                    self.close_stretch(&mut stretch);
                     let Some(KeptRecord {
                         line,
                         ts,
@@ -348,19 +397,24 @@ impl EvidenceBuilder {
                         event: event.event(message),
                     };
                     self.push(source, &rec);
+                    serving = false;
                 }
                 Fact::Line { line, text: at } => {
+                    self.close_stretch(&mut stretch);
                     let raw = text.get(at.clone()).unwrap_or_default();
                     let rec = self.reparse.parse(raw, line + lines_before);
                     self.push(source, &rec);
+                    serving = false;
                 }
             }
         }
+        self.close_stretch(&mut stretch);
         self.chunk_live = found;
         facts.clear();
         records.clear();
         (*decodes, *prefills) = (0, 0);
         groups.clear();
+        group_tags.clear();
         *last_group = 0;
         text.clear();
         messages.clear();
@@ -590,5 +644,37 @@ mod tests {
         assert!(facts.len() >= batch);
         assert!(facts.len() < stats.lines as usize);
         assert!(!facts.is_empty());
+    }
+
+    /// Two tags have one `scheduler_tags` exactly when `same_scheduler` says they go to one
+    /// scheduler as one TP rank, whatever the other tags say.
+    #[test]
+    fn scheduler_tags_tell_apart_what_same_scheduler_tells_apart() {
+        let vals = [None, Some(0), Some(1), Some(4), Some(u32::MAX)];
+        let mut all = Vec::new();
+        for dp in vals {
+            for pp in vals {
+                for tp in vals {
+                    for ep in [None, Some(2)] {
+                        all.push(RankTags {
+                            dp,
+                            pp,
+                            tp,
+                            ep,
+                            ..RankTags::default()
+                        });
+                    }
+                }
+            }
+        }
+        let mut same = 0;
+        for a in &all {
+            for b in &all {
+                let s = same_scheduler(a, b);
+                same += usize::from(s);
+                assert_eq!(scheduler_tags(a) == scheduler_tags(b), s, "{a:?} {b:?}");
+            }
+        }
+        assert_eq!(same, all.len() * 2);
     }
 }

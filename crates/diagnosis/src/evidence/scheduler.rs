@@ -204,6 +204,8 @@ impl SchedulerTimeline {
 
     /// The exact facts of one decode line `d` at `at` (time `t`, seconds): its aggregates and
     /// the frozen runs.
+    // inline: once per decode line (~25 instructions of call and saved registers)
+    #[inline(always)]
     pub(super) fn note_decode(&mut self, d: &DecodeSample, t: Option<f64>, at: Loc) {
         self.frozen.push(d.tokens, d.running, d.gen_tps, t, at);
         let agg = &mut self.agg;
@@ -229,6 +231,7 @@ impl SchedulerTimeline {
     }
 
     /// The exact aggregates of one prefill sample.
+    #[inline(always)]
     pub(super) fn note_prefill(&mut self, p: &PrefillSample) {
         let agg = &mut self.agg;
         raise(&mut agg.max_running, p.running);

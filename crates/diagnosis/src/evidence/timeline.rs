@@ -13,9 +13,11 @@ pub const DEFAULT_CAPACITY: usize = 1 << 13;
 
 /// Kept samples after which a [`Timeline`]'s list takes room for its whole capacity at once: a
 /// long log's timeline grew to its bound by doubling, each step a copy of every kept sample
-/// (~240 bytes each; ~10 M instructions for the three schedulers of a 20 MB log); a short
-/// one's never reaches this many.
-const GROW_WHOLE_AT: usize = 1 << 10;
+/// (~240 bytes each; ~10 M instructions for the three schedulers of a 20 MB log, and still
+/// ~3 M when the whole room was taken at 1,024 samples, each byte copied counted); a short
+/// one's never reaches this many. (The room is address space: its pages are touched only as
+/// samples are kept.)
+const GROW_WHOLE_AT: usize = 1 << 6;
 
 /// An append-only sample list with a fixed upper bound on its length.
 #[derive(Clone, Debug, Serialize)]
