@@ -297,15 +297,17 @@ mod tests {
     /// startups, read as one source and as two whose lines alternate.
     #[test]
     fn the_quiet_skip_is_the_general_path() {
+        let mut skipped = 0;
         for rel in [
             "real-2/107-amd-2x-r9700-qwen36-35b-awq-oom-at-weight-init-unquant-moe.log",
             "real/052-pr20766-multinode-dp-decode-then-pyspy-dump.log",
             "real-3/051-i12076-compose-prefix-pyspy-watchdog-eagle-hicache.log",
             "real/065-nixl-i1983-pd-prefill-transfer-disconnect.log",
             "real-4/122-npu-pd-decode-dp32-cap26-usage-near-full-096.log",
+            "real-long/ascend-dsr1-pd-client-router.log",
+            "real-long/ascend-qwen3next-80b-hybrid-mamba.log",
         ] {
             let text = whole(rel);
-            let mut skipped = 0;
             for sources in [1, 2] {
                 let mut fast = IncidentBuilder::default();
                 let mut merged = IncidentBuilder::default();
@@ -329,7 +331,7 @@ mod tests {
                 assert_eq!(format!("{:?}", fast.build()), general, "{rel}, {sources}");
                 assert_eq!(format!("{:?}", merged.build()), general, "{rel}, {sources}");
             }
-            assert!(skipped > 0, "{rel}: no batch line skipped");
         }
+        assert!(skipped > 100, "{skipped} batch lines skipped");
     }
 }
