@@ -12,9 +12,9 @@ use nom::bytes::complete::{tag, take_till1, take_while};
 use nom::combinator::rest;
 #[cfg(any(test, feature = "grammar-check"))]
 use nom::combinator::{opt, value, verify};
+use nom::sequence::preceded;
 #[cfg(any(test, feature = "grammar-check"))]
-use nom::sequence::terminated;
-use nom::sequence::{preceded, separated_pair};
+use nom::sequence::{separated_pair, terminated};
 
 /// Which wording a retraction line used (spec §2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -171,10 +171,10 @@ pub(crate) fn parse_retraction(msg: &str) -> Option<Retraction<'_>> {
         b"#new_tokens_gained" => r.new_tokens_gained = parse_u64_bytes(v),
         b"#mamba_num_gained" => r.mamba_num_gained = parse_u64_bytes(v),
         b"#new_token_ratio" => {
-            let mut arrow = separated_pair(until(b"->"), tag(&b"->"[..]), rest);
-            if let Ok((_, (a, b))) = arrow.parse(v) {
-                r.new_token_ratio_before = parse_f64_bytes(a.trim_ascii());
-                r.new_token_ratio_after = parse_f64_bytes(b.trim_ascii());
+            // `a -> b`: `separated_pair(until("->"), tag("->"), rest)`, without its frames
+            if let Some(p) = crate::grammar::find(v, b"->") {
+                r.new_token_ratio_before = parse_f64_bytes(v[..p].trim_ascii());
+                r.new_token_ratio_after = parse_f64_bytes(v[p + 2..].trim_ascii());
             }
         }
         _ => {}
