@@ -1,8 +1,10 @@
 //! Non-batch events: retraction lines (spec §2.3) and startup capacity lines (spec §2.9).
 
-use crate::grammar::{PResult, until};
 #[cfg(any(test, feature = "grammar-check"))]
-use crate::grammar::{byte, byte_if};
+use crate::grammar::byte;
+#[cfg(test)]
+use crate::grammar::byte_if;
+use crate::grammar::{PResult, until};
 use crate::num::{parse_f64_bytes, parse_i64_bytes, parse_u64_bytes, parse_with_unit};
 use nom::Parser;
 use nom::branch::alt;
@@ -11,7 +13,9 @@ use nom::bytes::complete::take_till;
 use nom::bytes::complete::{tag, take_till1, take_while};
 use nom::combinator::rest;
 #[cfg(any(test, feature = "grammar-check"))]
-use nom::combinator::{opt, value, verify};
+use nom::combinator::verify;
+#[cfg(test)]
+use nom::combinator::{opt, value};
 use nom::sequence::preceded;
 #[cfg(any(test, feature = "grammar-check"))]
 use nom::sequence::{separated_pair, terminated};
@@ -75,8 +79,9 @@ fn retraction_head(i: &[u8]) -> PResult<'_, RetractionWording> {
     Ok(found)
 }
 
-/// [`retraction_head`] by the grammar of record.
-#[cfg(any(test, feature = "grammar-check"))]
+/// [`retraction_head`] by the grammar of record (the tests compare the two on every head,
+/// its near misses and the real retraction lines).
+#[cfg(test)]
 fn retraction_head_grammar(i: &[u8]) -> PResult<'_, RetractionWording> {
     let oom = terminated(
         alt((
