@@ -88,7 +88,8 @@ pub struct IncidentBuilder {
     sources: Vec<PerSource>,
     inc: Incidents,
     /// The source, if any, on which a batch line changes nothing ([`Self::is_quiet`]), as
-    /// the last record pushed left it: the usual batch line is then told by one compare
+    /// the last record pushed left it: the usual batch line (and any record that can only set
+    /// a startup step) is then told by one compare
     /// (each condition only changes in a push of that source, or, the overall step, never
     /// back from serving).
     quiet: Option<SourceId>,
@@ -97,9 +98,10 @@ pub struct IncidentBuilder {
 impl IncidentBuilder {
     /// Take one record of `source`.
     pub fn push(&mut self, source: SourceId, rec: &Record<'_>) {
-        // the usual record, a batch line of a serving server with no stack open, changes
-        // nothing: the step is already the last one, and there is no stack to close
-        if self.quiet == Some(source) && matches!(rec.event, Event::Batch(_) | Event::ServerReady) {
+        // on a quiet source (serving, no stack open) a record that can only set a startup
+        // step changes nothing: the step is already the last one, and there is no stack to
+        // take it or be ended by it (the usual batch line, a retraction, an access line)
+        if self.quiet == Some(source) && !acts_when_serving(&rec.event) {
             return;
         }
         self.take(source, rec);
@@ -226,6 +228,21 @@ impl IncidentBuilder {
     }
 }
 
+/// Whether [`IncidentBuilder::take`] does more with `event` than set a startup step: open a
+/// stack ([`StackCollector::push`]) or count it.
+fn acts_when_serving(event: &Event<'_>) -> bool {
+    matches!(
+        event,
+        Event::SchedulerException(_)
+            | Event::TracebackStart
+            | Event::WatchdogTimeout(_)
+            | Event::PyspyFailed
+            | Event::GraphCapture(_)
+            | Event::HttpAccess(_)
+            | Event::ContextRejected(_)
+    )
+}
+
 fn sourced(source: SourceId, st: &PerSource, stacks: Vec<Stack>) -> Vec<SourcedStack> {
     stacks
         .into_iter()
@@ -291,7 +308,7 @@ mod tests {
     use super::*;
     use crate::rules::testing::whole;
 
-    /// A batch line told by the one compare ([`IncidentBuilder::push_batch_line`] and
+    /// A record told by the one compare ([`IncidentBuilder::push_batch_line`] and
     /// [`IncidentBuilder::push`] on a quiet source) gives the incidents of the general path
     /// ([`IncidentBuilder::take`] of every record), on logs with tracebacks, py-spy dumps and
     /// startups, read as one source and as two whose lines alternate.
