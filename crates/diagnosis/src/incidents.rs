@@ -87,27 +87,45 @@ struct PerSource {
 pub struct IncidentBuilder {
     sources: Vec<PerSource>,
     inc: Incidents,
+    /// The source, if any, on which a batch line changes nothing ([`Self::is_quiet`]), as
+    /// the last record pushed left it: the usual batch line (and any record that can only set
+    /// a startup step) is then told by one compare
+    /// (each condition only changes in a push of that source, or, the overall step, never
+    /// back from serving).
+    quiet: Option<SourceId>,
 }
 
 impl IncidentBuilder {
     /// Take one record of `source`.
     pub fn push(&mut self, source: SourceId, rec: &Record<'_>) {
+        // on a quiet source (serving, no stack open) a record that can only set a startup
+        // step changes nothing: the step is already the last one, and there is no stack to
+        // take it or be ended by it (the usual batch line, a retraction, an access line)
+        if self.quiet == Some(source) && !acts_when_serving(&rec.event) {
+            return;
+        }
+        self.take(source, rec);
+        self.quiet = self.is_quiet(source).then_some(source);
+    }
+
+    /// Whether a batch line of `source` changes nothing: the server is serving (that source
+    /// and the furthest step of all), and no stack of `source` is open.
+    fn is_quiet(&self, source: SourceId) -> bool {
+        self.inc
+            .step
+            .is_some_and(|(s, _)| s == StartupStep::Serving)
+            && self
+                .sources
+                .get(source)
+                .is_some_and(|st| st.step == Some(StartupStep::Serving) && !st.stacks.is_open())
+    }
+
+    /// [`Self::push`] of a record that may change something.
+    fn take(&mut self, source: SourceId, rec: &Record<'_>) {
         if self.sources.len() <= source {
             self.sources.resize_with(source + 1, PerSource::default);
         }
         let st = &mut self.sources[source];
-        // the usual record, a batch line of a serving server with no stack open, changes
-        // nothing: the step is already the last one, and there is no stack to close
-        if matches!(rec.event, Event::Batch(_) | Event::ServerReady)
-            && st.step == Some(StartupStep::Serving)
-            && self
-                .inc
-                .step
-                .is_some_and(|(s, _)| s == StartupStep::Serving)
-            && !st.stacks.is_open()
-        {
-            return;
-        }
         let reached = match &rec.event {
             Event::ServerArgs(_) => Some(StartupStep::Launched),
             Event::LoadWeightEnd(_) => Some(StartupStep::WeightsLoaded),
@@ -175,15 +193,7 @@ impl IncidentBuilder {
     pub fn push_batch_line(&mut self, source: SourceId, line_no: u64) {
         // the usual line, as in `push`: a serving server with no stack open (without making a
         // record to tell it, ~80 instructions a line)
-        if self
-            .inc
-            .step
-            .is_some_and(|(s, _)| s == StartupStep::Serving)
-            && self
-                .sources
-                .get(source)
-                .is_some_and(|st| st.step == Some(StartupStep::Serving) && !st.stacks.is_open())
-        {
+        if self.quiet == Some(source) {
             return;
         }
         // the ready banner stands for the batch line: same step, same effect on stacks
@@ -216,6 +226,21 @@ impl IncidentBuilder {
         }
         inc
     }
+}
+
+/// Whether [`IncidentBuilder::take`] does more with `event` than set a startup step: open a
+/// stack ([`StackCollector::push`]) or count it.
+fn acts_when_serving(event: &Event<'_>) -> bool {
+    matches!(
+        event,
+        Event::SchedulerException(_)
+            | Event::TracebackStart
+            | Event::WatchdogTimeout(_)
+            | Event::PyspyFailed
+            | Event::GraphCapture(_)
+            | Event::HttpAccess(_)
+            | Event::ContextRejected(_)
+    )
 }
 
 fn sourced(source: SourceId, st: &PerSource, stacks: Vec<Stack>) -> Vec<SourcedStack> {
@@ -276,4 +301,54 @@ fn count_context(r: &mut Rejections, source: SourceId, line: u64, c: &ContextRej
     e.messages += 1;
     e.largest_input = e.largest_input.max(c.input_tokens);
     e.largest_requested = e.largest_requested.max(c.requested_tokens());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testing::whole;
+
+    /// A record told by the one compare ([`IncidentBuilder::push_batch_line`] and
+    /// [`IncidentBuilder::push`] on a quiet source) gives the incidents of the general path
+    /// ([`IncidentBuilder::take`] of every record), on logs with tracebacks, py-spy dumps and
+    /// startups, read as one source and as two whose lines alternate.
+    #[test]
+    fn the_quiet_skip_is_the_general_path() {
+        let mut skipped = 0;
+        for rel in [
+            "real-2/107-amd-2x-r9700-qwen36-35b-awq-oom-at-weight-init-unquant-moe.log",
+            "real/052-pr20766-multinode-dp-decode-then-pyspy-dump.log",
+            "real-3/051-i12076-compose-prefix-pyspy-watchdog-eagle-hicache.log",
+            "real/065-nixl-i1983-pd-prefill-transfer-disconnect.log",
+            "real-4/122-npu-pd-decode-dp32-cap26-usage-near-full-096.log",
+            "real-long/ascend-dsr1-pd-client-router.log",
+            "real-long/ascend-qwen3next-80b-hybrid-mamba.log",
+        ] {
+            let text = whole(rel);
+            for sources in [1, 2] {
+                let mut fast = IncidentBuilder::default();
+                let mut merged = IncidentBuilder::default();
+                let mut general = IncidentBuilder::default();
+                let mut reader = sglang_log::LogReader::from_reader(rel, text.as_bytes());
+                reader
+                    .for_each(|rec| {
+                        let source = (rec.line_no % sources) as SourceId;
+                        let batch = matches!(rec.event, Event::Batch(_));
+                        skipped += u64::from(batch && fast.quiet == Some(source));
+                        fast.push(source, rec);
+                        if batch {
+                            merged.push_batch_line(source, rec.line_no);
+                        } else {
+                            merged.push(source, rec);
+                        }
+                        general.take(source, rec);
+                    })
+                    .unwrap();
+                let general = format!("{:?}", general.build());
+                assert_eq!(format!("{:?}", fast.build()), general, "{rel}, {sources}");
+                assert_eq!(format!("{:?}", merged.build()), general, "{rel}, {sources}");
+            }
+        }
+        assert!(skipped > 100, "{skipped} batch lines skipped");
+    }
 }

@@ -561,6 +561,39 @@ fn is_closing(t: &str) -> bool {
     t.len() >= 10 && t.bytes().all(|b| b == b'=')
 }
 
+/// Whether [`BenchCollector::push`] trims `c` off a line's ends: blanks, quotes and backticks.
+fn is_block_trim(c: char) -> bool {
+    c.is_whitespace() || c == '\'' || c == '"' || c == '`'
+}
+
+/// `line` with the characters [`is_block_trim`] names trimmed off both ends: the ASCII ones by
+/// bytes, and through `str::trim_matches` (which decodes each character) only when a
+/// non-ASCII byte is reached from an end, where a Unicode blank may stand.
+fn trim_block_line(line: &str) -> &str {
+    let b = line.as_bytes();
+    let keep = |c: &u8| !(c.is_ascii() && is_block_trim(char::from(*c)));
+    let (Some(start), Some(end)) = (b.iter().position(keep), b.iter().rposition(keep)) else {
+        // all ASCII blanks and quotes (or empty)
+        return "";
+    };
+    if !b[start].is_ascii() || !b[end].is_ascii() {
+        return line.trim_matches(is_block_trim);
+    }
+    // both ends are ASCII bytes, so character boundaries
+    &line[start..=end]
+}
+
+/// Whether `t` holds `pd` or `prompts`, which every needle [`BenchCollector::push`] looks for
+/// outside a block holds (`prompts` with `num`; `pd-disaggregation`, `--pd-separated`,
+/// `pd_separated=True`).
+fn mentions_pd_or_prompts(t: &str) -> bool {
+    let b = t.as_bytes();
+    memchr::memchr_iter(b'p', b).any(|i| {
+        let after = &b[i + 1..];
+        after.first() == Some(&b'd') || after.starts_with(b"rompts")
+    })
+}
+
 /// `--num-prompts 3000`, `--num-prompts=3000` or `num_prompts=3000` anywhere in a line.
 fn num_prompts_in(line: &str) -> Option<u64> {
     for pat in ["--num-prompts", "num_prompts=", "num-prompts"] {
@@ -604,6 +637,11 @@ struct Preamble {
 impl Preamble {
     /// Reads one line outside a block; `true` when it was a preamble line.
     fn read(&mut self, t: &str) -> bool {
+        // a label below starts the line (`split_label` keeps its first character): the other
+        // lines need no split
+        if !matches!(t.as_bytes().first(), Some(b'T' | b'M' | b'B')) {
+            return false;
+        }
         let Some((label, value)) = split_label(t) else {
             return false;
         };
@@ -640,7 +678,7 @@ impl BenchCollector {
     /// Feed one line (`line_no` 1-based). Leading and trailing blanks, quotes and `\r` are
     /// ignored, so pasted and indented blocks are read too.
     pub fn push(&mut self, line_no: u64, line: &str) {
-        let t = line.trim_matches(|c: char| c.is_whitespace() || c == '\'' || c == '"' || c == '`');
+        let t = trim_block_line(line);
         if is_title(t) {
             self.close();
             let mut b = BenchSummary::new(BenchTool::ServingBenchmark, line_no, self.num_prompts);
@@ -665,6 +703,11 @@ impl BenchCollector {
         }
         let Some(cur) = self.cur.as_mut() else {
             if self.preamble.read(t) {
+                return;
+            }
+            // most lines outside a block (a traceback's, a client's) say neither: one scan
+            // for their `p` instead of five substring searches
+            if !mentions_pd_or_prompts(t) {
                 return;
             }
             if t.contains("num") && t.contains("prompts") {
@@ -750,5 +793,51 @@ mod tests {
             Some(1024)
         );
         assert_eq!(num_prompts_in("--num-prompts=64"), Some(64));
+    }
+
+    /// The byte trim is `trim_matches` of the same characters, Unicode blanks included.
+    #[test]
+    fn the_byte_trim_is_trim_matches() {
+        for t in [
+            "",
+            " ",
+            "  \t'\"`  ",
+            "  File \"x.py\", line 3  ",
+            "'Mean TTFT (ms): 1.0'",
+            "\u{a0}x\u{a0}",
+            "\u{3000} x \u{2003}",
+            " \u{a0} x",
+            "x \u{85}",
+            "\x0bx\x0c",
+            "\x1fx\x1f",
+            "é",
+            " é ",
+            "\u{a0}",
+            "\"\u{3000}\"",
+        ] {
+            assert_eq!(trim_block_line(t), t.trim_matches(is_block_trim), "{t:?}");
+        }
+    }
+
+    /// The `p` screen passes every line either search outside a block would match.
+    #[test]
+    fn the_p_screen_misses_no_needle() {
+        for t in [
+            "--num-prompts 10",
+            "num_prompts=3",
+            "Namespace(pd_separated=True)",
+            "--pd-separated",
+            "pd-disaggregation",
+            "p",
+            "prompt",
+            "prompts",
+            "pdd",
+            "xp",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "File \"/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py\"",
+        ] {
+            let searched = t.contains("pd") || t.contains("prompts");
+            assert_eq!(mentions_pd_or_prompts(t), searched, "{t:?}");
+        }
     }
 }

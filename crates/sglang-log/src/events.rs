@@ -2,17 +2,23 @@
 
 #[cfg(any(test, feature = "grammar-check"))]
 use crate::grammar::byte;
-use crate::grammar::{PResult, byte_if, until};
+#[cfg(test)]
+use crate::grammar::byte_if;
+use crate::grammar::{PResult, until};
 use crate::num::{parse_f64_bytes, parse_i64_bytes, parse_u64_bytes, parse_with_unit};
 use nom::Parser;
 use nom::branch::alt;
 #[cfg(any(test, feature = "grammar-check"))]
 use nom::bytes::complete::take_till;
 use nom::bytes::complete::{tag, take_till1, take_while};
+use nom::combinator::rest;
 #[cfg(any(test, feature = "grammar-check"))]
 use nom::combinator::verify;
-use nom::combinator::{opt, rest, value};
-use nom::sequence::{preceded, separated_pair, terminated};
+#[cfg(test)]
+use nom::combinator::{opt, value};
+use nom::sequence::preceded;
+#[cfg(any(test, feature = "grammar-check"))]
+use nom::sequence::{separated_pair, terminated};
 
 /// Which wording a retraction line used (spec §2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -50,7 +56,33 @@ pub struct Retraction<'a> {
 
 /// A retraction head and its wording: `KV cache pool is full. Retract requests.`,
 /// `Testing retraction.`, `Decode out of memory happened[.,]` / `decode out of memory happened[.,]`.
+/// Each literal compared as one slice ([`retraction_head_grammar`] is the same in `nom`, whose
+/// `tag` compares byte by byte, ~200 instructions a line; the tests compare the two).
 fn retraction_head(i: &[u8]) -> PResult<'_, RetractionWording> {
+    const OOM: [&[u8]; 2] = [
+        b"Decode out of memory happened",
+        b"decode out of memory happened",
+    ];
+    let found = if let Some(r) = i.strip_prefix(b"KV cache pool is full. Retract requests.") {
+        (r, RetractionWording::KvCachePoolFull)
+    } else if let Some(r) = i.strip_prefix(b"Testing retraction.") {
+        (r, RetractionWording::Testing)
+    } else if let Some(r) = OOM.iter().find_map(|h| i.strip_prefix(*h)) {
+        let r = match r.split_first() {
+            Some((b'.' | b',', after)) => after,
+            _ => r,
+        };
+        (r, RetractionWording::DecodeOutOfMemory)
+    } else {
+        return Err(nom::Err::Error(()));
+    };
+    Ok(found)
+}
+
+/// [`retraction_head`] by the grammar of record (the tests compare the two on every head,
+/// its near misses and the real retraction lines).
+#[cfg(test)]
+fn retraction_head_grammar(i: &[u8]) -> PResult<'_, RetractionWording> {
     let oom = terminated(
         alt((
             tag(&b"Decode out of memory happened"[..]),
@@ -144,10 +176,10 @@ pub(crate) fn parse_retraction(msg: &str) -> Option<Retraction<'_>> {
         b"#new_tokens_gained" => r.new_tokens_gained = parse_u64_bytes(v),
         b"#mamba_num_gained" => r.mamba_num_gained = parse_u64_bytes(v),
         b"#new_token_ratio" => {
-            let mut arrow = separated_pair(until(b"->"), tag(&b"->"[..]), rest);
-            if let Ok((_, (a, b))) = arrow.parse(v) {
-                r.new_token_ratio_before = parse_f64_bytes(a.trim_ascii());
-                r.new_token_ratio_after = parse_f64_bytes(b.trim_ascii());
+            // `a -> b`: `separated_pair(until("->"), tag("->"), rest)`, without its frames
+            if let Some(p) = crate::grammar::find(v, b"->") {
+                r.new_token_ratio_before = parse_f64_bytes(v[..p].trim_ascii());
+                r.new_token_ratio_after = parse_f64_bytes(v[p + 2..].trim_ascii());
             }
         }
         _ => {}
@@ -652,20 +684,60 @@ impl Stack {
     }
 }
 
+/// A traceback frame's text, borrowed from its line: what [`traceback_frame`] reads, before
+/// any of it is copied (a stack that is only counted copies nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FrameText<'a> {
+    /// `FUNC`, untrimmed (empty when the line has no `, in `).
+    function: &'a str,
+    /// `PATH`.
+    file: &'a str,
+    /// `N`, untrimmed.
+    line: &'a str,
+}
+
+impl FrameText<'_> {
+    /// The owned frame.
+    fn to_frame(self) -> Frame {
+        Frame {
+            function: self.function.trim().to_string(),
+            file: self.file.to_string(),
+            line: parse_u64_bytes(self.line.trim().as_bytes()),
+        }
+    }
+}
+
 /// `File "PATH", line N, in FUNC` (leading spaces already stripped).
-fn traceback_frame(msg: &str) -> Option<Frame> {
+fn traceback_frame(msg: &str) -> Option<FrameText<'_>> {
     let rest = msg.strip_prefix("File \"")?;
-    let (file, rest) = rest.split_once('"')?;
+    let (file, rest) = split_at_byte(rest, b'"')?;
     let rest = rest.strip_prefix(", line ")?;
-    let (line, function) = match rest.split_once(", in ") {
-        Some((l, f)) => (l, f),
-        None => (rest, ""),
-    };
-    Some(Frame {
-        function: function.trim().to_string(),
-        file: file.to_string(),
-        line: parse_u64_bytes(line.trim().as_bytes()),
+    let (line, function) = split_at_first(rest, ", in ").unwrap_or((rest, ""));
+    Some(FrameText {
+        function,
+        file,
+        line,
     })
+}
+
+/// `hay` split around its first `byte` (ASCII), as [`str::split_once`] with that `char` splits
+/// it, found by `memchr` (the `char` pattern's searcher costs ~250 instructions a call).
+fn split_at_byte(hay: &str, byte: u8) -> Option<(&str, &str)> {
+    debug_assert!(byte.is_ascii());
+    let i = memchr::memchr(byte, hay.as_bytes())?;
+    // an ASCII byte is a character of its own: both sides are on character boundaries
+    Some((&hay[..i], &hay[i + 1..]))
+}
+
+/// `hay` split around the first `needle` (whose first byte is ASCII), as
+/// [`str::split_once`] splits it: each candidate found by `memchr` on the needle's first byte,
+/// with no searcher to build (a `&str` pattern's costs ~150 instructions a call).
+fn split_at_first<'a>(hay: &'a str, needle: &str) -> Option<(&'a str, &'a str)> {
+    let first = *needle.as_bytes().first()?;
+    debug_assert!(first.is_ascii());
+    memchr::memchr_iter(first, hay.as_bytes())
+        .find(|&i| hay.as_bytes()[i..].starts_with(needle.as_bytes()))
+        .map(|i| (&hay[..i], &hay[i + needle.len()..]))
 }
 
 /// `FUNC (PATH:N)` / `FUNC (lib.so)` (py-spy), leading spaces already stripped.
@@ -688,22 +760,47 @@ fn pyspy_frame(msg: &str) -> Option<Frame> {
     })
 }
 
-/// A traceback's last line `module.Type: message` / `Type`: the type and the message.
+/// A traceback's last line `module.Type: message` / `Type`: the type and the message
+/// (untrimmed: trimmed only when it is kept). One pass over the type, to the first `:`: every
+/// byte a type name's, and the first byte of its last dotted part upper case (the split,
+/// `rsplit` and `all` of the general form cost ~380 instructions a line; the tests compare
+/// the two).
 fn exception_line(msg: &str) -> Option<(&str, &str)> {
-    let (head, message) = match msg.split_once(':') {
-        Some((h, m)) => (h, m.trim()),
-        None => (msg, ""),
+    let b = msg.as_bytes();
+    let (mut end, mut last_part) = (b.len(), 0);
+    for (i, &c) in b.iter().enumerate() {
+        if c == b':' {
+            end = i;
+            break;
+        }
+        if !is_type_name_byte(c) {
+            return None;
+        }
+        if c == b'.' {
+            last_part = i + 1;
+        }
+    }
+    // `:` is ASCII: both sides are on character boundaries
+    let (head, message) = (&msg[..end], msg.get(end + 1..).unwrap_or(""));
+    b.get(last_part)
+        .filter(|_| last_part < end)
+        .is_some_and(u8::is_ascii_uppercase)
+        .then_some((head, message))
+}
+
+/// Whether `c` may be in an exception's dotted type name: an ASCII letter or digit, `_`, `.`.
+fn is_type_name_byte(c: u8) -> bool {
+    const TABLE: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut i = 0;
+        while i < 256 {
+            let c = i as u8;
+            t[i] = c.is_ascii_alphanumeric() || c == b'_' || c == b'.';
+            i += 1;
+        }
+        t
     };
-    let ok = !head.is_empty()
-        && head
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
-        && head
-            .rsplit('.')
-            .next()
-            .and_then(|last| last.bytes().next())
-            .is_some_and(|c| c.is_ascii_uppercase());
-    ok.then_some((head, message))
+    TABLE[usize::from(c)]
 }
 
 /// Where a py-spy thread line `Thread N (idle): "name"` is, its name and idle mark.
@@ -715,6 +812,18 @@ fn pyspy_thread(msg: &str) -> Option<(String, bool)> {
         .and_then(|(_, n)| n.strip_suffix('"'))
         .unwrap_or(rest);
     Some((name.to_string(), idle))
+}
+
+/// The first `n` characters of `s` (all of it when shorter), as
+/// `s.chars().take(n).collect()` makes them, without a push per character.
+fn first_chars(s: &str, n: usize) -> String {
+    // a character is at least one byte: a text of at most `n` bytes is kept whole
+    let end = if s.len() <= n {
+        s.len()
+    } else {
+        s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)
+    };
+    s[..end].to_string()
 }
 
 /// Lines a stack may run to before it is closed unread (a paste that lost its end).
@@ -813,18 +922,26 @@ impl StackCollector {
             }
             return;
         }
+        // a stack opened once `MAX_STACKS` are kept is only counted when it closes: its lines
+        // are read for where it ends, and nothing of them is copied
+        let kept = self.done.len() < MAX_STACKS;
         if let Some(f) = traceback_frame(msg) {
             st.total_frames += 1;
-            if st.frames.len() == Stack::MAX_FRAMES {
-                st.frames.remove(0);
+            if kept {
+                if st.frames.len() == Stack::MAX_FRAMES {
+                    st.frames.remove(0);
+                }
+                st.frames.push(f.to_frame());
             }
-            st.frames.push(f);
         } else if st.total_frames > 0
             && let Some((ty, message)) = exception_line(msg)
         {
-            st.exception = Some(ty.to_string());
-            st.message =
-                (!message.is_empty()).then(|| message.chars().take(Stack::MAX_MESSAGE).collect());
+            if kept {
+                let message = message.trim();
+                st.exception = Some(ty.to_string());
+                st.message =
+                    (!message.is_empty()).then(|| first_chars(message, Stack::MAX_MESSAGE));
+            }
             self.close();
         }
     }
@@ -1093,5 +1210,197 @@ mod tests {
         ] {
             assert!(crate::grammar_check::pairs_agree(s.as_bytes()), "{s:?}");
         }
+    }
+
+    /// The slice splits are `str::split_once`'s, and `first_chars` is `chars().take(n)`.
+    #[test]
+    fn the_fast_splits_are_the_str_ones() {
+        let texts = [
+            "",
+            "\"",
+            "a\"b\"c",
+            "no quote",
+            "File \"x.py\", line 3, in f",
+            "/a/b.py\", line 12, in run, in g",
+            ", in ",
+            ", i, in x",
+            "é, in ü\"ß:",
+            "Error: ünïcode: 1",
+            ":",
+            "a:b:c",
+        ];
+        for t in texts {
+            for b in [b'"', b':', b','] {
+                assert_eq!(
+                    split_at_byte(t, b),
+                    t.split_once(char::from(b)),
+                    "{t:?} {b}"
+                );
+            }
+            for n in [", in ", ", line ", ","] {
+                assert_eq!(split_at_first(t, n), t.split_once(n), "{t:?} {n:?}");
+            }
+            for n in [0, 1, 2, 3, 5, 300] {
+                assert_eq!(
+                    first_chars(t, n),
+                    t.chars().take(n).collect::<String>(),
+                    "{t:?}"
+                );
+            }
+        }
+        let long = "é".repeat(400);
+        assert_eq!(first_chars(&long, 300), "é".repeat(300));
+        assert_eq!(first_chars(&"a".repeat(301), 300), "a".repeat(300));
+    }
+
+    /// The table is the byte test it stands for, and the one-pass exception line the general
+    /// form.
+    #[test]
+    fn the_exception_line_is_the_general_form() {
+        for c in 0..=255u8 {
+            let plain = c.is_ascii_alphanumeric() || c == b'_' || c == b'.';
+            assert_eq!(is_type_name_byte(c), plain, "{c}");
+        }
+        // the general form: split at the first `:`, every byte of the type a type name's,
+        // its last dotted part upper case
+        let general = |msg: &'static str| {
+            let (head, message) = msg.split_once(':').unwrap_or((msg, ""));
+            let ok = !head.is_empty()
+                && head
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
+                && head
+                    .rsplit('.')
+                    .next()
+                    .and_then(|last| last.bytes().next())
+                    .is_some_and(|c| c.is_ascii_uppercase());
+            ok.then_some((head, message))
+        };
+        for msg in [
+            "",
+            ":",
+            "::",
+            "A",
+            "a",
+            "A:",
+            "A.",
+            ".A",
+            "a.B",
+            "a.b",
+            "A.b",
+            "a.B.c: x",
+            "a..B: x",
+            "Error: x: y",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "torch.cuda.OutOfMemoryError: CUDA out of memory.",
+            "  File \"x.py\", line 3, in f",
+            "x = A: 1",
+            "Ünï: x",
+            "Aé: x",
+            "A_1.B2_: x",
+            "KeyError",
+            "key error: x",
+        ] {
+            assert_eq!(exception_line(msg), general(msg), "{msg:?}");
+        }
+        assert_eq!(
+            exception_line("torch.OutOfMemoryError: CUDA out of memory. "),
+            Some(("torch.OutOfMemoryError", " CUDA out of memory. "))
+        );
+        assert_eq!(exception_line("KeyError"), Some(("KeyError", "")));
+        assert_eq!(exception_line("torch.error: x"), None);
+        assert_eq!(exception_line("a b: c"), None);
+        assert_eq!(exception_line(": c"), None);
+        assert_eq!(exception_line("x.: c"), None);
+    }
+
+    /// The retraction head compared as slices is the grammar's on every head, its near misses
+    /// and the real retraction lines.
+    #[test]
+    fn the_retraction_head_is_the_grammar() {
+        let mut inputs: Vec<Vec<u8>> = Vec::new();
+        for head in [
+            "KV cache pool is full. Retract requests.",
+            "Testing retraction.",
+            "Decode out of memory happened",
+            "decode out of memory happened",
+        ] {
+            for tail in ["", ".", ",", ". #retracted_reqs: 3", ", #x: 1", "x", " ."] {
+                inputs.push(format!("{head}{tail}").into_bytes());
+            }
+            for cut in 0..head.len() {
+                inputs.push(head.as_bytes()[..cut].to_vec());
+            }
+            inputs.push(head.to_uppercase().into_bytes());
+        }
+        for p in crate::test_data::files() {
+            for line in std::fs::read(&p).unwrap().split(|&c| c == b'\n') {
+                let rec = crate::parse_line(line, 1);
+                if matches!(rec.event, crate::Event::Retraction(_)) {
+                    inputs.push(rec.message.as_bytes().to_vec());
+                }
+            }
+        }
+        assert!(inputs.len() > 200, "{}", inputs.len());
+        for i in &inputs {
+            assert_eq!(retraction_head(i), retraction_head_grammar(i), "{i:?}");
+        }
+    }
+
+    /// A stack opened once `MAX_STACKS` are kept is only counted, and its lines open and close
+    /// it where a kept one's do.
+    #[test]
+    fn a_stack_beyond_the_kept_ones_ends_where_a_kept_one_does() {
+        use crate::{Event, RankTags, Record};
+        let rec = |line_no: u64, message: &'static str, event: Event<'static>| Record {
+            line_no,
+            timestamp: None,
+            ranks: RankTags::default(),
+            message,
+            event,
+        };
+        // a traceback, its frames, an exception line, then a line after it
+        let lines: [(&str, Event<'static>); 6] = [
+            ("Traceback (most recent call last):", Event::TracebackStart),
+            ("  File \"/x/sglang/a.py\", line 7, in run", Event::Other),
+            ("  File \"/x/b.py\", line 9, in f", Event::Other),
+            ("    f()", Event::Other),
+            ("RuntimeError: CUDA error:  bad  ", Event::Other),
+            ("  File \"/x/c.py\", line 1, in g", Event::Other),
+        ];
+        let mut c = StackCollector::new();
+        let mut open_after = Vec::new();
+        let mut n = 0;
+        for _ in 0..MAX_STACKS + 3 {
+            let mut seen = Vec::new();
+            for (msg, ev) in &lines {
+                n += 1;
+                c.push(&rec(n, msg, ev.clone()));
+                seen.push(c.is_open());
+            }
+            open_after.push(seen);
+        }
+        assert!(
+            open_after.iter().all(|s| *s == open_after[0]),
+            "{open_after:?}"
+        );
+        assert_eq!(open_after[0], [true, true, true, true, false, false]);
+        assert_eq!(c.dropped, 3);
+        let done = c.finish();
+        assert_eq!(done.len(), MAX_STACKS);
+        let last = &done[MAX_STACKS - 1];
+        assert_eq!(last.first_line, (MAX_STACKS as u64 - 1) * 6 + 1);
+        assert_eq!(last.last_line, last.first_line + 4);
+        assert_eq!(last.exception.as_deref(), Some("RuntimeError"));
+        assert_eq!(last.message.as_deref(), Some("CUDA error:  bad"));
+        assert_eq!(last.total_frames, 2);
+        assert_eq!(
+            last.frames[0],
+            Frame {
+                function: "run".into(),
+                file: "/x/sglang/a.py".into(),
+                line: Some(7)
+            }
+        );
     }
 }

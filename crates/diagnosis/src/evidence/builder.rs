@@ -407,12 +407,21 @@ impl EvidenceBuilder {
                 }
                 let t = self.time_of(source, rec);
                 let tkey = t.map(|x| x.round() as i64);
-                // Same second, same text, same source: another TP rank reporting the same event.
-                if let Some(entry) = self
-                    .recent_retractions
-                    .iter()
-                    .find(|(s, tt, txt, _)| *s == source && *tt == tkey && *txt == r.text)
-                {
+                // Same second, same text, same source: another TP rank reporting the same event
+                // (at most one entry matches: one is added only when none does). The second is
+                // compared first, which tells almost every entry apart, as a known `Some` (~7
+                // instructions an entry, not ~10).
+                let recent = &self.recent_retractions;
+                let same = |s: SourceId, txt: &str| s == source && txt == r.text;
+                let found = match tkey {
+                    Some(k) => recent
+                        .iter()
+                        .find(|(s, tt, txt, _)| *tt == Some(k) && same(*s, txt)),
+                    None => recent
+                        .iter()
+                        .find(|(s, tt, txt, _)| tt.is_none() && same(*s, txt)),
+                };
+                if let Some(entry) = found {
                     let idx = entry.3;
                     if let Some(ev) = self.ev.retractions.get_mut(idx) {
                         ev.ranks_reporting += 1;
@@ -439,11 +448,16 @@ impl EvidenceBuilder {
                 }
                 self.ev.retractions.push(event);
                 let idx = self.ev.retractions.len() - 1;
-                self.recent_retractions
-                    .push_back((source, tkey, r.text.to_string(), idx));
-                if self.recent_retractions.len() > RECENT_RETRACTIONS {
-                    self.recent_retractions.pop_front();
+                // the oldest entry leaves for the new one, which takes its text's buffer
+                let mut text = String::new();
+                if self.recent_retractions.len() >= RECENT_RETRACTIONS
+                    && let Some((_, _, old, _)) = self.recent_retractions.pop_front()
+                {
+                    text = old;
+                    text.clear();
                 }
+                text.push_str(r.text);
+                self.recent_retractions.push_back((source, tkey, text, idx));
             }
             Event::Capacity(c) => {
                 let st = &mut self.ev.startup;
