@@ -98,10 +98,17 @@ fn swar_digits(w: u64, pad: u32) -> Option<u64> {
     if (v | v.wrapping_add(0x7676_7676_7676_7676)) & 0x8080_8080_8080_8080 != 0 {
         return None;
     }
-    // pairs, then fours, then all eight: each step below its lane's size, so no carry
+    Some(swar_values(v))
+}
+
+/// The value of a word of digit values (each byte 0 to 9, the first the most significant,
+/// zero bytes in front): pairs, then fours, then all eight, each step below its lane's size,
+/// so no carry.
+#[inline(always)]
+fn swar_values(v: u64) -> u64 {
     let v = v.wrapping_mul(10).wrapping_add(v >> 8) & 0x00ff_00ff_00ff_00ff;
     let v = v.wrapping_mul(100).wrapping_add(v >> 16) & 0x0000_ffff_0000_ffff;
-    Some(v.wrapping_mul(10_000).wrapping_add(v >> 32) & 0xffff_ffff)
+    v.wrapping_mul(10_000).wrapping_add(v >> 32) & 0xffff_ffff
 }
 
 /// A value of 1 to 8 bytes as [`u64_of_tail`], [`hundredths_of_tail`] and [`bool_of_tail`]
@@ -163,6 +170,56 @@ pub(crate) fn hundredths_of_tail(tail: u64, len: usize) -> Option<f64> {
     let digits = (w & 0xff_ffff_ffff) << 8 | (w & 0xffff << 48);
     // ok: at most 7 digits, below 2^53, exact as an `f64`
     swar_digits(digits, pad + 8).map(|m| m as f64 / 100.0)
+}
+
+/// Bit 7 of each byte of `w` that is an ASCII digit, every other bit clear: a byte below 0x80
+/// whose low 7 bits reach bit 7 when 0x50 is added (`>= '0'`) but not when 0x46 is
+/// (`< ':'`); 7-bit adds carry into no other byte.
+#[inline(always)]
+pub(crate) fn digit_bytes(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let low = w & !HIGH;
+    let ge0 = (low + ONES * 0x50) & HIGH;
+    let gt9 = (low + ONES * 0x46) & HIGH;
+    ge0 & !gt9 & !w & HIGH
+}
+
+/// [`u64_of_tail`] of a value known to be 1 to 8 ASCII digits (a layout's value whose learnt
+/// line's was: every line of the layout has digits in the same bytes): the same value,
+/// without the checks. Any other value gives a number of no meaning.
+#[inline(always)]
+pub(crate) fn u64_of_digit_tail(tail: u64, len: usize) -> u64 {
+    let last = ((tail >> 56) as u8).wrapping_sub(b'0');
+    match len {
+        1 => u64::from(last),
+        2 => u64::from(((tail >> 48) as u8).wrapping_sub(b'0')) * 10 + u64::from(last),
+        _ => {
+            // (a length over 8 shifts by its low bits: no meaning, no panic)
+            let pad = 64u32.wrapping_sub(8 * len as u32);
+            let w = tail & u64::MAX.wrapping_shl(pad);
+            swar_values(w.wrapping_sub(ZEROS.wrapping_shl(pad)))
+        }
+    }
+}
+
+/// [`hundredths_of_tail`] of a value known to be of its form (`d.dd` to `ddddd.dd`, 4 to 8
+/// bytes; see [`u64_of_digit_tail`]): the same bits, without the checks. Any other value
+/// gives a number of no meaning.
+#[inline(always)]
+pub(crate) fn hundredths_of_digit_tail(tail: u64, len: usize) -> f64 {
+    if len == 4 {
+        // `d.dd`
+        let d = |at: u32| u32::from(((tail >> at) as u8).wrapping_sub(b'0'));
+        return f64::from(d(32) * 100 + d(48) * 10 + d(56)) / 100.0;
+    }
+    // (a length over 8 shifts by its low bits: no meaning, no panic)
+    let pad = 64u32.wrapping_sub(8 * len as u32);
+    let w = tail & u64::MAX.wrapping_shl(pad);
+    // as `hundredths_of_tail`: bytes 0-4 up one over the `.`, a zero in front
+    let digits = (w & 0xff_ffff_ffff) << 8 | (w & 0xffff << 48);
+    // ok: at most 7 digits, below 2^53, exact as an `f64`
+    swar_values(digits.wrapping_sub(ZEROS.wrapping_shl(pad + 8))) as f64 / 100.0
 }
 
 /// [`parse_bool`] of a value of `len` bytes that ends `tail` (see [`right_aligned_tail`]):
@@ -517,6 +574,13 @@ mod tests {
                 && int.iter().chain([x, y]).all(u8::is_ascii_digit)
             {
                 assert!(fast.is_some(), "{b:?}");
+            }
+            // the unchecked parsers: the checked ones' answer wherever those answer
+            if let Some(v) = u64_of_tail(t, n) {
+                assert_eq!(u64_of_digit_tail(t, n), v, "{b:?} {junk}");
+            }
+            if let Some(f) = fast {
+                assert_eq!(hundredths_of_digit_tail(t, n).to_bits(), f, "{b:?} {junk}");
             }
         }
     }

@@ -353,21 +353,21 @@ unsafe fn same_chunks_avx2(a: &[u8], b: &[u8], chunks: usize) -> bool {
 
 /// Whether `s` holds an ASCII digit: eight bytes a step.
 fn has_digit(s: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut words = s.chunks_exact(8);
-    for c in words.by_ref() {
-        let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-        // a digit is a byte below 0x80 whose low 7 bits reach the top bit when 0x50 is added
-        // (>= '0') but not when 0x46 is (< ':'); 7-bit adds carry into no other byte
-        let low = w & !HIGH;
-        let ge0 = (low + ONES * 0x50) & HIGH; // byte >= 0x30 (within 7 bits)
-        let gt9 = (low + ONES * 0x46) & HIGH; // byte >= 0x3a
-        if ge0 & !gt9 & !w & HIGH != 0 {
-            return true;
+    let digits = |w: &[u8; 8]| crate::num::digit_bytes(u64::from_le_bytes(*w)) != 0;
+    let Some(last) = s.last_chunk::<8>() else {
+        return s.iter().any(u8::is_ascii_digit);
+    };
+    // the words before the last eight bytes, then those (over the end of the words before)
+    let mut rest = s;
+    while rest.len() > 8 {
+        if let Some((w, tail)) = rest.split_first_chunk::<8>() {
+            if digits(w) {
+                return true;
+            }
+            rest = tail;
         }
     }
-    words.remainder().iter().any(u8::is_ascii_digit)
+    digits(last)
 }
 
 /// The set of hash `h`.

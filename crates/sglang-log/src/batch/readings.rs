@@ -9,7 +9,10 @@
 //! key slot, span and bounds look-ups or the count of the keys.
 
 use super::{BatchKind, BatchLine, admits_f64, kid};
-use crate::num::{bool_of_tail, hundredths_of_tail, u64_of_tail};
+use crate::num::{
+    bool_of_tail, digit_bytes, hundredths_of_digit_tail, hundredths_of_tail, u64_of_digit_tail,
+    u64_of_tail,
+};
 
 /// The readings of a `Decode batch` line of the usual keys only ([`BatchLine::usual_decode`]),
 /// each equal to its accessor's. The graph flag of such a line is `cuda graph`'s, so its
@@ -110,6 +113,11 @@ pub(crate) struct UsualPlan {
     at: [u8; 8],
     /// Length (bytes) of reading `i`'s value, 0 when absent.
     len: [u8; 8],
+    /// Every count and `%.2f` reading of the line the plan was made of is of its plain form
+    /// (ASCII digits; `d.dd` to `ddddd.dd`), so that of every line of its layout too (digits
+    /// in the same bytes, the other bytes equal): the one pass reads them without checks
+    /// ([`u64_of_digit_tail`], [`hundredths_of_digit_tail`]).
+    sure: bool,
 }
 
 impl UsualPlan {
@@ -118,14 +126,15 @@ impl UsualPlan {
         kind: PLAN_NONE,
         at: [0; 8],
         len: [0; 8],
+        sure: false,
     };
 
     /// The plan of batch line `b` (see [`UsualPlan`]), or [`UsualPlan::NONE`] for a line that
     /// is not a usual one whatever its digits.
     pub(crate) fn of(b: &BatchLine<'_>) -> UsualPlan {
-        let (kind, ids): (u8, &[usize]) = match b.kind {
-            BatchKind::Decode => (PLAN_DECODE, &DECODE_KEYS),
-            BatchKind::Prefill => (PLAN_PREFILL, &PREFILL_KEYS),
+        let (kind, ids, forms): (u8, &[usize], &[Form]) = match b.kind {
+            BatchKind::Decode => (PLAN_DECODE, &DECODE_KEYS, &DECODE_FORMS),
+            BatchKind::Prefill => (PLAN_PREFILL, &PREFILL_KEYS, &PREFILL_FORMS),
         };
         if !b.strict {
             return UsualPlan::NONE;
@@ -155,13 +164,63 @@ impl UsualPlan {
         if kind == PLAN_PREFILL {
             n += usize::from(b.slot.get(PENDING_TOKEN).is_some_and(|&s| s != 0));
         }
-        if n == usize::from(b.len) {
-            plan
-        } else {
-            UsualPlan::NONE
+        if n != usize::from(b.len) {
+            return UsualPlan::NONE;
         }
+        plan.sure = forms.iter().enumerate().all(|(i, form)| {
+            let (at, len) = (usize::from(plan.at[i]), u32::from(plan.len[i]));
+            if len == 0 || matches!(form, Form::Flag) {
+                // absent, or a flag (read with its check)
+                return true;
+            }
+            let Some(tail) = b.text.as_bytes().get(at..at + 8) else {
+                return false;
+            };
+            let tail = u64::from_le_bytes(tail.try_into().unwrap_or_default());
+            // the value's bytes (bit 7 of each), the digits among them
+            let value = 0x8080_8080_8080_8080u64
+                .checked_shl(64 - 8 * len)
+                .unwrap_or(0);
+            let digits = digit_bytes(tail) & value;
+            match form {
+                // as `u64_of_tail` reads it: digits only
+                Form::Count => digits == value,
+                // as `hundredths_of_tail`: 4 to 8 bytes, digits around a `.` at byte 5
+                _ => len >= 4 && (tail >> 40) as u8 == b'.' && digits == value & !(0x80 << 40),
+            }
+        });
+        plan
     }
 }
+
+/// How the one pass reads a reading's value: as a count, a `%.2f` figure or a flag.
+#[derive(Clone, Copy)]
+enum Form {
+    Count,
+    Hundredths,
+    Flag,
+}
+
+/// The forms of [`DECODE_KEYS`]' and [`PREFILL_KEYS`]' readings, in their order.
+const DECODE_FORMS: [Form; 7] = [
+    Form::Count,
+    Form::Count,
+    Form::Count,
+    Form::Hundredths,
+    Form::Hundredths,
+    Form::Flag,
+    Form::Hundredths,
+];
+const PREFILL_FORMS: [Form; 8] = [
+    Form::Count,
+    Form::Count,
+    Form::Count,
+    Form::Count,
+    Form::Count,
+    Form::Hundredths,
+    Form::Hundredths,
+    Form::Flag,
+];
 
 /// A reading's value (the 8 bytes that end it and its length; `None`: the key has no field)
 /// as a count; `None`: not read in one pass.
@@ -289,6 +348,24 @@ impl<'a> BatchLine<'a> {
             return None;
         }
         if self.plan.kind == PLAN_DECODE {
+            if self.plan.sure {
+                let count = |i| Some(self.planned(i)?.map(|(t, n)| u64_of_digit_tail(t, n)));
+                let hundredths = |i| {
+                    Some(
+                        self.planned(i)?
+                            .map(|(t, n)| hundredths_of_digit_tail(t, n)),
+                    )
+                };
+                return Some(DecodeReadings {
+                    running: count(0)?,
+                    queue: count(1)?,
+                    tokens: count(2)?,
+                    usage: hundredths(3)?,
+                    gen_tps: hundredths(4)?,
+                    graph: flag_of(self.planned(5)?)?,
+                    accept_len: hundredths(6)?,
+                });
+            }
             return self.decode_by(|i, _| self.planned(i));
         }
         let mut n = 0u8;
@@ -306,6 +383,26 @@ impl<'a> BatchLine<'a> {
             return None;
         }
         if self.plan.kind == PLAN_PREFILL {
+            if self.plan.sure {
+                let count = |i| Some(self.planned(i)?.map(|(t, n)| u64_of_digit_tail(t, n)));
+                let hundredths = |i| {
+                    Some(
+                        self.planned(i)?
+                            .map(|(t, n)| hundredths_of_digit_tail(t, n)),
+                    )
+                };
+                return Some(PrefillReadings {
+                    new_seq: count(0)?,
+                    new_token: count(1)?,
+                    cached_token: count(2)?,
+                    running: count(3)?,
+                    queue: count(4)?,
+                    usage: hundredths(5)?,
+                    input_tps: hundredths(6)?
+                        .filter(|&x| self.sound(INPUT) || admits_f64(INPUT, x)),
+                    graph: flag_of(self.planned(7)?)?,
+                });
+            }
             return self.prefill_by(|i, _| self.planned(i));
         }
         let mut n = 0u8;
@@ -361,6 +458,14 @@ mod tests {
             // the same line with its layout's plan reads alike
             let mut planned = b.clone();
             planned.plan = UsualPlan::of(&b);
+            // and without the unchecked parse of a plan of plain values
+            let mut checked = planned.clone();
+            checked.plan.sure = false;
+            assert_eq!(
+                format!("{:?}", (planned.usual_decode(), planned.usual_prefill())),
+                format!("{:?}", (checked.usual_decode(), checked.usual_prefill())),
+                "{text}"
+            );
             assert_eq!(
                 format!("{:?}", (planned.usual_decode(), planned.usual_prefill())),
                 format!("{:?}", (b.usual_decode(), b.usual_prefill())),
@@ -426,6 +531,13 @@ mod tests {
             "Prefill batch. #new-seq: 1, #new-token: 5, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, cuda graph: True",
         ] {
             assert!(agree(text), "{text}");
+            // SGLang's values are of the plain forms: a layout's plan reads them unchecked
+            let mut ev = Event::Other;
+            parse_standard_into(text, &mut ev, &mut KeyOrder::new(true));
+            let Event::Batch(b) = ev else {
+                panic!("{text}")
+            };
+            assert!(UsualPlan::of(&b).sure, "{text}");
         }
     }
 
