@@ -12,8 +12,8 @@ use crate::report::{
 };
 use crate::thresholds as th;
 
+use super::gauges::{decode_clock, gauge_on, upper_median_interval};
 pub use super::gauges::{gauge, is_sorted, rate_gauge, share};
-use super::gauges::{gauge_on, upper_median_interval};
 
 /// One batch-line observation on a common footing (decode or prefill).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -302,7 +302,6 @@ impl<'e> SchedulerView<'e> {
         }
         let first_windows =
             phases::first_window_lines_at(tl.decode.samples(), tl.prefill.samples(), idle_gap_s);
-        // (filtered by reference, then copied: a sample is copied only when it is kept)
         let steady: Vec<Obs> = collect_within(
             obs.len(),
             obs.iter().filter(|o| in_span(o.t, &span)).copied(),
@@ -340,9 +339,10 @@ impl<'e> SchedulerView<'e> {
             .all(|d| d.t.is_some())
             .then(|| upper_median_interval(steady_decode.iter().filter_map(|d| d.t)))
             .flatten();
+        let clock = decode_clock(steady_decode.iter().map(|d| d.t), steady_interval);
         let on_clock = |series: &[(Option<f64>, f64)]| {
             if series.len() == steady_decode.len() {
-                gauge_on(series, steady_interval)
+                gauge_on(series, steady_interval, clock.as_ref())
             } else {
                 gauge(series)
             }
