@@ -86,12 +86,16 @@ pub struct GaugeSummary {
 
 /// Per-sample weights for [`Hold::Forward`]: `t[i+1] − t[i]`, the last 0; all 1 if the span is 0.
 /// Returns the weights normalised to sum 1.
-fn forward_weights(samples: &[(f64, f64)]) -> Result<Vec<f64>, StatsError> {
+/// `t` reads a sample's time.
+fn forward_weights<T>(samples: &[T], t: impl Fn(&T) -> f64) -> Result<Vec<f64>, StatsError> {
     let n = samples.len();
-    let span = check::finite(samples[n - 1].0 - samples[0].0, "time span overflows f64")?;
+    let span = check::finite(
+        t(&samples[n - 1]) - t(&samples[0]),
+        "time span overflows f64",
+    )?;
     if span > 0.0 {
         let mut w: Vec<f64> = Vec::with_capacity(n);
-        w.extend(samples.windows(2).map(|p| (p[1].0 - p[0].0) / span));
+        w.extend(samples.windows(2).map(|p| (t(&p[1]) - t(&p[0])) / span));
         w.push(0.0);
         Ok(w)
     } else {
@@ -114,7 +118,7 @@ pub fn quantile(samples: &[(f64, f64)], q: f64) -> Result<f64, StatsError> {
     if !(q.is_finite() && (0.0..=1.0).contains(&q)) {
         return Err(StatsError::InvalidArgument("q must be in [0, 1]"));
     }
-    let w = forward_weights(samples)?;
+    let w = forward_weights(samples, |s| s.0)?;
     Ok(weighted_quantile(samples, &w, q))
 }
 
@@ -167,14 +171,27 @@ fn quantiles_of_sorted<const K: usize>(vw: &[(u64, f64)], first: f64, qs: [f64; 
 /// (index), [`StatsError::InvalidArgument`] if the time span overflows f64.
 pub fn time_weighted_summary(samples: &[(f64, f64)]) -> Result<GaugeSummary, StatsError> {
     check::series(samples)?;
-    let n = samples.len();
-    let w = forward_weights(samples)?;
+    let w = forward_weights(samples, |s| s.0)?;
+    let span_s = samples[samples.len() - 1].0 - samples[0].0;
+    summary_of(samples, |s| s.1, &w, span_s)
+}
+
+/// [`time_weighted_summary`] of the values `value` reads from `items` (at least one, all
+/// finite) with their normalised weights ([`forward_weights`], one per item); `span_s`: last
+/// time − first time (seconds).
+fn summary_of<T>(
+    items: &[T],
+    value: impl Fn(&T) -> f64,
+    w: &[f64],
+    span_s: f64,
+) -> Result<GaugeSummary, StatsError> {
+    let n = items.len();
     // one pass: least and greatest value, the weighted sum (summed in sample order from -0.0,
     // as `Iterator::sum` does) and the weighted values for the quantiles
     let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
     let mut mean = -0.0;
     let mut keyed: Vec<(u64, f64)> = Vec::with_capacity(n);
-    for (&(_, v), &w) in samples.iter().zip(&w) {
+    for (v, &w) in items.iter().map(&value).zip(w) {
         min = min.min(v);
         max = max.max(v);
         // Convex combination: no overflow even for values near f64::MAX.
@@ -186,28 +203,74 @@ pub fn time_weighted_summary(samples: &[(f64, f64)]) -> Result<GaugeSummary, Sta
     let mean = f64::clamp(mean, min, max);
     let scale = min.abs().max(max.abs());
     let sd = if scale > 0.0 {
-        let var: f64 = samples
+        let var: f64 = items
             .iter()
-            .zip(&w)
-            .map(|(s, w)| w * (s.1 / scale - mean / scale).powi(2))
+            .zip(w)
+            .map(|(s, w)| w * (value(s) / scale - mean / scale).powi(2))
             .sum();
         var.max(0.0).sqrt() * scale
     } else {
         0.0
     };
     let vw = crate::order::sorted(keyed);
-    let [median, p90] = quantiles_of_sorted(&vw, samples[0].1, [0.5, 0.9]);
+    let [median, p90] = quantiles_of_sorted(&vw, value(&items[0]), [0.5, 0.9]);
     Ok(GaugeSummary {
         n,
-        span_s: samples[n - 1].0 - samples[0].0,
+        span_s,
         min,
         max,
         mean,
         sd: check::finite(sd, "sd overflows f64")?,
         median,
         p90,
-        last: samples[n - 1].1,
+        last: value(&items[n - 1]),
     })
+}
+
+/// The sample times of gauges read together (seconds, non-decreasing) with their
+/// [`Hold::Forward`] weights: [`time_weighted_summary`] of each gauge on them, the times
+/// checked and weighed once for all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clock {
+    weights: Vec<f64>,
+    span_s: f64,
+}
+
+impl Clock {
+    /// The clock of `times` (seconds).
+    ///
+    /// Errors: as [`time_weighted_summary`] on samples at these times.
+    pub fn new(times: &[f64]) -> Result<Self, StatsError> {
+        check::series_of(times, |&t| (t, 0.0))?;
+        Ok(Clock {
+            weights: forward_weights(times, |&t| t)?,
+            span_s: times[times.len() - 1] - times[0],
+        })
+    }
+
+    /// How many times it holds.
+    pub fn len(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// Whether it holds no time (never: [`Clock::new`] refuses none).
+    pub fn is_empty(&self) -> bool {
+        self.weights.is_empty()
+    }
+
+    /// [`time_weighted_summary`] of the samples `(times[i], values[i])`, the same figures.
+    ///
+    /// Errors: [`StatsError::InvalidArgument`] when there are not as many values as times,
+    /// [`StatsError::NonFinite`] (index).
+    pub fn summary(&self, values: &[f64]) -> Result<GaugeSummary, StatsError> {
+        if values.len() != self.weights.len() {
+            return Err(StatsError::InvalidArgument("one value per time"));
+        }
+        if let Some(index) = values.iter().position(|v| !v.is_finite()) {
+            return Err(StatsError::NonFinite { index });
+        }
+        summary_of(values, |&v| v, &self.weights, self.span_s)
+    }
 }
 
 /// Integral of the step function over `[a, b)` divided by `b − a`, for `a < b` inside the span.
@@ -485,11 +548,49 @@ pub fn ewma_series(
 mod tests {
     use super::*;
 
+    /// A clock's summary of values is the time-weighted summary of the same samples, and it
+    /// refuses what the general path refuses.
+    #[test]
+    fn clock_summary_is_the_time_weighted_summary() {
+        let times = [0.0, 1.0, 1.5, 1.5, 4.0, 7.25];
+        for values in [
+            [3.0, 1.0, 4.0, 1.0, 5.0, 9.0],
+            [0.0, -0.0, 0.0, 0.0, 0.0, 0.0],
+            [2.5, -1.0, 2.5, 2.5, 0.1, 7.0],
+        ] {
+            let samples: Vec<(f64, f64)> = times.iter().copied().zip(values).collect();
+            let clock = Clock::new(&times).unwrap();
+            assert_eq!(clock.len(), 6);
+            assert_eq!(
+                clock.summary(&values).unwrap(),
+                time_weighted_summary(&samples).unwrap()
+            );
+        }
+        // one time for all: equal weights
+        let clock = Clock::new(&[2.0, 2.0, 2.0]).unwrap();
+        let s = clock.summary(&[1.0, 2.0, 6.0]).unwrap();
+        assert_eq!(
+            s,
+            time_weighted_summary(&[(2.0, 1.0), (2.0, 2.0), (2.0, 6.0)]).unwrap()
+        );
+        assert_eq!((s.mean, s.median, s.last), (3.0, 2.0, 6.0));
+        assert_eq!(Clock::new(&[]), Err(StatsError::Empty));
+        assert_eq!(
+            Clock::new(&[1.0, 0.5]),
+            Err(StatsError::NonMonotonic { index: 1 })
+        );
+        assert!(clock.summary(&[1.0]).is_err());
+        assert_eq!(
+            clock.summary(&[1.0, f64::NAN, 2.0]),
+            Err(StatsError::NonFinite { index: 1 })
+        );
+    }
+
     /// The summary as it was computed before its passes were joined: each figure in a pass of
     /// its own, the quantiles by a comparison sort. The reference for the bits.
     fn reference(samples: &[(f64, f64)]) -> Result<GaugeSummary, StatsError> {
         check::series(samples)?;
-        let w = forward_weights(samples)?;
+        let w = forward_weights(samples, |s| s.0)?;
         let n = samples.len();
         let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
         for &(_, v) in samples {

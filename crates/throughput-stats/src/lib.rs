@@ -76,7 +76,7 @@ pub use describe::{
 };
 pub use error::StatsError;
 pub use gauge::{
-    BatchMeans, Ewma, GaugeSeries, GaugeSummary, Hold, batch_means, ewma_series,
+    BatchMeans, Clock, Ewma, GaugeSeries, GaugeSummary, Hold, batch_means, ewma_series,
     gen_throughput_mean, quantile, time_weighted_mean, time_weighted_summary,
 };
 pub use little::{LittleCheck, littles_law};
@@ -101,11 +101,16 @@ pub(crate) mod check {
 
     /// A gauge or counter series: non-empty, finite, non-decreasing times.
     pub fn series(samples: &[(f64, f64)]) -> Result<(), StatsError> {
+        series_of(samples, |&s| s)
+    }
+
+    /// [`series`] of the `(t, v)` that `tv` reads from each item.
+    pub fn series_of<T>(samples: &[T], tv: impl Fn(&T) -> (f64, f64)) -> Result<(), StatsError> {
         if samples.is_empty() {
             return Err(StatsError::Empty);
         }
         let mut prev = f64::NEG_INFINITY;
-        for (index, &(t, v)) in samples.iter().enumerate() {
+        for (index, (t, v)) in samples.iter().map(tv).enumerate() {
             if !t.is_finite() || !v.is_finite() {
                 return Err(StatsError::NonFinite { index });
             }

@@ -4,21 +4,63 @@
 
 use super::collect_within;
 use crate::report::GaugeStats;
-use throughput_stats::Hold;
+use throughput_stats::{Clock, Hold};
 
 /// Time-weighted stats of `(t, v)` points: each reading holds until the next, the last one for
 /// the series' median interval (a ramp's last, highest reading is not left out); equal weights
 /// when times are missing, unsorted, or too coarse (SGLang prints whole seconds, so a burst of
 /// lines within a few seconds shares timestamps: then every line counts equally instead).
 pub fn gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
-    gauge_held(points, Hold::Forward, None)
+    gauge_held(points, Hold::Forward, None, None)
 }
 
 /// [`gauge`] of points whose times are those `interval` was taken from
 /// ([`upper_median_interval`] of the same times, in the same order): the median interval
 /// is not selected again for each gauge over one clock.
-pub(crate) fn gauge_on(points: &[(Option<f64>, f64)], interval: Option<f64>) -> GaugeStats {
-    gauge_held(points, Hold::Forward, interval)
+/// `clock`: [`decode_clock`] of the points' times and `interval`, when there is one.
+pub(crate) fn gauge_on(
+    points: &[(Option<f64>, f64)],
+    interval: Option<f64>,
+    clock: Option<&(Clock, bool)>,
+) -> GaugeStats {
+    gauge_held(points, Hold::Forward, interval, clock)
+}
+
+/// The clock a [`gauge_on`] of points at `times` with `interval` weighs them by, made once for
+/// the gauges read at those times; with whether the last reading is held on past the last
+/// time. `None` when such a gauge would not weigh by time (a point without a time, fewer than
+/// two, times out of order or too coarse) or the times fail [`Clock::new`]: each gauge then
+/// goes its own way.
+pub(crate) fn decode_clock(
+    times: impl Iterator<Item = Option<f64>>,
+    interval: Option<f64>,
+) -> Option<(Clock, bool)> {
+    let mut ts: Vec<f64> = times.collect::<Option<Vec<f64>>>()?;
+    if ts.len() < 2 || !weighs_by_time(ts.len(), ts.iter().copied()) {
+        return None;
+    }
+    let dt = interval
+        .or_else(|| upper_median_interval(ts.iter().copied()))
+        .unwrap_or(0.0);
+    let held_on = dt > 0.0;
+    if held_on {
+        ts.push(ts[ts.len() - 1] + dt);
+    }
+    Clock::new(&ts).ok().map(|c| (c, held_on))
+}
+
+/// Whether `n` readings at `times` are weighed by time: the times never decrease and at least
+/// half of them are distinct (SGLang prints whole seconds: a burst shares its timestamps).
+fn weighs_by_time(n: usize, times: impl Iterator<Item = f64>) -> bool {
+    let (mut sorted, mut distinct, mut prev) = (true, 1, None);
+    for t in times {
+        if let Some(p) = prev {
+            sorted &= p <= t;
+            distinct += usize::from(t > p);
+        }
+        prev = Some(t);
+    }
+    sorted && distinct * 2 >= n
 }
 
 /// The upper median (the element at `len / 2` in [`f64::total_cmp`] order, selected) of the
@@ -41,12 +83,18 @@ pub(crate) fn upper_median_interval(times: impl Iterator<Item = f64>) -> Option<
 /// weight in the mean and quantiles (it stays in min and max). Equal weights when the times
 /// are unusable, as in [`gauge`].
 pub fn rate_gauge(points: &[(Option<f64>, f64)]) -> GaugeStats {
-    gauge_held(points, Hold::Backward, None)
+    gauge_held(points, Hold::Backward, None, None)
 }
 
 /// `interval`: the upper median interval of the points' times when the caller has it (they
-/// must be every point's time, in order), else `None`.
-fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold, interval: Option<f64>) -> GaugeStats {
+/// must be every point's time, in order), else `None`; `clock`: their [`decode_clock`] with it
+/// (forward-held points only), when there is one.
+fn gauge_held(
+    points: &[(Option<f64>, f64)],
+    hold: Hold,
+    interval: Option<f64>,
+    clock: Option<&(Clock, bool)>,
+) -> GaugeStats {
     let finite = || points.iter().map(|p| p.1).filter(|v| v.is_finite());
     // count, least and greatest of the finite readings, in reading order
     let mut rest = finite();
@@ -60,46 +108,16 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold, interval: Option<f64>) 
         max = max.max(v);
     }
     let (min, max) = (Some(min), Some(max));
-    // one more place: a forward-held series closes with its last reading held on
-    let timed: Vec<(f64, f64)> = collect_within(
-        points.len() + 1,
-        points.iter().filter_map(|&(t, v)| t.map(|t| (t, v))),
-    );
-    // times that never decrease, and how many distinct ones, in one pass
-    let (mut sorted, mut distinct) = (true, 1);
-    for w in timed.windows(2) {
-        sorted &= w[0].0 <= w[1].0;
-        distinct += usize::from(w[1].0 > w[0].0);
-    }
-    let series: Vec<(f64, f64)> =
-        if timed.len() == points.len() && sorted && distinct * 2 >= timed.len() {
-            match hold {
-                // reading i+1 holds over (t_i, t_i+1]: as a forward-held series, (t_i, v_i+1),
-                // closed by the last time
-                Hold::Backward if timed.len() >= 2 => timed
-                    .windows(2)
-                    .map(|w| (w[0].0, w[1].1))
-                    .chain(timed.last().copied())
-                    .collect(),
-                // each reading holds until the next; the last one as long as a median
-                // interval (else a ramp's last, highest reading had no weight at all)
-                Hold::Forward if timed.len() >= 2 => {
-                    // the upper median: the element at len/2 in sorted order, selected
-                    let dt = interval
-                        .or_else(|| upper_median_interval(timed.iter().map(|p| p.0)))
-                        .unwrap_or(0.0);
-                    let mut s = timed;
-                    if let Some(&(t, v)) = s.last().filter(|_| dt > 0.0) {
-                        s.push((t + dt, v));
-                    }
-                    s
-                }
-                _ => timed,
-            }
-        } else {
-            collect_within(n, finite().enumerate().map(|(i, v)| (i as f64, v)))
-        };
-    match throughput_stats::time_weighted_summary(&series) {
+    let summary = match clock {
+        // every reading finite: the series below is the clock's times with these readings
+        Some((c, held_on)) if n == points.len() => {
+            let last = points.last().map(|p| p.1).filter(|_| *held_on);
+            let values: Vec<f64> = points.iter().map(|p| p.1).chain(last).collect();
+            c.summary(&values)
+        }
+        _ => throughput_stats::time_weighted_summary(&series(points, hold, interval, n)),
+    };
+    match summary {
         Ok(s) => GaugeStats {
             n,
             min,
@@ -114,6 +132,49 @@ fn gauge_held(points: &[(Option<f64>, f64)], hold: Hold, interval: Option<f64>) 
             max,
             ..GaugeStats::default()
         },
+    }
+}
+
+/// The series [`gauge_held`] summarises: the points weighed by time when their times allow,
+/// else the `n` finite readings one second apart.
+fn series(
+    points: &[(Option<f64>, f64)],
+    hold: Hold,
+    interval: Option<f64>,
+    n: usize,
+) -> Vec<(f64, f64)> {
+    let finite = || points.iter().map(|p| p.1).filter(|v| v.is_finite());
+    // one more place: a forward-held series closes with its last reading held on
+    let timed: Vec<(f64, f64)> = collect_within(
+        points.len() + 1,
+        points.iter().filter_map(|&(t, v)| t.map(|t| (t, v))),
+    );
+    if timed.len() == points.len() && weighs_by_time(timed.len(), timed.iter().map(|p| p.0)) {
+        match hold {
+            // reading i+1 holds over (t_i, t_i+1]: as a forward-held series, (t_i, v_i+1),
+            // closed by the last time
+            Hold::Backward if timed.len() >= 2 => timed
+                .windows(2)
+                .map(|w| (w[0].0, w[1].1))
+                .chain(timed.last().copied())
+                .collect(),
+            // each reading holds until the next; the last one as long as a median
+            // interval (else a ramp's last, highest reading had no weight at all)
+            Hold::Forward if timed.len() >= 2 => {
+                // the upper median: the element at len/2 in sorted order, selected
+                let dt = interval
+                    .or_else(|| upper_median_interval(timed.iter().map(|p| p.0)))
+                    .unwrap_or(0.0);
+                let mut s = timed;
+                if let Some(&(t, v)) = s.last().filter(|_| dt > 0.0) {
+                    s.push((t + dt, v));
+                }
+                s
+            }
+            _ => timed,
+        }
+    } else {
+        collect_within(n, finite().enumerate().map(|(i, v)| (i as f64, v)))
     }
 }
 
@@ -135,4 +196,46 @@ pub fn share<T>(items: &[T], pred: impl Fn(&T) -> Option<bool>) -> Option<f64> {
         }
     }
     (n > 0).then(|| yes as f64 / n as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A gauge on the clock of its times is the gauge without it: times that weigh, a reading
+    /// that is not finite, times too coarse or out of order, a single point.
+    #[test]
+    fn a_gauge_on_its_clock_is_the_general_gauge() {
+        let at = |ts: &[f64], vs: &[f64]| -> Vec<(Option<f64>, f64)> {
+            ts.iter().zip(vs).map(|(&t, &v)| (Some(t), v)).collect()
+        };
+        let vs = [4.0, 7.0, 7.0, 2.0, 9.0, 0.5];
+        let cases = [
+            (at(&[0.0, 1.0, 2.5, 3.0, 5.0, 6.0], &vs), true),
+            (at(&[0.0, 0.0, 0.0, 0.0, 1.0, 1.0], &vs), false),
+            (at(&[0.0, 1.0, 0.5, 3.0, 5.0, 6.0], &vs), false),
+            (
+                at(
+                    &[0.0, 1.0, 2.5, 3.0, 5.0, 6.0],
+                    &[4.0, f64::NAN, 1.0, 2.0, 9.0, 0.5],
+                ),
+                true,
+            ),
+            (at(&[0.0, 0.0, 1.0, 1.0, 2.0, 2.0], &vs), true),
+            (at(&[3.0], &[1.0]), false),
+        ];
+        for (points, clocked) in cases {
+            let interval = upper_median_interval(points.iter().filter_map(|p| p.0));
+            let clock = decode_clock(points.iter().map(|p| p.0), interval);
+            assert_eq!(clock.is_some(), clocked);
+            let want = gauge_held(&points, Hold::Forward, interval, None);
+            assert_eq!(gauge_on(&points, interval, clock.as_ref()), want);
+        }
+        let points = at(&[0.0, 1.0, 2.5, 3.0, 5.0, 6.0], &vs);
+        let clock = decode_clock(points.iter().map(|p| p.0), Some(1.0));
+        let g = gauge_on(&points, Some(1.0), clock.as_ref());
+        // held on for the interval: 4·1 + 7·1.5 + 7·0.5 + 2·2 + 9·1 + 0.5·1 over 7 s
+        assert!(g.mean.is_some_and(|m| (m - 31.5 / 7.0).abs() < 1e-12));
+        assert_eq!((g.min, g.max, g.median), (Some(0.5), Some(9.0), Some(4.0)));
+    }
 }

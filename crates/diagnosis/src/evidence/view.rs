@@ -12,8 +12,8 @@ use crate::report::{
 };
 use crate::thresholds as th;
 
+use super::gauges::{decode_clock, gauge_on, upper_median_interval};
 pub use super::gauges::{gauge, is_sorted, rate_gauge, share};
-use super::gauges::{gauge_on, upper_median_interval};
 
 /// One batch-line observation on a common footing (decode or prefill).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -302,7 +302,6 @@ impl<'e> SchedulerView<'e> {
         }
         let first_windows =
             phases::first_window_lines_at(tl.decode.samples(), tl.prefill.samples(), idle_gap_s);
-        // (filtered by reference, then copied: a sample is copied only when it is kept)
         let steady: Vec<Obs> = collect_within(
             obs.len(),
             obs.iter().filter(|o| in_span(o.t, &span)).copied(),
@@ -340,9 +339,10 @@ impl<'e> SchedulerView<'e> {
             .all(|d| d.t.is_some())
             .then(|| upper_median_interval(steady_decode.iter().filter_map(|d| d.t)))
             .flatten();
+        let clock = decode_clock(steady_decode.iter().map(|d| d.t), steady_interval);
         let on_clock = |series: &[(Option<f64>, f64)]| {
             if series.len() == steady_decode.len() {
-                gauge_on(series, steady_interval)
+                gauge_on(series, steady_interval, clock.as_ref())
             } else {
                 gauge(series)
             }
@@ -450,7 +450,7 @@ impl<'e> SchedulerView<'e> {
             .iter()
             .filter_map(|d| Some(d.usage? / d.running.filter(|&r| r > 0)? as f64))
             .collect();
-        let mut per: Vec<f64> = if from_decode.is_empty() {
+        let per: Vec<f64> = if from_decode.is_empty() {
             self.steady
                 .iter()
                 .filter_map(|o| Some(o.usage? / o.running.filter(|&r| r > 0)? as f64))
@@ -458,8 +458,7 @@ impl<'e> SchedulerView<'e> {
         } else {
             from_decode
         };
-        per.sort_by(f64::total_cmp);
-        per.get(per.len() / 2).copied()
+        throughput_stats::nth_in_total_order(per.iter().copied(), per.len() / 2)
     }
 
     /// The pool share the longer running requests hold, for a headroom figure: the
@@ -470,7 +469,7 @@ impl<'e> SchedulerView<'e> {
     /// quantile, not the median: a request holds more KV the longer it decodes, so room counted
     /// at today's median request overstates how many more fit.
     pub fn pool_per_long_request(&self, pool_tokens: Option<u64>) -> Option<f64> {
-        let mut per: Vec<f64> = self
+        let per: Vec<f64> = self
             .steady_decode
             .iter()
             .filter_map(|d| {
@@ -487,11 +486,10 @@ impl<'e> SchedulerView<'e> {
                 }
             })
             .collect();
-        per.sort_by(f64::total_cmp);
         let i = ((per.len() as f64 * th::LONG_REQUEST_QUANTILE).ceil() as usize)
             .clamp(1, per.len().max(1))
             - 1;
-        per.get(i).copied().filter(|&u| u > 0.0)
+        throughput_stats::nth_in_total_order(per.iter().copied(), i).filter(|&u| u > 0.0)
     }
 
     /// The mamba state slots one running request holds (fraction of the slots per request):

@@ -5,7 +5,9 @@ use super::vote::Vote;
 use crate::evidence::view::SchedulerView;
 use crate::narrative;
 use crate::report::{Bottleneck, Finding};
-use crate::rules::{self, Input};
+use crate::rules::ramp_only::RampOnly;
+use crate::rules::retraction::Retraction;
+use crate::rules::{self, Input, Rule};
 use crate::verdict::Reason;
 
 /// The rule facts that later stages use beside the findings.
@@ -75,11 +77,22 @@ pub(super) fn findings<'a>(
         findings.extend(slow_decode.as_ref().map(rules::decode_compute::finding));
     }
     findings.extend(slow_prefill.as_ref().map(rules::prefill_compute::finding));
-    findings.extend(rules::findings(input));
-    // the facts the later stages read (the registry ran these rules for their findings)
+    // every registered rule's findings, in the registry's order; the rules whose facts the
+    // later stages read are checked once, here, for their findings and those stages
+    let retraction = rules::retraction::check(input);
+    let ramp = rules::ramp_only::check(input);
+    for r in rules::FINDING_RULES {
+        match r.name {
+            Retraction::NAME => {
+                findings.extend(retraction.iter().map(|f| Retraction::finding(f, input)))
+            }
+            RampOnly::NAME => findings.extend(ramp.iter().map(|f| RampOnly::finding(f, input))),
+            _ => findings.extend((r.run)(input)),
+        }
+    }
     Found {
         held,
-        retraction: rules::retraction::check(input),
-        ramp: rules::ramp_only::check(input),
+        retraction,
+        ramp,
     }
 }

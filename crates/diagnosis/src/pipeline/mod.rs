@@ -122,7 +122,7 @@ fn diagnose_consolidated(
         &input,
         ctx,
         &vote,
-        found.retraction.as_ref(),
+        &found,
         &side,
         &mut findings,
         &mut not_concluded,

@@ -2,6 +2,7 @@
 //! and the recommendations.
 
 use super::client::ClientSide;
+use super::findings::Found;
 use super::vote::Vote;
 use crate::context::Context;
 use crate::evidence::view::SchedulerView;
@@ -39,7 +40,7 @@ pub(super) fn plans(
     input: &Input<'_>,
     ctx: &Context,
     vote: &Vote<'_>,
-    retraction: Option<&rules::retraction::Facts>,
+    found: &Found<'_>,
     side: &ClientSide<'_>,
     findings: &mut Vec<Finding>,
     not_concluded: &mut Vec<NotConcluded>,
@@ -114,7 +115,7 @@ pub(super) fn plans(
     let load = carrier
         .map(|c| c.0)
         .or(primary)
-        .and_then(|v| load(input, v));
+        .and_then(|v| load(input, v, found.ramp.as_ref()));
     let levers: Vec<(Lever, FindingKind)> = findings
         .iter()
         .flat_map(|f| f.levers.iter().map(|&l| (l, f.kind)))
@@ -154,7 +155,7 @@ pub(super) fn plans(
         projection: projection.as_ref(),
         client: side.client.as_ref(),
         retractions: input.retractions,
-        retraction_material: retraction.is_some_and(|f| f.material()),
+        retraction_material: found.retraction.as_ref().is_some_and(|f| f.material()),
         load,
         mem_fraction_static: capacity.mem_fraction_static,
         measured_tok_per_s: side.steady_gen_throughput.as_ref().map(|r| r.value),
@@ -225,8 +226,13 @@ fn speculative_default_cap(input: &Input<'_>, v: &SchedulerView<'_>) -> bool {
         && input.views.iter().all(|w| w.key.dp.is_none_or(|d| d == 0))
 }
 
-/// How loaded `v` is, for the recommendations' headroom ([`Load::headroom`]).
-pub(super) fn load(input: &Input<'_>, v: &SchedulerView<'_>) -> Option<Load> {
+/// How loaded `v` is, for the recommendations' headroom ([`Load::headroom`]); `ramp`:
+/// `ramp_only`'s facts over `input` (the findings' [`Found::ramp`], not checked again).
+pub(super) fn load(
+    input: &Input<'_>,
+    v: &SchedulerView<'_>,
+    ramp: Option<&rules::ramp_only::Facts>,
+) -> Option<Load> {
     let capacity = input.capacity;
     Some(Load {
         running_median: v.running.median?,
@@ -237,7 +243,7 @@ pub(super) fn load(input: &Input<'_>, v: &SchedulerView<'_>) -> Option<Load> {
         pool_per_long_request: v.pool_per_long_request(capacity.max_total_num_tokens),
         mamba_per_request: v.mamba_per_request(),
         speculative_default_cap: speculative_default_cap(input, v),
-        too_short: rules::ramp_only::check(input).is_some_and(|f| !f.under_load())
+        too_short: ramp.is_some_and(|f| !f.under_load())
             || v.span
                 .as_ref()
                 .is_none_or(|s| s.steady_end_s - s.steady_start_s < th::HEADROOM_MIN_SPAN_S),
@@ -252,7 +258,7 @@ mod tests {
 
     fn headroom(rel: &str) -> (Load, Option<(f64, Limit)>) {
         with_input(&whole(rel), |i| {
-            let l = load(i, &i.views[0]).expect("load");
+            let l = load(i, &i.views[0], rules::ramp_only::check(i).as_ref()).expect("load");
             (l, l.headroom())
         })
     }

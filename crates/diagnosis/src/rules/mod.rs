@@ -273,8 +273,8 @@ impl Registered {
 /// requests), failed KV transfers, and the rest, most important first.
 ///
 /// The event rules' facts are read by the verdict too (`crate::verdict::ENDS_SERVING`), and
-/// `retraction` and `ramp_only`'s by later stages: those stages call their `check` again,
-/// which reads counted facts of the evidence and is cheap.
+/// `retraction` and `ramp_only`'s by later stages: the findings stage checks those two once
+/// and words their findings in this order itself (`pipeline::findings`).
 pub const FINDING_RULES: &[Registered] = &[
     Registered::of::<prefill_interference::PrefillInterference>(),
     Registered::of::<stall::Stall>(),
