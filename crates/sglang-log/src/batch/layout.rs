@@ -166,7 +166,7 @@ fn normalize_body(body: &[u8], out: &mut [u8; NORM], avx2: bool) -> (usize, u64,
 }
 
 /// Whether the CPU runs AVX2 (asked once per [`Layouts`]).
-fn has_avx2() -> bool {
+pub(super) fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     return std::arch::is_x86_feature_detected!("avx2");
     #[cfg(not(target_arch = "x86_64"))]

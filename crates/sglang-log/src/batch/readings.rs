@@ -8,6 +8,7 @@
 //! do not move), so the one pass loads each value's word straight from the plan, without the
 //! key slot, span and bounds look-ups or the count of the keys.
 
+use super::layout::has_avx2;
 use super::{BatchKind, BatchLine, admits_f64, kid};
 use crate::num::{
     bool_of_tail, digit_bytes, hundredths_of_digit_tail, hundredths_of_tail, u64_of_digit_tail,
@@ -94,6 +95,14 @@ const PREFILL_SOUND: [usize; 6] = [NEW_SEQ, NEW_TOKEN, CACHED_TOKEN, USAGE, RUNN
 const PLAN_NONE: u8 = 0;
 const PLAN_DECODE: u8 = 1;
 const PLAN_PREFILL: u8 = 2;
+/// [`UsualPlan::mode`]: every count and `%.2f` reading of the line the plan was made of is of
+/// its plain form (ASCII digits; `d.dd` to `ddddd.dd`), so that of every line of its layout
+/// too (digits in the same bytes, the other bytes equal): the one pass reads them without
+/// checks ([`u64_of_digit_tail`], [`hundredths_of_digit_tail`]).
+const SURE: u8 = 4;
+/// [`UsualPlan::mode`]: [`SURE`], and the CPU runs AVX2: the counts and `%.2f` readings are
+/// read all at once ([`wide_values`]), the graph flag is the plan's.
+const WIDE: u8 = 8;
 
 /// Where the readings of a usual batch line lie ([`BatchLine::usual_decode`],
 /// [`BatchLine::usual_prefill`]), made once per layout ([`UsualPlan::of`]) and carried by
@@ -107,26 +116,29 @@ const PLAN_PREFILL: u8 = 2;
 /// values by the key slots; both read the same.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct UsualPlan {
-    /// [`PLAN_NONE`], [`PLAN_DECODE`] or [`PLAN_PREFILL`].
-    kind: u8,
+    /// [`PLAN_NONE`], [`PLAN_DECODE`] or [`PLAN_PREFILL`] (bits 0-1, [`UsualPlan::kind`]),
+    /// [`SURE`] and [`WIDE`], and the graph flag's reading (bits 4-5, [`UsualPlan::graph`]:
+    /// 0 `None`, 1 `False`, 2 `True`; a value that [`bool_of_tail`] reads holds no digit,
+    /// so it is the same on every line of the layout, only digits differ, and one that holds
+    /// a digit reads `None` on every line). One byte: a plan is copied into every record a
+    /// layout gives.
+    mode: u8,
     /// Offset (bytes) in the text of the 8 bytes that end reading `i`'s value.
     at: [u8; 8],
     /// Length (bytes) of reading `i`'s value, 0 when absent.
     len: [u8; 8],
-    /// Every count and `%.2f` reading of the line the plan was made of is of its plain form
-    /// (ASCII digits; `d.dd` to `ddddd.dd`), so that of every line of its layout too (digits
-    /// in the same bytes, the other bytes equal): the one pass reads them without checks
-    /// ([`u64_of_digit_tail`], [`hundredths_of_digit_tail`]).
-    sure: bool,
+    /// Bytes of the text the readings' words reach (the largest `at + 8`, 8 at least): a
+    /// line at least this long holds every word the wide read loads.
+    end: u8,
 }
 
 impl UsualPlan {
     /// No plan: the one pass finds the values by the key slots.
     pub(crate) const NONE: UsualPlan = UsualPlan {
-        kind: PLAN_NONE,
+        mode: PLAN_NONE,
         at: [0; 8],
         len: [0; 8],
-        sure: false,
+        end: 8,
     };
 
     /// The plan of batch line `b` (see [`UsualPlan`]), or [`UsualPlan::NONE`] for a line that
@@ -140,7 +152,7 @@ impl UsualPlan {
             return UsualPlan::NONE;
         }
         let mut plan = UsualPlan {
-            kind,
+            mode: kind,
             ..UsualPlan::NONE
         };
         let mut n = 0usize;
@@ -167,7 +179,7 @@ impl UsualPlan {
         if n != usize::from(b.len) {
             return UsualPlan::NONE;
         }
-        plan.sure = forms.iter().enumerate().all(|(i, form)| {
+        let sure = forms.iter().enumerate().all(|(i, form)| {
             let (at, len) = (usize::from(plan.at[i]), u32::from(plan.len[i]));
             if len == 0 || matches!(form, Form::Flag) {
                 // absent, or a flag (read with its check)
@@ -189,7 +201,51 @@ impl UsualPlan {
                 _ => len >= 4 && (tail >> 40) as u8 == b'.' && digits == value & !(0x80 << 40),
             }
         });
+        // the flag as `flag_of` reads it (no field, or a value of another form: `None`)
+        let flag = ids.iter().position(|&id| id == CUDA_GRAPH).and_then(|i| {
+            let len = usize::from(plan.len[i]);
+            if len == 0 {
+                return Some(0);
+            }
+            let at = usize::from(plan.at[i]);
+            let tail = b.text.as_bytes().get(at..at + 8)?;
+            let tail = u64::from_le_bytes(tail.try_into().ok()?);
+            Some(bool_of_tail(tail, len).map_or(0, |on| 1 + u8::from(on)))
+        });
+        if sure {
+            plan.mode |= SURE;
+            if let Some(flag) = flag {
+                plan.mode |= flag << 4 | if has_avx2() { WIDE } else { 0 };
+            }
+        }
+        plan.end = plan
+            .at
+            .iter()
+            .map(|&at| at.saturating_add(8))
+            .max()
+            .unwrap_or(8);
         plan
+    }
+}
+
+impl UsualPlan {
+    /// The graph flag of every line of the plan's layout ([`UsualPlan::flag`]).
+    #[inline(always)]
+    fn graph(&self) -> Option<bool> {
+        let flag = self.mode >> 4 & 3;
+        (flag != 0).then_some(flag == 2)
+    }
+
+    /// [`PLAN_NONE`], [`PLAN_DECODE`] or [`PLAN_PREFILL`].
+    #[inline(always)]
+    fn kind(&self) -> u8 {
+        self.mode & 3
+    }
+
+    /// Whether the counts and `%.2f` readings are of their plain forms ([`SURE`]).
+    #[inline(always)]
+    fn sure(&self) -> bool {
+        self.mode & SURE != 0
     }
 }
 
@@ -221,6 +277,126 @@ const PREFILL_FORMS: [Form; 8] = [
     Form::Hundredths,
     Form::Flag,
 ];
+
+/// The pick and threshold vectors of [`wide_values`] for readings of `forms` (in lane order,
+/// a missing lane none): for lane `i` (byte `j` of its 8) the byte of its word that goes
+/// there (`pshufb` counts from its 128-bit half), and the length the value must exceed for
+/// the byte to be a digit (else it is zeroed). A count's digits are the word's last `len`
+/// bytes; a `%.2f` reading's the last `len - 1` once the `.` (the word's byte 5) is taken
+/// out, the bytes before it moved up one, as [`hundredths_of_digit_tail`] does; a flag's lane
+/// is left zero.
+const fn wide_forms(forms: &[Form]) -> [[u8; 32]; 4] {
+    let mut t = [[0u8; 32]; 4];
+    let mut i = 0;
+    while i < 8 {
+        let mut j = 0;
+        while j < 8 {
+            // lane i: half i / 4 of the eight, byte 8 * (i % 4) + j of its vector, byte
+            // 8 * (i % 2) + j of its 128-bit half
+            let (v, at) = (i / 4, 8 * (i % 4) + j);
+            let base = (8 * (i % 2)) as u8;
+            let (pick, above) = if i < forms.len() {
+                match forms[i] {
+                    Form::Count => (j as u8, 7 - j as u8),
+                    Form::Hundredths if j >= 6 => (j as u8, 8 - j as u8),
+                    Form::Hundredths if j >= 1 => (j as u8 - 1, 8 - j as u8),
+                    _ => (0, 127),
+                }
+            } else {
+                (0, 127)
+            };
+            t[v][at] = base + pick;
+            t[2 + v][at] = above;
+            j += 1;
+        }
+        i += 1;
+    }
+    t
+}
+
+/// [`wide_forms`] of a decode and of a prefill line's readings.
+const WIDE_DECODE: [[u8; 32]; 4] = wide_forms(&DECODE_FORMS);
+const WIDE_PREFILL: [[u8; 32]; 4] = wide_forms(&PREFILL_FORMS);
+
+/// The picks that put byte `i` of a word broadcast to every 64-bit lane in the low byte of
+/// lane `i` (zeros above it: the gather's offset), and in every byte of lane `i` (the length
+/// compared with the thresholds), for the eight lanes in two vectors.
+const fn lane_bytes(every: bool) -> [[u8; 32]; 2] {
+    let mut t = [[0x80u8; 32]; 2];
+    let mut i = 0;
+    while i < 8 {
+        let mut j = 0;
+        while j < 8 {
+            if every || j == 0 {
+                t[i / 4][8 * (i % 4) + j] = i as u8;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    t
+}
+const AT_BYTES: [[u8; 32]; 2] = lane_bytes(false);
+const LEN_BYTES: [[u8; 32]; 2] = lane_bytes(true);
+
+/// The values of a wide plan's readings (see [`WIDE`]), lane `i` reading `i`'s:
+/// a count as [`u64_of_digit_tail`] reads it, a `%.2f` reading as the integer of its digits
+/// ([`hundredths_of_digit_tail`] before its division by 100), a flag or missing reading 0.
+/// The eight words are gathered from `text` at the plan's offsets, each value's digits
+/// picked (right-aligned, the `.` taken out, zeros in front) by one byte shuffle per four,
+/// and the digits combined in pairs, fours and eights by multiply-adds: some 30 vector
+/// instructions for the line, where a word-wise parse of each value took 25 to 30 scalar
+/// ones each.
+///
+/// # Safety
+/// The CPU must run AVX2, and `text` must hold at least `max(at[i]) + 8` bytes (the plan's
+/// `end`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn wide_values(text: &[u8], at: u64, len: u64, forms: &[[u8; 32]; 4]) -> [u64; 8] {
+    use std::arch::x86_64::{
+        __m256i, _mm256_add_epi64, _mm256_andnot_si256, _mm256_cmpgt_epi8, _mm256_i64gather_epi64,
+        _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_mul_epu32,
+        _mm256_or_si256, _mm256_set1_epi8, _mm256_set1_epi16, _mm256_set1_epi32,
+        _mm256_set1_epi64x, _mm256_shuffle_epi8, _mm256_srli_epi64, _mm256_storeu_si256,
+        _mm256_subs_epu8,
+    };
+    debug_assert!(text.len() >= 8);
+    let load = |b: &[u8; 32]| {
+        // SAFETY: `b` holds 32 bytes; an unaligned load.
+        unsafe { _mm256_loadu_si256(b.as_ptr() as *const __m256i) }
+    };
+    let (at, len) = (
+        _mm256_set1_epi64x(at as i64),
+        _mm256_set1_epi64x(len as i64),
+    );
+    let (high, zero) = (_mm256_set1_epi8(-128), _mm256_set1_epi8(b'0' as i8));
+    // (10, 1) on the byte pairs, (100, 1) on the pairs of pairs
+    let (tens, hundreds) = (_mm256_set1_epi16(0x010a), _mm256_set1_epi32(0x0001_0064));
+    let mut out = [0u64; 8];
+    for h in 0..2 {
+        let offsets = _mm256_shuffle_epi8(at, load(&AT_BYTES[h]));
+        let lens = _mm256_shuffle_epi8(len, load(&LEN_BYTES[h]));
+        let digit = _mm256_cmpgt_epi8(lens, load(&forms[2 + h]));
+        let pick = _mm256_or_si256(load(&forms[h]), _mm256_andnot_si256(digit, high));
+        // SAFETY: each lane's offset is one of the plan's `at` (0 to 247), and the text
+        // holds `at + 8` bytes for every one of them (the caller's contract): each gathered
+        // word lies in the text.
+        let words = unsafe { _mm256_i64gather_epi64::<1>(text.as_ptr() as *const i64, offsets) };
+        // the digits' values (a zeroed byte stays 0)
+        let d = _mm256_subs_epu8(_mm256_shuffle_epi8(words, pick), zero);
+        let pairs = _mm256_maddubs_epi16(d, tens);
+        let fours = _mm256_madd_epi16(pairs, hundreds);
+        let eights = _mm256_add_epi64(
+            _mm256_mul_epu32(fours, _mm256_set1_epi64x(10_000)),
+            _mm256_srli_epi64::<32>(fours),
+        );
+        // SAFETY: `out[4 * h..]` holds 32 bytes (h < 2).
+        unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(4 * h) as *mut __m256i, eights) };
+    }
+    out
+}
 
 /// A reading's value (the 8 bytes that end it and its length; `None`: the key has no field)
 /// as a count; `None`: not read in one pass.
@@ -298,6 +474,32 @@ impl<'a> BatchLine<'a> {
         Some(Some((u64::from_le_bytes(tail), len)))
     }
 
+    /// The values of the readings by a wide plan ([`wide_values`] with the picks `forms` of
+    /// the plan's kind), `None` without one or for a text shorter than the plan reaches.
+    #[inline(always)]
+    fn wide(&self, forms: &[[u8; 32]; 4]) -> Option<[u64; 8]> {
+        #[cfg(target_arch = "x86_64")]
+        if self.plan.mode & WIDE != 0 && self.text.len() >= usize::from(self.plan.end) {
+            let (at, len) = (
+                u64::from_le_bytes(self.plan.at),
+                u64::from_le_bytes(self.plan.len),
+            );
+            // SAFETY: a plan is wide only when the CPU runs AVX2 (`UsualPlan::of`), and the
+            // text holds `end` = the largest `at + 8` bytes (checked just above).
+            return Some(unsafe { wide_values(self.text.as_bytes(), at, len, forms) });
+        }
+        let _ = forms;
+        None
+    }
+
+    /// Reading `i` of a wide read's values `v` as a `%.2f` figure: the integer of its digits
+    /// over 100, as [`hundredths_of_digit_tail`] divides it (converted from an `i64`, one
+    /// instruction where a `u64`'s takes several: the value is below 10^8).
+    #[inline(always)]
+    fn wide_hundredths(&self, v: &[u64; 8], i: usize) -> Option<f64> {
+        (self.plan.len[i] != 0).then(|| v[i] as i64 as f64 / 100.0)
+    }
+
     /// The readings of a decode line of the keys of [`BatchLine::strict_and_sound`], each
     /// value from `tail` (by reading index and key, as [`BatchLine::tail_of`] gives it).
     #[inline(always)]
@@ -342,13 +544,39 @@ impl<'a> BatchLine<'a> {
     /// other key has a field). `None` for any other line, and for a line with a value of
     /// another form than SGLang prints (more than 8 bytes, a count that is not digits, a rate
     /// or fraction that is not `%.2f`): read it with the accessors.
-    #[inline]
+    ///
+    /// A line read by a wide plan ([`WIDE`]) is read here, inlined into the caller
+    /// (its readings go straight to where the caller keeps them: through a returned struct
+    /// and a call they were copied twice, ~40 instructions); any other by
+    /// [`BatchLine::usual_decode_by_words`].
+    #[inline(always)]
     pub fn usual_decode(&self) -> Option<DecodeReadings> {
+        if self.plan.mode & (3 | WIDE) == PLAN_DECODE | WIDE
+            && self.strict_and_sound(&DECODE_KEYS)
+            && let Some(v) = self.wide(&WIDE_DECODE)
+        {
+            let count = |i: usize| (self.plan.len[i] != 0).then_some(v[i]);
+            return Some(DecodeReadings {
+                running: count(0),
+                queue: count(1),
+                tokens: count(2),
+                usage: self.wide_hundredths(&v, 3),
+                gen_tps: self.wide_hundredths(&v, 4),
+                graph: self.plan.graph(),
+                accept_len: self.wide_hundredths(&v, 6),
+            });
+        }
+        self.usual_decode_by_words()
+    }
+
+    /// [`BatchLine::usual_decode`] of a line without a wide plan: each value by its word.
+    #[inline(never)]
+    fn usual_decode_by_words(&self) -> Option<DecodeReadings> {
         if !self.strict_and_sound(&DECODE_KEYS) {
             return None;
         }
-        if self.plan.kind == PLAN_DECODE {
-            if self.plan.sure {
+        if self.plan.kind() == PLAN_DECODE {
+            if self.plan.sure() {
                 let count = |i| Some(self.planned(i)?.map(|(t, n)| u64_of_digit_tail(t, n)));
                 let hundredths = |i| {
                     Some(
@@ -377,13 +605,37 @@ impl<'a> BatchLine<'a> {
     /// (`#new-seq`, `#new-token`, `#cached-token`, `token usage`, `#running-req`,
     /// `#queue-req`, `#pending-token`, `input throughput (token/s)`, `cuda graph`), in one
     /// pass, as [`BatchLine::usual_decode`] reads a decode line. `None` for any other line.
-    #[inline]
+    #[inline(always)]
     pub fn usual_prefill(&self) -> Option<PrefillReadings> {
+        if self.plan.mode & (3 | WIDE) == PLAN_PREFILL | WIDE
+            && self.strict_and_sound(&PREFILL_SOUND)
+            && let Some(v) = self.wide(&WIDE_PREFILL)
+        {
+            let count = |i: usize| (self.plan.len[i] != 0).then_some(v[i]);
+            return Some(PrefillReadings {
+                new_seq: count(0),
+                new_token: count(1),
+                cached_token: count(2),
+                running: count(3),
+                queue: count(4),
+                usage: self.wide_hundredths(&v, 5),
+                input_tps: self
+                    .wide_hundredths(&v, 6)
+                    .filter(|&x| self.sound(INPUT) || admits_f64(INPUT, x)),
+                graph: self.plan.graph(),
+            });
+        }
+        self.usual_prefill_by_words()
+    }
+
+    /// [`BatchLine::usual_prefill`] of a line without a wide plan: each value by its word.
+    #[inline(never)]
+    fn usual_prefill_by_words(&self) -> Option<PrefillReadings> {
         if !self.strict_and_sound(&PREFILL_SOUND) {
             return None;
         }
-        if self.plan.kind == PLAN_PREFILL {
-            if self.plan.sure {
+        if self.plan.kind() == PLAN_PREFILL {
+            if self.plan.sure() {
                 let count = |i| Some(self.planned(i)?.map(|(t, n)| u64_of_digit_tail(t, n)));
                 let hundredths = |i| {
                     Some(
@@ -460,7 +712,15 @@ mod tests {
             planned.plan = UsualPlan::of(&b);
             // and without the unchecked parse of a plan of plain values
             let mut checked = planned.clone();
-            checked.plan.sure = false;
+            checked.plan.mode &= !(SURE | WIDE);
+            // and with it, one value at a time rather than all at once
+            let mut narrow = planned.clone();
+            narrow.plan.mode &= !WIDE;
+            assert_eq!(
+                format!("{:?}", (planned.usual_decode(), planned.usual_prefill())),
+                format!("{:?}", (narrow.usual_decode(), narrow.usual_prefill())),
+                "{text}"
+            );
             assert_eq!(
                 format!("{:?}", (planned.usual_decode(), planned.usual_prefill())),
                 format!("{:?}", (checked.usual_decode(), checked.usual_prefill())),
@@ -537,8 +797,64 @@ mod tests {
             let Event::Batch(b) = ev else {
                 panic!("{text}")
             };
-            assert!(UsualPlan::of(&b).sure, "{text}");
+            assert!(UsualPlan::of(&b).sure(), "{text}");
         }
+    }
+
+    /// Every length of every reading (counts of 1 to 8 digits, `%.2f` of 1 to 5 digits before
+    /// the `.`), each digit in every place: the wide read gives the accessors' readings.
+    #[test]
+    fn every_value_length_reads_alike() {
+        let digits = |n: usize, seed: usize| -> String {
+            (0..n)
+                .map(|k| char::from(b'0' + ((seed * 7 + k * 3 + n) % 10) as u8))
+                .collect()
+        };
+        let mut wide = 0;
+        for seed in 0..10 {
+            for n in 1..=8 {
+                let c = |k: usize| digits(n.min(8 - k % 3).max(1), seed + k);
+                let h = |k: usize| {
+                    let m = (n + k) % 4 + 1;
+                    format!("{}.{}", digits(m, seed + k), digits(2, seed + 2 * k))
+                };
+                for text in [
+                    format!(
+                        "Decode batch. #running-req: {}, #token: {}, token usage: 0.{}, accept len: {}.{}, cuda graph: True, gen throughput (token/s): {}, #queue-req: {}",
+                        c(0),
+                        c(1),
+                        digits(2, seed + n),
+                        digits(1, seed),
+                        digits(2, n),
+                        h(2),
+                        digits(n, seed + 9)
+                    ),
+                    format!(
+                        "Prefill batch. #new-seq: {}, #new-token: {}, #cached-token: {}, token usage: 0.{}, #running-req: {}, #queue-req: {}, #pending-token: 7, input throughput (token/s): {}, cuda graph: False",
+                        c(0),
+                        c(1),
+                        digits(n, seed + 4),
+                        digits(2, seed + 2 * n),
+                        c(2),
+                        c(3),
+                        h(4)
+                    ),
+                ] {
+                    // (a count too long to be sound on sight is read by the accessors)
+                    if !agree(&text) {
+                        continue;
+                    }
+                    let mut ev = Event::Other;
+                    parse_standard_into(&text, &mut ev, &mut KeyOrder::new(true));
+                    let Event::Batch(b) = ev else {
+                        panic!("{text}")
+                    };
+                    wide += usize::from(UsualPlan::of(&b).mode & WIDE != 0);
+                }
+            }
+        }
+        // (a CPU without AVX2 reads them one at a time)
+        assert!(wide >= 100 || !has_avx2(), "{wide}");
     }
 
     #[test]
