@@ -423,6 +423,39 @@ impl Layout {
     }
 }
 
+/// Writes the record of a line of layout `l` (its message `text`, its screening bits
+/// `check`) into `out`.
+#[inline(always)]
+fn write_batch<'a>(l: &Layout, text: &'a str, check: u64, out: &mut Event<'a>) {
+    *out = Event::Batch(BatchLine {
+        kind: l.kind,
+        iter: None,
+        form: BatchForm::Standard,
+        text,
+        spans: l.spans,
+        slot: l.slot,
+        known: l.known,
+        len: l.fields,
+        strict: true,
+        overflow: 0,
+        broken: 0,
+        check,
+        plan: l.plan,
+    });
+}
+
+/// [`write_batch`] with AVX2: the ~300-byte record copied 32 bytes a move, inline (without
+/// it the 192 bytes of spans went to a `memcpy` call, ~30 instructions, and the rest
+/// 8 bytes a move).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn write_batch_avx2<'a>(l: &Layout, text: &'a str, check: u64, out: &mut Event<'a>) {
+    write_batch(l, text, check, out);
+}
+
 impl Layouts {
     /// Whether layouts are learnt and used (off from the start for the tests that compare
     /// with the splitter, or once they were seldom used).
@@ -507,21 +540,15 @@ impl Layouts {
         for &(at, id) in l.zero_dot.iter().take(usize::from(l.zero_dots)) {
             check |= u64::from(b.get(usize::from(at)) != Some(&b'0')) << (id % 64);
         }
-        *out = Event::Batch(BatchLine {
-            kind: l.kind,
-            iter: None,
-            form: BatchForm::Standard,
-            text: line.get(msg..)?,
-            spans: l.spans,
-            slot: l.slot,
-            known: l.known,
-            len: l.fields,
-            strict: true,
-            overflow: 0,
-            broken: 0,
-            check,
-            plan: l.plan,
-        });
+        let text = line.get(msg..)?;
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: the CPU supports AVX2 (`avx2` is `has_avx2()`).
+            unsafe { write_batch_avx2(l, text, check, out) };
+            self.hits += 1;
+            return Some((msg, l.ranks));
+        }
+        write_batch(l, text, check, out);
         self.hits += 1;
         Some((msg, l.ranks))
     }
