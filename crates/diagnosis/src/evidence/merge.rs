@@ -198,8 +198,9 @@ impl ChunkFacts {
         // no SGLang event and stamped access lines of answered requests, unless a
         // traceback may be open, which such a line ends (`StackCollector::push`): that is only
         // right after a kept line (a traceback's own lines are kept, and a batch line or a
-        // left-out line ends any).
-        let ignored = match &rec.event {
+        // left-out line ends any). Told apart after the batch line's arm, which needs it not
+        // (before it, ~10 instructions a batch line).
+        let ignored = || match &rec.event {
             Event::Malformed { .. } => true,
             Event::Other => rec.timestamp.is_some(),
             Event::HttpAccess(a) => rec.timestamp.is_some() && a.status < 400,
@@ -229,8 +230,9 @@ impl ChunkFacts {
                 *k += 1;
                 self.closed = true;
             }
-            _ if ignored && self.closed => {}
+            _ if self.closed && ignored() => {}
             _ => {
+                let ignored = ignored();
                 if let Some(event) = KeptEvent::of(&rec.event, rec.message) {
                     let start = self.messages.len();
                     self.messages.push_str(rec.message);
