@@ -186,6 +186,14 @@ pub fn parse_http_access(msg: &str) -> Option<HttpAccess<'_>> {
 /// them as one u64, leading zeros and all (`000…153` is 153), and a status is 100 - 599.
 #[inline]
 pub(crate) fn access_status(digits: &[u8]) -> Option<u16> {
+    // the usual status: three digits, the first 1 to 5 (100 - 599 whatever the others), read
+    // without the count of leading zeros and the general parse (~40 instructions a line)
+    if let &[a @ b'1'..=b'5', b, c] = digits
+        && b.is_ascii_digit()
+        && c.is_ascii_digit()
+    {
+        return Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'));
+    }
     let zeros = digits.iter().take_while(|&&c| c == b'0').count();
     let significant = match &digits[zeros.min(digits.len().saturating_sub(1))..] {
         [] => return None,
@@ -331,6 +339,29 @@ pub fn parse_context_rejection(text: &str) -> Option<ContextRejection> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The three-digit short-cut reads every status as the count of zeros and the general
+    /// parse do, over every run of one to four digits.
+    #[test]
+    fn every_short_digit_run_reads_as_the_general_parse() {
+        let general = |d: &[u8]| {
+            let zeros = d.iter().take_while(|&&c| c == b'0').count();
+            let significant = d.get(zeros.min(d.len().saturating_sub(1))..)?;
+            let status = crate::num::parse_u64_bytes(significant)?;
+            u16::try_from(status)
+                .ok()
+                .filter(|s| (100..600).contains(s))
+        };
+        for n in 1..=4u32 {
+            for v in 0..10u32.pow(n) {
+                let d = format!("{v:0width$}", width = n as usize);
+                assert_eq!(access_status(d.as_bytes()), general(d.as_bytes()), "{d}");
+            }
+        }
+        for d in ["", "2x0", "20a", "-20", " 200", "２00"] {
+            assert_eq!(access_status(d.as_bytes()), general(d.as_bytes()), "{d}");
+        }
+    }
 
     #[test]
     fn the_error_screen_keeps_every_error_status() {
