@@ -8,112 +8,68 @@ use crate::evidence::{
     DecodeSample, Evidence, PrefillSample, SchedulerKey, SchedulerTimeline, collect_within,
 };
 use crate::report::{
-    CapacitySummary, GaugeStats, Rate, RateBasis, RetractionSummary, Span, SpanBasis, Unit,
+    CapacitySummary, GaugeStats, PhaseKind, Rate, RateBasis, RetractionSummary, Span, SpanBasis,
+    Unit,
 };
 use crate::thresholds as th;
 
 use super::gauges::{decode_clock, gauge_on, upper_median_interval};
 pub use super::gauges::{gauge, is_sorted, rate_gauge, share};
 
-/// One batch-line observation on a common footing (decode or prefill).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Obs {
-    /// Seconds (log clock), when the line had a timestamp.
-    pub t: Option<f64>,
-    /// 1-based line number.
-    pub line: u64,
-    /// Its source (see [`DecodeSample::source`]): with `line`, what identifies the line in a
-    /// scheduler joined from several files.
-    pub source: u32,
-    /// Whether it is a decode line (else prefill).
-    pub decode: bool,
-    /// `#running-req` (requests).
-    pub running: Option<u64>,
-    /// `#queue-req` (requests).
-    pub queue: Option<u64>,
-    /// `token usage` (fraction).
-    pub usage: Option<f64>,
+mod obs;
+pub use obs::{Obs, merged_obs};
+
+/// Which lines the steady figures take ([`Span`]'s steady window less the lines
+/// [`Span::left_out_at`] leaves out), its phases read once: a line without a time, or any line
+/// of a scheduler without a span, is taken.
+struct SteadyWindow {
+    /// The steady window (seconds), when there is a span.
+    window: Option<(f64, f64)>,
+    /// The stretches left out inside it (seconds): `(start, end, ends included)`.
+    left_out: Vec<(f64, f64, bool)>,
 }
 
-/// Decode and prefill lines of one scheduler merged in time order (then line order: rotated
-/// parts joined into one scheduler restart their line numbers); lines without a time come
-/// after the timed ones, in line order.
-///
-/// When the two timelines keep their lines at different strides (a long log keeps one decode
-/// line in 64 but one prefill line in 8), the denser one is thinned to the coarser stride
-/// first: each observation then stands for as many lines whatever its kind, and the gauges
-/// over the merged list (running requests, token usage) do not lean to the kind kept more
-/// densely (prefill lines report the batch right after admission).
-pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
-    let stride = s.decode.stride().max(s.prefill.stride());
-    let d = s.decode.kept_at(stride).map(|d: &DecodeSample| Obs {
-        t: d.t,
-        line: d.line,
-        source: d.source,
-        decode: true,
-        running: d.running,
-        queue: d.queue,
-        usage: d.usage,
-    });
-    let p = s.prefill.kept_at(stride).map(|p: &PrefillSample| Obs {
-        t: p.t,
-        line: p.line,
-        source: p.source,
-        decode: false,
-        running: p.running,
-        queue: p.queue,
-        usage: p.usage,
-    });
-    let d: Vec<Obs> = d.collect();
-    let p: Vec<Obs> = p.collect();
-    let sorted = |s: &[Obs]| s.is_sorted_by(|a, b| obs_order(a, b).is_le());
-    if sorted(&d) && sorted(&p) {
-        // each in order already (the rule): merged, a decode line first on a tie, which is
-        // the stable sort's order of the decode lines followed by the prefill lines
-        return merge_obs(&d, &p);
-    }
-    let mut all = d;
-    all.extend(p);
-    all.sort_by(obs_order);
-    all
-}
-
-/// The order of [`merged_obs`], a total order (a sort may panic on one that is not): timed
-/// lines by time, then line; untimed lines after them, by line. Comparing a timed line with an
-/// untimed one by line alone was not transitive once a scheduler held both (a time-only log
-/// joined to dated ones), and the sort panicked.
-fn obs_order(a: &Obs, b: &Obs) -> std::cmp::Ordering {
-    match (a.t, b.t) {
-        (Some(x), Some(y)) => x.total_cmp(&y).then(a.line.cmp(&b.line)),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.line.cmp(&b.line),
-    }
-}
-
-/// Two lists each in [`obs_order`] merged into one in that order, `a`'s item first where two
-/// compare equal: the stable sort of `a` followed by `b`.
-fn merge_obs(a: &[Obs], b: &[Obs]) -> Vec<Obs> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
-        if obs_order(y, x).is_lt() {
-            out.push(*y);
-            j += 1;
-        } else {
-            out.push(*x);
-            i += 1;
+impl SteadyWindow {
+    fn of(span: &Option<Span>) -> Self {
+        let Some(s) = span else {
+            return SteadyWindow {
+                window: None,
+                left_out: Vec::new(),
+            };
+        };
+        let left_out = s
+            .phases
+            .iter()
+            .filter_map(|p| match p.kind {
+                PhaseKind::Stalled | PhaseKind::AfterCrash => Some((p.start_s, p.end_s, true)),
+                PhaseKind::BusyGap => Some((p.start_s, p.end_s, false)),
+                _ => None,
+            })
+            .collect();
+        SteadyWindow {
+            window: Some((s.steady_start_s, s.steady_end_s)),
+            left_out,
         }
     }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
-}
 
-fn in_span(t: Option<f64>, span: &Option<Span>) -> bool {
-    match (t, span) {
-        (Some(t), Some(s)) => t >= s.steady_start_s && t <= s.steady_end_s && !s.left_out_at(t),
-        _ => true,
+    /// Whether a line at `t` is taken: what `in_span` was, the phases not read again for each
+    /// line.
+    #[inline]
+    fn holds(&self, t: Option<f64>) -> bool {
+        match (t, self.window) {
+            (Some(t), Some((from, to))) => {
+                t >= from
+                    && t <= to
+                    && !self.left_out.iter().any(|&(a, b, closed)| {
+                        if closed {
+                            t >= a && t <= b
+                        } else {
+                            t > a && t < b
+                        }
+                    })
+            }
+            _ => true,
+        }
     }
 }
 
@@ -302,27 +258,36 @@ impl<'e> SchedulerView<'e> {
         }
         let first_windows =
             phases::first_window_lines_at(tl.decode.samples(), tl.prefill.samples(), idle_gap_s);
-        let steady: Vec<Obs> = collect_within(
-            obs.len(),
-            obs.iter().filter(|o| in_span(o.t, &span)).copied(),
-        );
+        // the steady lines copied by plain loops: through `collect_within`'s filters each copy
+        // was a closure call
+        let window = SteadyWindow::of(&span);
+        let mut steady: Vec<Obs> = Vec::with_capacity(obs.len());
+        for o in &obs {
+            if window.holds(o.t) {
+                steady.push(*o);
+            }
+        }
         // a reading whose window includes idle time is no decode rate (`phases/`)
         let decode = tl.decode.samples();
-        let steady_decode: Vec<DecodeSample> = collect_within(
-            decode.len(),
-            decode.iter().filter(|d| in_span(d.t, &span)).map(|d| {
-                let mut d = *d;
-                if first_windows.binary_search(&d.line).is_ok() {
-                    d.gen_tps = None;
+        let mut steady_decode: Vec<DecodeSample> = Vec::with_capacity(decode.len());
+        for d in decode {
+            if window.holds(d.t) {
+                steady_decode.push(*d);
+                if !first_windows.is_empty()
+                    && first_windows.binary_search(&d.line).is_ok()
+                    && let Some(last) = steady_decode.last_mut()
+                {
+                    last.gen_tps = None;
                 }
-                d
-            }),
-        );
+            }
+        }
         let prefill = tl.prefill.samples();
-        let steady_prefill: Vec<PrefillSample> = collect_within(
-            prefill.len(),
-            prefill.iter().filter(|p| in_span(p.t, &span)).copied(),
-        );
+        let mut steady_prefill: Vec<PrefillSample> = Vec::with_capacity(prefill.len());
+        for p in prefill {
+            if window.holds(p.t) {
+                steady_prefill.push(*p);
+            }
+        }
         // A prefill line counts the running batch before its own new requests join
         // (`log_prefill_stats`: `#running-req` is the running batch the prefill is merged
         // into), so the running requests come from the decode lines when there are any.
@@ -765,34 +730,4 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
         method: String::new(),
         lines: Some(fewest_lines),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The merge of two ordered lists is the stable sort of the first followed by the second,
-    /// ties between them (equal times and lines: two sources) and untimed lines included.
-    #[test]
-    fn merged_lists_are_the_stable_sort() {
-        let obs = |i: u64, decode: bool| Obs {
-            t: (!i.is_multiple_of(11)).then_some((i / 3) as f64),
-            line: i % 5,
-            source: u32::from(decode),
-            decode,
-            running: Some(i),
-            queue: None,
-            usage: None,
-        };
-        for (n, m) in [(0, 0), (0, 7), (9, 0), (40, 13), (200, 350)] {
-            let mut a: Vec<Obs> = (0..n).map(|i| obs(i * 7 % 97, true)).collect();
-            let mut b: Vec<Obs> = (0..m).map(|i| obs(i * 5 % 89, false)).collect();
-            a.sort_by(obs_order);
-            b.sort_by(obs_order);
-            let mut want = a.clone();
-            want.extend(b.iter().copied());
-            want.sort_by(obs_order);
-            assert_eq!(merge_obs(&a, &b), want);
-        }
-    }
 }
