@@ -26,6 +26,64 @@ pub(crate) fn gauge_on(
     gauge_held(points, Hold::Forward, interval, clock)
 }
 
+/// The gauge of the readings `read` takes from `items` (lines at times `t`), `None` when no
+/// item has one: [`gauge_on`] of the points `(t, reading)` when every item has a reading (then
+/// `interval` and `clock` must be those of every item's time, [`decode_clock`]), else
+/// [`gauge`] of the points of the items that have one. With a clock and every reading finite,
+/// the readings go to the clock straight from the items: no list of points is made and read
+/// again (~0.4 M instructions for the three gauges of a scheduler's 5,900 steady decode lines).
+pub(crate) fn gauge_of<T>(
+    items: &[T],
+    t: impl Fn(&T) -> Option<f64>,
+    read: impl Fn(&T) -> Option<f64>,
+    interval: Option<f64>,
+    clock: Option<&(Clock, bool)>,
+) -> Option<GaugeStats> {
+    if let Some((c, held_on)) = clock
+        && let Some((first, rest)) = items.split_first()
+        && let Some(v0) = read(first).filter(|v| v.is_finite())
+    {
+        // what `gauge_held` finds on the clock, in its order: least and greatest of the
+        // readings, then the clock's summary of them (the last held on when it is)
+        let mut values: Vec<f64> = Vec::with_capacity(items.len() + 1);
+        values.push(v0);
+        let (mut min, mut max) = (v0, v0);
+        let mut every = true;
+        for it in rest {
+            match read(it) {
+                Some(v) if v.is_finite() => {
+                    min = min.min(v);
+                    max = max.max(v);
+                    values.push(v);
+                }
+                _ => {
+                    every = false;
+                    break;
+                }
+            }
+        }
+        if every {
+            let n = values.len();
+            if *held_on {
+                values.push(values[n - 1]);
+            }
+            return Some(stats(n, Some(min), Some(max), c.summary(&values)));
+        }
+    }
+    let points: Vec<(Option<f64>, f64)> = collect_within(
+        items.len(),
+        items.iter().filter_map(|x| Some((t(x), read(x)?))),
+    );
+    if points.is_empty() {
+        return None;
+    }
+    Some(if points.len() == items.len() {
+        gauge_on(&points, interval, clock)
+    } else {
+        gauge(&points)
+    })
+}
+
 /// The clock a [`gauge_on`] of points at `times` with `interval` weighs them by, made once for
 /// the gauges read at those times; with whether the last reading is held on past the last
 /// time. `None` when such a gauge would not weigh by time (a point without a time, fewer than
@@ -117,6 +175,17 @@ fn gauge_held(
         }
         _ => throughput_stats::time_weighted_summary(&series(points, hold, interval, n)),
     };
+    stats(n, min, max, summary)
+}
+
+/// A gauge's figures: `n` finite readings, their least and greatest, and their time-weighted
+/// summary (without one when it failed).
+fn stats(
+    n: usize,
+    min: Option<f64>,
+    max: Option<f64>,
+    summary: Result<throughput_stats::GaugeSummary, throughput_stats::StatsError>,
+) -> GaugeStats {
     match summary {
         Ok(s) => GaugeStats {
             n,

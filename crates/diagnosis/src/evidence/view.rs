@@ -13,7 +13,7 @@ use crate::report::{
 };
 use crate::thresholds as th;
 
-use super::gauges::{decode_clock, gauge_on, upper_median_interval};
+use super::gauges::{self, decode_clock, upper_median_interval};
 pub use super::gauges::{gauge, is_sorted, rate_gauge, share};
 
 mod obs;
@@ -288,15 +288,6 @@ impl<'e> SchedulerView<'e> {
                 steady_prefill.push(*p);
             }
         }
-        // A prefill line counts the running batch before its own new requests join
-        // (`log_prefill_stats`: `#running-req` is the running batch the prefill is merged
-        // into), so the running requests come from the decode lines when there are any.
-        let decode_running: Vec<(Option<f64>, f64)> = collect_within(
-            steady_decode.len(),
-            steady_decode
-                .iter()
-                .filter_map(|d| Some((d.t, d.running? as f64))),
-        );
         // the steady decode lines' median interval, taken once for the gauges over their clock
         // (a series with a reading on every line has every line's time) and the admission model
         let steady_interval = steady_decode
@@ -305,59 +296,44 @@ impl<'e> SchedulerView<'e> {
             .then(|| upper_median_interval(steady_decode.iter().filter_map(|d| d.t)))
             .flatten();
         let clock = decode_clock(steady_decode.iter().map(|d| d.t), steady_interval);
-        let on_clock = |series: &[(Option<f64>, f64)]| {
-            if series.len() == steady_decode.len() {
-                gauge_on(series, steady_interval, clock.as_ref())
-            } else {
-                gauge(series)
-            }
+        // the gauges of the steady decode lines, read from the lines (`gauge_of`)
+        let of_decode = |read: fn(&DecodeSample) -> Option<f64>| {
+            gauges::gauge_of(
+                &steady_decode,
+                |d| d.t,
+                read,
+                steady_interval,
+                clock.as_ref(),
+            )
         };
-        let running = if decode_running.is_empty() {
+        let of_steady = |read: fn(&Obs) -> Option<f64>| {
             gauge(&collect_within(
                 steady.len(),
-                steady.iter().filter_map(|o| Some((o.t, o.running? as f64))),
+                steady.iter().filter_map(|o| Some((o.t, read(o)?))),
             ))
-        } else {
-            on_clock(&decode_running)
         };
-        let decode_queue: Vec<(Option<f64>, f64)> = collect_within(
-            steady_decode.len(),
-            steady_decode
-                .iter()
-                .filter_map(|d| Some((d.t, d.queue? as f64))),
-        );
-        let queue_from_decode = !decode_queue.is_empty();
-        let queue_series = if decode_queue.is_empty() {
-            collect_within(
-                steady.len(),
-                steady.iter().filter_map(|o| Some((o.t, o.queue? as f64))),
-            )
-        } else {
-            decode_queue
-        };
-        let queued = if queue_from_decode {
-            on_clock(&queue_series)
-        } else {
-            gauge(&queue_series)
-        };
+        // A prefill line counts the running batch before its own new requests join
+        // (`log_prefill_stats`: `#running-req` is the running batch the prefill is merged
+        // into), so the running requests come from the decode lines when there are any.
+        let running = of_decode(|d| Some(d.running? as f64))
+            .unwrap_or_else(|| of_steady(|o| Some(o.running? as f64)));
+        let decode_queued = of_decode(|d| Some(d.queue? as f64));
+        let queue_from_decode = decode_queued.is_some();
+        let queued = decode_queued.unwrap_or_else(|| of_steady(|o| Some(o.queue? as f64)));
         // like the running count: the decode lines' usage when they print one (a prefill
         // line's usage may be read before or after its batch joins, spec §2.2.1)
-        let decode_usage: Vec<(Option<f64>, f64)> = collect_within(
-            steady_decode.len(),
-            steady_decode.iter().filter_map(|d| Some((d.t, d.usage?))),
-        );
-        let decode_usage = (!decode_usage.is_empty()).then(|| on_clock(&decode_usage));
-        let usage = decode_usage.unwrap_or_else(|| {
-            gauge(&collect_within(
-                steady.len(),
-                steady.iter().filter_map(|o| Some((o.t, o.usage?))),
-            ))
-        });
+        let decode_usage = of_decode(|d| d.usage);
+        let usage = decode_usage.unwrap_or_else(|| of_steady(|o| o.usage));
         let gen_tps = rate_gauge(&collect_within(
             steady_decode.len(),
             steady_decode.iter().filter_map(|d| Some((d.t, d.gen_tps?))),
         ));
-        let queued_share = share(&queue_series, |&(_, q)| Some(q > 0.0));
+        // the share of the standing queue's readings above 0 (decode lines', else all)
+        let queued_share = if queue_from_decode {
+            share(&steady_decode, |d| d.queue.map(|q| q > 0))
+        } else {
+            share(&steady, |o| o.queue.map(|q| q > 0))
+        };
         let full_share = share(&steady, |o| o.usage.map(|u| u >= th::KV_FULL_USAGE));
         // the KV pool's gauge is the decode lines' usage gauge: made once
         let pool_room = crate::evidence::pools::pool_room_with(
