@@ -148,14 +148,13 @@ pub fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
 /// records the phases. A span MSER judged burst-shaped keeps its basis; its phases are
 /// recorded all the same. Stalls and busy gaps inside the window are left out line by line
 /// ([`Span::left_out_at`]), as are the lines after a crash whatever the basis.
-fn apply_phases(span: &mut Span, tl: &SchedulerTimeline, idle_gap_s: f64) {
+fn apply_phases(span: &mut Span, tl: &SchedulerTimeline, marks: &phases::Marks, idle_gap_s: f64) {
     let ramp_end = span
         .basis
         .is_steady()
         .then_some(span.steady_start_s)
         .filter(|&t| t > span.start_s);
-    let marks = phases::Marks::of(tl);
-    let Some(p) = phases::find_at(tl.decode.samples(), ramp_end, &marks, idle_gap_s) else {
+    let Some(p) = phases::find_at(tl.decode.samples(), ramp_end, marks, idle_gap_s) else {
         return;
     };
     if span.basis.is_steady() {
@@ -253,11 +252,17 @@ impl<'e> SchedulerView<'e> {
         let mut span = find_span(tl, &obs);
         // the idle gap of the decode lines, taken once for the phases and the first windows
         let idle_gap_s = phases::idle_gap_s(tl.decode.samples());
+        // the marks' sorted prefill times serve the first windows too
+        let marks = phases::Marks::of(tl);
         if let Some(sp) = span.as_mut() {
-            apply_phases(sp, tl, idle_gap_s);
+            apply_phases(sp, tl, &marks, idle_gap_s);
         }
-        let first_windows =
-            phases::first_window_lines_at(tl.decode.samples(), tl.prefill.samples(), idle_gap_s);
+        let first_windows = phases::first_window_lines_at(
+            tl.decode.samples(),
+            tl.prefill.samples(),
+            &marks.prefill_t,
+            idle_gap_s,
+        );
         // the steady lines copied by plain loops: through `collect_within`'s filters each copy
         // was a closure call
         let window = SteadyWindow::of(&span);
