@@ -36,8 +36,7 @@ pub(crate) fn gauge_of<T>(
     items: &[T],
     t: impl Fn(&T) -> Option<f64>,
     read: impl Fn(&T) -> Option<f64>,
-    interval: Option<f64>,
-    clock: Option<&(Clock, bool)>,
+    (interval, clock): (Option<f64>, Option<&(Clock, bool)>),
 ) -> Option<GaugeStats> {
     if let Some((c, held_on)) = clock
         && let Some((first, rest)) = items.split_first()

@@ -302,15 +302,10 @@ impl<'e> SchedulerView<'e> {
             .flatten();
         let clock = decode_clock(steady_decode.iter().map(|d| d.t), steady_interval);
         // the gauges of the steady decode lines, read from the lines (`gauge_of`)
-        let of_decode = |read: fn(&DecodeSample) -> Option<f64>| {
-            gauges::gauge_of(
-                &steady_decode,
-                |d| d.t,
-                read,
-                steady_interval,
-                clock.as_ref(),
-            )
-        };
+        // (a generic function for each gauge: through a function pointer each reading was a
+        // call, ~0.1 M instructions a gauge)
+        let decode_times = |d: &DecodeSample| d.t;
+        let on = (steady_interval, clock.as_ref());
         let of_steady = |read: fn(&Obs) -> Option<f64>| {
             gauge(&collect_within(
                 steady.len(),
@@ -320,14 +315,20 @@ impl<'e> SchedulerView<'e> {
         // A prefill line counts the running batch before its own new requests join
         // (`log_prefill_stats`: `#running-req` is the running batch the prefill is merged
         // into), so the running requests come from the decode lines when there are any.
-        let running = of_decode(|d| Some(d.running? as f64))
-            .unwrap_or_else(|| of_steady(|o| Some(o.running? as f64)));
-        let decode_queued = of_decode(|d| Some(d.queue? as f64));
+        let running = gauges::gauge_of(
+            &steady_decode,
+            decode_times,
+            |d| Some(d.running? as f64),
+            on,
+        )
+        .unwrap_or_else(|| of_steady(|o| Some(o.running? as f64)));
+        let decode_queued =
+            gauges::gauge_of(&steady_decode, decode_times, |d| Some(d.queue? as f64), on);
         let queue_from_decode = decode_queued.is_some();
         let queued = decode_queued.unwrap_or_else(|| of_steady(|o| Some(o.queue? as f64)));
         // like the running count: the decode lines' usage when they print one (a prefill
         // line's usage may be read before or after its batch joins, spec §2.2.1)
-        let decode_usage = of_decode(|d| d.usage);
+        let decode_usage = gauges::gauge_of(&steady_decode, decode_times, |d| d.usage, on);
         let usage = decode_usage.unwrap_or_else(|| of_steady(|o| o.usage));
         let gen_tps = rate_gauge(&collect_within(
             steady_decode.len(),
