@@ -41,20 +41,22 @@ pub struct Phases {
     pub ramp_or_drain: bool,
 }
 
-/// Median of the positive gaps between consecutive decode lines (seconds), the log interval.
-fn median_interval(ts: &[f64]) -> Option<f64> {
-    let gaps: Vec<f64> = collect_within(
-        ts.len(),
-        ts.windows(2).map(|w| w[1] - w[0]).filter(|g| *g > 0.0),
-    );
-    throughput_stats::median_f64(&gaps)
-}
-
 /// The gap (seconds) above which two decode lines have idle time between them: at least
 /// [`th::IDLE_GAP_S`] and [`th::IDLE_GAP_INTERVALS`] log intervals.
 pub fn idle_gap_s(decode: &[DecodeSample]) -> f64 {
-    let ts: Vec<f64> = collect_within(decode.len(), decode.iter().filter_map(|d| d.t));
-    let interval = median_interval(&ts).unwrap_or(0.0);
+    // the gaps taken in one pass over the lines (a list of their times first cost a pass
+    // and a copy more)
+    let mut prev: Option<f64> = None;
+    let gaps: Vec<f64> = collect_within(
+        decode.len(),
+        decode.iter().filter_map(|d| {
+            let t = d.t?;
+            let gap = prev.map(|p| t - p);
+            prev = Some(t);
+            gap.filter(|g| *g > 0.0)
+        }),
+    );
+    let interval = throughput_stats::median_f64(&gaps).unwrap_or(0.0);
     th::IDLE_GAP_S.max(th::IDLE_GAP_INTERVALS * interval)
 }
 
