@@ -342,10 +342,7 @@ impl<'e> SchedulerView<'e> {
         // line's usage may be read before or after its batch joins, spec §2.2.1)
         let decode_usage = gauges::gauge_of(&steady_decode, decode_times, |d| d.usage, on);
         let usage = decode_usage.unwrap_or_else(|| of_steady(|o| o.usage));
-        let gen_tps = rate_gauge(&collect_within(
-            steady_decode.len(),
-            steady_decode.iter().filter_map(|d| Some((d.t, d.gen_tps?))),
-        ));
+        let gen_tps = gauges::rate_gauge_of(&steady_decode, decode_times, |d| d.gen_tps);
         // the share of the standing queue's readings above 0 (decode lines', else all)
         let queued_share = if queue_from_decode {
             share(&steady_decode, |d| d.queue.map(|q| q > 0))
