@@ -177,25 +177,30 @@ pub(crate) fn first_window_lines_at(
 
 /// Whether `g < IDLE_LOW_READING · m` ([`th::IDLE_LOW_READING`]), `m` the upper median of the
 /// finite `gen throughput` readings of `decode` ([`throughput_stats::median_f64`]; 0 when there
-/// is none), told without the median: `g < c·x` (`c` > 0) holds for a reading `x` and every
-/// greater one (a product rounds monotonically), so the readings for which it fails are the
-/// first ones in order, and it holds for the one at index `n / 2` exactly when they are at
-/// most `n / 2`. One pass that counts, where the median's copy and selection cost ~0.24 M
-/// instructions on a scheduler's 5,900 decode lines.
+/// is none), told without the median ([`median_holds`]: `g < c·x`, `c` > 0, holds for a
+/// reading `x` and every greater one, a product rounding monotonically). One pass that
+/// counts, where the median's copy and selection cost ~0.24 M instructions on a scheduler's
+/// 5,900 decode lines.
 fn below_median_share(g: f64, decode: &[DecodeSample]) -> bool {
     const { assert!(th::IDLE_LOW_READING > 0.0) };
+    let holds = |x: f64| g < th::IDLE_LOW_READING * x;
+    median_holds(decode.iter().filter_map(|d| d.gen_tps), holds).unwrap_or_else(|| holds(0.0))
+}
+
+/// Whether `holds` is true of the upper median of the finite `values`
+/// ([`throughput_stats::median_f64`]), for a `holds` that, true of a value, is true of every
+/// greater one: then the values it is false of come first in order, and it is true of the one
+/// at index `n / 2` exactly when they are at most `n / 2`. Counted in one pass, without the
+/// copy and selection of the median; `None` when no value is finite (no median).
+fn median_holds(values: impl Iterator<Item = f64>, holds: impl Fn(f64) -> bool) -> Option<bool> {
     let (mut finite, mut fails) = (0usize, 0usize);
-    for x in decode.iter().filter_map(|d| d.gen_tps) {
+    for x in values {
         if x.is_finite() {
             finite += 1;
-            fails += usize::from(!(g < th::IDLE_LOW_READING * x));
+            fails += usize::from(!holds(x));
         }
     }
-    if finite == 0 {
-        g < th::IDLE_LOW_READING * 0.0
-    } else {
-        fails <= finite / 2
-    }
+    (finite > 0).then_some(fails <= finite / 2)
 }
 
 /// Whether decoding went on through the gap between two decode lines whose lines in between
@@ -494,6 +499,11 @@ fn kv_fill_end(s: &[DecodeSample]) -> Option<f64> {
         return None;
     }
     let half = &s[s.len() / 2..];
+    // no plateau above 0 (a pool that reads 0.00 on most lines): told by counting, before
+    // the median is selected
+    if !median_holds(half.iter().filter_map(|d| d.usage), |u| u > 0.0)? {
+        return None;
+    }
     let later: Vec<f64> = collect_within(half.len(), half.iter().filter_map(|d| d.usage));
     let plateau = throughput_stats::median_f64(&later)?;
     if plateau <= 0.0 {
