@@ -276,12 +276,13 @@ impl<'e> SchedulerView<'e> {
             idle_gap_s,
         );
         // the steady lines copied by plain loops: through `collect_within`'s filters each copy
-        // was a closure call
+        // was a closure call; and copied from their place into the list (`extend_from_slice`:
+        // one `memcpy` a line, where `push` of a copy made two)
         let window = SteadyWindow::of(&span);
         let mut steady: Vec<Obs> = Vec::with_capacity(obs.len());
         for o in &obs {
             if window.holds(o.t) {
-                steady.push(*o);
+                steady.extend_from_slice(std::slice::from_ref(o));
             }
         }
         // a reading whose window includes idle time is no decode rate (`phases/`)
@@ -289,7 +290,7 @@ impl<'e> SchedulerView<'e> {
         let mut steady_decode: Vec<DecodeSample> = Vec::with_capacity(decode.len());
         for d in decode {
             if window.holds(d.t) {
-                steady_decode.push(*d);
+                steady_decode.extend_from_slice(std::slice::from_ref(d));
                 if !first_windows.is_empty()
                     && first_windows.binary_search(&d.line).is_ok()
                     && let Some(last) = steady_decode.last_mut()
@@ -302,7 +303,7 @@ impl<'e> SchedulerView<'e> {
         let mut steady_prefill: Vec<PrefillSample> = Vec::with_capacity(prefill.len());
         for p in prefill {
             if window.holds(p.t) {
-                steady_prefill.push(*p);
+                steady_prefill.extend_from_slice(std::slice::from_ref(p));
             }
         }
         // the steady decode lines' median interval, taken once for the gauges over their clock
