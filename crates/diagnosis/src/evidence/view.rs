@@ -13,7 +13,7 @@ use crate::report::{
 };
 use crate::thresholds as th;
 
-use super::gauges::{self, decode_clock, upper_median_interval};
+use super::gauges;
 pub use super::gauges::{gauge, is_sorted, rate_gauge, share};
 
 mod obs;
@@ -308,12 +308,8 @@ impl<'e> SchedulerView<'e> {
         }
         // the steady decode lines' median interval, taken once for the gauges over their clock
         // (a series with a reading on every line has every line's time) and the admission model
-        let steady_interval = steady_decode
-            .iter()
-            .all(|d| d.t.is_some())
-            .then(|| upper_median_interval(steady_decode.iter().filter_map(|d| d.t)))
-            .flatten();
-        let clock = decode_clock(steady_decode.iter().map(|d| d.t), steady_interval);
+        let (steady_interval, clock) =
+            gauges::interval_and_clock(steady_decode.iter().map(|d| d.t));
         // the gauges of the steady decode lines, read from the lines (`gauge_of`)
         // (a generic function for each gauge: through a function pointer each reading was a
         // call, ~0.1 M instructions a gauge)
