@@ -156,12 +156,13 @@ pub(crate) fn first_window_lines_at(
                 out.push(d.line)
             }
             _ if after_restart => out.push(d.line),
-            (None, _) if i == 0 && readings >= 3 => {
-                if d.gen_tps
-                    .is_some_and(|g| below_median_share(g, &decode[1..]))
-                {
-                    out.push(d.line);
-                }
+            (None, _)
+                if i == 0
+                    && readings >= 3
+                    && d.gen_tps
+                        .is_some_and(|g| below_median_share(g, &decode[1..])) =>
+            {
+                out.push(d.line)
             }
             _ => {}
         }
