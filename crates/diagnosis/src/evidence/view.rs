@@ -8,112 +8,68 @@ use crate::evidence::{
     DecodeSample, Evidence, PrefillSample, SchedulerKey, SchedulerTimeline, collect_within,
 };
 use crate::report::{
-    CapacitySummary, GaugeStats, Rate, RateBasis, RetractionSummary, Span, SpanBasis, Unit,
+    CapacitySummary, GaugeStats, PhaseKind, Rate, RateBasis, RetractionSummary, Span, SpanBasis,
+    Unit,
 };
 use crate::thresholds as th;
 
-use super::gauges::{decode_clock, gauge_on, upper_median_interval};
+use super::gauges;
 pub use super::gauges::{gauge, is_sorted, rate_gauge, share};
 
-/// One batch-line observation on a common footing (decode or prefill).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Obs {
-    /// Seconds (log clock), when the line had a timestamp.
-    pub t: Option<f64>,
-    /// 1-based line number.
-    pub line: u64,
-    /// Its source (see [`DecodeSample::source`]): with `line`, what identifies the line in a
-    /// scheduler joined from several files.
-    pub source: u32,
-    /// Whether it is a decode line (else prefill).
-    pub decode: bool,
-    /// `#running-req` (requests).
-    pub running: Option<u64>,
-    /// `#queue-req` (requests).
-    pub queue: Option<u64>,
-    /// `token usage` (fraction).
-    pub usage: Option<f64>,
+mod obs;
+pub use obs::{Obs, merged_obs};
+
+/// Which lines the steady figures take ([`Span`]'s steady window less the lines
+/// [`Span::left_out_at`] leaves out), its phases read once: a line without a time, or any line
+/// of a scheduler without a span, is taken.
+struct SteadyWindow {
+    /// The steady window (seconds), when there is a span.
+    window: Option<(f64, f64)>,
+    /// The stretches left out inside it (seconds): `(start, end, ends included)`.
+    left_out: Vec<(f64, f64, bool)>,
 }
 
-/// Decode and prefill lines of one scheduler merged in time order (then line order: rotated
-/// parts joined into one scheduler restart their line numbers); lines without a time come
-/// after the timed ones, in line order.
-///
-/// When the two timelines keep their lines at different strides (a long log keeps one decode
-/// line in 64 but one prefill line in 8), the denser one is thinned to the coarser stride
-/// first: each observation then stands for as many lines whatever its kind, and the gauges
-/// over the merged list (running requests, token usage) do not lean to the kind kept more
-/// densely (prefill lines report the batch right after admission).
-pub fn merged_obs(s: &SchedulerTimeline) -> Vec<Obs> {
-    let stride = s.decode.stride().max(s.prefill.stride());
-    let d = s.decode.kept_at(stride).map(|d: &DecodeSample| Obs {
-        t: d.t,
-        line: d.line,
-        source: d.source,
-        decode: true,
-        running: d.running,
-        queue: d.queue,
-        usage: d.usage,
-    });
-    let p = s.prefill.kept_at(stride).map(|p: &PrefillSample| Obs {
-        t: p.t,
-        line: p.line,
-        source: p.source,
-        decode: false,
-        running: p.running,
-        queue: p.queue,
-        usage: p.usage,
-    });
-    let d: Vec<Obs> = d.collect();
-    let p: Vec<Obs> = p.collect();
-    let sorted = |s: &[Obs]| s.is_sorted_by(|a, b| obs_order(a, b).is_le());
-    if sorted(&d) && sorted(&p) {
-        // each in order already (the rule): merged, a decode line first on a tie, which is
-        // the stable sort's order of the decode lines followed by the prefill lines
-        return merge_obs(&d, &p);
-    }
-    let mut all = d;
-    all.extend(p);
-    all.sort_by(obs_order);
-    all
-}
-
-/// The order of [`merged_obs`], a total order (a sort may panic on one that is not): timed
-/// lines by time, then line; untimed lines after them, by line. Comparing a timed line with an
-/// untimed one by line alone was not transitive once a scheduler held both (a time-only log
-/// joined to dated ones), and the sort panicked.
-fn obs_order(a: &Obs, b: &Obs) -> std::cmp::Ordering {
-    match (a.t, b.t) {
-        (Some(x), Some(y)) => x.total_cmp(&y).then(a.line.cmp(&b.line)),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.line.cmp(&b.line),
-    }
-}
-
-/// Two lists each in [`obs_order`] merged into one in that order, `a`'s item first where two
-/// compare equal: the stable sort of `a` followed by `b`.
-fn merge_obs(a: &[Obs], b: &[Obs]) -> Vec<Obs> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
-        if obs_order(y, x).is_lt() {
-            out.push(*y);
-            j += 1;
-        } else {
-            out.push(*x);
-            i += 1;
+impl SteadyWindow {
+    fn of(span: &Option<Span>) -> Self {
+        let Some(s) = span else {
+            return SteadyWindow {
+                window: None,
+                left_out: Vec::new(),
+            };
+        };
+        let left_out = s
+            .phases
+            .iter()
+            .filter_map(|p| match p.kind {
+                PhaseKind::Stalled | PhaseKind::AfterCrash => Some((p.start_s, p.end_s, true)),
+                PhaseKind::BusyGap => Some((p.start_s, p.end_s, false)),
+                _ => None,
+            })
+            .collect();
+        SteadyWindow {
+            window: Some((s.steady_start_s, s.steady_end_s)),
+            left_out,
         }
     }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
-}
 
-fn in_span(t: Option<f64>, span: &Option<Span>) -> bool {
-    match (t, span) {
-        (Some(t), Some(s)) => t >= s.steady_start_s && t <= s.steady_end_s && !s.left_out_at(t),
-        _ => true,
+    /// Whether a line at `t` is taken: what `in_span` was, the phases not read again for each
+    /// line.
+    #[inline]
+    fn holds(&self, t: Option<f64>) -> bool {
+        match (t, self.window) {
+            (Some(t), Some((from, to))) => {
+                t >= from
+                    && t <= to
+                    && !self.left_out.iter().any(|&(a, b, closed)| {
+                        if closed {
+                            t >= a && t <= b
+                        } else {
+                            t > a && t < b
+                        }
+                    })
+            }
+            _ => true,
+        }
     }
 }
 
@@ -142,7 +98,7 @@ pub fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
     }
     let start_s = series[0].0;
     let end_s = series[series.len() - 1].0;
-    let timestamp_resolution_s = if series.iter().all(|p| p.0.fract() == 0.0) {
+    let timestamp_resolution_s = if series.iter().all(|p| whole(p.0)) {
         1.0
     } else {
         0.0
@@ -187,19 +143,30 @@ pub fn find_span(tl: &SchedulerTimeline, obs: &[Obs]) -> Option<Span> {
     })
 }
 
+/// Whether `x` is a whole number (`x.fract() == 0.0`, which calls libm's `trunc` for each
+/// time on x86-64 without SSE 4.1: ~17 instructions a line): below 2^63 in size, what the
+/// truncating cast gives back; at or above it, every finite value is whole.
+fn whole(x: f64) -> bool {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if x.abs() < TWO_63 {
+        (x as i64) as f64 == x
+    } else {
+        x.is_finite()
+    }
+}
+
 /// Narrows `span`'s steady window to the steady phase of [`phases::find`] (warm-up, idle and
 /// busy gaps, other bursts, the KV fill, the drain and the lines after a crash left out) and
 /// records the phases. A span MSER judged burst-shaped keeps its basis; its phases are
 /// recorded all the same. Stalls and busy gaps inside the window are left out line by line
 /// ([`Span::left_out_at`]), as are the lines after a crash whatever the basis.
-fn apply_phases(span: &mut Span, tl: &SchedulerTimeline, idle_gap_s: f64) {
+fn apply_phases(span: &mut Span, tl: &SchedulerTimeline, marks: &phases::Marks, idle_gap_s: f64) {
     let ramp_end = span
         .basis
         .is_steady()
         .then_some(span.steady_start_s)
         .filter(|&t| t > span.start_s);
-    let marks = phases::Marks::of(tl);
-    let Some(p) = phases::find_at(tl.decode.samples(), ramp_end, &marks, idle_gap_s) else {
+    let Some(p) = phases::find_at(tl.decode.samples(), ramp_end, marks, idle_gap_s) else {
         return;
     };
     if span.basis.is_steady() {
@@ -297,102 +264,88 @@ impl<'e> SchedulerView<'e> {
         let mut span = find_span(tl, &obs);
         // the idle gap of the decode lines, taken once for the phases and the first windows
         let idle_gap_s = phases::idle_gap_s(tl.decode.samples());
+        // the marks' sorted prefill times serve the first windows too
+        let marks = phases::Marks::of(tl);
         if let Some(sp) = span.as_mut() {
-            apply_phases(sp, tl, idle_gap_s);
+            apply_phases(sp, tl, &marks, idle_gap_s);
         }
-        let first_windows =
-            phases::first_window_lines_at(tl.decode.samples(), tl.prefill.samples(), idle_gap_s);
-        let steady: Vec<Obs> = collect_within(
-            obs.len(),
-            obs.iter().filter(|o| in_span(o.t, &span)).copied(),
+        let first_windows = phases::first_window_lines_at(
+            tl.decode.samples(),
+            tl.prefill.samples(),
+            &marks.prefill_t,
+            idle_gap_s,
         );
+        // the steady lines copied by plain loops: through `collect_within`'s filters each copy
+        // was a closure call; and copied from their place into the list (`extend_from_slice`:
+        // one `memcpy` a line, where `push` of a copy made two)
+        let window = SteadyWindow::of(&span);
+        let mut steady: Vec<Obs> = Vec::with_capacity(obs.len());
+        for o in &obs {
+            if window.holds(o.t) {
+                steady.extend_from_slice(std::slice::from_ref(o));
+            }
+        }
         // a reading whose window includes idle time is no decode rate (`phases/`)
         let decode = tl.decode.samples();
-        let steady_decode: Vec<DecodeSample> = collect_within(
-            decode.len(),
-            decode.iter().filter(|d| in_span(d.t, &span)).map(|d| {
-                let mut d = *d;
-                if first_windows.binary_search(&d.line).is_ok() {
-                    d.gen_tps = None;
+        let mut steady_decode: Vec<DecodeSample> = Vec::with_capacity(decode.len());
+        for d in decode {
+            if window.holds(d.t) {
+                steady_decode.extend_from_slice(std::slice::from_ref(d));
+                if !first_windows.is_empty()
+                    && first_windows.binary_search(&d.line).is_ok()
+                    && let Some(last) = steady_decode.last_mut()
+                {
+                    last.gen_tps = None;
                 }
-                d
-            }),
-        );
+            }
+        }
         let prefill = tl.prefill.samples();
-        let steady_prefill: Vec<PrefillSample> = collect_within(
-            prefill.len(),
-            prefill.iter().filter(|p| in_span(p.t, &span)).copied(),
-        );
+        let mut steady_prefill: Vec<PrefillSample> = Vec::with_capacity(prefill.len());
+        for p in prefill {
+            if window.holds(p.t) {
+                steady_prefill.extend_from_slice(std::slice::from_ref(p));
+            }
+        }
+        // the steady decode lines' median interval, taken once for the gauges over their clock
+        // (a series with a reading on every line has every line's time) and the admission model
+        let (steady_interval, clock) =
+            gauges::interval_and_clock(steady_decode.iter().map(|d| d.t));
+        // the gauges of the steady decode lines, read from the lines (`gauge_of`)
+        // (a generic function for each gauge: through a function pointer each reading was a
+        // call, ~0.1 M instructions a gauge)
+        let decode_times = |d: &DecodeSample| d.t;
+        let on = (steady_interval, clock.as_ref());
+        let of_steady = |read: fn(&Obs) -> Option<f64>| {
+            gauge(&collect_within(
+                steady.len(),
+                steady.iter().filter_map(|o| Some((o.t, read(o)?))),
+            ))
+        };
         // A prefill line counts the running batch before its own new requests join
         // (`log_prefill_stats`: `#running-req` is the running batch the prefill is merged
         // into), so the running requests come from the decode lines when there are any.
-        let decode_running: Vec<(Option<f64>, f64)> = collect_within(
-            steady_decode.len(),
-            steady_decode
-                .iter()
-                .filter_map(|d| Some((d.t, d.running? as f64))),
-        );
-        // the steady decode lines' median interval, taken once for the gauges over their clock
-        // (a series with a reading on every line has every line's time) and the admission model
-        let steady_interval = steady_decode
-            .iter()
-            .all(|d| d.t.is_some())
-            .then(|| upper_median_interval(steady_decode.iter().filter_map(|d| d.t)))
-            .flatten();
-        let clock = decode_clock(steady_decode.iter().map(|d| d.t), steady_interval);
-        let on_clock = |series: &[(Option<f64>, f64)]| {
-            if series.len() == steady_decode.len() {
-                gauge_on(series, steady_interval, clock.as_ref())
-            } else {
-                gauge(series)
-            }
-        };
-        let running = if decode_running.is_empty() {
-            gauge(&collect_within(
-                steady.len(),
-                steady.iter().filter_map(|o| Some((o.t, o.running? as f64))),
-            ))
-        } else {
-            on_clock(&decode_running)
-        };
-        let decode_queue: Vec<(Option<f64>, f64)> = collect_within(
-            steady_decode.len(),
-            steady_decode
-                .iter()
-                .filter_map(|d| Some((d.t, d.queue? as f64))),
-        );
-        let queue_from_decode = !decode_queue.is_empty();
-        let queue_series = if decode_queue.is_empty() {
-            collect_within(
-                steady.len(),
-                steady.iter().filter_map(|o| Some((o.t, o.queue? as f64))),
-            )
-        } else {
-            decode_queue
-        };
-        let queued = if queue_from_decode {
-            on_clock(&queue_series)
-        } else {
-            gauge(&queue_series)
-        };
+        let running = gauges::gauge_of(
+            &steady_decode,
+            decode_times,
+            |d| Some(d.running? as f64),
+            on,
+        )
+        .unwrap_or_else(|| of_steady(|o| Some(o.running? as f64)));
+        let decode_queued =
+            gauges::gauge_of(&steady_decode, decode_times, |d| Some(d.queue? as f64), on);
+        let queue_from_decode = decode_queued.is_some();
+        let queued = decode_queued.unwrap_or_else(|| of_steady(|o| Some(o.queue? as f64)));
         // like the running count: the decode lines' usage when they print one (a prefill
         // line's usage may be read before or after its batch joins, spec §2.2.1)
-        let decode_usage: Vec<(Option<f64>, f64)> = collect_within(
-            steady_decode.len(),
-            steady_decode.iter().filter_map(|d| Some((d.t, d.usage?))),
-        );
-        let decode_usage = (!decode_usage.is_empty()).then(|| on_clock(&decode_usage));
-        let usage = decode_usage.unwrap_or_else(|| {
-            gauge(&collect_within(
-                steady.len(),
-                steady.iter().filter_map(|o| Some((o.t, o.usage?))),
-            ))
-        });
-        let gen_tps = rate_gauge(&collect_within(
-            steady_decode.len(),
-            steady_decode.iter().filter_map(|d| Some((d.t, d.gen_tps?))),
-        ));
-        let queued_share = share(&queue_series, |&(_, q)| Some(q > 0.0));
+        let decode_usage = gauges::gauge_of(&steady_decode, decode_times, |d| d.usage, on);
+        let usage = decode_usage.unwrap_or_else(|| of_steady(|o| o.usage));
+        let gen_tps = gauges::rate_gauge_of(&steady_decode, decode_times, |d| d.gen_tps);
+        // the share of the standing queue's readings above 0 (decode lines', else all)
+        let queued_share = if queue_from_decode {
+            share(&steady_decode, |d| d.queue.map(|q| q > 0))
+        } else {
+            share(&steady, |o| o.queue.map(|q| q > 0))
+        };
         let full_share = share(&steady, |o| o.usage.map(|u| u >= th::KV_FULL_USAGE));
         // the KV pool's gauge is the decode lines' usage gauge: made once
         let pool_room = crate::evidence::pools::pool_room_with(
@@ -769,30 +722,32 @@ pub fn steady_throughput(views: &[SchedulerView<'_>]) -> Option<Rate> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    /// The merge of two ordered lists is the stable sort of the first followed by the second,
-    /// ties between them (equal times and lines: two sources) and untimed lines included.
+    /// `whole` is `fract() == 0.0` on every kind of value.
     #[test]
-    fn merged_lists_are_the_stable_sort() {
-        let obs = |i: u64, decode: bool| Obs {
-            t: (!i.is_multiple_of(11)).then_some((i / 3) as f64),
-            line: i % 5,
-            source: u32::from(decode),
-            decode,
-            running: Some(i),
-            queue: None,
-            usage: None,
-        };
-        for (n, m) in [(0, 0), (0, 7), (9, 0), (40, 13), (200, 350)] {
-            let mut a: Vec<Obs> = (0..n).map(|i| obs(i * 7 % 97, true)).collect();
-            let mut b: Vec<Obs> = (0..m).map(|i| obs(i * 5 % 89, false)).collect();
-            a.sort_by(obs_order);
-            b.sort_by(obs_order);
-            let mut want = a.clone();
-            want.extend(b.iter().copied());
-            want.sort_by(obs_order);
-            assert_eq!(merge_obs(&a, &b), want);
+    fn whole_is_a_zero_fraction() {
+        let big = 9_223_372_036_854_775_808.0;
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -3.0,
+            0.5,
+            -0.5,
+            1_768_464_008.0,
+            1_768_464_008.25,
+            4_503_599_627_370_495.5,
+            4_503_599_627_370_496.0,
+            big,
+            -big,
+            big * 4.0,
+            f64::MAX,
+            f64::MIN,
+            f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ] {
+            assert_eq!(super::whole(x), x.fract() == 0.0, "{x}");
         }
     }
 }

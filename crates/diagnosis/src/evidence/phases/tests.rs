@@ -557,3 +557,49 @@ fn a_drain_ends_at_half_the_plateau() {
         .unwrap_or_else(|| panic!("{:?}", p.phases));
     assert!(drain.lines >= th::MIN_DRAIN_LINES, "{drain:?}");
 }
+
+/// The first reading's test without the median is the test against the median: readings with
+/// ties, zeros of both signs, values that are not finite, none at all, and first readings on
+/// either side of a quarter of each.
+#[test]
+fn the_counted_first_reading_test_is_the_medians() {
+    let line = |g: Option<f64>| DecodeSample {
+        gen_tps: g,
+        ..DecodeSample::default()
+    };
+    let sets: Vec<Vec<Option<f64>>> = vec![
+        (0..101)
+            .map(|i| Some(f64::from((i * 37) % 11) * 100.0))
+            .collect(),
+        (0..40).map(|i| Some(f64::from(i % 4) * 0.25)).collect(),
+        vec![Some(-0.0), Some(0.0), None, Some(f64::NAN), Some(4.0)],
+        vec![Some(f64::INFINITY), Some(800.0), Some(800.0), None],
+        vec![None, Some(f64::NAN)],
+        Vec::new(),
+    ];
+    for set in sets {
+        let decode: Vec<DecodeSample> = set.iter().map(|&g| line(g)).collect();
+        let readings: Vec<f64> = set.iter().flatten().copied().collect();
+        let median = throughput_stats::median_f64(&readings).unwrap_or(0.0);
+        let mut gs: Vec<f64> = readings.iter().map(|x| x * th::IDLE_LOW_READING).collect();
+        gs.extend([
+            -1.0,
+            0.0,
+            -0.0,
+            1e-9,
+            24.9,
+            25.0,
+            199.9,
+            200.0,
+            250.1,
+            f64::NAN,
+        ]);
+        for g in gs {
+            assert_eq!(
+                below_median_share(g, &decode),
+                g < th::IDLE_LOW_READING * median,
+                "{g} in {set:?}"
+            );
+        }
+    }
+}
