@@ -47,12 +47,16 @@ pub(crate) fn budget(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u6
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let max = v.steady_prefill.iter().filter_map(|p| p.new_token).max()?;
-    let exact = v
-        .steady_prefill
-        .iter()
-        .filter(|p| p.new_token == Some(max))
-        .count();
+    // the largest pass and how many passes carry exactly it, in one pass
+    let (mut max, mut exact) = (None, 0usize);
+    for n in v.steady_prefill.iter().filter_map(|p| p.new_token) {
+        match max {
+            Some(m) if n < m => {}
+            Some(m) if n == m => exact += 1,
+            _ => (max, exact) = (Some(n), 1),
+        }
+    }
+    let max = max?;
     if exact >= th::MIN_EXACT_CHUNKS && max.is_power_of_two() && configured.is_none_or(|c| max <= c)
     {
         return Some((max, LimitSource::RepeatedChunk));
