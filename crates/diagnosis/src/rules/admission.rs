@@ -130,6 +130,22 @@ pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> 
 }
 
 fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
+    let (first, timed) = sums(v, cap, u8::MAX)?;
+    match first.admission(timed) {
+        Ok(a) => a,
+        // a constraint read on some steps covers too few of them to count: the steps summed
+        // again with those that cover (rare: a pool or cap printed on few lines)
+        Err(covering) => {
+            let (again, timed) = sums(v, cap, covering)?;
+            again.admission(timed).ok().flatten()
+        }
+    }
+}
+
+/// The sums over the steps of scheduler `v` with the capacity `cap` (the room everywhere with
+/// the constraints `covering` takes to cover them), and whether every step has its time; `None`
+/// when no step has requests waiting.
+fn sums(v: &SchedulerView<'_>, cap: &CapacitySummary, covering: u8) -> Option<(Tally, bool)> {
     let waits = |d: &DecodeSample| d.queue.unwrap_or(0) > 0 || d.prealloc_req.unwrap_or(0) > 0;
     let ds = &v.steady_decode;
     let decode_queue = ds
@@ -153,7 +169,7 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
             if waits(d) {
                 let weight = clock.weight(d.t, ds.get(i + 1).map(|n| n.t));
                 tally
-                    .get_or_insert_with(|| Tally::new(v, cap, ds.len() - i))
+                    .get_or_insert_with(|| Tally::new(v, cap, ds.len() - i, covering))
                     .add(Step {
                         weight,
                         queue: d.queue.unwrap_or(0) + d.prealloc_req.unwrap_or(0),
@@ -166,7 +182,7 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
                     });
             }
         }
-        return tally?.admission(timed);
+        return Some((tally?, timed));
     }
     let ps = &v.steady_prefill;
     let (clock, timed) = Clock::of(ps.iter().map(|p| p.t), None);
@@ -176,7 +192,7 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
         }
         let weight = clock.weight(p.t, ps.get(i + 1).map(|n| n.t));
         tally
-            .get_or_insert_with(|| Tally::new(v, cap, ps.len() - i))
+            .get_or_insert_with(|| Tally::new(v, cap, ps.len() - i, covering))
             .add(Step {
                 weight,
                 queue: p.queue.unwrap_or(0),
@@ -189,7 +205,7 @@ fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
                 prefill_seqs: p.new_seq,
             });
     }
-    tally?.admission(timed)
+    Some((tally?, timed))
 }
 
 /// The admission model's figures on the finding of the verdict of scheduler `v`: the share of
@@ -358,6 +374,45 @@ mod tests {
             (wide.room_everywhere - (1.0 - reserve)).abs() < 1e-9,
             "{wide:?}"
         );
+    }
+
+    #[test]
+    fn a_pool_read_on_few_steps_holds_nothing_back() {
+        // DP1 under a cap far above its running count, `token usage` left on one line in ten
+        // only (in the reserve's range): the pool covers too few steps to count, so its reserve
+        // holds nothing back and every waiting request had room (the steps are summed again
+        // without it after a first sum that took it)
+        let lines: String = dp1()
+            .lines()
+            .enumerate()
+            .map(|(i, l)| match l.find("token usage: ") {
+                Some(_) if i % 10 == 0 => set_field(l, "token usage", "0.85"),
+                Some(at) => {
+                    let end = l[at..].find(", ").map_or(l.len(), |e| at + e + 2);
+                    format!("{}{}\n", &l[..at], &l[end..])
+                }
+                None => format!("{l}\n"),
+            })
+            .collect();
+        let a = model_of(&lines, &with_cap(100)).unwrap();
+        assert!(
+            a.bindings
+                .iter()
+                .all(|b| !matches!(b.constraint, Constraint::KvPool | Constraint::KvReserve)),
+            "{a:?}"
+        );
+        assert_eq!(a.room_everywhere, 1.0, "{a:?}");
+        // the same lines with every other line's usage below the reserve: the pool covers, and
+        // its reserve holds back the requests of the steps in its range
+        let low: String = dp1()
+            .lines()
+            .enumerate()
+            .map(|(i, l)| set_field(l, "token usage", if i % 10 == 0 { "0.85" } else { "0.10" }))
+            .collect();
+        let a = model_of(&low, &with_cap(100)).unwrap();
+        let reserve = share_of(&a, Constraint::KvReserve);
+        assert!(reserve > 0.0 && reserve < 0.5, "{a:?}");
+        assert!((a.room_everywhere - (1.0 - reserve)).abs() < 1e-9, "{a:?}");
     }
 
     #[test]

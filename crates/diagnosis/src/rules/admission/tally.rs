@@ -139,16 +139,16 @@ const JUDGES: [Judge; 7] = [
     (Constraint::OnePerPass, Slack::Requests),
 ];
 
-/// One step as the room everywhere reads it once the constraints that cover the steps are
-/// known: its weight, its queue, what the running cap holds back there (`u64::MAX` where it
-/// reads nothing), and a bit per constraint of [`JUDGES`] that holds back the whole queue.
-struct Held {
-    weight: f64,
-    /// `weight × queue`: the step's queued request-time.
-    all: f64,
-    queue: u64,
-    cap: u64,
-    whole: u8,
+/// `f64::total_cmp`'s order as an integer's (`throughput_stats`' order keys): a slack is kept
+/// as its key, selected among integers, and turned back by [`value`], the same bits.
+fn key(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 { !b } else { b | 1 << 63 }
+}
+
+/// The value whose [`key`] is `k`.
+fn value(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 
 /// The model's sums over the steps, every constraint judged on a step at once (one pass over
@@ -168,19 +168,36 @@ pub(super) struct Tally {
     binds: [f64; 7],
     /// The finite slacks in step order: the cap's (requests), the KV pool's (its reserve's are
     /// the same readings), the SWA pool's, the mamba slots', the budget's (tokens), one per
-    /// pass's (requests). Whole numbers stay whole: their median is the same as floats.
+    /// pass's (requests). Whole numbers stay whole: their median is the same as floats; the
+    /// pools' are kept as [`key`]s.
     cap_slack: Vec<u64>,
-    pool_slack: Vec<f64>,
-    swa_slack: Vec<f64>,
-    mamba_slack: Vec<f64>,
+    pool_slack: Vec<u64>,
+    swa_slack: Vec<u64>,
+    mamba_slack: Vec<u64>,
     budget_slack: Vec<u64>,
     pass_slack: Vec<u64>,
-    held: Vec<Held>,
+    /// The steps.
+    steps: usize,
+    /// A bit per constraint of [`JUDGES`] read on some step.
+    reads: u8,
+    /// The constraints taken to cover the steps while the room everywhere is summed (a bit
+    /// each): all of them at first; the room is right when every constraint read covers
+    /// ([`Self::admission`] says when not, and the steps are summed again with those that do).
+    /// Summed as the steps come, no record of each step is kept for a second pass.
+    covering: u8,
+    /// The queued request-time no covering constraint holds back, in step order from 0.0.
+    free: f64,
 }
 
 impl Tally {
     /// Sums for the steps of scheduler `v` with the capacity `cap`, at most `n` of them.
-    pub(super) fn new(v: &SchedulerView<'_>, cap: &CapacitySummary, n: usize) -> Tally {
+    /// `covering`: the constraints taken to cover the steps (see [`Self::covering`]).
+    pub(super) fn new(
+        v: &SchedulerView<'_>,
+        cap: &CapacitySummary,
+        n: usize,
+        covering: u8,
+    ) -> Tally {
         // the budget once: the prefill_limit facts take it rather than work it out again
         let budget = prefill_limit::budget(v, cap);
         let one_per_pass = prefill_limit::check_with_budget(v, cap, budget)
@@ -201,7 +218,10 @@ impl Tally {
             mamba_slack: Vec::new(),
             budget_slack: Vec::with_capacity(room(budget.is_some())),
             pass_slack: Vec::with_capacity(room(one_per_pass)),
-            held: Vec::with_capacity(n),
+            steps: 0,
+            reads: 0,
+            covering,
+            free: 0.0,
         }
     }
 
@@ -228,7 +248,7 @@ impl Tally {
         if let Some(u) = s.usage {
             let slack = (1.0 - u).max(0.0);
             if slack.is_finite() {
-                self.pool_slack.push(slack);
+                self.pool_slack.push(key(slack));
             }
             let full = u >= th::KV_FULL_USAGE;
             // below the full mark, the reserve for the running requests' remaining tokens
@@ -239,10 +259,10 @@ impl Tally {
             self.binds[2] += if reserve { all } else { none };
             whole |= u8::from(full) << 1 | u8::from(reserve) << 2;
         }
-        let pool = |u: f64, full: f64, slacks: &mut Vec<f64>| {
+        let pool = |u: f64, full: f64, slacks: &mut Vec<u64>| {
             let slack = (1.0 - u).max(0.0);
             if slack.is_finite() {
-                slacks.push(slack);
+                slacks.push(key(slack));
             }
             u >= full
         };
@@ -274,31 +294,41 @@ impl Tally {
             self.pass_slack.push(n.saturating_sub(1));
             whole |= u8::from(n == 1) << 6;
         }
-        self.held.push(Held {
-            weight: w,
-            all,
-            queue: q,
-            cap: cap_hold,
-            whole,
-        });
+        // the room everywhere: what the covering constraints hold back on a step is the most
+        // any of them does, the whole queue or what the cap holds (`weight × (queue - held)`:
+        // none of it, part of it, or all of it)
+        self.free += if whole & self.covering != 0 {
+            none
+        } else if cap_hold != u64::MAX && self.covering & 1 != 0 {
+            w * q.saturating_sub(cap_hold) as f64
+        } else {
+            all
+        };
+        self.steps += 1;
     }
 
     /// The model from the sums; `None` without queued request-time, or when a constraint that
-    /// covers the steps has no finite slack.
-    pub(super) fn admission(mut self, timed: bool) -> Option<Admission> {
-        let steps = self.held.len();
+    /// covers the steps has no finite slack. `Err` with the constraints that cover the steps
+    /// when the room everywhere was summed with others: the steps are to be summed again.
+    pub(super) fn admission(mut self, timed: bool) -> Result<Option<Admission>, u8> {
+        let steps = self.steps;
         if steps == 0 || self.total <= 0.0 {
-            return None;
+            return Ok(None);
         }
         self.read[2] = self.read[1];
+        for (i, &r) in self.read.iter().enumerate() {
+            self.reads |= u8::from(r > 0) << i;
+        }
         // the upper median (the element at len/2 in total order, selected); whole numbers
         // convert in the same order, so their median converts to the floats' median
         let whole = |s: &mut Vec<u64>| {
             let k = s.len() / 2;
             (k < s.len()).then(|| *s.select_nth_unstable(k).1 as f64)
         };
-        let float =
-            |s: &[f64]| throughput_stats::nth_in_total_order(s.iter().copied(), s.len() / 2);
+        let float = |s: &mut Vec<u64>| {
+            let k = s.len() / 2;
+            (k < s.len()).then(|| value(*s.select_nth_unstable(k).1))
+        };
         let mut pool_median: Option<Option<f64>> = None;
         let mut bindings = Vec::new();
         let mut covering = 0u8;
@@ -317,13 +347,16 @@ impl Tally {
                 Constraint::RunningCap => whole(&mut self.cap_slack),
                 // the pool and its reserve read the same slacks: selected once
                 Constraint::KvPool | Constraint::KvReserve => {
-                    *pool_median.get_or_insert_with(|| float(&self.pool_slack))
+                    *pool_median.get_or_insert_with(|| float(&mut self.pool_slack))
                 }
-                Constraint::SwaPool => float(&self.swa_slack),
-                Constraint::MambaSlots => float(&self.mamba_slack),
+                Constraint::SwaPool => float(&mut self.swa_slack),
+                Constraint::MambaSlots => float(&mut self.mamba_slack),
                 Constraint::PrefillBudget => whole(&mut self.budget_slack),
                 Constraint::OnePerPass => whole(&mut self.pass_slack),
-            }?;
+            };
+            let Some(median) = median else {
+                return Ok(None);
+            };
             bindings.push(Binding {
                 constraint: *constraint,
                 share: self.binds[i] / self.total,
@@ -331,36 +364,25 @@ impl Tally {
             });
         }
         if bindings.is_empty() {
-            return None;
+            return Ok(None);
         }
         bindings.sort_by(|a, b| {
             b.share
                 .total_cmp(&a.share)
                 .then(order(a.constraint).cmp(&order(b.constraint)))
         });
-        // what the covering constraints hold back on a step is the most any of them does: the
-        // whole queue, or what the cap holds
-        let cap_covers = covering & 1 != 0;
-        let free = self
-            .held
-            .iter()
-            .map(|h| {
-                // `weight × (queue - held)`: none of it, part of it, or all of it
-                if h.whole & covering != 0 {
-                    h.weight * 0.0
-                } else if cap_covers && h.cap != u64::MAX {
-                    h.weight * h.queue.saturating_sub(h.cap) as f64
-                } else {
-                    h.all
-                }
-            })
-            .fold(0.0, |a, b| a + b);
-        Some(Admission {
+        // the room was summed with the constraints this pass took to cover: right when those
+        // read on some step are the ones that do
+        if self.reads & self.covering != self.reads & covering {
+            return Err(covering);
+        }
+        let free = self.free;
+        Ok(Some(Admission {
             queued_steps: steps,
             queued_s: timed.then_some(self.time),
             bindings,
             room_everywhere: free / self.total,
             cap: self.cap,
-        })
+        }))
     }
 }
