@@ -47,9 +47,14 @@ pub(crate) fn budget(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u6
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    // the largest pass and how many passes carry exactly it, in one pass
-    let (mut max, mut exact) = (None, 0usize);
-    for n in v.steady_prefill.iter().filter_map(|p| p.new_token) {
+    // the largest pass, how many passes carry exactly it, and whether a pass of several
+    // requests goes above the default budget, in one pass
+    let (mut max, mut exact, mut over_default) = (None, 0usize, false);
+    for p in &v.steady_prefill {
+        let Some(n) = p.new_token else {
+            continue;
+        };
+        over_default |= n > DEFAULT_MAX_PREFILL_TOKENS && p.new_seq.is_some_and(|s| s > 1);
         match max {
             Some(m) if n < m => {}
             Some(m) if n == m => exact += 1,
@@ -63,10 +68,6 @@ pub(crate) fn budget(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u6
     }
     if configured.is_none() {
         // passes of several requests above the default: the default is not this server's
-        let over_default = v.steady_prefill.iter().any(|p| {
-            p.new_seq.is_some_and(|n| n > 1)
-                && p.new_token.is_some_and(|t| t > DEFAULT_MAX_PREFILL_TOKENS)
-        });
         if over_default {
             let near = v
                 .steady_prefill

@@ -143,8 +143,14 @@ pub struct Facts {
 
 /// The rule: `None` when no decode line prints `accept len`.
 pub fn check(input: &Input<'_>) -> Option<Facts> {
-    let mut len = Vec::new();
-    let mut rate = Vec::new();
+    // room for every decode line up front: no regrowing copies of 16 K accept lengths
+    let decode_lines: usize = input
+        .views
+        .iter()
+        .map(|v| v.tl.decode.samples().len())
+        .sum();
+    let mut len = Vec::with_capacity(decode_lines);
+    let mut rate = Vec::with_capacity(decode_lines);
     let mut cap = Vec::new();
     // the first scheduler's lines that print it (lowest to highest line in one source; first
     // to last in its time order once they run into another source: a scheduler joined from
