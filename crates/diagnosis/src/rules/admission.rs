@@ -151,9 +151,11 @@ fn sums(v: &SchedulerView<'_>, cap: &CapacitySummary, covering: u8) -> Option<(T
     let decode_queue = ds
         .iter()
         .any(|d| d.queue.is_some() || d.prealloc_req.is_some());
-    // the sums start at the first step with requests waiting: none, no model to make
-    let mut tally: Option<Tally> = None;
+    // the sums are made for a first step with requests waiting: none, no model to make (the
+    // sums a local, not an option asked at every step)
     if decode_queue {
+        let first = ds.iter().position(waits)?;
+        let mut tally = Tally::new(v, cap, ds.len() - first, covering);
         let (clock, timed) = Clock::of(ds.iter().map(|d| d.t), v.steady_interval);
         let mut prefill = v.steady_prefill.iter().peekable();
         for (i, d) in ds.iter().enumerate() {
@@ -168,44 +170,42 @@ fn sums(v: &SchedulerView<'_>, cap: &CapacitySummary, covering: u8) -> Option<(T
             }
             if waits(d) {
                 let weight = clock.weight(d.t, ds.get(i + 1).map(|n| n.t));
-                tally
-                    .get_or_insert_with(|| Tally::new(v, cap, ds.len() - i, covering))
-                    .add(Step {
-                        weight,
-                        queue: d.queue.unwrap_or(0) + d.prealloc_req.unwrap_or(0),
-                        running: d.running,
-                        usage: d.usage,
-                        swa: d.swa_usage,
-                        mamba: d.mamba_usage,
-                        prefill_tokens: passed,
-                        prefill_seqs: seqs,
-                    });
+                tally.add(Step {
+                    weight,
+                    queue: d.queue.unwrap_or(0) + d.prealloc_req.unwrap_or(0),
+                    running: d.running,
+                    usage: d.usage,
+                    swa: d.swa_usage,
+                    mamba: d.mamba_usage,
+                    prefill_tokens: passed,
+                    prefill_seqs: seqs,
+                });
             }
         }
-        return Some((tally?, timed));
+        return Some((tally, timed));
     }
     let ps = &v.steady_prefill;
+    let first = ps.iter().position(|p| p.queue.unwrap_or(0) > 0)?;
+    let mut tally = Tally::new(v, cap, ps.len() - first, covering);
     let (clock, timed) = Clock::of(ps.iter().map(|p| p.t), None);
-    for (i, p) in ps.iter().enumerate() {
+    for (i, p) in ps.iter().enumerate().skip(first) {
         if p.queue.unwrap_or(0) == 0 {
             continue;
         }
         let weight = clock.weight(p.t, ps.get(i + 1).map(|n| n.t));
-        tally
-            .get_or_insert_with(|| Tally::new(v, cap, ps.len() - i, covering))
-            .add(Step {
-                weight,
-                queue: p.queue.unwrap_or(0),
-                // a prefill line counts the running batch before its own requests join
-                running: p.running.map(|r| r + p.new_seq.unwrap_or(0)),
-                usage: p.usage,
-                swa: None,
-                mamba: p.mamba_usage,
-                prefill_tokens: p.new_token,
-                prefill_seqs: p.new_seq,
-            });
+        tally.add(Step {
+            weight,
+            queue: p.queue.unwrap_or(0),
+            // a prefill line counts the running batch before its own requests join
+            running: p.running.map(|r| r + p.new_seq.unwrap_or(0)),
+            usage: p.usage,
+            swa: None,
+            mamba: p.mamba_usage,
+            prefill_tokens: p.new_token,
+            prefill_seqs: p.new_seq,
+        });
     }
-    Some((tally?, timed))
+    Some((tally, timed))
 }
 
 /// The admission model's figures on the finding of the verdict of scheduler `v`: the share of

@@ -40,7 +40,7 @@
 
 use crate::narrative::words::{count, finding, with_levers};
 use crate::report::{Confidence, Figure, Finding, FindingKind, Lever, SourceRange, Unit};
-use crate::rules::{Input, Rule};
+use crate::rules::{Input, Rule, order_key, order_value};
 use crate::thresholds as th;
 
 /// Lowest, median and highest of a field over the lines that print it.
@@ -55,46 +55,56 @@ pub struct Spread {
 }
 
 impl Spread {
-    fn of(mut values: Vec<f64>) -> Option<Spread> {
-        let (below, mid, above) = middle(&mut values)?;
+    fn of(values: Vec<f64>) -> Option<Spread> {
+        let mut keys = finite_keys(values);
+        let (below, mid, above) = middle(&mut keys)?;
         Some(Spread {
-            lowest: below.iter().copied().min_by(f64::total_cmp).unwrap_or(mid),
+            lowest: order_value(below.iter().copied().min().unwrap_or(mid)),
             median: median_of(below, mid, above),
-            highest: above.iter().copied().max_by(f64::total_cmp).unwrap_or(mid),
+            highest: order_value(above.iter().copied().max().unwrap_or(mid)),
         })
     }
 }
 
-/// The finite `values` selected about their middle, not sorted: those before the element at
-/// `n/2` in `total_cmp` order, that element, those after it. The ends and the middle are those
-/// of the sorted values, bit for bit (the accept lengths' spread 2.0 M -> ~0.7 M instructions on
-/// the 20 MB sample); `None` when none is finite.
-fn middle(values: &mut Vec<f64>) -> Option<(&[f64], f64, &[f64])> {
-    values.retain(|v| v.is_finite());
-    if values.is_empty() {
+/// The finite `values` as order keys ([`order_key`]), in the vector that held them.
+fn finite_keys(values: Vec<f64>) -> Vec<u64> {
+    values
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .map(order_key)
+        .collect()
+}
+
+/// The values (as order keys) selected about their middle, not sorted: those before the
+/// element at `n/2` in `total_cmp` order, that element, those after it. The ends and the middle
+/// are those of the sorted values, bit for bit (the accept lengths' spread 2.0 M -> ~0.3 M
+/// instructions on the 20 MB sample); `None` when there are none.
+fn middle(keys: &mut [u64]) -> Option<(&[u64], u64, &[u64])> {
+    if keys.is_empty() {
         return None;
     }
-    let k = values.len() / 2;
-    let (below, &mut mid, above) = values.select_nth_unstable_by(k, f64::total_cmp);
+    let k = keys.len() / 2;
+    let (below, &mut mid, above) = keys.select_nth_unstable(k);
     Some((below, mid, above))
 }
 
 /// [`Spread::median`] from [`middle`]'s parts: the middle value, or for an even count the mean
 /// of it and the largest below it (the two middle values of the sorted values).
-fn median_of(below: &[f64], mid: f64, above: &[f64]) -> f64 {
+fn median_of(below: &[u64], mid: u64, above: &[u64]) -> f64 {
     // an even count `2k` leaves `k` values below the middle one and `k - 1` above it
     if below.len() > above.len()
-        && let Some(lower) = below.iter().copied().max_by(f64::total_cmp)
+        && let Some(&lower) = below.iter().max()
     {
-        (lower + mid) / 2.0
+        (order_value(lower) + order_value(mid)) / 2.0
     } else {
-        mid
+        order_value(mid)
     }
 }
 
 /// [`Spread::median`] of `values`, without the ends.
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    let (below, mid, above) = middle(&mut values)?;
+fn median(values: Vec<f64>) -> Option<f64> {
+    let mut keys = finite_keys(values);
+    let (below, mid, above) = middle(&mut keys)?;
     Some(median_of(below, mid, above))
 }
 

@@ -4,7 +4,7 @@
 use super::order;
 use crate::evidence::view::SchedulerView;
 use crate::report::{Admission, Binding, CapacitySummary, Constraint, Slack};
-use crate::rules::prefill_limit;
+use crate::rules::{order_key as key, order_value as value, prefill_limit};
 use crate::thresholds as th;
 
 /// One queued step: its weight, and the readings of each constraint.
@@ -138,18 +138,6 @@ const JUDGES: [Judge; 7] = [
     (Constraint::PrefillBudget, Slack::Tokens),
     (Constraint::OnePerPass, Slack::Requests),
 ];
-
-/// `f64::total_cmp`'s order as an integer's (`throughput_stats`' order keys): a slack is kept
-/// as its key, selected among integers, and turned back by [`value`], the same bits.
-fn key(x: f64) -> u64 {
-    let b = x.to_bits();
-    if b >> 63 == 1 { !b } else { b | 1 << 63 }
-}
-
-/// The value whose [`key`] is `k`.
-fn value(k: u64) -> f64 {
-    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
-}
 
 /// The model's sums over the steps, every constraint judged on a step at once (one pass over
 /// the steps instead of one per constraint and a vector of them: the model 8.35 M -> 5.2 M
