@@ -53,13 +53,19 @@ pub fn check(views: &[SchedulerView<'_>]) -> Option<Facts> {
                     (r > 0.0 && g > 0.0).then_some((g / r, d.graph))
                 })
             };
-            // counted first: the readings, the finite ones, those below the slow mark
+            // counted first: the readings, the finite ones, those below the slow mark; finite
+            // speeds at or above it on more than half the lines leave too few slow ones to
+            // make the median (below): the pass ends there
             let (mut lines, mut finite, mut slow, mut lone) = (0usize, 0usize, 0usize, None);
             for (x, graph) in read() {
                 (lines, lone) = (lines + 1, Some(graph));
                 if x.is_finite() {
                     finite += 1;
-                    slow += usize::from(x < th::SLOW_DECODE_TOK_PER_REQ);
+                    if x < th::SLOW_DECODE_TOK_PER_REQ {
+                        slow += 1;
+                    } else if (finite - slow) * 2 > samples.len() {
+                        return None;
+                    }
                 }
             }
             // a lone reading counts only when its line ran eagerly (see the module doc)
