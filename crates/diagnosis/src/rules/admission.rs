@@ -58,8 +58,13 @@ use crate::evidence::DecodeSample;
 use crate::evidence::view::SchedulerView;
 pub use crate::report::{Admission, Binding, Constraint, Slack};
 use crate::report::{CapacitySummary, Figure, Unit};
-use crate::rules::{on_rank, prefill_limit};
+use crate::rules::on_rank;
 use crate::thresholds as th;
+
+mod tally;
+#[cfg(test)]
+use tally::weights;
+use tally::{Clock, Step, Tally};
 
 /// The constraint holding back the largest share of the queued request-time, when it holds
 /// back at least [`th::ADMISSION_BINDING_SHARE`] of it and more than room everywhere; ties go
@@ -107,153 +112,6 @@ fn order(c: Constraint) -> u8 {
     }
 }
 
-/// One queued step: when, its weight, and the readings of each constraint.
-struct Step {
-    weight: f64,
-    /// Requests waiting (`#queue-req`, plus `#prealloc-req` on a PD decode server).
-    queue: u64,
-    running: Option<u64>,
-    usage: Option<f64>,
-    swa: Option<f64>,
-    mamba: Option<f64>,
-    /// `#new-token` of the prefill pass admitted in this step.
-    prefill_tokens: Option<u64>,
-    /// `#new-seq` of the prefill passes admitted in this step (requests).
-    prefill_seqs: Option<u64>,
-}
-
-/// The running-request cap to judge against: configured (or SGLang's speculative default),
-/// else the count every decode line of every rank is pinned at.
-fn running_cap(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<u64> {
-    cap.max_running_requests
-        .filter(|&c| c > 0)
-        .or(v.pinned_across_ranks)
-}
-
-/// Weights from times: each step until the next, the last one the median of the others; one
-/// each when a time is missing or out of order. `interval`: that median when the caller has
-/// it (the upper median of these times' intervals, [`SchedulerView::steady_interval`]).
-fn weights(times: &[Option<f64>], interval: Option<f64>) -> Vec<f64> {
-    let mut t: Vec<f64> = Vec::with_capacity(times.len());
-    for &x in times {
-        match x {
-            Some(x) => t.push(x),
-            None => return vec![1.0; times.len()],
-        }
-    }
-    let Some(t) = Some(t).filter(|t| t.len() >= 2 && t.windows(2).all(|w| w[1] >= w[0])) else {
-        return vec![1.0; times.len()];
-    };
-    let mut w: Vec<f64> = Vec::with_capacity(t.len());
-    w.extend(t.windows(2).map(|p| p[1] - p[0]));
-    // the upper median, selected (the element at len/2 in sorted order)
-    let median = interval.unwrap_or_else(|| {
-        let mut sorted = w.clone();
-        let k = sorted.len() / 2;
-        *sorted.select_nth_unstable_by(k, f64::total_cmp).1
-    });
-    w.push(median);
-    if w.iter().sum::<f64>() <= 0.0 {
-        return vec![1.0; times.len()];
-    }
-    w
-}
-
-/// The steps the model judges, with the times they stand for.
-fn steps(v: &SchedulerView<'_>) -> (Vec<Step>, bool) {
-    let waits = |d: &DecodeSample| d.queue.unwrap_or(0) > 0 || d.prealloc_req.unwrap_or(0) > 0;
-    let decode_queue = v
-        .steady_decode
-        .iter()
-        .any(|d| d.queue.is_some() || d.prealloc_req.is_some());
-    if decode_queue {
-        let times: Vec<Option<f64>> = v.steady_decode.iter().map(|d| d.t).collect();
-        let w = weights(&times, v.steady_interval);
-        let mut prefill = v.steady_prefill.iter().peekable();
-        let mut out = Vec::with_capacity(v.steady_decode.len());
-        for (d, &weight) in v.steady_decode.iter().zip(&w) {
-            // the prefill passes printed since the previous decode line
-            let mut passed: Option<u64> = None;
-            let mut seqs: Option<u64> = None;
-            while let Some(p) = prefill.next_if(|p| (p.source, p.line) < (d.source, d.line)) {
-                passed = passed.max(p.new_token);
-                if let Some(n) = p.new_seq {
-                    seqs = Some(seqs.unwrap_or(0) + n);
-                }
-            }
-            if waits(d) {
-                out.push(Step {
-                    weight,
-                    queue: d.queue.unwrap_or(0) + d.prealloc_req.unwrap_or(0),
-                    running: d.running,
-                    usage: d.usage,
-                    swa: d.swa_usage,
-                    mamba: d.mamba_usage,
-                    prefill_tokens: passed,
-                    prefill_seqs: seqs,
-                });
-            }
-        }
-        return (out, times.iter().all(Option::is_some));
-    }
-    let times: Vec<Option<f64>> = v.steady_prefill.iter().map(|p| p.t).collect();
-    let w = weights(&times, None);
-    let out = v
-        .steady_prefill
-        .iter()
-        .zip(&w)
-        .filter(|(p, _)| p.queue.unwrap_or(0) > 0)
-        .map(|(p, &weight)| Step {
-            weight,
-            queue: p.queue.unwrap_or(0),
-            // a prefill line counts the running batch before its own requests join
-            running: p.running.map(|r| r + p.new_seq.unwrap_or(0)),
-            usage: p.usage,
-            swa: None,
-            mamba: p.mamba_usage,
-            prefill_tokens: p.new_token,
-            prefill_seqs: p.new_seq,
-        })
-        .collect();
-    (out, times.iter().all(Option::is_some))
-}
-
-/// One constraint's readings over the steps ([`readings`]).
-struct Read {
-    /// How many steps it reads.
-    read: usize,
-    /// The queued request-time it holds back: each step's weight times the requests it holds
-    /// back there, summed in step order (requests × the steps' time unit).
-    binds: f64,
-}
-
-/// What one constraint holds back on each step (`u64::MAX` where it reads nothing) into
-/// `holds`, and its finite room on the steps it reads into `slacks`, in step order; with how
-/// many steps it reads and the request-time it holds back.
-fn readings(
-    steps: &[Step],
-    holds: &mut Vec<u64>,
-    slacks: &mut Vec<f64>,
-    judge: impl Fn(&Step) -> Option<(u64, f64)>,
-) -> Read {
-    let mut r = Read {
-        read: 0,
-        binds: 0.0,
-    };
-    holds.resize(steps.len(), u64::MAX);
-    for (s, hold) in steps.iter().zip(holds.iter_mut()) {
-        if let Some((h, slack)) = judge(s) {
-            *hold = h;
-            if slack.is_finite() {
-                slacks.push(slack);
-            }
-            r.read += 1;
-            r.binds += s.weight * h as f64;
-        }
-    }
-    r
-}
-
 /// The admission model of one scheduler (see the module doc); `None` when no steady step has
 /// requests waiting. Made once per view: asked again with the same capacity, the view's copy.
 pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
@@ -272,143 +130,82 @@ pub fn model(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> 
 }
 
 fn model_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Admission> {
-    let (steps, timed) = steps(v);
-    let time: f64 = steps.iter().map(|s| s.weight).sum();
-    // the queued request-time: each step's waiting requests for its time
-    let total: f64 = steps.iter().map(|s| s.weight * s.queue as f64).sum();
-    if steps.is_empty() || total <= 0.0 {
-        return None;
+    let (first, timed) = sums(v, cap, u8::MAX)?;
+    match first.admission(timed) {
+        Ok(a) => a,
+        // a constraint read on some steps covers too few of them to count: the steps summed
+        // again with those that cover (rare: a pool or cap printed on few lines)
+        Err(covering) => {
+            let (again, timed) = sums(v, cap, covering)?;
+            again.admission(timed).ok().flatten()
+        }
     }
-    let cap_n = running_cap(v, cap);
-    let budget = prefill_limit::budget(v, cap).map(|(b, _)| b);
-    let one_per_pass = prefill_limit::check(v, cap).is_some_and(|f| f.one_per_pass.is_some());
-    // each constraint on one step: how many of the waiting requests it holds back, and its
-    // room there; `None` when the step does not show it
-    let judge = |c: Constraint, s: &Step| -> Option<(u64, f64)> {
-        let pool = |usage: Option<f64>, full: f64| {
-            usage.map(|u| (if u >= full { s.queue } else { 0 }, (1.0 - u).max(0.0)))
-        };
-        match c {
-            // the cap admits `cap - running` more; the rest of the queue waits for it
-            Constraint::RunningCap => {
-                let (c, r) = (cap_n?, s.running?);
-                Some((
-                    (r + s.queue).saturating_sub(c).min(s.queue),
-                    c.saturating_sub(r) as f64,
-                ))
+}
+
+/// The sums over the steps of scheduler `v` with the capacity `cap` (the room everywhere with
+/// the constraints `covering` takes to cover them), and whether every step has its time; `None`
+/// when no step has requests waiting.
+fn sums(v: &SchedulerView<'_>, cap: &CapacitySummary, covering: u8) -> Option<(Tally, bool)> {
+    let waits = |d: &DecodeSample| d.queue.unwrap_or(0) > 0 || d.prealloc_req.unwrap_or(0) > 0;
+    let ds = &v.steady_decode;
+    let decode_queue = ds
+        .iter()
+        .any(|d| d.queue.is_some() || d.prealloc_req.is_some());
+    // the sums are made for a first step with requests waiting: none, no model to make (the
+    // sums a local, not an option asked at every step)
+    if decode_queue {
+        let first = ds.iter().position(waits)?;
+        let mut tally = Tally::new(v, cap, ds.len() - first, covering);
+        let (clock, timed) = Clock::of(ds.iter().map(|d| d.t), v.steady_interval);
+        let mut prefill = v.steady_prefill.iter().peekable();
+        for (i, d) in ds.iter().enumerate() {
+            // the prefill passes printed since the previous decode line
+            let mut passed: Option<u64> = None;
+            let mut seqs: Option<u64> = None;
+            while let Some(p) = prefill.next_if(|p| (p.source, p.line) < (d.source, d.line)) {
+                passed = passed.max(p.new_token);
+                if let Some(n) = p.new_seq {
+                    seqs = Some(seqs.unwrap_or(0) + n);
+                }
             }
-            Constraint::KvPool => pool(s.usage, th::KV_FULL_USAGE),
-            // below the full mark, the reserve for the running requests' remaining tokens
-            Constraint::KvReserve => s.usage.map(|u| {
-                let reserve = (th::CONSERVATIVE_USAGE..th::KV_FULL_USAGE).contains(&u);
-                (if reserve { s.queue } else { 0 }, (1.0 - u).max(0.0))
-            }),
-            Constraint::SwaPool => pool(s.swa, th::KV_FULL_USAGE),
-            Constraint::MambaSlots => pool(s.mamba, th::MAMBA_FULL_USAGE),
-            // a pass filled to the budget: what still waits after it waits for the next one
-            Constraint::PrefillBudget => {
-                let (b, n) = (budget?, s.prefill_tokens?);
-                let full = n as f64 >= th::PREFILL_AT_LIMIT_FRACTION * b as f64;
-                Some((if full { s.queue } else { 0 }, b.saturating_sub(n) as f64))
-            }
-            // a build that admits one request a pass (`prefill_limit`'s pattern): the rest of
-            // the queue waits for the next pass
-            Constraint::OnePerPass => {
-                let n = s.prefill_seqs.filter(|_| one_per_pass)?;
-                Some((if n == 1 { s.queue } else { 0 }, n.saturating_sub(1) as f64))
+            if waits(d) {
+                let weight = clock.weight(d.t, ds.get(i + 1).map(|n| n.t));
+                tally.add(Step {
+                    weight,
+                    queue: d.queue.unwrap_or(0) + d.prealloc_req.unwrap_or(0),
+                    running: d.running,
+                    usage: d.usage,
+                    swa: d.swa_usage,
+                    mamba: d.mamba_usage,
+                    prefill_tokens: passed,
+                    prefill_seqs: seqs,
+                });
             }
         }
-    };
-    // each constraint with the unit of its slack
-    type Row = (Constraint, fn(f64) -> Slack);
-    let judges: [Row; 7] = [
-        (Constraint::RunningCap, Slack::Requests),
-        (Constraint::KvPool, Slack::Fraction),
-        (Constraint::KvReserve, Slack::Fraction),
-        (Constraint::SwaPool, Slack::Fraction),
-        (Constraint::MambaSlots, Slack::Fraction),
-        (Constraint::PrefillBudget, Slack::Tokens),
-        (Constraint::OnePerPass, Slack::Requests),
-    ];
-    let mut bindings = Vec::new();
-    let mut held = vec![0u64; steps.len()];
-    // one constraint's readings at a time: what it holds back on each step it reads (or
-    // `u64::MAX` where it reads nothing) and its room on those steps, in step order
-    let mut holds: Vec<u64> = Vec::with_capacity(steps.len());
-    let mut slacks: Vec<f64> = Vec::with_capacity(steps.len());
-    for (constraint, unit) in &judges {
-        holds.clear();
-        slacks.clear();
-        let (h, l) = (&mut holds, &mut slacks);
-        // each constraint's loop made with its own judge: the match on the constraint is
-        // decided once, not on every step
-        // a constraint no step reads (no cap or budget to judge against, a pool no line
-        // prints) reads nothing on any step: passed over without its loop
-        let reads_some = match constraint {
-            Constraint::RunningCap => cap_n.is_some(),
-            Constraint::PrefillBudget => budget.is_some(),
-            Constraint::OnePerPass => one_per_pass,
-            Constraint::KvPool | Constraint::KvReserve => true,
-            Constraint::SwaPool => steps.iter().any(|s| s.swa.is_some()),
-            Constraint::MambaSlots => steps.iter().any(|s| s.mamba.is_some()),
-        };
-        if !reads_some {
+        return Some((tally, timed));
+    }
+    let ps = &v.steady_prefill;
+    let first = ps.iter().position(|p| p.queue.unwrap_or(0) > 0)?;
+    let mut tally = Tally::new(v, cap, ps.len() - first, covering);
+    let (clock, timed) = Clock::of(ps.iter().map(|p| p.t), None);
+    for (i, p) in ps.iter().enumerate().skip(first) {
+        if p.queue.unwrap_or(0) == 0 {
             continue;
         }
-        let r = match constraint {
-            Constraint::RunningCap => readings(&steps, h, l, |s| judge(Constraint::RunningCap, s)),
-            Constraint::KvPool => readings(&steps, h, l, |s| judge(Constraint::KvPool, s)),
-            Constraint::KvReserve => readings(&steps, h, l, |s| judge(Constraint::KvReserve, s)),
-            Constraint::SwaPool => readings(&steps, h, l, |s| judge(Constraint::SwaPool, s)),
-            Constraint::MambaSlots => readings(&steps, h, l, |s| judge(Constraint::MambaSlots, s)),
-            Constraint::PrefillBudget => {
-                readings(&steps, h, l, |s| judge(Constraint::PrefillBudget, s))
-            }
-            Constraint::OnePerPass => readings(&steps, h, l, |s| judge(Constraint::OnePerPass, s)),
-        };
-        // the prefill budget is read only on steps that admitted; the others must cover most
-        let covered = matches!(
-            *constraint,
-            Constraint::PrefillBudget | Constraint::OnePerPass
-        ) || r.read as f64 >= th::QUEUED_SHARE * steps.len() as f64;
-        if r.read == 0 || !covered {
-            continue;
-        }
-        for (m, &h) in held.iter_mut().zip(&holds) {
-            if h != u64::MAX {
-                *m = (*m).max(h);
-            }
-        }
-        // the upper median of the finite slacks (median_f64's), selected; none finite, no
-        // model
-        let median =
-            throughput_stats::nth_in_total_order(slacks.iter().copied(), slacks.len() / 2)?;
-        bindings.push(Binding {
-            constraint: *constraint,
-            share: r.binds / total,
-            slack: unit(median),
+        let weight = clock.weight(p.t, ps.get(i + 1).map(|n| n.t));
+        tally.add(Step {
+            weight,
+            queue: p.queue.unwrap_or(0),
+            // a prefill line counts the running batch before its own requests join
+            running: p.running.map(|r| r + p.new_seq.unwrap_or(0)),
+            usage: p.usage,
+            swa: None,
+            mamba: p.mamba_usage,
+            prefill_tokens: p.new_token,
+            prefill_seqs: p.new_seq,
         });
     }
-    if bindings.is_empty() {
-        return None;
-    }
-    bindings.sort_by(|a, b| {
-        b.share
-            .total_cmp(&a.share)
-            .then(order(a.constraint).cmp(&order(b.constraint)))
-    });
-    let free: f64 = steps
-        .iter()
-        .zip(&held)
-        .map(|(s, &h)| s.weight * s.queue.saturating_sub(h) as f64)
-        .fold(0.0, |a, b| a + b);
-    Some(Admission {
-        queued_steps: steps.len(),
-        queued_s: timed.then_some(time),
-        bindings,
-        room_everywhere: free / total,
-        cap: cap_n,
-    })
+    Some((tally, timed))
 }
 
 /// The admission model's figures on the finding of the verdict of scheduler `v`: the share of
@@ -577,6 +374,45 @@ mod tests {
             (wide.room_everywhere - (1.0 - reserve)).abs() < 1e-9,
             "{wide:?}"
         );
+    }
+
+    #[test]
+    fn a_pool_read_on_few_steps_holds_nothing_back() {
+        // DP1 under a cap far above its running count, `token usage` left on one line in ten
+        // only (in the reserve's range): the pool covers too few steps to count, so its reserve
+        // holds nothing back and every waiting request had room (the steps are summed again
+        // without it after a first sum that took it)
+        let lines: String = dp1()
+            .lines()
+            .enumerate()
+            .map(|(i, l)| match l.find("token usage: ") {
+                Some(_) if i % 10 == 0 => set_field(l, "token usage", "0.85"),
+                Some(at) => {
+                    let end = l[at..].find(", ").map_or(l.len(), |e| at + e + 2);
+                    format!("{}{}\n", &l[..at], &l[end..])
+                }
+                None => format!("{l}\n"),
+            })
+            .collect();
+        let a = model_of(&lines, &with_cap(100)).unwrap();
+        assert!(
+            a.bindings
+                .iter()
+                .all(|b| !matches!(b.constraint, Constraint::KvPool | Constraint::KvReserve)),
+            "{a:?}"
+        );
+        assert_eq!(a.room_everywhere, 1.0, "{a:?}");
+        // the same lines with every other line's usage below the reserve: the pool covers, and
+        // its reserve holds back the requests of the steps in its range
+        let low: String = dp1()
+            .lines()
+            .enumerate()
+            .map(|(i, l)| set_field(l, "token usage", if i % 10 == 0 { "0.85" } else { "0.10" }))
+            .collect();
+        let a = model_of(&low, &with_cap(100)).unwrap();
+        let reserve = share_of(&a, Constraint::KvReserve);
+        assert!(reserve > 0.0 && reserve < 0.5, "{a:?}");
+        assert!((a.room_everywhere - (1.0 - reserve)).abs() < 1e-9, "{a:?}");
     }
 
     #[test]
@@ -782,5 +618,36 @@ mod tests {
         assert_eq!(weights(&times, interval), w);
         assert_eq!(&w[..3], &[8.0, 4.0, 2.0]);
         assert_eq!(weights(&[None, Some(1.0)], None), vec![1.0, 1.0]);
+        // the model's clock reads the same weights, bit for bit, one at a time
+        let clocked = |ts: &[Option<f64>], interval: Option<f64>| -> Vec<f64> {
+            let (c, _) = Clock::of(ts.iter().copied(), interval);
+            (0..ts.len())
+                .map(|i| c.weight(ts[i], ts.get(i + 1).copied()))
+                .collect()
+        };
+        assert_eq!(clocked(&times, None), w);
+        assert_eq!(clocked(&times, interval), w);
+        let odd: [&[Option<f64>]; 6] = [
+            &[None, Some(1.0)],
+            &[Some(2.0), Some(1.0), Some(3.0)],
+            &[Some(1.0); 3],
+            &[Some(5.0)],
+            &[Some(1.0), Some(1.0), Some(4.0), Some(4.5)],
+            &[Some(0.0), Some(f64::NAN), Some(2.0)],
+        ];
+        for ts in odd {
+            assert_eq!(
+                clocked(ts, None)
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect::<Vec<_>>(),
+                weights(ts, None)
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect::<Vec<_>>(),
+                "{ts:?}"
+            );
+        }
+        assert!(!Clock::of([Some(1.0), None].into_iter(), None).1);
     }
 }

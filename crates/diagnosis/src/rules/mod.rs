@@ -203,6 +203,19 @@ impl VerdictWords {
     }
 }
 
+/// `f64::total_cmp`'s order as an integer's (`throughput_stats`' order keys): values kept as
+/// their keys are selected among integers (a compare each, where `total_cmp` turns both values
+/// into keys at every compare) and turned back by [`order_value`], the same bits.
+pub(crate) fn order_key(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 { !b } else { b | 1 << 63 }
+}
+
+/// The value whose [`order_key`] is `k`.
+pub(crate) fn order_value(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
 /// A figure's name on the scheduler behind a verdict: with DP ranks the figures are that
 /// rank's, so `name on DP2` says which; without, `name`.
 pub fn on_rank(v: &SchedulerView<'_>, name: &str) -> String {

@@ -26,7 +26,7 @@
 //! batch may exceed the budget); spec §6.
 
 use crate::evidence::collect_within;
-use crate::evidence::view::{SchedulerView, share};
+use crate::evidence::view::SchedulerView;
 use crate::narrative::words::pool_room_clause;
 use crate::report::{CapacitySummary, Confidence, Figure, FindingKind, Lever, Unit};
 use crate::rules::{VerdictWords, on_rank};
@@ -47,22 +47,27 @@ pub(crate) fn budget(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u6
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let max = v.steady_prefill.iter().filter_map(|p| p.new_token).max()?;
-    let exact = v
-        .steady_prefill
-        .iter()
-        .filter(|p| p.new_token == Some(max))
-        .count();
+    // the largest pass, how many passes carry exactly it, and whether a pass of several
+    // requests goes above the default budget, in one pass
+    let (mut max, mut exact, mut over_default) = (None, 0usize, false);
+    for p in &v.steady_prefill {
+        let Some(n) = p.new_token else {
+            continue;
+        };
+        over_default |= n > DEFAULT_MAX_PREFILL_TOKENS && p.new_seq.is_some_and(|s| s > 1);
+        match max {
+            Some(m) if n < m => {}
+            Some(m) if n == m => exact += 1,
+            _ => (max, exact) = (Some(n), 1),
+        }
+    }
+    let max = max?;
     if exact >= th::MIN_EXACT_CHUNKS && max.is_power_of_two() && configured.is_none_or(|c| max <= c)
     {
         return Some((max, LimitSource::RepeatedChunk));
     }
     if configured.is_none() {
         // passes of several requests above the default: the default is not this server's
-        let over_default = v.steady_prefill.iter().any(|p| {
-            p.new_seq.is_some_and(|n| n > 1)
-                && p.new_token.is_some_and(|t| t > DEFAULT_MAX_PREFILL_TOKENS)
-        });
         if over_default {
             let near = v
                 .steady_prefill
@@ -86,30 +91,72 @@ pub(crate) fn budget(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<(u6
 /// The rule on one scheduler. Judged once per view: asked again with the same capacity, the
 /// view's copy.
 pub fn check(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
+    judged(v, cap, || budget(v, cap))
+}
+
+/// [`check`] for a caller that holds the budget already (`budget(v, cap)`, which it is not
+/// worked out again from: the admission model asks for both).
+pub(crate) fn check_with_budget(
+    v: &SchedulerView<'_>,
+    cap: &CapacitySummary,
+    limit: Option<(u64, LimitSource)>,
+) -> Option<Facts> {
+    judged(v, cap, || limit)
+}
+
+/// The view's copy of the facts, else the facts judged with the budget `limit` gives.
+fn judged(
+    v: &SchedulerView<'_>,
+    cap: &CapacitySummary,
+    limit: impl FnOnce() -> Option<(u64, LimitSource)>,
+) -> Option<Facts> {
     if let Some((c, f)) = v.prefill_limit.get()
         && c == cap
     {
         return *f;
     }
-    let f = check_of(v, cap);
+    let f = check_of(v, cap, limit);
     // the first capacity asked is kept (the pipeline asks with one capacity only)
     let _ = v.prefill_limit.set((cap.clone(), f));
     f
 }
 
-fn check_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
+fn check_of(
+    v: &SchedulerView<'_>,
+    cap: &CapacitySummary,
+    limit: impl FnOnce() -> Option<(u64, LimitSource)>,
+) -> Option<Facts> {
     if !v.queued() || v.steady_prefill.len() < th::MIN_PREFILL_LINES {
         return None;
     }
-    let (limit_tokens, source) = budget(v, cap).filter(|l| l.0 >= th::MIN_PREFILL_LIMIT_TOKENS)?;
-    let share_at_limit = share(&v.steady_prefill, |p| {
-        p.new_token
-            .map(|n| n as f64 >= th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64)
-    })?;
-    let n = v.steady_prefill.len();
-    let seqs: Vec<u64> = collect_within(n, v.steady_prefill.iter().filter_map(|p| p.new_seq));
-    let prompts: Vec<u64> = collect_within(n, v.steady_prefill.iter().filter_map(|p| p.new_token));
-    let one_each = !seqs.is_empty() && seqs.iter().all(|&n| n == 1);
+    let (limit_tokens, source) = limit().filter(|l| l.0 >= th::MIN_PREFILL_LIMIT_TOKENS)?;
+    // one pass for the share of passes at the limit (of those printing `#new-token`) and
+    // whether every pass printing `#new-seq` admitted one request; the prompts are gathered
+    // only then, both patterns below need it (0.78 M -> ~0.2 M instructions on the 20 MB
+    // sample, whose passes admit several)
+    let (mut judged, mut at_limit, mut seqs, mut one_each) = (0usize, 0usize, 0usize, true);
+    for p in &v.steady_prefill {
+        if let Some(n) = p.new_token {
+            judged += 1;
+            at_limit +=
+                usize::from(n as f64 >= th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64);
+        }
+        if let Some(s) = p.new_seq {
+            seqs += 1;
+            one_each &= s == 1;
+        }
+    }
+    if judged == 0 {
+        return None;
+    }
+    let share_at_limit = at_limit as f64 / judged as f64;
+    let one_each = one_each && seqs > 0;
+    let prompts: Vec<u64> = if one_each {
+        let n = v.steady_prefill.len();
+        collect_within(n, v.steady_prefill.iter().filter_map(|p| p.new_token))
+    } else {
+        Vec::new()
+    };
     let budget_below_prompt = match (cap.max_prefill_tokens, prompts.iter().min()) {
         (Some(b), Some(&p)) if one_each && p > b => {
             throughput_stats::median_u64(&prompts).map(|m| (b, m))
@@ -120,14 +167,14 @@ fn check_of(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Facts> {
     // (the median only when the pattern holds: it is a selection over every pass)
     let one_per_pass = (one_each
         && budget_below_prompt.is_none()
-        && seqs.len() >= th::MIN_PREFILL_LINES
+        && seqs >= th::MIN_PREFILL_LINES
         && prompts
             .iter()
             .all(|&p| (p as f64) < th::PREFILL_AT_LIMIT_FRACTION * limit_tokens as f64))
     .then(|| throughput_stats::median_u64(&prompts))
     .flatten()
     .map(|m| OnePerPass {
-        passes: seqs.len(),
+        passes: seqs,
         median_prompt: m,
     });
     if share_at_limit < th::PREFILL_AT_LIMIT_SHARE

@@ -146,11 +146,30 @@ pub fn flat_plateau(v: &SchedulerView<'_>, cap: &CapacitySummary) -> Option<Limi
     if !v.queued() || v.steady.len() < th::MIN_PLATEAU_LINES {
         return None;
     }
-    let ceiling = v.steady.iter().filter_map(|o| o.running).max()?;
+    // the highest running count, how many lines sit at it and how many read it, in one pass;
+    // the lines below the highest count so far stay below the ceiling, so once they are more
+    // than a fifth of all steady lines (and a margin) the share at the ceiling cannot reach
+    // PLATEAU_SHARE: no plateau (a serving log's wavering batch settles it early)
+    let below_limit = (v.steady.len() as f64 * (1.0 - th::PLATEAU_SHARE)) as usize + 3;
+    let (mut ceiling, mut at, mut read) = (None, 0usize, 0usize);
+    for r in v.steady.iter().filter_map(|o| o.running) {
+        read += 1;
+        match ceiling {
+            Some(c) if r < c => {
+                if read - at >= below_limit {
+                    return None;
+                }
+            }
+            Some(c) if r == c => at += 1,
+            _ => (ceiling, at) = (Some(r), 1),
+        }
+    }
+    let ceiling = ceiling?;
     if cap.max_running_requests.is_some_and(|c| c > ceiling) || ceiling == 0 {
         return None;
     }
-    let s = share(&v.steady, |o| o.running.map(|r| r == ceiling))?;
+    // `share` of the lines at the ceiling among those that read it
+    let s = at as f64 / read as f64;
     (s >= th::PLATEAU_SHARE).then_some(Limit::Plateau { ceiling, share: s })
 }
 
