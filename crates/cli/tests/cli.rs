@@ -1475,3 +1475,39 @@ fn a_client_log_alone_says_no_server_log_was_given() {
     );
     assert!(!text.contains("none were found in the input"), "{text}");
 }
+
+/// A copy of a log taken while the server writes it ends inside a line (the fresh-user trial
+/// of 2026-12-04: the scenario's last decode line cut at `gen throughput (token/s): 7` of
+/// `776.84`). That line is set aside as malformed and named, and the verdict and the best
+/// change are the whole log's; read as a reading, its 7 tok/s at 47 running threw the step-time
+/// fit and the best change became a smaller pool (`mem_fraction_static 0.83`, "+621%").
+#[test]
+fn a_log_cut_inside_its_last_line_sets_that_line_aside() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let whole = std::fs::read_to_string(data("scenarios/kimi-k25-b2-early").join("server.log"))
+        .expect("read");
+    let cut_at = whole.rfind("(token/s): ").expect("a decode line") + "(token/s): 7".len();
+    let cut = dir.path().join("cut.log");
+    std::fs::write(&cut, &whole[..cut_at]).expect("write");
+    let text = diagnose_text(&cut);
+    assert!(
+        text.contains("cut.log:878: the input ends inside this batch line")
+            && text.contains("1 malformed"),
+        "{text}"
+    );
+    let answer = text
+        .lines()
+        .find(|l| l.starts_with("Answer:"))
+        .expect("an answer");
+    assert!(
+        answer.contains("the best change that fits, mem_fraction_static 0.88"),
+        "{answer}"
+    );
+    assert!(!text.contains("--mem-fraction-static 0.83"), "{text}");
+    // the whole log (its last line ends in a newline) gives the same answer
+    let full = diagnose_text(&data("scenarios/kimi-k25-b2-early").join("server.log"));
+    assert!(
+        full.contains("the best change that fits, mem_fraction_static 0.88"),
+        "{full}"
+    );
+}
