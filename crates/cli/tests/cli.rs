@@ -1504,6 +1504,19 @@ fn a_log_cut_inside_its_last_line_sets_that_line_aside() {
         "{answer}"
     );
     assert!(!text.contains("--mem-fraction-static 0.83"), "{text}");
+    // the same reading on a whole line (a wild 7 tok/s at 47 running) still throws the fit,
+    // but a smaller pool is never offered for it
+    let wild = dir.path().join("wild.log");
+    let rest = &whole[cut_at + 5..];
+    std::fs::write(&wild, format!("{}{rest}", &whole[..cut_at])).expect("write");
+    let text = diagnose_text(&wild);
+    assert!(text.contains("0 malformed"), "{text}");
+    // (the what-if table still lists the 0.83 row with the fit's rate)
+    let advice = |l: &&str| l.starts_with("Answer:") || l.contains(". Set --mem-fraction-static");
+    assert!(
+        text.lines().filter(advice).all(|l| !l.contains("0.83")),
+        "{text}"
+    );
     // the whole log (its last line ends in a newline) gives the same answer
     let full = diagnose_text(&data("scenarios/kimi-k25-b2-early").join("server.log"));
     assert!(
