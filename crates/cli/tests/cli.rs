@@ -1524,3 +1524,57 @@ fn a_log_cut_inside_its_last_line_sets_that_line_aside() {
         "{full}"
     );
 }
+
+/// `--client-log -` reads what the client printed from standard input (the fresh users'
+/// trials of 2026-12-03 and -04 piped it in and got "No such file or directory"): the same
+/// report as from the file; standard input given twice is refused before any work.
+#[test]
+fn a_client_printout_piped_in_is_read_from_standard_input() {
+    use std::io::Write as _;
+    let d = data("scenarios/kimi-k25-b2-early");
+    let printout = std::fs::read(d.join("client.log")).expect("read");
+    let piped = |log: &Path| {
+        let mut child = bin()
+            .arg("diagnose")
+            .arg(log)
+            .args(["--client-log", "-"])
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // a refused run may exit before it reads: a broken pipe is its answer, not an error
+        let _ = child.stdin.take().expect("stdin").write_all(&printout);
+        child.wait_with_output().expect("wait")
+    };
+    let out = piped(&d.join("server.log"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let from_file = diagnose_args_text(&[
+        d.join("server.log").as_os_str(),
+        "--client-log".as_ref(),
+        d.join("client.log").as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // the client's steady rate, as from the file
+    assert!(
+        text.contains("0.171 req/s") && from_file.contains("0.171 req/s"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().find(|l| l.starts_with("Answer:")),
+        from_file.lines().find(|l| l.starts_with("Answer:"))
+    );
+    let out = piped(Path::new("-"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("standard input (-) is given 2 times"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
