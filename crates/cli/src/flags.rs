@@ -122,6 +122,11 @@ pub fn svg_path(s: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// True when `p` means standard input (`-`), for a file the command reads.
+pub fn is_stdin(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
 /// True when `p` means standard output (`-`).
 pub fn is_stdout(p: &Path) -> bool {
     p.as_os_str() == "-"
@@ -255,6 +260,22 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 /// The file cannot be opened, is not a regular file, or is larger than the cap.
 pub fn read_capped(flag: &str, path: &Path, cap_bytes: u64) -> anyhow::Result<Vec<u8>> {
     use std::io::Read as _;
+    if is_stdin(path) {
+        // `--client-log -`: what the client printed, piped in (`python client.py | tee /dev/stderr
+        // | throughput-doctor diagnose server.log --client-log -`)
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(cap_bytes + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| anyhow::anyhow!("{flag} - (standard input): {e}"))?;
+        anyhow::ensure!(
+            buf.len() as u64 <= cap_bytes,
+            "{flag} - (standard input): larger than {} MiB, more than such a file can hold",
+            cap_bytes >> 20
+        );
+        return Ok(buf);
+    }
     let f =
         std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
     let m = f

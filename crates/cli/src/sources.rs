@@ -185,7 +185,11 @@ pub fn add_model_config(ctx: &mut Context, path: &Path) -> anyhow::Result<()> {
 /// # Errors
 /// The file cannot be read, or holds no record, progress line or benchmark summary.
 pub fn add_client_file(ctx: &mut Context, path: &Path, flag: &str) -> anyhow::Result<()> {
-    let name = path.display().to_string();
+    let name = if crate::flags::is_stdin(path) {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    };
     let bytes = crate::flags::read_capped(flag, path, CLIENT_CAP)?;
     let text = String::from_utf8_lossy(&bytes);
     let c = sglang_log::parse_client(name.clone(), &text);

@@ -1475,3 +1475,106 @@ fn a_client_log_alone_says_no_server_log_was_given() {
     );
     assert!(!text.contains("none were found in the input"), "{text}");
 }
+
+/// A copy of a log taken while the server writes it ends inside a line (the fresh-user trial
+/// of 2026-12-04: the scenario's last decode line cut at `gen throughput (token/s): 7` of
+/// `776.84`). That line is set aside as malformed and named, and the verdict and the best
+/// change are the whole log's; read as a reading, its 7 tok/s at 47 running threw the step-time
+/// fit and the best change became a smaller pool (`mem_fraction_static 0.83`, "+621%").
+#[test]
+fn a_log_cut_inside_its_last_line_sets_that_line_aside() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let whole = std::fs::read_to_string(data("scenarios/kimi-k25-b2-early").join("server.log"))
+        .expect("read");
+    let cut_at = whole.rfind("(token/s): ").expect("a decode line") + "(token/s): 7".len();
+    let cut = dir.path().join("cut.log");
+    std::fs::write(&cut, &whole[..cut_at]).expect("write");
+    let text = diagnose_text(&cut);
+    assert!(
+        text.contains("cut.log:878: the input ends inside this batch line")
+            && text.contains("1 malformed"),
+        "{text}"
+    );
+    let answer = text
+        .lines()
+        .find(|l| l.starts_with("Answer:"))
+        .expect("an answer");
+    assert!(
+        answer.contains("the best change that fits, mem_fraction_static 0.88"),
+        "{answer}"
+    );
+    assert!(!text.contains("--mem-fraction-static 0.83"), "{text}");
+    // the same reading on a whole line (a wild 7 tok/s at 47 running) still throws the fit,
+    // but a smaller pool is never offered for it
+    let wild = dir.path().join("wild.log");
+    let rest = &whole[cut_at + 5..];
+    std::fs::write(&wild, format!("{}{rest}", &whole[..cut_at])).expect("write");
+    let text = diagnose_text(&wild);
+    assert!(text.contains("0 malformed"), "{text}");
+    // (the what-if table still lists the 0.83 row with the fit's rate)
+    let advice = |l: &&str| l.starts_with("Answer:") || l.contains(". Set --mem-fraction-static");
+    assert!(
+        text.lines().filter(advice).all(|l| !l.contains("0.83")),
+        "{text}"
+    );
+    // the whole log (its last line ends in a newline) gives the same answer
+    let full = diagnose_text(&data("scenarios/kimi-k25-b2-early").join("server.log"));
+    assert!(
+        full.contains("the best change that fits, mem_fraction_static 0.88"),
+        "{full}"
+    );
+}
+
+/// `--client-log -` reads what the client printed from standard input (the fresh users'
+/// trials of 2026-12-03 and -04 piped it in and got "No such file or directory"): the same
+/// report as from the file; standard input given twice is refused before any work.
+#[test]
+fn a_client_printout_piped_in_is_read_from_standard_input() {
+    use std::io::Write as _;
+    let d = data("scenarios/kimi-k25-b2-early");
+    let printout = std::fs::read(d.join("client.log")).expect("read");
+    let piped = |log: &Path| {
+        let mut child = bin()
+            .arg("diagnose")
+            .arg(log)
+            .args(["--client-log", "-"])
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // a refused run may exit before it reads: a broken pipe is its answer, not an error
+        let _ = child.stdin.take().expect("stdin").write_all(&printout);
+        child.wait_with_output().expect("wait")
+    };
+    let out = piped(&d.join("server.log"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let from_file = diagnose_args_text(&[
+        d.join("server.log").as_os_str(),
+        "--client-log".as_ref(),
+        d.join("client.log").as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // the client's steady rate, as from the file
+    assert!(
+        text.contains("0.171 req/s") && from_file.contains("0.171 req/s"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().find(|l| l.starts_with("Answer:")),
+        from_file.lines().find(|l| l.starts_with("Answer:"))
+    );
+    let out = piped(Path::new("-"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("standard input (-) is given 2 times"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

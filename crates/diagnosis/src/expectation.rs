@@ -71,6 +71,12 @@ pub fn check(
         .iter()
         .find(|r| r.change == Change::Current)
         .map_or(fit_now, |r| r.tok_per_s);
+    // the requests decoding at once today, by the same row (the recommendations' base)
+    let base_running = rows
+        .iter()
+        .find(|r| r.change == Change::Current)
+        .map(|r| r.concurrency)
+        .or(projection.map(|p| p.observed_mean_running));
     let scale = if base > 0.0 { m / base } else { 1.0 };
     let observed = fit_now;
     let ceiling_scale = if observed > 0.0 { m / observed } else { 1.0 };
@@ -80,6 +86,9 @@ pub fn check(
         .iter()
         .filter(|r| !matches!(r.change, Change::Current | Change::TpSize { .. }))
         .filter(|r| r.feasibility == Some(Feasibility::Fits) && r.tok_per_s > base)
+        // a change that lets fewer requests decode at once gains only in a fit thrown by a
+        // reading it should not hold (`recommend`'s KV plans leave it out too)
+        .filter(|r| base_running.is_none_or(|n| r.concurrency > n))
         .map(|r| {
             let quality_cost = crate::recommend::costs_output_quality(r.change);
             (quality_cost, r.label.clone(), r.tok_per_s * scale)
@@ -190,12 +199,17 @@ mod tests {
     use crate::report::{NoCeiling, ProjectionRow, RateBasis, Unit};
 
     /// The founding case's fit in miniature: today's row projects 779 tok/s against a measured
-    /// 727; 0.88 fits (888), fp8 fits (1004), the ceiling is 1408.
+    /// 727; 0.88 fits (888), fp8 fits (1004), the ceiling is 1408. Each row's requests
+    /// decoding at once grow with its pool (44 today; fp8 twice the slots).
     fn projection() -> Projection {
         let row = |label: &str, change, tok: f64, f| ProjectionRow {
             label: label.into(),
             change,
-            concurrency: 0.0,
+            concurrency: match change {
+                Change::Current => 44.0,
+                Change::Fraction { to } => 44.0 * (to - 0.6) / (0.85 - 0.6),
+                _ => 88.0,
+            },
             tok_per_s: tok,
             gain_pct: 0.0,
             extrapolated: false,
@@ -280,6 +294,28 @@ mod tests {
         let (label, rate) = e.faster_change_altering_outputs.expect("faster");
         assert_eq!(label, "fp8");
         assert!((rate - 937.0).abs() < 0.1, "{rate}");
+    }
+
+    /// A fit thrown by one wild reading (the fresh user's cut log: 7 tok/s at 47 running) can
+    /// rate a smaller pool above today's; fewer requests decoding at once is never the best
+    /// change (boundary: a pool that keeps today's 44 is no change either).
+    #[test]
+    fn a_smaller_pool_is_never_the_best_change() {
+        let mut p = projection();
+        for (to, tok) in [(0.83, 5358.0), (0.85, 5000.0)] {
+            p.rows.push(ProjectionRow {
+                label: format!("mem_fraction_static {to:.2}"),
+                change: Change::Fraction { to },
+                concurrency: 44.0 * (to - 0.6) / (0.85 - 0.6),
+                tok_per_s: tok,
+                gain_pct: 0.0,
+                extrapolated: false,
+                feasibility: Some(Feasibility::Fits),
+            });
+        }
+        let e = check(&measured(), Some(&p), None, None, ClientFigures::default()).expect("check");
+        let (label, _) = e.best_change.expect("best");
+        assert_eq!(label, "mem_fraction_static 0.88");
     }
 
     /// kimi-k25-b2's client: it prints 0.1 req/s, completions average 4,116 tokens; no

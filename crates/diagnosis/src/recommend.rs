@@ -424,6 +424,11 @@ fn kv_plans(
                 || (r.feasibility.is_none() && w.is_some_and(|w| w.extra_gib_per_gpu <= 0.0))
         })
         .filter(|r| r.gain_pct > th::MIN_GAIN_PCT)
+        // A KV plan gains by letting more requests decode at once: a change that lets fewer
+        // (a smaller pool) gains only in a fit whose step time falls as the batch shrinks
+        // below zero cost, which no decode step has (each reads the weights once): a fit
+        // thrown by a reading it should not hold, never a lever.
+        .filter(|r| r.concurrency > base.1)
         .collect();
     // Changes without a cost in output quality come first (fp8 KV changes numerics: for
     // distillation data that is output fidelity), then by gain.

@@ -156,8 +156,8 @@ pub use foreign::{ForeignFormat, FormatSniffer, LogKind, NotSglangLog};
 pub use line::{LineParser, find_batch_marker, parse_line};
 pub use ranks::RankTags;
 pub use reader::{
-    HEAD_BYTES, HeadStats, KEPT_LINES, LONG_LINE_REASON, LogReader, MAX_LINE, MalformedLine,
-    ParseStats, ReadError, RejectedValue,
+    CUT_LAST_LINE_REASON, HEAD_BYTES, HeadStats, KEPT_LINES, LONG_LINE_REASON, LogReader, MAX_LINE,
+    MalformedLine, ParseStats, ReadError, RejectedValue,
 };
 pub use req_times::{ReqMode, ReqTimes, parse_req_times};
 pub use timestamp::Timestamp;

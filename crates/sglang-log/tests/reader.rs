@@ -106,6 +106,7 @@ fn invalid_utf8_is_malformed_only_with_a_batch_marker() {
     let mut input = bad_batch.clone();
     input.push(b'\n');
     input.extend_from_slice(DECODE.as_bytes());
+    input.push(b'\n');
     let stats = LogReader::from_reader("mixed", &input[..])
         .for_each(|_| {})
         .unwrap();
@@ -159,7 +160,7 @@ fn a_line_longer_than_1_mib_is_malformed_and_skipped() {
 fn the_cap_is_exactly_1_mib() {
     let under = "y".repeat(sglang_log::MAX_LINE - 1);
     let over = "z".repeat(sglang_log::MAX_LINE);
-    let input = format!("{under}\n{over}\n{DECODE}");
+    let input = format!("{under}\n{over}\n{DECODE}\n");
     let mut seen = Vec::new();
     let stats = LogReader::from_reader("edge", input.as_bytes())
         .for_each(|rec| seen.push(rec.event.name()))
@@ -438,4 +439,46 @@ fn truncated_gzip_reports_the_compressed_byte_offset() {
         msg.contains("cut.log.gz") && msg.contains(&format!("near compressed byte {cut}")),
         "{msg}"
     );
+}
+
+/// The input ends inside a batch line (a copy of a log being written, `head -c`): outside live
+/// mode that line is malformed with [`sglang_log::CUT_LAST_LINE_REASON`], since its last value
+/// may be cut (`324.86` read as `3`); the same bytes with the newline are a batch line, an
+/// unterminated line of no batch is read as it is, and live mode holds the tail back. The line
+/// is real: `tests/data/real/019-…` (DP0, 92 running, 990 queued).
+#[test]
+fn a_batch_line_the_input_ends_inside_is_malformed() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/real/019-i5429-2x8h100-dsr1-dp-attn-queue990.log"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text.lines().find(|l| l.contains("Decode batch")).unwrap();
+    let cut = &line[..line.find("(token/s): 3").unwrap() + "(token/s): 3".len()];
+    let read = |input: &str, live: bool| {
+        let mut seen = Vec::new();
+        let stats = LogReader::from_reader("cut", input.as_bytes())
+            .live(live)
+            .for_each(|rec| seen.push((rec.line_no, rec.event.name())))
+            .unwrap();
+        (seen, stats)
+    };
+    let (seen, stats) = read(&format!("{line}\n{cut}"), false);
+    assert_eq!(seen, [(1, "batch"), (2, "malformed")]);
+    assert_eq!(
+        (stats.lines, stats.batch_lines, stats.malformed_lines),
+        (2, 1, 1)
+    );
+    let m = &stats.malformed[0];
+    assert_eq!((m.line_no, m.reason), (2, sglang_log::CUT_LAST_LINE_REASON));
+    // with its newline the same bytes are a whole line: a batch line
+    let (seen, _) = read(&format!("{line}\n{cut}\n"), false);
+    assert_eq!(seen, [(1, "batch"), (2, "batch")]);
+    // an unterminated line of no batch is read as it is
+    let (seen, _) = read(&format!("{line}\n[2025-04-15 17:25:17] INFO: done"), false);
+    assert_eq!(seen, [(1, "batch"), (2, "other")]);
+    // live mode holds the cut line back for the next read
+    let (seen, stats) = read(&format!("{line}\n{cut}"), true);
+    assert_eq!(seen, [(1, "batch")]);
+    assert_eq!(stats.held_back_bytes, cut.len() as u64);
 }
