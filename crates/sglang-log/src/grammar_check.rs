@@ -47,7 +47,7 @@ pub fn lines_agree(lines: &[&[u8]]) -> bool {
 }
 
 /// Whether every line of `lines`, read in order, gets the same record, bit for bit, with the
-/// line layouts as without them.
+/// line layouts as without them, and a batch line's one-pass readings are its accessors'.
 fn layouts_agree(lines: &[&[u8]]) -> bool {
     let mut with = LineCache::new(true);
     let mut without = LineCache::without_layouts();
@@ -58,13 +58,50 @@ fn layouts_agree(lines: &[&[u8]]) -> bool {
             (crate::Event::Batch(x), crate::Event::Batch(y)) => x.same_record(y),
             _ => true,
         };
+        let readings = match &a.event {
+            crate::Event::Batch(x) => readings_agree(x),
+            _ => true,
+        };
         same_batch
+            && readings
             && a.line_no == b.line_no
             && a.timestamp == b.timestamp
             && a.ranks == b.ranks
             && std::ptr::eq(a.message, b.message)
             && a.event == b.event
     })
+}
+
+/// Whether a batch line's one-pass readings ([`crate::BatchLine::usual_decode`],
+/// [`crate::BatchLine::usual_prefill`]; a layout hit's plan reads them all at once with AVX2,
+/// else one at a time) are its accessors' readings, where it has them.
+fn readings_agree(b: &crate::BatchLine<'_>) -> bool {
+    let decode = b.usual_decode().is_none_or(|r| {
+        let by_accessors = crate::DecodeReadings {
+            running: b.running_req(),
+            queue: b.queue_req(),
+            tokens: b.num_token(),
+            usage: b.token_usage(),
+            gen_tps: b.gen_throughput(),
+            graph: b.graph(),
+            accept_len: b.accept_len(),
+        };
+        format!("{r:?}") == format!("{by_accessors:?}")
+    });
+    let prefill = b.usual_prefill().is_none_or(|r| {
+        let by_accessors = crate::PrefillReadings {
+            new_seq: b.new_seq(),
+            new_token: b.new_token(),
+            cached_token: b.cached_token(),
+            running: b.running_req(),
+            queue: b.queue_req(),
+            usage: b.token_usage(),
+            input_tps: b.input_throughput(),
+            graph: b.graph(),
+        };
+        format!("{r:?}") == format!("{by_accessors:?}")
+    });
+    decode && prefill
 }
 
 #[cfg(test)]
