@@ -545,10 +545,10 @@ impl<'a> BatchLine<'a> {
     /// another form than SGLang prints (more than 8 bytes, a count that is not digits, a rate
     /// or fraction that is not `%.2f`): read it with the accessors.
     ///
-    /// A line read by a wide plan ([`WIDE`]) is read here, inlined into the caller
-    /// (its readings go straight to where the caller keeps them: through a returned struct
-    /// and a call they were copied twice, ~40 instructions); any other by
-    /// [`BatchLine::usual_decode_by_words`].
+    /// A line whose layout's plan is wide (its values read all at once with AVX2) is read
+    /// here, inlined into the caller (its readings go straight to where the caller keeps them:
+    /// through a returned struct and a call they were copied twice, ~40 instructions); any
+    /// other out of line, each value by its word.
     #[inline(always)]
     pub fn usual_decode(&self) -> Option<DecodeReadings> {
         if self.plan.mode & (3 | WIDE) == PLAN_DECODE | WIDE
