@@ -116,6 +116,7 @@ pub(super) const SERVER_ARG_KEYS: &[&str] = &[
     "chunked_prefill_size",
     "max_prefill_tokens",
     "max_running_requests",
+    "prefill_max_requests",
     "max_total_tokens",
     "schedule_policy",
     "schedule_conservativeness",

@@ -560,6 +560,12 @@ pub fn capacity_summary(ev: &Evidence, ctx: &Context) -> CapacitySummary {
         max_prefill_tokens: st
             .max_prefill_tokens
             .or_else(|| arg_u64("max_prefill_tokens")),
+        prefill_max_requests: st.server_args.get("prefill_max_requests").and_then(|v| {
+            match v.as_str() {
+                "None" => Some(None),
+                n => n.parse::<u64>().ok().map(Some),
+            }
+        }),
         context_len: st.context_len,
         mem_fraction_static: st
             .server_args

@@ -45,6 +45,14 @@ pub struct CapacitySummary {
     pub kv_cache_gb: Option<f64>,
     /// Weights (GiB per GPU).
     pub weights_gb: Option<f64>,
+    /// `prefill_max_requests` as the start-up's `server_args` print it: the most requests one
+    /// prefill pass admits (SGLang `schedule_policy.py` `PrefillAdder` stops adding at it;
+    /// spec §6.2). `Some(Some(n))` a cap of `n` requests, `Some(None)` printed `None` (no cap,
+    /// the default), `None` when the log prints no `prefill_max_requests`. Read by the
+    /// `prefill_limit` rule's words; not in the JSON.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub prefill_max_requests: Option<Option<u64>>,
 }
 
 /// Retractions, deduplicated across TP ranks.

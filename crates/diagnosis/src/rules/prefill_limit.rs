@@ -6,10 +6,11 @@
 //! info gives them, else the largest prefill seen. It also tells when `max_prefill_tokens` is
 //! below a single prompt, so that every prefill pass admits exactly one request; and when every
 //! pass admits exactly one request although its prompt fills a small part of the budget
-//! ([`OnePerPass`]): something other than the budget caps each pass at one request (a build
-//! without batched prefill, such as older speculative decoding; a running cap the batch sits
-//! just below; not late arrivals, since requests wait in the scheduler's queue), and the queue
-//! drains one request per pass.
+//! ([`OnePerPass`]): something other than the budget caps each pass at one request
+//! (`--prefill-max-requests 1`, named as the cause when the start-up's server_args set it and
+//! ruled out when they set it higher or leave it unset; a build without batched prefill, such
+//! as older speculative decoding; a running cap the batch sits just below; not late arrivals,
+//! since requests wait in the scheduler's queue), and the queue drains one request per pass.
 //!
 //! **Why it matters.** Queued requests are admitted only as fast as their prompts are
 //! prefilled; with the KV cache still having room, the prefill budget is the limit.
@@ -19,11 +20,13 @@
 //!
 //! **What to change.** A larger `--chunked-prefill-size` / `--max-prefill-tokens` (more
 //! activation memory, longer decode pauses), or PD disaggregation; when the budget is below one
-//! prompt, raise `--max-prefill-tokens` to a few prompts.
+//! prompt, raise `--max-prefill-tokens` to a few prompts; when `prefill_max_requests` is 1,
+//! raise it or leave it unset.
 //!
 //! **Source.** SGLang `schedule_policy.py` (`PrefillAdder`: `rem_input_tokens` from
 //! `max_prefill_tokens`, `rem_chunk_tokens` from `chunked_prefill_size`; the first request of a
-//! batch may exceed the budget); spec §6.
+//! batch may exceed the budget; `prefill_max_requests` ends a pass once it holds that many
+//! requests); spec §6.2.
 
 use crate::evidence::collect_within;
 use crate::evidence::view::SchedulerView;
@@ -233,18 +236,39 @@ pub(crate) fn finding(f: &Facts, v: &SchedulerView<'_>, cap: &CapacitySummary) -
     } else {
         ""
     };
+    // `--prefill-max-requests`: SGLang's PrefillAdder stops a pass once it holds that many
+    // requests (spec §6.2); the start-up's server_args tell whether it is set
+    let per_pass_setting = match cap.prefill_max_requests {
+        Some(Some(n)) => {
+            format!(" (not --prefill-max-requests: this log's server_args set it to {n})")
+        }
+        Some(None) => {
+            " (not --prefill-max-requests: this log's server_args leave it unset)".to_string()
+        }
+        None => String::new(),
+    };
+    let unknown_setting = if cap.prefill_max_requests.is_none() {
+        "--prefill-max-requests 1 (SGLang's cap on the requests one prefill pass admits; this log prints no server_args with it), "
+    } else {
+        ""
+    };
     let detail = match (f.budget_below_prompt, f.one_per_pass) {
+        (None, Some(o)) if cap.prefill_max_requests == Some(Some(1)) => format!(
+            "Each of {} prefill passes admitted one request (prompts of ~{} tokens) while requests waited: this log's server_args set prefill_max_requests=1, and SGLang's PrefillAdder stops a prefill pass once it holds that many requests, so requests leave the queue one per pass. \
+                 Raise --prefill-max-requests, or leave it unset (SGLang's default, no cap), so that a pass admits as many waiting requests as the budget and the pool hold; raising --chunked-prefill-size or --max-prefill-tokens changes nothing while it is 1.",
+            o.passes, o.median_prompt
+        ),
         (None, Some(o)) if f.source == LimitSource::Configured => format!(
             "Each of {} prefill passes admitted one request (prompts of ~{} tokens, a small part of the configured {}-token prefill budget) while requests waited: requests leave the queue one per pass. \
-                 SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, so something else caps each pass at one: a build without batched prefill (older speculative decoding){at_cap}, or a per-pass admission setting of this build (requests already waiting in the scheduler's queue did not arrive too late for the pass). \
+                 SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, so something else caps each pass at one: {unknown_setting}a build without batched prefill (older speculative decoding){at_cap}{per_pass_setting} (requests already waiting in the scheduler's queue did not arrive too late for the pass). \
                  Check which: the budget is not it, so raising --chunked-prefill-size or --max-prefill-tokens changes nothing.",
             o.passes, o.median_prompt, f.limit_tokens
         ),
         (None, Some(o)) => format!(
             "Each of {} prefill passes admitted one request (prompts of ~{} tokens) while requests waited: requests leave the queue one per pass. \
                  SGLang's PrefillAdder admits as many waiting requests as the budget and the pool hold, and this log prints no budget (SGLang's default max_prefill_tokens is {}, its default chunk size depends on the GPU): \
-                 either the budget (chunked_prefill_size or max_prefill_tokens) is below two of these prompts, or something else caps each pass at one: a build without batched prefill (older speculative decoding){at_cap}; requests already waiting in the scheduler's queue did not arrive too late for the pass. \
-                 The start-up's capacity line (chunked_prefill_size, max_prefill_tokens) tells which.",
+                 either the budget (chunked_prefill_size or max_prefill_tokens) is below two of these prompts, or something else caps each pass at one: {unknown_setting}a build without batched prefill (older speculative decoding){at_cap}{per_pass_setting}; requests already waiting in the scheduler's queue did not arrive too late for the pass. \
+                 The start-up's capacity line and server_args (chunked_prefill_size, max_prefill_tokens, prefill_max_requests) tell which.",
             o.passes, o.median_prompt, DEFAULT_MAX_PREFILL_TOKENS
         ),
         _ => match f.budget_below_prompt {
@@ -457,5 +481,63 @@ mod tests {
         let cap = "a running-request cap the batch sits just below";
         assert!(words("real-3/021-pr25960-npu-column-truncated-malformed.log").contains(cap));
         assert!(!words("real-3/027-pr25960-npu-tqdm-interleaved-truncated.log").contains(cap));
+    }
+
+    /// One request a pass, worded by what the start-up's server_args say of
+    /// `prefill_max_requests` (real-3/039's lines): set to 1 it is the cause and the lever; set
+    /// higher (boundary: 2) or unset it is ruled out; not printed it is one of the candidates.
+    #[test]
+    fn one_per_pass_names_prefill_max_requests_by_what_server_args_say() {
+        with_input(&whole(EAGLE_BURST), |i| {
+            let v = &i.views[0];
+            let f = check(v, i.capacity).expect("prefill limit");
+            assert!(f.one_per_pass.is_some());
+            let words = |pmr: Option<Option<u64>>| {
+                let cap = CapacitySummary {
+                    prefill_max_requests: pmr,
+                    ..i.capacity.clone()
+                };
+                finding(&f, v, &cap).detail
+            };
+            let set_to_one = words(Some(Some(1)));
+            assert!(
+                set_to_one.contains("server_args set prefill_max_requests=1")
+                    && set_to_one.contains("Raise --prefill-max-requests"),
+                "{set_to_one}"
+            );
+            let two = words(Some(Some(2)));
+            assert!(
+                two.contains("not --prefill-max-requests: this log's server_args set it to 2")
+                    && !two.contains("Raise --prefill-max-requests"),
+                "{two}"
+            );
+            let unset = words(Some(None));
+            assert!(
+                unset.contains("leave it unset") && !unset.contains("--prefill-max-requests 1 ("),
+                "{unset}"
+            );
+            let unknown = words(None);
+            assert!(
+                unknown.contains("--prefill-max-requests 1 (SGLang's cap"),
+                "{unknown}"
+            );
+        });
+    }
+
+    /// `prefill_max_requests` read from a real start-up's server_args (an Ascend log that
+    /// prints `prefill_max_requests=None`), and the same line with it set.
+    #[test]
+    fn prefill_max_requests_is_read_from_server_args() {
+        const ASCEND: &str = "real-long/ascend-qwen3-30b-tp2-eagle3-highload.log";
+        let pmr = |text: &str| with_input(text, |i| i.capacity.prefill_max_requests);
+        assert_eq!(pmr(&whole(ASCEND)), Some(None));
+        let set = crate::rules::testing::edit(
+            &whole(ASCEND),
+            "prefill_max_requests=None",
+            "prefill_max_requests=4",
+        );
+        assert_eq!(pmr(&set), Some(Some(4)));
+        // a log without server_args says nothing of it
+        assert_eq!(pmr(&whole(EAGLE_BURST)), None);
     }
 }
