@@ -72,36 +72,45 @@ fn layouts_agree(lines: &[&[u8]]) -> bool {
     })
 }
 
+/// Every reading of a usual decode line by its accessor: the reference the one-pass read
+/// ([`crate::BatchLine::usual_decode`]) must give.
+pub(crate) fn decode_by_accessors(b: &crate::BatchLine<'_>) -> crate::DecodeReadings {
+    crate::DecodeReadings {
+        running: b.running_req(),
+        queue: b.queue_req(),
+        tokens: b.num_token(),
+        usage: b.token_usage(),
+        gen_tps: b.gen_throughput(),
+        graph: b.graph(),
+        accept_len: b.accept_len(),
+    }
+}
+
+/// Every reading of a usual prefill line by its accessor: the reference the one-pass read
+/// ([`crate::BatchLine::usual_prefill`]) must give.
+pub(crate) fn prefill_by_accessors(b: &crate::BatchLine<'_>) -> crate::PrefillReadings {
+    crate::PrefillReadings {
+        new_seq: b.new_seq(),
+        new_token: b.new_token(),
+        cached_token: b.cached_token(),
+        running: b.running_req(),
+        queue: b.queue_req(),
+        usage: b.token_usage(),
+        input_tps: b.input_throughput(),
+        graph: b.graph(),
+    }
+}
+
 /// Whether a batch line's one-pass readings ([`crate::BatchLine::usual_decode`],
 /// [`crate::BatchLine::usual_prefill`]; a layout hit's plan reads them all at once with AVX2,
 /// else one at a time) are its accessors' readings, where it has them.
 fn readings_agree(b: &crate::BatchLine<'_>) -> bool {
-    let decode = b.usual_decode().is_none_or(|r| {
-        let by_accessors = crate::DecodeReadings {
-            running: b.running_req(),
-            queue: b.queue_req(),
-            tokens: b.num_token(),
-            usage: b.token_usage(),
-            gen_tps: b.gen_throughput(),
-            graph: b.graph(),
-            accept_len: b.accept_len(),
-        };
-        format!("{r:?}") == format!("{by_accessors:?}")
-    });
-    let prefill = b.usual_prefill().is_none_or(|r| {
-        let by_accessors = crate::PrefillReadings {
-            new_seq: b.new_seq(),
-            new_token: b.new_token(),
-            cached_token: b.cached_token(),
-            running: b.running_req(),
-            queue: b.queue_req(),
-            usage: b.token_usage(),
-            input_tps: b.input_throughput(),
-            graph: b.graph(),
-        };
-        format!("{r:?}") == format!("{by_accessors:?}")
-    });
-    decode && prefill
+    let same =
+        |a: &dyn std::fmt::Debug, r: &dyn std::fmt::Debug| format!("{a:?}") == format!("{r:?}");
+    b.usual_decode()
+        .is_none_or(|r| same(&r, &decode_by_accessors(b)))
+        && b.usual_prefill()
+            .is_none_or(|r| same(&r, &prefill_by_accessors(b)))
 }
 
 #[cfg(test)]

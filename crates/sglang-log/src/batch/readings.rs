@@ -670,32 +670,7 @@ mod tests {
     use super::super::{KeyOrder, parse_standard_into};
     use super::*;
     use crate::Event;
-
-    /// Every reading of a usual line, by its accessor (the reference).
-    fn decode_by_accessors(b: &BatchLine<'_>) -> DecodeReadings {
-        DecodeReadings {
-            running: b.running_req(),
-            queue: b.queue_req(),
-            tokens: b.num_token(),
-            usage: b.token_usage(),
-            gen_tps: b.gen_throughput(),
-            graph: b.graph(),
-            accept_len: b.accept_len(),
-        }
-    }
-
-    fn prefill_by_accessors(b: &BatchLine<'_>) -> PrefillReadings {
-        PrefillReadings {
-            new_seq: b.new_seq(),
-            new_token: b.new_token(),
-            cached_token: b.cached_token(),
-            running: b.running_req(),
-            queue: b.queue_req(),
-            usage: b.token_usage(),
-            input_tps: b.input_throughput(),
-            graph: b.graph(),
-        }
-    }
+    use crate::grammar_check::{decode_by_accessors, prefill_by_accessors};
 
     /// The one-pass readings of `text` by both splitters, against the accessors; whether
     /// the fast splitter's line was read in one pass.
