@@ -253,11 +253,13 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
 }
 
-/// Read a side input (server info, model config, GPU snapshot, client file) of at most
+/// Read a side input (server info, model config, client file) of at most
 /// `cap_bytes`; a longer one, or one that is not a regular file, is an error naming the flag.
+/// `-` reads standard input (the caller lets at most one input name it).
 ///
 /// # Errors
-/// The file cannot be opened, is not a regular file, or is larger than the cap.
+/// The file cannot be opened, is not a regular file, or is larger than the cap; standard
+/// input cannot be read or holds more than the cap.
 pub fn read_capped(flag: &str, path: &Path, cap_bytes: u64) -> anyhow::Result<Vec<u8>> {
     use std::io::Read as _;
     if is_stdin(path) {

@@ -233,7 +233,7 @@ pub struct DiagnoseArgs {
     /// What the client printed: a progress log (lines with a date-time and `N/M done`), a saved `python -m sglang.bench_serving` output (its 'Serving Benchmark Result' block), vllm bench serve's output or --save-result JSON, another benchmark client's run summary (AIPerf's profile_export_aiperf.json / .csv / console output, GuideLLM's benchmarks.csv / console output, an llm-d Benchmark Report v0.2), or SGLang's multi-turn benchmark summary ('Performance metrics summary:'). `-` reads it from standard input (a printout piped in).
     #[arg(long, value_name = "FILE")]
     pub client_log: Option<PathBuf>,
-    /// The client's per-request records: run-batch output, AIPerf's profile_export.jsonl, GuideLLM's benchmarks.json / .yaml, bench_serving's --output-file, or any JSONL with times (seconds) and token counts.
+    /// The client's per-request records: run-batch output, AIPerf's profile_export.jsonl, GuideLLM's benchmarks.json / .yaml, bench_serving's --output-file, or any JSONL with times (seconds) and token counts. `-` reads them from standard input.
     #[arg(long, value_name = "FILE")]
     pub client_records: Option<PathBuf>,
     /// Length in seconds of a short measurement someone plans (e.g. 60 s of the request rate): the report says how uncertain a rate measured over that long is, and how long a window a ±10% answer needs.
@@ -611,18 +611,20 @@ fn end_of_log(
 /// `--client-log` or `--client-records` file (the message names it); a `--server` that is the
 /// only input and answered nothing (outside live mode).
 pub fn build_context(args: &DiagnoseArgs) -> Result<Context> {
-    // standard input can be read once: by one log or by one client file
+    // standard input can be read once: by one log or by one side file (`flags::read_capped`)
     let from_stdin = args
         .logs
         .iter()
         .chain(&args.log_flag)
         .chain(&args.client_log)
         .chain(&args.client_records)
+        .chain(&args.server_info)
+        .chain(&args.model_config)
         .filter(|p| flags::is_stdin(p))
         .count();
     anyhow::ensure!(
         from_stdin <= 1,
-        "standard input (-) is given {from_stdin} times: it can be read once, by one log or by one of --client-log and --client-records; save the others to files"
+        "standard input (-) is given {from_stdin} times: it can be read once, by one log or by one file of --client-log, --client-records, --server-info or --model-config; save the others to files"
     );
     let mut ctx = Context {
         sample_window_s: Some(args.sample_window),

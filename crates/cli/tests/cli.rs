@@ -1577,4 +1577,18 @@ fn a_client_printout_piped_in_is_read_from_standard_input() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // a side file from standard input counts too (it would leave the client log nothing)
+    let out = bin()
+        .arg("diagnose")
+        .arg(d.join("server.log"))
+        .args(["--client-log", "-", "--server-info", "-"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("standard input (-) is given 2 times"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
